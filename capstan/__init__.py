@@ -1,0 +1,1 @@
+"""Capstan: a Kubernetes-style API server whose native interface is gRPC."""

@@ -1,0 +1,140 @@
+"""The one interface every storage backend implements (LMDB now, etcd later).
+
+Everything above `storage/` talks to a `Store` and nothing else, so a second
+backend is a new module, not a change to the server.
+
+Revisions
+---------
+The store has one global revision, an integer that starts at 1 in an empty
+store and rises by exactly one for every write that succeeds (create, update,
+delete). Failed compares do not raise it. It survives restarts.
+
+Every call returns the revision it took effect at (writes) or was served at
+(reads), so the caller can hand it out as a resourceVersion.
+
+`at_revision=None` reads the latest state. An explicit revision R (>= 1) reads
+the state exactly as it stood after the write that created R:
+- R older than the compacted revision: `Compacted` (carrying the oldest readable one);
+- R newer than the current revision: the call waits up to the store's
+  `future_wait` for the revision to arrive, then raises `RevisionTooLarge`.
+
+Keys and values
+---------------
+Keys are non-empty byte strings of at most `MAX_KEY_SIZE` bytes, ordered
+bytewise; values are byte strings. The store never looks inside either.
+
+Watch
+-----
+`watch(prefix, from_revision)` yields every change to a key under `prefix`
+with a revision strictly greater than `from_revision`, in revision order,
+with no gap and no duplicate: history first, then live changes. Example: after
+writes at revisions 5, 6 and 7, watch(from_revision=5) yields 6 and 7 and then
+whatever comes next. A watcher that falls more than its queue bound behind
+gets `WatcherTooSlow` on its next read and is closed; writers never wait for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+from storage.types import CountResult, Event, GetResult, ListResult, WriteResult
+
+MAX_KEY_SIZE = 511  # LMDB's default key bound; the same for every backend so callers see one rule
+
+
+class Watch(Protocol):
+    """A live watch. Iterate it for events, or take whole batches; close it when done."""
+
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    async def __anext__(self) -> Event: ...
+
+    async def next_batch(self) -> Sequence[Event]:
+        """The events available now (at least one), waiting for one if there are none.
+
+        Raises StopAsyncIteration when the watch was closed, WatcherTooSlow when dropped,
+        StoreClosed when the store closed underneath it.
+        """
+        ...
+
+    def close(self) -> None:
+        """Stop the watch and free its queue at once; idempotent."""
+        ...
+
+
+class Store(Protocol):
+    """A key-value store with one global revision, history, watch and compaction."""
+
+    async def create(self, key: bytes, value: bytes) -> WriteResult:
+        """Store `value` under a new key. Outcome.EXISTS (with the current key) if present."""
+        ...
+
+    async def get(self, key: bytes, *, at_revision: int | None = None) -> GetResult:
+        """The key as of `at_revision` (latest when None); kv None when absent at that revision."""
+        ...
+
+    async def list(
+        self,
+        prefix: bytes,
+        *,
+        at_revision: int | None = None,
+        start_after: bytes | None = None,
+        limit: int | None = None,
+    ) -> ListResult:
+        """Keys under `prefix` at one revision, ordered by key.
+
+        start_after: only keys strictly greater (a page's continuation point).
+        limit: at most this many (None or 0: all). `remaining` counts the keys after the page.
+        To page consistently, pass the first page's revision as `at_revision` for the rest.
+        """
+        ...
+
+    async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:
+        """How many keys exist under `prefix`."""
+        ...
+
+    async def update(
+        self, key: bytes, value: bytes, *, expected_mod_revision: int | None = None
+    ) -> WriteResult:
+        """Replace an existing key's value (compare-and-swap when expected_mod_revision is given).
+
+        NOT_FOUND if absent; CONFLICT (with the current key) if its mod_revision differs.
+        """
+        ...
+
+    async def delete(self, key: bytes, *, expected_mod_revision: int | None = None) -> WriteResult:
+        """Delete a key, leaving a tombstone in history; the same compare rules as update."""
+        ...
+
+    def watch(self, prefix: bytes, *, from_revision: int) -> Watch:
+        """Changes under `prefix` with revision > from_revision (see the module docstring).
+
+        Raises (on first read) Compacted when from_revision is older than the compacted
+        revision, RevisionTooLarge when it stays beyond the current revision.
+        from_revision=0 replays all retained history, so it needs an uncompacted store;
+        to watch only what comes next, pass `current_revision()`.
+        """
+        ...
+
+    async def compact(self, revision: int) -> int:
+        """Forget history before `revision`; returns the current revision.
+
+        After it, reads at `revision` or later and watches from it or later still work
+        exactly; older ones raise Compacted. A revision at or below the compacted one
+        does nothing; one beyond the current revision is InvalidArgument. The work is
+        done in bounded batches so writers are never blocked for long.
+        """
+        ...
+
+    def current_revision(self) -> int:
+        """The latest revision whose write has been acknowledged."""
+        ...
+
+    def compacted_revision(self) -> int:
+        """The oldest revision still readable: reads and watches from it on work (0 before any compaction)."""
+        ...
+
+    async def close(self) -> None:
+        """Finish acknowledged writes, stop watches, release the backend; idempotent."""
+        ...

@@ -1,0 +1,160 @@
+"""Reads at one snapshot: the latest state from `kv`, past states from `idx` + `log`.
+
+Every function takes an open read transaction and returns plain values; the
+caller opens and closes the transaction within one synchronous call, so no read
+transaction ever spans an `await` (the map may only grow when none is open).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.lmdb import layout
+from storage.lmdb.env import Databases
+from storage.types import Event, EventType, KeyValue
+
+HEADER_SIZE = layout.HEADER.size
+RECORD_SIZE = layout.RECORD.size
+
+
+def revision(txn: Any, dbs: Databases) -> int:
+    """The snapshot's current revision."""
+    return layout.unrev(txn.get(layout.META_REVISION, db=dbs.meta))
+
+
+def compacted(txn: Any, dbs: Databases) -> int:
+    """The snapshot's compacted revision: reads below it raise Compacted."""
+    return layout.unrev(txn.get(layout.META_COMPACTED, db=dbs.meta))
+
+
+def latest(txn: Any, dbs: Databases, key: bytes) -> KeyValue | None:
+    data = txn.get(key, db=dbs.kv)
+    if data is None:
+        return None
+    create, mod, version = layout.HEADER.unpack_from(data)
+    return KeyValue(key, data[HEADER_SIZE:], create, mod, version)
+
+
+def _entry(txn: Any, dbs: Databases, revision: int) -> tuple[int, KeyValue, int]:
+    """(op, the key as written at `revision`, prev_revision) from the log."""
+    data = txn.get(layout.rev(revision), db=dbs.log)
+    op, create, version, prev, keylen = layout.RECORD.unpack_from(data)
+    key = data[RECORD_SIZE : RECORD_SIZE + keylen]
+    return op, KeyValue(key, data[RECORD_SIZE + keylen :], create, revision, version), prev
+
+
+def _newest_at(cursor: Any, key: bytes, revision: int) -> bytes | None:
+    """The idx entry of `key` with the greatest revision <= `revision` (cursor on key)."""
+    if cursor.set_range_dup(key, layout.rev(revision + 1)):
+        return cursor.value() if cursor.prev_dup() else None
+    cursor.set_key(key)
+    cursor.last_dup()
+    value: bytes = cursor.value()
+    return value if layout.unrev(value) <= revision else None
+
+
+def at(txn: Any, dbs: Databases, key: bytes, revision: int) -> KeyValue | None:
+    cursor = txn.cursor(db=dbs.idx)
+    if not cursor.set_key(key):
+        return None
+    entry = _newest_at(cursor, key, revision)
+    if entry is None or entry[8:] == layout.IDX_DELETE:
+        return None
+    return _entry(txn, dbs, layout.unrev(entry))[1]
+
+
+def _start(prefix: bytes, start_after: bytes | None) -> bytes:
+    if start_after is not None and start_after >= prefix:
+        return start_after + b"\x00"
+    return prefix
+
+
+def list_latest(
+    txn: Any, dbs: Databases, prefix: bytes, start_after: bytes | None, limit: int | None
+) -> tuple[list[KeyValue], int]:
+    """(the page, how many keys follow it) from the latest state."""
+    cursor = txn.cursor(db=dbs.kv)
+    kvs: list[KeyValue] = []
+    if not cursor.set_range(_start(prefix, start_after)):
+        return kvs, 0
+    unpack = layout.HEADER.unpack_from
+    append = kvs.append
+    for key, data in cursor:
+        if not key.startswith(prefix):
+            return kvs, 0
+        if limit is not None and len(kvs) == limit:
+            return kvs, _count_rest(cursor, prefix)
+        create, mod, version = unpack(data)
+        append(KeyValue(key, data[HEADER_SIZE:], create, mod, version))
+    return kvs, 0
+
+
+def _count_rest(cursor: Any, prefix: bytes) -> int:
+    """Keys under `prefix` from the cursor's position on (it sits on one)."""
+    n = 0
+    for key in cursor.iternext(keys=True, values=False):
+        if not key.startswith(prefix):
+            break
+        n += 1
+    return n
+
+
+def count_latest(txn: Any, dbs: Databases, prefix: bytes) -> int:
+    cursor = txn.cursor(db=dbs.kv)
+    if not cursor.set_range(prefix):
+        return 0
+    return _count_rest(cursor, prefix)
+
+
+def list_at(
+    txn: Any,
+    dbs: Databases,
+    prefix: bytes,
+    revision: int,
+    start_after: bytes | None,
+    limit: int | None,
+) -> tuple[list[KeyValue], int]:
+    """(the page, how many keys follow it) as of a past `revision`."""
+    cursor = txn.cursor(db=dbs.idx)
+    kvs: list[KeyValue] = []
+    remaining = 0
+    found = cursor.set_range(_start(prefix, start_after))
+    while found:
+        key = cursor.key()
+        if not key.startswith(prefix):
+            break
+        entry = _newest_at(cursor, key, revision)
+        if entry is not None and entry[8:] == layout.IDX_PUT:
+            if limit is not None and len(kvs) == limit:
+                remaining += 1
+            else:
+                kvs.append(_entry(txn, dbs, layout.unrev(entry))[1])
+        cursor.set_key(key)
+        found = cursor.next_nodup()
+    return kvs, remaining
+
+
+def history(
+    txn: Any, dbs: Databases, prefix: bytes, after: int, limit: int, current: int
+) -> tuple[list[Event], int]:
+    """Up to `limit` events under `prefix` with revision > `after`, and the last revision scanned."""
+    cursor = txn.cursor(db=dbs.log)
+    events: list[Event] = []
+    through = current
+    if not cursor.set_range(layout.rev(after + 1)):
+        return events, through
+    for rev_bytes, data in cursor:
+        op, create, version, prev_rev, keylen = layout.RECORD.unpack_from(data)
+        key = data[RECORD_SIZE : RECORD_SIZE + keylen]
+        if not key.startswith(prefix):
+            continue
+        revision = layout.unrev(rev_bytes)
+        prev = _entry(txn, dbs, prev_rev)[1] if prev_rev else None
+        if op == layout.OP_PUT:
+            kv = KeyValue(key, data[RECORD_SIZE + keylen :], create, revision, version)
+            events.append(Event(EventType.PUT, kv, prev))
+        else:
+            events.append(Event(EventType.DELETE, KeyValue(key, b"", create, revision, version), prev))
+        if len(events) == limit:
+            return events, revision
+    return events, through

@@ -1,0 +1,239 @@
+"""The LMDB backend of the Store protocol.
+
+Reads run synchronously on the event loop thread, each in its own short read
+transaction (LMDB readers never block and never wait for the writer); writes go
+through the group-commit writer thread. See layout.py for what is stored where.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+from storage import validate
+from storage.broadcast import Broadcaster
+from storage.clock import RevisionClock
+from storage.compactor import AutoCompactor
+from storage.errors import BackendFailure, Compacted, InvalidArgument, StoreClosed
+from storage.lmdb import compact, reader
+from storage.lmdb.env import Databases, open_env
+from storage.lmdb.writer import CREATE, DELETE, UPDATE, Job, WriteOp, Writer
+from storage.options import StoreOptions
+from storage.types import CountResult, Event, GetResult, KeyValue, ListResult, WriteResult
+from storage.watch import HistoryPage, ReplayingWatch
+
+
+class LmdbStore:
+    def __init__(self, dbs: Databases, options: StoreOptions, loop: asyncio.AbstractEventLoop) -> None:
+        self._dbs = dbs
+        self._options = options
+        self._closed = False
+        with dbs.env.begin() as txn:
+            revision, self._compacted = reader.revision(txn, dbs), reader.compacted(txn, dbs)
+        self._clock = RevisionClock(revision)
+        self._broadcaster = Broadcaster(options.watch_queue_size)
+        self._writer = Writer(dbs, loop, max_batch=options.max_batch, on_commit=self._committed)
+        self._compactor = AutoCompactor(self, options)
+        self._compact_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str | Path, options: StoreOptions | None = None) -> LmdbStore:
+        """Open the store in directory `path`; an unfinished compaction is resumed."""
+        options = options or StoreOptions()
+        store = cls(open_env(Path(path), options), options, asyncio.get_running_loop())
+        store._writer.start()
+        await store._finish_compaction()
+        store._compactor.start()
+        return store
+
+    # -- reads -------------------------------------------------------------
+
+    def _read(self, fn: Any, *args: Any) -> Any:
+        """Run fn(txn, dbs, *args) in a fresh read transaction."""
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        try:
+            with self._dbs.env.begin() as txn:
+                return fn(txn, self._dbs, *args)
+        except lmdb.Error as err:
+            raise BackendFailure(f"read failed: {err}") from err
+
+    async def get(self, key: bytes, *, at_revision: int | None = None) -> GetResult:
+        validate.check_key(key)
+        wanted = validate.check_read_revision(at_revision)
+        if wanted is not None:
+            await self._wait(wanted)
+        revision, kv = self._read(_get, key, wanted)
+        return GetResult(revision, kv)
+
+    async def list(
+        self,
+        prefix: bytes,
+        *,
+        at_revision: int | None = None,
+        start_after: bytes | None = None,
+        limit: int | None = None,
+    ) -> ListResult:
+        validate.check_prefix(prefix)
+        after = validate.check_start_after(start_after)
+        lim = validate.check_limit(limit)
+        wanted = validate.check_read_revision(at_revision)
+        if wanted is not None:
+            await self._wait(wanted)
+        revision, (kvs, remaining) = self._read(_list, prefix, wanted, after, lim)
+        return ListResult(revision, kvs, remaining)
+
+    async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:
+        validate.check_prefix(prefix)
+        wanted = validate.check_read_revision(at_revision)
+        if wanted is not None:
+            await self._wait(wanted)
+        revision, n = self._read(_count, prefix, wanted)
+        return CountResult(revision, n)
+
+    async def _wait(self, revision: int) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        await self._clock.wait_for(revision, self._options.future_wait)
+
+    # -- writes ------------------------------------------------------------
+
+    async def create(self, key: bytes, value: bytes) -> WriteResult:
+        return await self._submit(CREATE, validate.check_key(key), validate.check_value(value), None)
+
+    async def update(
+        self, key: bytes, value: bytes, *, expected_mod_revision: int | None = None
+    ) -> WriteResult:
+        return await self._submit(
+            UPDATE,
+            validate.check_key(key),
+            validate.check_value(value),
+            validate.check_expected(expected_mod_revision),
+        )
+
+    async def delete(self, key: bytes, *, expected_mod_revision: int | None = None) -> WriteResult:
+        return await self._submit(
+            DELETE, validate.check_key(key), b"", validate.check_expected(expected_mod_revision)
+        )
+
+    async def _submit(self, kind: int, key: bytes, value: bytes, expected: int | None) -> WriteResult:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
+        self._writer.submit(WriteOp(kind, key, value, expected, future))
+        return await future
+
+    def _committed(
+        self, revision: int, results: builtins.list[tuple[WriteOp, WriteResult]], events: builtins.list[Event]
+    ) -> None:
+        """On the loop, after a batch is durable: acknowledge, then fan out."""
+        self._clock.advance(revision)
+        for op, result in results:
+            if not op.future.done():
+                op.future.set_result(result)
+        self._broadcaster.publish(events)
+
+    # -- watch -------------------------------------------------------------
+
+    def watch(self, prefix: bytes, *, from_revision: int) -> ReplayingWatch:
+        validate.check_prefix(prefix)
+        validate.check_watch_revision(from_revision)
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        return ReplayingWatch(
+            source=self,
+            clock=self._clock,
+            subscriber=self._broadcaster.subscribe(prefix),
+            from_revision=from_revision,
+            future_wait=self._options.future_wait,
+        )
+
+    def read_history(self, prefix: bytes, after: int, limit: int) -> HistoryPage:
+        page: HistoryPage = self._read(_history, prefix, after, limit)
+        return page
+
+    # -- compaction and lifecycle --------------------------------------------
+
+    async def compact(self, revision: int) -> int:
+        validate.check_read_revision(revision)
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        current = self._clock.revision
+        if revision > current:
+            raise InvalidArgument(f"cannot compact to {revision}, beyond the current revision {current}")
+        async with self._compact_lock:
+            if await self._job(lambda txn: compact.mark(txn, self._dbs, revision)):
+                self._compacted = revision
+            await self._finish_compaction()
+        return self._clock.revision
+
+    async def _finish_compaction(self) -> None:
+        batch = self._options.compact_batch
+        while not await self._job(lambda txn: compact.step(txn, self._dbs, batch)):
+            pass
+
+    async def _job(self, fn: Any) -> Any:
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._writer.submit(Job(fn, future))
+        return await future
+
+    def current_revision(self) -> int:
+        return self._clock.revision
+
+    def compacted_revision(self) -> int:
+        return self._compacted
+
+    async def close(self) -> None:
+        """Stop the compactor, commit what was submitted, end watches, close LMDB."""
+        if self._closed:
+            return
+        await self._compactor.stop()
+        await self._writer.stop()
+        await asyncio.sleep(0)  # let the writer's last acknowledgements run
+        self._closed = True
+        self._clock.close()
+        self._broadcaster.close()
+        self._dbs.env.close()
+
+
+def _get(txn: Any, dbs: Databases, key: bytes, wanted: int | None) -> tuple[int, KeyValue | None]:
+    revision = reader.revision(txn, dbs)
+    if wanted is None or wanted == revision:
+        return revision, reader.latest(txn, dbs, key)
+    _check_past(txn, dbs, wanted)
+    return wanted, reader.at(txn, dbs, key, wanted)
+
+
+def _list(
+    txn: Any, dbs: Databases, prefix: bytes, wanted: int | None, after: bytes | None, limit: int | None
+) -> tuple[int, tuple[list[KeyValue], int]]:
+    revision = reader.revision(txn, dbs)
+    if wanted is None or wanted == revision:
+        return revision, reader.list_latest(txn, dbs, prefix, after, limit)
+    _check_past(txn, dbs, wanted)
+    return wanted, reader.list_at(txn, dbs, prefix, wanted, after, limit)
+
+
+def _count(txn: Any, dbs: Databases, prefix: bytes, wanted: int | None) -> tuple[int, int]:
+    revision = reader.revision(txn, dbs)
+    if wanted is None or wanted == revision:
+        return revision, reader.count_latest(txn, dbs, prefix)
+    _check_past(txn, dbs, wanted)
+    return wanted, len(reader.list_at(txn, dbs, prefix, wanted, None, None)[0])
+
+
+def _history(txn: Any, dbs: Databases, prefix: bytes, after: int, limit: int) -> HistoryPage:
+    _check_past(txn, dbs, after)
+    revision = reader.revision(txn, dbs)
+    events, through = reader.history(txn, dbs, prefix, after, limit, revision)
+    return HistoryPage(events, through, through >= revision)
+
+
+def _check_past(txn: Any, dbs: Databases, wanted: int) -> None:
+    compacted = reader.compacted(txn, dbs)
+    if wanted < compacted:
+        raise Compacted(wanted, compacted)

@@ -19,11 +19,20 @@ install: $(STAMP)
 serve: install
 	$(BIN)/capstan serve --data-dir ./data --listen 127.0.0.1 --http-port 8080 --grpc-port 50051
 
-test: install lint typecheck
+test: install lint typecheck check-protos
 	$(BIN)/python -m pytest
+
+# Regenerate the Python in capstan/api and capstan/core from protos/ (buf lint first).
+protos: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" protos/generate.sh
+
+# Fails when the committed generated Python is stale (CI runs it via `make test`).
+check-protos: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" protos/generate.sh --check
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy

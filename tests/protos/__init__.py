@@ -1,0 +1,1 @@
+"""Tests that the generated Kubernetes protobuf messages speak the Kubernetes wire format."""

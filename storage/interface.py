@@ -54,7 +54,8 @@ class Watch(Protocol):
         """The events available now (at least one), waiting for one if there are none.
 
         Raises StopAsyncIteration when the watch was closed, WatcherTooSlow when dropped,
-        StoreClosed when the store closed underneath it.
+        StoreClosed when the store closed underneath it. After WatcherTooSlow or StoreClosed
+        the watch is closed: later reads raise StopAsyncIteration.
         """
         ...
 
@@ -118,11 +119,11 @@ class Store(Protocol):
         ...
 
     async def compact(self, revision: int) -> int:
-        """Forget history before `revision`; returns the current revision.
+        """Forget history before `revision` (>= 1); returns the current revision.
 
         After it, reads at `revision` or later and watches from it or later still work
         exactly; older ones raise Compacted. A revision at or below the compacted one
-        does nothing; one beyond the current revision is InvalidArgument. The work is
+        does nothing; one below 1 or beyond the current revision is InvalidArgument. The work is
         done in bounded batches so writers are never blocked for long.
         """
         ...

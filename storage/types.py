@@ -60,9 +60,11 @@ class WriteResult:
         return self.outcome is Outcome.OK
 
 
-@dataclass(frozen=True, slots=True)
-class GetResult:
-    """revision: the store revision the read was served at; kv None when absent then."""
+class GetResult(NamedTuple):
+    """revision: the store revision the read was served at; kv None when absent then.
+
+    A NamedTuple for the same reason as KeyValue: every get builds one.
+    """
 
     revision: int
     kv: KeyValue | None

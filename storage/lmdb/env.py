@@ -29,8 +29,8 @@ def open_env(path: Path, options: StoreOptions) -> Databases:
     With options.sync the data and the meta page are fsynced at every commit, so
     a committed transaction survives a crash; otherwise a crash may lose the last ones.
     """
-    os.makedirs(path, exist_ok=True)
     try:
+        os.makedirs(path, exist_ok=True)
         env = lmdb.open(
             str(path),
             map_size=options.initial_map_size,
@@ -49,7 +49,7 @@ def open_env(path: Path, options: StoreOptions) -> Databases:
                 txn.put(layout.META_REVISION, layout.rev(1))
                 txn.put(layout.META_COMPACTED, layout.rev(0))
                 txn.put(layout.META_COMPACT_DONE, layout.rev(0))
-    except lmdb.Error as err:
+    except (lmdb.Error, OSError) as err:
         raise BackendFailure(f"cannot open the store in {path}: {err}") from err
     return Databases(env, kv, log, idx, meta)
 

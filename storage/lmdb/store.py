@@ -19,12 +19,15 @@ from storage.broadcast import Broadcaster
 from storage.clock import RevisionClock
 from storage.compactor import AutoCompactor
 from storage.errors import BackendFailure, Compacted, InvalidArgument, StoreClosed
-from storage.lmdb import compact, reader
+from storage.lmdb import compact, layout, reader
 from storage.lmdb.env import Databases, open_env
 from storage.lmdb.writer import CREATE, DELETE, UPDATE, Job, WriteOp, Writer
 from storage.options import StoreOptions
 from storage.types import CountResult, Event, GetResult, KeyValue, ListResult, WriteResult
 from storage.watch import HistoryPage, ReplayingWatch
+
+HEADER = layout.HEADER
+HEADER_SIZE = layout.HEADER.size
 
 
 class LmdbStore:
@@ -64,6 +67,19 @@ class LmdbStore:
 
     async def get(self, key: bytes, *, at_revision: int | None = None) -> GetResult:
         validate.check_key(key)
+        if at_revision is None and not self._closed:
+            # The hot path, inlined: one read transaction, two lookups.
+            dbs = self._dbs
+            try:
+                with dbs.env.begin() as txn:
+                    revision = layout.unrev(txn.get(layout.META_REVISION, db=dbs.meta))
+                    data = txn.get(key, db=dbs.kv)
+            except lmdb.Error as err:
+                raise BackendFailure(f"read failed: {err}") from err
+            if data is None:
+                return GetResult(revision, None)
+            create, mod, version = HEADER.unpack_from(data)
+            return GetResult(revision, KeyValue(key, data[HEADER_SIZE:], create, mod, version))
         wanted = validate.check_read_revision(at_revision)
         if wanted is not None:
             await self._wait(wanted)

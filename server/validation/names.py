@@ -1,0 +1,431 @@
+"""Object names, label keys and values, annotations, and the field errors that report them.
+
+kube-apiserver answers a bad object with an `Invalid` Status whose message and causes
+clients show verbatim, e.g.
+
+    ConfigMap "Foo" is invalid: metadata.name: Invalid value: "Foo": a lowercase RFC 1123
+    subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start
+    and end with an alphanumeric character (e.g. 'example.com', regex used for validation is
+    '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
+
+so every rule here returns apimachinery's exact strings (k8s.io/apimachinery
+pkg/util/validation, pkg/api/validate/content, pkg/api/validation, pkg/apis/meta/v1/validation
+and pkg/util/validation/field). Two wordings differ by origin, as upstream: label keys and
+values (the `content` package) say "must be no more than 63 bytes", object names (the
+older `util/validation` functions) say "must be no more than 253 characters".
+
+Lengths are UTF-8 byte counts, as Go's `len` is. Where Go iterates a map (labels,
+annotations) the order of errors is random upstream; here it is sorted by key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ErrorType(StrEnum):
+    """field.ErrorType: the `reason` of a Status cause."""
+
+    NOT_FOUND = "FieldValueNotFound"
+    REQUIRED = "FieldValueRequired"
+    DUPLICATE = "FieldValueDuplicate"
+    INVALID = "FieldValueInvalid"
+    NOT_SUPPORTED = "FieldValueNotSupported"
+    FORBIDDEN = "FieldValueForbidden"
+    TOO_LONG = "FieldValueTooLong"
+    TOO_MANY = "FieldValueTooMany"
+    INTERNAL = "InternalError"
+    TYPE_INVALID = "FieldValueTypeInvalid"
+
+
+_TYPE_TEXT = {
+    ErrorType.NOT_FOUND: "Not found",
+    ErrorType.REQUIRED: "Required value",
+    ErrorType.DUPLICATE: "Duplicate value",
+    ErrorType.INVALID: "Invalid value",
+    ErrorType.NOT_SUPPORTED: "Unsupported value",
+    ErrorType.FORBIDDEN: "Forbidden",
+    ErrorType.TOO_LONG: "Too long",
+    ErrorType.TOO_MANY: "Too many",
+    ErrorType.INTERNAL: "Internal error",
+    ErrorType.TYPE_INVALID: "Invalid value",
+}
+# Types whose message never shows the bad value (field.Error.ErrorBody).
+_VALUE_HIDDEN = frozenset({ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL})
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One field.Error. `field` is the rendered path ("metadata.name", "values[0][app]", "<nil>")."""
+
+    type: ErrorType
+    field: str
+    value: object
+    detail: str
+
+    @classmethod
+    def invalid(cls, field: str, value: object, detail: str) -> FieldError:
+        return cls(ErrorType.INVALID, field, value, detail)
+
+    @classmethod
+    def required(cls, field: str, detail: str = "") -> FieldError:
+        return cls(ErrorType.REQUIRED, field, "", detail)
+
+    @classmethod
+    def duplicate(cls, field: str, value: object) -> FieldError:
+        return cls(ErrorType.DUPLICATE, field, value, "")
+
+    @classmethod
+    def not_found(cls, field: str, value: object) -> FieldError:
+        return cls(ErrorType.NOT_FOUND, field, value, "")
+
+    @classmethod
+    def not_supported(cls, field: str, value: object, supported: Sequence[str]) -> FieldError:
+        detail = "supported values: " + ", ".join(go_quote(s) for s in supported) if supported else ""
+        return cls(ErrorType.NOT_SUPPORTED, field, value, detail)
+
+    @classmethod
+    def forbidden(cls, field: str, detail: str) -> FieldError:
+        return cls(ErrorType.FORBIDDEN, field, "", detail)
+
+    @classmethod
+    def too_long(cls, field: str, max_length: int) -> FieldError:
+        """field.TooLong: the value is never shown, only the limit in bytes."""
+        if max_length < 0:
+            detail = "value is too long"
+        else:
+            detail = f"may not be more than {max_length} {'byte' if max_length == 1 else 'bytes'}"
+        return cls(ErrorType.TOO_LONG, field, "<value omitted>", detail)
+
+    def body(self) -> str:
+        """field.Error.ErrorBody: the message without the field, also a Status cause's `message`."""
+        text = _TYPE_TEXT[self.type]
+        if self.type not in _VALUE_HIDDEN:
+            text = f"{text}: {_render_value(self.value)}"
+        return f"{text}: {self.detail}" if self.detail else text
+
+    def message(self) -> str:
+        """field.Error.Error(): `metadata.name: Invalid value: "Foo": <detail>`."""
+        return f"{self.field}: {self.body()}"
+
+    def cause(self) -> dict[str, str]:
+        """The metav1.StatusCause this error becomes in an Invalid Status (empty members omitted)."""
+        cause = {"reason": str(self.type), "message": self.body(), "field": self.field}
+        return {k: v for k, v in cause.items() if v}
+
+
+def join_errors(errors: Iterable[FieldError]) -> str:
+    """ErrorList.ToAggregate().Error(): one message alone, several as `[a, b]`, repeats dropped."""
+    messages = list(dict.fromkeys(e.message() for e in errors))
+    if len(messages) == 1:
+        return messages[0]
+    return "[" + ", ".join(messages) + "]" if messages else ""
+
+
+def aggregate(kind: str, name: str, errors: Sequence[FieldError], *, group: str = "") -> str:
+    """errors.NewInvalid's message: `ConfigMap "Foo" is invalid: <joined errors>`."""
+    qualified = f"{kind}.{group}" if group else kind
+    prefix = f"{qualified} {go_quote(name)} is invalid"
+    return f"{prefix}: {join_errors(errors)}" if errors else prefix
+
+
+def invalid_status(kind: str, name: str, errors: Sequence[FieldError], *, group: str = "") -> dict[str, object]:
+    """The whole 422 Status errors.NewInvalid produces, in its JSON member order."""
+    details: dict[str, object] = {"name": name, "group": group, "kind": kind}
+    details = {k: v for k, v in details.items() if v}
+    details["causes"] = [e.cause() for e in errors]
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": aggregate(kind, name, errors, group=group),
+        "reason": "Invalid",
+        "details": details,
+        "code": 422,
+    }
+
+
+def go_quote(s: str) -> str:
+    """Go's strconv.Quote (`%q`), which kube-apiserver uses for names and string values."""
+    out = ['"']
+    for ch in s:
+        code = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 0xD800 <= code <= 0xDFFF:  # not UTF-8: Go shows the bytes of an invalid sequence
+            out.extend(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
+        elif ch.isprintable():  # same categories as Go's unicode.IsPrint: L, M, N, P, S and ' '
+            out.append(ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+_JSON_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _render_value(value: object) -> str:
+    """How ErrorBody prints a bad value: %q for strings, %v for numbers and bools, else Go's JSON."""
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    # encoding/json escapes these even inside strings; they only ever occur inside strings.
+    return "".join(_JSON_HTML_ESCAPES.get(c, c) for c in text)
+
+
+# --- The rules. ---
+
+DNS1123_LABEL_MAX_LENGTH = 63
+DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+LABEL_VALUE_MAX_LENGTH = 63
+QUALIFIED_NAME_MAX_LENGTH = 63
+TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * (1 << 10)
+
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_FMT = "(" + _LABEL_KEY_FMT + ")?"
+
+_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
+_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
+_LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
+_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
+
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1035_LABEL_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+    "start with an alphabetic character, and end with an alphanumeric character"
+)
+_LABEL_KEY_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """validation.RegexError; note the two spaces before each " or " (upstream's format)."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _max_len_characters(length: int) -> str:  # util/validation.MaxLenError
+    return f"must be no more than {length} characters"
+
+
+def _max_len_bytes(length: int) -> str:  # api/validate/content.MaxLenError
+    return f"must be no more than {length} bytes"
+
+
+def byte_len(s: str) -> int:
+    """Go's len(s): the UTF-8 byte count."""
+    return len(s.encode("utf-8", "surrogatepass"))
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """IsDNS1123Label: namespace names and other 63-byte names."""
+    errs = []
+    if byte_len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(_max_len_characters(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+            errs.append("must not contain dots")  # a valid subdomain, so the dots are the problem
+        else:
+            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def _dns1123_subdomain(value: str, max_len_error: Callable[[int], str]) -> list[str]:
+    errs = []
+    if byte_len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """IsDNS1123Subdomain: the names of most kinds."""
+    return _dns1123_subdomain(value, _max_len_characters)
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """IsDNS1035Label: Service names."""
+    errs = []
+    if byte_len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(_max_len_characters(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return errs
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """IsQualifiedName (content.IsLabelKey): label keys, annotation keys, finalizers."""
+    errs = []
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            "a valid label key "
+            + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + m for m in _dns1123_subdomain(prefix, _max_len_bytes))
+    if not name:
+        errs.append("name part must be non-empty")
+    elif byte_len(name) > QUALIFIED_NAME_MAX_LENGTH:
+        errs.append("name part " + _max_len_bytes(QUALIFIED_NAME_MAX_LENGTH))
+    if not _LABEL_KEY_RE.fullmatch(name):
+        errs.append("name part " + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def is_label_value(value: str) -> list[str]:
+    """IsValidLabelValue (content.IsLabelValue)."""
+    errs = []
+    if byte_len(value) > LABEL_VALUE_MAX_LENGTH:
+        errs.append(_max_len_bytes(LABEL_VALUE_MAX_LENGTH))
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def is_path_segment_prefix(value: str) -> list[str]:
+    """IsValidPathSegmentPrefix: no '/' or '%' (empty and long names are not this rule's concern)."""
+    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in value]
+
+
+def is_path_segment_name(value: str) -> list[str]:
+    """IsValidPathSegmentName: what every name must be to sit in a URL path segment."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return is_path_segment_prefix(value)
+
+
+# A ValidateNameFunc: (name, prefix) -> messages. `prefix` is True for a generateName,
+# which will have random characters appended.
+NameFunc = Callable[[str, bool], list[str]]
+
+
+def _mask_trailing_dash(name: str) -> str:
+    """maskTrailingDash, quirk included: "abc-" becomes "aba" (the last *two* characters go).
+
+    Upstream slices bytes, and panics on a lone "-"; a lone "-" is left as is here,
+    so it is reported as an invalid name instead.
+    """
+    return name[:-2] + "a" if len(name) > 1 and name.endswith("-") else name
+
+
+def name_is_dns_subdomain(name: str, prefix: bool) -> list[str]:
+    return is_dns1123_subdomain(_mask_trailing_dash(name) if prefix else name)
+
+
+def name_is_dns_label(name: str, prefix: bool) -> list[str]:
+    return is_dns1123_label(_mask_trailing_dash(name) if prefix else name)
+
+
+def name_is_dns1035_label(name: str, prefix: bool) -> list[str]:
+    return is_dns1035_label(_mask_trailing_dash(name) if prefix else name)
+
+
+def validate_path_segment_name(name: str, prefix: bool) -> list[str]:
+    """path.ValidatePathSegmentName: the generic check kube-apiserver runs on every created object."""
+    return is_path_segment_prefix(name) if prefix else is_path_segment_name(name)
+
+
+validate_namespace_name: NameFunc = name_is_dns_label
+
+
+def validate_label_name(key: str, path: str) -> list[FieldError]:
+    """ValidateLabelName: one Invalid per problem with the key."""
+    return [FieldError.invalid(path, key, m) for m in is_qualified_name(key)]
+
+
+def validate_labels(labels: Mapping[str, str], path: str) -> list[FieldError]:
+    """ValidateLabels: each key, then its value, both reported at `path` itself."""
+    errs: list[FieldError] = []
+    for key in sorted(labels):
+        errs.extend(validate_label_name(key, path))
+        errs.extend(FieldError.invalid(path, labels[key], m) for m in is_label_value(labels[key]))
+    return errs
+
+
+def validate_annotations(annotations: Mapping[str, str], path: str) -> list[FieldError]:
+    """ValidateAnnotations: keys are qualified names ignoring case; keys plus values at most 256 KiB."""
+    errs = [FieldError.invalid(path, key, m) for key in sorted(annotations) for m in is_qualified_name(key.lower())]
+    if sum(byte_len(k) + byte_len(v) for k, v in annotations.items()) > TOTAL_ANNOTATION_SIZE_LIMIT_B:
+        errs.append(FieldError.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT_B))
+    return errs
+
+
+def validate_object_meta(
+    *,
+    name: str,
+    generate_name: str = "",
+    namespace: str = "",
+    namespaced: bool,
+    name_fn: NameFunc,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    path: str = "metadata",
+) -> list[FieldError]:
+    """ValidateObjectMetaAccessor's checks of names, namespace, labels and annotations, in its order.
+
+    As in kube-apiserver, the name must already have been generated from generateName:
+    an empty name is `Required value: name or generateName is required`. generateName
+    itself is checked by `name_fn` with prefix=True.
+    """
+    errs: list[FieldError] = []
+    if generate_name:
+        errs.extend(FieldError.invalid(f"{path}.generateName", generate_name, m) for m in name_fn(generate_name, True))
+    if not name:
+        errs.append(FieldError.required(f"{path}.name", "name or generateName is required"))
+    else:
+        errs.extend(FieldError.invalid(f"{path}.name", name, m) for m in name_fn(name, False))
+    if namespaced:
+        if not namespace:
+            errs.append(FieldError.required(f"{path}.namespace"))
+        else:
+            errs.extend(
+                FieldError.invalid(f"{path}.namespace", namespace, m) for m in validate_namespace_name(namespace, False)
+            )
+    elif namespace:
+        errs.append(FieldError.forbidden(f"{path}.namespace", "not allowed on this type"))
+    errs.extend(validate_labels(labels or {}, f"{path}.labels"))
+    errs.extend(validate_annotations(annotations or {}, f"{path}.annotations"))
+    return errs

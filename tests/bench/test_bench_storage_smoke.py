@@ -1,0 +1,45 @@
+"""The storage benchmark runs end to end at --quick sizes and prints what it promises.
+
+It asserts the shape of the output, never the speed: timing belongs to real runs on a
+known machine, not to CI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OPS = ("create", "get", "list", "watch", "scale")
+IMPLS = ("capstan", "raw-lmdb")
+
+
+def run_bench(*args: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.storage", "--quick", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    for line in lines:
+        assert line[line["metric"]] >= 0
+        assert isinstance(line["goal"], str)
+        assert isinstance(line["ok"], bool)
+    return lines
+
+
+def test_every_op_reports_the_store_and_its_raw_ceiling() -> None:
+    lines = run_bench()
+    assert {(line["op"], line["impl"]) for line in lines} == {(op, impl) for op in OPS for impl in IMPLS}
+
+
+def test_only_runs_the_named_ops() -> None:
+    lines = run_bench("--only", "get,list")
+    assert {line["op"] for line in lines} == {"get", "list"}

@@ -1,0 +1,152 @@
+"""What only the LMDB backend can get wrong: the map, the files, the on-disk layout.
+
+LMDB fails a write with MapFullError when its memory map is full; the backend
+must grow the map and carry on, whatever the write size. The data directory
+layout is documented (docs/architecture.md, storage/lmdb/layout.py) and read by
+operators and by the next version of Capstan, so it is checked byte for byte here,
+by opening the closed environment with the lmdb library directly. And no lmdb
+exception may leave `storage/`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import lmdb
+import pytest
+
+from storage import StorageError, Store, StoreOptions
+from tests.storage.conftest import OpenStore, churn, within
+
+SMALL_MAP = StoreOptions(sync=False, future_wait=0.2, compact_interval=0, initial_map_size=256 << 10)
+
+
+def big_value(i: int, size: int) -> bytes:
+    return (b"%08d" % i) * (size // 8)
+
+
+GROWTH_TABLE = [
+    # writes, value size, concurrent: about 4 MB into a 256 KiB map, in different shapes
+    (200, 20 << 10, False),
+    (200, 20 << 10, True),
+    (4, 1 << 20, False),  # each value alone is four times the initial map
+]
+
+
+@pytest.mark.parametrize(("writes", "size", "concurrent"), GROWTH_TABLE)
+async def test_the_map_grows_as_needed(open_lmdb: OpenStore, writes: int, size: int, concurrent: bool) -> None:
+    store = await open_lmdb(SMALL_MAP)
+    creates = [store.create(b"/big/%04d" % i, big_value(i, size)) for i in range(writes)]
+    if concurrent:
+        results = await within(asyncio.gather(*creates), 30.0)
+    else:
+        results = [await within(c) for c in creates]
+    assert all(r.ok for r in results)
+    assert sorted(r.revision for r in results) == list(range(2, writes + 2))
+    for i in range(writes):
+        got = (await within(store.get(b"/big/%04d" % i))).kv
+        assert got is not None and got.value == big_value(i, size)
+    await within(store.close())
+
+    reopened = await open_lmdb(SMALL_MAP)  # a map smaller than the file it opens
+    assert reopened.current_revision() == writes + 1
+    assert (await within(reopened.count(b"/big/"))).count == writes
+    assert (await within(reopened.update(b"/big/0000", big_value(7, size)))).ok
+
+
+async def test_reopen_many_times(open_lmdb: OpenStore) -> None:
+    expected: dict[bytes, bytes] = {}
+    for round_ in range(5):
+        store = await open_lmdb()
+        assert store.current_revision() == 1 + 10 * round_
+        for kv in (await within(store.list(b"/r/"))).kvs:
+            assert expected[kv.key] == kv.value
+        assert len(expected) == (await within(store.count(b"/r/"))).count
+        for i in range(10):
+            key = b"/r/%d/%d" % (round_, i)
+            assert (await within(store.create(key, b"%d" % i))).ok
+            expected[key] = b"%d" % i
+        await within(store.close())
+
+
+async def test_data_directory_layout(lmdb_store: Store, lmdb_path: Path) -> None:
+    """One environment in the directory; the named databases and the meta revisions as documented."""
+    store = lmdb_store
+    await within(store.create(b"/k", b"v"))
+    await within(store.update(b"/k", b"w"))
+    await within(store.delete(b"/k"))
+    await within(store.create(b"/j", b"x"))
+    await within(store.compact(3))
+    await within(store.close())
+    assert lmdb_path.is_dir()
+    assert {"data.mdb", "lock.mdb"} <= {p.name for p in lmdb_path.iterdir()}
+
+    env = lmdb.open(str(lmdb_path), max_dbs=8, readonly=True, lock=False)
+    try:
+        with env.begin() as txn:
+            names = {key for key, _ in txn.cursor()}
+            assert {b"kv", b"log", b"idx", b"meta"} <= names
+            meta = env.open_db(b"meta", txn=txn, create=False)
+            assert txn.get(b"revision", db=meta) == struct.pack(">Q", 5)
+            assert txn.get(b"compacted", db=meta) == struct.pack(">Q", 3)
+            kv = env.open_db(b"kv", txn=txn, create=False)
+            assert [key for key, _ in txn.cursor(db=kv)] == [b"/j"]
+            log = env.open_db(b"log", txn=txn, create=False)
+            logged = [struct.unpack(">Q", key)[0] for key, _ in txn.cursor(db=log)]
+            # Compacted to 3: /k's create (2) is superseded by its update (3), which stays.
+            assert logged == [3, 4, 5]
+    finally:
+        env.close()
+
+
+async def test_compaction_frees_superseded_history_on_disk(open_lmdb: OpenStore, lmdb_path: Path) -> None:
+    store = await open_lmdb(StoreOptions(sync=False, future_wait=0.2, compact_interval=0, compact_batch=5))
+    await within(churn(store, [b"/c/%d" % i for i in range(5)], 300))
+    live = {kv.key: kv.mod_revision for kv in (await within(store.list(b"/c/"))).kvs}
+    await within(store.compact(store.current_revision()))
+    await within(store.close())
+    env = lmdb.open(str(lmdb_path), max_dbs=8, readonly=True, lock=False)
+    try:
+        with env.begin() as txn:
+            log = env.open_db(b"log", txn=txn, create=False)
+            logged = sorted(struct.unpack(">Q", key)[0] for key, _ in txn.cursor(db=log))
+            assert logged == sorted(live.values()), "only each live key's last write is left"
+    finally:
+        env.close()
+
+
+def a_regular_file(tmp_path: Path) -> Path:
+    path = tmp_path / "file"
+    path.write_bytes(b"not a directory")
+    return path
+
+
+def a_corrupt_data_file(tmp_path: Path) -> Path:
+    path = tmp_path / "corrupt"
+    path.mkdir()
+    (path / "data.mdb").write_bytes(b"\xde\xad\xbe\xef" * 4096)
+    return path
+
+
+@pytest.mark.parametrize("make_path", [a_regular_file, a_corrupt_data_file])
+async def test_opening_a_bad_path_raises_a_storage_error(tmp_path: Path, make_path: Callable[[Path], Path]) -> None:
+    """Whatever lmdb or the OS says, the caller sees a StorageError (errors.py)."""
+    from storage.lmdb import LmdbStore
+
+    with pytest.raises(StorageError):
+        await within(LmdbStore.open(make_path(tmp_path), SMALL_MAP))
+
+
+async def test_nested_data_directory_is_created(tmp_path: Path) -> None:
+    from storage.lmdb import LmdbStore
+
+    path = tmp_path / "a" / "b" / "lmdb"
+    store: Store = await within(LmdbStore.open(path, SMALL_MAP))
+    try:
+        assert (await within(store.create(b"/k", b"v"))).revision == 2
+    finally:
+        await within(store.close())
+    assert (path / "data.mdb").is_file()

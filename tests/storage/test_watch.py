@@ -1,0 +1,361 @@
+"""Watch: history then live, in revision order, with no gap and no duplicate.
+
+Kubernetes clients resume a watch from the resourceVersion they last saw and
+trust that they miss nothing and see nothing twice; informers fan one store out to
+hundreds of watchers; a stuck watcher must cost the writers nothing. These tests
+hold every backend to that, with writes racing the start of each watch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import pytest
+
+from storage import (
+    Event,
+    EventType,
+    InvalidArgument,
+    KeyValue,
+    RevisionTooLarge,
+    Store,
+    StoreClosed,
+    StoreOptions,
+    Watch,
+    WatcherTooSlow,
+)
+from tests.storage.conftest import (
+    FAST,
+    TIMEOUT,
+    OpenStore,
+    assert_quiet,
+    churn,
+    event_for,
+    revisions,
+    take,
+    take_until,
+    within,
+)
+
+KEYS = [b"/w/%d" % i for i in range(8)]
+
+
+async def live(watch: Watch) -> asyncio.Task[list[Event]]:
+    """Start reading `watch` in the background and let it reach its wait for live events."""
+    task = asyncio.ensure_future(take(watch, 1))
+    await asyncio.sleep(0.05)
+    assert not task.done(), task
+    return task
+
+
+@pytest.mark.parametrize("from_revision", [0, 1, 10, 25])
+@pytest.mark.parametrize("head_start", [0, 3, 40])
+async def test_replay_then_live_without_gap_or_duplicate(store: Store, from_revision: int, head_start: int) -> None:
+    expected = await churn(store, KEYS, 24, seed=1)  # revisions 2..25
+    writer = asyncio.ensure_future(churn(store, KEYS, 60, seed=2))  # 26..85, racing the watch
+    for _ in range(head_start):
+        await asyncio.sleep(0)
+    watch = store.watch(b"/w/", from_revision=from_revision)
+    expected.update(await within(writer))
+    events = await take_until(watch, 85)
+    assert revisions(events) == list(range(max(from_revision, 1) + 1, 86))
+    assert events == [expected[r] for r in revisions(events)]
+    await assert_quiet(watch)
+    watch.close()
+
+
+EVENT_TABLE: list[tuple[str, Callable[[Store], Awaitable[Any]], Event]] = [
+    # the write, the event it makes (key, value, create_revision, mod_revision, version)
+    (
+        "create",
+        lambda s: s.create(b"/e/k", b"v1"),
+        Event(EventType.PUT, KeyValue(b"/e/k", b"v1", 2, 2, 1), None),
+    ),
+    (
+        "update",
+        lambda s: s.update(b"/e/k", b"v2"),
+        Event(EventType.PUT, KeyValue(b"/e/k", b"v2", 2, 3, 2), KeyValue(b"/e/k", b"v1", 2, 2, 1)),
+    ),
+    (
+        "delete",
+        lambda s: s.delete(b"/e/k"),
+        Event(EventType.DELETE, KeyValue(b"/e/k", b"", 2, 4, 2), KeyValue(b"/e/k", b"v2", 2, 3, 2)),
+    ),
+    (
+        "re-create",
+        lambda s: s.create(b"/e/k", b"v3"),
+        Event(EventType.PUT, KeyValue(b"/e/k", b"v3", 5, 5, 1), None),
+    ),
+    (
+        "compare-and-swap update",
+        lambda s: s.update(b"/e/k", b"v4", expected_mod_revision=5),
+        Event(EventType.PUT, KeyValue(b"/e/k", b"v4", 5, 6, 2), KeyValue(b"/e/k", b"v3", 5, 5, 1)),
+    ),
+    (
+        "compare-and-swap delete",
+        lambda s: s.delete(b"/e/k", expected_mod_revision=6),
+        Event(EventType.DELETE, KeyValue(b"/e/k", b"", 5, 7, 2), KeyValue(b"/e/k", b"v4", 5, 6, 2)),
+    ),
+]
+
+
+@pytest.mark.parametrize("mode", ["replay", "live"])
+async def test_events_carry_kv_prev_and_revision(store: Store, mode: str) -> None:
+    watch = store.watch(b"/e/", from_revision=1)
+    reader = await live(watch) if mode == "live" else None
+    got: list[Event] = []
+    for name, write, _ in EVENT_TABLE:
+        assert (await within(write(store))).ok, name
+        if reader is not None:
+            got.extend(await within(reader))
+            reader = asyncio.ensure_future(take(watch, 1))
+    if reader is not None:
+        reader.cancel()
+    else:
+        got = await take(watch, len(EVENT_TABLE))
+    for (name, _, expected), event in zip(EVENT_TABLE, got, strict=True):
+        assert event == expected, name
+        assert event.revision == expected.kv.mod_revision, name
+
+
+PREFIX_WRITES = [b"/a/1", b"/ab", b"/a/2", b"/b/1", b"/a", b"/a/1", b"\xff\x01", b"/a/", b"/b"]
+
+PREFIX_TABLE = [
+    (b"/a/", [b"/a/1", b"/a/2", b"/a/1", b"/a/"]),
+    (b"/a", [b"/a/1", b"/ab", b"/a/2", b"/a", b"/a/1", b"/a/"]),
+    (b"/b/", [b"/b/1"]),
+    (b"\xff", [b"\xff\x01"]),
+    (b"", PREFIX_WRITES),
+]
+
+
+@pytest.mark.parametrize("mode", ["replay", "live"])
+@pytest.mark.parametrize(("prefix", "expected"), PREFIX_TABLE)
+async def test_prefix_filtering(store: Store, mode: str, prefix: bytes, expected: list[bytes]) -> None:
+    watch = store.watch(prefix, from_revision=1)
+    reader = await live(watch) if mode == "live" else None
+    for i, key in enumerate(PREFIX_WRITES):
+        assert (await within(store.create(key, b"%d" % i) if i != 5 else store.update(key, b"5"))).ok
+    events = (await within(reader)) if reader is not None else []
+    events += await take(watch, len(expected) - len(events))
+    assert [e.kv.key for e in events] == expected
+    await assert_quiet(watch)
+
+
+async def test_a_prefix_with_no_writes_sees_nothing(store: Store) -> None:
+    watch = store.watch(b"/c/", from_revision=0)
+    await within(churn(store, KEYS, 20))
+    await assert_quiet(watch, 0.1)
+
+
+async def test_many_watchers_see_the_identical_stream(store: Store) -> None:
+    """200 watchers from one revision, opened while the writes are under way."""
+    await within(churn(store, KEYS, 10, seed=3))
+    start = store.current_revision()
+    watches: list[Watch] = []
+
+    async def open_watches() -> None:
+        for _ in range(200):
+            watches.append(store.watch(b"/w/", from_revision=start))
+            await asyncio.sleep(0)
+
+    expected, _ = await within(asyncio.gather(churn(store, KEYS, 100, seed=4), open_watches()))
+    final = store.current_revision()
+    streams = await within(asyncio.gather(*(take_until(w, final) for w in watches)))
+    assert revisions(streams[0]) == list(range(start + 1, final + 1))
+    assert streams[0] == [expected[r] for r in range(start + 1, final + 1)]
+    for stream in streams[1:]:
+        assert stream == streams[0]
+
+
+async def create_many(store: Store, start: int, count: int) -> dict[int, Event]:
+    """Concurrent creates of /n/<i>, one in ten of them under /n/s/; returns their events."""
+    keys = [b"/n/%s%05d" % (b"s/" if i % 10 == 0 else b"", i) for i in range(start, start + count)]
+    results = await within(asyncio.gather(*(store.create(key, b"%d" % len(key)) for key in keys)))
+    return {r.revision: event_for(key, r) for key, r in zip(keys, results, strict=True)}
+
+
+@pytest.mark.parametrize("prefix", [b"/n/", b"/n/s/"])
+async def test_long_replay_racing_writes(store: Store, prefix: bytes) -> None:
+    """History longer than any replay chunk, a sparse prefix, and writes racing the switch to live."""
+    expected = await create_many(store, 0, 3000)
+    watch = store.watch(prefix, from_revision=0)
+    writer = asyncio.ensure_future(create_many(store, 3000, 600))
+    first = await within(watch.next_batch())
+    expected.update(await within(writer))
+    final = store.current_revision()
+    wanted = [e for r, e in sorted(expected.items()) if e.kv.key.startswith(prefix)]
+    events = list(first)
+    if events[-1].revision < wanted[-1].revision:
+        events += await take_until(watch, wanted[-1].revision)
+    assert events == wanted
+    assert final == 3601
+    await assert_quiet(watch)
+
+
+async def test_next_batch_and_async_iteration(store: Store) -> None:
+    expected = await within(churn(store, KEYS, 30, seed=5))
+    batched = store.watch(b"/w/", from_revision=0)
+    batches: list[Sequence[Event]] = []
+    while sum(len(b) for b in batches) < 30:
+        batch = await within(batched.next_batch())
+        assert len(batch) >= 1
+        batches.append(batch)
+    iterated = store.watch(b"/w/", from_revision=0)
+    events: list[Event] = []
+
+    async def iterate() -> None:
+        async for event in iterated:
+            events.append(event)
+            if len(events) == 30:
+                break
+
+    await within(iterate())
+    assert [e for b in batches for e in b] == events == [expected[r] for r in range(2, 32)]
+
+
+async def test_close_ends_iteration(store: Store) -> None:
+    await within(store.create(b"/w/0", b"v"))
+    closed = store.watch(b"/w/", from_revision=0)
+    assert len(await take(closed, 1)) == 1
+    closed.close()
+    closed.close()  # idempotent
+    with pytest.raises(StopAsyncIteration):
+        await within(closed.next_batch())
+    async for event in closed:
+        raise AssertionError(f"a closed watch yielded {event}")
+
+    waiting = store.watch(b"/w/", from_revision=store.current_revision())
+    reader = asyncio.ensure_future(waiting.next_batch())
+    await asyncio.sleep(0.05)
+    waiting.close()
+    with pytest.raises(StopAsyncIteration):
+        await within(reader, 1.0)
+
+    other = store.watch(b"/w/", from_revision=store.current_revision())
+    await within(store.update(b"/w/0", b"after"))
+    assert [e.kv.value for e in await take(other, 1)] == [b"after"]
+
+
+SLOW_TABLE = [
+    # unread writes, whether the watcher read once first, dropped
+    (7, False, False),
+    (7, True, False),
+    (16, False, True),
+    (16, True, True),
+    (200, False, True),
+]
+
+
+@pytest.mark.parametrize(("unread", "read_first", "dropped"), SLOW_TABLE)
+async def test_slow_watcher_is_dropped_and_writers_never_wait(
+    open_store: OpenStore, unread: int, read_first: bool, dropped: bool
+) -> None:
+    store = await open_store(StoreOptions(sync=False, future_wait=0.2, compact_interval=0, watch_queue_size=8))
+    slow = store.watch(b"/w/", from_revision=1)
+    fast = store.watch(b"/w/", from_revision=1)
+    bystander = store.watch(b"/x/", from_revision=1)
+    if read_first:
+        reader = await live(slow)
+        await within(store.create(b"/w/first", b"v"))
+        assert len(await within(reader)) == 1
+        assert len(await take(fast, 1)) == 1
+    written: list[int] = []
+    for i in range(unread):
+        result = await within(store.create(b"/w/%03d" % i, b"v"), 1.0)
+        assert result.ok
+        written.append(result.revision)
+        assert revisions(await take(fast, 1)) == [result.revision]  # the fast watcher keeps up
+    await within(store.create(b"/x/1", b"v"))
+    assert len(await take(bystander, 1)) == 1
+    if dropped:
+        with pytest.raises(WatcherTooSlow):
+            await within(slow.next_batch())
+    else:
+        assert revisions(await take(slow, unread)) == written
+    await within(store.create(b"/w/last", b"v"))
+    assert revisions(await take(fast, 1)) == [store.current_revision()]
+
+
+async def test_watch_from_a_future_revision(store: Store) -> None:
+    await within(store.create(b"/w/0", b"v"))
+    never = store.watch(b"/w/", from_revision=5)
+    started = time.monotonic()
+    with pytest.raises(RevisionTooLarge) as caught:
+        await within(never.next_batch())
+    assert (caught.value.requested, caught.value.current) == (5, 2)
+    assert time.monotonic() - started >= FAST.future_wait * 0.75
+
+    arrives = store.watch(b"/w/", from_revision=4)
+    reader = asyncio.ensure_future(take(arrives, 1))
+    await asyncio.sleep(FAST.future_wait / 4)
+    for i in range(3):
+        await within(store.update(b"/w/0", b"%d" % i))  # revisions 3, 4, 5
+    assert revisions(await within(reader)) == [5]
+
+
+async def test_closing_the_store_ends_open_watches(store: Store) -> None:
+    await within(store.create(b"/w/0", b"v"))
+    await within(store.create(b"/w/1", b"v"))
+    unread = store.watch(b"/w/", from_revision=0)  # history it never read
+    waiting = store.watch(b"/w/", from_revision=3)
+    waiting_reader = await live(waiting)
+    future = store.watch(b"/w/", from_revision=50)
+    future_reader = asyncio.ensure_future(future.next_batch())
+    await asyncio.sleep(0.01)
+    await within(store.close())
+    for pending in (waiting_reader, future_reader):
+        with pytest.raises(StoreClosed):
+            await within(pending, 1.0)
+
+    async def drain() -> None:
+        while True:
+            await unread.next_batch()
+
+    with pytest.raises(StoreClosed):
+        await within(drain(), 1.0)
+
+
+INVALID_WATCHES: list[tuple[str, Callable[[Any], Watch]]] = [
+    ("str prefix", lambda s: s.watch("/w/", from_revision=0)),
+    ("None prefix", lambda s: s.watch(None, from_revision=0)),
+    ("negative revision", lambda s: s.watch(b"/w/", from_revision=-1)),
+    ("str revision", lambda s: s.watch(b"/w/", from_revision="1")),
+]
+
+
+@pytest.mark.parametrize(("name", "open_watch"), INVALID_WATCHES, ids=[c[0] for c in INVALID_WATCHES])
+async def test_invalid_watch(store: Store, name: str, open_watch: Callable[[Any], Watch]) -> None:
+    with pytest.raises(InvalidArgument):
+        await within(open_watch(store).next_batch(), TIMEOUT)
+
+
+async def retained_by_writes(store: Store, watchers: int) -> int:
+    """Bytes still allocated after 2,000 writes, with `watchers` watches opened and closed first."""
+    tag = b"%d" % watchers
+    for watch in [store.watch(b"/f/" + tag, from_revision=1) for _ in range(watchers)]:
+        watch.close()
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    for chunk in range(20):
+        await within(asyncio.gather(*(store.create(b"/f/%s/%d/%d" % (tag, chunk, i), b"v") for i in range(100))))
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0] - before
+
+
+async def test_closed_watches_hold_nothing(open_store: OpenStore) -> None:
+    """500 closed watches would hold 2,000 queued events each (~8 MB) if close() did not free them."""
+    tracemalloc.start()
+    try:
+        first = await open_store()
+        baseline = await retained_by_writes(first, 0)
+        await within(first.close())
+        with_closed = await retained_by_writes(await open_store(), 500)
+    finally:
+        tracemalloc.stop()
+    assert with_closed - baseline < 1 << 20, (baseline, with_closed)

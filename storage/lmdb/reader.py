@@ -77,15 +77,16 @@ def list_latest(
     kvs: list[KeyValue] = []
     if not cursor.set_range(_start(prefix, start_after)):
         return kvs, 0
+    # The hot loop of every list: tuple.__new__ skips NamedTuple's Python-level __new__ (~10% of the loop).
     unpack = layout.HEADER.unpack_from
     append = kvs.append
+    new = tuple.__new__
     for key, data in cursor:
         if not key.startswith(prefix):
             return kvs, 0
         if limit is not None and len(kvs) == limit:
             return kvs, _count_rest(cursor, prefix)
-        create, mod, version = unpack(data)
-        append(KeyValue(key, data[HEADER_SIZE:], create, mod, version))
+        append(new(KeyValue, (key, data[HEADER_SIZE:], *unpack(data))))
     return kvs, 0
 
 

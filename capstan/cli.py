@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gateway.app import build_app, start_http
-from server.grpc_server import start_grpc, stop_grpc
+from server.app import start_core
 from storage import StorageError, StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -58,16 +58,16 @@ async def serve(args: argparse.Namespace) -> None:
 
     store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
     try:
-        grpc_running = await start_grpc(args.listen, args.grpc_port)
+        core = await start_core(store, listen=args.listen, grpc_port=args.grpc_port)
         runner, http_port = await start_http(build_app(), args.listen, args.http_port)
         log.info(
             "capstan serving: HTTP http://%s:%d gRPC %s:%d data %s (revision %d)",
-            args.listen, http_port, args.listen, grpc_running.port, args.data_dir, store.current_revision(),
+            args.listen, http_port, args.listen, core.grpc_port, args.data_dir, store.current_revision(),
         )
         await stop.wait()
         log.info("capstan shutting down")
         await runner.cleanup()
-        await stop_grpc(grpc_running)
+        await core.stop()
     finally:
         await store.close()
 

@@ -23,47 +23,80 @@ _sym_db = _symbol_database.Default()
 
 
 from capstan.api.meta.v1 import meta_pb2 as capstan_dot_api_dot_meta_dot_v1_dot_meta__pb2
+from capstan.options.v1 import options_pb2 as capstan_dot_options_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63\x61pstan/api/core/v1/core.proto\x12\x12k8s.io.api.core.v1\x1a\x1e\x63\x61pstan/api/meta/v1/meta.proto\"\xb5\x01\n\tNamespace\x12\x42\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta\x12/\n\x04spec\x18\x02 \x01(\x0b\x32!.k8s.io.api.core.v1.NamespaceSpec\x12\x33\n\x06status\x18\x03 \x01(\x0b\x32#.k8s.io.api.core.v1.NamespaceStatus\"#\n\rNamespaceSpec\x12\x12\n\nfinalizers\x18\x01 \x03(\t\"\\\n\x0fNamespaceStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12:\n\nconditions\x18\x02 \x03(\x0b\x32&.k8s.io.api.core.v1.NamespaceCondition\"\x9b\x01\n\x12NamespaceCondition\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x46\n\x12lastTransitionTime\x18\x04 \x01(\x0b\x32*.k8s.io.apimachinery.pkg.apis.meta.v1.Time\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\x7f\n\rNamespaceList\x12@\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta\x12,\n\x05items\x18\x02 \x03(\x0b\x32\x1d.k8s.io.api.core.v1.Namespace\"\xbc\x02\n\tConfigMap\x12\x42\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta\x12\x35\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\'.k8s.io.api.core.v1.ConfigMap.DataEntry\x12\x41\n\nbinaryData\x18\x03 \x03(\x0b\x32-.k8s.io.api.core.v1.ConfigMap.BinaryDataEntry\x12\x11\n\timmutable\x18\x04 \x01(\x08\x1a+\n\tDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x31\n\x0f\x42inaryDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"\x7f\n\rConfigMapList\x12@\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta\x12,\n\x05items\x18\x02 \x03(\x0b\x32\x1d.k8s.io.api.core.v1.ConfigMap\"\xc1\x02\n\x06Secret\x12\x42\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta\x12\x32\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32$.k8s.io.api.core.v1.Secret.DataEntry\x12\x0c\n\x04type\x18\x03 \x01(\t\x12>\n\nstringData\x18\x04 \x03(\x0b\x32*.k8s.io.api.core.v1.Secret.StringDataEntry\x12\x11\n\timmutable\x18\x05 \x01(\x08\x1a+\n\tDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x1a\x31\n\x0fStringDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"y\n\nSecretList\x12@\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta\x12)\n\x05items\x18\x02 \x03(\x0b\x32\x1a.k8s.io.api.core.v1.Secret')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63\x61pstan/api/core/v1/core.proto\x12\x12k8s.io.api.core.v1\x1a\x1e\x63\x61pstan/api/meta/v1/meta.proto\x1a capstan/options/v1/options.proto\"\xc7\x01\n\tNamespace\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x35\n\x04spec\x18\x02 \x01(\x0b\x32!.k8s.io.api.core.v1.NamespaceSpecB\x04\xa0\xbb\x18\x01\x12\x39\n\x06status\x18\x03 \x01(\x0b\x32#.k8s.io.api.core.v1.NamespaceStatusB\x04\xa0\xbb\x18\x01\"#\n\rNamespaceSpec\x12\x12\n\nfinalizers\x18\x01 \x03(\t\"\\\n\x0fNamespaceStatus\x12\r\n\x05phase\x18\x01 \x01(\t\x12:\n\nconditions\x18\x02 \x03(\x0b\x32&.k8s.io.api.core.v1.NamespaceCondition\"\xad\x01\n\x12NamespaceCondition\x12\x12\n\x04type\x18\x01 \x01(\tB\x04\xa0\xbb\x18\x01\x12\x14\n\x06status\x18\x02 \x01(\tB\x04\xa0\xbb\x18\x01\x12L\n\x12lastTransitionTime\x18\x04 \x01(\x0b\x32*.k8s.io.apimachinery.pkg.apis.meta.v1.TimeB\x04\xa0\xbb\x18\x01\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\x8b\x01\n\rNamespaceList\x12\x46\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMetaB\x04\xa0\xbb\x18\x01\x12\x32\n\x05items\x18\x02 \x03(\x0b\x32\x1d.k8s.io.api.core.v1.NamespaceB\x04\xa0\xbb\x18\x01\"\xc8\x02\n\tConfigMap\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x35\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\'.k8s.io.api.core.v1.ConfigMap.DataEntry\x12\x41\n\nbinaryData\x18\x03 \x03(\x0b\x32-.k8s.io.api.core.v1.ConfigMap.BinaryDataEntry\x12\x17\n\timmutable\x18\x04 \x01(\x08\x42\x04\xa0\xbb\x18\x01\x1a+\n\tDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x31\n\x0f\x42inaryDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"\x8b\x01\n\rConfigMapList\x12\x46\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMetaB\x04\xa0\xbb\x18\x01\x12\x32\n\x05items\x18\x02 \x03(\x0b\x32\x1d.k8s.io.api.core.v1.ConfigMapB\x04\xa0\xbb\x18\x01\"\xcd\x02\n\x06Secret\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x32\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32$.k8s.io.api.core.v1.Secret.DataEntry\x12\x0c\n\x04type\x18\x03 \x01(\t\x12>\n\nstringData\x18\x04 \x03(\x0b\x32*.k8s.io.api.core.v1.Secret.StringDataEntry\x12\x17\n\timmutable\x18\x05 \x01(\x08\x42\x04\xa0\xbb\x18\x01\x1a+\n\tDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x1a\x31\n\x0fStringDataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x85\x01\n\nSecretList\x12\x46\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMetaB\x04\xa0\xbb\x18\x01\x12/\n\x05items\x18\x02 \x03(\x0b\x32\x1a.k8s.io.api.core.v1.SecretB\x04\xa0\xbb\x18\x01')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capstan.api.core.v1.core_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_NAMESPACE'].fields_by_name['metadata']._loaded_options = None
+  _globals['_NAMESPACE'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
+  _globals['_NAMESPACE'].fields_by_name['spec']._loaded_options = None
+  _globals['_NAMESPACE'].fields_by_name['spec']._serialized_options = b'\240\273\030\001'
+  _globals['_NAMESPACE'].fields_by_name['status']._loaded_options = None
+  _globals['_NAMESPACE'].fields_by_name['status']._serialized_options = b'\240\273\030\001'
+  _globals['_NAMESPACECONDITION'].fields_by_name['type']._loaded_options = None
+  _globals['_NAMESPACECONDITION'].fields_by_name['type']._serialized_options = b'\240\273\030\001'
+  _globals['_NAMESPACECONDITION'].fields_by_name['status']._loaded_options = None
+  _globals['_NAMESPACECONDITION'].fields_by_name['status']._serialized_options = b'\240\273\030\001'
+  _globals['_NAMESPACECONDITION'].fields_by_name['lastTransitionTime']._loaded_options = None
+  _globals['_NAMESPACECONDITION'].fields_by_name['lastTransitionTime']._serialized_options = b'\240\273\030\001'
+  _globals['_NAMESPACELIST'].fields_by_name['metadata']._loaded_options = None
+  _globals['_NAMESPACELIST'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
+  _globals['_NAMESPACELIST'].fields_by_name['items']._loaded_options = None
+  _globals['_NAMESPACELIST'].fields_by_name['items']._serialized_options = b'\240\273\030\001'
   _globals['_CONFIGMAP_DATAENTRY']._loaded_options = None
   _globals['_CONFIGMAP_DATAENTRY']._serialized_options = b'8\001'
   _globals['_CONFIGMAP_BINARYDATAENTRY']._loaded_options = None
   _globals['_CONFIGMAP_BINARYDATAENTRY']._serialized_options = b'8\001'
+  _globals['_CONFIGMAP'].fields_by_name['metadata']._loaded_options = None
+  _globals['_CONFIGMAP'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
+  _globals['_CONFIGMAP'].fields_by_name['immutable']._loaded_options = None
+  _globals['_CONFIGMAP'].fields_by_name['immutable']._serialized_options = b'\240\273\030\001'
+  _globals['_CONFIGMAPLIST'].fields_by_name['metadata']._loaded_options = None
+  _globals['_CONFIGMAPLIST'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
+  _globals['_CONFIGMAPLIST'].fields_by_name['items']._loaded_options = None
+  _globals['_CONFIGMAPLIST'].fields_by_name['items']._serialized_options = b'\240\273\030\001'
   _globals['_SECRET_DATAENTRY']._loaded_options = None
   _globals['_SECRET_DATAENTRY']._serialized_options = b'8\001'
   _globals['_SECRET_STRINGDATAENTRY']._loaded_options = None
   _globals['_SECRET_STRINGDATAENTRY']._serialized_options = b'8\001'
-  _globals['_NAMESPACE']._serialized_start=87
-  _globals['_NAMESPACE']._serialized_end=268
-  _globals['_NAMESPACESPEC']._serialized_start=270
-  _globals['_NAMESPACESPEC']._serialized_end=305
-  _globals['_NAMESPACESTATUS']._serialized_start=307
-  _globals['_NAMESPACESTATUS']._serialized_end=399
-  _globals['_NAMESPACECONDITION']._serialized_start=402
-  _globals['_NAMESPACECONDITION']._serialized_end=557
-  _globals['_NAMESPACELIST']._serialized_start=559
-  _globals['_NAMESPACELIST']._serialized_end=686
-  _globals['_CONFIGMAP']._serialized_start=689
-  _globals['_CONFIGMAP']._serialized_end=1005
-  _globals['_CONFIGMAP_DATAENTRY']._serialized_start=911
-  _globals['_CONFIGMAP_DATAENTRY']._serialized_end=954
-  _globals['_CONFIGMAP_BINARYDATAENTRY']._serialized_start=956
-  _globals['_CONFIGMAP_BINARYDATAENTRY']._serialized_end=1005
-  _globals['_CONFIGMAPLIST']._serialized_start=1007
-  _globals['_CONFIGMAPLIST']._serialized_end=1134
-  _globals['_SECRET']._serialized_start=1137
-  _globals['_SECRET']._serialized_end=1458
-  _globals['_SECRET_DATAENTRY']._serialized_start=1364
-  _globals['_SECRET_DATAENTRY']._serialized_end=1407
-  _globals['_SECRET_STRINGDATAENTRY']._serialized_start=1409
-  _globals['_SECRET_STRINGDATAENTRY']._serialized_end=1458
-  _globals['_SECRETLIST']._serialized_start=1460
-  _globals['_SECRETLIST']._serialized_end=1581
+  _globals['_SECRET'].fields_by_name['metadata']._loaded_options = None
+  _globals['_SECRET'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
+  _globals['_SECRET'].fields_by_name['immutable']._loaded_options = None
+  _globals['_SECRET'].fields_by_name['immutable']._serialized_options = b'\240\273\030\001'
+  _globals['_SECRETLIST'].fields_by_name['metadata']._loaded_options = None
+  _globals['_SECRETLIST'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
+  _globals['_SECRETLIST'].fields_by_name['items']._loaded_options = None
+  _globals['_SECRETLIST'].fields_by_name['items']._serialized_options = b'\240\273\030\001'
+  _globals['_NAMESPACE']._serialized_start=121
+  _globals['_NAMESPACE']._serialized_end=320
+  _globals['_NAMESPACESPEC']._serialized_start=322
+  _globals['_NAMESPACESPEC']._serialized_end=357
+  _globals['_NAMESPACESTATUS']._serialized_start=359
+  _globals['_NAMESPACESTATUS']._serialized_end=451
+  _globals['_NAMESPACECONDITION']._serialized_start=454
+  _globals['_NAMESPACECONDITION']._serialized_end=627
+  _globals['_NAMESPACELIST']._serialized_start=630
+  _globals['_NAMESPACELIST']._serialized_end=769
+  _globals['_CONFIGMAP']._serialized_start=772
+  _globals['_CONFIGMAP']._serialized_end=1100
+  _globals['_CONFIGMAP_DATAENTRY']._serialized_start=1006
+  _globals['_CONFIGMAP_DATAENTRY']._serialized_end=1049
+  _globals['_CONFIGMAP_BINARYDATAENTRY']._serialized_start=1051
+  _globals['_CONFIGMAP_BINARYDATAENTRY']._serialized_end=1100
+  _globals['_CONFIGMAPLIST']._serialized_start=1103
+  _globals['_CONFIGMAPLIST']._serialized_end=1242
+  _globals['_SECRET']._serialized_start=1245
+  _globals['_SECRET']._serialized_end=1578
+  _globals['_SECRET_DATAENTRY']._serialized_start=1484
+  _globals['_SECRET_DATAENTRY']._serialized_end=1527
+  _globals['_SECRET_STRINGDATAENTRY']._serialized_start=1529
+  _globals['_SECRET_STRINGDATAENTRY']._serialized_end=1578
+  _globals['_SECRETLIST']._serialized_start=1581
+  _globals['_SECRETLIST']._serialized_end=1714
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,5 @@
 from capstan.api.runtime import runtime_pb2 as _runtime_pb2
+from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor

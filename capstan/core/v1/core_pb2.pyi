@@ -1,0 +1,236 @@
+from capstan.api.meta.v1 import meta_pb2 as _meta_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Encoding(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ENCODING_UNSPECIFIED: _ClassVar[Encoding]
+    ENCODING_JSON: _ClassVar[Encoding]
+    ENCODING_PROTOBUF: _ClassVar[Encoding]
+ENCODING_UNSPECIFIED: Encoding
+ENCODING_JSON: Encoding
+ENCODING_PROTOBUF: Encoding
+
+class ResourcePath(_message.Message):
+    __slots__ = ("group", "version", "resource", "namespace", "name", "subresource")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SUBRESOURCE_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    version: str
+    resource: str
+    namespace: str
+    name: str
+    subresource: str
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., subresource: _Optional[str] = ...) -> None: ...
+
+class RawObject(_message.Message):
+    __slots__ = ("encoding", "data")
+    ENCODING_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    encoding: Encoding
+    data: bytes
+    def __init__(self, encoding: _Optional[_Union[Encoding, str]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class CreateRequest(_message.Message):
+    __slots__ = ("path", "object", "options", "accept")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    path: ResourcePath
+    object: RawObject
+    options: _meta_pb2.CreateOptions
+    accept: Encoding
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., object: _Optional[_Union[RawObject, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.CreateOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+
+class CreateResponse(_message.Message):
+    __slots__ = ("object", "warnings")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    object: RawObject
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetRequest(_message.Message):
+    __slots__ = ("path", "options", "accept")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    path: ResourcePath
+    options: _meta_pb2.GetOptions
+    accept: Encoding
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.GetOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+
+class GetResponse(_message.Message):
+    __slots__ = ("object",)
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    object: RawObject
+    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ...) -> None: ...
+
+class ListRequest(_message.Message):
+    __slots__ = ("path", "options", "accept")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    path: ResourcePath
+    options: _meta_pb2.ListOptions
+    accept: Encoding
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+
+class ListResponse(_message.Message):
+    __slots__ = ("metadata", "encoding", "items", "kind", "api_version")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    ENCODING_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    metadata: _meta_pb2.ListMeta
+    encoding: Encoding
+    items: _containers.RepeatedScalarFieldContainer[bytes]
+    kind: str
+    api_version: str
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., kind: _Optional[str] = ..., api_version: _Optional[str] = ...) -> None: ...
+
+class UpdateRequest(_message.Message):
+    __slots__ = ("path", "object", "options", "accept")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    path: ResourcePath
+    object: RawObject
+    options: _meta_pb2.UpdateOptions
+    accept: Encoding
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., object: _Optional[_Union[RawObject, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.UpdateOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+
+class UpdateResponse(_message.Message):
+    __slots__ = ("object", "warnings", "created")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    object: RawObject
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    created: bool
+    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class DeleteRequest(_message.Message):
+    __slots__ = ("path", "options", "accept")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    path: ResourcePath
+    options: _meta_pb2.DeleteOptions
+    accept: Encoding
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.DeleteOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+
+class DeleteResponse(_message.Message):
+    __slots__ = ("object", "status")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    object: RawObject
+    status: _meta_pb2.Status
+    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., status: _Optional[_Union[_meta_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class DeleteCollectionRequest(_message.Message):
+    __slots__ = ("path", "list_options", "delete_options", "accept")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    LIST_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    path: ResourcePath
+    list_options: _meta_pb2.ListOptions
+    delete_options: _meta_pb2.DeleteOptions
+    accept: Encoding
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., list_options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., delete_options: _Optional[_Union[_meta_pb2.DeleteOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+
+class DeleteCollectionResponse(_message.Message):
+    __slots__ = ("deleted",)
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: ListResponse
+    def __init__(self, deleted: _Optional[_Union[ListResponse, _Mapping]] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("path", "options", "accept")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    path: ResourcePath
+    options: _meta_pb2.ListOptions
+    accept: Encoding
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+
+class WatchEvent(_message.Message):
+    __slots__ = ("type", "object")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    object: RawObject
+    def __init__(self, type: _Optional[str] = ..., object: _Optional[_Union[RawObject, _Mapping]] = ...) -> None: ...
+
+class WatchResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[WatchEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[WatchEvent, _Mapping]]] = ...) -> None: ...
+
+class DiscoverRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DiscoverResponse(_message.Message):
+    __slots__ = ("resources",)
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[Resource]
+    def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ...) -> None: ...
+
+class Resource(_message.Message):
+    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SINGULAR_FIELD_NUMBER: _ClassVar[int]
+    LIST_KIND_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACED_FIELD_NUMBER: _ClassVar[int]
+    VERBS_FIELD_NUMBER: _ClassVar[int]
+    SHORT_NAMES_FIELD_NUMBER: _ClassVar[int]
+    CATEGORIES_FIELD_NUMBER: _ClassVar[int]
+    SUBRESOURCES_FIELD_NUMBER: _ClassVar[int]
+    PROTO_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SELECTABLE_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    version: str
+    resource: str
+    kind: str
+    singular: str
+    list_kind: str
+    namespaced: bool
+    verbs: _containers.RepeatedScalarFieldContainer[str]
+    short_names: _containers.RepeatedScalarFieldContainer[str]
+    categories: _containers.RepeatedScalarFieldContainer[str]
+    subresources: _containers.RepeatedCompositeFieldContainer[Subresource]
+    proto_message: str
+    selectable_fields: _containers.RepeatedScalarFieldContainer[str]
+    columns: _containers.RepeatedCompositeFieldContainer[_meta_pb2.TableColumnDefinition]
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: _Optional[bool] = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ...) -> None: ...
+
+class Subresource(_message.Message):
+    __slots__ = ("name", "kind", "verbs")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VERBS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    verbs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., verbs: _Optional[_Iterable[str]] = ...) -> None: ...

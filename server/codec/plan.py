@@ -1,0 +1,86 @@
+"""Per-message plans: everything the transcoder needs about a message type, worked out once.
+
+A Plan is built the first time a message type is seen and cached for the life of the process. It
+holds, per field, a ready-made decoder (server/codec/decoding.py) and encoder entry
+(server/codec/encoding.py), so the hot loops never inspect a descriptor or read an option. Plans
+being built are visible to their own fields, so recursive message types resolve, and a whole build
+is published at once, so no thread sees a half-built plan.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from capstan.options.v1 import options_pb2
+from server.codec.decoding import Decoder, field_decoder
+from server.codec.encoding import field_encoder
+from server.codec.wellknown import WELL_KNOWN
+
+
+class Plan:
+    __slots__ = ("always", "decoders", "descriptor", "encoders", "go_name", "message_class", "order")
+
+    def __init__(self, descriptor: Descriptor) -> None:
+        self.descriptor = descriptor
+        self.message_class: type[Message] = message_factory.GetMessageClass(descriptor)
+        self.go_name = descriptor.name  # the Go struct, as decode errors name it
+        self.decoders: dict[str, Decoder] = {}  # JSON name -> decoder
+        self.encoders: dict[FieldDescriptor, tuple[str, int, bool, Any]] = {}  # (name, mode, emit_zero, aux)
+        self.always: tuple[tuple[str, Callable[[], Any]], ...] = ()  # emit_zero fields printed when absent
+        self.order: tuple[str, ...] = ()
+
+
+_PLANS: dict[Descriptor, Plan] = {}
+_BUILDING: dict[Descriptor, Plan] = {}  # plans being filled, so recursive message types resolve
+_LOCK = threading.RLock()
+
+
+def plan_for(descriptor: Descriptor) -> Plan:
+    """The cached plan of an object message type; TypeError for a well-known type (a JSON value)."""
+    plan = _PLANS.get(descriptor)
+    if plan is not None:
+        return plan
+    with _LOCK:
+        plan = _PLANS.get(descriptor) or _BUILDING.get(descriptor)
+        if plan is not None:
+            return plan
+        if descriptor.full_name in WELL_KNOWN:
+            raise TypeError(f"{descriptor.full_name} is a JSON value, not an object")
+        outermost = not _BUILDING
+        plan = _BUILDING[descriptor] = Plan(descriptor)
+        try:
+            _fill(plan)
+        except BaseException:
+            if outermost:
+                _BUILDING.clear()
+            raise
+        if outermost:  # publish every plan of this build at once: no thread ever sees a half-built plan
+            _PLANS.update(_BUILDING)
+            _BUILDING.clear()
+        return plan
+
+
+def _fill(plan: Plan) -> None:
+    always = []
+    for field in plan.descriptor.fields:
+        name = field.name  # Capstan's Kubernetes protos use the JSON names as field names
+        emit_zero = bool(field.GetOptions().Extensions[options_pb2.emit_zero])
+        mode, aux, zero = field_encoder(field, _sub_plan)
+        plan.decoders[name] = field_decoder(field, name, _sub_plan)
+        plan.encoders[field] = (name, mode, emit_zero, aux)
+        if emit_zero and zero is not None:
+            always.append((name, zero))
+    plan.always = tuple(always)
+    plan.order = tuple(field.name for field in plan.descriptor.fields)
+
+
+def _sub_plan(field: FieldDescriptor) -> Plan | None:
+    if field.type != FieldDescriptor.TYPE_MESSAGE or field.message_type.full_name in WELL_KNOWN:
+        return None
+    return plan_for(field.message_type)

@@ -1,0 +1,143 @@
+"""The built-in kinds, registered as data: core/v1 Namespace, ConfigMap and Secret.
+
+Adding a kind is a protobuf message (protos/capstan/api/...) and an entry here:
+its names, scope, subresources, field selectors and kind-specific rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from capstan.api.core.v1 import core_pb2 as core_v1
+from server.objects import meta
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.validation import names
+from server.validation.names import FieldError
+
+CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_KEY_ERROR = names.regex_error(
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+    "[-._a-zA-Z0-9]+", "key.name", "KEY_NAME", "key-name",
+)
+MAX_DATA_BYTES = 1024 * 1024  # ConfigMap and Secret payloads (corev1.MaxSecretSize)
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+NAMESPACE_FINALIZER = "kubernetes"
+IMMUTABLE_DETAIL = "field is immutable when `immutable` is set"
+
+
+def _data_keys(obj: Obj, fields: tuple[str, ...]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    seen: dict[str, str] = {}
+    total = 0
+    for field in fields:
+        for key, value in (obj.get(field) or {}).items():
+            if not CONFIG_KEY.match(key):
+                errs.append(FieldError.invalid(f"{field}[{key}]", key, CONFIG_KEY_ERROR))
+            if len(key) > 253:
+                errs.append(FieldError.invalid(f"{field}[{key}]", key, "must be no more than 253 characters"))
+            if key in seen:
+                errs.append(FieldError.invalid(f"{field}[{key}]", key, f"duplicate of key present in {seen[key]}"))
+            seen.setdefault(key, field)
+            total += len(key) + len(value)
+    if total > MAX_DATA_BYTES:
+        errs.append(FieldError.too_long("", MAX_DATA_BYTES))
+    return errs
+
+
+def _immutable(new: Obj, old: Obj | None, fields: tuple[str, ...]) -> list[FieldError]:
+    if old is None or not old.get("immutable"):
+        return []
+    errs = [FieldError.forbidden(f, IMMUTABLE_DETAIL) for f in fields if new.get(f) != old.get(f)]
+    if not new.get("immutable"):
+        errs.append(FieldError.forbidden("immutable", IMMUTABLE_DETAIL))
+    return errs
+
+
+def validate_config_map(obj: Obj, old: Obj | None) -> list[FieldError]:
+    return _data_keys(obj, ("data", "binaryData")) + _immutable(obj, old, ("data", "binaryData"))
+
+
+def prepare_secret(obj: Obj, old: Obj | None) -> None:
+    """stringData is write-only: merged into data (base64) and dropped; type defaults to Opaque."""
+    string_data = obj.pop("stringData", None) or {}
+    if string_data:
+        data = obj.setdefault("data", {})
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(value.encode()).decode()
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
+
+
+def validate_secret(obj: Obj, old: Obj | None) -> list[FieldError]:
+    errs = _data_keys(obj, ("data",)) + _immutable(obj, old, ("data",))
+    if old is not None and obj.get("type") != old.get("type"):
+        errs.append(FieldError.invalid("type", obj.get("type"), "field is immutable"))
+    return errs
+
+
+def prepare_namespace(obj: Obj, old: Obj | None) -> None:
+    """Create: phase Active and the `kubernetes` finalizer. Update: spec and status only via subresources."""
+    m = meta.meta(obj)
+    m.setdefault("labels", {})[NAMESPACE_NAME_LABEL] = m.get("name", "")
+    if old is None:
+        finalizers = obj.setdefault("spec", {}).setdefault("finalizers", [])
+        if NAMESPACE_FINALIZER not in finalizers:
+            finalizers.append(NAMESPACE_FINALIZER)
+        obj["status"] = {"phase": "Active"}
+    else:
+        if "spec" in old:
+            obj["spec"] = old["spec"]
+        else:
+            obj.pop("spec", None)
+
+
+def namespace_holds_deletion(obj: Obj) -> bool:
+    return bool((obj.get("spec") or {}).get("finalizers"))
+
+
+def mark_namespace_terminating(obj: Obj) -> None:
+    obj.setdefault("status", {})["phase"] = "Terminating"
+
+
+def _status_phase(obj: Obj) -> str:
+    return str((obj.get("status") or {}).get("phase", ""))
+
+
+def _type(obj: Obj) -> str:
+    return str(obj.get("type", ""))
+
+
+NAMESPACES = Resource(
+    group="", version="v1", resource="namespaces", kind="Namespace", singular="namespace", namespaced=False,
+    schema=ProtoSchema(core_v1.Namespace),
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+    short_names=("ns",),
+    subresources=(
+        Subresource("status", "Namespace", ("get", "patch", "update"), ("status",)),
+        Subresource("finalize", "Namespace", ("update",), ("spec", "finalizers")),
+    ),
+    field_getters={"status.phase": _status_phase},
+    name_rule=names.name_is_dns_label,
+    prepare=prepare_namespace,
+    holds_deletion=namespace_holds_deletion,
+    mark_deleting=mark_namespace_terminating,
+)
+
+CONFIG_MAPS = Resource(
+    group="", version="v1", resource="configmaps", kind="ConfigMap", singular="configmap", namespaced=True,
+    schema=ProtoSchema(core_v1.ConfigMap),
+    short_names=("cm",),
+    validate=validate_config_map,
+)
+
+SECRETS = Resource(
+    group="", version="v1", resource="secrets", kind="Secret", singular="secret", namespaced=True,
+    schema=ProtoSchema(core_v1.Secret),
+    field_getters={"type": _type},
+    prepare=prepare_secret,
+    validate=validate_secret,
+)
+
+BUILTIN = (NAMESPACES, CONFIG_MAPS, SECRETS)

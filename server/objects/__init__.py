@@ -1,0 +1,1 @@
+"""Object semantics, one verb per module, shared by every kind: what kube-apiserver's generic registry does."""

@@ -1,0 +1,73 @@
+"""Create (POST): a new object gets its name, uid, creationTimestamp and first resourceVersion here."""
+
+from __future__ import annotations
+
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.objects import body, meta, options, render, validate
+from server.objects.context import Context
+from server.objects.namespaces import require_active_namespace
+from server.objects.resolve import resolve
+from server.registry import Obj, Resource
+from server.storage_errors import store_call
+from storage import Outcome
+
+GENERATE_NAME_ATTEMPTS = 8  # kube-apiserver retries a generated name that is taken
+
+
+async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
+    resource = resolve(ctx.registry, req.path, "create")
+    dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
+    mode = options.field_validation(req.options.fieldValidation, "CreateOptions")
+    obj, warnings = body.decode(resource, req.object, mode)
+    prepare_for_create(resource, obj, req.path.namespace)
+    m = meta.meta(obj)
+    generate = not m.get("name") and isinstance(m.get("generateName"), str) and bool(m["generateName"])
+    if generate:
+        m["name"] = meta.generate_name(m["generateName"])
+    validate.raise_if_invalid(resource, obj, validate.for_create(resource, obj))
+    if resource.namespaced:
+        await require_active_namespace(ctx, resource, obj)
+    for attempt in range(GENERATE_NAME_ATTEMPTS if generate else 1):
+        if attempt:
+            m["name"] = meta.generate_name(m["generateName"])
+        if dry_run:
+            existing = await store_call(ctx.store.get(resource.key(m.get("namespace", ""), m["name"])))
+            if existing.kv is None:
+                return core_pb2.CreateResponse(object=render.raw_unstored(resource, obj, req.accept), warnings=warnings)
+            continue
+        value = render.to_value(resource, obj)
+        result = await store_call(ctx.store.create(resource.key(m.get("namespace", ""), m["name"]), value))
+        if result.outcome is Outcome.OK:
+            raw = render.raw(resource, value, str(result.revision), req.accept)
+            return core_pb2.CreateResponse(object=raw, warnings=warnings)
+    raise errors.already_exists(resource.resource, resource.group, meta.meta(obj)["name"])
+
+
+def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:
+    """Server-set fields, as kube-apiserver's BeforeCreate sets them; client values are replaced."""
+    m = meta.meta(obj)
+    rv = m.pop("resourceVersion", None)
+    if isinstance(rv, str) and rv.isdigit() and int(rv):
+        # kube-apiserver's storage refuses this with a plain error, which it answers as a 500 without a reason.
+        raise errors.ApiError(errors.status(
+            500, "", "resourceVersion should not be set on objects to be created", with_details=False))
+    if resource.namespaced:
+        body_ns = m.get("namespace")
+        if body_ns and body_ns != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        m["namespace"] = namespace
+    else:
+        m.pop("namespace", None)
+    m["uid"] = meta.new_uid()
+    m["creationTimestamp"] = meta.now()
+    for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+        m.pop(field, None)
+    if resource.tracks_generation:
+        m["generation"] = 1
+    if resource.has_status:
+        obj.pop("status", None)
+    if resource.prepare is not None:
+        resource.prepare(obj, None)

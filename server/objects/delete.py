@@ -1,0 +1,112 @@
+"""Delete: remove an object, or mark it for deletion while finalizers hold it.
+
+With finalizers (or, for a namespace, spec.finalizers) the object gets a
+deletionTimestamp and stays (a MODIFIED event); it goes when an update removes
+the last finalizer. A deletionTimestamp, once set, is never unset.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from capstan.api.meta.v1 import meta_pb2
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.objects import meta, options, render
+from server.objects.context import Context
+from server.objects.resolve import resolve
+from server.registry import Obj, Resource
+from server.storage_errors import store_call
+from storage import KeyValue, Outcome
+
+MAX_RETRIES = 16
+
+
+async def delete(ctx: Context, req: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
+    resource = resolve(ctx.registry, req.path, "delete")
+    dry_run, _policy = options.delete_options(req.options)
+    return await delete_object(ctx, resource, req.path.namespace, req.path.name, req.options, dry_run, req.accept)
+
+
+async def delete_object(
+    ctx: Context,
+    resource: Resource,
+    namespace: str,
+    name: str,
+    opts: meta_pb2.DeleteOptions,
+    dry_run: bool,
+    accept: render.Encoding,
+) -> core_pb2.DeleteResponse:
+    key = resource.key(namespace, name)
+    for _ in range(MAX_RETRIES):
+        got = await store_call(ctx.store.get(key))
+        if got.kv is None:
+            raise errors.not_found(resource.resource, resource.group, name)
+        old = render.load(got.kv.value)
+        _check_preconditions(resource, name, opts.preconditions, old, got.kv)
+        if _held(resource, old):
+            if meta.meta(old).get("deletionTimestamp"):
+                current = render.raw(resource, got.kv.value, str(got.kv.mod_revision), accept)
+                return core_pb2.DeleteResponse(object=current)
+            marked = _mark(resource, old)
+            if dry_run:
+                return core_pb2.DeleteResponse(object=render.raw_unstored(resource, marked, accept))
+            value = render.to_value(resource, marked)
+            result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
+            if result.outcome is Outcome.OK:
+                return core_pb2.DeleteResponse(object=render.raw(resource, value, str(result.revision), accept))
+            continue
+        if not dry_run:
+            result = await store_call(ctx.store.delete(key, expected_mod_revision=got.kv.mod_revision))
+            if result.outcome is not Outcome.OK:
+                continue
+        if resource.returns_deleted_object:
+            return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), accept))
+        return core_pb2.DeleteResponse(status=success_status(resource, old))
+    raise errors.conflict(resource.resource, resource.group, name)
+
+
+def success_status(resource: Resource, obj: Obj) -> meta_pb2.Status:
+    """What kube-apiserver answers a completed delete with: details name the object (kind is the resource)."""
+    m = meta.meta(obj)
+    result = meta_pb2.Status(status="Success")
+    result.metadata.SetInParent()
+    result.details.name = m.get("name", "")
+    if resource.group:
+        result.details.group = resource.group
+    result.details.kind = resource.resource
+    result.details.uid = m.get("uid", "")
+    return result
+
+
+def _held(resource: Resource, obj: Obj) -> bool:
+    if meta.meta(obj).get("finalizers"):
+        return True
+    return resource.holds_deletion is not None and resource.holds_deletion(obj)
+
+
+def _mark(resource: Resource, obj: Obj) -> Obj:
+    marked = copy.deepcopy(obj)
+    m = meta.meta(marked)
+    m["deletionTimestamp"] = meta.now()
+    m["deletionGracePeriodSeconds"] = 0
+    if resource.mark_deleting is not None:
+        resource.mark_deleting(marked)
+    return marked
+
+
+def _check_preconditions(
+    resource: Resource, name: str, pre: meta_pb2.Preconditions, obj: Obj, kv: KeyValue
+) -> None:
+    uid = meta.meta(obj).get("uid", "")
+    if pre.HasField("uid") and pre.uid != uid:
+        raise errors.conflict(
+            resource.resource, resource.group, name,
+            f"Precondition failed: UID in precondition: {pre.uid}, UID in object meta: {uid}",
+        )
+    if pre.HasField("resourceVersion") and pre.resourceVersion != str(kv.mod_revision):
+        raise errors.conflict(
+            resource.resource, resource.group, name,
+            f"Precondition failed: ResourceVersion in precondition: {pre.resourceVersion}, "
+            f"ResourceVersion in object meta: {kv.mod_revision}",
+        )

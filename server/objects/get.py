@@ -1,0 +1,31 @@
+"""Get: one object, at the latest revision or not older than a given one."""
+
+from __future__ import annotations
+
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.objects import options, render
+from server.objects.context import Context
+from server.objects.resolve import resolve
+from server.storage_errors import store_call
+
+
+async def get(ctx: Context, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
+    """resourceVersion unset: the latest (a consistent read); "0": any, so the latest too;
+    N: not older than N — after waiting for N to arrive, else 504 Too large resource version.
+    """
+    resource = resolve(ctx.registry, req.path, "get")
+    key = resource.key(req.path.namespace, req.path.name)
+    rv = req.options.resourceVersion
+    if rv not in ("", "0"):
+        await wait_for(ctx, key, options.resource_version(rv))
+    got = await store_call(ctx.store.get(key))
+    if got.kv is None:
+        raise errors.not_found(resource.resource, resource.group, req.path.name)
+    return core_pb2.GetResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), req.accept))
+
+
+async def wait_for(ctx: Context, key: bytes, revision: int) -> None:
+    """Return once the store has reached `revision`; 504 Too large resource version if it does not soon."""
+    if revision > ctx.store.current_revision():
+        await store_call(ctx.store.get(key, at_revision=revision))

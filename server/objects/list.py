@@ -1,0 +1,141 @@
+"""List: one page of a collection at one revision, filtered by selectors.
+
+The revision follows the spec's resourceVersion x resourceVersionMatch x
+limit/continue table: unset -> the latest (consistent); "0" -> any (we serve the
+latest); N -> not older than N, or exactly N with resourceVersionMatch=Exact or
+with a limit; a continue token pins the first page's revision, and 410 Expired
+once it is compacted (carrying a fresh token that continues at the latest revision).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from capstan.api.meta.v1 import meta_pb2
+from capstan.core.v1 import core_pb2
+from server import continuation, errors
+from server.objects import options, render
+from server.objects.context import Context
+from server.objects.resolve import resolve
+from server.objects.selection import Selection, selection
+from server.registry import Resource
+from server.storage_errors import store_call, translate
+from storage import Compacted, KeyValue, ListResult, StorageError
+
+CHUNK = 500  # keys read per store call while filling a filtered page
+
+EXPIRED_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    revision: int
+    kvs: list[KeyValue]
+    continue_token: str
+    remaining: int | None
+
+
+async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListResponse:
+    resource = resolve(ctx.registry, req.path, "list")
+    page = await read_page(ctx, resource, req.path.namespace, req.options)
+    encoding = render.encoding_for(resource, req.accept)
+    typed = not resource.schema.proto_message
+    items = [render.item_bytes(resource, kv.value, str(kv.mod_revision), encoding, typed) for kv in page.kvs]
+    metadata = meta_pb2.ListMeta(resourceVersion=str(page.revision))
+    if page.continue_token:
+        setattr(metadata, "continue", page.continue_token)
+    if page.remaining is not None:
+        metadata.remainingItemCount = page.remaining
+    return core_pb2.ListResponse(
+        metadata=metadata, encoding=encoding, items=items, kind=resource.list_kind, api_version=resource.api_version
+    )
+
+
+async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta_pb2.ListOptions) -> Page:
+    options.list_options(opts, watch=False)
+    chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
+    if opts.limit < 0:
+        raise errors.bad_request(f"limit: Invalid value: {opts.limit}: must be greater than or equal to 0")
+    limit = opts.limit or None
+    prefix = resource.key_prefix(namespace)
+    token = getattr(opts, "continue")
+    rv, match = opts.resourceVersion, opts.resourceVersionMatch
+    start_after: bytes | None = None
+    if token:
+        if rv not in ("", "0"):
+            raise errors.bad_request("specifying resource version is not allowed when using continue")
+        cont = continuation.decode(token)
+        revision: int | None = cont.revision
+        start_after = prefix + cont.start.removesuffix("\x00").encode()
+        try:
+            return await _page(ctx, prefix, chosen, revision, start_after, limit)
+        except Compacted:
+            status = errors.expired(EXPIRED_CONTINUE).status
+            setattr(status.metadata, "continue", continuation.encode(ctx.store.current_revision(), cont.start))
+            raise errors.ApiError(status) from None
+    revision = None
+    if rv not in ("", "0"):
+        wanted = options.resource_version(rv)
+        if match == "Exact" or (not match and limit):
+            revision = wanted
+        elif wanted > ctx.store.current_revision():
+            await store_call(ctx.store.count(prefix, at_revision=wanted))  # waits for it, or 504
+    try:
+        return await _page(ctx, prefix, chosen, revision, start_after, limit)
+    except Compacted as err:
+        raise errors.ApiError(errors.status(
+            410, "Expired", f"too old resource version: {err.requested} ({err.compact_revision})",
+            with_details=False)) from None
+
+
+async def _page(
+    ctx: Context,
+    prefix: bytes,
+    chosen: Selection,
+    revision: int | None,
+    start_after: bytes | None,
+    limit: int | None,
+) -> Page:
+    """Fill one page. Compacted escapes (the caller words it); other store errors are translated."""
+    if chosen.everything:
+        result = await _list(ctx, prefix, revision, start_after, limit)
+        token = ""
+        if limit and result.remaining:
+            token = continuation.encode(result.revision, _relative(prefix, result.kvs[-1].key))
+        return Page(result.revision, list(result.kvs), token, result.remaining or None)
+    picked: list[KeyValue] = []
+    while True:
+        want = max(CHUNK, limit or 0) if limit else None
+        result = await _list(ctx, prefix, revision, start_after, want)
+        revision = result.revision
+        for kv in result.kvs:
+            if chosen.matches(render.load(kv.value)):
+                picked.append(kv)
+                if limit and len(picked) == limit:
+                    more = kv.key != result.kvs[-1].key or result.remaining > 0
+                    token = continuation.encode(revision, _relative(prefix, kv.key)) if more else ""
+                    return Page(revision, picked, token, None)
+        if not result.remaining or not result.kvs:
+            return Page(revision, picked, "", None)
+        start_after = result.kvs[-1].key
+
+
+async def _list(
+    ctx: Context, prefix: bytes, revision: int | None, start_after: bytes | None, limit: int | None
+) -> ListResult:
+    try:
+        return await ctx.store.list(prefix, at_revision=revision, start_after=start_after, limit=limit)
+    except Compacted:
+        raise
+    except StorageError as err:
+        raise translate(err) from None
+
+
+def _relative(prefix: bytes, key: bytes) -> str:
+    """The continue token's start: the key after `key`, relative to the listed prefix."""
+    return key[len(prefix):].decode() + "\x00"

@@ -1,0 +1,57 @@
+"""ObjectMeta helpers the verbs share: server-set fields, names, timestamps."""
+
+from __future__ import annotations
+
+import datetime
+import secrets
+import uuid
+from typing import Any
+
+from server.registry import Obj
+
+# apimachinery's name generator alphabet: no vowels (no words), no confusable 0/1/3.
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+GENERATED_SUFFIX_LENGTH = 5
+
+# The order kube-apiserver prints ObjectMeta in; stored JSON follows it.
+META_ORDER = (
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+    "ownerReferences", "finalizers", "managedFields",
+)
+
+
+def meta(obj: Obj) -> dict[str, Any]:
+    """obj["metadata"], created if missing or not an object."""
+    value = obj.get("metadata")
+    if not isinstance(value, dict):
+        value = obj["metadata"] = {}
+    return value
+
+
+def now() -> str:
+    """The current time as Kubernetes prints metav1.Time: RFC 3339, seconds, UTC."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def generate_name(prefix: str) -> str:
+    return prefix + "".join(secrets.choice(_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
+
+
+def canonical(obj: Obj) -> Obj:
+    """The object with "metadata" first and its keys in Kubernetes order (stored JSON needs it first)."""
+    metadata = meta(obj)
+    ordered = {k: metadata[k] for k in META_ORDER if k in metadata}
+    ordered.update((k, v) for k, v in metadata.items() if k not in ordered)
+    out: Obj = {"metadata": ordered}
+    out.update((k, v) for k, v in obj.items() if k not in ("metadata", "kind", "apiVersion"))
+    return out
+
+
+def body_without_meta_and_status(obj: Obj) -> Obj:
+    """What metadata.generation tracks: everything but metadata, status and type."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}

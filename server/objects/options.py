@@ -1,0 +1,97 @@
+"""Checks of request options (dryRun, fieldValidation, list and watch parameters), as kube-apiserver makes them.
+
+Invalid options answer 422 Invalid naming the options kind, e.g.
+`CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ...`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from capstan.api.meta.v1 import meta_pb2
+from server import errors
+from server.validation.names import FieldError, join_errors
+
+DRY_RUN_VALUES = ("All",)
+FIELD_VALIDATION_VALUES = ("", "Ignore", "Strict", "Warn")
+PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
+
+
+def invalid_options(kind: str, errs: Sequence[FieldError]) -> errors.ApiError:
+    causes = [errors.Cause(c["reason"], c.get("message", ""), c.get("field", "")) for c in (e.cause() for e in errs)]
+    return errors.invalid(kind, "meta.k8s.io", "", join_errors(errs), causes)
+
+
+def dry_run(values: Sequence[str], kind: str) -> bool:
+    """True for dryRun=All; any other value is Invalid."""
+    if any(v not in DRY_RUN_VALUES for v in values):
+        raise invalid_options(kind, [FieldError.not_supported("dryRun", list(values), DRY_RUN_VALUES)])
+    return bool(values)
+
+
+def field_validation(value: str, kind: str) -> str:
+    """The fieldValidation mode; unset means Warn."""
+    if value not in FIELD_VALIDATION_VALUES:
+        raise invalid_options(kind, [FieldError.not_supported("fieldValidation", value, FIELD_VALIDATION_VALUES)])
+    return value or "Warn"
+
+
+def delete_options(options: meta_pb2.DeleteOptions) -> tuple[bool, str]:
+    """(dry run, propagation policy) of valid DeleteOptions."""
+    errs: list[FieldError] = []
+    if any(v not in DRY_RUN_VALUES for v in options.dryRun):
+        errs.append(FieldError.not_supported("dryRun", list(options.dryRun), DRY_RUN_VALUES))
+    policy = options.propagationPolicy
+    if policy and policy not in PROPAGATION_POLICIES:
+        errs.append(FieldError.not_supported("propagationPolicy", policy, PROPAGATION_POLICIES))
+    if options.HasField("orphanDependents") and policy:
+        errs.append(FieldError.invalid(
+            "propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set"))
+    if options.HasField("gracePeriodSeconds") and options.gracePeriodSeconds < 0:
+        errs.append(FieldError.invalid("gracePeriodSeconds", options.gracePeriodSeconds, "must be >= 0"))
+    if errs:
+        raise invalid_options("DeleteOptions", errs)
+    return bool(options.dryRun), policy
+
+
+def list_options(options: meta_pb2.ListOptions, *, watch: bool) -> None:
+    """The resourceVersion/resourceVersionMatch/sendInitialEvents rules of ValidateListOptions."""
+    errs: list[FieldError] = []
+    match = options.resourceVersionMatch
+    rv = options.resourceVersion
+    if options.HasField("sendInitialEvents"):
+        if not watch:
+            errs.append(FieldError.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+        else:
+            if match != "NotOlderThan":
+                errs.append(FieldError.forbidden(
+                    "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+            if not options.allowWatchBookmarks:
+                errs.append(FieldError.forbidden(
+                    "allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"))
+    elif match and watch:
+        errs.append(FieldError.forbidden(
+            "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+    if match and not watch:
+        if match not in ("Exact", "NotOlderThan"):
+            errs.append(FieldError.not_supported("resourceVersionMatch", match, ("Exact", "NotOlderThan", "")))
+        elif not rv:
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        elif getattr(options, "continue"):
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+        elif match == "Exact" and rv == "0":
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    if errs:
+        raise invalid_options("ListOptions", errs)
+
+
+def resource_version(value: str) -> int:
+    """A resourceVersion a client sent, as a revision; 400 when it is not an unsigned integer."""
+    if not value.isdigit():
+        raise errors.bad_request(
+            f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing "{value}": invalid syntax'
+        )
+    return int(value)

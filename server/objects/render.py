@@ -1,0 +1,73 @@
+"""Objects to and from stored values, and stored values to response bytes.
+
+A write renders the object once (JSON and, for kinds with a schema, protobuf);
+reads splice in the resourceVersion. See server/stored.py for the value layout.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import orjson
+
+from capstan.core.v1 import core_pb2
+from server import stored
+from server.objects.meta import canonical
+from server.registry import Obj, Resource
+
+Encoding: TypeAlias = core_pb2.Encoding
+JSON: Encoding = core_pb2.ENCODING_JSON
+PROTOBUF: Encoding = core_pb2.ENCODING_PROTOBUF
+
+
+def to_value(resource: Resource, obj: Obj) -> bytes:
+    """The stored value of a normalized object (its metadata.resourceVersion is dropped)."""
+    obj = canonical(obj)
+    obj["metadata"].pop("resourceVersion", None)
+    proto = resource.schema.to_proto(obj) if resource.schema.proto_message else b""
+    return stored.pack(orjson.dumps(obj), proto)
+
+
+def load(value: bytes) -> Obj:
+    """The object a stored value holds, without resourceVersion, kind and apiVersion."""
+    obj: Obj = orjson.loads(stored.json_of(value))
+    return obj
+
+
+def encoding_for(resource: Resource, accept: Encoding) -> Encoding:
+    """PROTOBUF when asked and the kind has a schema; JSON otherwise (as for custom resources)."""
+    return PROTOBUF if accept == PROTOBUF and resource.schema.proto_message else JSON
+
+
+def type_prefix(resource: Resource) -> bytes:
+    return b'"kind":"' + resource.kind.encode() + b'","apiVersion":"' + resource.api_version.encode() + b'",'
+
+
+def object_bytes(resource: Resource, value: bytes, resource_version: str, encoding: Encoding) -> bytes:
+    """One object as a response carries it: JSON with kind and apiVersion, or the bare protobuf message."""
+    if encoding == PROTOBUF:
+        return stored.render_proto(value, resource_version)
+    return stored.render_json(value, resource_version, type_prefix(resource))
+
+
+def item_bytes(resource: Resource, value: bytes, resource_version: str, encoding: Encoding, typed: bool) -> bytes:
+    """A list item: like object_bytes, but JSON items of built-in kinds carry no kind/apiVersion."""
+    if encoding == PROTOBUF:
+        return stored.render_proto(value, resource_version)
+    return stored.render_json(value, resource_version, type_prefix(resource) if typed else b"")
+
+
+def raw(resource: Resource, value: bytes, resource_version: str, accept: Encoding) -> core_pb2.RawObject:
+    encoding = encoding_for(resource, accept)
+    return core_pb2.RawObject(encoding=encoding, data=object_bytes(resource, value, resource_version, encoding))
+
+
+def raw_unstored(resource: Resource, obj: Obj, accept: Encoding) -> core_pb2.RawObject:
+    """An object that was not stored (dry run): rendered without a resourceVersion."""
+    encoding = encoding_for(resource, accept)
+    obj = canonical(obj)
+    obj["metadata"].pop("resourceVersion", None)
+    if encoding == PROTOBUF:
+        return core_pb2.RawObject(encoding=encoding, data=resource.schema.to_proto(obj))
+    data = b"{" + type_prefix(resource) + orjson.dumps(obj)[1:]
+    return core_pb2.RawObject(encoding=encoding, data=data)

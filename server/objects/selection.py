@@ -1,0 +1,56 @@
+"""Which objects a list, watch or deletecollection selects: label and field selectors together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from server import errors
+from server.registry import Obj, Resource
+from server.selectors import fields as field_selectors
+from server.selectors import labels as label_selectors
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    resource: Resource
+    labels: label_selectors.Selector | None
+    fields: field_selectors.Selector | None
+
+    @property
+    def everything(self) -> bool:
+        return self.labels is None and self.fields is None
+
+    def matches(self, obj: Obj) -> bool:
+        if self.labels is not None and not self.labels.matches((obj.get("metadata") or {}).get("labels") or {}):
+            return False
+        if self.fields is not None:
+            return self.fields.matches(self.resource.field_values(obj))
+        return True
+
+
+def selection(resource: Resource, label_selector: str, field_selector: str) -> Selection:
+    """Parse both selectors; 400 BadRequest with kube-apiserver's message when either is bad."""
+    labels = fields = None
+    if label_selector.strip():
+        try:
+            labels = label_selectors.parse(label_selector)
+        except label_selectors.SelectorError as err:
+            raise errors.bad_request(str(err)) from None
+        if labels.empty:
+            labels = None
+    if field_selector.strip():
+        try:
+            fields = field_selectors.parse(field_selector)
+            field_selectors.check_supported(fields, resource.selectable_fields(), resource.resource)
+        except field_selectors.FieldSelectorError as err:
+            raise errors.bad_request(str(err)) from None
+        if fields.empty:
+            fields = None
+    return Selection(resource, labels, fields)
+
+
+def single_name(selection: Selection) -> str | None:
+    """The name a `metadata.name=x` field selector pins the selection to, if it does."""
+    if selection.fields is None:
+        return None
+    return selection.fields.requires_exact_match("metadata.name")

@@ -1,0 +1,135 @@
+"""Update (PUT): replace an object under optimistic concurrency.
+
+A resourceVersion in the body is a precondition (409 Conflict when stale); none
+means unconditional, retried against concurrent writers as kube-apiserver's
+GuaranteedUpdate does. Server-owned fields are carried over from the stored
+object; a write that changes nothing keeps the resourceVersion and emits no event.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.objects import body, create, meta, options, render, validate
+from server.objects.context import Context
+from server.objects.resolve import resolve
+from server.registry import Obj, Resource
+from server.storage_errors import store_call
+from storage import Outcome
+
+MAX_RETRIES = 16
+
+
+async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
+    resource = resolve(ctx.registry, req.path, "update")
+    dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")
+    mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
+    obj, warnings = body.decode(resource, req.object, mode)
+    check_name(obj, req.path.name, req.path.namespace)
+    key = resource.key(req.path.namespace, req.path.name)
+    precondition = meta.meta(obj).get("resourceVersion") or ""
+    for _ in range(MAX_RETRIES):
+        got = await store_call(ctx.store.get(key))
+        if got.kv is None:
+            if resource.create_on_update and not req.path.subresource:
+                created = await create.create(ctx, core_pb2.CreateRequest(
+                    path=req.path, object=req.object, accept=req.accept,
+                    options={"dryRun": req.options.dryRun, "fieldValidation": req.options.fieldValidation}))
+                return core_pb2.UpdateResponse(object=created.object, warnings=created.warnings, created=True)
+            raise errors.not_found(resource.resource, resource.group, req.path.name)
+        if precondition and precondition != str(got.kv.mod_revision):
+            raise errors.conflict(resource.resource, resource.group, req.path.name)
+        old = render.load(got.kv.value)
+        new = prepare_for_update(resource, copy.deepcopy(obj), old, req.path.subresource)
+        validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old))
+        value = render.to_value(resource, new)
+        if value == got.kv.value:
+            return _response(resource, got.kv.value, got.kv.mod_revision, req.accept, warnings)
+        if dry_run:
+            return core_pb2.UpdateResponse(object=render.raw_unstored(resource, new, req.accept), warnings=warnings)
+        if _deletion_complete(resource, new):
+            result = await store_call(ctx.store.delete(key, expected_mod_revision=got.kv.mod_revision))
+            if result.outcome is Outcome.OK:
+                return _response(resource, value, result.revision, req.accept, warnings)
+        else:
+            result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
+            if result.outcome is Outcome.OK:
+                return _response(resource, value, result.revision, req.accept, warnings)
+        if precondition:
+            raise errors.conflict(resource.resource, resource.group, req.path.name)
+    raise errors.conflict(resource.resource, resource.group, req.path.name)
+
+
+def check_name(obj: Obj, name: str, namespace: str) -> None:
+    """The body must name the object the URL names (kube-apiserver's checkName)."""
+    m = meta.meta(obj)
+    if m.get("name", "") != name:
+        raise errors.bad_request(
+            f"the name of the object ({m.get('name', '')}) does not match the name on the URL ({name})"
+        )
+    body_ns = m.get("namespace", "")
+    if namespace and body_ns and body_ns != namespace:
+        raise errors.bad_request(
+            f"the namespace of the object ({body_ns}) does not match the namespace on the URL ({namespace})"
+        )
+    if namespace:
+        m["namespace"] = namespace
+
+
+def prepare_for_update(resource: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
+    """kube-apiserver's BeforeUpdate plus the status rules: what the client may not change is kept."""
+    sub = resource.subresource(subresource) if subresource else None
+    if sub is not None:
+        return _take_field(new, old, sub.field_path)
+    m, old_m = meta.meta(new), meta.meta(old)
+    if not m.get("uid"):
+        m["uid"] = old_m.get("uid")
+    for field in ("creationTimestamp", "deletionTimestamp", "generation"):
+        if field in old_m:
+            m[field] = old_m[field]
+        else:
+            m.pop(field, None)
+    if "deletionGracePeriodSeconds" in old_m and "deletionGracePeriodSeconds" not in m:
+        m["deletionGracePeriodSeconds"] = old_m["deletionGracePeriodSeconds"]
+    if resource.has_status:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    if resource.prepare is not None:
+        resource.prepare(new, old)
+    if resource.tracks_generation and meta.body_without_meta_and_status(new) != meta.body_without_meta_and_status(old):
+        m["generation"] = old_m.get("generation", 0) + 1
+    return new
+
+
+def _deletion_complete(resource: Resource, obj: Obj) -> bool:
+    """An object marked for deletion goes once its last finalizer is removed."""
+    m = meta.meta(obj)
+    if not m.get("deletionTimestamp") or m.get("finalizers"):
+        return False
+    return resource.holds_deletion is None or not resource.holds_deletion(obj)
+
+
+def _response(
+    resource: Resource, value: bytes, revision: int, accept: render.Encoding, warnings: list[str]
+) -> core_pb2.UpdateResponse:
+    return core_pb2.UpdateResponse(object=render.raw(resource, value, str(revision), accept), warnings=warnings)
+
+
+def _take_field(new: Obj, old: Obj, path: tuple[str, ...]) -> Obj:
+    """The stored object with only the field at `path` taken from the request (a subresource update)."""
+    result = copy.deepcopy(old)
+    source: object = new
+    for part in path:
+        source = source.get(part) if isinstance(source, dict) else None
+    target = result
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    if source is None:
+        target.pop(path[-1], None)
+    else:
+        target[path[-1]] = source
+    return result

@@ -1,0 +1,61 @@
+"""Validation every kind gets (ObjectMeta rules, immutable fields), plus the kind's own, as one 422."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from server import errors
+from server.objects import meta
+from server.registry import Obj, Resource
+from server.validation import names
+from server.validation.names import FieldError
+
+
+def for_create(resource: Resource, obj: Obj) -> list[FieldError]:
+    errs = _object_meta(resource, obj)
+    if resource.validate is not None:
+        errs.extend(resource.validate(obj, None))
+    return errs
+
+
+def for_update(resource: Resource, new: Obj, old: Obj) -> list[FieldError]:
+    errs = _object_meta(resource, new)
+    m, old_m = meta.meta(new), meta.meta(old)
+    if m.get("uid") != old_m.get("uid"):
+        errs.append(FieldError.invalid("metadata.uid", m.get("uid"), "field is immutable"))
+    if old_m.get("deletionTimestamp"):
+        added = [f for f in m.get("finalizers") or [] if f not in (old_m.get("finalizers") or [])]
+        if added:
+            errs.append(FieldError.forbidden(
+                "metadata.finalizers",
+                "no new finalizers can be added if the object is being deleted, found new finalizers "
+                + "[]string{" + ", ".join(names.go_quote(f) for f in added) + "}",
+            ))
+    if resource.validate is not None:
+        errs.extend(resource.validate(new, old))
+    return errs
+
+
+def raise_if_invalid(resource: Resource, obj: Obj, errs: Sequence[FieldError]) -> None:
+    if not errs:
+        return
+    name = meta.meta(obj).get("name") or ""
+    causes = [errors.Cause(c["reason"], c.get("message", ""), c.get("field", "")) for c in (e.cause() for e in errs)]
+    raise errors.invalid(resource.kind, resource.group, name, names.join_errors(errs), causes)
+
+
+def _object_meta(resource: Resource, obj: Obj) -> list[FieldError]:
+    m = meta.meta(obj)
+    return names.validate_object_meta(
+        name=_text(m.get("name")),
+        generate_name=_text(m.get("generateName")),
+        namespace=_text(m.get("namespace")),
+        namespaced=resource.namespaced,
+        name_fn=resource.name_rule or names.name_is_dns_subdomain,
+        labels=m.get("labels") or {},
+        annotations=m.get("annotations") or {},
+    )
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""

@@ -1,0 +1,175 @@
+"""Watch: a collection's changes as Kubernetes watch events, from a resourceVersion on.
+
+Where it starts (the spec's watch table):
+- resourceVersion unset or "0": synthetic ADDED events for the current state, then changes;
+- "N": changes after N ("Start at Exact"); 410 Expired as an ERROR event once N is compacted;
+- sendInitialEvents=true: the current state (not older than N) as ADDED, then a BOOKMARK
+  annotated `k8s.io/initial-events-end: "true"`, then changes.
+Selectors apply to both sides of a change: an object entering the selection is an
+ADDED for this watcher, one leaving it a DELETED (the old object at the new revision).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+
+import orjson
+
+from capstan.api.meta.v1 import meta_pb2
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.codec import transcode
+from server.objects import options, render
+from server.objects.context import Context
+from server.objects.resolve import resolve
+from server.objects.selection import Selection, selection
+from server.registry import Obj, Resource
+from server.storage_errors import store_call, translate
+from storage import Compacted, Event, EventType, RevisionTooLarge, StorageError, StoreClosed, WatcherTooSlow
+
+BOOKMARK_INTERVAL = 60.0  # seconds between BOOKMARK events, as kube-apiserver's watch cache sends them
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+async def watch(
+    ctx: Context, req: core_pb2.WatchRequest, *, bookmark_interval: float = BOOKMARK_INTERVAL
+) -> AsyncIterator[core_pb2.WatchResponse]:
+    """Validation errors raise before the first message; later failures end the stream with an ERROR event."""
+    resource = resolve(ctx.registry, req.path, "watch")
+    opts = req.options
+    options.list_options(opts, watch=True)
+    chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
+    encoding = render.encoding_for(resource, req.accept)
+    prefix = resource.key_prefix(req.path.namespace)
+    rv = opts.resourceVersion
+    wanted = options.resource_version(rv) if rv not in ("", "0") else 0
+    initial = opts.sendInitialEvents if opts.HasField("sendInitialEvents") else not wanted
+    deadline = time.monotonic() + opts.timeoutSeconds if opts.timeoutSeconds > 0 else None
+    stream = _Stream(resource, chosen, encoding, bookmarks=opts.allowWatchBookmarks)
+
+    start = wanted
+    if initial:
+        if wanted > ctx.store.current_revision():
+            await store_call(ctx.store.count(prefix, at_revision=wanted))  # waits for it, or 504
+        page = await store_call(ctx.store.list(prefix))
+        start = page.revision
+        added = [stream.added(kv.value, kv.mod_revision) for kv in page.kvs]
+        batch = [e for e in added if e is not None]
+        if opts.HasField("sendInitialEvents"):
+            batch.append(stream.bookmark(start, initial_events_end=True))
+        if batch:
+            yield core_pb2.WatchResponse(events=batch)
+    elif wanted > ctx.store.current_revision():
+        try:
+            await ctx.store.count(prefix, at_revision=wanted)
+        except RevisionTooLarge as err:
+            raise translate(err) from None
+    elif not wanted:
+        start = ctx.store.current_revision()
+
+    changes = ctx.store.watch(prefix, from_revision=start)
+    last = start
+    pending: asyncio.Task[Sequence[Event]] | None = None
+    try:
+        while True:
+            timeout = bookmark_interval if opts.allowWatchBookmarks else None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                timeout = left if timeout is None else min(timeout, left)
+            if pending is None:
+                pending = asyncio.ensure_future(changes.next_batch())
+            done, _ = await asyncio.wait({pending}, timeout=timeout)
+            if not done:
+                if opts.allowWatchBookmarks and (deadline is None or deadline > time.monotonic()):
+                    yield core_pb2.WatchResponse(events=[stream.bookmark(max(last, ctx.store.current_revision()))])
+                continue
+            finished, pending = pending, None
+            try:
+                events = finished.result()
+            except Compacted as err:
+                status = errors.expired(f"too old resource version: {err.requested} ({err.compact_revision})").status
+                yield core_pb2.WatchResponse(events=[stream.error(status)])
+                return
+            except (StopAsyncIteration, WatcherTooSlow, StoreClosed):
+                return  # the client re-watches from its last resourceVersion (or re-lists)
+            except StorageError as err:
+                yield core_pb2.WatchResponse(events=[stream.error(translate(err).status)])
+                return
+            last = events[-1].revision
+            out = stream.translate(events)
+            if out:
+                yield core_pb2.WatchResponse(events=out)
+    finally:
+        if pending is not None:
+            pending.cancel()
+        changes.close()
+
+
+class _Stream:
+    """Store events -> watch events for one watcher: selection, rendering, bookmarks."""
+
+    def __init__(self, resource: Resource, chosen: Selection, encoding: render.Encoding, *, bookmarks: bool) -> None:
+        self._resource = resource
+        self._chosen = chosen
+        self._encoding = encoding
+        self._bookmarks = bookmarks
+
+    def translate(self, events: Sequence[Event]) -> list[core_pb2.WatchEvent]:
+        out: list[core_pb2.WatchEvent] = []
+        for event in events:
+            translated = self._one(event)
+            if translated is not None:
+                out.append(translated)
+        return out
+
+    def _one(self, event: Event) -> core_pb2.WatchEvent | None:
+        revision = event.revision
+        prev = event.prev
+        if self._chosen.everything:
+            if event.type is EventType.DELETE:
+                return self._event("DELETED", prev.value if prev else b"", revision)
+            return self._event("ADDED" if prev is None else "MODIFIED", event.kv.value, revision)
+        was = prev is not None and self._chosen.matches(render.load(prev.value))
+        if event.type is EventType.DELETE:
+            return self._event("DELETED", prev.value, revision) if was and prev else None
+        now = self._chosen.matches(render.load(event.kv.value))
+        if now:
+            return self._event("MODIFIED" if was else "ADDED", event.kv.value, revision)
+        if was and prev is not None:
+            return self._event("DELETED", prev.value, revision)
+        return None
+
+    def added(self, value: bytes, revision: int) -> core_pb2.WatchEvent | None:
+        if not self._chosen.everything and not self._chosen.matches(render.load(value)):
+            return None
+        return self._event("ADDED", value, revision)
+
+    def _event(self, kind: str, value: bytes, revision: int) -> core_pb2.WatchEvent:
+        data = render.object_bytes(self._resource, value, str(revision), self._encoding)
+        return core_pb2.WatchEvent(type=kind, object=core_pb2.RawObject(encoding=self._encoding, data=data))
+
+    def bookmark(self, revision: int, *, initial_events_end: bool = False) -> core_pb2.WatchEvent:
+        """A BOOKMARK: an empty object of the kind carrying only the resourceVersion (and the annotation)."""
+        metadata: Obj = {"resourceVersion": str(revision)}
+        if initial_events_end:
+            metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
+        if self._encoding == core_pb2.ENCODING_PROTOBUF:
+            data = self._resource.schema.to_proto({"metadata": metadata})
+        else:
+            data = orjson.dumps({
+                "kind": self._resource.kind, "apiVersion": self._resource.api_version,
+                "metadata": {**metadata, "creationTimestamp": None},
+            })
+        return core_pb2.WatchEvent(type="BOOKMARK", object=core_pb2.RawObject(encoding=self._encoding, data=data))
+
+    def error(self, status: meta_pb2.Status) -> core_pb2.WatchEvent:
+        """An ERROR event; its object is the Status, encoded like the other events."""
+        if self._encoding == core_pb2.ENCODING_PROTOBUF:
+            data = status.SerializeToString(deterministic=True)
+        else:
+            data = orjson.dumps({"kind": "Status", "apiVersion": "v1", **transcode.encode(status)})
+        return core_pb2.WatchEvent(type="ERROR", object=core_pb2.RawObject(encoding=self._encoding, data=data))

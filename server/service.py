@@ -1,0 +1,105 @@
+"""The CoreService over gRPC: a thin adapter from grpc.aio to Core.
+
+An ApiError becomes a gRPC status whose details carry the Kubernetes Status
+(server/errors.py); anything unexpected becomes a 500 Status, never a traceback
+on the wire.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from grpc_status import rpc_status
+
+from capstan.core.v1 import core_pb2, core_pb2_grpc
+from server import errors
+from server.core import Core
+
+log = logging.getLogger(__name__)
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+class CoreService(core_pb2_grpc.CoreServiceServicer):
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    async def Create(
+        self, request: core_pb2.CreateRequest, context: Ctx
+    ) -> core_pb2.CreateResponse:
+        return await _unary(self._core.create, request, context)
+
+    async def Get(
+        self, request: core_pb2.GetRequest, context: Ctx
+    ) -> core_pb2.GetResponse:
+        return await _unary(self._core.get, request, context)
+
+    async def List(
+        self, request: core_pb2.ListRequest, context: Ctx
+    ) -> core_pb2.ListResponse:
+        return await _unary(self._core.list, request, context)
+
+    async def Update(
+        self, request: core_pb2.UpdateRequest, context: Ctx
+    ) -> core_pb2.UpdateResponse:
+        return await _unary(self._core.update, request, context)
+
+    async def Delete(
+        self, request: core_pb2.DeleteRequest, context: Ctx
+    ) -> core_pb2.DeleteResponse:
+        return await _unary(self._core.delete, request, context)
+
+    async def DeleteCollection(
+        self, request: core_pb2.DeleteCollectionRequest, context: Ctx
+    ) -> core_pb2.DeleteCollectionResponse:
+        return await _unary(self._core.delete_collection, request, context)
+
+    async def Discover(
+        self, request: core_pb2.DiscoverRequest, context: Ctx
+    ) -> core_pb2.DiscoverResponse:
+        return await _unary(self._core.discover, request, context)
+
+    async def Watch(
+        self, request: core_pb2.WatchRequest, context: Ctx
+    ) -> AsyncIterator[core_pb2.WatchResponse]:
+        stream = self._core.watch(request)
+        try:
+            async for response in stream:
+                yield response
+        except errors.ApiError as err:
+            await _abort(context, err)
+        except Exception as err:  # the wire gets a Status, the log gets the traceback
+            log.exception("watch failed")
+            await _abort(context, errors.internal(str(err)))
+
+
+async def _unary(
+    call: Callable[[Req], Awaitable[Resp]], request: Req, context: Ctx
+) -> Resp:
+    try:
+        return await call(request)
+    except errors.ApiError as err:
+        await _abort(context, err)
+    except Exception as err:
+        log.exception("request failed")
+        await _abort(context, errors.internal(str(err)))
+    raise AssertionError("unreachable: abort raises")
+
+
+async def _abort(context: Ctx, err: errors.ApiError) -> None:
+    await context.abort_with_status(rpc_status.to_status(errors.to_grpc_status(err)))
+
+
+def register(core: Core) -> Callable[[grpc.aio.Server], list[str]]:
+    """A registrar for server.grpc_server.start_grpc."""
+
+    def add(server: grpc.aio.Server) -> list[str]:
+        core_pb2_grpc.add_CoreServiceServicer_to_server(CoreService(core), server)  # type: ignore[no-untyped-call]
+        return [core_pb2.DESCRIPTOR.services_by_name["CoreService"].full_name]
+
+    return add

@@ -1,0 +1,133 @@
+"""How one object revision is stored: its JSON and protobuf renderings, made once at write time.
+
+Reads never transcode: a GET, a LIST page or a watch event splices the
+resourceVersion (which is the store's revision, never stored inside the object)
+into bytes rendered when the object was written — as kube-apiserver caches the
+serializations of watch events.
+
+Value layout: VERSION (1 byte) | json_len, head_len, tail_len (3 x u32 big-endian)
+| json | proto_meta_head | proto_meta_tail | proto_rest
+
+- json: the object without kind, apiVersion and metadata.resourceVersion, with
+  "metadata" as its first key and never empty (it always holds the name), so it
+  starts with b'{"metadata":{' and the version goes right after that.
+- proto: the kind's message without metadata.resourceVersion, split so the
+  version (ObjectMeta field 6) is inserted in field order: head holds ObjectMeta's
+  fields 1-5, tail fields 7 and up, rest the object's fields after metadata.
+  Empty for kinds without a protobuf schema.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+VERSION = 1
+HEADER = struct.Struct(">BIII")
+JSON_PREFIX = b'{"metadata":{'
+RESOURCE_VERSION_FIELD = 6  # ObjectMeta.resourceVersion
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    json: bytes
+    meta_head: bytes
+    meta_tail: bytes
+    rest: bytes
+
+    @property
+    def has_proto(self) -> bool:
+        return bool(self.meta_head or self.meta_tail or self.rest)
+
+
+def pack(json: bytes, proto: bytes) -> bytes:
+    """The stored value for an object rendered as `json` and `proto` (both without resourceVersion)."""
+    if not json.startswith(JSON_PREFIX):
+        raise ValueError("stored JSON must start with a non-empty metadata object")
+    head = tail = rest = b""
+    if proto:
+        head, tail, rest = _split(proto)
+    return HEADER.pack(VERSION, len(json), len(head), len(tail)) + json + head + tail + rest
+
+
+def unpack(value: bytes) -> Stored:
+    version, json_len, head_len, tail_len = HEADER.unpack_from(value)
+    if version != VERSION:
+        raise ValueError(f"unknown stored object version {version}")
+    at = HEADER.size
+    json = value[at : at + json_len]
+    at += json_len
+    head = value[at : at + head_len]
+    at += head_len
+    tail = value[at : at + tail_len]
+    return Stored(json, head, tail, value[at + tail_len :])
+
+
+def json_of(value: bytes) -> bytes:
+    """Just the JSON rendering (without resourceVersion)."""
+    _, json_len, _, _ = HEADER.unpack_from(value)
+    return value[HEADER.size : HEADER.size + json_len]
+
+
+def render_json(value: bytes, resource_version: str, type_prefix: bytes = b"") -> bytes:
+    """The object's JSON with its resourceVersion; `type_prefix` is e.g. b'"kind":"ConfigMap","apiVersion":"v1",'."""
+    json = json_of(value)
+    return b"{" + type_prefix + b'"metadata":{"resourceVersion":"' + resource_version.encode() + b'",' + json[13:]
+
+
+def render_proto(value: bytes, resource_version: str) -> bytes:
+    """The kind's protobuf message bytes with metadata.resourceVersion set."""
+    stored = unpack(value)
+    rv = resource_version.encode()
+    meta = stored.meta_head + bytes([RESOURCE_VERSION_FIELD << 3 | 2]) + _varint(len(rv)) + rv + stored.meta_tail
+    return b"\x0a" + _varint(len(meta)) + meta + stored.rest
+
+
+def _split(proto: bytes) -> tuple[bytes, bytes, bytes]:
+    """(meta head, meta tail, rest) of a message whose first field is ObjectMeta (field 1)."""
+    if not proto or proto[0] != 0x0A:
+        raise ValueError("the object's protobuf must start with metadata (field 1)")
+    length, at = _read_varint(proto, 1)
+    meta, rest = proto[at : at + length], proto[at + length :]
+    pos = 0
+    while pos < len(meta):
+        tag, after_tag = _read_varint(meta, pos)
+        if tag >> 3 > RESOURCE_VERSION_FIELD:
+            break
+        if tag >> 3 == RESOURCE_VERSION_FIELD:
+            raise ValueError("the stored protobuf must not carry a resourceVersion")
+        pos = _skip(meta, after_tag, tag & 7)
+    return meta[:pos], meta[pos:], rest
+
+
+def _skip(data: bytes, pos: int, wire_type: int) -> int:
+    if wire_type == 0:
+        return _read_varint(data, pos)[1]
+    if wire_type == 1:
+        return pos + 8
+    if wire_type == 2:
+        length, pos = _read_varint(data, pos)
+        return pos + length
+    if wire_type == 5:
+        return pos + 4
+    raise ValueError(f"unsupported protobuf wire type {wire_type}")
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

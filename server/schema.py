@@ -10,6 +10,7 @@ from __future__ import annotations
 from google.protobuf.message import DecodeError, Message
 
 from server.codec import transcode
+from server.codec.errors import DecodeError as TranscodeError
 from server.registry import Obj
 
 
@@ -44,7 +45,7 @@ class ProtoSchema:
     def _decode(self, obj: Obj) -> tuple[Message, list[str]]:
         try:
             result = transcode.decode(self._cls, obj)
-        except transcode.DecodeError as err:
+        except TranscodeError as err:
             raise SchemaError(str(err)) from None
         return result.message, list(result.unknown)
 

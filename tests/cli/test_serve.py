@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -48,7 +49,8 @@ async def test_serve_answers_health_and_exits_cleanly(tmp_path: Path, sig: signa
                 async with http.get(f"http://127.0.0.1:{http_port}{path}") as resp:
                     assert (resp.status, await resp.text()) == (200, "ok")
         async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
-            reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            health: Any = health_pb2_grpc.HealthStub(channel)  # the typeshed stub declares no methods on it
+            reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=5)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         proc.send_signal(sig)
@@ -56,16 +58,38 @@ async def test_serve_answers_health_and_exits_cleanly(tmp_path: Path, sig: signa
     assert code == 0
     # LMDB was closed cleanly and is reusable: open it again in this process.
     store = await LmdbStore.open(tmp_path / "data" / "lmdb", StoreOptions(compact_interval=0))
-    assert store.current_revision() == 1
+    assert store.current_revision() == 5  # the four default namespaces, created on first start
+    assert [kv.key for kv in (await store.list(b"/core/namespaces/")).kvs] == [
+        b"/core/namespaces/default", b"/core/namespaces/kube-node-lease",
+        b"/core/namespaces/kube-public", b"/core/namespaces/kube-system",
+    ]
     await store.close()
 
 
 def test_readme_store_example_runs(tmp_path: Path) -> None:
     """The README's Python example is real code: run it as written, in a scratch directory."""
     readme = (ROOT / "README.md").read_text()
-    example = re.search(r"```python\n(.*?)```", readme, re.S)
-    assert example is not None
-    code = example[1].replace("/tmp/capstan-demo", str(tmp_path / "demo"))
+    examples = re.findall(r"```python\n(.*?)```", readme, re.S)
+    store_example = next(code for code in examples if "LmdbStore" in code)
+    code = store_example.replace("/tmp/capstan-demo", str(tmp_path / "demo"))
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["Outcome.OK", "EventType.DELETE b'v2'"]
+
+
+async def test_readme_grpc_example_runs(tmp_path: Path) -> None:
+    """The README's gRPC example, run as written against a real `capstan serve` (on a free port)."""
+    readme = (ROOT / "README.md").read_text()
+    examples = re.findall(r"```python\n(.*?)```", readme, re.S)
+    grpc_example = next(code for code in examples if "CoreServiceStub" in code)
+    proc, _http_port, grpc_port = start(tmp_path / "data")
+    try:
+        code = grpc_example.replace("127.0.0.1:50051", f"127.0.0.1:{grpc_port}")
+        out = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.wait, 10)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["{'greeting': 'hello'}", "ConfigMapList 1", "['DELETED']"]

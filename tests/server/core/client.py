@@ -41,7 +41,7 @@ def raw(obj: Obj) -> core_pb2.RawObject:
 
 
 async def status_of(err: grpc.aio.AioRpcError) -> Obj:
-    rich = await rpc_status.aio.from_call(err)  # type: ignore[attr-defined]
+    rich = await rpc_status.aio.from_call(err)
     assert rich is not None, f"no rich status on {err}"
     status = meta_pb2.Status()
     assert rich.details[0].Unpack(status)

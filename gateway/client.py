@@ -1,0 +1,54 @@
+"""The one interface through which the gateway reaches the core.
+
+Two transports implement it (gateway/transport/): in-process (the default
+`capstan serve`: the same request messages handed to the same Core, no network)
+and a real gRPC channel (`capstan gateway --core ADDR`). Either way a failure is a
+CoreError carrying the Kubernetes Status the core answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from capstan.api.meta.v1 import meta_pb2
+from capstan.core.v1 import core_pb2
+
+
+class CoreError(Exception):
+    """The core refused or failed a call; `status` is the Kubernetes Status to answer with."""
+
+    def __init__(self, status: meta_pb2.Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+class CoreClient(Protocol):
+    async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse: ...
+
+    async def get(self, request: core_pb2.GetRequest) -> core_pb2.GetResponse: ...
+
+    async def list(self, request: core_pb2.ListRequest) -> core_pb2.ListResponse: ...
+
+    async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse: ...
+
+    async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse: ...
+
+    async def delete_collection(
+        self, request: core_pb2.DeleteCollectionRequest
+    ) -> core_pb2.DeleteCollectionResponse: ...
+
+    def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
+        """Batches of events; raises CoreError before the first batch when the watch is refused."""
+        ...
+
+    async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse: ...
+
+    async def close(self) -> None: ...
+
+
+def failure(code: int, reason: str, message: str) -> meta_pb2.Status:
+    """A Status for failures the gateway itself detects (bad requests, an unreachable core)."""
+    status = meta_pb2.Status(status="Failure", message=message, reason=reason, code=code)
+    status.metadata.SetInParent()
+    return status

@@ -1,0 +1,152 @@
+"""Discovery documents, built from the core's Discover answer: /version, /api, /apis and their
+group/version resource lists, in the legacy form and the aggregated (apidiscovery.k8s.io v2/v2beta1) form.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import platform
+from collections.abc import Iterable
+from typing import Any
+
+from capstan.core.v1 import core_pb2
+
+# The Kubernetes version Capstan's API answers as; kubectl's version dispatch reads it.
+KUBE_MAJOR, KUBE_MINOR = "1", "32"
+GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"
+
+Doc = dict[str, Any]
+
+
+def version() -> Doc:
+    return {
+        "major": KUBE_MAJOR,
+        "minor": KUBE_MINOR,
+        "gitVersion": GIT_VERSION,
+        "gitCommit": "capstan",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.23.0",
+        "compiler": "gc",
+        "platform": f"linux/{_arch()}",
+    }
+
+
+def _arch() -> str:
+    machine = platform.machine().lower()
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+
+
+def _group_versions(resources: Iterable[core_pb2.Resource]) -> dict[str, list[str]]:
+    """group -> its versions, in registration order (the first is preferred)."""
+    out: dict[str, list[str]] = {}
+    for r in resources:
+        versions = out.setdefault(r.group, [])
+        if r.version not in versions:
+            versions.append(r.version)
+    return out
+
+
+def api_versions(server_address: str) -> Doc:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
+
+
+def api_group(group: str, versions: list[str]) -> Doc:
+    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+
+
+def api_group_list(discovered: core_pb2.DiscoverResponse) -> Doc:
+    groups = [api_group(g, vs) for g, vs in _group_versions(discovered.resources).items() if g]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def group(discovered: core_pb2.DiscoverResponse, name: str) -> Doc | None:
+    versions = _group_versions(discovered.resources).get(name)
+    if not name or not versions:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **api_group(name, versions)}
+
+
+def resource_list(discovered: core_pb2.DiscoverResponse, group: str, version: str) -> Doc | None:
+    resources = [r for r in discovered.resources if r.group == group and r.version == version]
+    if not resources:
+        return None
+    entries: list[Doc] = []
+    for r in resources:
+        entry: Doc = {
+            "name": r.resource,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": list(r.verbs),
+        }
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        if r.categories:
+            entry["categories"] = list(r.categories)
+        entry["storageVersionHash"] = storage_version_hash(r)
+        entries.append(entry)
+        for sub in r.subresources:
+            entries.append({
+                "name": f"{r.resource}/{sub.name}",
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": sub.kind,
+                "verbs": list(sub.verbs),
+            })
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": entries,
+    }
+
+
+def storage_version_hash(r: core_pb2.Resource) -> str:
+    """An opaque hash of the storage version, like kube-apiserver's (8 bytes, base64)."""
+    digest = hashlib.sha256(f"{r.group}/{r.version}/{r.kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
+def aggregated(discovered: core_pb2.DiscoverResponse, *, legacy: bool, api_version: str) -> Doc:
+    """APIGroupDiscoveryList: the core group for /api (legacy=True), every other group for /apis."""
+    items: list[Doc] = []
+    for name, versions in _group_versions(discovered.resources).items():
+        if (name == "") != legacy:
+            continue
+        version_docs = []
+        for v in versions:
+            resources = [_aggregated_resource(r) for r in discovered.resources if r.group == name and r.version == v]
+            version_docs.append({"version": v, "resources": resources, "freshness": "Current"})
+        items.append({"metadata": {"name": name, "creationTimestamp": None}, "versions": version_docs})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}
+
+
+def _aggregated_resource(r: core_pb2.Resource) -> Doc:
+    doc: Doc = {
+        "resource": r.resource,
+        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "scope": "Namespaced" if r.namespaced else "Cluster",
+        "singularResource": r.singular,
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        doc["shortNames"] = list(r.short_names)
+    if r.categories:
+        doc["categories"] = list(r.categories)
+    if r.subresources:
+        doc["subresources"] = [
+            {
+                "subresource": sub.name,
+                "responseKind": {"group": r.group, "version": r.version, "kind": sub.kind},
+                "verbs": list(sub.verbs),
+            }
+            for sub in r.subresources
+        ]
+    return doc

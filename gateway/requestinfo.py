@@ -1,0 +1,93 @@
+"""URL + method -> what a request is about: a pure function, as kube-apiserver's RequestInfoFactory.
+
+Examples:
+  GET /api/v1/namespaces/default/configmaps/a   -> get configmaps "a" in "default"
+  GET /api/v1/configmaps?watch=1                -> watch configmaps in all namespaces
+  PUT /api/v1/namespaces/ns1/finalize           -> update namespaces "ns1", subresource finalize
+  GET /apis/apps/v1                             -> discovery of the apps/v1 group version
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# Subresources of the namespaces resource itself: /api/v1/namespaces/{name}/{sub}.
+NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """A resource request. `verb` is get, list, watch, create, update, patch, delete or deletecollection."""
+
+    verb: str
+    group: str
+    version: str
+    resource: str
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryInfo:
+    """A discovery request: /api, /api/v1, /apis, /apis/{group} or /apis/{group}/{version}."""
+
+    prefix: str  # "api" or "apis"
+    group: str = ""
+    version: str = ""
+
+
+def parse(method: str, path: str, query: Mapping[str, str]) -> RequestInfo | DiscoveryInfo | None:
+    """None for paths that are neither resources nor discovery (the caller answers 404)."""
+    parts = [p for p in path.split("/") if p]
+    if not parts or parts[0] not in ("api", "apis"):
+        return None
+    prefix, parts = parts[0], parts[1:]
+    if prefix == "api":
+        if not parts:
+            return DiscoveryInfo("api")
+        group, version, parts = "", parts[0], parts[1:]
+        if not parts:
+            return DiscoveryInfo("api", "", version)
+    else:
+        if not parts:
+            return DiscoveryInfo("apis")
+        if len(parts) == 1:
+            return DiscoveryInfo("apis", parts[0])
+        group, version, parts = parts[0], parts[1], parts[2:]
+        if not parts:
+            return DiscoveryInfo("apis", group, version)
+    watch_prefix = False
+    if parts[0] == "watch":  # the deprecated /watch/ path form
+        watch_prefix, parts = True, parts[1:]
+        if not parts:
+            return None
+    namespace = ""
+    if parts[0] == "namespaces" and len(parts) > 1:
+        namespace = parts[1]
+        if len(parts) > 2 and parts[2] not in NAMESPACE_SUBRESOURCES:
+            parts = parts[2:]
+        else:
+            namespace = ""  # the namespace object itself: /namespaces/{name}[/{sub}]
+    if len(parts) > 3:
+        return None
+    resource = parts[0]
+    name = parts[1] if len(parts) > 1 else ""
+    subresource = parts[2] if len(parts) > 2 else ""
+    verb = _verb(method, bool(name), watch_prefix or query.get("watch", "") in ("1", "true"))
+    if verb is None:
+        return None
+    return RequestInfo(verb, group, version, resource, namespace, name, subresource)
+
+
+def _verb(method: str, named: bool, watch: bool) -> str | None:
+    if method in ("GET", "HEAD"):
+        if watch:
+            return "watch"
+        return "get" if named else "list"
+    if method == "DELETE":
+        return "delete" if named else "deletecollection"
+    return _VERBS.get(method)

@@ -161,7 +161,7 @@ def gone(message: str) -> ApiError:
 def too_large_resource_version(requested: int, current: int, retry_after: int = 1) -> ApiError:
     """504 with Retry-After: the client asked for a revision the store has not reached."""
     return ApiError(
-        status(504, "Timeout", f"Too large resource version: {requested}, current: {current}",
+        status(504, "Timeout", f"Timeout: Too large resource version: {requested}, current: {current}",
                causes=[Cause("ResourceVersionTooLarge", "Too large resource version")], retry_after=retry_after)
     )
 

@@ -7,6 +7,7 @@ its names, scope, subresources, field selectors and kind-specific rules.
 from __future__ import annotations
 
 import base64
+import functools
 import re
 
 from capstan.api.core.v1 import core_pb2 as core_v1
@@ -27,16 +28,22 @@ NAMESPACE_FINALIZER = "kubernetes"
 IMMUTABLE_DETAIL = "field is immutable when `immutable` is set"
 
 
+@functools.lru_cache(maxsize=8192)
+def _config_key_problems(key: str) -> tuple[str, ...]:
+    """IsConfigMapKey; keys repeat across objects, so verdicts are remembered."""
+    problems = [] if CONFIG_KEY.match(key) else [CONFIG_KEY_ERROR]
+    if len(key) > 253:
+        problems.append("must be no more than 253 characters")
+    return tuple(problems)
+
+
 def _data_keys(obj: Obj, fields: tuple[str, ...]) -> list[FieldError]:
     errs: list[FieldError] = []
     seen: dict[str, str] = {}
     total = 0
     for field in fields:
         for key, value in (obj.get(field) or {}).items():
-            if not CONFIG_KEY.match(key):
-                errs.append(FieldError.invalid(f"{field}[{key}]", key, CONFIG_KEY_ERROR))
-            if len(key) > 253:
-                errs.append(FieldError.invalid(f"{field}[{key}]", key, "must be no more than 253 characters"))
+            errs.extend(FieldError.invalid(f"{field}[{key}]", key, problem) for problem in _config_key_problems(key))
             if key in seen:
                 errs.append(FieldError.invalid(f"{field}[{key}]", key, f"duplicate of key present in {seen[key]}"))
             seen.setdefault(key, field)

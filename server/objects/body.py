@@ -100,11 +100,17 @@ def _duplicates(data: bytes, obj: Obj) -> list[str]:
 
 
 def _count_keys(value: object) -> int:
-    if isinstance(value, dict):
-        return len(value) + sum(_count_keys(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(_count_keys(v) for v in value)
-    return 0
+    """Keys in every object nested in `value`."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            count += len(item)
+            stack.extend(v for v in item.values() if type(v) is dict or type(v) is list)
+        elif type(item) is list:
+            stack.extend(v for v in item if type(v) is dict or type(v) is list)
+    return count
 
 
 def _json_type(value: object) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import datetime
-import secrets
+import random
+import time
 import uuid
 from typing import Any
 
@@ -29,17 +29,29 @@ def meta(obj: Obj) -> dict[str, Any]:
     return value
 
 
+_last_second = -1
+_last_text = ""
+
+
 def now() -> str:
-    """The current time as Kubernetes prints metav1.Time: RFC 3339, seconds, UTC."""
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current time as Kubernetes prints metav1.Time: RFC 3339, seconds, UTC (formatted once a second)."""
+    global _last_second, _last_text
+    second = int(time.time())
+    if second != _last_second:
+        _last_second, _last_text = second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    return _last_text
+
+
+# uids and generated names need uniqueness, not secrecy; os.urandom costs ~40 µs a call here.
+_random = random.Random()
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    return str(uuid.UUID(int=_random.getrandbits(128), version=4))
 
 
 def generate_name(prefix: str) -> str:
-    return prefix + "".join(secrets.choice(_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
+    return prefix + "".join(_random.choices(_ALPHABET, k=GENERATED_SUFFIX_LENGTH))
 
 
 def canonical(obj: Obj) -> Obj:

@@ -55,37 +55,50 @@ def delete_options(options: meta_pb2.DeleteOptions) -> tuple[bool, str]:
 
 
 def list_options(options: meta_pb2.ListOptions, *, watch: bool) -> None:
-    """The resourceVersion/resourceVersionMatch/sendInitialEvents rules of ValidateListOptions."""
-    errs: list[FieldError] = []
-    match = options.resourceVersionMatch
-    rv = options.resourceVersion
-    if options.HasField("sendInitialEvents"):
-        if not watch:
-            errs.append(FieldError.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
-        else:
-            if match != "NotOlderThan":
-                errs.append(FieldError.forbidden(
-                    "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
-            if not options.allowWatchBookmarks:
-                errs.append(FieldError.forbidden(
-                    "allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"))
-    elif match and watch:
-        errs.append(FieldError.forbidden(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
-    if match and not watch:
-        if match not in ("Exact", "NotOlderThan"):
-            errs.append(FieldError.not_supported("resourceVersionMatch", match, ("Exact", "NotOlderThan", "")))
-        elif not rv:
-            errs.append(FieldError.forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
-        elif getattr(options, "continue"):
-            errs.append(FieldError.forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
-        elif match == "Exact" and rv == "0":
-            errs.append(FieldError.forbidden(
-                "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    """apimachinery's ValidateListOptions (the WatchList feature on, as in Kubernetes 1.32)."""
+    errs = _watch_option_errors(options) if watch else _list_option_errors(options)
     if errs:
         raise invalid_options("ListOptions", errs)
+
+
+def _list_option_errors(options: meta_pb2.ListOptions) -> list[FieldError]:
+    errs: list[FieldError] = []
+    match = options.resourceVersionMatch
+    if match:
+        if not options.resourceVersion:
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        if getattr(options, "continue"):
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+        if match not in ("Exact", "NotOlderThan"):
+            errs.append(FieldError.not_supported("resourceVersionMatch", match, ("Exact", "NotOlderThan", "")))
+        if match == "Exact" and options.resourceVersion == "0":
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    if options.HasField("sendInitialEvents"):
+        errs.append(FieldError.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    return errs
+
+
+def _watch_option_errors(options: meta_pb2.ListOptions) -> list[FieldError]:
+    errs: list[FieldError] = []
+    match = options.resourceVersionMatch
+    if options.HasField("sendInitialEvents") and match != "NotOlderThan":
+        errs.append(FieldError.forbidden(
+            "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+    if match:
+        if not options.HasField("sendInitialEvents"):
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ))
+        if match != "NotOlderThan":
+            errs.append(FieldError.not_supported("resourceVersionMatch", match, ("NotOlderThan",)))
+        if getattr(options, "continue"):
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+    return errs
 
 
 def resource_version(value: str) -> int:

@@ -20,6 +20,7 @@ annotations) the order of errors is random upstream; here it is sorted by key.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -371,9 +372,20 @@ def validate_path_segment_name(name: str, prefix: bool) -> list[str]:
 validate_namespace_name: NameFunc = name_is_dns_label
 
 
+# Label and annotation keys and values repeat across objects: remember their verdicts (the checks are pure).
+@functools.lru_cache(maxsize=8192)
+def _qualified_name_problems(value: str) -> tuple[str, ...]:
+    return tuple(is_qualified_name(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label_value_problems(value: str) -> tuple[str, ...]:
+    return tuple(is_label_value(value))
+
+
 def validate_label_name(key: str, path: str) -> list[FieldError]:
     """ValidateLabelName: one Invalid per problem with the key."""
-    return [FieldError.invalid(path, key, m) for m in is_qualified_name(key)]
+    return [FieldError.invalid(path, key, m) for m in _qualified_name_problems(key)]
 
 
 def validate_labels(labels: Mapping[str, str], path: str) -> list[FieldError]:
@@ -381,13 +393,15 @@ def validate_labels(labels: Mapping[str, str], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for key in sorted(labels):
         errs.extend(validate_label_name(key, path))
-        errs.extend(FieldError.invalid(path, labels[key], m) for m in is_label_value(labels[key]))
+        errs.extend(FieldError.invalid(path, labels[key], m) for m in _label_value_problems(labels[key]))
     return errs
 
 
 def validate_annotations(annotations: Mapping[str, str], path: str) -> list[FieldError]:
     """ValidateAnnotations: keys are qualified names ignoring case; keys plus values at most 256 KiB."""
-    errs = [FieldError.invalid(path, key, m) for key in sorted(annotations) for m in is_qualified_name(key.lower())]
+    errs = [
+        FieldError.invalid(path, key, m) for key in sorted(annotations) for m in _qualified_name_problems(key.lower())
+    ]
     if sum(byte_len(k) + byte_len(v) for k, v in annotations.items()) > TOTAL_ANNOTATION_SIZE_LIMIT_B:
         errs.append(FieldError.too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT_B))
     return errs

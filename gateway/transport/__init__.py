@@ -1,1 +1,1 @@
-"""The two ways the gateway reaches the core: in-process, or over a gRPC channel."""
+"""The gRPC transport of the gateway's CoreClient (the in-process one is capstan/inprocess.py)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2
 from server import continuation, errors
-from server.objects import options, render
+from server.objects import options, render, views
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
@@ -43,6 +43,11 @@ class Page:
 async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListResponse:
     resource = resolve(ctx.registry, req.path, "list")
     page = await read_page(ctx, resource, req.path.namespace, req.options)
+    if req.view.view != core_pb2.VIEW_UNSPECIFIED:
+        list_meta = {"resourceVersion": str(page.revision), "continue": page.continue_token,
+                     "remainingItemCount": page.remaining}
+        return core_pb2.ListResponse(
+            converted=views.many(resource, req.view, page.kvs, list_meta), encoding=core_pb2.ENCODING_JSON)
     encoding = render.encoding_for(resource, req.accept)
     typed = not resource.schema.proto_message
     items = [render.item_bytes(resource, kv.value, str(kv.mod_revision), encoding, typed) for kv in page.kvs]

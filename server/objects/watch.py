@@ -21,7 +21,7 @@ from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2
 from server import errors
 from server.codec import transcode
-from server.objects import options, render
+from server.objects import options, render, views
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
@@ -41,13 +41,14 @@ async def watch(
     opts = req.options
     options.list_options(opts, watch=True)
     chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
-    encoding = render.encoding_for(resource, req.accept)
+    converted = views.EventViews(resource, req.view) if req.view.view != core_pb2.VIEW_UNSPECIFIED else None
+    encoding = render.encoding_for(resource, req.accept if converted is None else core_pb2.ENCODING_JSON)
     prefix = resource.key_prefix(req.path.namespace)
     rv = opts.resourceVersion
     wanted = options.resource_version(rv) if rv not in ("", "0") else 0
     initial = opts.sendInitialEvents if opts.HasField("sendInitialEvents") else not wanted
     deadline = time.monotonic() + opts.timeoutSeconds if opts.timeoutSeconds > 0 else None
-    stream = _Stream(resource, chosen, encoding, bookmarks=opts.allowWatchBookmarks)
+    stream = _Stream(resource, chosen, encoding, bookmarks=opts.allowWatchBookmarks, converter=converted)
 
     start = wanted
     if initial:
@@ -112,11 +113,20 @@ async def watch(
 class _Stream:
     """Store events -> watch events for one watcher: selection, rendering, bookmarks."""
 
-    def __init__(self, resource: Resource, chosen: Selection, encoding: render.Encoding, *, bookmarks: bool) -> None:
+    def __init__(
+        self,
+        resource: Resource,
+        chosen: Selection,
+        encoding: render.Encoding,
+        *,
+        bookmarks: bool,
+        converter: views.EventViews | None,
+    ) -> None:
         self._resource = resource
         self._chosen = chosen
         self._encoding = encoding
         self._bookmarks = bookmarks
+        self._views = converter
 
     def translate(self, events: Sequence[Event]) -> list[core_pb2.WatchEvent]:
         out: list[core_pb2.WatchEvent] = []
@@ -149,6 +159,10 @@ class _Stream:
         return self._event("ADDED", value, revision)
 
     def _event(self, kind: str, value: bytes, revision: int) -> core_pb2.WatchEvent:
+        if self._views is not None:
+            converted = self._views.convert(render.load(value), str(revision))
+            if converted is not None:
+                return core_pb2.WatchEvent(type=kind, object=views.raw(converted))
         data = render.object_bytes(self._resource, value, str(revision), self._encoding)
         return core_pb2.WatchEvent(type=kind, object=core_pb2.RawObject(encoding=self._encoding, data=data))
 
@@ -157,6 +171,10 @@ class _Stream:
         metadata: Obj = {"resourceVersion": str(revision)}
         if initial_events_end:
             metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
+        if self._views is not None:
+            converted = self._views.convert({"metadata": metadata}, str(revision))
+            if converted is not None:
+                return core_pb2.WatchEvent(type="BOOKMARK", object=views.raw(converted))
         if self._encoding == core_pb2.ENCODING_PROTOBUF:
             data = self._resource.schema.to_proto({"metadata": metadata})
         else:

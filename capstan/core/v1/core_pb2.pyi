@@ -13,9 +13,20 @@ class Encoding(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ENCODING_UNSPECIFIED: _ClassVar[Encoding]
     ENCODING_JSON: _ClassVar[Encoding]
     ENCODING_PROTOBUF: _ClassVar[Encoding]
+
+class View(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VIEW_UNSPECIFIED: _ClassVar[View]
+    VIEW_TABLE: _ClassVar[View]
+    VIEW_PARTIAL_OBJECT_METADATA: _ClassVar[View]
+    VIEW_PARTIAL_OBJECT_METADATA_LIST: _ClassVar[View]
 ENCODING_UNSPECIFIED: Encoding
 ENCODING_JSON: Encoding
 ENCODING_PROTOBUF: Encoding
+VIEW_UNSPECIFIED: View
+VIEW_TABLE: View
+VIEW_PARTIAL_OBJECT_METADATA: View
+VIEW_PARTIAL_OBJECT_METADATA_LIST: View
 
 class ResourcePath(_message.Message):
     __slots__ = ("group", "version", "resource", "namespace", "name", "subresource")
@@ -41,6 +52,16 @@ class RawObject(_message.Message):
     data: bytes
     def __init__(self, encoding: _Optional[_Union[Encoding, str]] = ..., data: _Optional[bytes] = ...) -> None: ...
 
+class ViewOptions(_message.Message):
+    __slots__ = ("view", "api_version", "include_object")
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_OBJECT_FIELD_NUMBER: _ClassVar[int]
+    view: View
+    api_version: str
+    include_object: str
+    def __init__(self, view: _Optional[_Union[View, str]] = ..., api_version: _Optional[str] = ..., include_object: _Optional[str] = ...) -> None: ...
+
 class CreateRequest(_message.Message):
     __slots__ = ("path", "object", "options", "accept")
     PATH_FIELD_NUMBER: _ClassVar[int]
@@ -62,14 +83,16 @@ class CreateResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetRequest(_message.Message):
-    __slots__ = ("path", "options", "accept")
+    __slots__ = ("path", "options", "accept", "view")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.GetOptions
     accept: Encoding
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.GetOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    view: ViewOptions
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.GetOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class GetResponse(_message.Message):
     __slots__ = ("object",)
@@ -78,28 +101,32 @@ class GetResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("path", "options", "accept")
+    __slots__ = ("path", "options", "accept", "view")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.ListOptions
     accept: Encoding
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    view: ViewOptions
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class ListResponse(_message.Message):
-    __slots__ = ("metadata", "encoding", "items", "kind", "api_version")
+    __slots__ = ("metadata", "encoding", "items", "kind", "api_version", "converted")
     METADATA_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONVERTED_FIELD_NUMBER: _ClassVar[int]
     metadata: _meta_pb2.ListMeta
     encoding: Encoding
     items: _containers.RepeatedScalarFieldContainer[bytes]
     kind: str
     api_version: str
-    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., kind: _Optional[str] = ..., api_version: _Optional[str] = ...) -> None: ...
+    converted: RawObject
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., kind: _Optional[str] = ..., api_version: _Optional[str] = ..., converted: _Optional[_Union[RawObject, _Mapping]] = ...) -> None: ...
 
 class UpdateRequest(_message.Message):
     __slots__ = ("path", "object", "options", "accept")
@@ -160,14 +187,16 @@ class DeleteCollectionResponse(_message.Message):
     def __init__(self, deleted: _Optional[_Union[ListResponse, _Mapping]] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("path", "options", "accept")
+    __slots__ = ("path", "options", "accept", "view")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.ListOptions
     accept: Encoding
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    view: ViewOptions
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
     __slots__ = ("type", "object")

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from capstan.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from server.app import start_core
 from storage import StorageError, StoreOptions
@@ -59,7 +60,8 @@ async def serve(args: argparse.Namespace) -> None:
     store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
     try:
         core = await start_core(store, listen=args.listen, grpc_port=args.grpc_port)
-        runner, http_port = await start_http(build_app(), args.listen, args.http_port)
+        app = build_app(InProcessClient(core.core), server_address=f"{args.listen}:{args.http_port}")
+        runner, http_port = await start_http(app, args.listen, args.http_port)
         log.info(
             "capstan serving: HTTP http://%s:%d gRPC %s:%d data %s (revision %d)",
             args.listen, http_port, args.listen, core.grpc_port, args.data_dir, store.current_revision(),

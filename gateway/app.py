@@ -1,24 +1,94 @@
-"""The aiohttp application and the kube-apiserver health endpoints.
+"""The aiohttp application: routes every Kubernetes REST path onto the core client.
 
-`/healthz`, `/livez` and `/readyz` answer `ok` as kube-apiserver's do, so probes
-and `kubectl get --raw /readyz` work from the first release.
+Routing is data: requestinfo.parse turns a URL into (verb, group, version,
+resource, namespace, name, subresource), and the resource is looked up in what
+the core's Discover answered; there is no route per kind.
 """
 
 from __future__ import annotations
 
+import logging
 import socket
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+
+from gateway import negotiation, requestinfo
+from gateway.client import CoreClient, CoreError, failure
+from gateway.handlers import delete, discovery, read, respond, watch, write
+from gateway.handlers.context import Gateway
+from gateway.handlers.request import MAX_BODY, Call, output, query_of
+
+log = logging.getLogger(__name__)
+
+GATEWAY_KEY = web.AppKey("gateway", Gateway)
 
 
 async def _ok(request: web.Request) -> web.Response:
     return web.Response(text="ok", content_type="text/plain")
 
 
-def build_app() -> web.Application:
-    app = web.Application(client_max_size=3 * 1024 * 1024)
+async def _dispatch(http: web.Request) -> web.StreamResponse:
+    gateway = http.app[GATEWAY_KEY]
+    out: negotiation.Output | None = None
+    try:
+        info = requestinfo.parse(http.method, http.path, http.query)
+        if info is None:
+            raise CoreError(failure(404, "NotFound", "the server could not find the requested resource"))
+        if isinstance(info, requestinfo.DiscoveryInfo):
+            if http.method not in ("GET", "HEAD"):
+                raise CoreError(failure(405, "MethodNotAllowed", f"{http.method} is not allowed on discovery"))
+            return await discovery.serve(gateway, info, http)
+        resource = await gateway.resource(info.group, info.version, info.resource)
+        out = output(http, resource, stream=info.verb == "watch")
+        call = Call(info, resource, query_of(http), out)
+        return await _verb(gateway.client, call, http)
+    except CoreError as err:
+        return respond.status(out, err.status)
+    except negotiation.NegotiationError as err:
+        return respond.status(None, failure(err.code, err.reason, err.message))
+
+
+async def _verb(client: CoreClient, call: Call, http: web.Request) -> web.StreamResponse:
+    verb = call.info.verb
+    if verb == "get":
+        return await read.get(client, call)
+    if verb == "list":
+        return await read.list_(client, call)
+    if verb == "watch":
+        return await watch.watch(client, call, http)
+    if verb == "create":
+        return await write.create(client, call, http)
+    if verb == "update":
+        return await write.update(client, call, http)
+    if verb == "delete":
+        return await delete.delete(client, call, http)
+    if verb == "deletecollection":
+        return await delete.delete_collection(client, call, http)
+    raise CoreError(failure(405, "MethodNotAllowed",
+                            f'{verb} is not supported on resources of kind "{call.info.resource}"'))
+
+
+@web.middleware
+async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                         ) -> web.StreamResponse:
+    """Whatever fails unexpectedly answers a 500 Status; the traceback goes to the log, not the client."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except Exception as err:
+        log.exception("request failed: %s %s", request.method, request.path)
+        return respond.status(None, failure(500, "InternalError", f"Internal error occurred: {err}"))
+
+
+def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY + 1, middlewares=[_no_tracebacks])
+    app[GATEWAY_KEY] = Gateway(client, server_address)
     for path in ("/healthz", "/livez", "/readyz"):
         app.router.add_get(path, _ok)
+    app.router.add_get("/version", discovery.version)
+    app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app
 
 

@@ -14,7 +14,7 @@ from capstan.api.meta.v1 import meta_pb2
 
 def status_dict(status: meta_pb2.Status) -> dict[str, Any]:
     """The Status as kube-apiserver prints it: kind, apiVersion, metadata, status, message, reason, details, code."""
-    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": _list_meta(status.metadata)}
+    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": list_meta_dict(status.metadata)}
     if status.status:
         out["status"] = status.status
     if status.message:
@@ -28,7 +28,8 @@ def status_dict(status: meta_pb2.Status) -> dict[str, Any]:
     return out
 
 
-def _list_meta(meta: meta_pb2.ListMeta) -> dict[str, Any]:
+def list_meta_dict(meta: meta_pb2.ListMeta) -> dict[str, Any]:
+    """ListMeta as JSON, empty members omitted."""
     out: dict[str, Any] = {}
     if meta.resourceVersion:
         out["resourceVersion"] = meta.resourceVersion

@@ -1,0 +1,1 @@
+"""HTTP handlers, one verb per module: parse -> negotiate -> call the core -> encode."""

@@ -1,0 +1,88 @@
+"""Encoding answers in the negotiated form: objects, lists, converted documents and Status errors."""
+
+from __future__ import annotations
+
+import orjson
+from aiohttp import web
+
+from capstan.api.meta.v1 import meta_pb2
+from capstan.core.v1 import core_pb2
+from gateway import status as statuses
+from gateway.codecs import json as json_codec
+from gateway.codecs import protobuf as protobuf_codec
+from gateway.codecs import yaml as yaml_codec
+from gateway.negotiation import JSON, CodecName, Output
+
+WARNING_HEADER = "Warning"
+
+
+def core_accept(out: Output) -> core_pb2.Encoding:
+    """What to ask the core for: protobuf for protobuf clients, JSON for everyone else."""
+    return core_pb2.ENCODING_PROTOBUF if out.codec is CodecName.PROTOBUF else core_pb2.ENCODING_JSON
+
+
+def encode(out: Output, data: bytes, encoding: int, *, api_version: str, kind: str) -> tuple[bytes, str]:
+    """(body, content type) for one document the core rendered in `encoding`."""
+    if encoding == core_pb2.ENCODING_PROTOBUF:
+        return protobuf_codec.encode(data, api_version=api_version, kind=kind), out.content_type
+    if out.codec is CodecName.YAML:
+        return yaml_codec.encode(data), out.content_type
+    content_type = out.content_type if out.codec is CodecName.JSON else JSON  # a kind without protobuf
+    return json_codec.encode(data, pretty=out.pretty), content_type
+
+
+def document(
+    out: Output, raw: core_pb2.RawObject, *, api_version: str, kind: str, status: int = 200,
+    warnings: list[str] | None = None,
+) -> web.Response:
+    body, content_type = encode(out, raw.data, raw.encoding, api_version=api_version, kind=kind)
+    return _response(body, content_type, status, warnings)
+
+
+def list_document(out: Output, listed: core_pb2.ListResponse) -> web.Response:
+    """A list assembled from the core's item bytes, without decoding them."""
+    if listed.HasField("converted"):
+        return document(out, listed.converted, api_version="", kind="")
+    if listed.encoding == core_pb2.ENCODING_PROTOBUF:
+        meta = listed.metadata.SerializeToString(deterministic=True)
+        parts = [b"\x0a", _varint(len(meta)), meta]
+        for item in listed.items:
+            parts += (b"\x12", _varint(len(item)), item)
+        raw = core_pb2.RawObject(encoding=core_pb2.ENCODING_PROTOBUF, data=b"".join(parts))
+    else:
+        head = orjson.dumps({"kind": listed.kind, "apiVersion": listed.api_version,
+                             "metadata": statuses.list_meta_dict(listed.metadata)})
+        data = head[:-1] + b',"items":[' + b",".join(listed.items) + b"]}"
+        raw = core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=data)
+    return document(out, raw, api_version=listed.api_version, kind=listed.kind)
+
+
+def status(out: Output | None, st: meta_pb2.Status) -> web.Response:
+    """A Status answer (errors and Success statuses), with Retry-After when it asks for one."""
+    data = orjson.dumps(statuses.status_dict(st))
+    if out is not None and out.codec is CodecName.PROTOBUF:
+        body, content_type = protobuf_codec.encode(st.SerializeToString(deterministic=True), api_version="v1",
+                                                   kind="Status"), out.content_type
+    elif out is not None and out.codec is CodecName.YAML:
+        body, content_type = yaml_codec.encode(data), out.content_type
+    else:
+        body, content_type = json_codec.encode(data, pretty=out is not None and out.pretty), JSON
+    response = _response(body, content_type, statuses.http_code(st), None)
+    response.headers.update(statuses.headers(st))
+    return response
+
+
+def _response(body: bytes, content_type: str, status: int, warnings: list[str] | None) -> web.Response:
+    response = web.Response(body=body, status=status, headers={"Content-Type": content_type})
+    for warning in warnings or ():
+        response.headers.add(WARNING_HEADER, '299 - "' + warning.replace('"', '\\"') + '"')
+    return response
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 import grpc
+from google.rpc import status_pb2
 from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
@@ -30,13 +31,14 @@ _UNANSWERED = {
 MAX_MESSAGE = 64 * 1024 * 1024  # a whole LIST page travels as one message
 
 
-async def status_of(err: grpc.aio.AioRpcError) -> meta_pb2.Status:
-    rich = await rpc_status.aio.from_call(err)
-    if rich is not None:
-        for detail in rich.details:
-            status = meta_pb2.Status()
-            if detail.Unpack(status):
-                return status
+def status_of(err: grpc.aio.AioRpcError) -> meta_pb2.Status:
+    """The Kubernetes Status in the error's rich details, or the nearest Status to its gRPC code."""
+    for key, value in err.trailing_metadata() or ():
+        if key == rpc_status.GRPC_DETAILS_METADATA_KEY and isinstance(value, bytes):
+            for detail in status_pb2.Status.FromString(value).details:
+                status = meta_pb2.Status()
+                if detail.Unpack(status):
+                    return status
     code, reason = _UNANSWERED.get(err.code(), (500, "InternalError"))
     return failure(code, reason, f"the core did not answer: {err.code().name}: {err.details()}")
 
@@ -45,7 +47,7 @@ async def _call(awaitable: Awaitable[T]) -> T:
     try:
         return await awaitable
     except grpc.aio.AioRpcError as err:
-        raise CoreError(await status_of(err)) from None
+        raise CoreError(status_of(err)) from None
 
 
 class GrpcClient:
@@ -87,7 +89,7 @@ class GrpcClient:
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.CANCELLED:
                 return
-            raise CoreError(await status_of(err)) from None
+            raise CoreError(status_of(err)) from None
         finally:
             call.cancel()
 

@@ -21,6 +21,7 @@ from server.codec.gojson import (
     go_field_type,
     go_value_type,
     map_value,
+    message_type,
     mismatch,
     number_literal,
     type_error_message,
@@ -60,6 +61,7 @@ Decoder = Callable[[Any, State, str, str], Any]
 
 
 def field_decoder(field: FieldDescriptor, name: str, resolve: Resolve) -> Decoder:
+    """The decoder of field, whose JSON name is name; resolve gives the plans of its object types."""
     value_field = map_value(field)
     if value_field is not None:
         go_type = go_field_type(field)
@@ -82,7 +84,7 @@ def _value_decoder(field: FieldDescriptor) -> Decoder:
     """Decodes one non-object value of field: a scalar, or a well-known type's JSON form."""
     kind = field.type
     if kind == FieldDescriptor.TYPE_MESSAGE:
-        return _known(WELL_KNOWN[field.message_type.full_name])
+        return _known(WELL_KNOWN[message_type(field).full_name])
     go_type = go_value_type(field)
     if kind == FieldDescriptor.TYPE_STRING:
         return _typed((str,), "", go_type)
@@ -201,8 +203,12 @@ def _value_list(element: Decoder, go_type: str, strings: bool) -> Decoder:
     def decode(value: Any, state: State, path: str, go_path: str) -> Any:
         if type(value) is not list:
             raise mismatch(value, go_type)
-        if strings and all(type(item) is str for item in value):
-            return value  # the common case, checked in one pass; the constructor copies it
+        if strings:  # the common case, checked in one plain loop (faster than all()); the constructor copies it
+            for item in value:
+                if type(item) is not str:
+                    break
+            else:
+                return value
         items = []
         for index, item in enumerate(value):
             try:
@@ -218,8 +224,12 @@ def _value_map(element: Decoder, go_type: str, strings: bool) -> Decoder:
     def decode(value: Any, state: State, path: str, go_path: str) -> Any:
         if type(value) is not dict:
             raise mismatch(value, go_type)
-        if strings and all(type(item) is str for item in value.values()):
-            return value
+        if strings:
+            for item in value.values():
+                if type(item) is not str:
+                    break
+            else:
+                return value
         entries = {}
         for key, item in value.items():
             try:
@@ -231,18 +241,22 @@ def _value_map(element: Decoder, go_type: str, strings: bool) -> Decoder:
     return decode
 
 
-def decode_object(plan: Plan, obj: dict[str, Any], state: State, path: str, go_path: str) -> dict[str, Any]:
+def decode_object(
+    plan: Plan, obj: dict[str, Any], state: State, path: str, go_path: str, known: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The constructor kwargs for plan's message from a JSON object found at path (Go field path go_path).
 
-    Unknown keys are recorded in state and dropped; null values leave their field unset; a bad value is
-    completed into a DecodeError that is raised at once (fatal) or saved in state (see State.fail).
+    Unknown keys (other than those in known, which the caller handles) are recorded in state and dropped;
+    null values leave their field unset; a bad value is completed into a DecodeError that is raised at once
+    (fatal) or saved in state (see State.fail).
     """
     kwargs: dict[str, Any] = {}
     decoders = plan.decoders
     for key, value in obj.items():
         decoder = decoders.get(key)
         if decoder is None:
-            state.unknown.append(f"{path}.{key}" if path else key)
+            if key not in known:
+                state.unknown.append(f"{path}.{key}" if path else key)
         elif value is not None:
             try:
                 kwargs[key] = decoder(value, state, path, go_path)

@@ -107,17 +107,29 @@ def go_message_type(message: Descriptor) -> str:
     return f"{package.rsplit('.', 1)[-1]}.{message.name}"
 
 
+def message_type(field: FieldDescriptor) -> Descriptor:
+    """The message type of a field whose type is TYPE_MESSAGE."""
+    descriptor = field.message_type
+    if descriptor is None:
+        raise TypeError(f"{field.full_name} is not a message field")
+    return descriptor
+
+
 def go_value_type(field: FieldDescriptor) -> str:
-    """The Go type of one value of field (an element, for a repeated field; the map value, for a map)."""
+    """The Go type of one value of field (an element, for a repeated field; the map value, for a map).
+
+    Known gap: Kubernetes' named scalar types (types.UID, v1.NamespacePhase, v1.FinalizerName, ...) are
+    plain strings in the descriptors, so errors name them "string" where kube-apiserver names the Go type.
+    """
     if field.type == FieldDescriptor.TYPE_MESSAGE:
-        return go_message_type(field.message_type)
+        return go_message_type(message_type(field))
     return _GO_SCALARS[field.type]
 
 
 def map_value(field: FieldDescriptor) -> FieldDescriptor | None:
     """The value field of a map field's entry, or None when field is not a map; maps are keyed by strings
     (JSON object keys), so another key type is refused by name."""
-    entry = field.message_type if field.type == FieldDescriptor.TYPE_MESSAGE else None
+    entry = message_type(field) if field.type == FieldDescriptor.TYPE_MESSAGE else None
     if entry is None or not entry.GetOptions().map_entry:
         return None
     if entry.fields_by_name["key"].type != FieldDescriptor.TYPE_STRING:

@@ -10,6 +10,7 @@ all work, unlike `datetime`.
 
 from __future__ import annotations
 
+import re
 import time
 from functools import lru_cache
 
@@ -79,13 +80,28 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
     return era * 146097 + doe - 719468
 
 
+# The form servers and clients write: whole seconds in UTC. Matched first; anything else takes Go's walk.
+_COMMON = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z", re.ASCII)
+
+
+@lru_cache(maxsize=4096)
 def parse(value: str, layout: str) -> tuple[int, int]:
     """(seconds since the epoch, nanoseconds) of value read with a Go RFC 3339 layout.
 
     Contract: accepts exactly what Go's time.Parse accepts for these two layouts (e.g. a one-digit
     hour, or a fraction after the seconds under RFC3339) and raises TimeError with Go's message,
-    e.g. parsing time "2024-13-01T00:00:00Z": month out of range.
+    e.g. parsing time "2024-13-01T00:00:00Z": month out of range. Cached: the same instants recur.
     """
+    common = _COMMON.fullmatch(value) if layout == RFC3339 else None
+    if common is not None:
+        year, month, day, hour, minute, sec = map(int, common.groups())
+        if 1 <= month <= 12 and 1 <= day <= 28 and hour < 24 and minute < 60 and sec < 60:
+            return _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + sec, 0
+    return _walk(value, layout)
+
+
+def _walk(value: str, layout: str) -> tuple[int, int]:
+    """Go's time.Parse, element by element, for every input (the slow path and every error)."""
     rest = value
     year = month = day = hour = minute = sec = nanos = offset = 0
     for prefix, elem in _STEPS[layout]:
@@ -187,7 +203,16 @@ def format_micro(seconds: int, nanos: int) -> str:
     return f"{format_seconds(seconds)[:-1]}.{nanos % 1_000_000_000 // 1000:06d}Z"
 
 
-_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
+_UNITS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "μs": 1_000,
+    "ms": 1_000_000,
+    "s": 10**9,
+    "m": 60 * 10**9,
+    "h": 3600 * 10**9,
+}
 _MAX_DURATION = (1 << 63) - 1
 
 

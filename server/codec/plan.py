@@ -20,11 +20,14 @@ from google.protobuf.message import Message
 from capstan.options.v1 import options_pb2
 from server.codec.decoding import Decoder, field_decoder
 from server.codec.encoding import field_encoder
+from server.codec.gojson import message_type
 from server.codec.wellknown import WELL_KNOWN
 
 
 class Plan:
-    __slots__ = ("always", "decoders", "descriptor", "encoders", "go_name", "message_class", "order")
+    """One message type, ready for both loops: decoders by JSON name, encoders by field descriptor."""
+
+    __slots__ = ("always", "decoders", "descriptor", "encoders", "go_name", "message_class", "order", "type_meta")
 
     def __init__(self, descriptor: Descriptor) -> None:
         self.descriptor = descriptor
@@ -34,8 +37,10 @@ class Plan:
         self.encoders: dict[FieldDescriptor, tuple[str, int, bool, Any]] = {}  # (name, mode, emit_zero, aux)
         self.always: tuple[tuple[str, Callable[[], Any]], ...] = ()  # emit_zero fields printed when absent
         self.order: tuple[str, ...] = ()
+        self.type_meta: tuple[str, ...] = ()  # "apiVersion", "kind" unless the message has such fields
 
 
+_EMIT_ZERO: Any = options_pb2.emit_zero  # typed as a plain FieldDescriptor by the generated stub
 _PLANS: dict[Descriptor, Plan] = {}
 _BUILDING: dict[Descriptor, Plan] = {}  # plans being filled, so recursive message types resolve
 _LOCK = threading.RLock()
@@ -70,7 +75,7 @@ def _fill(plan: Plan) -> None:
     always = []
     for field in plan.descriptor.fields:
         name = field.name  # Capstan's Kubernetes protos use the JSON names as field names
-        emit_zero = bool(field.GetOptions().Extensions[options_pb2.emit_zero])
+        emit_zero = bool(field.GetOptions().Extensions[_EMIT_ZERO])
         mode, aux, zero = field_encoder(field, _sub_plan)
         plan.decoders[name] = field_decoder(field, name, _sub_plan)
         plan.encoders[field] = (name, mode, emit_zero, aux)
@@ -78,9 +83,10 @@ def _fill(plan: Plan) -> None:
             always.append((name, zero))
     plan.always = tuple(always)
     plan.order = tuple(field.name for field in plan.descriptor.fields)
+    plan.type_meta = tuple(key for key in ("apiVersion", "kind") if key not in plan.decoders)
 
 
 def _sub_plan(field: FieldDescriptor) -> Plan | None:
-    if field.type != FieldDescriptor.TYPE_MESSAGE or field.message_type.full_name in WELL_KNOWN:
+    if field.type != FieldDescriptor.TYPE_MESSAGE or message_type(field).full_name in WELL_KNOWN:
         return None
-    return plan_for(field.message_type)
+    return plan_for(message_type(field))

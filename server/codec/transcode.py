@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import orjson
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from server.codec.decoding import State, decode_object
@@ -49,7 +50,6 @@ from server.codec.plan import plan_for
 M = TypeVar("M", bound=Message)
 
 _INDEX = re.compile(r"\[\d+\]")
-_TYPE_META = ("apiVersion", "kind")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,30 +70,25 @@ def decode(message_class: type[M], obj: Any, *, path: str = "", type_meta: bool 
     Raises DecodeError; its message is what kube-apiserver puts after `<Kind> in version "<v>" cannot be
     handled as a <Kind>: `.
     """
-    plan = plan_for(message_class.DESCRIPTOR)
-    go_path = _INDEX.sub("", path)
+    plan = plan_for(cast(Descriptor, message_class.DESCRIPTOR))
+    go_path = _INDEX.sub("", path) if path else ""
     if type(obj) is not dict:
         go_type = go_message_type(plan.descriptor)
         raise DecodeError(type_error_message(json_kind(obj), go_type, "", ""), path=path)
-    type_keys = [key for key in _TYPE_META if key not in plan.decoders] if type_meta else []
+    type_keys = plan.type_meta if type_meta else ()
     for key in type_keys:
         value = obj.get(key)
         if value is not None and type(value) is not str:  # kube-apiserver reads these first, into strings
             kind = json_kind(value)
             raise DecodeError(
-                "couldn't get version/kind; json parse error: "
-                + type_error_message(kind, "string", "", key),
+                "couldn't get version/kind; json parse error: " + type_error_message(kind, "string", "", key),
                 path=f"{path}.{key}" if path else key,
             )
     state = State()
-    kwargs = decode_object(plan, obj, state, path, go_path)
+    kwargs = decode_object(plan, obj, state, path, go_path, type_keys)
     if state.saved is not None:
         raise state.saved
-    unknown = state.unknown
-    if type_keys and unknown:
-        skip = {f"{path}.{key}" if path else key for key in type_keys}
-        unknown = [where for where in unknown if where not in skip]
-    return DecodeResult(message_class(**kwargs), unknown)
+    return DecodeResult(message_class(**kwargs), state.unknown)
 
 
 def encode(message: Message, *, kind: str | None = None, api_version: str | None = None) -> dict[str, Any]:
@@ -107,7 +102,7 @@ def encode(message: Message, *, kind: str | None = None, api_version: str | None
         out["kind"] = kind
     if api_version is not None:
         out["apiVersion"] = api_version
-    return encode_object(plan_for(message.DESCRIPTOR), message, out)
+    return encode_object(plan_for(cast(Descriptor, message.DESCRIPTOR)), message, out)
 
 
 def encode_json_bytes(message: Message, *, kind: str | None = None, api_version: str | None = None) -> bytes:

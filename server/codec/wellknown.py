@@ -178,8 +178,8 @@ def _decode_value(value: Any) -> Any:
         return {"number_value": float(value)}
     if kind is list:
         return {"list_value": {"values": [_decode_value(item) for item in value]}}
-    if kind is dict:
-        return {"struct_value": {"fields": {key: _decode_value(item) for key, item in value.items()}}}
+    if kind is dict:  # protobuf's Struct takes a plain dict and converts every value itself
+        return {"struct_value": value}
     return {"null_value": 0}
 
 
@@ -196,7 +196,8 @@ def _encode_value(msg: Any) -> Any:
     if kind == "bool_value":
         return msg.bool_value
     if kind == "struct_value":
-        return {key: _encode_value(item) for key, item in msg.struct_value.fields.items()}
+        fields = msg.struct_value.fields
+        return {key: _encode_value(fields[key]) for key in fields}
     if kind == "list_value":
         return [_encode_value(item) for item in msg.list_value.values]
     return None
@@ -205,7 +206,7 @@ def _encode_value(msg: Any) -> Any:
 def _decode_struct(value: Any) -> Any:
     if type(value) is not dict:
         raise mismatch(value, "map[string]interface {}")
-    return {"fields": {key: _decode_value(item) for key, item in value.items()}}
+    return value  # protobuf's Struct takes a plain dict and converts every value itself
 
 
 def _decode_list_value(value: Any) -> Any:
@@ -240,7 +241,7 @@ WELL_KNOWN: dict[str, WellKnown] = {
     ),
     "google.protobuf.Value": WellKnown(_decode_value, _encode_value, lambda: None),
     "google.protobuf.Struct": WellKnown(
-        _decode_struct, lambda m: {k: _encode_value(v) for k, v in m.fields.items()}, lambda: None
+        _decode_struct, lambda m: {k: _encode_value(m.fields[k]) for k in m.fields}, lambda: None
     ),
     "google.protobuf.ListValue": WellKnown(
         _decode_list_value, lambda m: [_encode_value(v) for v in m.values], lambda: None

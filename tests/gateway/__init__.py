@@ -1,0 +1,1 @@
+"""Tests of the HTTP gateway's pure parts: negotiation and codecs."""

@@ -32,25 +32,25 @@ def encode(revision: int, start: str) -> str:
 
 
 def decode(token: str) -> Continue:
-    """Raise 400 BadRequest, with apimachinery's messages, for anything this server could not have issued."""
+    """400 BadRequest `invalid continue token: ...` (storage.DecodeContinue's words) for anything we could not
+    have issued."""
     try:
         data = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (binascii.Error, ValueError) as err:
-        raise errors.bad_request(f"continue key is not valid: {err}") from None
+        raise _invalid(f"continue key is not valid: {err}") from None
     if not isinstance(data, dict):
-        raise errors.bad_request("continue key is not valid")
+        raise _invalid("continue key is not valid")
     if data.get("v") != API_VERSION:
-        version = data.get("v")
-        raise errors.bad_request(
-            f'continue key is not valid server does not recognize this encoded version "{version}"'
-        )
+        raise _invalid(f"continue key is not valid: server does not recognize this encoded version {data.get('v')}")
     rv, start = data.get("rv"), data.get("start")
     if not isinstance(rv, int) or isinstance(rv, bool) or rv <= 0:
-        raise errors.bad_request(
-            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
-        )
+        raise _invalid("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
     if not isinstance(start, str) or not start:
-        raise errors.bad_request("continue key is not valid: encoded start key empty")
+        raise _invalid("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
     if posixpath.normpath(start) != start or start.startswith(("/", "..")):
-        raise errors.bad_request(f"continue key is not valid: {start}")
+        raise _invalid(f"continue key is not valid: {start}")
     return Continue(rv, start)
+
+
+def _invalid(detail: str) -> errors.ApiError:
+    return errors.bad_request(f"invalid continue token: {detail}")

@@ -111,11 +111,27 @@ def resource_not_found() -> ApiError:
     return ApiError(status(404, "NotFound", "the server could not find the requested resource"))
 
 
-def already_exists(resource: str, group: str, name: str) -> ApiError:
+def already_exists(resource: str, group: str, name: str, *, being_deleted: bool = False) -> ApiError:
+    """409 AlreadyExists; kube-apiserver prefixes "object is being deleted: " when the holder is going away."""
+    prefix = "object is being deleted: " if being_deleted else ""
     return ApiError(
-        status(409, "AlreadyExists", f'{qualified(resource, group)} "{name}" already exists', name=name,
+        status(409, "AlreadyExists", f'{prefix}{qualified(resource, group)} "{name}" already exists', name=name,
                group=group, kind=resource)
     )
+
+
+def generate_name_conflict(resource: str, group: str, name: str) -> ApiError:
+    """409 when every generated name tried was taken (errors.NewGenerateNameConflict)."""
+    message = (f'{qualified(resource, group)} "{name}" already exists, '
+               "the server was not able to generate a unique name for the object")
+    return ApiError(status(409, "AlreadyExists", message, name=name, group=group, kind=resource, retry_after=1))
+
+
+def method_not_allowed() -> ApiError:
+    """405 for a verb a resource does not serve: kube-apiserver has no route for it, and answers generically."""
+    result = status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    result.details.SetInParent()
+    return ApiError(result)
 
 
 def conflict(resource: str, group: str, name: str, detail: str = MODIFIED) -> ApiError:

@@ -11,6 +11,7 @@ import functools
 import re
 
 from capstan.api.core.v1 import core_pb2 as core_v1
+from server import errors
 from server.objects import meta
 from server.registry import Obj, Resource, Subresource
 from server.schema import ProtoSchema
@@ -54,11 +55,11 @@ def _data_keys(obj: Obj, fields: tuple[str, ...]) -> list[FieldError]:
 
 
 def _immutable(new: Obj, old: Obj | None, fields: tuple[str, ...]) -> list[FieldError]:
+    """ValidateConfigMapUpdate/ValidateSecretUpdate: `immutable` itself first, then each payload field."""
     if old is None or not old.get("immutable"):
         return []
-    errs = [FieldError.forbidden(f, IMMUTABLE_DETAIL) for f in fields if new.get(f) != old.get(f)]
-    if not new.get("immutable"):
-        errs.append(FieldError.forbidden("immutable", IMMUTABLE_DETAIL))
+    errs = [] if new.get("immutable") else [FieldError.forbidden("immutable", IMMUTABLE_DETAIL)]
+    errs.extend(FieldError.forbidden(f, IMMUTABLE_DETAIL) for f in fields if new.get(f) != old.get(f))
     return errs
 
 
@@ -100,6 +101,33 @@ def prepare_namespace(obj: Obj, old: Obj | None) -> None:
             obj.pop("spec", None)
 
 
+def validate_namespace(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidateNamespaceStatusUpdate: the phase follows deletionTimestamp."""
+    if old is None:
+        return []
+    phase = (obj.get("status") or {}).get("phase", "")
+    deleting = bool(meta.meta(obj).get("deletionTimestamp"))
+    if not deleting and phase and phase != "Active":
+        return [FieldError.invalid("status.Phase", phase, "may only be 'Active' if `deletionTimestamp` is empty")]
+    if deleting and phase != "Terminating":
+        return [FieldError.invalid(
+            "status.Phase", phase, "may only be 'Terminating' if `deletionTimestamp` is not empty")]
+    return []
+
+
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+NAMESPACE_PURGING = (
+    "The system is ensuring all content is removed from this namespace.  "
+    "Upon completion, this namespace will automatically be purged by the system."
+)
+
+
+def admit_namespace_delete(name: str) -> None:
+    """NamespaceLifecycle: the system namespaces may not be deleted."""
+    if name in IMMORTAL_NAMESPACES:
+        raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
+
+
 def namespace_holds_deletion(obj: Obj) -> bool:
     return bool((obj.get("spec") or {}).get("finalizers"))
 
@@ -128,8 +156,12 @@ NAMESPACES = Resource(
     field_getters={"status.phase": _status_phase},
     name_rule=names.name_is_dns_label,
     prepare=prepare_namespace,
+    validate=validate_namespace,
     holds_deletion=namespace_holds_deletion,
     mark_deleting=mark_namespace_terminating,
+    admit_delete=admit_namespace_delete,
+    redelete_conflict=NAMESPACE_PURGING,
+    legacy_preconditions=True,
 )
 
 CONFIG_MAPS = Resource(

@@ -91,6 +91,13 @@ class Resource:
     # anything besides metadata.finalizers still holds it (a namespace's spec.finalizers).
     holds_deletion: Callable[[Obj], bool] | None = None
     mark_deleting: Callable[[Obj], None] | None = None
+    # Admission of a delete by name (raise ApiError to refuse), e.g. namespaces that may never go.
+    admit_delete: Callable[[str], None] | None = None
+    # Deleting an object already being deleted (and still held) answers 409 Conflict with this detail
+    # instead of the object; and precondition conflicts are worded "Precondition failed: ..." against
+    # the resource (namespaces' own REST delete) rather than rest.BeforeDelete's way.
+    redelete_conflict: str = ""
+    legacy_preconditions: bool = False
     # How names are checked: name_rule(name, prefix) -> error details; None means DNS-1123 subdomain.
     name_rule: Callable[[str, bool], list[str]] | None = None
     # Kind-specific defaulting and validation, run on create and update (old is None on create).

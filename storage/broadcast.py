@@ -54,6 +54,11 @@ class Subscriber:
             self._broadcaster.unsubscribe(self)
             self._wake()
 
+    @property
+    def newest_queued(self) -> int:
+        """The revision of the newest event waiting in the queue (0 when it is empty)."""
+        return self._queue[-1].revision if self._queue else 0
+
     def check(self) -> None:
         """Raise the failure (WatcherTooSlow, StoreClosed), if any."""
         if self._error is not None:

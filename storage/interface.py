@@ -63,6 +63,14 @@ class Watch(Protocol):
         """Stop the watch and free its queue at once; idempotent."""
         ...
 
+    def progress(self) -> int:
+        """A revision R such that every change under the prefix up to R has been handed out.
+
+        Lets a caller tell its client how far the stream has got when nothing matched (a
+        bookmark): R rises with the store's revision while nothing is queued for this watch.
+        """
+        ...
+
 
 class Store(Protocol):
     """A key-value store with one global revision, history, watch and compaction."""

@@ -105,6 +105,15 @@ class ReplayingWatch:
     def close(self) -> None:
         self._finish()
 
+    def progress(self) -> int:
+        # Events are queued in the same loop callback that advances the clock, so with replay over
+        # and nothing queued, every change up to the clock's revision has been handed out.
+        if self._pending:  # returned by next_batch, not yet by __anext__
+            return self._pending[0].revision - 1
+        if self._replaying or self._sub.newest_queued > self._position:
+            return self._position
+        return max(self._position, self._clock.revision)
+
     def _finish(self) -> None:
         self._done = True
         self._pending.clear()

@@ -46,7 +46,7 @@ def decode(resource: Resource, raw: core_pb2.RawObject, field_validation: str) -
     if not problems or field_validation == "Ignore":
         return normalized, []
     if field_validation == "Strict":
-        raise errors.bad_request("strict decoding error: " + ", ".join(problems))
+        raise _cannot_handle(resource, "strict decoding error: " + ", ".join(problems))
     return normalized, problems
 
 

@@ -16,32 +16,40 @@ GENERATE_NAME_ATTEMPTS = 8  # kube-apiserver retries a generated name that is ta
 
 
 async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
+    """Decode, set server fields, admit (the namespace), name, validate, store — kube-apiserver's order."""
     resource = resolve(ctx.registry, req.path, "create")
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     mode = options.field_validation(req.options.fieldValidation, "CreateOptions")
     obj, warnings = body.decode(resource, req.object, mode)
     prepare_for_create(resource, obj, req.path.namespace)
+    if resource.namespaced:
+        await require_active_namespace(ctx, resource, obj)
     m = meta.meta(obj)
     generate = not m.get("name") and isinstance(m.get("generateName"), str) and bool(m["generateName"])
     if generate:
         m["name"] = meta.generate_name(m["generateName"])
     validate.raise_if_invalid(resource, obj, validate.for_create(resource, obj))
-    if resource.namespaced:
-        await require_active_namespace(ctx, resource, obj)
     for attempt in range(GENERATE_NAME_ATTEMPTS if generate else 1):
         if attempt:
             m["name"] = meta.generate_name(m["generateName"])
+        key = resource.key(m.get("namespace", ""), m["name"])
         if dry_run:
-            existing = await store_call(ctx.store.get(resource.key(m.get("namespace", ""), m["name"])))
+            existing = await store_call(ctx.store.get(key))
             if existing.kv is None:
                 return core_pb2.CreateResponse(object=render.raw_unstored(resource, obj, req.accept), warnings=warnings)
+            taken = existing.kv
             continue
         value = render.to_value(resource, obj)
-        result = await store_call(ctx.store.create(resource.key(m.get("namespace", ""), m["name"]), value))
+        result = await store_call(ctx.store.create(key, value))
         if result.outcome is Outcome.OK:
             raw = render.raw(resource, value, str(result.revision), req.accept)
             return core_pb2.CreateResponse(object=raw, warnings=warnings)
-    raise errors.already_exists(resource.resource, resource.group, meta.meta(obj)["name"])
+        assert result.current is not None
+        taken = result.current
+    if generate:
+        raise errors.generate_name_conflict(resource.resource, resource.group, m["name"])
+    being_deleted = bool(meta.meta(render.load(taken.value)).get("deletionTimestamp"))
+    raise errors.already_exists(resource.resource, resource.group, m["name"], being_deleted=being_deleted)
 
 
 def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:

@@ -38,6 +38,8 @@ async def delete_object(
     accept: render.Encoding,
 ) -> core_pb2.DeleteResponse:
     key = resource.key(namespace, name)
+    if resource.admit_delete is not None:
+        resource.admit_delete(name)
     for _ in range(MAX_RETRIES):
         got = await store_call(ctx.store.get(key))
         if got.kv is None:
@@ -46,6 +48,8 @@ async def delete_object(
         _check_preconditions(resource, name, opts.preconditions, old, got.kv)
         if _held(resource, old):
             if meta.meta(old).get("deletionTimestamp"):
+                if resource.redelete_conflict:
+                    raise errors.conflict(resource.resource, resource.group, name, resource.redelete_conflict)
                 current = render.raw(resource, got.kv.value, str(got.kv.mod_revision), accept)
                 return core_pb2.DeleteResponse(object=current)
             marked = _mark(resource, old)
@@ -98,15 +102,25 @@ def _mark(resource: Resource, obj: Obj) -> Obj:
 def _check_preconditions(
     resource: Resource, name: str, pre: meta_pb2.Preconditions, obj: Obj, kv: KeyValue
 ) -> None:
-    uid = meta.meta(obj).get("uid", "")
+    """409 Conflict when a DeleteOptions precondition fails, worded as kube-apiserver words it.
+
+    rest.BeforeDelete names the kind ("ConfigMap"), e.g. `Operation cannot be fulfilled on ConfigMap "a":
+    the UID in the precondition (x) does not match the UID in record (y). ...`; namespaces' own delete
+    names the resource and says "Precondition failed: ...".
+    """
+    uid, rv = meta.meta(obj).get("uid", ""), str(kv.mod_revision)
+    if resource.legacy_preconditions:
+        target = resource.resource
+        uid_detail = f"Precondition failed: UID in precondition: {pre.uid}, UID in object meta: {uid}"
+        rv_detail = (f"Precondition failed: ResourceVersion in precondition: {pre.resourceVersion}, "
+                     f"ResourceVersion in object meta: {rv}")
+    else:
+        target = resource.kind
+        uid_detail = (f"the UID in the precondition ({pre.uid}) does not match the UID in record ({uid}). "
+                      "The object might have been deleted and then recreated")
+        rv_detail = (f"the ResourceVersion in the precondition ({pre.resourceVersion}) does not match the "
+                     f"ResourceVersion in record ({rv}). The object might have been modified")
     if pre.HasField("uid") and pre.uid != uid:
-        raise errors.conflict(
-            resource.resource, resource.group, name,
-            f"Precondition failed: UID in precondition: {pre.uid}, UID in object meta: {uid}",
-        )
-    if pre.HasField("resourceVersion") and pre.resourceVersion != str(kv.mod_revision):
-        raise errors.conflict(
-            resource.resource, resource.group, name,
-            f"Precondition failed: ResourceVersion in precondition: {pre.resourceVersion}, "
-            f"ResourceVersion in object meta: {kv.mod_revision}",
-        )
+        raise errors.conflict(target, resource.group, name, uid_detail)
+    if pre.HasField("resourceVersion") and pre.resourceVersion != rv:
+        raise errors.conflict(target, resource.group, name, rv_detail)

@@ -92,10 +92,8 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
             await store_call(ctx.store.count(prefix, at_revision=wanted))  # waits for it, or 504
     try:
         return await _page(ctx, prefix, chosen, revision, start_after, limit)
-    except Compacted as err:
-        raise errors.ApiError(errors.status(
-            410, "Expired", f"too old resource version: {err.requested} ({err.compact_revision})",
-            with_details=False)) from None
+    except Compacted:
+        raise errors.expired("The resourceVersion for the provided list is too old.") from None
 
 
 async def _page(

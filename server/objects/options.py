@@ -14,7 +14,7 @@ from server.validation.names import FieldError, join_errors
 
 DRY_RUN_VALUES = ("All",)
 FIELD_VALIDATION_VALUES = ("", "Ignore", "Strict", "Warn")
-PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
+PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 
 
 def invalid_options(kind: str, errs: Sequence[FieldError]) -> errors.ApiError:
@@ -43,7 +43,7 @@ def delete_options(options: meta_pb2.DeleteOptions) -> tuple[bool, str]:
         errs.append(FieldError.not_supported("dryRun", list(options.dryRun), DRY_RUN_VALUES))
     policy = options.propagationPolicy
     if policy and policy not in PROPAGATION_POLICIES:
-        errs.append(FieldError.not_supported("propagationPolicy", policy, PROPAGATION_POLICIES))
+        errs.append(FieldError.not_supported("propagationPolicy", policy, (*PROPAGATION_POLICIES, "nil")))
     if options.HasField("orphanDependents") and policy:
         errs.append(FieldError.invalid(
             "propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set"))

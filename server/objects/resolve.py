@@ -25,7 +25,7 @@ def resolve(registry: Registry, path: core_pb2.ResourcePath, verb: str) -> Resou
         if sub is None:
             raise errors.resource_not_found()
         if verb not in sub.verbs:
-            raise errors.method_not_supported(f"{resource.resource}/{sub.name}", resource.group, verb)
+            raise errors.method_not_allowed()
     elif verb not in resource.verbs:
-        raise errors.method_not_supported(resource.resource, resource.group, verb)
+        raise errors.method_not_allowed()
     return resource

@@ -41,7 +41,10 @@ def selection(resource: Resource, label_selector: str, field_selector: str) -> S
     if field_selector.strip():
         try:
             fields = field_selectors.parse(field_selector)
-            field_selectors.check_supported(fields, resource.selectable_fields(), resource.resource)
+            # Kinds that register no field-label conversion answer with apimachinery's default wording.
+            field_selectors.check_supported(
+                fields, resource.selectable_fields(), resource.resource, default_conversion=not resource.field_getters
+            )
         except field_selectors.FieldSelectorError as err:
             raise errors.bad_request(str(err)) from None
         if fields.empty:

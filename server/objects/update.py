@@ -42,6 +42,7 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
         if precondition and precondition != str(got.kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, req.path.name)
         old = render.load(got.kv.value)
+        _check_uid(resource, req.path, obj, old)
         new = prepare_for_update(resource, copy.deepcopy(obj), old, req.path.subresource)
         validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old))
         value = render.to_value(resource, new)
@@ -62,6 +63,16 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
     raise errors.conflict(resource.resource, resource.group, req.path.name)
 
 
+def _check_uid(resource: Resource, path: core_pb2.ResourcePath, obj: Obj, old: Obj) -> None:
+    """A uid in the body is a precondition (409), checked by the storage layer before any validation."""
+    uid, old_uid = meta.meta(obj).get("uid"), meta.meta(old).get("uid")
+    if uid and uid != old_uid:
+        key = "/".join(p for p in ("/registry", resource.resource, path.namespace, path.name) if p)
+        detail = (f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: "
+                  f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}")
+        raise errors.conflict(resource.resource, resource.group, path.name, detail)
+
+
 def check_name(obj: Obj, name: str, namespace: str) -> None:
     """The body must name the object the URL names (kube-apiserver's checkName)."""
     m = meta.meta(obj)
@@ -72,7 +83,7 @@ def check_name(obj: Obj, name: str, namespace: str) -> None:
     body_ns = m.get("namespace", "")
     if namespace and body_ns and body_ns != namespace:
         raise errors.bad_request(
-            f"the namespace of the object ({body_ns}) does not match the namespace on the URL ({namespace})"
+            "the namespace of the provided object does not match the namespace sent on the request"
         )
     if namespace:
         m["namespace"] = namespace

@@ -31,6 +31,7 @@ from storage import Compacted, Event, EventType, RevisionTooLarge, StorageError,
 
 BOOKMARK_INTERVAL = 60.0  # seconds between BOOKMARK events, as kube-apiserver's watch cache sends them
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+MESSAGE_BUDGET = 1 << 20  # bytes of events per WatchResponse
 
 
 async def watch(
@@ -60,8 +61,8 @@ async def watch(
         batch = [e for e in added if e is not None]
         if opts.HasField("sendInitialEvents"):
             batch.append(stream.bookmark(start, initial_events_end=True))
-        if batch:
-            yield core_pb2.WatchResponse(events=batch)
+        for chunk in _chunks(batch):
+            yield core_pb2.WatchResponse(events=chunk)
     elif wanted > ctx.store.current_revision():
         try:
             await ctx.store.count(prefix, at_revision=wanted)
@@ -86,7 +87,7 @@ async def watch(
             done, _ = await asyncio.wait({pending}, timeout=timeout)
             if not done:
                 if opts.allowWatchBookmarks and (deadline is None or deadline > time.monotonic()):
-                    yield core_pb2.WatchResponse(events=[stream.bookmark(max(last, ctx.store.current_revision()))])
+                    yield core_pb2.WatchResponse(events=[stream.bookmark(max(last, changes.progress()))])
                 continue
             finished, pending = pending, None
             try:
@@ -101,13 +102,27 @@ async def watch(
                 yield core_pb2.WatchResponse(events=[stream.error(translate(err).status)])
                 return
             last = events[-1].revision
-            out = stream.translate(events)
-            if out:
-                yield core_pb2.WatchResponse(events=out)
+            for chunk in _chunks(stream.translate(events)):
+                yield core_pb2.WatchResponse(events=chunk)
     finally:
         if pending is not None:
             pending.cancel()
         changes.close()
+
+
+def _chunks(events: list[core_pb2.WatchEvent]) -> list[list[core_pb2.WatchEvent]]:
+    """Events grouped into messages of at most MESSAGE_BUDGET bytes (one event alone may be larger):
+    gRPC clients refuse messages over 4 MiB by default, and an object may be 1 MiB or more."""
+    chunks: list[list[core_pb2.WatchEvent]] = []
+    size = MESSAGE_BUDGET
+    for event in events:
+        cost = len(event.object.data) + 32
+        if size + cost > MESSAGE_BUDGET:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(event)
+        size += cost
+    return chunks
 
 
 class _Stream:

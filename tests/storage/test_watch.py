@@ -359,3 +359,23 @@ async def test_closed_watches_hold_nothing(open_store: OpenStore) -> None:
     finally:
         tracemalloc.stop()
     assert with_closed - baseline < 1 << 20, (baseline, with_closed)
+
+
+@pytest.mark.parametrize("other_prefix_writes", [0, 5])
+async def test_progress_says_how_far_the_stream_has_got(store: Store, other_prefix_writes: int) -> None:
+    """progress() never passes an event not yet handed out, and follows the store while nothing is queued."""
+    start = store.current_revision()
+    watch = store.watch(b"/p/", from_revision=start)
+    assert watch.progress() == start  # replay not run yet: only what is known handed out
+    first = await within(store.create(b"/p/a", b"1"))
+    batch = await within(watch.next_batch())
+    assert [e.revision for e in batch] == [first.revision]
+    assert watch.progress() == first.revision
+    for i in range(other_prefix_writes):  # changes nobody under /p/ sees still move progress on
+        await within(store.create(b"/q/%d" % i, b"v"))
+    assert watch.progress() == store.current_revision()
+    pending = await within(store.create(b"/p/b", b"2"))
+    assert watch.progress() < pending.revision  # queued, not handed out
+    assert [e.revision for e in await within(watch.next_batch())] == [pending.revision]
+    assert watch.progress() == pending.revision
+    watch.close()

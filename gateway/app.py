@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from gateway import negotiation, requestinfo
+from gateway import metrics, negotiation, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.handlers import delete, discovery, read, respond, watch, write
 from gateway.handlers.context import Gateway
@@ -39,6 +39,7 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
             if http.method not in ("GET", "HEAD"):
                 raise CoreError(failure(405, "MethodNotAllowed", f"{http.method} is not allowed on discovery"))
             return await discovery.serve(gateway, info, http)
+        http[metrics.INFO_KEY] = info
         resource = await gateway.resource(info.group, info.version, info.resource)
         out = output(http, resource, stream=info.verb == "watch")
         call = Call(info, resource, query_of(http), out)
@@ -69,6 +70,20 @@ async def _verb(client: CoreClient, call: Call, http: web.Request) -> web.Stream
                             f'{verb} is not supported on resources of kind "{call.info.resource}"'))
 
 
+GZIP_THRESHOLD = 128 * 1024  # kube-apiserver compresses answers from this size on (APIResponseCompression)
+
+
+@web.middleware
+async def _compress(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                    ) -> web.StreamResponse:
+    """gzip large answers for clients that ask; never watches (they stream, and are not web.Response)."""
+    response = await handler(request)
+    body = response.body if isinstance(response, web.Response) else None
+    if isinstance(body, bytes) and len(body) >= GZIP_THRESHOLD and "gzip" in request.headers.get("Accept-Encoding", ""):
+        response.enable_compression(web.ContentCoding.gzip)
+    return response
+
+
 @web.middleware
 async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                          ) -> web.StreamResponse:
@@ -83,11 +98,14 @@ async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], 
 
 
 def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY + 1, middlewares=[_no_tracebacks])
+    counters = metrics.Metrics()
+    app = web.Application(client_max_size=MAX_BODY + 1,
+                          middlewares=[counters.middleware, _no_tracebacks, _compress])
     app[GATEWAY_KEY] = Gateway(client, server_address)
     for path in ("/healthz", "/livez", "/readyz"):
         app.router.add_get(path, _ok)
     app.router.add_get("/version", discovery.version)
+    app.router.add_get("/metrics", counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app
 

@@ -1,0 +1,63 @@
+"""Prometheus metrics at /metrics, named as kube-apiserver names them.
+
+apiserver_request_total counts requests by verb, group, version, resource,
+subresource, scope and HTTP code; apiserver_request_duration_seconds observes
+their latency (for a watch: how long it stayed open). Each app has its own
+registry, so several gateways in one process (tests) do not share counters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+from gateway.requestinfo import RequestInfo
+
+INFO_KEY = "capstan_request_info"  # set on the request by the dispatcher once it knows what was asked
+LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component", "code")
+BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60)
+_VERBS = {"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", "update": "PUT", "patch": "PATCH",
+          "delete": "DELETE", "deletecollection": "DELETECOLLECTION"}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("apiserver_request", "Counter of apiserver requests broken out for each verb, "
+                                "dry run value, group, version, resource, scope, component, and HTTP response code.",
+                                LABELS, registry=self.registry)
+        self.latency = Histogram("apiserver_request_duration_seconds", "Response latency distribution in seconds "
+                                 "for each verb, group, version, resource, subresource, scope and component.",
+                                 LABELS[:-1], buckets=BUCKETS, registry=self.registry)
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.perf_counter()
+        code = 500
+        try:
+            response = await handler(request)
+            code = response.status
+            return response
+        except web.HTTPException as err:
+            code = err.status
+            raise
+        finally:
+            info = request.get(INFO_KEY)
+            if isinstance(info, RequestInfo):
+                labels = _labels(info)
+                self.requests.labels(*labels, str(code)).inc()
+                self.latency.labels(*labels).observe(time.perf_counter() - started)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _labels(info: RequestInfo) -> tuple[str, ...]:
+    scope = "resource" if info.name else ("namespace" if info.namespace else "cluster")
+    return (_VERBS.get(info.verb, info.verb.upper()), info.group, info.version, info.resource, info.subresource,
+            scope, "apiserver")

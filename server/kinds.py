@@ -44,7 +44,9 @@ def _data_keys(obj: Obj, fields: tuple[str, ...]) -> list[FieldError]:
     total = 0
     for field in fields:
         for key, value in (obj.get(field) or {}).items():
-            errs.extend(FieldError.invalid(f"{field}[{key}]", key, problem) for problem in _config_key_problems(key))
+            problems = _config_key_problems(key)
+            if problems:
+                errs.extend(FieldError.invalid(f"{field}[{key}]", key, problem) for problem in problems)
             if key in seen:
                 errs.append(FieldError.invalid(f"{field}[{key}]", key, f"duplicate of key present in {seen[key]}"))
             seen.setdefault(key, field)

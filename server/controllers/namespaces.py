@@ -18,6 +18,7 @@ from capstan.core.v1 import core_pb2
 from server import errors
 from server.core import Core
 from server.kinds import NAMESPACE_FINALIZER
+from server.objects.namespaces import is_terminating
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ RECHECK = (0.05, 0.1, 0.2, 0.5, 1.0)  # seconds between looks at a namespace sti
 class NamespaceController:
     def __init__(self, core: Core) -> None:
         self._core = core
+        self._index = core.context.namespaces
         self._running: dict[str, asyncio.Task[None]] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -47,8 +49,14 @@ class NamespaceController:
             try:
                 async for response in self._core.watch(core_pb2.WatchRequest(path=NAMESPACES)):
                     for event in response.events:
-                        if event.type in ("ADDED", "MODIFIED"):
-                            self._consider(orjson.loads(event.object.data))
+                        if event.type == "BOOKMARK":
+                            continue
+                        ns = orjson.loads(event.object.data)
+                        if event.type == "DELETED":
+                            self._index.forget(ns["metadata"]["name"])
+                        elif event.type in ("ADDED", "MODIFIED"):
+                            self._index.observe(ns["metadata"]["name"], is_terminating(ns))
+                            self._consider(ns)
             except errors.ApiError as err:
                 log.warning("namespace watch ended: %s", err)
             await asyncio.sleep(0.1)  # the watch ended (dropped as too slow, say): watch again

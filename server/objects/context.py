@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from server.registry import Registry
 from storage import Store
@@ -10,10 +10,32 @@ from storage import Store
 NAMESPACES_KEY_PREFIX = b"/core/namespaces/"
 
 
+class NamespaceIndex:
+    """Which namespaces exist and which are terminating, as the namespace controller's watch last saw them.
+
+    A cache for the namespace check every namespaced create makes (kube-apiserver's NamespaceLifecycle
+    admission reads an informer the same way): only "exists and is active" is trusted; anything else is
+    read from the store.
+    """
+
+    def __init__(self) -> None:
+        self._terminating: dict[str, bool] = {}
+
+    def observe(self, name: str, terminating: bool) -> None:
+        self._terminating[name] = terminating
+
+    def forget(self, name: str) -> None:
+        self._terminating.pop(name, None)
+
+    def known_active(self, name: str) -> bool:
+        return self._terminating.get(name) is False
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     store: Store
     registry: Registry
+    namespaces: NamespaceIndex = field(default_factory=NamespaceIndex)
 
     def namespace_key(self, name: str) -> bytes:
         return NAMESPACES_KEY_PREFIX + name.encode()

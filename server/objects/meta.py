@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import time
-import uuid
 from typing import Any
 
 from server.registry import Obj
@@ -47,7 +46,9 @@ _random = random.Random()
 
 
 def new_uid() -> str:
-    return str(uuid.UUID(int=_random.getrandbits(128), version=4))
+    """A random (version 4) UUID in its canonical text form."""
+    h = "%032x" % (_random.getrandbits(128) & ~(0xF000 << 64 | 0xC000 << 48) | (0x4000 << 64) | (0x8000 << 48))
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def generate_name(prefix: str) -> str:

@@ -13,6 +13,8 @@ async def require_active_namespace(ctx: Context, resource: Resource, obj: Obj) -
     """404 when the object's namespace does not exist, 403 while it is being terminated."""
     m = meta.meta(obj)
     namespace = m["namespace"]
+    if ctx.namespaces.known_active(namespace):
+        return
     got = await store_call(ctx.store.get(ctx.namespace_key(namespace)))
     if got.kv is None:
         raise errors.not_found("namespaces", "", namespace)

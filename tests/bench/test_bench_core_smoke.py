@@ -1,0 +1,56 @@
+"""The core benchmark runs end to end at --quick sizes and prints what it promises.
+
+It asserts the shape of the output, never the speed: timing belongs to real runs on a
+known machine, not to CI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXPECTED = {
+    ("grpc-get", "capstan"), ("grpc-get", "echo"), ("grpc-get", "capstan/echo"),
+    ("grpc-create", "capstan"), ("grpc-create", "echo"), ("grpc-create", "capstan/echo"),
+    ("get", "capstan-inprocess"), ("create", "capstan-inprocess"), ("watch", "capstan-inprocess"),
+}
+METRICS = {"capstan": "calls_per_s", "echo": "calls_per_s", "capstan/echo": "ratio"}
+
+
+def run_bench(*args: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.core", "--quick", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    for line in lines:
+        assert line[line["metric"]] >= 0
+        assert isinstance(line["goal"], str)
+        assert isinstance(line["ok"], bool)
+    return lines
+
+
+def test_every_op_reports_the_core_and_its_ceiling() -> None:
+    lines = run_bench()
+    assert {(line["op"], line["impl"]) for line in lines} == EXPECTED
+    for line in lines:
+        if line["op"].startswith("grpc-"):
+            assert line["metric"] == METRICS[line["impl"]]
+    assert [line["callers"] for line in lines if line["op"] == "get"] == [1, 64]
+    watch = next(line for line in lines if line["op"] == "watch")
+    assert watch["metric"] == "p99_ms"
+    assert watch["deliveries"] == watch["watchers"] * watch["writes"]
+
+
+def test_only_runs_the_named_ops() -> None:
+    lines = run_bench("--only", "get,watch")
+    assert {line["op"] for line in lines} == {"get", "watch"}

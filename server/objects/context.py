@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from server.objects.render import EventRenderings
 from server.registry import Registry
 from storage import Store
 
@@ -36,6 +37,7 @@ class Context:
     store: Store
     registry: Registry
     namespaces: NamespaceIndex = field(default_factory=NamespaceIndex)
+    renderings: EventRenderings = field(default_factory=EventRenderings)
 
     def namespace_key(self, name: str) -> bytes:
         return NAMESPACES_KEY_PREFIX + name.encode()

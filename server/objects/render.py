@@ -6,6 +6,7 @@ reads splice in the resourceVersion. See server/stored.py for the value layout.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TypeAlias
 
 import orjson
@@ -55,6 +56,28 @@ def item_bytes(resource: Resource, value: bytes, resource_version: str, encoding
     if encoding == PROTOBUF:
         return stored.render_proto(value, resource_version)
     return stored.render_json(value, resource_version, type_prefix(resource) if typed else b"")
+
+
+class EventRenderings:
+    """Watch events rendered once for every watcher (as kube-apiserver's cachingObject does).
+
+    Keyed by (apiVersion, kind, storage key, revision, encoding): at one revision a key has one
+    event, so the bytes are the same for everyone who receives it. Bounded, least recently used out.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self._size = size
+        self._cache: OrderedDict[tuple[str, str, bytes, int, int], bytes] = OrderedDict()
+
+    def object_bytes(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding) -> bytes:
+        entry = (resource.api_version, resource.kind, key, revision, int(encoding))
+        data = self._cache.get(entry)
+        if data is None:
+            data = object_bytes(resource, value, str(revision), encoding)
+            self._cache[entry] = data
+            if len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return data
 
 
 def raw(resource: Resource, value: bytes, resource_version: str, accept: Encoding) -> core_pb2.RawObject:

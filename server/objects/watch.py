@@ -27,7 +27,7 @@ from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
 from server.registry import Obj, Resource
 from server.storage_errors import store_call, translate
-from storage import Compacted, Event, EventType, RevisionTooLarge, StorageError, StoreClosed, WatcherTooSlow
+from storage import Compacted, Event, EventType, RevisionTooLarge, StorageError, StoreClosed, Watch, WatcherTooSlow
 
 BOOKMARK_INTERVAL = 60.0  # seconds between BOOKMARK events, as kube-apiserver's watch cache sends them
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -49,7 +49,7 @@ async def watch(
     wanted = options.resource_version(rv) if rv not in ("", "0") else 0
     initial = opts.sendInitialEvents if opts.HasField("sendInitialEvents") else not wanted
     deadline = time.monotonic() + opts.timeoutSeconds if opts.timeoutSeconds > 0 else None
-    stream = _Stream(resource, chosen, encoding, bookmarks=opts.allowWatchBookmarks, converter=converted)
+    stream = _Stream(resource, chosen, encoding, converter=converted, renderings=ctx.renderings)
 
     start = wanted
     if initial:
@@ -57,7 +57,7 @@ async def watch(
             await store_call(ctx.store.count(prefix, at_revision=wanted))  # waits for it, or 504
         page = await store_call(ctx.store.list(prefix))
         start = page.revision
-        added = [stream.added(kv.value, kv.mod_revision) for kv in page.kvs]
+        added = [stream.added(kv.key, kv.value, kv.mod_revision) for kv in page.kvs]
         batch = [e for e in added if e is not None]
         if opts.HasField("sendInitialEvents"):
             batch.append(stream.bookmark(start, initial_events_end=True))
@@ -72,42 +72,61 @@ async def watch(
         start = ctx.store.current_revision()
 
     changes = ctx.store.watch(prefix, from_revision=start)
+    # The deadline closes the store watch, which ends the loop below; no timer per batch.
+    closer = asyncio.get_running_loop().call_later(deadline - time.monotonic(), changes.close) if deadline else None
+    reader = _Reader(changes, bookmark_interval if opts.allowWatchBookmarks else None)
     last = start
-    pending: asyncio.Task[Sequence[Event]] | None = None
     try:
         while True:
-            timeout = bookmark_interval if opts.allowWatchBookmarks else None
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                timeout = left if timeout is None else min(timeout, left)
-            if pending is None:
-                pending = asyncio.ensure_future(changes.next_batch())
-            done, _ = await asyncio.wait({pending}, timeout=timeout)
-            if not done:
-                if opts.allowWatchBookmarks and (deadline is None or deadline > time.monotonic()):
-                    yield core_pb2.WatchResponse(events=[stream.bookmark(max(last, changes.progress()))])
-                continue
-            finished, pending = pending, None
             try:
-                events = finished.result()
+                events = await reader.next()
             except Compacted as err:
                 status = errors.expired(f"too old resource version: {err.requested} ({err.compact_revision})").status
                 yield core_pb2.WatchResponse(events=[stream.error(status)])
                 return
             except (StopAsyncIteration, WatcherTooSlow, StoreClosed):
-                return  # the client re-watches from its last resourceVersion (or re-lists)
+                return  # timed out, or dropped: the client re-watches from its last resourceVersion (or re-lists)
             except StorageError as err:
                 yield core_pb2.WatchResponse(events=[stream.error(translate(err).status)])
                 return
+            if events is None:
+                yield core_pb2.WatchResponse(events=[stream.bookmark(max(last, changes.progress()))])
+                continue
             last = events[-1].revision
             for chunk in _chunks(stream.translate(events)):
                 yield core_pb2.WatchResponse(events=chunk)
     finally:
-        if pending is not None:
-            pending.cancel()
+        if closer is not None:
+            closer.cancel()
+        reader.close()
         changes.close()
+
+
+class _Reader:
+    """Batches from a store watch; with an interval, None when it passes first (time for a BOOKMARK).
+
+    A read interrupted by the interval is not lost: it stays pending and is awaited next time.
+    """
+
+    def __init__(self, changes: Watch, interval: float | None) -> None:
+        self._changes = changes
+        self._interval = interval
+        self._pending: asyncio.Future[Sequence[Event]] | None = None
+
+    async def next(self) -> Sequence[Event] | None:
+        if self._interval is None:
+            return await self._changes.next_batch()
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(self._changes.next_batch())
+        done, _ = await asyncio.wait({self._pending}, timeout=self._interval)
+        if not done:
+            return None
+        finished, self._pending = self._pending, None
+        return finished.result()
+
+    def close(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
 
 
 def _chunks(events: list[core_pb2.WatchEvent]) -> list[list[core_pb2.WatchEvent]]:
@@ -134,14 +153,14 @@ class _Stream:
         chosen: Selection,
         encoding: render.Encoding,
         *,
-        bookmarks: bool,
         converter: views.EventViews | None,
+        renderings: render.EventRenderings,
     ) -> None:
         self._resource = resource
         self._chosen = chosen
         self._encoding = encoding
-        self._bookmarks = bookmarks
         self._views = converter
+        self._renderings = renderings
 
     def translate(self, events: Sequence[Event]) -> list[core_pb2.WatchEvent]:
         out: list[core_pb2.WatchEvent] = []
@@ -154,31 +173,32 @@ class _Stream:
     def _one(self, event: Event) -> core_pb2.WatchEvent | None:
         revision = event.revision
         prev = event.prev
+        key = event.kv.key
         if self._chosen.everything:
             if event.type is EventType.DELETE:
-                return self._event("DELETED", prev.value if prev else b"", revision)
-            return self._event("ADDED" if prev is None else "MODIFIED", event.kv.value, revision)
+                return self._event("DELETED", key, prev.value if prev else b"", revision)
+            return self._event("ADDED" if prev is None else "MODIFIED", key, event.kv.value, revision)
         was = prev is not None and self._chosen.matches(render.load(prev.value))
         if event.type is EventType.DELETE:
-            return self._event("DELETED", prev.value, revision) if was and prev else None
+            return self._event("DELETED", key, prev.value, revision) if was and prev else None
         now = self._chosen.matches(render.load(event.kv.value))
         if now:
-            return self._event("MODIFIED" if was else "ADDED", event.kv.value, revision)
+            return self._event("MODIFIED" if was else "ADDED", key, event.kv.value, revision)
         if was and prev is not None:
-            return self._event("DELETED", prev.value, revision)
+            return self._event("DELETED", key, prev.value, revision)
         return None
 
-    def added(self, value: bytes, revision: int) -> core_pb2.WatchEvent | None:
+    def added(self, key: bytes, value: bytes, revision: int) -> core_pb2.WatchEvent | None:
         if not self._chosen.everything and not self._chosen.matches(render.load(value)):
             return None
-        return self._event("ADDED", value, revision)
+        return self._event("ADDED", key, value, revision)
 
-    def _event(self, kind: str, value: bytes, revision: int) -> core_pb2.WatchEvent:
+    def _event(self, kind: str, key: bytes, value: bytes, revision: int) -> core_pb2.WatchEvent:
         if self._views is not None:
             converted = self._views.convert(render.load(value), str(revision))
             if converted is not None:
                 return core_pb2.WatchEvent(type=kind, object=views.raw(converted))
-        data = render.object_bytes(self._resource, value, str(revision), self._encoding)
+        data = self._renderings.object_bytes(self._resource, key, value, revision, self._encoding)
         return core_pb2.WatchEvent(type=kind, object=core_pb2.RawObject(encoding=self._encoding, data=data))
 
     def bookmark(self, revision: int, *, initial_events_end: bool = False) -> core_pb2.WatchEvent:

@@ -61,16 +61,19 @@ def item_bytes(resource: Resource, value: bytes, resource_version: str, encoding
 class EventRenderings:
     """Watch events rendered once for every watcher (as kube-apiserver's cachingObject does).
 
-    Keyed by (apiVersion, kind, storage key, revision, encoding): at one revision a key has one
-    event, so the bytes are the same for everyone who receives it. Bounded, least recently used out.
+    Keyed by (apiVersion, kind, storage key, revision, encoding, old): at one revision a key has one
+    event, whose object is the new value, or the old one (`old`: a DELETED, or a watcher's selector no
+    longer matching), so the bytes are the same for everyone who receives it. Bounded, LRU.
     """
 
     def __init__(self, size: int = 8192) -> None:
         self._size = size
-        self._cache: OrderedDict[tuple[str, str, bytes, int, int], bytes] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str, bytes, int, int, bool], bytes] = OrderedDict()
 
-    def object_bytes(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding) -> bytes:
-        entry = (resource.api_version, resource.kind, key, revision, int(encoding))
+    def object_bytes(
+        self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, *, old: bool
+    ) -> bytes:
+        entry = (resource.api_version, resource.kind, key, revision, int(encoding), old)
         data = self._cache.get(entry)
         if data is None:
             data = object_bytes(resource, value, str(revision), encoding)

@@ -176,16 +176,16 @@ class _Stream:
         key = event.kv.key
         if self._chosen.everything:
             if event.type is EventType.DELETE:
-                return self._event("DELETED", key, prev.value if prev else b"", revision)
+                return self._event("DELETED", key, prev.value if prev else b"", revision, old=True)
             return self._event("ADDED" if prev is None else "MODIFIED", key, event.kv.value, revision)
         was = prev is not None and self._chosen.matches(render.load(prev.value))
         if event.type is EventType.DELETE:
-            return self._event("DELETED", key, prev.value, revision) if was and prev else None
+            return self._event("DELETED", key, prev.value, revision, old=True) if was and prev else None
         now = self._chosen.matches(render.load(event.kv.value))
         if now:
             return self._event("MODIFIED" if was else "ADDED", key, event.kv.value, revision)
         if was and prev is not None:
-            return self._event("DELETED", key, prev.value, revision)
+            return self._event("DELETED", key, prev.value, revision, old=True)
         return None
 
     def added(self, key: bytes, value: bytes, revision: int) -> core_pb2.WatchEvent | None:
@@ -193,12 +193,12 @@ class _Stream:
             return None
         return self._event("ADDED", key, value, revision)
 
-    def _event(self, kind: str, key: bytes, value: bytes, revision: int) -> core_pb2.WatchEvent:
+    def _event(self, kind: str, key: bytes, value: bytes, revision: int, *, old: bool = False) -> core_pb2.WatchEvent:
         if self._views is not None:
             converted = self._views.convert(render.load(value), str(revision))
             if converted is not None:
                 return core_pb2.WatchEvent(type=kind, object=views.raw(converted))
-        data = self._renderings.object_bytes(self._resource, key, value, revision, self._encoding)
+        data = self._renderings.object_bytes(self._resource, key, value, revision, self._encoding, old=old)
         return core_pb2.WatchEvent(type=kind, object=core_pb2.RawObject(encoding=self._encoding, data=data))
 
     def bookmark(self, revision: int, *, initial_events_end: bool = False) -> core_pb2.WatchEvent:

@@ -137,7 +137,11 @@ class Store(Protocol):
         ...
 
     def current_revision(self) -> int:
-        """The latest revision whose write has been acknowledged."""
+        """The latest revision whose write has been acknowledged.
+
+        A read may already see a write that is durable but whose acknowledgement has not been
+        delivered yet, so it can report a revision a moment ahead of this one.
+        """
         ...
 
     def compacted_revision(self) -> int:

@@ -139,7 +139,10 @@ async def terminating_namespace(client: Client, name: str = "closing") -> Obj:
 
     async def held_is_marked() -> bool:
         held = await client.get(path("configmaps", name, "held"))
-        return "deletionTimestamp" in held["metadata"]
+        # A read can see a committed write a moment before the store acknowledges it (its revision):
+        # wait for both, so the tests' before/after revisions see no write of the controller's.
+        marked_at = int(held["metadata"]["resourceVersion"])
+        return "deletionTimestamp" in held["metadata"] and client.revision() >= marked_at
 
     # Once the controller has marked what it cannot delete, it only looks: no more writes while the test runs.
     await eventually(held_is_marked, "the namespace controller marks the held object")

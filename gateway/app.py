@@ -15,7 +15,7 @@ from aiohttp import web
 
 from gateway import metrics, negotiation, requestinfo
 from gateway.client import CoreClient, CoreError, failure
-from gateway.handlers import delete, discovery, read, respond, watch, write
+from gateway.handlers import delete, discovery, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
 
@@ -105,6 +105,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> 
     for path in ("/healthz", "/livez", "/readyz"):
         app.router.add_get(path, _ok)
     app.router.add_get("/version", discovery.version)
+    openapi.add_routes(app, app[GATEWAY_KEY])
     app.router.add_get("/metrics", counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app

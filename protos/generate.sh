@@ -55,6 +55,12 @@ if ((${#services[@]})); then
   python -m grpc_tools.protoc -I protos --grpc_python_out="$out" "${services[@]}"
 fi
 
+# The API protos once more, with their comments (source info): the descriptions of the
+# OpenAPI documents (gateway/openapi/comments.py). *_pb2.py files carry no comments.
+mapfile -t api_protos < <(printf '%s\n' "${protos[@]}" | grep '^capstan/api/')
+python -m grpc_tools.protoc -I protos --include_source_info \
+  --descriptor_set_out="$out/capstan/api/descriptors.binpb" "${api_protos[@]}"
+
 # A generated __init__.py for each package directory from capstan/<x> down to
 # each directory holding generated modules.
 while IFS= read -r dir; do
@@ -66,7 +72,7 @@ done < <(cd "$out" && find capstan -name '*_pb2.py' -exec dirname {} \; | LC_ALL
 
 # Generated files currently in the repo: protoc outputs and our __init__.py files.
 committed() {
-  find capstan \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' \) -type f
+  find capstan \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' -o -name '*.binpb' \) -type f
   find capstan -mindepth 2 -name __init__.py -type f -exec grep -l -F "$GENERATED_MARK" {} +
 }
 mapfile -t old < <([[ -d capstan ]] && committed | LC_ALL=C sort -u)

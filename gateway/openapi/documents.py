@@ -1,0 +1,185 @@
+"""The OpenAPI v3 documents of everything the core serves, built from one Discover answer.
+
+One document per group version ("api/v1", "apis/apps/v1"): its resources' operations (paths.py) and the
+schemas they reach (schemas.py), looked up by each resource's proto_message in the default descriptor
+pool. The index (/openapi/v3) points at each document with a hash of its bytes, as kube-openapi's
+handler3 does: {"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=<SHA-512, upper hex>"}}}.
+A resource without a protobuf message (JSON-only kinds) has no schema to publish and is left out.
+
+Documents are rebuilt only when the Discover answer changes (Cache), so a hash names one document for
+as long as the set of resources stays the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Any
+
+import orjson
+from google.protobuf import descriptor_pool
+from google.protobuf.descriptor import Descriptor
+
+# Imported for their side effect: they register the Kubernetes messages in the default descriptor pool.
+from capstan.api.core.v1 import core_pb2 as _core_v1  # noqa: F401
+from capstan.api.meta.v1 import meta_pb2 as _meta_v1  # noqa: F401
+from capstan.core.v1 import core_pb2
+from gateway.openapi import comments, gnostic, paths, swagger
+from gateway.openapi.schemas import GVK, META, SchemaSet
+
+log = logging.getLogger(__name__)
+
+Doc = dict[str, Any]
+
+PATCH = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
+PATCH_SCHEMA: Doc = {
+    "description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.",
+    "type": "object",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    body: bytes  # the JSON document, keys sorted as Go's encoding/json writes them
+    etag: str  # kube-openapi's: the SHA-512 of body in upper-case hex
+
+    @classmethod
+    def of(cls, doc: Doc) -> Document:
+        body = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+        return cls(body, hashlib.sha512(body).hexdigest().upper())
+
+
+@dataclass(frozen=True, slots=True)
+class Documents:
+    index: Document
+    group_versions: Mapping[str, Document]  # "api/v1", "apis/<group>/<version>" -> its document
+    swagger: Document  # /openapi/v2 as JSON; its etag also names the protobuf form
+    swagger_protobuf: bytes  # /openapi/v2 in gnostic's protobuf encoding
+    last_modified: str  # HTTP date of the build
+
+
+def key(group: str, version: str) -> str:
+    """The index's name of a group version: "api/v1", "apis/apps/v1"."""
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def server_relative_url(name: str, etag: str) -> str:
+    return f"/openapi/v3/{name}?hash={etag}"
+
+
+def build(discovered: core_pb2.DiscoverResponse, *, version: str) -> Documents:
+    """Every group version's document and the index; `version` is the server's gitVersion (info.version)."""
+    by_gv: dict[tuple[str, str], list[core_pb2.Resource]] = {}
+    for r in discovered.resources:
+        by_gv.setdefault((r.group, r.version), []).append(r)
+    gvks = _gvks(discovered.resources, by_gv)
+    v3 = {key(g, v): _group_version(g, v, resources, gvks, version) for (g, v), resources in by_gv.items()}
+    docs = {name: Document.of(doc) for name, doc in v3.items()}
+    index = {"paths": {name: {"serverRelativeURL": server_relative_url(name, doc.etag)} for name, doc in docs.items()}}
+    v2 = swagger.swagger(v3.values(), version=version)
+    return Documents(Document.of(index), docs, Document.of(v2), gnostic.document(v2), formatdate(usegmt=True))
+
+
+class Cache:
+    """The documents of the latest Discover answer; rebuilt when, and only when, the answer changes."""
+
+    def __init__(self, *, version: str) -> None:
+        self._version = version
+        self._answer = b""
+        self._documents: Documents | None = None
+
+    def get(self, discovered: core_pb2.DiscoverResponse) -> Documents:
+        answer = discovered.SerializeToString(deterministic=True)
+        if self._documents is None or answer != self._answer:
+            self._documents, self._answer = build(discovered, version=self._version), answer
+        return self._documents
+
+
+def find(name: str) -> Descriptor | None:
+    try:
+        found: Descriptor = descriptor_pool.Default().FindMessageTypeByName(name)
+    except KeyError:
+        return None
+    return found
+
+
+def _list_kind(r: core_pb2.Resource) -> str:
+    return r.list_kind or r.kind + "List"
+
+
+def _sibling(message: Descriptor, kind: str) -> str:
+    """The full name of another kind in message's package (its list kind, a subresource's kind)."""
+    package = message.file.package
+    return f"{package}.{kind}" if package else kind
+
+
+def _gvks(resources: Any, by_gv: Mapping[tuple[str, str], Any]) -> dict[str, list[GVK]]:
+    """message full name -> the (group, version, kind)s it is served as. meta/v1's DeleteOptions and
+    WatchEvent are registered in every group version, Status and APIResourceList in core/v1 only."""
+    out: dict[str, list[GVK]] = defaultdict(list)
+    for r in resources:
+        message = find(r.proto_message) if r.proto_message else None
+        if message is None:
+            continue
+        out[message.full_name].append((r.group, r.version, r.kind))
+        out[_sibling(message, _list_kind(r))].append((r.group, r.version, _list_kind(r)))
+    for group, version in {("", "v1"), *by_gv}:
+        for kind in ("DeleteOptions", "WatchEvent"):
+            out[META + kind].append((group, version, kind))
+    out[META + "Status"].append(("", "v1", "Status"))
+    out[META + "APIResourceList"].append(("", "v1", "APIResourceList"))
+    return {name: sorted(set(found)) for name, found in out.items()}
+
+
+def _meta(schemas: SchemaSet, kind: str) -> str:
+    message = find(META + kind)
+    if message is None:
+        raise LookupError(f"{META}{kind} is not in the descriptor pool")
+    return schemas.ref(message)
+
+
+def _group_version(group: str, version: str, resources: list[core_pb2.Resource], gvks: Mapping[str, list[GVK]],
+                   server_version: str) -> Doc:
+    schemas = SchemaSet(comments.load(), gvks)
+    meta = paths.MetaRefs(
+        status=_meta(schemas, "Status"), delete_options=_meta(schemas, "DeleteOptions"),
+        watch_event=_meta(schemas, "WatchEvent"), patch=schemas.add(PATCH, PATCH_SCHEMA),
+        resource_list=_meta(schemas, "APIResourceList"),
+    )
+    served: list[tuple[core_pb2.Resource, paths.Refs]] = []
+    for r in resources:
+        refs = _refs(schemas, r)
+        if refs is not None:
+            served.append((r, refs))
+    return {
+        "components": {"schemas": schemas.schemas},
+        "info": {"title": "Kubernetes", "version": server_version},
+        "openapi": "3.0.0",
+        "paths": paths.build(group, version, served, meta),
+    }
+
+
+def _refs(schemas: SchemaSet, r: core_pb2.Resource) -> paths.Refs | None:
+    """The refs of r's kind, list kind and subresource kinds (all in the kind's package), or None when r
+    has no message or one of them is missing (logged: a proto_message the pool lacks is a bug)."""
+    message = find(r.proto_message) if r.proto_message else None
+    if message is None:
+        if r.proto_message:
+            log.warning("OpenAPI: %s names %s, which is not in the descriptor pool", r.resource, r.proto_message)
+        return None
+    kinds = {"": _list_kind(r), **{sub.name: sub.kind for sub in r.subresources}}
+    found: dict[str, Descriptor] = {}
+    for name, kind in kinds.items():
+        other = find(_sibling(message, kind))
+        if other is None:
+            log.warning("OpenAPI: %s is left out: %s is not in the descriptor pool", r.resource,
+                        _sibling(message, kind))
+            return None
+        found[name] = other
+    list_message = found.pop("")
+    subresources = {name: schemas.ref(other) for name, other in found.items()}
+    return paths.Refs(schemas.ref(message), schemas.ref(list_message), subresources)

@@ -1,0 +1,642 @@
+"""OpenAPI documents against kube-apiserver's: the /openapi/v3 index, a group version's paths and
+operation ids, the component schemas and their Kubernetes extensions, /openapi/v2 in gnostic's protobuf
+encoding, the HTTP caching rules of kube-openapi's handlers, and kubectl itself reading them.
+
+Expected values are kube-apiserver's (kubernetes api/openapi-spec/v3/api__v1_openapi.json, kube-openapi
+handler3), except where a description comes from Capstan's own proto comments.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from google.protobuf import descriptor_pool
+
+from capstan.core.v1 import core_pb2
+from capstan.inprocess import InProcessClient
+from gateway.app import build_app, start_http
+from gateway.openapi import comments, documents, gnostic, paths, schemas, swagger
+from server.codec.wellknown import WELL_KNOWN as CODEC_WELL_KNOWN
+from server.core import Core
+from server.discovery import discover
+from server.kinds import BUILTIN
+from server.registry import Registry
+from server.schema_hints import FIELDS, MESSAGES
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+
+Doc = dict[str, Any]
+
+ROOT = Path(__file__).resolve().parents[2]
+META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+CORE = "io.k8s.api.core.v1."
+REF = "#/components/schemas/"
+
+
+def _discovered() -> core_pb2.DiscoverResponse:
+    return discover(Registry(BUILTIN))
+
+
+@pytest.fixture(scope="module")
+def built() -> documents.Documents:
+    return documents.build(_discovered(), version="v1.32.0")
+
+
+@pytest.fixture(scope="module")
+def v1(built: documents.Documents) -> Doc:
+    doc: Doc = orjson.loads(built.group_versions["api/v1"].body)
+    return doc
+
+
+def _schema(doc: Doc, name: str) -> Doc:
+    found: Doc = doc["components"]["schemas"][name]
+    return found
+
+
+# --- the index ---------------------------------------------------------------------------------------
+
+def test_index_points_at_each_group_version_with_its_hash(built: documents.Documents) -> None:
+    body = built.group_versions["api/v1"].body
+    expected = hashlib.sha512(body).hexdigest().upper()
+    assert orjson.loads(built.index.body) == {
+        "paths": {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={expected}"}}
+    }
+
+
+def test_a_group_gets_its_own_document() -> None:
+    discovered = _discovered()
+    widget = discovered.resources.add()
+    widget.CopyFrom(discovered.resources[1])  # configmaps, served again as example.com/v1
+    widget.group = "example.com"
+    built = documents.build(discovered, version="v1.32.0")
+    assert sorted(orjson.loads(built.index.body)["paths"]) == ["api/v1", "apis/example.com/v1"]
+    doc = orjson.loads(built.group_versions["apis/example.com/v1"].body)
+    assert doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/configmaps"]["get"]["operationId"] == (
+        "listExampleComV1NamespacedConfigMap")
+    # The message is served in two group versions, so its schema names both.
+    assert _schema(doc, CORE + "ConfigMap")["x-kubernetes-group-version-kind"] == [
+        {"group": "", "kind": "ConfigMap", "version": "v1"},
+        {"group": "example.com", "kind": "ConfigMap", "version": "v1"},
+    ]
+
+
+def test_documents_are_rebuilt_only_when_discovery_changes() -> None:
+    cache = documents.Cache(version="v1.32.0")
+    first = cache.get(_discovered())
+    assert cache.get(_discovered()) is first
+    changed = _discovered()
+    changed.resources[0].short_names.append("nss")
+    assert cache.get(changed) is not first
+
+
+# --- paths and operations ----------------------------------------------------------------------------
+
+NS = "/api/v1/namespaces/{namespace}"
+
+OPERATIONS = [
+    # (path, method, operationId, x-kubernetes-action, kind)
+    ("/api/v1/", "get", "getCoreV1APIResources", None, None),
+    (f"{NS}/configmaps", "get", "listCoreV1NamespacedConfigMap", "list", "ConfigMap"),
+    (f"{NS}/configmaps", "post", "createCoreV1NamespacedConfigMap", "post", "ConfigMap"),
+    (f"{NS}/configmaps", "delete", "deleteCoreV1CollectionNamespacedConfigMap", "deletecollection", "ConfigMap"),
+    (f"{NS}/configmaps/{{name}}", "get", "readCoreV1NamespacedConfigMap", "get", "ConfigMap"),
+    (f"{NS}/configmaps/{{name}}", "put", "replaceCoreV1NamespacedConfigMap", "put", "ConfigMap"),
+    (f"{NS}/configmaps/{{name}}", "patch", "patchCoreV1NamespacedConfigMap", "patch", "ConfigMap"),
+    (f"{NS}/configmaps/{{name}}", "delete", "deleteCoreV1NamespacedConfigMap", "delete", "ConfigMap"),
+    ("/api/v1/configmaps", "get", "listCoreV1ConfigMapForAllNamespaces", "list", "ConfigMap"),
+    ("/api/v1/watch/namespaces/{namespace}/configmaps", "get", "watchCoreV1NamespacedConfigMapList", "watchlist",
+     "ConfigMap"),
+    ("/api/v1/watch/namespaces/{namespace}/configmaps/{name}", "get", "watchCoreV1NamespacedConfigMap", "watch",
+     "ConfigMap"),
+    ("/api/v1/watch/configmaps", "get", "watchCoreV1ConfigMapListForAllNamespaces", "watchlist", "ConfigMap"),
+    (f"{NS}/secrets/{{name}}", "get", "readCoreV1NamespacedSecret", "get", "Secret"),
+    ("/api/v1/secrets", "get", "listCoreV1SecretForAllNamespaces", "list", "Secret"),
+    ("/api/v1/namespaces", "get", "listCoreV1Namespace", "list", "Namespace"),
+    ("/api/v1/namespaces", "post", "createCoreV1Namespace", "post", "Namespace"),
+    ("/api/v1/namespaces/{name}", "get", "readCoreV1Namespace", "get", "Namespace"),
+    ("/api/v1/namespaces/{name}", "delete", "deleteCoreV1Namespace", "delete", "Namespace"),
+    ("/api/v1/namespaces/{name}/status", "get", "readCoreV1NamespaceStatus", "get", "Namespace"),
+    ("/api/v1/namespaces/{name}/status", "patch", "patchCoreV1NamespaceStatus", "patch", "Namespace"),
+    ("/api/v1/namespaces/{name}/finalize", "put", "replaceCoreV1NamespaceFinalize", "put", "Namespace"),
+    ("/api/v1/watch/namespaces", "get", "watchCoreV1NamespaceList", "watchlist", "Namespace"),
+    ("/api/v1/watch/namespaces/{name}", "get", "watchCoreV1Namespace", "watch", "Namespace"),
+]
+
+
+@pytest.mark.parametrize(("path", "method", "operation_id", "action", "kind"), OPERATIONS)
+def test_operation(v1: Doc, path: str, method: str, operation_id: str, action: str | None, kind: str | None) -> None:
+    op = v1["paths"][path][method]
+    assert op["operationId"] == operation_id
+    assert op["tags"] == ["core_v1"]
+    assert op.get("x-kubernetes-action") == action
+    gvk = {"group": "", "kind": kind, "version": "v1"} if kind else None
+    assert op.get("x-kubernetes-group-version-kind") == gvk
+
+
+def test_every_operation_is_listed(v1: Doc) -> None:
+    """Namespaces have no deletecollection verb, so no DELETE on the collection."""
+    listed = {(path, method) for path, item in v1["paths"].items() for method in item if method != "parameters"}
+    expected = {(path, method) for path, method, *_ in OPERATIONS}
+    others = {(f"{NS}/secrets", m) for m in ("get", "post", "delete")} | {
+        (f"{NS}/secrets/{{name}}", m) for m in ("put", "patch", "delete")} | {
+        ("/api/v1/watch/namespaces/{namespace}/secrets", "get"), ("/api/v1/watch/namespaces/{namespace}/secrets/{name}",
+                                                                  "get"),
+        ("/api/v1/watch/secrets", "get"), ("/api/v1/namespaces/{name}", "put"), ("/api/v1/namespaces/{name}", "patch"),
+        ("/api/v1/namespaces/{name}/status", "put")}
+    assert listed == expected | others
+
+
+PARAMETERS = [
+    # (path, method or "" for the path's shared parameters, parameter names)
+    (f"{NS}/configmaps/{{name}}", "", ["name", "namespace", "pretty"]),
+    (f"{NS}/configmaps/{{name}}", "get", []),
+    (f"{NS}/configmaps/{{name}}", "put", ["dryRun", "fieldManager", "fieldValidation"]),
+    (f"{NS}/configmaps/{{name}}", "patch", ["dryRun", "fieldManager", "fieldValidation", "force"]),
+    (f"{NS}/configmaps/{{name}}", "delete", ["dryRun", "gracePeriodSeconds", "orphanDependents", "propagationPolicy"]),
+    (f"{NS}/configmaps", "", ["namespace", "pretty"]),
+    (f"{NS}/configmaps", "get", ["allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit",
+                                 "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds",
+                                 "watch"]),
+    (f"{NS}/configmaps", "post", ["dryRun", "fieldManager", "fieldValidation"]),
+    # A path with one operation lists every parameter on the path, as kube-openapi does.
+    ("/api/v1/configmaps", "", ["allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit",
+                                "pretty", "resourceVersion", "resourceVersionMatch", "sendInitialEvents",
+                                "timeoutSeconds", "watch"]),
+    ("/api/v1/namespaces/{name}/finalize", "", ["dryRun", "fieldManager", "fieldValidation", "name", "pretty"]),
+    ("/api/v1/namespaces", "", ["pretty"]),
+]
+
+
+@pytest.mark.parametrize(("path", "method", "names"), PARAMETERS)
+def test_parameters(v1: Doc, path: str, method: str, names: list[str]) -> None:
+    holder = v1["paths"][path][method] if method else v1["paths"][path]
+    assert [p["name"] for p in holder.get("parameters", [])] == names
+
+
+def test_parameter_shape(v1: Doc) -> None:
+    shared = v1["paths"][f"{NS}/configmaps/{{name}}"]["parameters"]
+    assert shared[0] == {"description": "name of the ConfigMap", "in": "path", "name": "name", "required": True,
+                         "schema": {"type": "string", "uniqueItems": True}}
+    assert shared[1]["description"] == "object name and auth scope, such as for teams and projects"
+    field_validation = v1["paths"][f"{NS}/configmaps"]["post"]["parameters"][2]
+    assert (field_validation["in"], field_validation["schema"]) == ("query", {"type": "string", "uniqueItems": True})
+    patch_manager = v1["paths"][f"{NS}/configmaps/{{name}}"]["patch"]["parameters"][1]
+    assert "required for apply requests" in patch_manager["description"]
+
+
+def test_bodies_and_responses(v1: Doc) -> None:
+    item = v1["paths"][f"{NS}/configmaps/{{name}}"]
+    assert item["put"]["requestBody"] == {
+        "content": {"*/*": {"schema": {"$ref": REF + CORE + "ConfigMap"}}}, "required": True}
+    assert item["patch"]["requestBody"]["content"] == {
+        media: {"schema": {"$ref": REF + META + "Patch"}} for media in (
+            "application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json",
+            "application/strategic-merge-patch+json")}
+    assert item["delete"]["requestBody"] == {"content": {"*/*": {"schema": {"$ref": REF + META + "DeleteOptions"}}}}
+    assert sorted(item["delete"]["responses"]) == ["200", "202", "401"]
+    deleted = item["delete"]["responses"]["200"]["content"]["application/json"]
+    assert deleted["schema"] == {"$ref": REF + META + "Status"}
+    assert item["put"]["responses"]["201"]["description"] == "Created"
+    listed = v1["paths"][f"{NS}/configmaps"]["get"]["responses"]["200"]["content"]
+    assert sorted(listed) == ["application/json", "application/json;stream=watch",
+                              "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf;stream=watch",
+                              "application/yaml"]
+    assert listed["application/json"]["schema"] == {"$ref": REF + CORE + "ConfigMapList"}
+    watched = v1["paths"]["/api/v1/watch/configmaps"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert watched["schema"] == {"$ref": REF + META + "WatchEvent"}
+
+
+def test_every_ref_resolves(built: documents.Documents) -> None:
+    for body in [d.body for d in built.group_versions.values()]:
+        doc = orjson.loads(body)
+        refs = set(re.findall(rb'"\$ref":"#/components/schemas/([^"]+)"', body))
+        assert {r.decode() for r in refs} <= set(doc["components"]["schemas"])
+
+
+@pytest.mark.parametrize(("group", "version", "gv", "tag"), [
+    ("", "v1", "CoreV1", "core_v1"),
+    ("apps", "v1beta2", "AppsV1beta2", "apps_v1beta2"),
+    ("rbac.authorization.k8s.io", "v1", "RbacAuthorizationV1", "rbacAuthorization_v1"),
+    ("stable.example.com", "v1", "StableExampleComV1", "stableExampleCom_v1"),
+])
+def test_group_version_names(group: str, version: str, gv: str, tag: str) -> None:
+    assert (paths.group_version_id(group, version), paths.tag(group, version)) == (gv, tag)
+
+
+# --- schemas -----------------------------------------------------------------------------------------
+
+def test_config_map_schema(v1: Doc) -> None:
+    schema = _schema(v1, CORE + "ConfigMap")
+    assert schema["description"] == "ConfigMap holds non-secret configuration data."
+    assert schema["type"] == "object"
+    assert schema["x-kubernetes-group-version-kind"] == [{"group": "", "kind": "ConfigMap", "version": "v1"}]
+    props = schema["properties"]
+    assert sorted(props) == ["apiVersion", "binaryData", "data", "immutable", "kind", "metadata"]
+    assert props["apiVersion"]["type"] == props["kind"]["type"] == "string"
+    assert props["data"] == {"additionalProperties": {"default": "", "type": "string"},
+                             "description": "UTF-8 values. Keys must not also appear in binaryData.",
+                             "type": "object"}
+    assert props["binaryData"]["additionalProperties"] == {"format": "byte", "type": "string"}
+    assert props["immutable"] == {"description": "When true, data and binaryData can no longer change.",
+                                  "type": "boolean"}
+    assert props["metadata"] == {"allOf": [{"$ref": REF + META + "ObjectMeta"}], "default": {},
+                                 "description": schemas.OBJECT_META}
+    assert "required" not in schema
+
+
+SCHEMA_FIELDS = [
+    # (schema, property, expected)
+    (CORE + "Secret", "data", {"additionalProperties": {"format": "byte", "type": "string"},
+                               "description": "Arbitrary bytes (base64 in JSON).", "type": "object"}),
+    (CORE + "Secret", "type", {"description": 'e.g. "Opaque" or "kubernetes.io/tls".', "type": "string"}),
+    (CORE + "Namespace", "spec", {"allOf": [{"$ref": REF + CORE + "NamespaceSpec"}], "default": {}}),
+    (CORE + "ConfigMapList", "items", {"items": {"allOf": [{"$ref": REF + CORE + "ConfigMap"}], "default": {}},
+                                       "type": "array"}),
+    (CORE + "NamespaceCondition", "lastTransitionTime", {"$ref": REF + META + "Time"}),
+    (META + "ObjectMeta", "generation", {"description": "Incremented by the server on each change to the desired "
+                                                        "state.", "format": "int64", "type": "integer"}),
+    (META + "ObjectMeta", "creationTimestamp", {"$ref": REF + META + "Time"}),
+    (META + "ObjectMeta", "labels", {"additionalProperties": {"default": "", "type": "string"}, "type": "object"}),
+    (META + "Status", "code", {"description": "Suggested HTTP status code; 0 when unset.", "format": "int32",
+                               "type": "integer"}),
+    (META + "Status", "metadata", {"allOf": [{"$ref": REF + META + "ListMeta"}], "default": {},
+                                   "description": schemas.LIST_META}),
+    (META + "ManagedFieldsEntry", "fieldsV1", {"$ref": REF + META + "FieldsV1"}),
+    (META + "APIResource", "verbs", {"items": {"default": "", "type": "string"}, "type": "array"}),
+    (META + "APIResource", "namespaced", {"default": False, "type": "boolean"}),
+    (META + "WatchEvent", "object", {"$ref": REF + "io.k8s.apimachinery.pkg.runtime.RawExtension"}),
+    # Required scalars Go always prints get their zero value as default.
+    (META + "OwnerReference", "uid", {"default": "", "type": "string"}),
+    (META + "OwnerReference", "controller", {"description": "True when the owner is the managing controller.",
+                                             "type": "boolean"}),
+]
+
+
+@pytest.mark.parametrize(("name", "prop", "expected"), SCHEMA_FIELDS)
+def test_schema_field(v1: Doc, name: str, prop: str, expected: Doc) -> None:
+    assert _schema(v1, name)["properties"][prop] == expected
+
+
+WELL_KNOWN_SCHEMAS = [
+    (META + "Time", {"format": "date-time", "type": "string"}),
+    (META + "FieldsV1", {"type": "object"}),
+    ("io.k8s.apimachinery.pkg.runtime.RawExtension", {"type": "object"}),
+]
+
+
+@pytest.mark.parametrize(("name", "shape"), WELL_KNOWN_SCHEMAS)
+def test_well_known_schema(v1: Doc, name: str, shape: Doc) -> None:
+    found = dict(_schema(v1, name))
+    assert found.pop("description")
+    assert found == shape
+
+
+def test_int_or_string_and_quantity_are_published_as_kube_does() -> None:
+    assert schemas.WELL_KNOWN["k8s.io.apimachinery.pkg.util.intstr.IntOrString"]["oneOf"] == [
+        {"type": "integer"}, {"type": "string"}]
+    assert schemas.WELL_KNOWN["k8s.io.apimachinery.pkg.util.intstr.IntOrString"]["format"] == "int-or-string"
+    assert schemas.WELL_KNOWN["k8s.io.apimachinery.pkg.api.resource.Quantity"]["oneOf"] == [
+        {"type": "string"}, {"type": "number"}]
+
+
+def test_every_codec_well_known_type_has_a_schema() -> None:
+    assert set(CODEC_WELL_KNOWN) <= set(schemas.WELL_KNOWN) | set(schemas.INLINE)
+
+
+GVKS = [
+    (CORE + "Namespace", [("", "Namespace", "v1")]),
+    (CORE + "NamespaceList", [("", "NamespaceList", "v1")]),
+    (CORE + "Secret", [("", "Secret", "v1")]),
+    (META + "Status", [("", "Status", "v1")]),
+    (META + "DeleteOptions", [("", "DeleteOptions", "v1")]),
+    (META + "WatchEvent", [("", "WatchEvent", "v1")]),
+    (META + "APIResourceList", [("", "APIResourceList", "v1")]),
+    (META + "ObjectMeta", []),
+    (CORE + "NamespaceSpec", []),
+]
+
+
+@pytest.mark.parametrize(("name", "gvks"), GVKS)
+def test_group_version_kind_extension(v1: Doc, name: str, gvks: list[tuple[str, str, str]]) -> None:
+    found = _schema(v1, name).get("x-kubernetes-group-version-kind", [])
+    assert [(g["group"], g["kind"], g["version"]) for g in found] == gvks
+
+
+def test_type_meta_only_on_kinds(v1: Doc) -> None:
+    for name in (CORE + "Namespace", CORE + "SecretList", META + "Status", META + "DeleteOptions",
+                 META + "APIResourceList"):
+        assert {"apiVersion", "kind"} <= set(_schema(v1, name)["properties"]), name
+    for name in (META + "ObjectMeta", META + "WatchEvent", CORE + "NamespaceSpec"):
+        assert "apiVersion" not in _schema(v1, name)["properties"], name
+
+
+EXTENSIONS = [
+    # (schema, property, the x-kubernetes-* keys it carries)
+    (META + "ObjectMeta", "finalizers", {"x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge"}),
+    (META + "ObjectMeta", "ownerReferences", {
+        "x-kubernetes-list-map-keys": ["uid"], "x-kubernetes-list-type": "map", "x-kubernetes-patch-merge-key": "uid",
+        "x-kubernetes-patch-strategy": "merge"}),
+    (META + "ObjectMeta", "managedFields", {"x-kubernetes-list-type": "atomic"}),
+    (META + "ObjectMeta", "labels", {}),
+    (CORE + "NamespaceSpec", "finalizers", {"x-kubernetes-list-type": "atomic"}),
+    (CORE + "NamespaceStatus", "conditions", {
+        "x-kubernetes-list-map-keys": ["type"], "x-kubernetes-list-type": "map", "x-kubernetes-patch-merge-key": "type",
+        "x-kubernetes-patch-strategy": "merge"}),
+    (META + "StatusDetails", "causes", {"x-kubernetes-list-type": "atomic"}),
+    (META + "DeleteOptions", "dryRun", {"x-kubernetes-list-type": "atomic"}),
+    (CORE + "ConfigMapList", "items", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "prop", "extensions"), EXTENSIONS)
+def test_list_and_patch_extensions(v1: Doc, name: str, prop: str, extensions: Doc) -> None:
+    found = _schema(v1, name)["properties"][prop]
+    assert {k: v for k, v in found.items() if k.startswith("x-kubernetes-")} == extensions
+
+
+REQUIRED = [
+    (META + "OwnerReference", ["apiVersion", "kind", "name", "uid"], "atomic"),
+    (META + "ObjectMeta", None, None),
+    (META + "WatchEvent", ["type", "object"], None),
+    (CORE + "NamespaceCondition", ["type", "status"], None),
+    (CORE + "SecretList", ["items"], None),
+    (META + "APIResourceList", ["groupVersion", "resources"], None),
+]
+
+
+@pytest.mark.parametrize(("name", "required", "map_type"), REQUIRED)
+def test_required_and_map_type(v1: Doc, name: str, required: list[str] | None, map_type: str | None) -> None:
+    schema = _schema(v1, name)
+    assert (schema.get("required"), schema.get("x-kubernetes-map-type")) == (required, map_type)
+
+
+def test_every_hint_names_a_real_message_and_field() -> None:
+    pool = descriptor_pool.Default()
+    for message, field in FIELDS:
+        assert field in pool.FindMessageTypeByName(message).fields_by_name, (message, field)
+    for message, hint in MESSAGES.items():
+        fields = pool.FindMessageTypeByName(message).fields_by_name
+        assert set(hint.required) <= set(fields), message
+
+
+# --- comments ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("comment", "description"), [
+    (" One line.\n", "One line."),
+    (" Two\n lines.\n", "Two lines."),
+    (" First.\n\n Second\n paragraph.\n", "First.\n\nSecond paragraph."),
+    (" Upstream style.\n +optional\n +listType=atomic\n", "Upstream style."),
+    (" Kept.\n TODO: not this\n ---\n Nor this.\n", "Kept."),
+    ("", ""),
+])
+def test_comment_cleaning(comment: str, description: str) -> None:
+    assert comments.clean(comment) == description
+
+
+def test_comments_come_from_the_descriptor_set() -> None:
+    loaded = comments.load()
+    assert loaded.message("k8s.io.api.core.v1.ConfigMap") == "ConfigMap holds non-secret configuration data."
+    assert loaded.field("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers") == (
+        "Deletion waits until this list is empty.")
+    # A detached comment (a note followed by a blank line) is not a description.
+    assert loaded.field("k8s.io.api.core.v1.NamespaceCondition", "type") == 'e.g. "NamespaceDeletionContentFailure".'
+
+
+def test_descriptor_set_is_current() -> None:
+    """capstan/api/descriptors.binpb is what protoc makes of protos/capstan/api today."""
+    protoc = pytest.importorskip("grpc_tools.protoc")
+    api = sorted(str(p.relative_to(ROOT / "protos")) for p in (ROOT / "protos/capstan/api").rglob("*.proto"))
+    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"capstan-descriptors-{os.getpid()}.binpb"
+    args = ["protoc", f"-I{ROOT / 'protos'}", f"-I{Path(protoc.__file__).parent / '_proto'}", "--include_source_info",
+            f"--descriptor_set_out={out}", *api]
+    try:
+        assert protoc.main(args) == 0
+        assert out.read_bytes() == (ROOT / "capstan/api" / comments.DESCRIPTOR_SET).read_bytes()
+    finally:
+        out.unlink(missing_ok=True)
+
+
+# --- OpenAPI v2 ----------------------------------------------------------------------------------------
+
+def test_swagger_document(built: documents.Documents) -> None:
+    doc = orjson.loads(built.swagger.body)
+    assert (doc["swagger"], doc["info"]) == ("2.0", {"title": "Kubernetes", "version": "v1.32.0"})
+    assert doc["definitions"][CORE + "ConfigMap"]["properties"]["metadata"] == {
+        "$ref": "#/definitions/" + META + "ObjectMeta", "default": {}, "description": schemas.OBJECT_META}
+    put = doc["paths"][f"{NS}/configmaps/{{name}}"]["put"]
+    assert put["consumes"] == ["*/*"]
+    assert put["parameters"][-1] == {"in": "body", "name": "body", "required": True,
+                                     "schema": {"$ref": "#/definitions/" + CORE + "ConfigMap"}}
+    assert put["responses"]["200"] == {"description": "OK", "schema": {"$ref": "#/definitions/" + CORE + "ConfigMap"}}
+    shared = doc["paths"][f"{NS}/configmaps/{{name}}"]["parameters"][0]
+    assert shared == {"description": "name of the ConfigMap", "in": "path", "name": "name", "required": True,
+                      "type": "string", "uniqueItems": True}
+    assert swagger.schema_v2(schemas.WELL_KNOWN["k8s.io.apimachinery.pkg.util.intstr.IntOrString"])["type"] == "string"
+
+
+# Golden bytes from gnostic's OpenAPIv2.proto field numbers.
+GNOSTIC = [
+    ({"type": "string"}, "b201" "08" "0a06" + b"string".hex()),  # Schema.type(22) = TypeItem{value(1)}
+    ({"$ref": "#/definitions/X", "description": "d", "default": {}},
+     "0a0f" + b"#/definitions/X".hex() + "2201" + b"d".hex() + "2a05" + "1203" + b"{}\n".hex()),
+    ({"x-kubernetes-list-type": "set"},  # vendor_extension(31) = NamedAny{name(1), value(2) = Any{yaml(2)}}
+     "fa01" "22" "0a16" + b"x-kubernetes-list-type".hex() + "1208" "1206" + b'"set"\n'.hex()),
+]
+
+
+@pytest.mark.parametrize(("schema", "encoded"), GNOSTIC)
+def test_gnostic_schema_encoding(schema: Doc, encoded: str) -> None:
+    assert gnostic.schema(schema).hex() == encoded
+
+
+def _fields(data: bytes) -> list[tuple[int, bytes]]:
+    """A protobuf message's length-delimited fields as (field number, bytes); varint fields are skipped."""
+    out: list[tuple[int, bytes]] = []
+    i = 0
+    while i < len(data):
+        key, i = _read_varint(data, i)
+        value, i = _read_varint(data, i)
+        if key & 7 == 2:
+            out.append((key >> 3, data[i:i + value]))
+            i += value
+    return out
+
+
+def _read_varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[i]
+        value |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if byte < 0x80:
+            return value, i
+
+
+def _first_name(pair: bytes) -> str:
+    """The name (field 1) of a Named* pair."""
+    return dict(_fields(pair))[1].decode()
+
+
+def test_swagger_protobuf_holds_the_json_document(built: documents.Documents) -> None:
+    doc = orjson.loads(built.swagger.body)
+    fields = dict(_fields(built.swagger_protobuf))
+    assert fields[1] == b"2.0"
+    info = dict(_fields(fields[2]))
+    assert (info[1], info[2]) == (b"Kubernetes", b"v1.32.0")
+    assert [_first_name(v) for n, v in _fields(fields[8]) if n == 2] == sorted(doc["paths"])
+    assert [_first_name(v) for n, v in _fields(fields[9]) if n == 1] == sorted(doc["definitions"])
+
+
+# --- HTTP ----------------------------------------------------------------------------------------------
+
+@pytest.fixture
+async def http(tmp_path: Path) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
+    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
+    client = InProcessClient(Core(store, Registry(BUILTIN)))
+    runner, port = await start_http(build_app(client), "127.0.0.1", 0)
+    session = aiohttp.ClientSession()
+    try:
+        yield session, f"http://127.0.0.1:{port}"
+    finally:
+        await session.close()
+        await runner.cleanup()
+        await client.close()
+        await store.close()
+
+
+async def test_http_index_and_document(http: tuple[aiohttp.ClientSession, str]) -> None:
+    session, url = http
+    async with session.get(url + "/openapi/v3") as resp:
+        assert resp.status == 200
+        assert resp.headers["Content-Type"] == "application/json"
+        body = await resp.read()
+        assert resp.headers["ETag"] == f'"{hashlib.sha512(body).hexdigest().upper()}"'
+        index = orjson.loads(body)
+    async with session.get(url + "/openapi/v3", headers={"If-None-Match": resp.headers["ETag"]}) as again:
+        assert again.status == 304
+    relative = index["paths"]["api/v1"]["serverRelativeURL"]
+    async with session.get(url + relative, headers={"Accept": "application/json"}) as resp:
+        assert resp.status == 200
+        body = await resp.read()
+        assert relative.endswith("?hash=" + hashlib.sha512(body).hexdigest().upper())
+        assert (resp.headers["Cache-Control"], resp.headers["Vary"]) == ("public, immutable", "Accept")
+        assert orjson.loads(body)["openapi"] == "3.0.0"
+    async with session.get(url + "/openapi/v3/api/v1") as resp:
+        assert resp.status == 200
+        assert "Cache-Control" not in resp.headers
+
+
+@pytest.mark.parametrize(("path", "accept", "status"), [
+    ("/openapi/v3/api/v1?hash=0123", "application/json", 301),
+    ("/openapi/v3/apis/example.com/v1", "application/json", 404),
+    ("/openapi/v3/api/v1", "application/com.github.proto-openapi.spec.v3.v1.0+protobuf", 406),
+    ("/openapi/v2", "text/plain", 406),
+])
+async def test_http_refusals(http: tuple[aiohttp.ClientSession, str], path: str, accept: str, status: int) -> None:
+    session, url = http
+    async with session.get(url + path, headers={"Accept": accept}, allow_redirects=False) as resp:
+        assert resp.status == status
+        if status == 301:
+            assert re.fullmatch(r"/openapi/v3/api/v1\?hash=[0-9A-F]{128}", resp.headers["Location"])
+        if status == 404:
+            assert (await resp.json())["message"] == "the server could not find the requested resource"
+
+
+SWAGGER_PB = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+@pytest.mark.parametrize(("accept", "content_type"), [
+    ("application/json", "application/json"),
+    ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf", SWAGGER_PB),  # what client-go sends
+    (SWAGGER_PB, SWAGGER_PB),
+])
+async def test_http_swagger(http: tuple[aiohttp.ClientSession, str], accept: str, content_type: str) -> None:
+    session, url = http
+    async with session.get(url + "/openapi/v2", headers={"Accept": accept}) as resp:
+        assert (resp.status, resp.headers["Content-Type"]) == (200, content_type)
+        body = await resp.read()
+    if content_type == "application/json":
+        assert orjson.loads(body)["swagger"] == "2.0"
+    else:
+        assert dict(_fields(body))[1] == b"2.0"
+
+
+# --- kubectl -----------------------------------------------------------------------------------------
+
+def _kubectls() -> list[str]:
+    """Every kubectl on PATH; gcloud installs one binary per minor version beside its dispatcher."""
+    found = shutil.which("kubectl")
+    if found is None:
+        return []
+    versioned = sorted(glob.glob(os.path.join(os.path.dirname(os.path.realpath(found)), "kubectl.1.*")))
+    return versioned or [found]
+
+
+LISTENING = re.compile(r"HTTP http://127\.0\.0\.1:(\d+) ")
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A real `capstan serve` and a kubeconfig for it."""
+    data = tmp_path_factory.mktemp("serve") / "data"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capstan", "serve", "--data-dir", str(data), "--http-port", "0", "--grpc-port", "0",
+         "--sync", "false"],
+        cwd=ROOT, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if LISTENING.search(line):
+            break
+    else:
+        raise AssertionError(f"capstan serve exited with {proc.wait()} before listening")
+    try:
+        config = data.parent / "kubeconfig"
+        printed = subprocess.run([sys.executable, "-m", "capstan", "kubeconfig", "--data-dir", str(data)], cwd=ROOT,
+                                 capture_output=True, text=True, check=True, timeout=60)
+        config.write_text(printed.stdout)
+        yield config
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+
+
+def _kubectl(binary: str, config: Path, cache: Path, *args: str, stdin: str | None = None) -> str:
+    out = subprocess.run([binary, f"--kubeconfig={config}", f"--cache-dir={cache}", *args], input=stdin,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  a: b\n"
+
+
+@pytest.mark.parametrize("binary", [pytest.param(b, id=os.path.basename(b)) for b in _kubectls()]
+                         or [pytest.param("", marks=pytest.mark.skip(reason="kubectl not found"))])
+def test_kubectl(binary: str, kubeconfig: Path, tmp_path: Path) -> None:
+    """kubectl explain reads the v3 documents; create validates against them (kubectl 1.28 also loads v2)."""
+    explained = _kubectl(binary, kubeconfig, tmp_path, "explain", "configmap")
+    assert "ConfigMap holds non-secret configuration data." in explained
+    assert re.search(r"data\s+<map\[string\]string>\n\s+UTF-8 values\. Keys must not also appear in binaryData\.",
+                     explained)
+    field = _kubectl(binary, kubeconfig, tmp_path, "explain", "configmap.metadata.name")
+    assert re.search(r"FIELD:\s+name <string>", field)
+    assert "Unique within the namespace (or cluster, for cluster-scoped kinds)." in field
+    name = "c-" + re.sub(r"[^0-9a-z]", "-", os.path.basename(binary).lower())
+    created = _kubectl(binary, kubeconfig, tmp_path, "create", "-f", "-", stdin=CONFIG_MAP.format(name=name))
+    assert created.strip() == f"configmap/{name} created"
+    _kubectl(binary, kubeconfig, tmp_path, "delete", "configmap", name)

@@ -37,7 +37,10 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
             raise CoreError(failure(404, "NotFound", "the server could not find the requested resource"))
         if isinstance(info, requestinfo.DiscoveryInfo):
             if http.method not in ("GET", "HEAD"):
-                raise CoreError(failure(405, "MethodNotAllowed", f"{http.method} is not allowed on discovery"))
+                status = failure(405, "MethodNotAllowed",
+                                 "the server does not allow this method on the requested resource")
+                status.details.SetInParent()
+                raise CoreError(status)
             return await discovery.serve(gateway, info, http)
         http[metrics.INFO_KEY] = info
         resource = await gateway.resource(info.group, info.version, info.resource)
@@ -114,7 +117,8 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> 
 async def start_http(app: web.Application, listen: str, port: int) -> tuple[web.AppRunner, int]:
     """Serve `app` on listen:port (0 picks a free port); returns the runner and the bound port."""
     sock = socket.create_server((listen, port), family=_family(listen), reuse_port=False)
-    runner = web.AppRunner(app, access_log=None)
+    # handler_cancellation: a client that goes away cancels its handler (a watch frees the core's at once).
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     await web.SockSite(runner, sock).start()
     bound: int = sock.getsockname()[1]

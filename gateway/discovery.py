@@ -100,6 +100,7 @@ def resource_list(discovered: core_pb2.DiscoverResponse, group: str, version: st
                 "kind": sub.kind,
                 "verbs": list(sub.verbs),
             })
+    entries.sort(key=lambda entry: str(entry["name"]))  # kube-apiserver's installer registers paths sorted
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -122,9 +123,13 @@ def aggregated(discovered: core_pb2.DiscoverResponse, *, legacy: bool, api_versi
             continue
         version_docs = []
         for v in versions:
-            resources = [_aggregated_resource(r) for r in discovered.resources if r.group == name and r.version == v]
+            served = sorted((r for r in discovered.resources if r.group == name and r.version == v),
+                            key=lambda r: r.resource)
+            resources = [_aggregated_resource(r) for r in served]
             version_docs.append({"version": v, "resources": resources, "freshness": "Current"})
-        items.append({"metadata": {"name": name, "creationTimestamp": None}, "versions": version_docs})
+        # ObjectMeta's name is omitempty: the legacy group's item has no name at all.
+        metadata: Doc = {"name": name, "creationTimestamp": None} if name else {"creationTimestamp": None}
+        items.append({"metadata": metadata, "versions": version_docs})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}
 
 
@@ -147,6 +152,6 @@ def _aggregated_resource(r: core_pb2.Resource) -> Doc:
                 "responseKind": {"group": r.group, "version": r.version, "kind": sub.kind},
                 "verbs": list(sub.verbs),
             }
-            for sub in r.subresources
+            for sub in sorted(r.subresources, key=lambda sub: sub.name)
         ]
     return doc

@@ -3,6 +3,8 @@
 Examples:
   GET /api/v1/namespaces/default/configmaps/a   -> get configmaps "a" in "default"
   GET /api/v1/configmaps?watch=1                -> watch configmaps in all namespaces
+  GET /api/v1/namespaces/default/configmaps/a?watch=1 -> get configmaps "a" (?watch only turns lists into watches)
+  GET /api/v1/watch/namespaces/default/configmaps/a   -> watch configmaps "a" (the deprecated /watch/ paths)
   PUT /api/v1/namespaces/ns1/finalize           -> update namespaces "ns1", subresource finalize
   GET /apis/apps/v1                             -> discovery of the apps/v1 group version
 """
@@ -77,17 +79,27 @@ def parse(method: str, path: str, query: Mapping[str, str]) -> RequestInfo | Dis
     resource = parts[0]
     name = parts[1] if len(parts) > 1 else ""
     subresource = parts[2] if len(parts) > 2 else ""
-    verb = _verb(method, bool(name), watch_prefix or query.get("watch", "") in ("1", "true"))
+    verb = _verb(method, bool(name), watch_prefix=watch_prefix, watch_query=_watch_query(query))
     if verb is None:
         return None
     return RequestInfo(verb, group, version, resource, namespace, name, subresource)
 
 
-def _verb(method: str, named: bool, watch: bool) -> str | None:
+def _watch_query(query: Mapping[str, str]) -> bool:
+    """?watch as apimachinery reads a bool parameter: present and neither "0" nor "false" (any case)."""
+    value = query.get("watch")
+    return value is not None and value != "0" and value.lower() != "false"
+
+
+def _verb(method: str, named: bool, *, watch_prefix: bool, watch_query: bool) -> str | None:
+    """kube-apiserver's RequestInfoFactory: ?watch makes a watch of a collection GET only; a GET of one
+    object stays a get whatever the query says, and only the /watch/ path watches one object."""
+    if watch_prefix:
+        return "watch" if method in ("GET", "HEAD") else None
     if method in ("GET", "HEAD"):
-        if watch:
-            return "watch"
-        return "get" if named else "list"
+        if named:
+            return "get"
+        return "watch" if watch_query else "list"
     if method == "DELETE":
         return "delete" if named else "deletecollection"
     return _VERBS.get(method)

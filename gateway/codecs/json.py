@@ -27,7 +27,8 @@ _COMMA, _COLON = ord(","), ord(":")
 def encode(data: bytes, *, api_version: str = "", kind: str = "", pretty: bool = False) -> bytes:
     """The response body for an object the core rendered as JSON."""
     del api_version, kind  # JSON objects carry their own
-    return indent(data) if pretty else data
+    # Go's Encoder.Encode ends a compact document with a newline; MarshalIndent's pretty form has none.
+    return indent(data) if pretty else data + b"\n"
 
 
 def decode(body: bytes) -> bytes:

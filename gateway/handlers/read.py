@@ -12,14 +12,16 @@ from gateway.handlers.request import Call
 
 
 async def get(client: CoreClient, call: Call) -> web.Response:
-    got = await client.get(core_pb2.GetRequest(
+    call.admit()
+    got = await call.within_deadline(client.get(core_pb2.GetRequest(
         path=call.path, options=params.get_options(call.query), accept=respond.core_accept(call.out),
-        view=call.view()))
+        view=call.view())))
     return respond.document(call.out, got.object, api_version=call.api_version, kind=call.resource.kind)
 
 
 async def list_(client: CoreClient, call: Call) -> web.Response:
-    listed = await client.list(core_pb2.ListRequest(
+    call.admit()
+    listed = await call.within_deadline(client.list(core_pb2.ListRequest(
         path=call.path, options=params.list_options(call.query), accept=respond.core_accept(call.out),
-        view=call.view()))
+        view=call.view())))
     return respond.list_document(call.out, listed)

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from aiohttp import web
 
 from capstan.core.v1 import core_pb2
-from gateway import negotiation
+from gateway import negotiation, params
 from gateway.client import CoreError, failure
 from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec
+from gateway.codecs import summarize
 from gateway.codecs import yaml as yaml_codec
 from gateway.negotiation import CodecName, Output
 from gateway.requestinfo import RequestInfo
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's request body limit
+
+T = TypeVar("T")
 
 _VIEWS = {
     "Table": core_pb2.VIEW_TABLE,
@@ -53,6 +58,39 @@ class Call:
         api_version = f"{conversion.group}/{conversion.version}"
         return core_pb2.ViewOptions(view=_VIEWS[conversion.kind], api_version=api_version, include_object=include)
 
+    def admit(self) -> None:
+        """What kube-apiserver refuses before any handler runs, in its order: a malformed ?timeout
+        (400, WithRequestDeadline; watches take none), then a method with no route on this path.
+
+        go-restful answers a generic 405 when the path exists for other methods: POST to one object,
+        PUT to a collection, and POST or DELETE across all namespaces, which only lists and watches
+        (installer.go registers nothing else there)."""
+        i = self.info
+        if i.verb != "watch":
+            params.deadline(self.query)
+        if i.subresource:
+            return  # the core knows each subresource's verbs
+        if self.resource.namespaced and not i.namespace:
+            if not i.name and i.verb not in ("list", "watch"):
+                raise method_not_allowed()
+            return  # an object path without its namespace is no path at all: the core's 404
+        if (i.verb == "create" and i.name) or (i.verb == "update" and not i.name):
+            raise method_not_allowed()
+
+    async def within_deadline(self, call: Awaitable[T]) -> T:
+        """The core call, cut at the request's deadline (?timeout, at most REQUEST_TIMEOUT_MAX) with the
+        504 kube-apiserver's finisher answers; a write cut this way may still happen, as in kube."""
+        try:
+            seconds = params.deadline(self.query)
+        except CoreError:
+            if asyncio.iscoroutine(call):
+                call.close()  # never started
+            raise
+        try:
+            return await asyncio.wait_for(call, seconds)
+        except TimeoutError:
+            raise timed_out() from None
+
 
 def query_of(request: web.Request) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
@@ -64,25 +102,24 @@ def query_of(request: web.Request) -> dict[str, list[str]]:
 def output(request: web.Request, resource: core_pb2.Resource, *, stream: bool = False) -> Output:
     out = negotiation.negotiate_output(request.headers.get("Accept"), protobuf=bool(resource.proto_message),
                                        stream=stream)
-    pretty = negotiation.wants_pretty(request.query.get("pretty"), request.headers.get("User-Agent"))
+    # NegotiateOutputMediaType: the Accept clause's pretty=1 or isPrettyPrint (?pretty, curl, browsers).
+    pretty = out.pretty or negotiation.wants_pretty(request.query.get("pretty"), request.headers.get("User-Agent"))
     if pretty != out.pretty:
         out = Output(out.codec, out.media_type, out.content_type, out.conversion, pretty, out.stream)
     return out
 
 
 async def body(request: web.Request, resource: core_pb2.Resource) -> core_pb2.RawObject:
-    """The request body as the core takes it: JSON bytes, or the kind's protobuf message bytes."""
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        raise too_large()
-    data = await request.content.read(MAX_BODY + 1)
-    if len(data) > MAX_BODY:
-        raise too_large()
+    """The request body as the core takes it: JSON bytes, or the kind's protobuf message bytes.
+    As in kube-apiserver's create and update handlers, the Content-Type is checked (415) before the
+    body is read (413)."""
     media = negotiation.negotiate_input(request.headers.get("Content-Type"), protobuf=bool(resource.proto_message))
+    data = await read_limited(request)
     if media.codec is CodecName.PROTOBUF:
         try:
             raw, api_version, kind = protobuf_codec.decode(data)
         except protobuf_codec.EnvelopeError as err:
-            raise CoreError(failure(400, "BadRequest", str(err))) from None
+            raise unrecognized(resource, err.message, data) from None
         expected = f"{resource.group}/{resource.version}" if resource.group else resource.version
         if (api_version, kind) != (expected, resource.kind):  # kube decodes into the URL's kind only
             raise CoreError(failure(400, "BadRequest", (
@@ -93,11 +130,49 @@ async def body(request: web.Request, resource: core_pb2.Resource) -> core_pb2.Ra
         try:
             data = yaml_codec.decode(data)
         except yaml_codec.YAMLError as err:
-            raise CoreError(failure(400, "BadRequest", str(err))) from None
+            raise unrecognized(resource, err.message, data) from None
     else:
         data = json_codec.decode(data)
     return core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=data)
 
 
+async def read_limited(request: web.Request) -> bytes:
+    """The whole body, or 413 once it passes MAX_BODY (announced or not in Content-Length).
+
+    StreamReader.read(n) answers what has arrived so far, not n bytes: the body is read to its end."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise too_large()
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await request.content.readany():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def unrecognized(resource: core_pb2.Resource, message: str, data: bytes) -> CoreError:
+    """transformDecodeError for a body the decoder could not even type (no group/version/kind)."""
+    return CoreError(failure(400, "BadRequest", (
+        f"the object provided is unrecognized (must be of type {resource.kind}): {message} ({summarize(data)})")))
+
+
 def too_large() -> CoreError:
     return CoreError(failure(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728"))
+
+
+def method_not_allowed() -> CoreError:
+    """go-restful's 405 through kube-apiserver's ServiceErrorHandler: generic, with empty details."""
+    status = failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    status.details.SetInParent()
+    return CoreError(status)
+
+
+def timed_out() -> CoreError:
+    """apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline
+    exceeded", 0), as the finisher answers when a request outlives its deadline."""
+    status = failure(504, "Timeout",
+                     "Timeout: request did not complete within requested timeout - context deadline exceeded")
+    status.details.SetInParent()
+    return CoreError(status)

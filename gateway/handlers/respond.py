@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 from aiohttp import web
+from google.protobuf.message import Message
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2
@@ -12,6 +13,7 @@ from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec
 from gateway.codecs import yaml as yaml_codec
 from gateway.negotiation import JSON, CodecName, Output
+from server.codec import transcode
 
 WARNING_HEADER = "Warning"
 
@@ -21,10 +23,35 @@ def core_accept(out: Output) -> core_pb2.Encoding:
     return core_pb2.ENCODING_PROTOBUF if out.codec is CodecName.PROTOBUF else core_pb2.ENCODING_JSON
 
 
+# The meta.k8s.io documents the core renders only as JSON (conversions, and the Status of an ERROR event
+# in a converted watch), which protobuf clients get as these messages: client-go's metadata informers
+# ask for application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1.
+_META_MESSAGES: dict[str, type[Message]] = {
+    "PartialObjectMetadata": meta_pb2.PartialObjectMetadata,
+    "PartialObjectMetadataList": meta_pb2.PartialObjectMetadataList,
+    "Status": meta_pb2.Status,
+}
+
+
+def as_protobuf(data: bytes) -> tuple[bytes, str, str] | None:
+    """(message bytes, apiVersion, kind) of a JSON meta document that has a protobuf form, else None."""
+    doc = orjson.loads(data)
+    message = _META_MESSAGES.get(doc.get("kind", "")) if isinstance(doc, dict) else None
+    if message is None:
+        return None
+    decoded = transcode.decode(message, doc).message
+    return decoded.SerializeToString(deterministic=True), str(doc.get("apiVersion", "")), str(doc["kind"])
+
+
 def encode(out: Output, data: bytes, encoding: int, *, api_version: str, kind: str) -> tuple[bytes, str]:
     """(body, content type) for one document the core rendered in `encoding`."""
     if encoding == core_pb2.ENCODING_PROTOBUF:
         return protobuf_codec.encode(data, api_version=api_version, kind=kind), out.content_type
+    if out.codec is CodecName.PROTOBUF:
+        converted = as_protobuf(data)
+        if converted is not None:
+            message, doc_api_version, doc_kind = converted
+            return protobuf_codec.encode(message, api_version=doc_api_version, kind=doc_kind), out.content_type
     if out.codec is CodecName.YAML:
         return yaml_codec.encode(data), out.content_type
     content_type = out.content_type if out.codec is CodecName.JSON else JSON  # a kind without protobuf
@@ -66,7 +93,10 @@ def status(out: Output | None, st: meta_pb2.Status) -> web.Response:
     elif out is not None and out.codec is CodecName.YAML:
         body, content_type = yaml_codec.encode(data), out.content_type
     else:
-        body, content_type = json_codec.encode(data, pretty=out is not None and out.pretty), JSON
+        # No output means negotiation itself failed (or never ran); kube-apiserver writes its 406 with
+        # WriteRawJSON, indented whatever was asked.
+        pretty = out.pretty if out is not None else st.code == 406
+        body, content_type = json_codec.encode(data, pretty=pretty), JSON
     response = _response(body, content_type, statuses.http_code(st), None)
     response.headers.update(statuses.headers(st))
     return response

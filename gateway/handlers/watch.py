@@ -1,19 +1,32 @@
 """Watch streams: chunked HTTP/1.1, one JSON event per line or one protobuf frame per event.
 
 Without timeoutSeconds a watch lasts a random 30-60 minutes, as kube-apiserver's
-(kubectl get -w exits when the server closes it). A client that disconnects
-cancels the handler, which closes the core's watch at once.
+(kubectl get -w exits when the server closes it). A client that disconnects ends the
+watch and the core's watch with it: at once where aiohttp cancels handlers on disconnect
+(handler_cancellation), else within DISCONNECT_POLL, as an idle stream checks its connection.
+
+When to answer 200: kube-apiserver refuses a malformed watch with a plain error, and once the
+watch has started reports failures as an ERROR event (the cacher's errWatcher). The core has no
+"started" message, so a refusal is what it raises within ACCEPT_WINDOW; after that the headers
+go out (a client's Watch() returns, as it does against kube at once), and a later refusal (a
+resourceVersion the store has not reached, answered after the core's wait) is an ERROR event.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
+from collections.abc import AsyncIterator
 
+import orjson
 from aiohttp import web
 
+from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2
 from gateway import params
-from gateway.client import CoreClient
+from gateway import status as statuses
+from gateway.client import CoreClient, CoreError
 from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec
 from gateway.handlers import respond
@@ -21,28 +34,96 @@ from gateway.handlers.request import Call
 from gateway.negotiation import CodecName
 
 MIN_REQUEST_TIMEOUT = 1800  # seconds; kube-apiserver's --min-request-timeout default
+ACCEPT_WINDOW = 0.2  # seconds the core has to refuse a watch before the 200 goes out
+DISCONNECT_POLL = 1.0  # seconds between checks that an idle watch's client is still connected
 
 
 async def watch(client: CoreClient, call: Call, http: web.Request) -> web.StreamResponse:
+    call.admit()
     options = params.list_options(call.query)
     options.watch = True
     if not options.timeoutSeconds:
         options.timeoutSeconds = int(MIN_REQUEST_TIMEOUT * (1 + random.random()))
+    path = call.path
+    if call.info.name:  # /watch/.../{name}: the name is a field selector (ListResource's hasName)
+        options.fieldSelector = _name_selector(options.fieldSelector, call.info.name)
+        path.name = ""
     stream = client.watch(core_pb2.WatchRequest(
-        path=call.path, options=options, accept=respond.core_accept(call.out), view=call.view()))
-    first = await anext(stream, None)  # a refused watch answers a plain error, before any streaming
-    response = web.StreamResponse(status=200, headers={"Content-Type": call.out.content_type})
-    response.enable_chunked_encoding()
-    await response.prepare(http)
+        path=path, options=options, accept=respond.core_accept(call.out), view=call.view()))
+    first = asyncio.ensure_future(_next(stream))
+    response: web.StreamResponse | None = None
     try:
-        batch = first
+        done, _ = await asyncio.wait({first}, timeout=ACCEPT_WINDOW)
+        batch = first.result() if done else None  # a refusal raises here, before any streaming
+        response = web.StreamResponse(status=200, headers={"Content-Type": call.out.content_type})
+        response.enable_chunked_encoding()
+        await response.prepare(http)
+        if not done:
+            batch = await _unless_gone(first, http)
         while batch is not None:
             await response.write(b"".join(_frame(call, event) for event in batch.events))
-            batch = await anext(stream, None)
+            batch = await _unless_gone(asyncio.ensure_future(_next(stream)), http)
+    except CoreError as err:
+        if response is None:
+            raise
+        with contextlib.suppress(ConnectionResetError):
+            await response.write(_error_frame(call, err.status))
+    except ConnectionResetError:
+        if response is None:
+            raise
+        return response  # the client went away: nothing more to write
     finally:
+        if not first.done():
+            first.cancel()
+            with contextlib.suppress(asyncio.CancelledError, CoreError):
+                await first
         await stream.aclose()  # type: ignore[attr-defined]
-    await response.write_eof()
+    assert response is not None  # every path that leaves it unset raised
+    with contextlib.suppress(ConnectionResetError):
+        await response.write_eof()
     return response
+
+
+async def _next(stream: AsyncIterator[core_pb2.WatchResponse]) -> core_pb2.WatchResponse | None:
+    return await anext(stream, None)
+
+
+async def _unless_gone(
+    pending: asyncio.Future[core_pb2.WatchResponse | None], http: web.Request
+) -> core_pb2.WatchResponse | None:
+    """The next batch, or ConnectionResetError once the client has disconnected while waiting for it."""
+    try:
+        while True:
+            done, _ = await asyncio.wait({pending}, timeout=DISCONNECT_POLL)
+            if done:
+                return pending.result()
+            if http.transport is None or http.transport.is_closing():
+                raise ConnectionResetError("the watch's client disconnected")
+    finally:
+        if not pending.done():
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, CoreError):
+                await pending
+
+
+def _name_selector(selector: str, name: str) -> str:
+    """The field selector of a watch of one object: its name, or the client's selector if that already
+    requires this very name; any other selector is kube-apiserver's 400."""
+    if not selector:
+        return f"metadata.name={name}"
+    for term in selector.split(","):
+        field, op, value = _split_term(term)
+        if field == "metadata.name" and op in ("=", "==") and value == name:
+            return selector
+    raise params.bad_request("fieldSelector metadata.name doesn't match requested name")
+
+
+def _split_term(term: str) -> tuple[str, str, str]:
+    for op in ("!=", "==", "="):
+        field, found, value = term.partition(op)
+        if found:
+            return field.strip(), op, value.strip()
+    return term.strip(), "", ""
 
 
 def _frame(call: Call, event: core_pb2.WatchEvent) -> bytes:
@@ -50,8 +131,20 @@ def _frame(call: Call, event: core_pb2.WatchEvent) -> bytes:
     api_version, kind = call.api_version, call.resource.kind
     if event.type == "ERROR":
         api_version, kind = "v1", "Status"
-    if call.out.codec is CodecName.PROTOBUF and encoding == core_pb2.ENCODING_PROTOBUF:
-        return protobuf_codec.encode_watch_event(event.type, data, api_version=api_version, kind=kind)
+    if call.out.codec is CodecName.PROTOBUF:
+        if encoding == core_pb2.ENCODING_JSON:  # a conversion (PartialObjectMetadata), or its Status
+            converted = respond.as_protobuf(data)
+            if converted is not None:
+                data, api_version, kind = converted
+                encoding = core_pb2.ENCODING_PROTOBUF
+        if encoding == core_pb2.ENCODING_PROTOBUF:
+            return protobuf_codec.encode_watch_event(event.type, data, api_version=api_version, kind=kind)
     return json_codec.encode_watch_event(event.type, data)
 
 
+def _error_frame(call: Call, status: meta_pb2.Status) -> bytes:
+    """The ERROR event of a watch that failed after it started, carrying the Status."""
+    if call.out.codec is CodecName.PROTOBUF:
+        return protobuf_codec.encode_watch_event(
+            "ERROR", status.SerializeToString(deterministic=True), api_version="v1", kind="Status")
+    return json_codec.encode_watch_event("ERROR", orjson.dumps(statuses.status_dict(status)))

@@ -13,17 +13,19 @@ from gateway.handlers.request import Call
 
 
 async def create(client: CoreClient, call: Call, http: web.Request) -> web.Response:
+    call.admit()
     raw = await req.body(http, call.resource)
-    created = await client.create(core_pb2.CreateRequest(
-        path=call.path, object=raw, options=params.create_options(call.query), accept=respond.core_accept(call.out)))
+    created = await call.within_deadline(client.create(core_pb2.CreateRequest(
+        path=call.path, object=raw, options=params.create_options(call.query), accept=respond.core_accept(call.out))))
     return respond.document(call.out, created.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201, warnings=list(created.warnings))
 
 
 async def update(client: CoreClient, call: Call, http: web.Request) -> web.Response:
+    call.admit()
     raw = await req.body(http, call.resource)
-    updated = await client.update(core_pb2.UpdateRequest(
-        path=call.path, object=raw, options=params.update_options(call.query), accept=respond.core_accept(call.out)))
+    updated = await call.within_deadline(client.update(core_pb2.UpdateRequest(
+        path=call.path, object=raw, options=params.update_options(call.query), accept=respond.core_accept(call.out))))
     return respond.document(call.out, updated.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201 if updated.created else 200,
                             warnings=list(updated.warnings))

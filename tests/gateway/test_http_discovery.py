@@ -1,0 +1,186 @@
+"""Discovery over HTTP: /version, /api, /apis, group and group-version documents, aggregated discovery
+(apidiscovery.k8s.io v2 and v2beta1) when asked, and the health endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from capstan.api.meta.v1 import meta_pb2
+from gateway.codecs import protobuf as protobuf_codec
+from server.registry import Resource
+from server.schema import JsonSchema
+from tests.gateway import kube
+from tests.gateway.conftest import Server
+
+Obj = dict[str, Any]
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+GROUP = "example.capstan.dev"
+AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+KUBECTL = (  # what kubectl 1.32 sends for /api and /apis
+    "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+    "application/json"
+)
+ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+# /api/v1 as kube-apiserver lists these three resources: sorted by name (the installer sorts its paths),
+# subresources as "resource/sub" entries, storageVersionHash the first 8 bytes of sha256("group/version/Kind").
+CORE_V1: Obj = {
+    "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1", "resources": [
+        {"name": "configmaps", "singularName": "configmap", "namespaced": True, "kind": "ConfigMap",
+         "verbs": ALL_VERBS, "shortNames": ["cm"], "storageVersionHash": "qFsyl6wFWjQ="},
+        {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
+         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"],
+         "storageVersionHash": "Q3oi5N2YM8M="},
+        {"name": "namespaces/finalize", "singularName": "", "namespaced": False, "kind": "Namespace",
+         "verbs": ["update"]},
+        {"name": "namespaces/status", "singularName": "", "namespaced": False, "kind": "Namespace",
+         "verbs": ["get", "patch", "update"]},
+        {"name": "secrets", "singularName": "secret", "namespaced": True, "kind": "Secret",
+         "verbs": ALL_VERBS, "storageVersionHash": "S6u1pOWzb84="},
+    ],
+}
+
+
+def aggregated_core(api_version: str) -> Obj:
+    def kind(k: str) -> Obj:
+        return {"group": "", "version": "v1", "kind": k}
+
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": [{
+        "metadata": {"creationTimestamp": None},
+        "versions": [{"version": "v1", "freshness": "Current", "resources": [
+            {"resource": "configmaps", "responseKind": kind("ConfigMap"), "scope": "Namespaced",
+             "singularResource": "configmap", "verbs": ALL_VERBS, "shortNames": ["cm"]},
+            {"resource": "namespaces", "responseKind": kind("Namespace"), "scope": "Cluster",
+             "singularResource": "namespace", "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+             "shortNames": ["ns"], "subresources": [
+                 {"subresource": "finalize", "responseKind": kind("Namespace"), "verbs": ["update"]},
+                 {"subresource": "status", "responseKind": kind("Namespace"), "verbs": ["get", "patch", "update"]}]},
+            {"resource": "secrets", "responseKind": kind("Secret"), "scope": "Namespaced",
+             "singularResource": "secret", "verbs": ALL_VERBS},
+        ]}],
+    }]}
+
+
+async def test_version(server: Server) -> None:
+    resp = await server.request("GET", "/version", headers={"Accept": "application/yaml"})
+    doc = resp.json()
+    assert (resp.status, resp.content_type, list(doc)) == (200, "application/json", [
+        "major", "minor", "gitVersion", "gitCommit", "gitTreeState", "buildDate", "goVersion", "compiler", "platform"])
+    assert (doc["major"], doc["minor"], doc["gitVersion"]) == ("1", "32", "v1.32.0")
+    assert resp.body.startswith(b'{\n  "major": "1",\n')  # written indented, whatever was asked
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+async def test_health(server: Server, path: str) -> None:
+    resp = await server.request("GET", path)
+    assert (resp.status, resp.body) == (200, b"ok")
+    assert resp.content_type.startswith("text/plain")
+
+
+async def test_legacy_root_documents(server: Server) -> None:
+    api = await server.request("GET", "/api")
+    assert (api.status, api.content_type, api.json()) == (200, "application/json", {
+        "kind": "APIVersions", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:8080"}]})
+    apis = await server.request("GET", "/apis")
+    assert (apis.status, apis.json()) == (200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+
+
+async def test_core_group_version_resources(server: Server) -> None:
+    resp = await server.request("GET", "/api/v1")
+    assert (resp.status, resp.content_type, resp.json()) == (200, "application/json", CORE_V1)
+    assert resp.json()["resources"][0] == CORE_V1["resources"][0]  # and in this order
+    assert [list(r) for r in resp.json()["resources"]][:1] == [
+        ["name", "singularName", "namespaced", "kind", "verbs", "shortNames", "storageVersionHash"]]
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("/api", {"kind": "APIVersions", "versions": ["v1"]}),
+    ("/api/v1", {"kind": "APIResourceList", "groupVersion": "v1"}),
+])
+async def test_legacy_documents_in_yaml_and_protobuf(server: Server, path: str, expected: Obj) -> None:
+    as_yaml = await server.request("GET", path, headers={"Accept": "application/yaml"})
+    assert (as_yaml.status, as_yaml.content_type) == (200, "application/yaml")
+    assert as_yaml.body.startswith(b"apiVersion: v1\n" if path == "/api/v1" else b"kind: APIVersions\n")
+    as_proto = await server.request("GET", path, headers={"Accept": PROTOBUF})
+    assert (as_proto.status, as_proto.content_type) == (200, PROTOBUF)
+    api_version, kind, raw = protobuf_codec.decode_envelope(as_proto.body)
+    assert (api_version, kind) == ("v1", expected["kind"])
+    if kind == "APIVersions":
+        versions = meta_pb2.APIVersions.FromString(raw)
+        assert (list(versions.versions), versions.serverAddressByClientCIDRs[0].serverAddress) == (
+            ["v1"], "127.0.0.1:8080")
+    else:
+        listed = meta_pb2.APIResourceList.FromString(raw)
+        assert [(r.name, r.namespaced, list(r.verbs.items), list(r.shortNames)) for r in listed.resources] == [
+            (r["name"], r["namespaced"], r["verbs"], r.get("shortNames", [])) for r in CORE_V1["resources"]]
+
+
+@pytest.mark.parametrize(("accept", "version"), [
+    (AGGREGATED_V2, "v2"),
+    (AGGREGATED_V2BETA1, "v2beta1"),
+    (KUBECTL, "v2"),  # protobuf is passed over for the JSON clause after it
+    (f"{AGGREGATED_V2BETA1};q=0.9,{AGGREGATED_V2}", "v2"),
+])
+async def test_aggregated_discovery(server: Server, accept: str, version: str) -> None:
+    api = await server.request("GET", "/api", headers={"Accept": accept})
+    # The Content-Type echoes the conversion: g, v and as, in that order (generateMediaTypeWithGVK).
+    content_type = f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+    assert (api.status, api.content_type, api.json()) == (
+        200, content_type, aggregated_core(f"apidiscovery.k8s.io/{version}"))
+    apis = await server.request("GET", "/apis", headers={"Accept": accept})
+    assert (apis.status, apis.content_type, apis.json()) == (200, content_type, {
+        "kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}", "metadata": {}, "items": []})
+
+
+@pytest.mark.parametrize(("path", "accept"), [
+    ("/api", "text/html"),
+    ("/apis", f"{PROTOBUF};g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"),  # no protobuf schema here
+    ("/api", "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList"),
+    ("/api/v1", AGGREGATED_V2),  # group-version documents take no conversion
+    ("/api/v1", "application/json;as=Table;v=v1;g=meta.k8s.io"),
+])
+async def test_discovery_406(server: Server, path: str, accept: str) -> None:
+    resp = await server.request("GET", path, headers={"Accept": accept})
+    assert (resp.status, resp.json()) == (406, kube.status(406, "NotAcceptable", kube.NOT_ACCEPTABLE))
+
+
+async def test_discovery_takes_only_get(server: Server) -> None:
+    resp = await server.request("POST", "/api/v1", json={})
+    assert (resp.status, resp.json()) == (405, kube.method_not_allowed())
+
+
+@pytest.mark.parametrize("path", ["/apis/nope", "/apis/nope/v1", "/api/v2"])
+async def test_unknown_groups_and_versions_are_404(server: Server, path: str) -> None:
+    resp = await server.request("GET", path)
+    assert (resp.status, resp.json()) == (404, kube.not_found_path())
+
+
+async def test_named_group_discovery(server: Server) -> None:
+    server.core.core.registry.add(Resource(
+        group=GROUP, version="v1", resource="widgets", kind="Widget", singular="widget", namespaced=True,
+        schema=JsonSchema(), short_names=("wd",), categories=("all",)))
+    version = {"groupVersion": f"{GROUP}/v1", "version": "v1"}
+    apis = await server.request("GET", "/apis")
+    assert apis.json() == {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+        {"name": GROUP, "versions": [version], "preferredVersion": version}]}
+    group = await server.request("GET", f"/apis/{GROUP}")
+    assert (group.status, group.json()) == (200, {
+        "kind": "APIGroup", "apiVersion": "v1", "name": GROUP, "versions": [version], "preferredVersion": version})
+    resources = await server.request("GET", f"/apis/{GROUP}/v1")
+    doc = resources.json()
+    assert (resources.status, doc["groupVersion"], doc["resources"][0] | {"storageVersionHash": "-"}) == (
+        200, f"{GROUP}/v1", {"name": "widgets", "singularName": "widget", "namespaced": True, "kind": "Widget",
+                             "verbs": ALL_VERBS, "shortNames": ["wd"], "categories": ["all"],
+                             "storageVersionHash": "-"})
+    aggregated = await server.request("GET", "/apis", headers={"Accept": AGGREGATED_V2})
+    assert aggregated.json()["items"] == [{"metadata": {"name": GROUP, "creationTimestamp": None}, "versions": [
+        {"version": "v1", "freshness": "Current", "resources": [{
+            "resource": "widgets", "responseKind": {"group": GROUP, "version": "v1", "kind": "Widget"},
+            "scope": "Namespaced", "singularResource": "widget", "verbs": ALL_VERBS, "shortNames": ["wd"],
+            "categories": ["all"]}]}]}]

@@ -22,6 +22,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from server.codec.wire import read_varint, varint
+
 VERSION = 1
 HEADER = struct.Struct(">BIII")
 JSON_PREFIX = b'{"metadata":{'
@@ -79,19 +81,19 @@ def render_proto(value: bytes, resource_version: str) -> bytes:
     """The kind's protobuf message bytes with metadata.resourceVersion set."""
     stored = unpack(value)
     rv = resource_version.encode()
-    meta = stored.meta_head + bytes([RESOURCE_VERSION_FIELD << 3 | 2]) + _varint(len(rv)) + rv + stored.meta_tail
-    return b"\x0a" + _varint(len(meta)) + meta + stored.rest
+    meta = stored.meta_head + bytes([RESOURCE_VERSION_FIELD << 3 | 2]) + varint(len(rv)) + rv + stored.meta_tail
+    return b"\x0a" + varint(len(meta)) + meta + stored.rest
 
 
 def _split(proto: bytes) -> tuple[bytes, bytes, bytes]:
     """(meta head, meta tail, rest) of a message whose first field is ObjectMeta (field 1)."""
     if not proto or proto[0] != 0x0A:
         raise ValueError("the object's protobuf must start with metadata (field 1)")
-    length, at = _read_varint(proto, 1)
+    length, at = read_varint(proto, 1)
     meta, rest = proto[at : at + length], proto[at + length :]
     pos = 0
     while pos < len(meta):
-        tag, after_tag = _read_varint(meta, pos)
+        tag, after_tag = read_varint(meta, pos)
         if tag >> 3 > RESOURCE_VERSION_FIELD:
             break
         if tag >> 3 == RESOURCE_VERSION_FIELD:
@@ -102,32 +104,12 @@ def _split(proto: bytes) -> tuple[bytes, bytes, bytes]:
 
 def _skip(data: bytes, pos: int, wire_type: int) -> int:
     if wire_type == 0:
-        return _read_varint(data, pos)[1]
+        return read_varint(data, pos)[1]
     if wire_type == 1:
         return pos + 8
     if wire_type == 2:
-        length, pos = _read_varint(data, pos)
+        length, pos = read_varint(data, pos)
         return pos + length
     if wire_type == 5:
         return pos + 4
     raise ValueError(f"unsupported protobuf wire type {wire_type}")
-
-
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

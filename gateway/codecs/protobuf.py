@@ -26,10 +26,11 @@ import struct
 from collections.abc import Iterator
 
 from capstan.api.meta.v1 import meta_pb2
+from server.codec import wire
 
 MAGIC = b"k8s\x00"
 
-_LEN = 2  # the length-delimited wire type
+_LEN = wire.LEN
 _EOF = "unexpected EOF"  # io.ErrUnexpectedEOF
 _NEGATIVE = "proto: negative length found during unmarshaling"  # ErrInvalidLengthGenerated
 _OVERFLOW = "proto: integer overflow"  # ErrIntOverflowGenerated
@@ -46,8 +47,8 @@ class EnvelopeError(ValueError):
 
 def encode_envelope(api_version: str, kind: str, raw: bytes) -> bytes:
     """``k8s\\x00`` + Unknown{typeMeta{apiVersion, kind}, raw, "", ""}, as client-go and kube-apiserver write it."""
-    type_meta = _field(1, api_version.encode()) + _field(2, kind.encode())
-    return b"".join((MAGIC, _field(1, type_meta), _field(2, raw), b"\x1a\x00\x22\x00"))
+    type_meta = wire.field(1, api_version.encode()) + wire.field(2, kind.encode())
+    return b"".join((MAGIC, wire.field(1, type_meta), wire.field(2, raw), b"\x1a\x00\x22\x00"))
 
 
 def decode_envelope(body: bytes) -> tuple[str, str, bytes]:
@@ -75,7 +76,7 @@ def decode_envelope(body: bytes) -> tuple[str, str, bytes]:
 
 def encode_watch_frame(event_type: str, envelope: bytes) -> bytes:
     """One frame of a protobuf watch: length, then WatchEvent{type, object{raw: envelope}}."""
-    event = _field(1, event_type.encode()) + _field(2, _field(1, envelope))
+    event = wire.field(1, event_type.encode()) + wire.field(2, wire.field(1, envelope))
     return struct.pack(">I", len(event)) + event
 
 
@@ -109,19 +110,6 @@ def decode(body: bytes) -> tuple[bytes, str, str]:
     """(raw, apiVersion, kind) of a request body."""
     api_version, kind, raw = decode_envelope(body)
     return raw, api_version, kind
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | _LEN) + _varint(len(payload)) + payload
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _unmarshal(data: memoryview, message: str, names: dict[int, str]) -> dict[int, list[memoryview]]:

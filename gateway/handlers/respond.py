@@ -14,6 +14,7 @@ from gateway.codecs import protobuf as protobuf_codec
 from gateway.codecs import yaml as yaml_codec
 from gateway.negotiation import JSON, CodecName, Output
 from server.codec import transcode
+from server.codec.wire import varint
 
 WARNING_HEADER = "Warning"
 
@@ -72,9 +73,9 @@ def list_document(out: Output, listed: core_pb2.ListResponse) -> web.Response:
         return document(out, listed.converted, api_version="", kind="")
     if listed.encoding == core_pb2.ENCODING_PROTOBUF:
         meta = listed.metadata.SerializeToString(deterministic=True)
-        parts = [b"\x0a", _varint(len(meta)), meta]
+        parts = [b"\x0a", varint(len(meta)), meta]
         for item in listed.items:
-            parts += (b"\x12", _varint(len(item)), item)
+            parts += (b"\x12", varint(len(item)), item)
         raw = core_pb2.RawObject(encoding=core_pb2.ENCODING_PROTOBUF, data=b"".join(parts))
     else:
         head = orjson.dumps({"kind": listed.kind, "apiVersion": listed.api_version,
@@ -107,12 +108,3 @@ def _response(body: bytes, content_type: str, status: int, warnings: list[str] |
     for warning in warnings or ():
         response.headers.add(WARNING_HEADER, '299 - "' + warning.replace('"', '\\"') + '"')
     return response
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

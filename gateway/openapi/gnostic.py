@@ -18,23 +18,16 @@ from typing import Any
 
 import orjson
 
+from server.codec import wire
+
 Doc = Mapping[str, Any]
 
-_LEN, _VARINT = 2, 0
+_LEN, _VARINT = wire.LEN, wire.VARINT
 _METHODS = (("get", 2), ("put", 3), ("post", 4), ("delete", 5), ("options", 6), ("head", 7), ("patch", 8))
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _message(field: int, data: bytes) -> bytes:
-    return _varint(field << 3 | _LEN) + _varint(len(data)) + data
+    return wire.varint(field << 3 | _LEN) + wire.varint(len(data)) + data
 
 
 def _string(field: int, text: str) -> bytes:
@@ -46,7 +39,7 @@ def _strings(field: int, texts: Iterable[str]) -> bytes:
 
 
 def _bool(field: int, flag: bool) -> bytes:
-    return _varint(field << 3 | _VARINT) + b"\x01" if flag else b""
+    return wire.varint(field << 3 | _VARINT) + b"\x01" if flag else b""
 
 
 def _any(value: Any) -> bytes:

@@ -1,0 +1,37 @@
+"""Protobuf wire-format primitives, for code that splices encoded messages without decoding them.
+
+Used where bytes are assembled directly (stored objects, list bodies, envelopes, the
+OpenAPI v2 protobuf document): written once here.
+"""
+
+from __future__ import annotations
+
+LEN = 2  # wire type of length-delimited fields (strings, bytes, messages)
+VARINT = 0
+
+
+def varint(value: int) -> bytes:
+    """An unsigned integer in base-128 varint encoding."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(the varint at `pos`, the position after it)."""
+    result = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field: tag, length, payload."""
+    return varint(number << 3 | LEN) + varint(len(payload)) + payload

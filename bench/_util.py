@@ -16,12 +16,18 @@ import asyncio
 import json
 import operator
 import resource
+import shutil
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+import traceback
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,3 +140,26 @@ async def run_workers(count: int, workers: int, job: Callable[[int], Awaitable[N
             await job(i)
 
     await asyncio.gather(*(worker() for _ in range(min(workers, count))))
+
+
+def run_workloads(
+    names: str, workloads: Mapping[str, Callable[[Path, S], Coroutine[Any, Any, None]]], sizes: S, *, prefix: str
+) -> int:
+    """Run the comma-separated workloads (in the order given, once each), each in its own scratch
+    directory and event loop; a failing one is reported and the rest still run. The exit status."""
+    failed = []
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        for name in dict.fromkeys(names.split(",")):
+            note(f"{name} ...")
+            (root / name).mkdir()
+            try:
+                asyncio.run(workloads[name](root / name, sizes))
+            except Exception:
+                traceback.print_exc()
+                failed.append(name)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    if failed:
+        note(f"failed: {','.join(failed)}")
+    return 1 if failed else 0

@@ -34,13 +34,10 @@ import asyncio
 import json
 import operator
 import random
-import shutil
 import statistics
 import struct
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +46,7 @@ from typing import Any
 import grpc
 import orjson
 
-from bench._util import Goal, Timings, at_least, below, emit, note, run_workers
+from bench._util import Goal, Timings, at_least, below, emit, note, run_workers, run_workloads
 from bench.storage import commits
 from capstan.core.v1 import core_pb2
 from server.app import RunningCore, start_core
@@ -429,22 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(asyncio.run(client_main(json.loads(args.client)))))
         return 0
     sizes = QUICK if args.quick else FULL
-    failed = []
-    root = Path(tempfile.mkdtemp(prefix="capstan-bench-core-"))
-    try:
-        for name in dict.fromkeys(args.only.split(",")):  # in the order given, once each
-            note(f"{name} ...")
-            (root / name).mkdir()
-            try:
-                asyncio.run(WORKLOADS[name](root / name, sizes))
-            except Exception:
-                traceback.print_exc()
-                failed.append(name)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    if failed:
-        note(f"failed: {','.join(failed)}")
-    return 1 if failed else 0
+    return run_workloads(args.only, WORKLOADS, sizes, prefix="capstan-bench-core-")
 
 
 if __name__ == "__main__":

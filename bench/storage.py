@@ -35,9 +35,7 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,7 +43,7 @@ from typing import Any
 
 import lmdb
 
-from bench._util import Timings, at_least, at_most, below, emit, note, run_workers
+from bench._util import Timings, at_least, at_most, below, emit, note, run_workers, run_workloads
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -443,22 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     if args.scale_keys:
         sizes = replace(sizes, scale_keys=args.scale_keys)
-    failed = []
-    root = Path(tempfile.mkdtemp(prefix="capstan-bench-"))
-    try:
-        for name in dict.fromkeys(args.only.split(",")):  # in the order given, once each
-            note(f"{name} ...")
-            (root / name).mkdir()
-            try:
-                asyncio.run(WORKLOADS[name](root / name, sizes))
-            except Exception:
-                traceback.print_exc()
-                failed.append(name)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    if failed:
-        note(f"failed: {','.join(failed)}")
-    return 1 if failed else 0
+    return run_workloads(args.only, WORKLOADS, sizes, prefix="capstan-bench-")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,89 @@
+"""Server processes a benchmark starts: each logs to a file, is waited for until it says it listens, and is
+stopped at the end whatever happened (SIGTERM, then SIGKILL).
+
+A log file rather than a pipe: a chatty server never blocks on a pipe nobody reads, and its log
+is there to quote when it fails to start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench._util import note
+
+START_TIMEOUT = 30.0  # seconds for a server to log that it listens
+STOP_TIMEOUT = 10.0  # seconds for the servers to exit after SIGTERM before they are killed
+
+
+@dataclass
+class Child:
+    """One server process: its role (how CPU is reported by process), its log file."""
+
+    role: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def listening(self, pattern: re.Pattern[str], timeout: float = START_TIMEOUT) -> str:
+        """Group 1 of the first log line matching `pattern` (the address); RuntimeError if it never comes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = pattern.search(self.log.read_text(errors="replace"))
+            if found:
+                return found[1]
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        tail = self.log.read_text(errors="replace")[-2_000:]
+        raise RuntimeError(f"{self.role} did not start listening (exit code {self.proc.poll()}): {tail}")
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU of the process so far, all its threads (0 once it is gone)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as stat:
+                fields = stat.read().rpartition(")")[2].split()  # the command name may hold spaces
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14, 15
+
+
+class Children:
+    """Every process started, so that all of them are stopped however the benchmark ends."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.all: list[Child] = []
+
+    def start(self, role: str, *args: str, control: bool = False) -> Child:
+        """`python *args`; with `control`, its stdin and stdout are pipes to talk to it (else /dev/null)."""
+        log = self.logs / f"{role}-{len(self.all)}.log"
+        pipe = subprocess.PIPE if control else subprocess.DEVNULL
+        with log.open("wb") as out:
+            proc = subprocess.Popen([sys.executable, *args], stdin=pipe, stdout=pipe, stderr=out,
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        child = Child(role, proc, log)
+        self.all.append(child)
+        return child
+
+    def stop(self) -> None:
+        """SIGTERM to all at once, then SIGKILL to whichever is still running STOP_TIMEOUT later."""
+        for child in self.all:
+            if child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for child in self.all:
+            try:
+                child.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                note(f"{child.role} (pid {child.proc.pid}) still running {STOP_TIMEOUT:g} s after SIGTERM: killed")
+                child.proc.kill()
+                child.proc.wait()
+            for pipe in (child.proc.stdin, child.proc.stdout):
+                if pipe is not None:
+                    pipe.close()

@@ -1,0 +1,896 @@
+"""How fast Capstan serves Kubernetes REST over HTTP, beside kmock and a bare aiohttp ceiling in the same run.
+
+Every server runs in its own process and this process is the client. Each workload runs a few
+rounds against every server in turn (the order rotates each round), so that a slow figure
+reads as "the machine", "aiohttp", "Capstan" or "the gRPC hop" at a glance:
+
+  capstan            `capstan serve`: store, core and gateway in one process (fsync on, as served)
+  capstan-scaleout   `capstan core` and two `capstan gateway --core` processes; the client spreads
+                     requests and watchers over both gateways
+  capstan-1gw-grpc   `capstan core` and one gateway: what the gRPC hop costs, and (beside
+                     capstan-scaleout) what a second gateway process buys
+  kmock              the kmock Kubernetes emulator (PyPI `kmock`), on a port through this file's
+                     `--serve kmock`, as its pytest fixture runs it: a test double, for comparison
+  ceiling            a bare aiohttp app in this file (`--serve ceiling`): ConfigMaps as JSON blobs in
+                     a dict, resourceVersion from a counter, a queue per watcher; the most any
+                     aiohttp app can do here
+
+    python -m bench.http [--quick] [--only create,get,...] [--impls capstan,kmock,...]
+
+Workloads (full sizes; --quick shrinks them for a smoke run). The client is aiohttp with
+HTTP/1.1 keep-alive, one ClientSession per server with a connector limit of 32, and 32
+concurrent workers; objects are 1 KiB ConfigMaps (10 data keys of ~100 bytes) in `default`:
+  create         POST 5,000 ConfigMaps (200 to warm up, then 4 rounds of 1,200): creates/s.
+  get            GETs of random ConfigMaps among the 5,000 (5 rounds of 4,000): gets/s.
+  update         PUTs with the current resourceVersion (5 rounds of 1,500 distinct objects): updates/s.
+  list-json      a LIST of all 5,000, one at a time (5 rounds of 2): ms until its last byte is read.
+  list-protobuf  the same with `Accept: application/vnd.kubernetes.protobuf` (n/a to kmock and the ceiling).
+  watch          50 watchers (`?watch=1&resourceVersion=<rv>`, on a session of their own) while one
+                 create at a time is made (3 rounds of 40): each event's latency from the create's
+                 response to each watcher reading it; p99 and p50 over all deliveries.
+
+Each line carries the median over rounds and the spread, the servers' CPU per request (from
+/proc, by process for the multi-process layouts) and the share of a core the client used (near
+1.0: the figure is the client's limit, not the server's).
+
+A round takes no new requests after its time budget. kmock needs that: it logs every request
+and matches each new one against the whole log, so it slows with every request it serves.
+Objects a budget left uncreated are made untimed before the other workloads, over HTTP, or for
+kmock through its Python API (`objects[...] = ...`, its documented way to preload state).
+
+Stdout is one JSON line per figure (see bench/_util.py); progress goes to stderr. A figure
+that does not apply is `null`, with `"ok": null` and `"na"` saying why; an operation a server
+cannot do is `"ok": false` with `"error"`. Exit status 1 means a Capstan layout or the ceiling
+failed a workload or answered wrongly (kmock's failures are data); a missed goal is only
+`"ok": false`. Data dirs live in a temporary directory; every server is stopped (SIGTERM, then
+SIGKILL) and the directory removed at the end, on error too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from bench._processes import Child, Children
+from bench._util import Goal, at_least, at_most, emit, note
+
+IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
+OPS = ("create", "get", "update", "list-json", "list-protobuf", "watch")
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+DATA = {f"key-{i:02}": f"{i:02}" * 48 for i in range(10)}  # 10 keys of ~100 bytes, as bench.core: ~1 KiB
+JSON = {"Content-Type": "application/json"}
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+PROTOBUF_MAGIC = b"k8s\x00"  # every Kubernetes protobuf envelope starts so
+
+GOALS = {
+    "create": at_least(1_500, "/s"), "get": at_least(3_000, "/s"), "update": at_least(1_500, "/s"),
+    "list-json": at_most(120, " ms"), "list-protobuf": at_most(60, " ms"), "watch": at_most(15, " ms"),
+}
+# kmock and the ceiling are context, not held to Capstan's goals: their "ok" only says they answered right.
+CONTEXT_GOALS = {impl: Goal(text, 0.0, lambda figure, bound: True)
+                 for impl, text in (("kmock", "(peer)"), ("ceiling", "(ceiling)"))}
+
+LISTENING = {
+    "serve": re.compile(r"capstan serving: HTTP (http://\S+)"),
+    "core": re.compile(r"capstan core serving: gRPC (\S+)"),
+    "gateway": re.compile(r"capstan gateway serving: HTTP (http://\S+)"),
+    "kmock": re.compile(r"bench server listening: (http://\S+)"),
+    "ceiling": re.compile(r"bench server listening: (http://\S+)"),
+}
+REQUEST_TIMEOUT = 120.0  # seconds any one request may take (kmock's grow with every request it served)
+DELIVERY_TIMEOUT = 10.0  # seconds one watch event may take to reach every watcher
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    objects: int  # ConfigMaps in `default` once the create workload is done: what get/update/list use
+    warmup_creates: int
+    create_rounds: int  # of (objects - warmup_creates) // create_rounds creates
+    gets: int  # per round, as are the counts below
+    get_rounds: int
+    updates: int
+    update_rounds: int
+    lists: int  # per round and encoding
+    list_rounds: int
+    watchers: int
+    watch_writes: int
+    watch_rounds: int
+    round_budget: float  # seconds after which a round takes no new requests
+    catch_up: float  # seconds the watchers have to read what their watch replays, before timing starts
+    workers: int = 32
+
+
+FULL = Sizes(objects=5_000, warmup_creates=200, create_rounds=4, gets=4_000, get_rounds=5, updates=1_500,
+             update_rounds=5, lists=2, list_rounds=5, watchers=50, watch_writes=40, watch_rounds=3,
+             round_budget=4.0, catch_up=60.0)
+QUICK = Sizes(objects=300, warmup_creates=60, create_rounds=2, gets=300, get_rounds=2, updates=150,
+              update_rounds=2, lists=1, list_rounds=2, watchers=10, watch_writes=5, watch_rounds=2,
+              round_budget=0.5, catch_up=10.0)
+
+
+def config_map(name: str, *, resource_version: str = "", stamp: int = 0) -> bytes:
+    """A ~1 KiB ConfigMap; a `stamp` changes one value (same size), so that an update changes something.
+
+    The namespace is in the body as well as the URL, as kubectl sends a manifest's: kmock matches
+    live watch events by the body's namespace, so objects posted without one never reach a
+    namespaced watch there."""
+    metadata = {"name": name, "namespace": "default"}
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    data = {**DATA, "key-00": f"{stamp:096}"} if stamp else DATA
+    return orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data})
+
+
+def object_name(i: int) -> str:
+    return f"cm-{i:06}"
+
+
+# -- the servers under test --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """One server layout as the client sees it, and what the client knows of its objects."""
+
+    impl: str
+    processes: list[Child] = field(default_factory=list)
+    bases: list[str] = field(default_factory=list)  # HTTP base URLs: request i goes to bases[i % len]
+    protobuf: bool = True
+    watch_query: str = "watch=1"
+    created_status: int = 201
+    control: Child | None = None  # kmock's runner: takes objects to preload on stdin
+    error: str = ""  # why it is not running, if it is not
+    session: aiohttp.ClientSession | None = None
+    created: set[int] = field(default_factory=set)  # object indexes
+    versions: dict[str, str] = field(default_factory=dict)  # name -> resourceVersion, for updates
+    requests: int = 0  # sent so far: kmock's cost per request grows with it
+    served_before: int = 0  # requests sent before the current workload began
+    wrong: list[str] = field(default_factory=list)  # workloads that failed or answered wrongly
+
+    def url(self, i: int, path: str = CONFIGMAPS) -> str:
+        return self.bases[i % len(self.bases)] + path
+
+    @property
+    def http(self) -> aiohttp.ClientSession:
+        assert self.session is not None
+        return self.session
+
+    def begin(self) -> None:
+        self.served_before = self.requests
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU spent so far by role (gateways summed)."""
+        by_role: dict[str, float] = {}
+        for child in self.processes:
+            by_role[child.role] = by_role.get(child.role, 0.0) + child.cpu_seconds()
+        return by_role
+
+    def goal(self, op: str) -> Goal:
+        return CONTEXT_GOALS.get(self.impl, GOALS[op])
+
+    def emit(self, op: str, metric: str, figure: float, *, correct: bool, **context: Any) -> None:
+        if not correct:
+            self.wrong.append(op)
+        if self.impl == "kmock":
+            context["requests_served_before"] = self.served_before
+        emit(op, self.impl, metric, figure, self.goal(op), correct=correct, **context)
+
+    def emit_na(self, op: str, metric: str, reason: str) -> None:
+        """A figure that does not apply to this server: null, neither met nor missed."""
+        print(json.dumps({"op": op, "impl": self.impl, "metric": metric, metric: None, "goal": self.goal(op).text,
+                          "ok": None, "na": reason}), flush=True)
+
+
+def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[Target]:
+    """Start every layout's first process at once, then wait for each to listen (gateways once their core does)."""
+    capstan = ("-m", "capstan")
+    targets = []
+    for impl in impls:
+        target = Target(impl)
+        if impl == "capstan":
+            target.processes = [children.start("serve", *capstan, "serve", "--data-dir", str(root / impl),
+                                               "--http-port", "0", "--grpc-port", "0")]
+        elif impl.startswith("capstan-"):
+            target.processes = [children.start("core", *capstan, "core", "--data-dir", str(root / impl),
+                                               "--grpc-port", "0")]
+        else:  # served by this file in a process of its own; stdin open until the end (kmock reads it)
+            target.control = children.start(impl, "-m", "bench.http", "--serve", impl, control=True)
+            target.processes = [target.control]
+            target.protobuf = False
+        if impl == "kmock":
+            target.created_status = 200  # kmock answers a create with 200, not 201
+            target.watch_query = "watch=true"  # kmock takes only watch=true for a watch: watch=1 is a list to it
+        targets.append(target)
+    for target in targets:
+        first = target.processes[0]
+        try:
+            address = first.listening(LISTENING[first.role])
+            if first.role == "core":
+                gateways = 2 if target.impl == "capstan-scaleout" else 1
+                target.processes += [children.start("gateway", *capstan, "gateway", "--core", address,
+                                                    "--http-port", "0") for _ in range(gateways)]
+                target.bases = [gateway.listening(LISTENING["gateway"]) for gateway in target.processes[1:]]
+            else:
+                target.bases = [address]
+        except RuntimeError as err:
+            target.error = str(err)
+            note(f"{target.impl}: not running: {err}")
+            continue
+        note(f"{target.impl}: {' '.join(target.bases)}; pids "
+             + " ".join(f"{child.role}={child.proc.pid}" for child in target.processes))
+    return targets
+
+
+# -- rounds and figures ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Rounds:
+    """One workload's rounds against one target: the figure of each, and what they cost."""
+
+    figures: list[float] = field(default_factory=list)
+    requests: int = 0
+    seconds: float = 0.0
+    server_cpu: dict[str, float] = field(default_factory=dict)
+    client_cpu: float = 0.0
+    failures: int = 0
+    first_error: str = ""
+    stopped: bool = False  # a round in which nothing succeeded: no more rounds
+
+    def fail(self, error: str) -> None:
+        self.failures += 1
+        self.first_error = self.first_error or error
+
+    def context(self) -> dict[str, Any]:
+        requests = max(self.requests, 1)
+        cpu_us = {role: round(seconds / requests * 1e6) for role, seconds in self.server_cpu.items()}
+        context: dict[str, Any] = {"server_cpu_us_per_req": sum(cpu_us.values())}
+        if len(cpu_us) > 1:
+            context["cpu_us_per_req_by_process"] = cpu_us
+        context["client_cpu_share"] = round(self.client_cpu / self.seconds, 2) if self.seconds else 0.0
+        if self.failures:
+            context |= {"failures": self.failures, "error": self.first_error}
+        return context
+
+
+class Meter:
+    """Wall time, the client's CPU and the servers' CPU around one round."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.server = target.cpu_seconds()
+        self.client = time.process_time()
+        self.wall = time.perf_counter()
+
+    def stop(self, rounds: Rounds, requests: int) -> float:
+        """Add this round's costs to `rounds`; its seconds."""
+        seconds = time.perf_counter() - self.wall
+        rounds.seconds += seconds
+        rounds.client_cpu += time.process_time() - self.client
+        for role, spent in self.target.cpu_seconds().items():
+            rounds.server_cpu[role] = rounds.server_cpu.get(role, 0.0) + spent - self.server.get(role, 0.0)
+        rounds.requests += requests
+        return seconds
+
+
+def rotations(targets: Sequence[Target], count: int) -> Iterator[tuple[int, Target]]:
+    """(round, target) for `count` rounds over the running targets, starting one later each round."""
+    live = [t for t in targets if not t.error]
+    for r in range(count):
+        for k in range(len(live)):
+            yield r, live[(r + k) % len(live)]
+
+
+def emit_rates(op: str, metric: str, targets: Sequence[Target], results: dict[str, Rounds], **context: Any) -> None:
+    for target in targets:
+        if target.error:
+            target.emit(op, metric, 0.0, correct=False, error=target.error)
+            continue
+        rounds = results[target.impl]
+        figures = rounds.figures or [0.0]
+        target.emit(op, metric, statistics.median(figures), correct=not rounds.failures,
+                    worst_per_s=round(min(figures)), best_per_s=round(max(figures)),
+                    rounds=[round(f) for f in figures], count=rounds.requests, **context, **rounds.context())
+
+
+async def failure(response: aiohttp.ClientResponse, what: str) -> str:
+    """'<what> answered <code>: <reason>: <message>', from the Kubernetes Status in the body if there is one."""
+    body = await response.read()
+    try:
+        status = orjson.loads(body)
+        detail = f"{status.get('reason', '')}: {status.get('message', '')}"
+    except (orjson.JSONDecodeError, AttributeError):
+        detail = body[:200].decode(errors="replace")
+    return f"{what} answered {response.status}: {detail[:300]}"
+
+
+Job = Callable[[int], Awaitable[str | None]]  # request i; None, or what went wrong
+
+
+async def run_for(count: int, workers: int, budget: float, job: Job, rounds: Rounds) -> int:
+    """job(0) .. job(count - 1) on `workers` coroutines until all ran or `budget` seconds passed; jobs run.
+
+    A job that raises a client error counts as failed too."""
+    indexes = iter(range(count))
+    deadline = time.perf_counter() + budget
+    ran = 0
+
+    async def worker() -> None:
+        nonlocal ran
+        for i in indexes:  # shared iterator: each index goes to exactly one worker
+            try:
+                error = await job(i)
+            except (aiohttp.ClientError, TimeoutError) as err:
+                error = f"{type(err).__name__}: {err}"
+            ran += 1
+            if error:
+                rounds.fail(error)
+            if time.perf_counter() > deadline:
+                return
+
+    await asyncio.gather(*(worker() for _ in range(min(workers, count))))
+    return ran
+
+
+async def rate_round(target: Target, rounds: Rounds, count: int, sizes: Sizes, job: Job) -> None:
+    """One round of `count` requests (or fewer, if the budget ran out): successes per second."""
+    failures = rounds.failures
+    meter = Meter(target)
+    ran = await run_for(count, sizes.workers, sizes.round_budget, job, rounds)
+    seconds = meter.stop(rounds, ran)
+    target.requests += ran
+    failed = rounds.failures - failures
+    rounds.figures.append((ran - failed) / seconds)
+    if failed == ran:
+        rounds.stopped = True  # the server cannot do this at all: once is enough to say so
+
+
+# -- create: the population the other workloads use --------------------------------------------------------------------
+
+
+def create_job(target: Target, first: int = 0) -> Job:
+    """Job i creates object first + i."""
+
+    async def create(i: int) -> str | None:
+        index = first + i
+        async with target.http.post(target.url(index), data=config_map(object_name(index)), headers=JSON) as response:
+            if response.status != target.created_status:
+                return await failure(response, "POST")
+            await response.read()
+        target.created.add(index)
+        return None
+
+    return create
+
+
+async def bench_create(targets: Sequence[Target], sizes: Sizes, *, measure: bool) -> None:
+    """Create the population, measured as the create workload if asked for; then fill in what is missing."""
+    live = [t for t in targets if not t.error]
+    if measure:
+        per_round = (sizes.objects - sizes.warmup_creates) // sizes.create_rounds
+        results = {t.impl: Rounds() for t in targets}
+        for target in live:
+            target.begin()
+            await rate_round(target, Rounds(), sizes.warmup_creates, sizes, create_job(target))
+        for r, target in rotations(targets, sizes.create_rounds):
+            if not results[target.impl].stopped:
+                first = sizes.warmup_creates + r * per_round
+                await rate_round(target, results[target.impl], per_round, sizes, create_job(target, first))
+        emit_rates("create", "creates_per_s", targets, results, workers=sizes.workers,
+                   object_bytes=len(config_map(object_name(0))), warmup=sizes.warmup_creates)
+    for target in live:
+        await fill(target, sizes)
+
+
+async def fill(target: Target, sizes: Sizes) -> None:
+    """Create, untimed, whatever of the population is missing (for kmock, through its Python API)."""
+    missing = [i for i in range(sizes.objects) if i not in target.created]
+    if not missing:
+        return
+    note(f"{target.impl}: filling in {len(missing)} of {sizes.objects} ConfigMaps untimed")
+    if target.control is not None and target.impl == "kmock":
+        await preload(target.control, missing)
+    else:
+        rounds, job = Rounds(), create_job(target)
+        await run_for(len(missing), sizes.workers, float("inf"), lambda k: job(missing[k]), rounds)
+        target.requests += len(missing)
+        if rounds.failures:
+            raise RuntimeError(f"{target.impl}: filling in ConfigMaps failed: {rounds.first_error}")
+    target.created.update(missing)
+
+
+async def preload(runner: Child, indexes: Sequence[int]) -> None:
+    """Hand kmock's runner the objects to store, as a JSON file named on its stdin; it answers the count."""
+    stdin, stdout = runner.proc.stdin, runner.proc.stdout
+    assert stdin is not None and stdout is not None
+    path = runner.log.with_suffix(".preload.json")
+    path.write_bytes(b"[" + b",".join(config_map(object_name(i)) for i in indexes) + b"]")
+
+    def exchange() -> bytes:
+        stdin.write(str(path).encode() + b"\n")
+        stdin.flush()
+        return stdout.readline()
+
+    answer = await asyncio.to_thread(exchange)
+    if answer.strip() != str(len(indexes)).encode():
+        raise RuntimeError(f"kmock's runner answered {answer!r} to preloading {len(indexes)} objects")
+
+
+# -- get, update -------------------------------------------------------------------------------------------------------
+
+
+async def bench_get(targets: Sequence[Target], sizes: Sizes) -> None:
+    rng = random.Random(1)
+    paths = [f"{CONFIGMAPS}/{object_name(rng.randrange(sizes.objects))}" for _ in range(sizes.gets)]
+    results = {t.impl: Rounds() for t in targets}
+
+    def job(target: Target) -> Job:
+        async def get(i: int) -> str | None:
+            async with target.http.get(target.url(i, paths[i])) as response:
+                if response.status != 200:
+                    return await failure(response, "GET")
+                await response.read()
+            return None
+
+        return get
+
+    for target in targets:
+        target.begin()
+    for _, target in rotations(targets, sizes.get_rounds):
+        if not results[target.impl].stopped:
+            await rate_round(target, results[target.impl], sizes.gets, sizes, job(target))
+    emit_rates("get", "gets_per_s", targets, results, workers=sizes.workers, objects=sizes.objects)
+
+
+async def current_versions(target: Target) -> dict[str, str]:
+    """name -> resourceVersion of every ConfigMap in `default`, from one LIST ("" where the server keeps none)."""
+    target.requests += 1
+    async with target.http.get(target.url(0)) as response:
+        if response.status != 200:
+            raise RuntimeError(await failure(response, "LIST"))
+        listed = orjson.loads(await response.read())
+    return {item["metadata"]["name"]: str(item["metadata"].get("resourceVersion", "")) for item in listed["items"]}
+
+
+async def bench_update(targets: Sequence[Target], sizes: Sizes) -> None:
+    results = {t.impl: Rounds() for t in targets}
+    per_round = min(sizes.updates, sizes.objects)  # distinct objects within a round: no self-inflicted conflicts
+
+    def job(target: Target, r: int) -> Job:
+        async def update(i: int) -> str | None:
+            n = r * per_round + i
+            name = object_name(n % sizes.objects)
+            body = config_map(name, resource_version=target.versions.get(name, ""), stamp=n + 1)
+            async with target.http.put(target.url(i, f"{CONFIGMAPS}/{name}"), data=body, headers=JSON) as response:
+                if response.status != 200:
+                    return await failure(response, "PUT")
+                updated = orjson.loads(await response.read())
+            target.versions[name] = str(updated["metadata"].get("resourceVersion", ""))
+            return None
+
+        return update
+
+    for target in (t for t in targets if not t.error):
+        target.begin()
+        try:
+            target.versions = await current_versions(target)
+        except (aiohttp.ClientError, TimeoutError, RuntimeError) as err:
+            results[target.impl].fail(f"listing resourceVersions: {err}")
+            results[target.impl].stopped = True
+    for r, target in rotations(targets, sizes.update_rounds):
+        if not results[target.impl].stopped:
+            await rate_round(target, results[target.impl], per_round, sizes, job(target, r))
+    emit_rates("update", "updates_per_s", targets, results, workers=sizes.workers, objects=sizes.objects)
+
+
+# -- list --------------------------------------------------------------------------------------------------------------
+
+
+async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool) -> None:
+    """Whole LISTs one at a time, uncompressed (the headline) and, once a round, asking for gzip as client-go does."""
+    op = "list-protobuf" if protobuf else "list-json"
+    accept = PROTOBUF if protobuf else "application/json"
+    plain, gzip = {"Accept": accept, "Accept-Encoding": "identity"}, {"Accept": accept, "Accept-Encoding": "gzip"}
+    samples: dict[str, dict[str, list[float]]] = {t.impl: {"identity": [], "gzip": []} for t in targets}
+    results = {t.impl: Rounds() for t in targets}
+    answered: dict[str, dict[str, Any]] = {t.impl: {} for t in targets}
+    live = [t for t in targets if not t.error and (t.protobuf or not protobuf)]
+    for target in live:
+        target.begin()
+        for headers in (plain, gzip):  # warm-up: the first use of these code paths
+            await one_list(target, headers, Rounds())
+    for _, target in rotations(live, sizes.list_rounds):
+        rounds = results[target.impl]
+        deadline = time.perf_counter() + sizes.round_budget
+        for headers in [plain] * sizes.lists + [gzip]:
+            if rounds.stopped or time.perf_counter() > deadline:
+                break
+            meter = Meter(target)
+            got = await one_list(target, headers, rounds)
+            seconds = meter.stop(rounds, 1) if headers is plain else time.perf_counter() - meter.wall
+            wrong = list_wrong(got[0], protobuf, sizes) if got is not None else ""
+            if got is None or wrong:
+                if wrong:
+                    rounds.fail(wrong)
+                rounds.stopped = True
+                break
+            samples[target.impl][headers["Accept-Encoding"]].append(seconds * 1e3)
+            key = "body_bytes" if headers is plain else "gzip_bytes"
+            answered[target.impl] |= {key: got[1]} if headers is plain or got[2] else {key: None}
+    for target in targets:
+        if target.error:
+            target.emit(op, "ms_per_list", 0.0, correct=False, error=target.error)
+        elif protobuf and not target.protobuf:
+            target.emit_na(op, "ms_per_list", "serves JSON only")
+        else:
+            ms, gzip_ms = samples[target.impl]["identity"] or [0.0], samples[target.impl]["gzip"] or [0.0]
+            target.emit(op, "ms_per_list", statistics.median(ms),
+                        correct=not results[target.impl].failures and bool(samples[target.impl]["identity"]),
+                        min_ms=round(min(ms), 3), max_ms=round(max(ms), 3),
+                        lists=len(samples[target.impl]["identity"]), objects=sizes.objects,
+                        gzip_ms=round(statistics.median(gzip_ms), 3), **answered[target.impl],
+                        **results[target.impl].context())
+
+
+async def one_list(target: Target, headers: dict[str, str], rounds: Rounds) -> tuple[bytes, int, bool] | None:
+    """One whole LIST read to its last byte (decompressed): (body, bytes on the wire, compressed?), or None
+    (and a failure noted) if it was not answered."""
+    target.requests += 1
+    try:
+        async with target.http.get(target.url(target.requests), headers=headers) as response:
+            if response.status != 200:
+                rounds.fail(await failure(response, "LIST"))
+                return None
+            body = await response.read()
+            compressed = response.headers.get("Content-Encoding", "") == "gzip"
+            return body, int(response.headers.get("Content-Length", len(body))), compressed
+    except (aiohttp.ClientError, TimeoutError) as err:
+        rounds.fail(f"LIST: {type(err).__name__}: {err}")
+        return None
+
+
+def list_wrong(body: bytes, protobuf: bool, sizes: Sizes) -> str:
+    """What is wrong with a LIST's body, "" if nothing: checked after the clock stopped."""
+    if protobuf:
+        return "" if body.startswith(PROTOBUF_MAGIC) else f"LIST answered {body[:40]!r}, not a protobuf envelope"
+    items = len(orjson.loads(body)["items"])
+    return "" if items >= sizes.objects else f"LIST answered {items} of at least {sizes.objects} ConfigMaps"
+
+
+# -- watch -------------------------------------------------------------------------------------------------------------
+
+
+class Deliveries:
+    """When each watcher read the event of the one write in flight."""
+
+    def __init__(self, watchers: int) -> None:
+        self.watchers = watchers
+        self.name = ""
+        self.times: dict[int, float] = {}
+        self.everyone = asyncio.Event()
+
+    def expect(self, name: str) -> None:
+        self.name, self.times = name, {}
+        self.everyone.clear()
+
+    def read(self, watcher: int, name: str, at: float) -> None:
+        if name == self.name and watcher not in self.times:
+            self.times[watcher] = at
+            if len(self.times) == self.watchers:
+                self.everyone.set()
+
+
+async def watcher(session: aiohttp.ClientSession, url: str, index: int, deliveries: Deliveries,
+                  started: asyncio.Queue[str]) -> None:
+    """One watch stream: "" on `started` once its headers are in (else what went wrong), then every event read."""
+    async with session.get(url) as response:
+        if response.status != 200:
+            await started.put(await failure(response, "WATCH"))
+            return
+        await started.put("")
+        while line := await response.content.readline():
+            at = time.perf_counter()
+            try:
+                name = orjson.loads(line)["object"]["metadata"]["name"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                continue  # not an object's event (kmock starts with an empty line)
+            deliveries.read(index, name, at)
+    await started.put("the watch ended")
+
+
+async def write_and_wait(target: Target, name: str, deliveries: Deliveries, rounds: Rounds, timeout: float
+                         ) -> float | None:
+    """Create `name` and wait until every watcher has read its event; when the create's response was read."""
+    deliveries.expect(name)
+    target.requests += 1
+    async with target.http.post(target.url(target.requests), data=config_map(name), headers=JSON) as response:
+        await response.read()
+        acked = time.perf_counter()
+        if response.status != target.created_status:
+            rounds.fail(await failure(response, "POST"))
+            return None
+    try:
+        await asyncio.wait_for(deliveries.everyone.wait(), timeout)
+    except TimeoutError:
+        rounds.fail(f"{name} reached {len(deliveries.times)} of {deliveries.watchers} watchers in {timeout:g} s")
+        return None
+    return acked
+
+
+async def watch_rounds(target: Target, sizes: Sizes, rounds: Rounds, latencies: list[list[float]]) -> dict[str, Any]:
+    """Every round of the watch workload against one target, the same watchers throughout; context figures."""
+    async with target.http.get(target.url(0, CONFIGMAPS + "?limit=1")) as response:
+        rv = orjson.loads(await response.read())["metadata"]["resourceVersion"]
+    query = f"?{target.watch_query}&resourceVersion={rv}"
+    deliveries = Deliveries(sizes.watchers)
+    started: asyncio.Queue[str] = asyncio.Queue()
+    streams = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=sizes.watchers),
+                                    timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
+    tasks = [asyncio.create_task(watcher(streams, target.url(j, CONFIGMAPS + query), j, deliveries, started))
+             for j in range(sizes.watchers)]
+    target.requests += 1 + sizes.watchers
+    writes = before_ack = 0
+    try:
+        for _ in range(sizes.watchers):
+            error = await asyncio.wait_for(started.get(), sizes.catch_up)
+            if error:
+                rounds.fail(error)
+                return {}
+        # A first write every watcher must read before timing starts: it comes after whatever the
+        # watch replays (kmock replays every object as ADDED, whatever the resourceVersion).
+        if await write_and_wait(target, f"w-warmup-{target.impl}", deliveries, rounds, sizes.catch_up) is None:
+            return {}
+        for r in range(sizes.watch_rounds):
+            meter = Meter(target)
+            ms: list[float] = []
+            deadline = time.perf_counter() + sizes.round_budget
+            for i in range(sizes.watch_writes):
+                acked = await write_and_wait(target, f"w-{r}-{i:04}", deliveries, rounds, DELIVERY_TIMEOUT)
+                if acked is None:
+                    return {}
+                writes += 1
+                # One client loop reads the create's response and the watch streams, in whatever order
+                # the sockets became readable: an event read first counts as 0 ms.
+                before_ack += sum(1 for at in deliveries.times.values() if at < acked)
+                ms += [max(0.0, at - acked) * 1e3 for at in deliveries.times.values()]
+                if time.perf_counter() > deadline:
+                    break
+            meter.stop(rounds, len(ms) // sizes.watchers)
+            latencies.append(sorted(ms))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await streams.close()
+    return {"writes": writes, "delivered_before_ack": before_ack}
+
+
+def percentile(ordered: Sequence[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else 0.0
+
+
+async def bench_watch(targets: Sequence[Target], sizes: Sizes) -> None:
+    results = {t.impl: Rounds() for t in targets}
+    latencies: dict[str, list[list[float]]] = {t.impl: [] for t in targets}
+    context: dict[str, dict[str, Any]] = {}
+    for target in (t for t in targets if not t.error):  # one target at a time: its watchers stay for all rounds
+        target.begin()
+        try:
+            context[target.impl] = await watch_rounds(target, sizes, results[target.impl], latencies[target.impl])
+        except (aiohttp.ClientError, TimeoutError, KeyError) as err:
+            results[target.impl].fail(f"{type(err).__name__}: {err}")
+    for target in targets:
+        if target.error:
+            target.emit("watch", "p99_ms", 0.0, correct=False, error=target.error)
+            continue
+        p99s = [percentile(ms, 0.99) for ms in latencies[target.impl]] or [0.0]
+        p50s = [percentile(ms, 0.5) for ms in latencies[target.impl]] or [0.0]
+        target.emit("watch", "p99_ms", statistics.median(p99s),
+                    correct=not results[target.impl].failures and bool(latencies[target.impl]),
+                    p50_ms=round(statistics.median(p50s), 3), min_p99_ms=round(min(p99s), 3),
+                    max_p99_ms=round(max(p99s), 3), rounds=[round(p, 3) for p in p99s], watchers=sizes.watchers,
+                    deliveries=sum(len(ms) for ms in latencies[target.impl]), query=target.watch_query,
+                    **context.get(target.impl, {}), **results[target.impl].context())
+
+
+# -- the servers this file runs: kmock on a port, and the ceiling ------------------------------------------------------
+
+
+def announce(port: int) -> None:
+    print(f"bench server listening: http://127.0.0.1:{port}", file=sys.stderr, flush=True)
+
+
+async def stdin_reader() -> asyncio.StreamReader:
+    reader = asyncio.StreamReader()
+    await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    return reader
+
+
+async def serve_kmock() -> None:
+    """kmock's KubernetesEmulator on a free port, as its pytest fixture runs it, until stdin closes.
+
+    Each line on stdin names a JSON file of ConfigMaps to store in `default` through kmock's
+    Python API (how its tests preload state); the count stored is the answer on stdout."""
+    import kmock
+
+    configmaps = kmock.resource("v1/configmaps")
+    async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator) as server:
+        announce(server.port)
+        commands = await stdin_reader()
+        while line := await commands.readline():
+            objects = orjson.loads(Path(line.decode().strip()).read_bytes())
+            for obj in objects:
+                emulator.objects[configmaps, "default", obj["metadata"]["name"]] = obj
+            print(len(objects), flush=True)
+
+
+class Ceiling:
+    """ConfigMaps as JSON blobs in a dict: create, get, update (resourceVersion checked), list and watch.
+
+    The least any aiohttp app must do: read the body, parse it once to find the name and stamp the
+    resourceVersion, and otherwise answer bytes it already has."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, tuple[int, bytes]] = {}  # name -> (resourceVersion, JSON)
+        self.revision = 1
+        self.watchers: set[asyncio.Queue[bytes]] = set()
+
+    def store(self, obj: dict[str, Any], event: bytes) -> bytes:
+        self.revision += 1
+        obj["metadata"]["resourceVersion"] = str(self.revision)
+        data = orjson.dumps(obj)
+        self.objects[obj["metadata"]["name"]] = (self.revision, data)
+        line = b'{"type":"%b","object":%b}\n' % (event, data)
+        for queue in self.watchers:
+            queue.put_nowait(line)
+        return data
+
+    async def create(self, request: web.Request) -> web.StreamResponse:
+        obj = orjson.loads(await request.read())
+        if obj["metadata"]["name"] in self.objects:
+            return web.json_response({"kind": "Status", "code": 409, "reason": "AlreadyExists"}, status=409)
+        return web.Response(body=self.store(obj, b"ADDED"), status=201, content_type="application/json")
+
+    async def get(self, request: web.Request) -> web.StreamResponse:
+        found = self.objects.get(request.match_info["name"])
+        if found is None:
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        return web.Response(body=found[1], content_type="application/json")
+
+    async def update(self, request: web.Request) -> web.StreamResponse:
+        obj = orjson.loads(await request.read())
+        found = self.objects.get(request.match_info["name"])
+        if found is None or obj["metadata"].get("resourceVersion") != str(found[0]):
+            return web.json_response({"kind": "Status", "code": 409, "reason": "Conflict"}, status=409)
+        return web.Response(body=self.store(obj, b"MODIFIED"), content_type="application/json")
+
+    async def list_or_watch(self, request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch") in ("1", "true"):
+            return await self.watch(request)
+        items = b",".join(data for _, data in self.objects.values())
+        body = b'{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[%b]}' % (
+            self.revision, items)
+        return web.Response(body=body, content_type="application/json")
+
+    async def watch(self, request: web.Request) -> web.StreamResponse:
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self.watchers.add(queue)
+        try:
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            while True:
+                await response.write(await queue.get())
+        finally:
+            self.watchers.discard(queue)
+
+
+async def serve_ceiling() -> None:
+    """The ceiling on a free port, until stdin closes."""
+    ceiling = Ceiling()
+    app = web.Application()
+    app.router.add_post(CONFIGMAPS, ceiling.create)
+    app.router.add_get(CONFIGMAPS, ceiling.list_or_watch)
+    app.router.add_get(CONFIGMAPS + "/{name}", ceiling.get)
+    app.router.add_put(CONFIGMAPS + "/{name}", ceiling.update)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    sock = socket.create_server(("127.0.0.1", 0))
+    await web.SockSite(runner, sock).start()
+    announce(sock.getsockname()[1])
+    commands = await stdin_reader()
+    while await commands.readline():
+        pass
+    await runner.cleanup()
+
+
+# -- main --------------------------------------------------------------------------------------------------------------
+
+
+async def run(targets: Sequence[Target], sizes: Sizes, ops: Sequence[str]) -> None:
+    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
+    for target in targets:
+        target.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=sizes.workers), timeout=timeout)
+    workloads: dict[str, Callable[[], Awaitable[None]]] = {
+        "get": lambda: bench_get(targets, sizes),
+        "update": lambda: bench_update(targets, sizes),
+        "list-json": lambda: bench_list(targets, sizes, protobuf=False),
+        "list-protobuf": lambda: bench_list(targets, sizes, protobuf=True),
+        "watch": lambda: bench_watch(targets, sizes),
+    }
+    try:
+        note("create ...")
+        await bench_create(targets, sizes, measure="create" in ops)
+        for op in workloads:  # in this order whatever --only says: the watch's creates come after the lists
+            if op in ops:
+                note(f"{op} ...")
+                await workloads[op]()
+    finally:
+        for target in targets:
+            if target.session is not None:
+                await target.session.close()
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.http", description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--only", default=",".join(OPS), help=f"comma-separated workloads (default {','.join(OPS)})")
+    parser.add_argument("--impls", default=",".join(IMPLS), help=f"comma-separated servers (default {','.join(IMPLS)})")
+    parser.add_argument("--serve", choices=("kmock", "ceiling"), help=argparse.SUPPRESS)  # internal: a server process
+    args = parser.parse_args(argv)
+    for flag, known in (("only", OPS), ("impls", IMPLS)):
+        unknown = set(getattr(args, flag).split(",")) - set(known)
+        if unknown:
+            parser.error(f"unknown --{flag} {sorted(unknown)}; choose from {','.join(known)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve:
+        asyncio.run(serve_kmock() if args.serve == "kmock" else serve_ceiling())
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the servers
+    sizes = QUICK if args.quick else FULL
+    impls = [impl for impl in IMPLS if impl in args.impls.split(",")]
+    root = Path(tempfile.mkdtemp(prefix="capstan-bench-http-"))
+    children = Children(root)
+    failed = False
+    try:
+        targets = start_targets(children, root, impls)
+        asyncio.run(run(targets, sizes, args.only.split(",")))
+        wrong = [f"{t.impl}:{op}" for t in targets if t.impl != "kmock" for op in t.wrong]
+        if wrong:
+            note(f"failed or answered wrongly: {' '.join(wrong)}")
+            failed = True
+    except Exception:
+        traceback.print_exc()
+        failed = True
+    finally:
+        children.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -51,6 +51,9 @@ class InProcessClient:
     async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
         return await _call(self._core.update(request))
 
+    async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
+        return await _call(self._core.patch(request))
+
     async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
         return await _call(self._core.delete(request))
 

@@ -65,6 +65,8 @@ async def _verb(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         return await write.create(client, call, http)
     if verb == "update":
         return await write.update(client, call, http)
+    if verb == "patch":
+        return await write.patch(client, call, http)
     if verb == "delete":
         return await delete.delete(client, call, http)
     if verb == "deletecollection":

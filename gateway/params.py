@@ -100,6 +100,18 @@ def update_options(query: Query) -> meta_pb2.UpdateOptions:
     )
 
 
+def patch_options(query: Query) -> meta_pb2.PatchOptions:
+    options = meta_pb2.PatchOptions(
+        dryRun=list(query.get("dryRun", ())),
+        fieldManager=_one(query, "fieldManager"),
+        fieldValidation=_one(query, "fieldValidation"),
+    )
+    force = _bool(query, "force")
+    if force is not None:
+        options.force = force
+    return options
+
+
 def delete_options(query: Query, body: meta_pb2.DeleteOptions | None) -> meta_pb2.DeleteOptions:
     """The body's DeleteOptions when the request has a body; otherwise the query's.
 

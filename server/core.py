@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 from capstan.core.v1 import core_pb2
 from server import discovery
-from server.objects import create, delete, deletecollection, get, list, update, watch
+from server.objects import create, delete, deletecollection, get, list, patch, update, watch
 from server.objects.context import Context
 from server.registry import Registry
 from storage import Store
@@ -36,6 +36,9 @@ class Core:
 
     async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
         return await update.update(self.context, request)
+
+    async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
+        return await patch.patch(self.context, request)
 
     async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
         return await delete.delete(self.context, request)

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from google.protobuf.descriptor import Descriptor
+
 # A JSON-shaped object: the Kubernetes "unstructured" form the core works on.
 Obj = dict[str, Any]
 
@@ -25,6 +27,11 @@ class Schema(Protocol):
     @property
     def proto_message(self) -> str:
         """Full protobuf message name, or "" for kinds that are JSON only."""
+        ...
+
+    @property
+    def descriptor(self) -> Descriptor | None:
+        """The kind's protobuf message descriptor (None for JSON-only kinds): merge keys and list types."""
         ...
 
     def normalize(self, obj: Obj) -> tuple[Obj, list[str]]:

@@ -7,6 +7,9 @@ Both implement server.registry.Schema.
 
 from __future__ import annotations
 
+from typing import cast
+
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
 from server.codec import transcode
@@ -25,6 +28,10 @@ class ProtoSchema:
     @property
     def proto_message(self) -> str:
         return str(self._cls.DESCRIPTOR.full_name)
+
+    @property
+    def descriptor(self) -> Descriptor:
+        return cast(Descriptor, self._cls.DESCRIPTOR)
 
     def normalize(self, obj: Obj) -> tuple[Obj, list[str]]:
         message, unknown = self._decode(obj)
@@ -56,6 +63,10 @@ class JsonSchema:
     @property
     def proto_message(self) -> str:
         return ""
+
+    @property
+    def descriptor(self) -> Descriptor | None:
+        return None
 
     def normalize(self, obj: Obj) -> tuple[Obj, list[str]]:
         return obj, []

@@ -49,6 +49,11 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
     ) -> core_pb2.UpdateResponse:
         return await _unary(self._core.update, request, context)
 
+    async def Patch(
+        self, request: core_pb2.PatchRequest, context: Ctx
+    ) -> core_pb2.PatchResponse:
+        return await _unary(self._core.patch, request, context)
+
     async def Delete(
         self, request: core_pb2.DeleteRequest, context: Ctx
     ) -> core_pb2.DeleteResponse:

@@ -78,11 +78,21 @@ def render_json(value: bytes, resource_version: str, type_prefix: bytes = b"") -
 
 
 def render_proto(value: bytes, resource_version: str) -> bytes:
-    """The kind's protobuf message bytes with metadata.resourceVersion set."""
-    stored = unpack(value)
+    """The kind's protobuf message bytes with metadata.resourceVersion set (a LIST calls this per item)."""
+    _, json_len, head_len, tail_len = HEADER.unpack_from(value)
+    head_at = HEADER.size + json_len
+    tail_at = head_at + head_len
+    rest_at = tail_at + tail_len
     rv = resource_version.encode()
-    meta = stored.meta_head + bytes([RESOURCE_VERSION_FIELD << 3 | 2]) + varint(len(rv)) + rv + stored.meta_tail
-    return b"\x0a" + varint(len(meta)) + meta + stored.rest
+    meta_len = head_len + 1 + len(rv) + 1 + tail_len if len(rv) < 0x80 else -1
+    if meta_len < 0:  # a resourceVersion of 128 bytes or more never happens; keep the general form anyway
+        field = bytes([RESOURCE_VERSION_FIELD << 3 | 2]) + varint(len(rv)) + rv
+        meta = value[head_at:tail_at] + field + value[tail_at:rest_at]
+        return b"\x0a" + varint(len(meta)) + meta + value[rest_at:]
+    return b"".join((
+        b"\x0a", varint(meta_len), value[head_at:tail_at], bytes((RESOURCE_VERSION_FIELD << 3 | 2, len(rv))), rv,
+        value[tail_at:rest_at], value[rest_at:],
+    ))
 
 
 def _split(proto: bytes) -> tuple[bytes, bytes, bytes]:

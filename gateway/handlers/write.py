@@ -1,15 +1,16 @@
-"""POST (create, 201) and PUT (update; 201 when it created the object)."""
+"""POST (create, 201), PUT (update; 201 when it created the object) and PATCH."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from capstan.core.v1 import core_pb2
-from gateway import params
+from gateway import negotiation, params
 from gateway.client import CoreClient
 from gateway.handlers import request as req
 from gateway.handlers import respond
 from gateway.handlers.request import Call
+from gateway.negotiation import PatchType
 
 
 async def create(client: CoreClient, call: Call, http: web.Request) -> web.Response:
@@ -29,3 +30,25 @@ async def update(client: CoreClient, call: Call, http: web.Request) -> web.Respo
     return respond.document(call.out, updated.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201 if updated.created else 200,
                             warnings=list(updated.warnings))
+
+
+_PATCH_TYPES = {
+    PatchType.JSON_PATCH: core_pb2.PATCH_TYPE_JSON,
+    PatchType.MERGE_PATCH: core_pb2.PATCH_TYPE_MERGE,
+    PatchType.STRATEGIC_MERGE_PATCH: core_pb2.PATCH_TYPE_STRATEGIC_MERGE,
+    PatchType.APPLY_PATCH: core_pb2.PATCH_TYPE_APPLY,
+}
+
+
+async def patch(client: CoreClient, call: Call, http: web.Request) -> web.Response:
+    """PATCH in the form its Content-Type names (415 for any other), applied by the core."""
+    call.admit()
+    media = negotiation.negotiate_input(http.headers.get("Content-Type"), protobuf=bool(call.resource.proto_message),
+                                        patch=True)
+    assert media.patch_type is not None
+    data = await req.read_limited(http)
+    patched = await call.within_deadline(client.patch(core_pb2.PatchRequest(
+        path=call.path, type=_PATCH_TYPES[media.patch_type], patch=data, options=params.patch_options(call.query),
+        accept=respond.core_accept(call.out))))
+    return respond.document(call.out, patched.object, api_version=call.api_version, kind=call.resource.kind,
+                            status=201 if patched.created else 200, warnings=list(patched.warnings))

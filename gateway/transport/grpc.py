@@ -70,6 +70,9 @@ class GrpcClient:
     async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
         return await _call(self._stub.Update(request))
 
+    async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
+        return await _call(self._stub.Patch(request))
+
     async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
         return await _call(self._stub.Delete(request))
 

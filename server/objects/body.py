@@ -37,6 +37,14 @@ def decode(resource: Resource, raw: core_pb2.RawObject, field_validation: str) -
     else:
         obj = _parse_json(resource, raw.data)
         problems.extend(f'duplicate field "{path}"' for path in _duplicates(raw.data, obj))
+    return typed(resource, obj, field_validation, problems)
+
+
+def typed(resource: Resource, obj: Obj, field_validation: str, problems: list[str] | None = None
+          ) -> tuple[Obj, list[str]]:
+    """An object (a request body, or the result of a patch) typed by its kind's schema, with
+    fieldValidation applied to its unknown (and, for bodies, duplicate) fields."""
+    problems = list(problems or ())
     _check_type(resource, obj)
     try:
         normalized, unknown = resource.schema.normalize(obj)

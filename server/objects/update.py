@@ -9,6 +9,7 @@ object; a write that changes nothing keeps the resourceVersion and emits no even
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 from capstan.core.v1 import core_pb2
 from server import errors
@@ -28,39 +29,70 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
     mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
     obj, warnings = body.decode(resource, req.object, mode)
     check_name(obj, req.path.name, req.path.namespace)
-    key = resource.key(req.path.namespace, req.path.name)
-    precondition = meta.meta(obj).get("resourceVersion") or ""
+    if resource.create_on_update and not req.path.subresource:
+        got = await store_call(ctx.store.get(resource.key(req.path.namespace, req.path.name)))
+        if got.kv is None:
+            created = await create.create(ctx, core_pb2.CreateRequest(
+                path=req.path, object=req.object, accept=req.accept,
+                options={"dryRun": req.options.dryRun, "fieldValidation": req.options.fieldValidation}))
+            return core_pb2.UpdateResponse(object=created.object, warnings=created.warnings, created=True)
+    return await guaranteed_update(
+        ctx, resource, req.path, lambda current: (obj, warnings), dry_run=dry_run, accept=req.accept)
+
+
+# Given the stored object (with its kind, apiVersion and resourceVersion, as a client sees it), the
+# object to store and the warnings to answer with.
+Produce = Callable[[Obj], tuple[Obj, list[str]]]
+
+
+async def guaranteed_update(
+    ctx: Context,
+    resource: Resource,
+    path: core_pb2.ResourcePath,
+    produce: Produce,
+    *,
+    dry_run: bool,
+    accept: render.Encoding,
+) -> core_pb2.UpdateResponse:
+    """Read, produce the new object, write if unchanged since the read; retried as GuaranteedUpdate is.
+
+    The produced object's metadata.resourceVersion is a precondition: a stale one is 409 Conflict.
+    PUT produces the request body (so a lost race with a resourceVersion is a conflict); PATCH
+    applies its patch to the current object each time (so it is simply applied again).
+    """
+    key = resource.key(path.namespace, path.name)
     for _ in range(MAX_RETRIES):
         got = await store_call(ctx.store.get(key))
         if got.kv is None:
-            if resource.create_on_update and not req.path.subresource:
-                created = await create.create(ctx, core_pb2.CreateRequest(
-                    path=req.path, object=req.object, accept=req.accept,
-                    options={"dryRun": req.options.dryRun, "fieldValidation": req.options.fieldValidation}))
-                return core_pb2.UpdateResponse(object=created.object, warnings=created.warnings, created=True)
-            raise errors.not_found(resource.resource, resource.group, req.path.name)
-        if precondition and precondition != str(got.kv.mod_revision):
-            raise errors.conflict(resource.resource, resource.group, req.path.name)
+            raise errors.not_found(resource.resource, resource.group, path.name)
         old = render.load(got.kv.value)
-        _check_uid(resource, req.path, obj, old)
-        new = prepare_for_update(resource, copy.deepcopy(obj), old, req.path.subresource)
+        obj, warnings = produce(_as_seen(resource, old, got.kv.mod_revision))
+        precondition = meta.meta(obj).get("resourceVersion") or ""
+        if precondition and precondition != str(got.kv.mod_revision):
+            raise errors.conflict(resource.resource, resource.group, path.name)
+        _check_uid(resource, path, obj, old)
+        new = prepare_for_update(resource, copy.deepcopy(obj), old, path.subresource)
         validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old))
         value = render.to_value(resource, new)
         if value == got.kv.value:
-            return _response(resource, got.kv.value, got.kv.mod_revision, req.accept, warnings)
+            return _response(resource, got.kv.value, got.kv.mod_revision, accept, warnings)
         if dry_run:
-            return core_pb2.UpdateResponse(object=render.raw_unstored(resource, new, req.accept), warnings=warnings)
+            return core_pb2.UpdateResponse(object=render.raw_unstored(resource, new, accept), warnings=warnings)
         if _deletion_complete(resource, new):
             result = await store_call(ctx.store.delete(key, expected_mod_revision=got.kv.mod_revision))
-            if result.outcome is Outcome.OK:
-                return _response(resource, value, result.revision, req.accept, warnings)
         else:
             result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
-            if result.outcome is Outcome.OK:
-                return _response(resource, value, result.revision, req.accept, warnings)
-        if precondition:
-            raise errors.conflict(resource.resource, resource.group, req.path.name)
-    raise errors.conflict(resource.resource, resource.group, req.path.name)
+        if result.outcome is Outcome.OK:
+            return _response(resource, value, result.revision, accept, warnings)
+    raise errors.conflict(resource.resource, resource.group, path.name)
+
+
+def _as_seen(resource: Resource, obj: Obj, revision: int) -> Obj:
+    """The stored object as clients see it: kind, apiVersion and resourceVersion included."""
+    seen: Obj = {"kind": resource.kind, "apiVersion": resource.api_version}
+    seen.update(obj)
+    seen["metadata"] = {**meta.meta(obj), "resourceVersion": str(revision)}
+    return seen
 
 
 def _check_uid(resource: Resource, path: core_pb2.ResourcePath, obj: Obj, old: Obj) -> None:

@@ -21,7 +21,6 @@ import yaml
 
 from tests.e2e.conftest import Capstan, Kubectl, Obj, dns_label, start_capstan, stop_capstan, write_kubeconfig
 
-NEEDS_PATCH = pytest.mark.xfail(reason="needs PATCH (issue 5)", strict=True)
 PINNED = ["1.28", "1.32", "1.33"]  # oldest and newest kubectl we test, and the server's own minor
 AGE = re.compile(r"^\d+[smhd]")
 PROTOBUF_SENT = "Content-Type: application/vnd.kubernetes.protobuf"
@@ -526,10 +525,9 @@ def test_wait(kubectl: Kubectl, capstan: Capstan, namespace: str, args: list[str
     assert ran.err.endswith(err)
 
 
-# -- what needs PATCH or OpenAPI ---------------------------------------------------------------------------------------
+# -- PATCH (kubectl apply, label, annotate, edit) and OpenAPI ----------------------------------------------------------
 
 
-@NEEDS_PATCH
 def test_apply_f_creates_then_configures(kubectl: Kubectl, capstan: Capstan, namespace: str, tmp_path: Path) -> None:
     path = tmp_path / "cm.yaml"
     doc = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  namespace: {ns}\ndata:\n  k: {v}\n"
@@ -553,7 +551,6 @@ METADATA_EDITS: list[tuple[list[str], str, str, dict[str, str]]] = [
 ]
 
 
-@NEEDS_PATCH
 @pytest.mark.parametrize(("args", "out", "field", "want"), METADATA_EDITS,
                          ids=[" ".join(a[:4]) for a, *_ in METADATA_EDITS])
 def test_label_and_annotate(kubectl: Kubectl, capstan: Capstan, namespace: str, args: list[str], out: str,
@@ -566,7 +563,6 @@ def test_label_and_annotate(kubectl: Kubectl, capstan: Capstan, namespace: str, 
         assert stored["metadata"].get(field, {}) == want
 
 
-@NEEDS_PATCH
 def test_edit(kubectl: Kubectl, capstan: Capstan, namespace: str, tmp_path: Path) -> None:
     capstan.create(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "e"}, "data": {"k": "v1"}})
     editor = tmp_path / "editor.sh"

@@ -20,6 +20,14 @@ class View(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VIEW_TABLE: _ClassVar[View]
     VIEW_PARTIAL_OBJECT_METADATA: _ClassVar[View]
     VIEW_PARTIAL_OBJECT_METADATA_LIST: _ClassVar[View]
+
+class PatchType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PATCH_TYPE_UNSPECIFIED: _ClassVar[PatchType]
+    PATCH_TYPE_JSON: _ClassVar[PatchType]
+    PATCH_TYPE_MERGE: _ClassVar[PatchType]
+    PATCH_TYPE_STRATEGIC_MERGE: _ClassVar[PatchType]
+    PATCH_TYPE_APPLY: _ClassVar[PatchType]
 ENCODING_UNSPECIFIED: Encoding
 ENCODING_JSON: Encoding
 ENCODING_PROTOBUF: Encoding
@@ -27,6 +35,11 @@ VIEW_UNSPECIFIED: View
 VIEW_TABLE: View
 VIEW_PARTIAL_OBJECT_METADATA: View
 VIEW_PARTIAL_OBJECT_METADATA_LIST: View
+PATCH_TYPE_UNSPECIFIED: PatchType
+PATCH_TYPE_JSON: PatchType
+PATCH_TYPE_MERGE: PatchType
+PATCH_TYPE_STRATEGIC_MERGE: PatchType
+PATCH_TYPE_APPLY: PatchType
 
 class ResourcePath(_message.Message):
     __slots__ = ("group", "version", "resource", "namespace", "name", "subresource")
@@ -141,6 +154,30 @@ class UpdateRequest(_message.Message):
     def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., object: _Optional[_Union[RawObject, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.UpdateOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
 
 class UpdateResponse(_message.Message):
+    __slots__ = ("object", "warnings", "created")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    object: RawObject
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    created: bool
+    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class PatchRequest(_message.Message):
+    __slots__ = ("path", "type", "patch", "options", "accept")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PATCH_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    path: ResourcePath
+    type: PatchType
+    patch: bytes
+    options: _meta_pb2.PatchOptions
+    accept: Encoding
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., type: _Optional[_Union[PatchType, str]] = ..., patch: _Optional[bytes] = ..., options: _Optional[_Union[_meta_pb2.PatchOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+
+class PatchResponse(_message.Message):
     __slots__ = ("object", "warnings", "created")
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]

@@ -54,6 +54,11 @@ class CoreServiceStub:
                 request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.UpdateRequest.SerializeToString,
                 response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.UpdateResponse.FromString,
                 _registered_method=True)
+        self.Patch = channel.unary_unary(
+                '/capstan.core.v1.CoreService/Patch',
+                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.PatchRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.PatchResponse.FromString,
+                _registered_method=True)
         self.Delete = channel.unary_unary(
                 '/capstan.core.v1.CoreService/Delete',
                 request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteRequest.SerializeToString,
@@ -102,6 +107,13 @@ class CoreServiceServicer:
 
     def Update(self, request, context):
         """Replace an object (PUT); creates it when the resource allows create-on-update.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Patch(self, request, context):
+        """Change an object with a JSON patch, a merge patch or a strategic merge patch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -158,6 +170,11 @@ def add_CoreServiceServicer_to_server(servicer, server):
                     servicer.Update,
                     request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.UpdateRequest.FromString,
                     response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.UpdateResponse.SerializeToString,
+            ),
+            'Patch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Patch,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.PatchRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.PatchResponse.SerializeToString,
             ),
             'Delete': grpc.unary_unary_rpc_method_handler(
                     servicer.Delete,
@@ -288,6 +305,33 @@ class CoreService:
             '/capstan.core.v1.CoreService/Update',
             capstan_dot_core_dot_v1_dot_core__pb2.UpdateRequest.SerializeToString,
             capstan_dot_core_dot_v1_dot_core__pb2.UpdateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Patch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capstan.core.v1.CoreService/Patch',
+            capstan_dot_core_dot_v1_dot_core__pb2.PatchRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__pb2.PatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -136,6 +136,7 @@ async def test_reflection_describes_the_core_service(channel: grpc.aio.Channel) 
         "Get",
         "List",
         "Update",
+        "Patch",
         "Delete",
         "DeleteCollection",
         "Watch",

@@ -1,0 +1,66 @@
+"""The HTTP benchmark runs end to end at --quick sizes, against real server processes, and prints what it promises.
+
+It asserts the shape of the output, never the speed: timing belongs to real runs on a
+known machine, not to CI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OPS = ("create", "get", "update", "list-json", "list-protobuf", "watch")
+IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
+METRICS = {"create": "creates_per_s", "get": "gets_per_s", "update": "updates_per_s",
+           "list-json": "ms_per_list", "list-protobuf": "ms_per_list", "watch": "p99_ms"}
+JSON_ONLY = {"kmock", "ceiling"}
+
+
+def run_bench(*args: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.http", "--quick", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    for line in lines:
+        assert line["metric"] == METRICS[line["op"]]
+        assert isinstance(line["goal"], str)
+        if "na" in line:  # a figure that does not apply: null, neither met nor missed
+            assert (line[line["metric"]], line["ok"]) == (None, None)
+        else:
+            assert line[line["metric"]] >= 0
+            assert isinstance(line["ok"], bool)
+    return lines
+
+
+def test_every_op_reports_every_server() -> None:
+    lines = run_bench()
+    assert sorted((line["op"], line["impl"]) for line in lines) == sorted(
+        (op, impl) for op in OPS for impl in IMPLS)
+    for line in lines:
+        if line["impl"] != "kmock":  # kmock's failures are data (it has no PUT); ours and the ceiling's are not
+            assert "error" not in line, line
+        if line["impl"].startswith("capstan"):
+            assert line["goal"] != "(ceiling)"
+    na = {(line["op"], line["impl"]) for line in lines if "na" in line}
+    assert na == {("list-protobuf", impl) for impl in JSON_ONLY}
+    scaleout = next(line for line in lines if (line["op"], line["impl"]) == ("get", "capstan-scaleout"))
+    assert set(scaleout["cpu_us_per_req_by_process"]) == {"core", "gateway"}
+    watches = [line for line in lines if line["op"] == "watch" and line["impl"] != "kmock"]
+    for watch in watches:
+        assert watch["deliveries"] == watch["watchers"] * watch["writes"]
+
+
+def test_only_and_impls_pick_workloads_and_servers() -> None:
+    lines = run_bench("--only", "get,watch", "--impls", "capstan,ceiling")
+    assert {(line["op"], line["impl"]) for line in lines} == {
+        (op, impl) for op in ("get", "watch") for impl in ("capstan", "ceiling")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from server.objects.render import EventRenderings
+from server.objects.render import Renderings
 from server.registry import Registry
 from storage import Store
 
@@ -37,7 +37,7 @@ class Context:
     store: Store
     registry: Registry
     namespaces: NamespaceIndex = field(default_factory=NamespaceIndex)
-    renderings: EventRenderings = field(default_factory=EventRenderings)
+    renderings: Renderings = field(default_factory=Renderings)
 
     def namespace_key(self, name: str) -> bytes:
         return NAMESPACES_KEY_PREFIX + name.encode()

@@ -50,7 +50,8 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
             converted=views.many(resource, req.view, page.kvs, list_meta), encoding=core_pb2.ENCODING_JSON)
     encoding = render.encoding_for(resource, req.accept)
     typed = not resource.schema.proto_message
-    items = [render.item_bytes(resource, kv.value, str(kv.mod_revision), encoding, typed) for kv in page.kvs]
+    item = ctx.renderings.item
+    items = [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed) for kv in page.kvs]
     metadata = meta_pb2.ListMeta(resourceVersion=str(page.revision))
     if page.continue_token:
         setattr(metadata, "continue", page.continue_token)

@@ -6,7 +6,6 @@ reads splice in the resourceVersion. See server/stored.py for the value layout.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import TypeAlias
 
 import orjson
@@ -58,28 +57,37 @@ def item_bytes(resource: Resource, value: bytes, resource_version: str, encoding
     return stored.render_json(value, resource_version, type_prefix(resource) if typed else b"")
 
 
-class EventRenderings:
-    """Watch events rendered once for every watcher (as kube-apiserver's cachingObject does).
+class Renderings:
+    """Objects rendered once for every reader (as kube-apiserver's cachingObject and watch cache do):
+    watch events for all watchers, and the items of lists that are read again and again.
 
-    Keyed by (apiVersion, kind, storage key, revision, encoding, old): at one revision a key has one
-    event, whose object is the new value, or the old one (`old`: a DELETED, or a watcher's selector no
-    longer matching), so the bytes are the same for everyone who receives it. Bounded, LRU.
+    Keyed by (apiVersion, kind, storage key, revision, encoding, old, typed): at one revision a key
+    has one value, rendered as the new object or as the old one (`old`: a DELETED, or a watcher's
+    selector no longer matching), with or without kind/apiVersion (`typed`; JSON list items of
+    built-in kinds go without). Bounded; the least recently added go first.
     """
 
-    def __init__(self, size: int = 8192) -> None:
+    def __init__(self, size: int = 16384) -> None:
         self._size = size
-        self._cache: OrderedDict[tuple[str, str, bytes, int, int, bool], bytes] = OrderedDict()
+        self._cache: dict[tuple[str, str, bytes, int, int, bool, bool], bytes] = {}
 
-    def object_bytes(
-        self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, *, old: bool
-    ) -> bytes:
-        entry = (resource.api_version, resource.kind, key, revision, int(encoding), old)
+    def event(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, *,
+              old: bool) -> bytes:
+        return self._get(resource, key, value, revision, encoding, old, True)
+
+    def item(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding,
+             typed: bool) -> bytes:
+        return self._get(resource, key, value, revision, encoding, False, typed or encoding == PROTOBUF)
+
+    def _get(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, old: bool,
+             typed: bool) -> bytes:
+        entry = (resource.api_version, resource.kind, key, revision, int(encoding), old, typed)
         data = self._cache.get(entry)
         if data is None:
-            data = object_bytes(resource, value, str(revision), encoding)
+            data = item_bytes(resource, value, str(revision), encoding, typed)
             self._cache[entry] = data
             if len(self._cache) > self._size:
-                self._cache.popitem(last=False)
+                del self._cache[next(iter(self._cache))]
         return data
 
 

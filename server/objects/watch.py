@@ -154,7 +154,7 @@ class _Stream:
         encoding: render.Encoding,
         *,
         converter: views.EventViews | None,
-        renderings: render.EventRenderings,
+        renderings: render.Renderings,
     ) -> None:
         self._resource = resource
         self._chosen = chosen
@@ -198,7 +198,7 @@ class _Stream:
             converted = self._views.convert(render.load(value), str(revision))
             if converted is not None:
                 return core_pb2.WatchEvent(type=kind, object=views.raw(converted))
-        data = self._renderings.object_bytes(self._resource, key, value, revision, self._encoding, old=old)
+        data = self._renderings.event(self._resource, key, value, revision, self._encoding, old=old)
         return core_pb2.WatchEvent(type=kind, object=core_pb2.RawObject(encoding=self._encoding, data=data))
 
     def bookmark(self, revision: int, *, initial_events_end: bool = False) -> core_pb2.WatchEvent:

@@ -6,13 +6,10 @@ known machine, not to CI.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick import run_quick
+
 EXPECTED = {
     ("grpc-get", "capstan"), ("grpc-get", "echo"), ("grpc-get", "capstan/echo"),
     ("grpc-create", "capstan"), ("grpc-create", "echo"), ("grpc-create", "capstan/echo"),
@@ -22,16 +19,7 @@ METRICS = {"capstan": "calls_per_s", "echo": "calls_per_s", "capstan/echo": "rat
 
 
 def run_bench(*args: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.core", "--quick", *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    lines = run_quick("bench.core", *args)
     for line in lines:
         assert line[line["metric"]] >= 0
         assert isinstance(line["goal"], str)

@@ -6,13 +6,10 @@ known machine, not to CI.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick import run_quick
+
 OPS = ("create", "get", "update", "list-json", "list-protobuf", "watch")
 IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
 METRICS = {"create": "creates_per_s", "get": "gets_per_s", "update": "updates_per_s",
@@ -21,16 +18,7 @@ JSON_ONLY = {"kmock", "ceiling"}
 
 
 def run_bench(*args: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.http", "--quick", *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    lines = run_quick("bench.http", *args)
     for line in lines:
         assert line["metric"] == METRICS[line["op"]]
         assert isinstance(line["goal"], str)

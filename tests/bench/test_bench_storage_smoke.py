@@ -6,28 +6,16 @@ known machine, not to CI.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick import run_quick
+
 OPS = ("create", "get", "list", "watch", "scale")
 IMPLS = ("capstan", "raw-lmdb")
 
 
 def run_bench(*args: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.storage", "--quick", *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    lines = run_quick("bench.storage", *args)
     for line in lines:
         assert line[line["metric"]] >= 0
         assert isinstance(line["goal"], str)

@@ -10,6 +10,7 @@ from server.objects.context import Context
 from server.objects.delete import delete_object
 from server.objects.list import read_page
 from server.objects.resolve import resolve
+from server.registry import Resource
 
 
 async def delete_collection(ctx: Context, req: core_pb2.DeleteCollectionRequest) -> core_pb2.DeleteCollectionResponse:
@@ -17,6 +18,7 @@ async def delete_collection(ctx: Context, req: core_pb2.DeleteCollectionRequest)
     dry_run, _policy = options.delete_options(req.delete_options)
     page = await read_page(ctx, resource, req.path.namespace, req.list_options)
     encoding = render.encoding_for(resource, req.accept)
+    typed = not resource.schema.proto_message  # list items carry kind/apiVersion only for JSON-only kinds
     items: list[bytes] = []
     for kv in page.kvs:
         obj = render.load(kv.value)
@@ -30,9 +32,9 @@ async def delete_collection(ctx: Context, req: core_pb2.DeleteCollectionRequest)
                 continue
             raise
         if answer.HasField("object"):
-            items.append(answer.object.data)
+            items.append(_as_item(resource, answer.object))
         else:
-            items.append(render.item_bytes(resource, kv.value, str(kv.mod_revision), encoding, True))
+            items.append(render.item_bytes(resource, kv.value, str(kv.mod_revision), encoding, typed))
     deleted = core_pb2.ListResponse(
         metadata=meta_pb2.ListMeta(resourceVersion=str(page.revision)),
         encoding=encoding,
@@ -41,3 +43,11 @@ async def delete_collection(ctx: Context, req: core_pb2.DeleteCollectionRequest)
         api_version=resource.api_version,
     )
     return core_pb2.DeleteCollectionResponse(deleted=deleted)
+
+
+def _as_item(resource: Resource, raw: core_pb2.RawObject) -> bytes:
+    """A delete's answer (the object, marked or deleted) as an item of a typed list, like LIST's items."""
+    prefix = b"{" + render.type_prefix(resource)
+    if raw.encoding == core_pb2.ENCODING_JSON and resource.schema.proto_message and raw.data.startswith(prefix):
+        return b"{" + raw.data[len(prefix):]
+    return raw.data

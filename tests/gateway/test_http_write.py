@@ -172,9 +172,6 @@ async def test_deletecollection_with_selectors(server: Server) -> None:
         "unable to parse requirement: found '=', expected: identifier"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core: deletecollection renders its items with kind and apiVersion; kube-apiserver's list of deleted "
-    "objects is a typed list like LIST's, whose items carry neither (server/objects/deletecollection.py)"))
 async def test_deletecollection_items_are_list_items(server: Server) -> None:
     made = await server.create(CM, {"metadata": {"name": "a"}})
     resp = await server.request("DELETE", CM)

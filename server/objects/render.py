@@ -25,7 +25,15 @@ def to_value(resource: Resource, obj: Obj) -> bytes:
     obj = canonical(obj)
     obj["metadata"].pop("resourceVersion", None)
     proto = resource.schema.to_proto(obj) if resource.schema.proto_message else b""
-    return stored.pack(orjson.dumps(obj), proto)
+    return stored.pack(go_json(obj), proto)
+
+
+def go_json(obj: object) -> bytes:
+    """Compact JSON as Go's encoding/json writes it: <, > and & escaped (\\u003c ...), as kube-apiserver sends.
+
+    Safe on the encoded bytes: outside strings JSON has none of the three characters.
+    """
+    return orjson.dumps(obj).replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
 
 
 def load(value: bytes) -> Obj:
@@ -103,5 +111,5 @@ def raw_unstored(resource: Resource, obj: Obj, accept: Encoding) -> core_pb2.Raw
     obj["metadata"].pop("resourceVersion", None)
     if encoding == PROTOBUF:
         return core_pb2.RawObject(encoding=encoding, data=resource.schema.to_proto(obj))
-    data = b"{" + type_prefix(resource) + orjson.dumps(obj)[1:]
+    data = b"{" + type_prefix(resource) + go_json(obj)[1:]
     return core_pb2.RawObject(encoding=encoding, data=data)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import orjson
-
 from capstan.core.v1 import core_pb2
 from server import printing
 from server.objects import render
@@ -29,7 +27,7 @@ def check(view: core_pb2.ViewOptions) -> str:
 
 
 def raw(doc: Obj) -> core_pb2.RawObject:
-    return core_pb2.RawObject(encoding=JSON, data=orjson.dumps(doc))
+    return core_pb2.RawObject(encoding=JSON, data=render.go_json(doc))
 
 
 def one(resource: Resource, view: core_pb2.ViewOptions, kv: KeyValue) -> core_pb2.RawObject:

@@ -224,5 +224,5 @@ class _Stream:
         if self._encoding == core_pb2.ENCODING_PROTOBUF:
             data = status.SerializeToString(deterministic=True)
         else:
-            data = orjson.dumps({"kind": "Status", "apiVersion": "v1", **transcode.encode(status)})
+            data = render.go_json({"kind": "Status", "apiVersion": "v1", **transcode.encode(status)})
         return core_pb2.WatchEvent(type="ERROR", object=core_pb2.RawObject(encoding=self._encoding, data=data))

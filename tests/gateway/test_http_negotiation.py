@@ -318,9 +318,6 @@ async def test_compact_json_ends_with_a_newline(server: Server) -> None:
     assert (resp.status, resp.body[-2:]) == (200, b"}\n")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core: JSON is rendered with orjson, which leaves <, > and & as they are; kube-apiserver's encoding/json "
-    "writes them as \\u003c, \\u003e and \\u0026 (SetEscapeHTML defaults to true)"))
 async def test_json_escapes_html_characters_as_go_does(server: Server) -> None:
     await server.create(CM, {"metadata": {"name": "a"}, "data": {"k": "<v>&"}})
     resp = await server.request("GET", f"{CM}/a")

@@ -11,9 +11,7 @@ from typing import TypeVar
 
 from server import errors
 from storage import (
-    BackendFailure,
     Compacted,
-    InvalidArgument,
     RevisionTooLarge,
     StorageError,
     StoreClosed,
@@ -32,9 +30,7 @@ def translate(err: StorageError) -> errors.ApiError:
         return errors.service_unavailable("the server is shutting down")
     if isinstance(err, WatcherTooSlow):
         return errors.gone(f"watch closed: {err}")
-    if isinstance(err, (BackendFailure, InvalidArgument)):
-        return errors.internal(str(err))
-    return errors.internal(str(err))
+    return errors.internal(str(err))  # BackendFailure, or InvalidArgument: a bug of ours, not the client's
 
 
 async def store_call(awaitable: Awaitable[T]) -> T:

@@ -20,7 +20,6 @@ Value layout: VERSION (1 byte) | json_len, head_len, tail_len (3 x u32 big-endia
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from server.codec.wire import read_varint, varint
 
@@ -28,18 +27,6 @@ VERSION = 1
 HEADER = struct.Struct(">BIII")
 JSON_PREFIX = b'{"metadata":{'
 RESOURCE_VERSION_FIELD = 6  # ObjectMeta.resourceVersion
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    json: bytes
-    meta_head: bytes
-    meta_tail: bytes
-    rest: bytes
-
-    @property
-    def has_proto(self) -> bool:
-        return bool(self.meta_head or self.meta_tail or self.rest)
 
 
 def pack(json: bytes, proto: bytes) -> bytes:
@@ -50,19 +37,6 @@ def pack(json: bytes, proto: bytes) -> bytes:
     if proto:
         head, tail, rest = _split(proto)
     return HEADER.pack(VERSION, len(json), len(head), len(tail)) + json + head + tail + rest
-
-
-def unpack(value: bytes) -> Stored:
-    version, json_len, head_len, tail_len = HEADER.unpack_from(value)
-    if version != VERSION:
-        raise ValueError(f"unknown stored object version {version}")
-    at = HEADER.size
-    json = value[at : at + json_len]
-    at += json_len
-    head = value[at : at + head_len]
-    at += head_len
-    tail = value[at : at + tail_len]
-    return Stored(json, head, tail, value[at + tail_len :])
 
 
 def json_of(value: bytes) -> bytes:
@@ -84,13 +58,9 @@ def render_proto(value: bytes, resource_version: str) -> bytes:
     tail_at = head_at + head_len
     rest_at = tail_at + tail_len
     rv = resource_version.encode()
-    meta_len = head_len + 1 + len(rv) + 1 + tail_len if len(rv) < 0x80 else -1
-    if meta_len < 0:  # a resourceVersion of 128 bytes or more never happens; keep the general form anyway
-        field = bytes([RESOURCE_VERSION_FIELD << 3 | 2]) + varint(len(rv)) + rv
-        meta = value[head_at:tail_at] + field + value[tail_at:rest_at]
-        return b"\x0a" + varint(len(meta)) + meta + value[rest_at:]
+    field = bytes((RESOURCE_VERSION_FIELD << 3 | 2,)) + varint(len(rv)) + rv
     return b"".join((
-        b"\x0a", varint(meta_len), value[head_at:tail_at], bytes((RESOURCE_VERSION_FIELD << 3 | 2, len(rv))), rv,
+        b"\x0a", varint(head_len + len(field) + tail_len), value[head_at:tail_at], field,
         value[tail_at:rest_at], value[rest_at:],
     ))
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from server.objects.render import Renderings
 from server.registry import Registry
+from server.storage_errors import store_call
 from storage import Store
 
 NAMESPACES_KEY_PREFIX = b"/core/namespaces/"
@@ -30,6 +31,13 @@ class NamespaceIndex:
 
     def known_active(self, name: str) -> bool:
         return self._terminating.get(name) is False
+
+
+async def reach(ctx: Context, revision: int) -> None:
+    """Return once the store has reached `revision` ("not older than N"); 504 Too large resource version
+    if it does not within the store's wait. A read at the revision is what waits; any key will do."""
+    if revision > ctx.store.current_revision():
+        await store_call(ctx.store.get(b"/", at_revision=revision))
 
 
 @dataclass(frozen=True, slots=True)

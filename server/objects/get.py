@@ -5,7 +5,7 @@ from __future__ import annotations
 from capstan.core.v1 import core_pb2
 from server import errors
 from server.objects import options, render, views
-from server.objects.context import Context
+from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.storage_errors import store_call
 
@@ -18,16 +18,10 @@ async def get(ctx: Context, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
     key = resource.key(req.path.namespace, req.path.name)
     rv = req.options.resourceVersion
     if rv not in ("", "0"):
-        await wait_for(ctx, key, options.resource_version(rv))
+        await reach(ctx, options.resource_version(rv))
     got = await store_call(ctx.store.get(key))
     if got.kv is None:
         raise errors.not_found(resource.resource, resource.group, req.path.name)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
         return core_pb2.GetResponse(object=views.one(resource, req.view, got.kv))
     return core_pb2.GetResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), req.accept))
-
-
-async def wait_for(ctx: Context, key: bytes, revision: int) -> None:
-    """Return once the store has reached `revision`; 504 Too large resource version if it does not soon."""
-    if revision > ctx.store.current_revision():
-        await store_call(ctx.store.get(key, at_revision=revision))

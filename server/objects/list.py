@@ -15,11 +15,11 @@ from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2
 from server import continuation, errors
 from server.objects import options, render, views
-from server.objects.context import Context
+from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
 from server.registry import Resource
-from server.storage_errors import store_call, translate
+from server.storage_errors import translate
 from storage import Compacted, KeyValue, ListResult, StorageError
 
 CHUNK = 500  # keys read per store call while filling a filtered page
@@ -89,8 +89,8 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         wanted = options.resource_version(rv)
         if match == "Exact" or (not match and limit):
             revision = wanted
-        elif wanted > ctx.store.current_revision():
-            await store_call(ctx.store.count(prefix, at_revision=wanted))  # waits for it, or 504
+        else:
+            await reach(ctx, wanted)
     try:
         return await _page(ctx, prefix, chosen, revision, start_after, limit)
     except Compacted:

@@ -22,12 +22,12 @@ from capstan.core.v1 import core_pb2
 from server import errors
 from server.codec import transcode
 from server.objects import options, render, views
-from server.objects.context import Context
+from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
 from server.registry import Obj, Resource
 from server.storage_errors import store_call, translate
-from storage import Compacted, Event, EventType, RevisionTooLarge, StorageError, StoreClosed, Watch, WatcherTooSlow
+from storage import Compacted, Event, EventType, StorageError, StoreClosed, Watch, WatcherTooSlow
 
 BOOKMARK_INTERVAL = 60.0  # seconds between BOOKMARK events, as kube-apiserver's watch cache sends them
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -52,9 +52,8 @@ async def watch(
     stream = _Stream(resource, chosen, encoding, converter=converted, renderings=ctx.renderings)
 
     start = wanted
+    await reach(ctx, wanted)
     if initial:
-        if wanted > ctx.store.current_revision():
-            await store_call(ctx.store.count(prefix, at_revision=wanted))  # waits for it, or 504
         page = await store_call(ctx.store.list(prefix))
         start = page.revision
         added = [stream.added(kv.key, kv.value, kv.mod_revision) for kv in page.kvs]
@@ -63,11 +62,6 @@ async def watch(
             batch.append(stream.bookmark(start, initial_events_end=True))
         for chunk in _chunks(batch):
             yield core_pb2.WatchResponse(events=chunk)
-    elif wanted > ctx.store.current_revision():
-        try:
-            await ctx.store.count(prefix, at_revision=wanted)
-        except RevisionTooLarge as err:
-            raise translate(err) from None
     elif not wanted:
         start = ctx.store.current_revision()
 

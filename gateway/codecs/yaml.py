@@ -28,13 +28,14 @@ import io
 import json
 import math
 import re
-import struct
 from collections.abc import Iterator
 from functools import cmp_to_key
 from typing import Any
 
 import yaml
 from yaml import events as ev
+
+from server.codec import gofloat
 
 try:
     from yaml._yaml import CEmitter as _Emitter
@@ -293,41 +294,12 @@ def _json_float(text: str) -> float | str:
 
 
 def go_format_float(value: float, bits: int = 64) -> str:
-    """strconv.FormatFloat(value, 'g', -1, bits) with yaml.v2's names for the infinities and NaN:
-    the shortest digits that read back, with an exponent below 1e-4 and from 1e6 (1e+06)."""
+    """strconv.FormatFloat(value, 'g', -1, bits) with yaml.v2's names for the infinities and NaN."""
     if math.isnan(value):
         return ".nan"
     if math.isinf(value):
         return ".inf" if value > 0 else "-.inf"
-    sign = "-" if math.copysign(1.0, value) < 0 else ""
-    if value == 0:
-        return sign + "0"
-    digits, point = _shortest(abs(value), bits)
-    exponent = point - 1
-    if exponent < -4 or exponent >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return f"{sign}{digits[:point]}.{digits[point:]}"
-
-
-def _shortest(value: float, bits: int) -> tuple[str, int]:
-    """The shortest digits that read back as value (as a float32 when bits is 32), and where the
-    decimal point goes: 0.00123 is ("123", -2)."""
-    text = repr(value)
-    if bits == 32:
-        single = struct.unpack("f", struct.pack("f", value))[0]
-        text = next(
-            t for p in range(9) if struct.unpack("f", struct.pack("f", float(t := f"{single:.{p}e}")))[0] == single
-        )
-    mantissa, _, exp = text.partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    raw = (whole + fraction).lstrip("0")
-    point = len(whole) - (len(whole + fraction) - len(raw)) + int(exp or 0)
-    return raw.rstrip("0") or "0", point
+    return gofloat.format_g(value, bits)
 
 
 def _key_less(a: str, b: str) -> bool:

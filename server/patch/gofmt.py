@@ -15,8 +15,9 @@ decodes them.
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 from typing import Any
+
+from server.codec import gofloat
 
 MAP_TYPE = "map[string]interface {}"
 LIST_TYPE = "[]interface {}"
@@ -96,23 +97,10 @@ def _scalar(value: Any) -> str:
 
 
 def _float(value: float) -> str:
-    """strconv.FormatFloat(value, 'g', -1, 64): shortest digits, exponent form past 1e+06 or below 1e-04."""
+    """strconv.FormatFloat(value, 'g', -1, 64) with Go's names for NaN and the infinities."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign, digit_tuple, exponent = Decimal(repr(value)).normalize().as_tuple()
-    digits = "".join(map(str, digit_tuple))
-    point = len(digits) + int(exponent)  # digits[:point] is the integer part
-    prefix = "-" if sign else ""
-    power = point - 1
-    if power < -4 or power >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{prefix}{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
-    if point <= 0:
-        return f"{prefix}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return prefix + digits + "0" * (point - len(digits))
-    return f"{prefix}{digits[:point]}.{digits[point:]}"
+    return gofloat.format_g(value)
+

@@ -15,6 +15,7 @@ import orjson
 
 from capstan.core.v1 import core_pb2
 from server import errors
+from server.codec.gojson import json_kind
 from server.registry import Obj, Resource
 from server.schema import SchemaError
 
@@ -64,7 +65,7 @@ def _parse_json(resource: Resource, data: bytes) -> Obj:
     except orjson.JSONDecodeError as err:
         raise _cannot_handle(resource, f"json parse error: {err}") from None
     if not isinstance(obj, dict):
-        raise _cannot_handle(resource, f"json: cannot unmarshal {_json_type(obj)} into Go value of type struct")
+        raise _cannot_handle(resource, f"json: cannot unmarshal {json_kind(obj)} into Go value of type struct")
     return obj
 
 
@@ -122,7 +123,3 @@ def _count_keys(value: object) -> int:
         elif type(item) is list:
             stack.extend(v for v in item if type(v) is dict or type(v) is list)
     return count
-
-
-def _json_type(value: object) -> str:
-    return {list: "array", str: "string", bool: "bool", type(None): "null"}.get(type(value), "number")

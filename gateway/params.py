@@ -84,26 +84,36 @@ def get_options(query: Query) -> meta_pb2.GetOptions:
     return meta_pb2.GetOptions(resourceVersion=_one(query, "resourceVersion"))
 
 
-def create_options(query: Query) -> meta_pb2.CreateOptions:
+def field_manager(query: Query, user_agent: str) -> str:
+    """?fieldManager, else the User-Agent up to its first "/" (printable characters, at most 128), as
+    kube-apiserver names the manager of a write that names none."""
+    named = _one(query, "fieldManager")
+    if named or "fieldManager" in query:
+        return named
+    return "".join(c for c in user_agent.split("/", 1)[0] if c.isprintable())[:128]
+
+
+def create_options(query: Query, user_agent: str) -> meta_pb2.CreateOptions:
     return meta_pb2.CreateOptions(
         dryRun=list(query.get("dryRun", ())),
-        fieldManager=_one(query, "fieldManager"),
+        fieldManager=field_manager(query, user_agent),
         fieldValidation=_one(query, "fieldValidation"),
     )
 
 
-def update_options(query: Query) -> meta_pb2.UpdateOptions:
+def update_options(query: Query, user_agent: str) -> meta_pb2.UpdateOptions:
     return meta_pb2.UpdateOptions(
         dryRun=list(query.get("dryRun", ())),
-        fieldManager=_one(query, "fieldManager"),
+        fieldManager=field_manager(query, user_agent),
         fieldValidation=_one(query, "fieldValidation"),
     )
 
 
-def patch_options(query: Query) -> meta_pb2.PatchOptions:
+def patch_options(query: Query, user_agent: str, *, apply: bool) -> meta_pb2.PatchOptions:
+    """An apply must name its manager (the core answers 422 if it does not); other patches default it."""
     options = meta_pb2.PatchOptions(
         dryRun=list(query.get("dryRun", ())),
-        fieldManager=_one(query, "fieldManager"),
+        fieldManager=_one(query, "fieldManager") if apply else field_manager(query, user_agent),
         fieldValidation=_one(query, "fieldValidation"),
     )
     force = _bool(query, "force")

@@ -17,12 +17,20 @@ from grpc_status import rpc_status
 from capstan.core.v1 import core_pb2, core_pb2_grpc
 from server import errors
 from server.core import Core
+from server.objects.options import manager_from_user_agent
 
 log = logging.getLogger(__name__)
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
+
+
+def _default_manager(options: Any, context: Ctx) -> None:
+    """A write that names no field manager is recorded under the caller's user-agent, as over REST."""
+    if not options.HasField("fieldManager"):
+        agent = dict(context.invocation_metadata() or ()).get("user-agent", "")
+        options.fieldManager = manager_from_user_agent(str(agent))
 
 
 class CoreService(core_pb2_grpc.CoreServiceServicer):
@@ -32,6 +40,7 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
     async def Create(
         self, request: core_pb2.CreateRequest, context: Ctx
     ) -> core_pb2.CreateResponse:
+        _default_manager(request.options, context)
         return await _unary(self._core.create, request, context)
 
     async def Get(
@@ -47,11 +56,14 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
     async def Update(
         self, request: core_pb2.UpdateRequest, context: Ctx
     ) -> core_pb2.UpdateResponse:
+        _default_manager(request.options, context)
         return await _unary(self._core.update, request, context)
 
     async def Patch(
         self, request: core_pb2.PatchRequest, context: Ctx
     ) -> core_pb2.PatchResponse:
+        if request.type != core_pb2.PATCH_TYPE_APPLY:  # an apply must name its manager
+            _default_manager(request.options, context)
         return await _unary(self._core.patch, request, context)
 
     async def Delete(

@@ -16,8 +16,9 @@ from gateway.negotiation import PatchType
 async def create(client: CoreClient, call: Call, http: web.Request) -> web.Response:
     call.admit()
     raw = await req.body(http, call.resource)
+    options = params.create_options(call.query, http.headers.get("User-Agent", ""))
     created = await call.within_deadline(client.create(core_pb2.CreateRequest(
-        path=call.path, object=raw, options=params.create_options(call.query), accept=respond.core_accept(call.out))))
+        path=call.path, object=raw, options=options, accept=respond.core_accept(call.out))))
     return respond.document(call.out, created.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201, warnings=list(created.warnings))
 
@@ -25,8 +26,9 @@ async def create(client: CoreClient, call: Call, http: web.Request) -> web.Respo
 async def update(client: CoreClient, call: Call, http: web.Request) -> web.Response:
     call.admit()
     raw = await req.body(http, call.resource)
+    options = params.update_options(call.query, http.headers.get("User-Agent", ""))
     updated = await call.within_deadline(client.update(core_pb2.UpdateRequest(
-        path=call.path, object=raw, options=params.update_options(call.query), accept=respond.core_accept(call.out))))
+        path=call.path, object=raw, options=options, accept=respond.core_accept(call.out))))
     return respond.document(call.out, updated.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201 if updated.created else 200,
                             warnings=list(updated.warnings))
@@ -47,8 +49,10 @@ async def patch(client: CoreClient, call: Call, http: web.Request) -> web.Respon
                                         patch=True)
     assert media.patch_type is not None
     data = await req.read_limited(http)
+    options = params.patch_options(call.query, http.headers.get("User-Agent", ""),
+                                   apply=media.patch_type is PatchType.APPLY_PATCH)
     patched = await call.within_deadline(client.patch(core_pb2.PatchRequest(
-        path=call.path, type=_PATCH_TYPES[media.patch_type], patch=data, options=params.patch_options(call.query),
+        path=call.path, type=_PATCH_TYPES[media.patch_type], patch=data, options=options,
         accept=respond.core_accept(call.out))))
     return respond.document(call.out, patched.object, api_version=call.api_version, kind=call.resource.kind,
                             status=201 if patched.created else 200, warnings=list(patched.warnings))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.objects import body, meta, options, render, validate
+from server.objects import body, managed, meta, options, render, validate
 from server.objects.context import Context
 from server.objects.namespaces import require_active_namespace
 from server.objects.resolve import resolve
@@ -20,8 +20,21 @@ async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateRe
     resource = resolve(ctx.registry, req.path, "create")
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     mode = options.field_validation(req.options.fieldValidation, "CreateOptions")
+    manager = options.field_manager(req.options.fieldManager, "CreateOptions")
     obj, warnings = body.decode(resource, req.object, mode)
-    prepare_for_create(resource, obj, req.path.namespace)
+    return await create_object(ctx, resource, obj, req.path.namespace, manager=manager, dry_run=dry_run,
+                               accept=req.accept, warnings=warnings)
+
+
+async def create_object(
+    ctx: Context, resource: Resource, obj: Obj, namespace: str, *, manager: str | None, dry_run: bool,
+    accept: render.Encoding, warnings: list[str],
+) -> core_pb2.CreateResponse:
+    """Store a new typed object. manager: the field manager to record an Update for (None when the
+    caller has set managedFields itself, as server-side apply does)."""
+    prepare_for_create(resource, obj, namespace)
+    if manager is not None:
+        managed.track_update(resource, "", None, obj, manager)
     if resource.namespaced:
         await require_active_namespace(ctx, resource, obj)
     m = meta.meta(obj)
@@ -36,13 +49,13 @@ async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateRe
         if dry_run:
             existing = await store_call(ctx.store.get(key))
             if existing.kv is None:
-                return core_pb2.CreateResponse(object=render.raw_unstored(resource, obj, req.accept), warnings=warnings)
+                return core_pb2.CreateResponse(object=render.raw_unstored(resource, obj, accept), warnings=warnings)
             taken = existing.kv
             continue
         value = render.to_value(resource, obj)
         result = await store_call(ctx.store.create(key, value))
         if result.outcome is Outcome.OK:
-            raw = render.raw(resource, value, str(result.revision), req.accept)
+            raw = render.raw(resource, value, str(result.revision), accept)
             return core_pb2.CreateResponse(object=raw, warnings=warnings)
         assert result.current is not None
         taken = result.current

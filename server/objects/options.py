@@ -108,3 +108,29 @@ def resource_version(value: str) -> int:
             f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing "{value}": invalid syntax'
         )
     return int(value)
+
+
+FIELD_MANAGER_MAX_LENGTH = 128
+
+
+def field_manager(value: str, kind: str, *, apply: bool = False, force: bool | None = None) -> str:
+    """ValidateFieldManager (and, for patches, ValidatePatchOptions): a printable name of at most
+    128 characters, required for apply; `force` only with apply."""
+    errs: list[FieldError] = []
+    if force is not None and not apply:
+        errs.append(FieldError.forbidden("force", "may not be specified for non-apply patch"))
+    if apply and not value:
+        errs.append(FieldError.required("fieldManager", "is required for apply patch"))
+    if len(value) > FIELD_MANAGER_MAX_LENGTH:
+        errs.append(FieldError.too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH))
+    errs.extend(FieldError.invalid("fieldManager", value, f"invalid character U+{ord(c):04X} at position {i}")
+                for i, c in enumerate(value) if not c.isprintable())
+    if errs:
+        raise invalid_options(kind, errs)
+    return value
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """The field manager of a write that names none: the User-Agent up to its first "/", printable
+    characters only, at most 128 (kube-apiserver's prefixFromUserAgent)."""
+    return "".join(c for c in user_agent.split("/", 1)[0] if c.isprintable())[:FIELD_MANAGER_MAX_LENGTH]

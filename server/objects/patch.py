@@ -1,5 +1,5 @@
 """Patch: a JSON patch, merge patch or strategic merge patch applied to the current object, then stored
-as an update (same preconditions, validation and no-op rule).
+as an update (same preconditions, validation and no-op rule); server-side apply is server/objects/apply.py.
 
 The patch applies to the object as clients see it (kind, apiVersion, resourceVersion included),
 so a patch that sets metadata.resourceVersion is a precondition (409 when stale), as `kubectl
@@ -17,7 +17,7 @@ import orjson
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.objects import body, options
+from server.objects import apply, body, options
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.update import guaranteed_update
@@ -36,19 +36,25 @@ async def patch(ctx: Context, req: core_pb2.PatchRequest) -> core_pb2.PatchRespo
     resource = resolve(ctx.registry, req.path, "patch")
     dry_run = options.dry_run(req.options.dryRun, "PatchOptions")
     mode = options.field_validation(req.options.fieldValidation, "PatchOptions")
-    apply = _patcher(resource, req.type, req.patch)
+    is_apply = req.type == core_pb2.PATCH_TYPE_APPLY
+    force = req.options.force if req.options.HasField("force") else None
+    manager = options.field_manager(req.options.fieldManager, "PatchOptions", apply=is_apply, force=force)
+    if is_apply:
+        return await apply.apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
+    patched = _patcher(resource, req.type, req.patch)
 
     def produce(current: Obj) -> tuple[Obj, list[str]]:
-        return body.typed(resource, apply(current), mode)
+        return body.typed(resource, patched(current), mode)
 
-    updated = await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=req.accept)
+    updated = await guaranteed_update(
+        ctx, resource, req.path, produce, dry_run=dry_run, accept=req.accept, manager=manager)
     return core_pb2.PatchResponse(object=updated.object, warnings=updated.warnings)
 
 
 def _patcher(resource: Resource, kind: int, data: bytes) -> Any:
     """The function that applies this patch to an object; the patch is parsed once, up front (400 if malformed)."""
-    accepted = [t for k, t in _TYPES.items() if k != core_pb2.PATCH_TYPE_APPLY
-                and (k != core_pb2.PATCH_TYPE_STRATEGIC_MERGE or resource.schema.proto_message)]
+    accepted = [t for k, t in _TYPES.items()
+                if k != core_pb2.PATCH_TYPE_STRATEGIC_MERGE or resource.schema.proto_message]
     if kind == core_pb2.PATCH_TYPE_JSON:
         operations = _json_patch(data)
         return lambda current: _apply_json_patch(operations, current)
@@ -59,7 +65,6 @@ def _patcher(resource: Resource, kind: int, data: bytes) -> Any:
         document = _object(data)
         descriptor = resource.schema.descriptor
         return lambda current: _apply_strategic(current, document, descriptor)
-    # Server-side apply is not implemented yet; answer as for a media type this server does not take.
     raise errors.ApiError(errors.status(
         415, "UnsupportedMediaType",
         "the body of the request was in an unknown format - accepted media types include: " + ", ".join(accepted),

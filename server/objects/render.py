@@ -104,11 +104,15 @@ def raw(resource: Resource, value: bytes, resource_version: str, accept: Encodin
     return core_pb2.RawObject(encoding=encoding, data=object_bytes(resource, value, resource_version, encoding))
 
 
-def raw_unstored(resource: Resource, obj: Obj, accept: Encoding) -> core_pb2.RawObject:
-    """An object that was not stored (dry run): rendered without a resourceVersion."""
+def raw_unstored(resource: Resource, obj: Obj, accept: Encoding, revision: int = 0) -> core_pb2.RawObject:
+    """An object that was not stored (dry run): a create's has no resourceVersion, an update's keeps
+    the live object's (`revision`), as kube-apiserver answers dry runs."""
     encoding = encoding_for(resource, accept)
     obj = canonical(obj)
-    obj["metadata"].pop("resourceVersion", None)
+    if revision:
+        obj["metadata"]["resourceVersion"] = str(revision)
+    else:
+        obj["metadata"].pop("resourceVersion", None)
     if encoding == PROTOBUF:
         return core_pb2.RawObject(encoding=encoding, data=resource.schema.to_proto(obj))
     data = b"{" + type_prefix(resource) + go_json(obj)[1:]

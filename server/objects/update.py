@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.objects import body, create, meta, options, render, validate
+from server.objects import body, create, managed, meta, options, render, validate
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.registry import Obj, Resource
@@ -27,6 +27,7 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
     resource = resolve(ctx.registry, req.path, "update")
     dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")
     mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
+    manager = options.field_manager(req.options.fieldManager, "UpdateOptions")
     obj, warnings = body.decode(resource, req.object, mode)
     check_name(obj, req.path.name, req.path.namespace)
     if resource.create_on_update and not req.path.subresource:
@@ -34,10 +35,11 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
         if got.kv is None:
             created = await create.create(ctx, core_pb2.CreateRequest(
                 path=req.path, object=req.object, accept=req.accept,
-                options={"dryRun": req.options.dryRun, "fieldValidation": req.options.fieldValidation}))
+                options={"dryRun": req.options.dryRun, "fieldValidation": req.options.fieldValidation,
+                         "fieldManager": manager}))
             return core_pb2.UpdateResponse(object=created.object, warnings=created.warnings, created=True)
     return await guaranteed_update(
-        ctx, resource, req.path, lambda current: (obj, warnings), dry_run=dry_run, accept=req.accept)
+        ctx, resource, req.path, lambda current: (obj, warnings), dry_run=dry_run, accept=req.accept, manager=manager)
 
 
 # Given the stored object (with its kind, apiVersion and resourceVersion, as a client sees it), the
@@ -53,12 +55,14 @@ async def guaranteed_update(
     *,
     dry_run: bool,
     accept: render.Encoding,
+    manager: str | None,
 ) -> core_pb2.UpdateResponse:
     """Read, produce the new object, write if unchanged since the read; retried as GuaranteedUpdate is.
 
     The produced object's metadata.resourceVersion is a precondition: a stale one is 409 Conflict.
     PUT produces the request body (so a lost race with a resourceVersion is a conflict); PATCH
-    applies its patch to the current object each time (so it is simply applied again).
+    applies its patch to the current object each time (so it is simply applied again). manager:
+    the field manager to record an Update for (None: produce sets managedFields, as apply does).
     """
     key = resource.key(path.namespace, path.name)
     for _ in range(MAX_RETRIES):
@@ -72,12 +76,15 @@ async def guaranteed_update(
             raise errors.conflict(resource.resource, resource.group, path.name)
         _check_uid(resource, path, obj, old)
         new = prepare_for_update(resource, copy.deepcopy(obj), old, path.subresource)
+        if manager is not None:
+            managed.track_update(resource, path.subresource, old, new, manager)
         validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old))
         value = render.to_value(resource, new)
         if value == got.kv.value:
             return _response(resource, got.kv.value, got.kv.mod_revision, accept, warnings)
         if dry_run:
-            return core_pb2.UpdateResponse(object=render.raw_unstored(resource, new, accept), warnings=warnings)
+            return core_pb2.UpdateResponse(
+                object=render.raw_unstored(resource, new, accept, got.kv.mod_revision), warnings=warnings)
         if _deletion_complete(resource, new):
             result = await store_call(ctx.store.delete(key, expected_mod_revision=got.kv.mod_revision))
         else:

@@ -85,18 +85,28 @@ def success(name: str, kind: str, uid: str) -> Obj:
 
 
 def stamped(obj: Obj) -> Obj:
-    """The server-set uid and creationTimestamp of obj, checked for their form, to put in an expectation."""
+    """The server-set uid, creationTimestamp and managedFields of obj, checked for their form, to put in
+    an expectation (tests/server/core/test_managed_fields.py checks managedFields' content)."""
     meta = obj["metadata"]
     uuid.UUID(meta["uid"])
     assert RFC3339.fullmatch(meta["creationTimestamp"]), meta["creationTimestamp"]
     datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
-    return {"uid": meta["uid"], "creationTimestamp": meta["creationTimestamp"]}
+    stamps = {"uid": meta["uid"], "creationTimestamp": meta["creationTimestamp"]}
+    if "managedFields" in meta:
+        assert all(RFC3339.fullmatch(entry["time"]) for entry in meta["managedFields"]), meta["managedFields"]
+        stamps["managedFields"] = meta["managedFields"]
+    return stamps
+
+
+def managed(stamps: Obj) -> Obj:
+    """{"managedFields": ...} when the stamps carry them, else {}: to spread into metadata."""
+    return {"managedFields": stamps["managedFields"]} if "managedFields" in stamps else {}
 
 
 def config_map(name: str, rv: int | str, stamps: Obj, *, namespace: str = "default", typed: bool = True,
                **fields: Any) -> Obj:
     """A ConfigMap as kube-apiserver prints it (typed=False: as a list item, without kind and apiVersion)."""
     meta: Obj = {"name": name, "namespace": namespace, "uid": stamps["uid"], "resourceVersion": str(rv),
-                 "creationTimestamp": stamps["creationTimestamp"]}
+                 "creationTimestamp": stamps["creationTimestamp"], **managed(stamps)}
     head: Obj = {"kind": "ConfigMap", "apiVersion": "v1"} if typed else {}
     return {**head, "metadata": meta, **fields}

@@ -122,7 +122,11 @@ async def test_yaml_both_ways(server: Server) -> None:
     # sigs.k8s.io/yaml's JSONToYAML: sorted keys, strings that would read back as other types quoted.
     assert resp.body == (
         "apiVersion: v1\ndata:\n  port: \"8080\"\nkind: ConfigMap\nmetadata:\n"
-        f"  creationTimestamp: \"{stamps['creationTimestamp']}\"\n  labels:\n    \"true\": \"yes\"\n  name: cfg\n"
+        f"  creationTimestamp: \"{stamps['creationTimestamp']}\"\n  labels:\n    \"true\": \"yes\"\n"
+        "  managedFields:\n  - apiVersion: v1\n    fieldsType: FieldsV1\n    fieldsV1:\n      f:data:\n"
+        "        .: {}\n        f:port: {}\n      f:metadata:\n        f:labels:\n          .: {}\n"
+        "          f:true: {}\n    manager: Python\n    operation: Update\n"
+        f"    time: \"{stamps['managedFields'][0]['time']}\"\n  name: cfg\n"
         f"  namespace: default\n  resourceVersion: \"{server.revision()}\"\n  uid: {stamps['uid']}\n"
     ).encode()
     missing = await server.request("GET", f"{CM}/nope", headers={"Accept": YAML})

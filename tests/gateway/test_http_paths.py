@@ -106,7 +106,7 @@ def namespace_doc(name: str, rv: int | str, stamps: Obj, *, phase: str = "Active
     return {
         "kind": "Namespace", "apiVersion": "v1",
         "metadata": {"name": name, "uid": stamps["uid"], "resourceVersion": str(rv),
-                     "creationTimestamp": stamps["creationTimestamp"], **meta,
+                     "creationTimestamp": stamps["creationTimestamp"], **kube.managed(stamps), **meta,
                      "labels": {"kubernetes.io/metadata.name": name}},
         "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": phase},
     }
@@ -128,9 +128,11 @@ async def test_cluster_scoped_object_and_subresource_paths(server: Server) -> No
     body = {**namespace_doc("team", server.revision(), stamps), "spec": {}}
     body["metadata"]["labels"] = {"ignored": "by-status"}
     status_put = await server.request("PUT", "/api/v1/namespaces/team/status", json=body)
+    stamps = kube.stamped(status_put.json())
     assert (status_put.status, status_put.json()) == (200, namespace_doc("team", server.revision(), stamps))
     finalize = await server.request("PUT", "/api/v1/namespaces/team/finalize", json={
         "metadata": {"name": "team"}, "spec": {"finalizers": []}})
+    stamps = kube.stamped(finalize.json())
     expected = {**namespace_doc("team", server.revision(), stamps), "spec": {}}
     assert (finalize.status, finalize.json()) == (200, expected)
 
@@ -164,7 +166,7 @@ def widgets(server: Server) -> Resource:
 def widget_doc(name: str, rv: int | str, stamps: Obj, **fields: Any) -> Obj:
     return {"apiVersion": f"{WIDGETS_GROUP}/v1", "kind": "Widget",
             "metadata": {"name": name, "namespace": "default", "uid": stamps["uid"], "resourceVersion": str(rv),
-                         "creationTimestamp": stamps["creationTimestamp"]}, **fields}
+                         "creationTimestamp": stamps["creationTimestamp"], **kube.managed(stamps)}, **fields}
 
 
 async def test_named_group_paths(server: Server, widgets: Resource) -> None:
@@ -188,6 +190,7 @@ async def test_named_group_paths(server: Server, widgets: Resource) -> None:
     assert (put_new.status, put_new.json()) == (201, widget_doc("n", server.revision(), new_stamps))
     put_again = await server.request("PUT", f"{base}/n", json={
         "apiVersion": f"{WIDGETS_GROUP}/v1", "kind": "Widget", "metadata": {"name": "n"}, "spec": {"size": 2}})
+    new_stamps = kube.stamped(put_again.json())
     assert (put_again.status, put_again.json()) == (
         200, widget_doc("n", server.revision(), new_stamps, spec={"size": 2}))
 

@@ -202,7 +202,7 @@ async def test_secret_json_conventions(server: Server) -> None:
     assert (resp.status, resp.json()) == (201, {
         "kind": "Secret", "apiVersion": "v1",
         "metadata": {"name": "s", "namespace": "default", "uid": stamps["uid"],
-                     "resourceVersion": str(server.revision()), "creationTimestamp": stamps["creationTimestamp"]},
+                     "resourceVersion": str(server.revision()), "creationTimestamp": stamps["creationTimestamp"], **kube.managed(stamps)},
         "data": {"a": "aGk=", "b": "d29ybGQ="}, "type": "Opaque",
     })
     bad = await server.request("POST", SECRETS, json={"metadata": {"name": "t"}, "data": {"a": "not base64!"}})

@@ -79,8 +79,8 @@ async def test_a_resource_version_in_a_patch_is_a_precondition(client: Client, k
     pytest.param(JSON, {"op": "add"}, 400, "BadRequest", id="json patch that is not a list"),
     pytest.param(MERGE, ["not", "an", "object"], 400, "BadRequest", id="merge patch that is not an object"),
     pytest.param(MERGE, {"data": {"k": 1}}, 400, "BadRequest", id="wrong type after patching"),
-    pytest.param(APPLY, {"apiVersion": "v1", "kind": "ConfigMap"}, 415, "UnsupportedMediaType",
-                 id="server-side apply is not served yet"),
+    pytest.param(APPLY, {"apiVersion": "v1", "kind": "ConfigMap"}, 422, "Invalid",
+                 id="server-side apply without a field manager"),
 ])
 async def test_bad_patches(client: Client, kind: core_pb2.PatchType, document: Any, code: int, reason: str) -> None:
     await create_a(client)

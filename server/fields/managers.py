@@ -1,0 +1,99 @@
+"""metadata.managedFields read into owners and their field sets, and written back as Kubernetes does.
+
+An owner is a manager name with its operation ("Apply" or "Update"), the subresource it wrote
+through, and — for Update only — the apiVersion it wrote (an applier keeps one entry across
+versions). Entries are written sorted as kube-apiserver sorts them: operation, time, manager,
+apiVersion, subresource; `time` is when the owner last changed the object (absent when it never did).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from server.fields.fieldset import FieldSet
+
+APPLY, UPDATE = "Apply", "Update"
+FIELDS_V1 = "FieldsV1"
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    manager: str
+    operation: str
+    api_version: str = ""  # "" for appliers
+    subresource: str = ""
+
+    @staticmethod
+    def of(manager: str, operation: str, api_version: str, subresource: str) -> Owner:
+        return Owner(manager, operation, api_version if operation == UPDATE else "", subresource)
+
+    def describe(self) -> str:
+        """As conflicts name owners (apimachinery's printManager): `"kubectl" using v1` for updaters."""
+        text = '"' + self.manager.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if self.subresource:
+            text += f' with subresource "{self.subresource}"'
+        if self.operation == UPDATE:
+            text += f" using {self.api_version}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Owned:
+    fields: FieldSet
+    api_version: str
+    time: str | None = None
+
+
+Managed = dict[Owner, Owned]
+
+
+def decode(entries: object) -> Managed:
+    """Raises ValueError for entries that are not valid managedFields."""
+    if entries is None:
+        return {}
+    if not isinstance(entries, list):
+        raise ValueError("managedFields must be a list")
+    managed: Managed = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ValueError("a managedFields entry must be an object")
+        operation = entry.get("operation", "")
+        if operation not in (APPLY, UPDATE):
+            raise ValueError(f"operation must be {APPLY} or {UPDATE}")
+        if entry.get("fieldsType", FIELDS_V1) != FIELDS_V1:
+            raise ValueError("fieldsType must be FieldsV1")
+        api_version = str(entry.get("apiVersion", ""))
+        owner = Owner.of(str(entry.get("manager", "")), operation, api_version, str(entry.get("subresource", "")))
+        if owner in managed:
+            raise ValueError(f"duplicate managedFields entry for {owner.describe()}")
+        time = entry.get("time")
+        managed[owner] = Owned(FieldSet.from_fields_v1(entry.get("fieldsV1") or {}), api_version,
+                               time if isinstance(time, str) else None)
+    return managed
+
+
+def encode(managed: Managed) -> list[dict[str, Any]]:
+    entries = []
+    for owner, owned in sorted(managed.items(), key=_order):
+        entry: dict[str, Any] = {"manager": owner.manager, "operation": owner.operation,
+                                 "apiVersion": owned.api_version}
+        if owned.time is not None:
+            entry["time"] = owned.time
+        entry["fieldsType"] = FIELDS_V1
+        entry["fieldsV1"] = owned.fields.to_fields_v1()
+        if owner.subresource:
+            entry["subresource"] = owner.subresource
+        entries.append(entry)
+    return entries
+
+
+def is_reset(entries: object) -> bool:
+    """A list holding one empty entry: the client asks to clear managedFields."""
+    return isinstance(entries, list) and len(entries) == 1 and entries[0] in ({}, None)
+
+
+def _order(item: tuple[Owner, Owned]) -> tuple[str, str, str, str, str]:
+    owner, owned = item
+    # Times are RFC 3339 seconds in UTC, so they sort as text; no time sorts first, as the zero time.
+    return (owner.operation, owned.time or "", owner.manager, owned.api_version, owner.subresource)

@@ -1,0 +1,240 @@
+"""Objects read through their shape: the field set an object sets, what changed between two
+objects, an apply configuration merged onto a live object, and fields taken out of an object.
+
+These are structured-merge-diff's walks (typed.TypedValue's ToFieldSet, Compare, Merge and
+RemoveItems), with its rules:
+
+    ToFieldSet  every leaf is a member; so is every list item, every free map key (labels.app), and
+                a struct field whose value is null or {}; a struct field holding a non-empty
+                object is reached through, not a member itself
+    Compare     a path present on one side only is added/removed with everything below it; a leaf
+                whose value differs is modified
+    Merge       the configuration wins leaves and atomic values; objects merge key by key; lists of
+                type set/map merge item by item, the configuration's order kept for its items
+    RemoveItems a member goes with everything below it
+
+Values are the JSON forms the core keeps (dict, list, str, int, float, bool, None); MISSING marks
+an absent value, which JSON null is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from server.fields import path as fp
+from server.fields.fieldset import FieldSet
+from server.fields.path import Element, Path
+from server.fields.shapes import UNTYPED, ListShape, Shape
+
+MISSING: Any = object()
+_MAPS = ("struct", "map", "untyped")
+
+
+def to_field_set(value: Any, shape: Shape) -> FieldSet:
+    root = FieldSet()
+    _collect(value, shape, root)
+    return root
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    added: FieldSet
+    modified: FieldSet
+    removed: FieldSet
+
+
+def compare(old: Any, new: Any, shape: Shape) -> Comparison:
+    result = Comparison(FieldSet(), FieldSet(), FieldSet())
+    _compare(old, new, shape, (), result)
+    return result
+
+
+def merge(live: Any, config: Any, shape: Shape) -> Any:
+    """config merged onto live (a new value; unchanged parts are shared with the inputs)."""
+    if config is MISSING:
+        return live
+    if live is MISSING:
+        return config
+    if _is_map(live, shape) and _is_map(config, shape):
+        out = dict(live)
+        for name, theirs in config.items():
+            out[name] = merge(live.get(name, MISSING), theirs, shape.field(name) or UNTYPED)
+        return out
+    if isinstance(shape, ListShape) and _is_list(live, shape) and _is_list(config, shape):
+        return _merge_list(live, config, shape)
+    return config
+
+
+def remove_items(value: Any, fields: FieldSet, shape: Shape) -> Any:
+    """value without the members of fields (each with everything below it)."""
+    if _is_map(value, shape):
+        out = {}
+        for name, inner in value.items():
+            element = ("f", name)
+            if element in fields.members:
+                continue
+            below = fields.children.get(element)
+            out[name] = remove_items(inner, below, shape.field(name) or UNTYPED) if below is not None else inner
+        return out
+    if isinstance(shape, ListShape) and _is_list(value, shape):
+        items = []
+        for position, item in enumerate(value):
+            element = _element(shape, position, item)
+            if element in fields.members:
+                continue
+            below = fields.children.get(element)
+            items.append(remove_items(item, below, shape.elem) if below is not None else item)
+        return items
+    return value
+
+
+def ensure_named_fields_are_members(fields: FieldSet, shape: Shape) -> FieldSet:
+    """fields plus every struct field it reaches through (`a` for `a.b.c`), but not free map keys."""
+    members = set(fields.members)
+    children: dict[Element, FieldSet] = {}
+    for element, below in fields.children.items():
+        inner: Shape
+        if element[0] == "f":
+            if shape.is_declared(element[1]):
+                members.add(element)
+            inner = shape.field(element[1]) or UNTYPED
+        else:
+            inner = shape.elem if isinstance(shape, ListShape) else UNTYPED
+        children[element] = ensure_named_fields_are_members(below, inner)
+    return FieldSet(members, children)
+
+
+# --- walks --------------------------------------------------------------------------------------
+
+
+def _is_map(value: Any, shape: Shape) -> bool:
+    return type(value) is dict and shape.kind in _MAPS and not shape.atomic
+
+
+def _is_list(value: Any, shape: Shape) -> bool:
+    return type(value) is list and shape.kind == "list" and not shape.atomic
+
+
+def _element(shape: ListShape, position: int, item: Any) -> Element:
+    if shape.list_type == "map" and type(item) is dict:
+        return fp.key(item, shape.keys)
+    if shape.list_type == "set":
+        return fp.value(item)
+    return fp.index(position)
+
+
+def _collect(value: Any, shape: Shape, node: FieldSet) -> None:
+    if _is_map(value, shape):
+        for name, inner in value.items():
+            inner_shape = shape.field(name)
+            if inner_shape is None:
+                continue  # not a field of the kind: dropped before it is stored
+            element = ("f", name)
+            if not (_is_map(inner, inner_shape) or _is_list(inner, inner_shape)):
+                node.members.add(element)
+                continue
+            below = FieldSet()
+            _collect(inner, inner_shape, below)
+            if not below.empty():
+                node.children[element] = below
+            if not inner or not shape.is_declared(name):
+                node.members.add(element)
+    elif isinstance(shape, ListShape) and _is_list(value, shape):
+        for position, item in enumerate(value):
+            element = _element(shape, position, item)
+            node.members.add(element)
+            if _is_map(item, shape.elem) or _is_list(item, shape.elem):
+                below = FieldSet()
+                _collect(item, shape.elem, below)
+                if not below.empty():
+                    node.children[element] = below
+
+
+def _compare(old: Any, new: Any, shape: Shape, path: Path, result: Comparison) -> None:
+    if (_is_map(old, shape) or old is MISSING) and (_is_map(new, shape) or new is MISSING):
+        old_map = old if old is not MISSING else {}
+        new_map = new if new is not MISSING else {}
+        for name in old_map.keys() | new_map.keys():
+            inner = shape.field(name)
+            if inner is not None:
+                _compare(old_map.get(name, MISSING), new_map.get(name, MISSING), inner, (*path, ("f", name)), result)
+    elif isinstance(shape, ListShape) and (_is_list(old, shape) or old is MISSING) and (
+            _is_list(new, shape) or new is MISSING):
+        old_items = _index(shape, old) if old is not MISSING else {}
+        new_items = _index(shape, new) if new is not MISSING else {}
+        for element in old_items.keys() | new_items.keys():
+            _compare(old_items.get(element, MISSING), new_items.get(element, MISSING), shape.elem,
+                     (*path, element), result)
+    else:
+        if old is not MISSING and new is not MISSING and not _equal(old, new):
+            result.modified.insert(path)
+    if path:
+        if old is MISSING:
+            result.added.insert(path)
+        elif new is MISSING:
+            result.removed.insert(path)
+
+
+def _index(shape: ListShape, items: list[Any]) -> dict[Element, Any]:
+    out: dict[Element, Any] = {}
+    for position, item in enumerate(items):
+        out.setdefault(_element(shape, position, item), item)
+    return out
+
+
+def _merge_list(live: list[Any], config: list[Any], shape: ListShape) -> list[Any]:
+    """structured-merge-diff's list merge: the configuration's items in its order, merged with the
+    live item of the same key; live items it does not name stay where they were."""
+    live_elements = [_element(shape, i, item) for i, item in enumerate(live)]
+    config_elements = [_element(shape, i, item) for i, item in enumerate(config)]
+    live_items = _index(shape, live)
+    config_items = _index(shape, config)
+    shared = iter([e for e in config_elements if e in live_items])
+    next_shared = next(shared, None)
+    merged: set[Element] = set()
+    out: list[Any] = []
+    li = ri = 0
+    while li < len(live) or ri < len(config):
+        if li < len(live) and ri < len(config):
+            element = live_elements[li]
+            if element == config_elements[ri]:
+                merged.add(element)
+                out.append(merge(live_items[element], config_items[element], shape.elem))
+                li, ri = li + 1, ri + 1
+                next_shared = next(shared, None)
+                continue
+            if element in config_items and next_shared is not None and next_shared != element:
+                li += 1  # shared, but not the one this round takes
+                continue
+        if li < len(live):
+            element = live_elements[li]
+            if element not in config_items:
+                out.append(live[li])
+                li += 1
+                continue
+            if element in merged:
+                li += 1
+                continue
+        if ri < len(config):
+            element = config_elements[ri]
+            merged.add(element)
+            out.append(merge(live_items.get(element, MISSING), config_items[element], shape.elem))
+            ri += 1
+            if next_shared is not None and next_shared == element:
+                next_shared = next(shared, None)
+    return out
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """JSON equality: true is not 1, 1 is 1.0."""
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if ta is dict:
+        return tb is dict and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if ta is list:
+        return tb is list and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) and (ta is not dict and tb is not dict and ta is not list and tb is not list)

@@ -1,0 +1,106 @@
+"""Server-side apply (application/apply-patch+yaml): a manager's configuration merged onto the object,
+its fields owned in metadata.managedFields, as kube-apiserver applies it.
+
+The body is YAML or JSON naming the kind's apiVersion and kind. An object that does not exist is
+created from the configuration (201). Otherwise the configuration is merged onto the live object;
+fields the manager applied before and left out now are removed when nobody else owns them; a
+change to a field another manager owns is 409 Conflict with one cause per field, unless force
+moves the field to this manager. Example conflict:
+
+    Apply failed with 1 conflict: conflict with "alpha": .data.k
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import yaml
+
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.fields import updater
+from server.fields.managers import APPLY, Owner
+from server.fields.path import to_string
+from server.objects import body, create, managed, meta
+from server.objects.context import Context
+from server.objects.update import check_name, guaranteed_update
+from server.registry import Obj, Resource
+from server.storage_errors import store_call
+
+
+async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, manager: str, *, dry_run: bool,
+                mode: str) -> core_pb2.PatchResponse:
+    config = _config(resource, req.patch)
+    _, warnings = body.typed(resource, config, mode)
+    owner = Owner.of(manager, APPLY, resource.api_version, req.path.subresource)
+    force = req.options.force
+
+    def merged(live: Obj, zero: Obj) -> Obj:
+        ignored = managed.ignored(resource, req.path.subresource, live, config)
+        try:
+            new, owners = updater.apply(
+                live, config, managed.shape(resource), managed.stored_managers(live), owner, resource.api_version,
+                ignored, meta.now(), force=force, normalize=lambda obj: body.typed(resource, obj, "Ignore")[0],
+                zero=zero)
+        except updater.Conflicts as err:
+            raise _conflict(err) from None
+        new = dict(new)
+        new["metadata"] = dict(meta.meta(new))
+        managed.write(new, owners)
+        check_name(new, req.path.name, req.path.namespace)
+        return new
+
+    got = await store_call(ctx.store.get(resource.key(req.path.namespace, req.path.name)))
+    zero = copy.deepcopy(managed.zero(resource))
+    if got.kv is None and not req.path.subresource:
+        created = await create.create_object(
+            ctx, resource, merged(zero, zero), req.path.namespace, manager=None, dry_run=dry_run,
+            accept=req.accept, warnings=warnings)
+        return core_pb2.PatchResponse(object=created.object, warnings=created.warnings, created=True)
+    updated = await guaranteed_update(ctx, resource, req.path, lambda live: (merged(live, zero), warnings),
+                                      dry_run=dry_run, accept=req.accept, manager=None)
+    return core_pb2.PatchResponse(object=updated.object, warnings=updated.warnings)
+
+
+def _config(resource: Resource, data: bytes) -> Obj:
+    """The apply configuration: a YAML (or JSON) object of this kind's apiVersion, without managedFields."""
+    config: Any
+    try:
+        config = orjson.loads(data) if data.lstrip()[:1] == b"{" else yaml.load(data, Loader=_Loader)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as err:
+        raise errors.bad_request(f"error decoding YAML: {err}") from None
+    if not isinstance(config, dict):
+        raise errors.bad_request("error decoding YAML: the apply configuration must be an object")
+    api_version = config.get("apiVersion")
+    if api_version != resource.api_version:
+        raise errors.bad_request(
+            "Incorrect version specified in apply patch. Specified patch version: "
+            f"{api_version or ''}, expected: {resource.api_version}")
+    metadata = config.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("managedFields") is not None:
+        raise errors.bad_request("metadata.managedFields must be nil")
+    return config
+
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _conflict(err: updater.Conflicts) -> errors.ApiError:
+    """409 with one FieldManagerConflict cause per field (apimachinery's NewConflictError)."""
+    causes = [errors.Cause("FieldManagerConflict", f"conflict with {owner.describe()}", to_string(path))
+              for owner, path in err.conflicts]
+    if len(err.conflicts) == 1:
+        owner, path = err.conflicts[0]
+        message = f"Apply failed with 1 conflict: conflict with {owner.describe()}: {to_string(path)}"
+    else:
+        lines: list[str] = []
+        by_owner: dict[str, list[str]] = {}
+        for owner, path in err.conflicts:
+            by_owner.setdefault(owner.describe(), []).append(to_string(path))
+        for name in sorted(by_owner):
+            lines.append(f"conflicts with {name}:")
+            lines.extend(f"- {p}" for p in by_owner[name])
+        message = f"Apply failed with {len(err.conflicts)} conflicts: " + "\n".join(lines)
+    return errors.ApiError(errors.status(409, "Conflict", message, causes=causes))

@@ -1,0 +1,93 @@
+"""metadata.managedFields kept on every write, as kube-apiserver's field manager keeps them.
+
+A create, an update (PUT) and a non-apply patch record an Update entry for their manager with the
+fields they added or changed (server/fields/updater.py); managedFields sent in the body are taken
+as the new starting point when they are a valid non-empty list (so clients may edit them), a list
+of one empty entry clears them, and anything else keeps the stored ones. Through a subresource the
+body's managedFields are never taken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.fields import managers, updater
+from server.fields.fieldset import FieldSet
+from server.fields.managers import Managed, Owner
+from server.fields.shapes import UNTYPED, Shape, of_message
+from server.objects import meta
+from server.registry import Obj, Resource, Schema
+
+
+def shape(resource: Resource) -> Shape:
+    descriptor = resource.schema.descriptor
+    return of_message(descriptor) if descriptor is not None else UNTYPED
+
+
+_ZEROS: dict[int, tuple[Schema, Obj]] = {}
+
+
+def zero(resource: Resource) -> Obj:
+    """The kind's empty object as Go would print its zero value: what a create starts from.
+    Shared: never change it."""
+    schema = resource.schema
+    known = _ZEROS.get(id(schema))
+    if known is None or known[0] is not schema:
+        known = _ZEROS[id(schema)] = (schema, schema.from_proto(b"") if schema.proto_message else {})
+    return known[1]
+
+
+def ignored(resource: Resource, subresource: str, *objects: Any) -> FieldSet | None:
+    """The fields a write through this endpoint resets, so no manager gains them there."""
+    sub = resource.subresource(subresource) if subresource else None
+    if sub is not None and sub.field_path:
+        kept = sub.field_path[0]
+        names = {name for obj in objects if isinstance(obj, dict) for name in obj if name != kept}
+        return _top_level(names) if names else None
+    if resource.has_status:
+        return _top_level({"status"})
+    return None
+
+
+def _top_level(names: set[str]) -> FieldSet:
+    return FieldSet({("f", name) for name in names})
+
+
+def stored_managers(obj: Obj | None) -> Managed:
+    """The owners recorded in a stored object (none when they cannot be read)."""
+    if obj is None:
+        return {}
+    try:
+        return managers.decode(meta.meta(obj).get("managedFields"))
+    except ValueError:
+        return {}
+
+
+def track_update(resource: Resource, subresource: str, old: Obj | None, new: Obj, manager: str) -> None:
+    """Set new's managedFields for a create (old None) or update by `manager`."""
+    m = meta.meta(new)
+    sent = m.get("managedFields")
+    managed: Managed = {}
+    if not subresource and managers.is_reset(sent):
+        managed = {}
+    else:
+        if sent and not subresource:
+            try:
+                managed = managers.decode(sent)
+            except ValueError:
+                managed = {}
+        if not managed:
+            managed = stored_managers(old)
+    live = old if old is not None else zero(resource)
+    owner = Owner.of(manager, managers.UPDATE, resource.api_version, subresource)
+    result = updater.update(live, new, shape(resource), managed, owner, resource.api_version,
+                            ignored(resource, subresource, live, new), meta.now())
+    write(new, result)
+
+
+def write(obj: Obj, managed: Managed) -> None:
+    entries = managers.encode(managed)
+    if entries:
+        meta.meta(obj)["managedFields"] = entries
+    else:
+        meta.meta(obj).pop("managedFields", None)

@@ -36,7 +36,7 @@ class FieldSet:
             node.members.add(path[-1])
 
     def child(self, element: Element) -> FieldSet:
-        """The sub-tree under element, created when missing."""
+        """The sub-tree under element, created when missing (the caller must put a path in it)."""
         node = self.children.get(element)
         if node is None:
             node = self.children[element] = FieldSet()
@@ -45,7 +45,8 @@ class FieldSet:
     # --- reading ----------------------------------------------------------------------------
 
     def empty(self) -> bool:
-        return not self.members and all(c.empty() for c in self.children.values())
+        # Children are never empty (every operation drops empty ones), so this is O(1).
+        return not self.members and not self.children
 
     def has(self, path: Path) -> bool:
         node: FieldSet | None = self
@@ -58,8 +59,8 @@ class FieldSet:
         return self.children.get(element)
 
     def paths(self, prefix: Path = ()) -> Iterator[Path]:
-        """Every path in the set, in structured-merge-diff's order (a member before its children)."""
-        for element in sorted(self.members | self.children.keys(), key=fp.sort_key):
+        """Every path in the set, sorted (a member before its children)."""
+        for element in sorted(self.members | self.children.keys()):
             here = (*prefix, element)
             if element in self.members:
                 yield here
@@ -126,16 +127,17 @@ class FieldSet:
     def to_fields_v1(self) -> dict[str, Any]:
         """The set as FieldsV1 JSON: one key per element, `".": {}` marking a member with children."""
         out: dict[str, Any] = {}
-        for element in sorted(self.members | self.children.keys(), key=fp.sort_key):
-            child = self.children.get(element)
-            if child is None or child.empty():
-                if element in self.members:
-                    out[fp.to_fields_v1(element)] = {}
-                continue
-            inner = child.to_fields_v1()
-            if element in self.members:
-                inner = {".": {}, **inner}
-            out[fp.to_fields_v1(element)] = inner
+        members, children = self.members, self.children
+        for element in sorted(members.union(children) if children else members):
+            kind, data = element
+            text = "f:" + data if kind == "f" else f"{kind}:{data}"
+            child = children.get(element)
+            if child is None:
+                out[text] = {}
+            elif element in members:
+                out[text] = {".": {}, **child.to_fields_v1()}
+            else:
+                out[text] = child.to_fields_v1()
         return out
 
     @classmethod

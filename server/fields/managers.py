@@ -8,8 +8,10 @@ apiVersion, subresource; `time` is when the owner last changed the object (absen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from server.fields.fieldset import FieldSet
 
@@ -40,9 +42,12 @@ class Owner:
 
 @dataclass(frozen=True, slots=True)
 class Owned:
+    """entry: the managedFields entry this was read from, written back as it was while unchanged."""
+
     fields: FieldSet
     api_version: str
     time: str | None = None
+    entry: dict[str, Any] | None = field(default=None, compare=False)
 
 
 Managed = dict[Owner, Owned]
@@ -68,14 +73,32 @@ def decode(entries: object) -> Managed:
         if owner in managed:
             raise ValueError(f"duplicate managedFields entry for {owner.describe()}")
         time = entry.get("time")
-        managed[owner] = Owned(FieldSet.from_fields_v1(entry.get("fieldsV1") or {}), api_version,
-                               time if isinstance(time, str) else None)
+        managed[owner] = Owned(_fields(entry.get("fieldsV1") or {}), api_version,
+                               time if isinstance(time, str) else None, entry)
     return managed
 
 
+def _fields(data: object) -> FieldSet:
+    """FieldsV1 read into a set; the same few sets recur on every write of an object, so they are kept."""
+    text = orjson.dumps(data)
+    fields = _READ.get(text)
+    if fields is None:
+        if len(_READ) >= _READ_LIMIT:
+            _READ.clear()
+        fields = _READ[text] = FieldSet.from_fields_v1(data)
+    return fields
+
+
+_READ: dict[bytes, FieldSet] = {}
+_READ_LIMIT = 4096
+
+
 def encode(managed: Managed) -> list[dict[str, Any]]:
-    entries = []
+    entries: list[dict[str, Any]] = []
     for owner, owned in sorted(managed.items(), key=_order):
+        if owned.entry is not None:
+            entries.append(owned.entry)
+            continue
         entry: dict[str, Any] = {"manager": owner.manager, "operation": owner.operation,
                                  "apiVersion": owned.api_version}
         if owned.time is not None:

@@ -5,9 +5,8 @@
     ("v", '"x"')                       a set item by its value  `v:"x"`                  `[="x"]`
     ("i", 3)                           a list item by position  `i:3`                    `[3]`
 
-Key and value texts are compact JSON with keys sorted, so equal items give equal elements.
-Elements order as structured-merge-diff orders them (fields, then keys, values, indexes), which is
-the order FieldsV1 is written in.
+Key and value texts are compact JSON with keys sorted, so equal items give equal elements. Elements
+sort as tuples (kind letter, then name, text or position): FieldsV1 is written in that order.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import orjson
 Element = tuple[str, Any]
 Path = tuple[Element, ...]
 
-_RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
+_KINDS = frozenset("fkvi")
 
 
 def field(name: str) -> Element:
@@ -38,11 +37,6 @@ def index(position: int) -> Element:
     return ("i", position)
 
 
-def sort_key(element: Element) -> tuple[int, Any]:
-    """Fields by name, then items by their key or value text, then indexes by number."""
-    return (_RANK[element[0]], element[1])
-
-
 def to_fields_v1(element: Element) -> str:
     """The element as a FieldsV1 key: `f:name`, `k:{...}`, `v:...`, `i:n`."""
     kind, data = element
@@ -52,7 +46,7 @@ def to_fields_v1(element: Element) -> str:
 def from_fields_v1(text: str) -> Element:
     """Raises ValueError for a key that is not a FieldsV1 path element."""
     kind, sep, data = text.partition(":")
-    if not sep or kind not in _RANK:
+    if not sep or kind not in _KINDS:
         raise ValueError(f"unknown path element {text!r}")
     if kind == "f":
         return ("f", data)

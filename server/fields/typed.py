@@ -24,8 +24,8 @@ from typing import Any
 
 from server.fields import path as fp
 from server.fields.fieldset import FieldSet
-from server.fields.path import Element, Path
-from server.fields.shapes import UNTYPED, ListShape, Shape
+from server.fields.path import Element
+from server.fields.shapes import SCALAR, UNTYPED, ListShape, MapShape, Shape
 
 MISSING: Any = object()
 _MAPS = ("struct", "map", "untyped")
@@ -45,8 +45,9 @@ class Comparison:
 
 
 def compare(old: Any, new: Any, shape: Shape) -> Comparison:
+    """What changed from old to new (either may be MISSING); both are objects of the shape."""
     result = Comparison(FieldSet(), FieldSet(), FieldSet())
-    _compare(old, new, shape, (), result)
+    _compare_children(old, new, shape, result.added, result.modified, result.removed)
     return result
 
 
@@ -151,29 +152,69 @@ def _collect(value: Any, shape: Shape, node: FieldSet) -> None:
                     node.children[element] = below
 
 
-def _compare(old: Any, new: Any, shape: Shape, path: Path, result: Comparison) -> None:
-    if (_is_map(old, shape) or old is MISSING) and (_is_map(new, shape) or new is MISSING):
-        old_map = old if old is not MISSING else {}
-        new_map = new if new is not MISSING else {}
-        for name in old_map.keys() | new_map.keys():
-            inner = shape.field(name)
-            if inner is not None:
-                _compare(old_map.get(name, MISSING), new_map.get(name, MISSING), inner, (*path, ("f", name)), result)
-    elif isinstance(shape, ListShape) and (_is_list(old, shape) or old is MISSING) and (
-            _is_list(new, shape) or new is MISSING):
+def _compare_children(old: Any, new: Any, shape: Shape, added: FieldSet, modified: FieldSet,
+                      removed: FieldSet) -> None:
+    """Fill the three nodes for the children of two containers of the same kind (or MISSING)."""
+    if isinstance(shape, ListShape) and shape.kind == "list":
         old_items = _index(shape, old) if old is not MISSING else {}
         new_items = _index(shape, new) if new is not MISSING else {}
-        for element in old_items.keys() | new_items.keys():
-            _compare(old_items.get(element, MISSING), new_items.get(element, MISSING), shape.elem,
-                     (*path, element), result)
-    else:
-        if old is not MISSING and new is not MISSING and not _equal(old, new):
-            result.modified.insert(path)
-    if path:
-        if old is MISSING:
-            result.added.insert(path)
-        elif new is MISSING:
-            result.removed.insert(path)
+        names: Any = old_items.keys() | new_items.keys()
+        elem: Shape = shape.elem
+        for element in names:
+            _compare_child(element, old_items.get(element, MISSING), new_items.get(element, MISSING), elem,
+                           added, modified, removed)
+        return
+    old_map = old if old is not MISSING else {}
+    new_map = new if new is not MISSING else {}
+    for name in old_map.keys() | new_map.keys():
+        inner = shape.field(name)
+        if inner is None:
+            continue
+        o, n = old_map.get(name, MISSING), new_map.get(name, MISSING)
+        if type(o) is type(n) and o == n:
+            continue  # unchanged: most of an update, settled in C
+        _compare_child(("f", name), o, n, inner, added, modified, removed)
+
+
+def _compare_child(element: Element, old: Any, new: Any, shape: Shape, added: FieldSet, modified: FieldSet,
+                   removed: FieldSet) -> None:
+    if old is MISSING or new is MISSING:
+        target, value = (added, new) if old is MISSING else (removed, old)
+        _everything_child(target, element, value, shape)
+        return
+    if (_is_map(old, shape) and _is_map(new, shape)) or (_is_list(old, shape) and _is_list(new, shape)):
+        a, m, r = FieldSet(), FieldSet(), FieldSet()
+        _compare_children(old, new, shape, a, m, r)
+        for node, below in ((added, a), (modified, m), (removed, r)):
+            if below.members or below.children:
+                node.children[element] = below
+    elif not _equal(old, new):
+        modified.members.add(element)
+
+
+def _everything(value: Any, shape: Shape) -> FieldSet:
+    """Every path below value, each a member: what comes or goes with a whole subtree."""
+    node = FieldSet()
+    if _is_map(value, shape):
+        if isinstance(shape, MapShape) and shape.elem is SCALAR:  # labels, data: one member per key
+            node.members.update(("f", name) for name in value)
+            return node
+        for name, inner in value.items():
+            inner_shape = shape.field(name)
+            if inner_shape is not None:
+                _everything_child(node, ("f", name), inner, inner_shape)
+    elif isinstance(shape, ListShape) and _is_list(value, shape):
+        for position, item in enumerate(value):
+            _everything_child(node, _element(shape, position, item), item, shape.elem)
+    return node
+
+
+def _everything_child(node: FieldSet, element: Element, value: Any, shape: Shape) -> None:
+    node.members.add(element)
+    if _is_map(value, shape) or _is_list(value, shape):
+        below = _everything(value, shape)
+        if below.members:
+            node.children[element] = below
 
 
 def _index(shape: ListShape, items: list[Any]) -> dict[Element, Any]:

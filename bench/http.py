@@ -23,6 +23,11 @@ concurrent workers; objects are 1 KiB ConfigMaps (10 data keys of ~100 bytes) in
   create         POST 5,000 ConfigMaps (200 to warm up, then 4 rounds of 1,200): creates/s.
   get            GETs of random ConfigMaps among the 5,000 (5 rounds of 4,000): gets/s.
   update         PUTs with the current resourceVersion (5 rounds of 1,500 distinct objects): updates/s.
+  merge-patch    PATCH application/merge-patch+json changing one value (rounds as update): patches/s.
+  apply          server-side apply (application/apply-patch+yaml, JSON body, fieldManager=bench,
+                 force=true since the creator owns the data) of the whole ConfigMap with one value
+                 changed (rounds as update): applies/s. The ceiling merges both kinds of PATCH
+                 into the stored JSON; it keeps no field ownership.
   list-json      a LIST of all 5,000, one at a time, uncompressed (5 rounds of 2): ms until its last byte
                  is read. `gzip_ms` is one more a round asking for gzip, as client-go does (Capstan
                  compresses answers from 128 KiB on; the others never do); it includes inflating.
@@ -78,7 +83,7 @@ from bench._processes import Child, Children
 from bench._util import Goal, at_least, at_most, emit, note
 
 IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
-OPS = ("create", "get", "update", "list-json", "list-protobuf", "watch")
+OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "watch")
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 DATA = {f"key-{i:02}": f"{i:02}" * 48 for i in range(10)}  # 10 keys of ~100 bytes, as bench.core: ~1 KiB
@@ -88,6 +93,7 @@ PROTOBUF_MAGIC = b"k8s\x00"  # every Kubernetes protobuf envelope starts so
 
 GOALS = {
     "create": at_least(1_500, "/s"), "get": at_least(3_000, "/s"), "update": at_least(1_500, "/s"),
+    "merge-patch": at_least(1_000, "/s"), "apply": at_least(1_000, "/s"),
     "list-json": at_most(120, " ms"), "list-protobuf": at_most(60, " ms"), "watch": at_most(15, " ms"),
 }
 # kmock and the ceiling are context, not held to Capstan's goals: their "ok" only says they answered right.
@@ -510,6 +516,46 @@ async def bench_update(targets: Sequence[Target], sizes: Sizes) -> None:
     emit_rates("update", "updates_per_s", targets, results, workers=sizes.workers, objects=sizes.objects)
 
 
+def patch_workload(op: str, content_type: str, query: str) -> Callable[[Sequence[Target], Sizes], Awaitable[None]]:
+    """A PATCH workload: each round patches distinct objects, changing one value of each."""
+    headers = {"Content-Type": content_type}
+
+    async def bench(targets: Sequence[Target], sizes: Sizes) -> None:
+        results = {t.impl: Rounds() for t in targets}
+        per_round = min(sizes.updates, sizes.objects)
+
+        def job(target: Target, r: int) -> Job:
+            async def patch(i: int) -> str | None:
+                n = r * per_round + i
+                name = object_name(n % sizes.objects)
+                stamp = f"{n + 10_000_000:096}"
+                if op == "apply":
+                    body = config_map(name, stamp=n + 10_000_000)
+                else:
+                    body = orjson.dumps({"data": {"key-00": stamp}})
+                url = target.url(i, f"{CONFIGMAPS}/{name}") + query
+                async with target.http.patch(url, data=body, headers=headers) as response:
+                    if response.status != 200:
+                        return await failure(response, "PATCH")
+                    patched = orjson.loads(await response.read())
+                if patched.get("data", {}).get("key-00") != stamp:
+                    return "PATCH answered without the change"
+                return None
+
+            return patch
+
+        for r, target in rotations(targets, sizes.update_rounds):
+            if not target.error:
+                await rate_round(target, results[target.impl], per_round, sizes, job(target, r))
+        emit_rates(op, "patches_per_s", targets, results, workers=sizes.workers, objects=sizes.objects)
+
+    return bench
+
+
+bench_merge_patch = patch_workload("merge-patch", "application/merge-patch+json", "")
+bench_apply = patch_workload("apply", "application/apply-patch+yaml", "?fieldManager=bench&force=true")
+
+
 # -- list --------------------------------------------------------------------------------------------------------------
 
 
@@ -794,6 +840,16 @@ class Ceiling:
             return web.json_response({"kind": "Status", "code": 409, "reason": "Conflict"}, status=409)
         return web.Response(body=self.store(obj, b"MODIFIED"), content_type="application/json")
 
+    async def patch(self, request: web.Request) -> web.StreamResponse:
+        """Both PATCH forms as a merge into the stored object (no field ownership)."""
+        changes = orjson.loads(await request.read())
+        found = self.objects.get(request.match_info["name"])
+        if found is None:
+            return web.json_response({"kind": "Status", "code": 404, "reason": "NotFound"}, status=404)
+        obj = orjson.loads(found[1])
+        obj.setdefault("data", {}).update(changes.get("data", {}))
+        return web.Response(body=self.store(obj, b"MODIFIED"), content_type="application/json")
+
     async def list_or_watch(self, request: web.Request) -> web.StreamResponse:
         if request.query.get("watch") in ("1", "true"):
             return await self.watch(request)
@@ -823,6 +879,7 @@ async def serve_ceiling() -> None:
     app.router.add_get(CONFIGMAPS, ceiling.list_or_watch)
     app.router.add_get(CONFIGMAPS + "/{name}", ceiling.get)
     app.router.add_put(CONFIGMAPS + "/{name}", ceiling.update)
+    app.router.add_patch(CONFIGMAPS + "/{name}", ceiling.patch)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     sock = socket.create_server(("127.0.0.1", 0))
@@ -844,6 +901,8 @@ async def run(targets: Sequence[Target], sizes: Sizes, ops: Sequence[str]) -> No
     workloads: dict[str, Callable[[], Awaitable[None]]] = {
         "get": lambda: bench_get(targets, sizes),
         "update": lambda: bench_update(targets, sizes),
+        "merge-patch": lambda: bench_merge_patch(targets, sizes),
+        "apply": lambda: bench_apply(targets, sizes),
         "list-json": lambda: bench_list(targets, sizes, protobuf=False),
         "list-protobuf": lambda: bench_list(targets, sizes, protobuf=True),
         "watch": lambda: bench_watch(targets, sizes),

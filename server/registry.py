@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from google.protobuf.descriptor import Descriptor
 
@@ -19,6 +19,12 @@ Obj = dict[str, Any]
 READ_VERBS = ("get", "list", "watch")
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+# What a delete without a propagation policy does with the object's dependents (rest.GarbageCollectionPolicy):
+# DeleteDependents lets the garbage collector delete them in the background; OrphanDependents adds the
+# `orphan` finalizer (the legacy default of extensions/v1beta1 and apps/v1beta1 workloads); Unsupported never
+# adds a garbage collector finalizer.
+GarbageCollectionPolicy = Literal["DeleteDependents", "OrphanDependents", "Unsupported"]
 
 
 class Schema(Protocol):
@@ -110,6 +116,7 @@ class Resource:
     # Kind-specific defaulting and validation, run on create and update (old is None on create).
     prepare: Callable[[Obj, Obj | None], None] | None = None
     validate: Callable[[Obj, Obj | None], Sequence[Any]] | None = None
+    garbage_collection: GarbageCollectionPolicy = "DeleteDependents"
 
     @property
     def api_version(self) -> str:
@@ -169,6 +176,11 @@ class Registry:
 
     def by_group_resource(self, group: str, resource: str) -> list[Resource]:
         return [r for r in self._by_gvr.values() if r.group == group and r.resource == resource]
+
+    def by_kind(self, group: str, version: str, kind: str) -> Resource | None:
+        """The resource of a kind in one group/version (what an ownerReference names), None if none is served."""
+        return next((r for r in self._by_gvr.values()
+                     if r.kind == kind and r.group == group and r.version == version), None)
 
     def namespaced(self) -> list[Resource]:
         """One entry per stored resource (the first version of each group/resource)."""

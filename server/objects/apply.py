@@ -26,6 +26,7 @@ from server.fields.path import to_string
 from server.objects import body, create, managed, meta
 from server.objects.context import Context
 from server.objects.update import check_name, guaranteed_update
+from server.patch.values import copy_json
 from server.registry import Obj, Resource
 from server.storage_errors import store_call
 
@@ -41,9 +42,9 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
         ignored = managed.ignored(resource, req.path.subresource, live, config)
         try:
             new, owners = updater.apply(
-                live, config, managed.shape(resource), managed.stored_managers(live), owner, resource.api_version,
-                ignored, meta.now(), force=force, normalize=lambda obj: body.typed(resource, obj, "Ignore")[0],
-                zero=zero)
+                live, copy_json(config), managed.shape(resource), managed.stored_managers(live), owner,
+                resource.api_version, ignored, meta.now(), force=force, zero=zero,
+                normalize=lambda obj: body.typed(resource, obj, "Ignore")[0])
         except updater.Conflicts as err:
             raise _conflict(err) from None
         new = dict(new)

@@ -3,6 +3,15 @@
 With finalizers (or, for a namespace, spec.finalizers) the object gets a
 deletionTimestamp and stays (a MODIFIED event); it goes when an update removes
 the last finalizer. A deletionTimestamp, once set, is never unset.
+
+The propagation policy becomes the garbage collector's finalizers first, as
+kube-apiserver's registry store does (deletionFinalizersForGarbageCollection):
+Orphan adds `orphan`, Foreground adds `foregroundDeletion`, Background (the
+default) adds neither, so the object goes at once and the collector
+(server/controllers/gc/) deletes its dependents afterwards. Example: deleting
+a ConfigMap without finalizers with propagationPolicy=Foreground stores it with
+deletionTimestamp and finalizers ["foregroundDeletion"]; deleting it again with
+Background removes that finalizer, and with it the object.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ from server.storage_errors import store_call
 from storage import KeyValue, Outcome
 
 MAX_RETRIES = 16
+ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents
+FOREGROUND_FINALIZER = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
 
 
 async def delete(ctx: Context, req: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
@@ -46,16 +57,17 @@ async def delete_object(
             raise errors.not_found(resource.resource, resource.group, name)
         old = render.load(got.kv.value)
         _check_preconditions(resource, name, opts.preconditions, old, got.kv)
-        if _held(resource, old):
-            if meta.meta(old).get("deletionTimestamp"):
-                if resource.redelete_conflict:
-                    raise errors.conflict(resource.resource, resource.group, name, resource.redelete_conflict)
-                current = render.raw(resource, got.kv.value, str(got.kv.mod_revision), accept)
-                return core_pb2.DeleteResponse(object=current)
-            marked = _mark(resource, old)
+        held = resource.holds_deletion is not None and resource.holds_deletion(old)
+        if held and resource.redelete_conflict and meta.meta(old).get("deletionTimestamp"):
+            raise errors.conflict(resource.resource, resource.group, name, resource.redelete_conflict)
+        finalizers = gc_finalizers(resource, old, opts)
+        if finalizers or held:
+            marked = _mark(resource, old, finalizers)
+            value = render.to_value(resource, marked)
+            if value == got.kv.value:  # already marked, nothing to change: no write, no event
+                return core_pb2.DeleteResponse(object=render.raw(resource, value, str(got.kv.mod_revision), accept))
             if dry_run:
                 return core_pb2.DeleteResponse(object=render.raw_unstored(resource, marked, accept))
-            value = render.to_value(resource, marked)
             result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
             if result.outcome is Outcome.OK:
                 return core_pb2.DeleteResponse(object=render.raw(resource, value, str(result.revision), accept))
@@ -83,16 +95,59 @@ def success_status(resource: Resource, obj: Obj) -> meta_pb2.Status:
     return result
 
 
-def _held(resource: Resource, obj: Obj) -> bool:
-    if meta.meta(obj).get("finalizers"):
-        return True
-    return resource.holds_deletion is not None and resource.holds_deletion(obj)
+def gc_finalizers(resource: Resource, obj: Obj, opts: meta_pb2.DeleteOptions) -> list[str]:
+    """The object's finalizers with the garbage collector's as the delete options ask (the old list, order
+    kept, when that is the same set): kube-apiserver's deletionFinalizersForGarbageCollection.
+
+    Options come first (orphanDependents, then propagationPolicy), then a GC finalizer the object already
+    has, then the kind's default; both are removed and added back as decided, orphan before foregroundDeletion.
+    """
+    current: list[str] = meta.meta(obj).get("finalizers") or []
+    new = [f for f in current if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    if _should_orphan_dependents(resource, current, opts):
+        new.append(ORPHAN_FINALIZER)
+    if _should_delete_dependents(resource, current, opts):
+        new.append(FOREGROUND_FINALIZER)
+    return current if set(new) == set(current) else new
 
 
-def _mark(resource: Resource, obj: Obj) -> Obj:
+def _should_orphan_dependents(resource: Resource, finalizers: list[str], opts: meta_pb2.DeleteOptions) -> bool:
+    if resource.garbage_collection == "Unsupported":
+        return False
+    if opts.HasField("orphanDependents"):
+        return opts.orphanDependents
+    if opts.propagationPolicy:
+        return opts.propagationPolicy == "Orphan"
+    for f in finalizers:
+        if f in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER):
+            return f == ORPHAN_FINALIZER
+    return resource.garbage_collection == "OrphanDependents"
+
+
+def _should_delete_dependents(resource: Resource, finalizers: list[str], opts: meta_pb2.DeleteOptions) -> bool:
+    if resource.garbage_collection == "Unsupported" or opts.HasField("orphanDependents"):
+        return False
+    if opts.propagationPolicy:
+        return opts.propagationPolicy == "Foreground"
+    for f in finalizers:
+        if f in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER):
+            return f == FOREGROUND_FINALIZER
+    return False
+
+
+def _mark(resource: Resource, obj: Obj, finalizers: list[str]) -> Obj:
+    """kube-apiserver's markAsDeleting with the finalizers decided: the first mark sets deletionTimestamp
+    (and raises a tracked generation); a later one keeps it."""
     marked = copy.deepcopy(obj)
     m = meta.meta(marked)
-    m["deletionTimestamp"] = meta.now()
+    if finalizers:
+        m["finalizers"] = finalizers
+    else:
+        m.pop("finalizers", None)
+    if not m.get("deletionTimestamp"):
+        if m.get("generation", 0) > 0:
+            m["generation"] += 1
+        m["deletionTimestamp"] = meta.now()
     m["deletionGracePeriodSeconds"] = 0
     if resource.mark_deleting is not None:
         resource.mark_deleting(marked)

@@ -8,7 +8,6 @@ object; a write that changes nothing keeps the resourceVersion and emits no even
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 
 from capstan.core.v1 import core_pb2
@@ -16,6 +15,7 @@ from server import errors
 from server.objects import body, create, managed, meta, options, render, validate
 from server.objects.context import Context
 from server.objects.resolve import resolve
+from server.patch.values import copy_json
 from server.registry import Obj, Resource
 from server.storage_errors import store_call
 from storage import Outcome
@@ -39,11 +39,12 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
                          "fieldManager": manager}))
             return core_pb2.UpdateResponse(object=created.object, warnings=created.warnings, created=True)
     return await guaranteed_update(
-        ctx, resource, req.path, lambda current: (obj, warnings), dry_run=dry_run, accept=req.accept, manager=manager)
+        ctx, resource, req.path, lambda current: (copy_json(obj), warnings), dry_run=dry_run, accept=req.accept,
+        manager=manager)
 
 
 # Given the stored object (with its kind, apiVersion and resourceVersion, as a client sees it), the
-# object to store and the warnings to answer with.
+# object to store (a fresh one: the update changes it) and the warnings to answer with.
 Produce = Callable[[Obj], tuple[Obj, list[str]]]
 
 
@@ -75,7 +76,7 @@ async def guaranteed_update(
         if precondition and precondition != str(got.kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, path.name)
         _check_uid(resource, path, obj, old)
-        new = prepare_for_update(resource, copy.deepcopy(obj), old, path.subresource)
+        new = prepare_for_update(resource, obj, old, path.subresource)
         if manager is not None:
             managed.track_update(resource, path.subresource, old, new, manager)
         validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old))
@@ -171,7 +172,7 @@ def _response(
 
 def _take_field(new: Obj, old: Obj, path: tuple[str, ...]) -> Obj:
     """The stored object with only the field at `path` taken from the request (a subresource update)."""
-    result = copy.deepcopy(old)
+    result: Obj = copy_json(old)
     source: object = new
     for part in path:
         source = source.get(part) if isinstance(source, dict) else None

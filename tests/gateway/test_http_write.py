@@ -29,6 +29,7 @@ async def test_post_201_put_200_and_conflicts(server: Server) -> None:
     assert (again.status, again.json()) == (409, kube.already_exists("configmaps", "a"))
 
     updated = await server.request("PUT", f"{CM}/a", json={"metadata": {"name": "a"}, "data": {"k": "w"}})
+    stamps = kube.stamped(updated.json())  # the same manager changed data.k: its entry's time moves
     assert (updated.status, updated.json()) == (200, kube.config_map("a", server.revision(), stamps, data={"k": "w"}))
 
     stale = await server.request("PUT", f"{CM}/a", json={
@@ -202,7 +203,8 @@ async def test_secret_json_conventions(server: Server) -> None:
     assert (resp.status, resp.json()) == (201, {
         "kind": "Secret", "apiVersion": "v1",
         "metadata": {"name": "s", "namespace": "default", "uid": stamps["uid"],
-                     "resourceVersion": str(server.revision()), "creationTimestamp": stamps["creationTimestamp"], **kube.managed(stamps)},
+                     "resourceVersion": str(server.revision()), "creationTimestamp": stamps["creationTimestamp"],
+                     **kube.managed(stamps)},
         "data": {"a": "aGk=", "b": "d29ybGQ="}, "type": "Opaque",
     })
     bad = await server.request("POST", SECRETS, json={"metadata": {"name": "t"}, "data": {"a": "not base64!"}})

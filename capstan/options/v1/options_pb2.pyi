@@ -5,3 +5,5 @@ from typing import ClassVar as _ClassVar
 DESCRIPTOR: _descriptor.FileDescriptor
 EMIT_ZERO_FIELD_NUMBER: _ClassVar[int]
 emit_zero: _descriptor.FieldDescriptor
+JSON_INLINE_FIELD_NUMBER: _ClassVar[int]
+json_inline: _descriptor.FieldDescriptor

@@ -2,7 +2,7 @@
 
 Every route the gateway serves and every rule the core applies is looked up
 here; nothing in the core is written per kind. Built-in kinds are registered
-from server/kinds.py; custom resources will be registered from CRDs.
+from server/kinds/; custom resources will be registered from CRDs.
 """
 
 from __future__ import annotations

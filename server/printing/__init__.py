@@ -7,8 +7,9 @@ columns as data), table (the Table and PartialObjectMetadata(List) documents).
 
 from __future__ import annotations
 
-from server.printing.columns import BUILTIN, DEFAULT_COLUMNS, columns_for, definition
+from server.printing.columns import DEFAULT_COLUMNS, definition
 from server.printing.duration import Since, human_duration, since
+from server.printing.printers import BUILTIN, columns_for
 from server.printing.table import (
     META_V1,
     META_V1BETA1,

@@ -17,7 +17,7 @@ from typing import Any
 
 from server.codec import gotime
 from server.printing.duration import ZERO_TIME_SECONDS, Since
-from server.registry import Column, Obj, Resource
+from server.registry import Column, Obj
 
 # metav1.ObjectMeta{}.SwaggerDoc()["name"] and ["creationTimestamp"].
 NAME_DESCRIPTION = (
@@ -115,16 +115,11 @@ SECRET_COLUMNS = (
 DEFAULT_COLUMNS = (NAME, Column("Created At", "date", CREATION_TIMESTAMP_DESCRIPTION, created_at))
 
 # Built-in printers by (group, resource): kube registers them by Go type, for every version.
-BUILTIN: Mapping[tuple[str, str], tuple[Column, ...]] = {
+CONFIG: Mapping[tuple[str, str], tuple[Column, ...]] = {
     ("", "namespaces"): NAMESPACE_COLUMNS,
     ("", "configmaps"): CONFIG_MAP_COLUMNS,
     ("", "secrets"): SECRET_COLUMNS,
 }
-
-
-def columns_for(resource: Resource) -> tuple[Column, ...]:
-    """The resource's own columns (e.g. a CRD's printer columns), else its built-in printer's, else the default."""
-    return resource.columns or BUILTIN.get((resource.group, resource.resource), DEFAULT_COLUMNS)
 
 
 def definition(column: Column) -> dict[str, object]:

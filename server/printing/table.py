@@ -27,8 +27,9 @@ from typing import Any
 
 from server import errors
 from server.objects.meta import META_ORDER
-from server.printing.columns import DEFAULT_COLUMNS, columns_for, definition
+from server.printing.columns import DEFAULT_COLUMNS, definition
 from server.printing.duration import Since, since
+from server.printing.printers import columns_for
 from server.registry import Column, Obj, Resource
 from server.validation.names import FieldError, go_quote
 

@@ -1,8 +1,4 @@
-"""The built-in kinds, registered as data: core/v1 Namespace, ConfigMap and Secret.
-
-Adding a kind is a protobuf message (protos/capstan/api/...) and an entry here:
-its names, scope, subresources, field selectors and kind-specific rules.
-"""
+"""core/v1 Namespace, ConfigMap and Secret: their registry entries and kind-specific rules."""
 
 from __future__ import annotations
 
@@ -181,4 +177,4 @@ SECRETS = Resource(
     validate=validate_secret,
 )
 
-BUILTIN = (NAMESPACES, CONFIG_MAPS, SECRETS)
+KINDS = (NAMESPACES, CONFIG_MAPS, SECRETS)

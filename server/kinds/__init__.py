@@ -1,0 +1,16 @@
+"""The built-in kinds, registered as data, one module per family of kinds.
+
+Adding a kind is a protobuf message (protos/capstan/api/...) and an entry in one of these
+modules: its names, scope, subresources, field selectors, defaults and validation; its Table
+columns live in server/printing.
+"""
+
+from __future__ import annotations
+
+from server.kinds import config, core, workloads
+from server.kinds.config import CONFIG_MAPS, NAMESPACE_FINALIZER, NAMESPACES, SECRETS
+from server.registry import Resource
+
+BUILTIN: tuple[Resource, ...] = (*config.KINDS, *core.KINDS, *workloads.KINDS)
+
+__all__ = ["BUILTIN", "CONFIG_MAPS", "NAMESPACES", "NAMESPACE_FINALIZER", "SECRETS"]

@@ -1,0 +1,16 @@
+"""Which columns a kind's Table has: its own (a CRD's printer columns), else its built-in printer's, else
+the default table convertor's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from server.printing import columns, core_kinds, workloads
+from server.registry import Column, Resource
+
+# Built-in printers by (group, resource): kube registers them by Go type, for every version.
+BUILTIN: Mapping[tuple[str, str], tuple[Column, ...]] = {**columns.CONFIG, **core_kinds.COLUMNS, **workloads.COLUMNS}
+
+
+def columns_for(resource: Resource) -> tuple[Column, ...]:
+    return resource.columns or BUILTIN.get((resource.group, resource.resource), columns.DEFAULT_COLUMNS)

@@ -44,10 +44,11 @@ class Comparison:
     removed: FieldSet
 
 
-def compare(old: Any, new: Any, shape: Shape) -> Comparison:
-    """What changed from old to new (either may be MISSING); both are objects of the shape."""
+def compare(old: Any, new: Any, shape: Shape, skip: FieldSet | None = None) -> Comparison:
+    """What changed from old to new (either may be MISSING); both are objects of the shape. Paths that
+    are leaves of `skip` (members without children there) are not looked at."""
     result = Comparison(FieldSet(), FieldSet(), FieldSet())
-    _compare_children(old, new, shape, result.added, result.modified, result.removed)
+    _compare_children(old, new, shape, result.added, result.modified, result.removed, skip)
     return result
 
 
@@ -153,7 +154,7 @@ def _collect(value: Any, shape: Shape, node: FieldSet) -> None:
 
 
 def _compare_children(old: Any, new: Any, shape: Shape, added: FieldSet, modified: FieldSet,
-                      removed: FieldSet) -> None:
+                      removed: FieldSet, skip: FieldSet | None = None) -> None:
     """Fill the three nodes for the children of two containers of the same kind (or MISSING)."""
     if isinstance(shape, ListShape) and shape.kind == "list":
         old_items = _index(shape, old) if old is not MISSING else {}
@@ -173,18 +174,24 @@ def _compare_children(old: Any, new: Any, shape: Shape, added: FieldSet, modifie
         o, n = old_map.get(name, MISSING), new_map.get(name, MISSING)
         if type(o) is type(n) and o == n:
             continue  # unchanged: most of an update, settled in C
-        _compare_child(("f", name), o, n, inner, added, modified, removed)
+        element = ("f", name)
+        below = None
+        if skip is not None:
+            below = skip.children.get(element)
+            if below is None and element in skip.members:
+                continue
+        _compare_child(element, o, n, inner, added, modified, removed, below)
 
 
 def _compare_child(element: Element, old: Any, new: Any, shape: Shape, added: FieldSet, modified: FieldSet,
-                   removed: FieldSet) -> None:
+                   removed: FieldSet, skip: FieldSet | None = None) -> None:
     if old is MISSING or new is MISSING:
         target, value = (added, new) if old is MISSING else (removed, old)
         _everything_child(target, element, value, shape)
         return
     if (_is_map(old, shape) and _is_map(new, shape)) or (_is_list(old, shape) and _is_list(new, shape)):
         a, m, r = FieldSet(), FieldSet(), FieldSet()
-        _compare_children(old, new, shape, a, m, r)
+        _compare_children(old, new, shape, a, m, r, skip)
         for node, below in ((added, a), (modified, m), (removed, r)):
             if below.members or below.children:
                 node.children[element] = below

@@ -99,7 +99,7 @@ def apply(live: Any, config: Any, shape: Shape, managed: Managed, owner: Owner, 
 
 
 def _compare(live: Any, new: Any, shape: Shape, ignored: FieldSet | None) -> typed.Comparison:
-    comparison = typed.compare(live, new, shape)
+    comparison = typed.compare(live, new, shape, STRIPPED)
     if ignored is None:
         return comparison
     return typed.Comparison(comparison.added.recursive_difference(ignored),

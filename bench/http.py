@@ -32,6 +32,10 @@ concurrent workers; objects are 1 KiB ConfigMaps (10 data keys of ~100 bytes) in
                  is read. `gzip_ms` is one more a round asking for gzip, as client-go does (Capstan
                  compresses answers from 128 KiB on; the others never do); it includes inflating.
   list-protobuf  the same with `Accept: application/vnd.kubernetes.protobuf` (n/a to kmock and the ceiling).
+  crd            CustomResourceDefinitions (Capstan only; n/a to kmock and the ceiling). ms until served: a
+                 new CRD each round (3 rounds), from its POST until a LIST of its resource answers 200
+                 (polled every 5 ms). crd-create: POSTs of custom resources of a CRD whose schema has 20
+                 typed, validated fields (200 to warm up, then 3 rounds of 1,200): creates/s.
   watch          50 watchers (`?watch=1&resourceVersion=<rv>`, on a session of their own) while one
                  create at a time is made (3 rounds of 40): each event's latency from the create's
                  response to each watcher reading it; p99 and p50 over all deliveries. One client loop
@@ -83,7 +87,7 @@ from bench._processes import Child, Children
 from bench._util import Goal, at_least, at_most, emit, note
 
 IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
-OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "watch")
+OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "crd", "watch")
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 DATA = {f"key-{i:02}": f"{i:02}" * 48 for i in range(10)}  # 10 keys of ~100 bytes, as bench.core: ~1 KiB
@@ -95,6 +99,7 @@ GOALS = {
     "create": at_least(1_500, "/s"), "get": at_least(3_000, "/s"), "update": at_least(1_500, "/s"),
     "merge-patch": at_least(1_000, "/s"), "apply": at_least(1_000, "/s"),
     "list-json": at_most(120, " ms"), "list-protobuf": at_most(60, " ms"), "watch": at_most(15, " ms"),
+    "crd": at_most(1_000, " ms"), "crd-create": at_least(1_000, "/s"),
 }
 # kmock and the ceiling are context, not held to Capstan's goals: their "ok" only says they answered right.
 CONTEXT_GOALS = {impl: Goal(text, 0.0, lambda figure, bound: True)
@@ -128,6 +133,9 @@ class Sizes:
     round_budget: float  # seconds after which a round takes no new requests
     catch_up: float  # seconds the watchers have to read what their watch replays, before timing starts
     workers: int = 32
+    crd_rounds: int = 3  # CRDs installed, each timed until served
+    crd_warmup_creates: int = 200
+    crd_creates: int = 1_200  # custom resources per round, crd_rounds rounds
 
 
 FULL = Sizes(objects=5_000, warmup_creates=200, create_rounds=4, gets=4_000, get_rounds=5, updates=1_500,
@@ -135,7 +143,7 @@ FULL = Sizes(objects=5_000, warmup_creates=200, create_rounds=4, gets=4_000, get
              round_budget=4.0, catch_up=60.0)
 QUICK = Sizes(objects=300, warmup_creates=60, create_rounds=2, gets=300, get_rounds=2, updates=150,
               update_rounds=2, lists=1, list_rounds=2, watchers=10, watch_writes=5, watch_rounds=2,
-              round_budget=0.5, catch_up=10.0)
+              round_budget=0.5, catch_up=10.0, crd_rounds=2, crd_warmup_creates=60, crd_creates=300)
 
 
 def config_map(name: str, *, resource_version: str = "", stamp: int = 0) -> bytes:
@@ -891,6 +899,134 @@ async def serve_ceiling() -> None:
     await runner.cleanup()
 
 
+# -- crd: CustomResourceDefinitions ------------------------------------------------------------------------------------
+
+CRD_GROUP = "bench.capstan.dev"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRD_FIELDS = 20  # typed properties of spec, every one validated on create
+CRD_COLORS = ["red", "green", "blue"]
+
+
+def crd(plural: str) -> bytes:
+    """A namespaced CRD whose spec has CRD_FIELDS properties: strings with lengths, patterns and enums,
+    bounded integers, booleans, a string list and a string map, as operators' CRDs have them."""
+    properties: dict[str, Any] = {}
+    for i in range(CRD_FIELDS):
+        kind = i % 5
+        if kind == 0:
+            properties[f"name{i:02}"] = {"type": "string", "maxLength": 63, "pattern": "^[a-z0-9-]+$"}
+        elif kind == 1:
+            properties[f"count{i:02}"] = {"type": "integer", "minimum": 0, "maximum": 1_000_000}
+        elif kind == 2:
+            properties[f"color{i:02}"] = {"type": "string", "enum": CRD_COLORS}
+        elif kind == 3:
+            properties[f"flag{i:02}"] = {"type": "boolean"}
+        else:
+            properties[f"tags{i:02}"] = {"type": "array", "maxItems": 16, "items": {"type": "string"}}
+    properties["labels"] = {"type": "object", "additionalProperties": {"type": "string"}}
+    return orjson.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{CRD_GROUP}"},
+        "spec": {"group": CRD_GROUP, "scope": "Namespaced",
+                 "names": {"plural": plural, "kind": plural.capitalize().removesuffix("s")},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                   "spec": {"type": "object", "properties": properties},
+                                   "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]},
+    })
+
+
+def custom_resource(plural: str, name: str, i: int) -> bytes:
+    """One object of crd(plural) with every one of its fields set (~1 KiB)."""
+    spec: dict[str, Any] = {}
+    for f in range(CRD_FIELDS):
+        kind = f % 5
+        if kind == 0:
+            spec[f"name{f:02}"] = f"value-{i}-{f}"
+        elif kind == 1:
+            spec[f"count{f:02}"] = i * 7 + f
+        elif kind == 2:
+            spec[f"color{f:02}"] = CRD_COLORS[(i + f) % 3]
+        elif kind == 3:
+            spec[f"flag{f:02}"] = bool((i + f) % 2)
+        else:
+            spec[f"tags{f:02}"] = [f"tag-{t}" for t in range(4)]
+    spec["labels"] = {"team": "bench", "tier": f"t{i % 4}"}
+    kind_name = plural.capitalize().removesuffix("s")
+    return orjson.dumps({"apiVersion": f"{CRD_GROUP}/v1", "kind": kind_name,
+                         "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+
+
+def custom_resources(plural: str) -> str:
+    return f"/apis/{CRD_GROUP}/v1/namespaces/default/{plural}"
+
+
+async def until_served(target: Target, plural: str, rounds: Rounds) -> float | None:
+    """POST the CRD, then LIST its resource every 5 ms until it answers 200: the milliseconds that took."""
+    started = time.perf_counter()
+    async with target.http.post(target.url(0, CRDS), data=crd(plural), headers=JSON) as response:
+        if response.status != 201:
+            rounds.fail(await failure(response, "POST CRD"))
+            return None
+        await response.read()
+    while time.perf_counter() - started < DELIVERY_TIMEOUT:
+        async with target.http.get(target.url(0, custom_resources(plural))) as response:
+            await response.read()
+            if response.status == 200:
+                return (time.perf_counter() - started) * 1000
+        await asyncio.sleep(0.005)
+    rounds.fail(f"{plural}: not served within {DELIVERY_TIMEOUT}s")
+    return None
+
+
+async def bench_crd(targets: Sequence[Target], sizes: Sizes) -> None:
+    capstan = [t for t in targets if t.impl.startswith("capstan")]
+    for target in targets:
+        if target not in capstan:
+            target.emit_na("crd", "ms_until_served", "serves no CustomResourceDefinitions")
+            target.emit_na("crd-create", "creates_per_s", "serves no CustomResourceDefinitions")
+    served = {t.impl: Rounds() for t in capstan}
+    for r, target in rotations(capstan, sizes.crd_rounds):
+        target.begin()
+        ms = await until_served(target, f"benchwidgets{r}s", served[target.impl])
+        if ms is not None:
+            served[target.impl].figures.append(ms)
+    for target in capstan:
+        if target.error:
+            target.emit("crd", "ms_until_served", 0.0, correct=False, error=target.error)
+            continue
+        rounds = served[target.impl]
+        figures = rounds.figures or [float(DELIVERY_TIMEOUT * 1000)]
+        target.emit("crd", "ms_until_served", statistics.median(figures), correct=not rounds.failures,
+                    worst_ms=round(max(figures), 1), rounds=[round(f, 1) for f in figures],
+                    **({"error": rounds.first_error} if rounds.failures else {}))
+
+    plural = "benchwidgets0s"
+    path = custom_resources(plural)
+
+    def job(target: Target, first: int) -> Job:
+        async def create(i: int) -> str | None:
+            n = first + i
+            body = custom_resource(plural, f"cr-{n:06}", n)
+            async with target.http.post(target.url(n, path), data=body, headers=JSON) as response:
+                if response.status != 201:
+                    return await failure(response, "POST")
+                await response.read()
+            return None
+
+        return create
+
+    results = {t.impl: Rounds() for t in capstan}
+    for target in (t for t in capstan if not t.error):
+        await rate_round(target, Rounds(), sizes.crd_warmup_creates, sizes, job(target, 0))
+    for r, target in rotations(capstan, sizes.crd_rounds):
+        if not results[target.impl].stopped:
+            first = sizes.crd_warmup_creates + r * sizes.crd_creates
+            await rate_round(target, results[target.impl], sizes.crd_creates, sizes, job(target, first))
+    emit_rates("crd-create", "creates_per_s", capstan, results, workers=sizes.workers, fields=CRD_FIELDS,
+               object_bytes=len(custom_resource(plural, "cr-000000", 0)))
+
+
 # -- main --------------------------------------------------------------------------------------------------------------
 
 
@@ -905,6 +1041,7 @@ async def run(targets: Sequence[Target], sizes: Sizes, ops: Sequence[str]) -> No
         "apply": lambda: bench_apply(targets, sizes),
         "list-json": lambda: bench_list(targets, sizes, protobuf=False),
         "list-protobuf": lambda: bench_list(targets, sizes, protobuf=True),
+        "crd": lambda: bench_crd(targets, sizes),
         "watch": lambda: bench_watch(targets, sizes),
     }
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import json
 import logging
 import signal
@@ -24,6 +25,7 @@ from capstan.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from gateway.transport.grpc import GrpcClient
 from server.app import start_core
+from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE
 from storage import StorageError, StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -50,6 +52,22 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _cidr(text: str) -> str:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _core_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--service-cluster-ip-range", type=_cidr, default=DEFAULT_SERVICE_CLUSTER_IP_RANGE, metavar="CIDR",
+        help=f"the range Services' cluster IPs are allocated from (default {DEFAULT_SERVICE_CLUSTER_IP_RANGE}, "
+        "as kube-apiserver's); its first address is the `kubernetes` Service's",
+    )
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="capstan", description=(__doc__ or "").splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -59,11 +77,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     serve.add_argument("--listen", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--http-port", type=int, default=8080, help="HTTP port (default 8080; 0 picks one)")
     serve.add_argument("--grpc-port", type=int, default=50051, help="gRPC port (default 50051; 0 picks one)")
+    _core_flags(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
     core.add_argument("--listen", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     core.add_argument("--grpc-port", type=int, default=50051, help="gRPC port (default 50051; 0 picks one)")
+    _core_flags(core)
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
     gateway.add_argument("--core", required=True, metavar="HOST:PORT", help="the core's gRPC address")
@@ -89,7 +109,8 @@ async def serve(args: argparse.Namespace) -> None:
     stop = _stop_event()
     store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
     try:
-        core = await start_core(store, listen=args.listen, grpc_port=args.grpc_port)
+        core = await start_core(store, listen=args.listen, grpc_port=args.grpc_port,
+                                service_cluster_ip_range=args.service_cluster_ip_range)
         app = build_app(InProcessClient(core.core), server_address=f"{args.listen}:{args.http_port}")
         runner, http_port = await start_http(app, args.listen, args.http_port)
         endpoints = {"http": f"http://{args.listen}:{http_port}", "grpc": f"{args.listen}:{core.grpc_port}"}
@@ -108,7 +129,8 @@ async def core(args: argparse.Namespace) -> None:
     stop = _stop_event()
     store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
     try:
-        running = await start_core(store, listen=args.listen, grpc_port=args.grpc_port)
+        running = await start_core(store, listen=args.listen, grpc_port=args.grpc_port,
+                                   service_cluster_ip_range=args.service_cluster_ip_range)
         log.info("capstan core serving: gRPC %s:%d data %s (revision %d)",
                  args.listen, running.grpc_port, args.data_dir, store.current_revision())
         await stop.wait()

@@ -16,7 +16,7 @@ from aiohttp import web
 from gateway import metrics, negotiation, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.handlers import delete, discovery, openapi, read, respond, watch, write
-from gateway.handlers.context import Gateway
+from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
                 raise CoreError(status)
             return await discovery.serve(gateway, info, http)
         http[metrics.INFO_KEY] = info
-        resource = await gateway.resource(info.group, info.version, info.resource)
+        resource = served_as(await gateway.resource(info.group, info.version, info.resource), info.subresource)
         out = output(http, resource, stream=info.verb == "watch")
         call = Call(info, resource, query_of(http), out)
         return await _verb(gateway.client, call, http)

@@ -93,13 +93,11 @@ def resource_list(discovered: core_pb2.DiscoverResponse, group: str, version: st
         entry["storageVersionHash"] = storage_version_hash(r)
         entries.append(entry)
         for sub in r.subresources:
-            entries.append({
-                "name": f"{r.resource}/{sub.name}",
-                "singularName": "",
-                "namespaced": r.namespaced,
-                "kind": sub.kind,
-                "verbs": list(sub.verbs),
-            })
+            sub_entry: Doc = {"name": f"{r.resource}/{sub.name}", "singularName": "", "namespaced": r.namespaced}
+            if sub.version:  # a kind of another group version: /scale's autoscaling/v1 Scale
+                sub_entry.update(_sub_group_version(r, sub))
+            sub_entry.update(kind=sub.kind, verbs=list(sub.verbs))
+            entries.append(sub_entry)
     entries.sort(key=lambda entry: str(entry["name"]))  # kube-apiserver's installer registers paths sorted
     return {
         "kind": "APIResourceList",
@@ -149,9 +147,14 @@ def _aggregated_resource(r: core_pb2.Resource) -> Doc:
         doc["subresources"] = [
             {
                 "subresource": sub.name,
-                "responseKind": {"group": r.group, "version": r.version, "kind": sub.kind},
+                "responseKind": {**_sub_group_version(r, sub), "kind": sub.kind},
                 "verbs": list(sub.verbs),
             }
             for sub in sorted(r.subresources, key=lambda sub: sub.name)
         ]
     return doc
+
+
+def _sub_group_version(r: core_pb2.Resource, sub: core_pb2.Subresource) -> Doc:
+    """The group and version of a subresource's kind: its own when it names one, else the resource's."""
+    return {"group": sub.group, "version": sub.version} if sub.version else {"group": r.group, "version": r.version}

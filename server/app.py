@@ -1,5 +1,5 @@
-"""Assembling the core: registry, Core, default namespaces, built-in controllers (namespaces, garbage
-collection), gRPC server.
+"""Assembling the core: registry, Core, default namespaces and the `kubernetes` Service, built-in controllers
+(namespaces, garbage collection, the pod terminator), gRPC server.
 
 `capstan serve` and the tests start the core through here, so both run the same parts.
 """
@@ -9,11 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from server import bootstrap, service
+from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
+from server.controllers.terminator import PodTerminator
 from server.core import Core
 from server.grpc_server import RunningGrpc, start_grpc, stop_grpc
 from server.kinds import BUILTIN
+from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
 from server.registry import Registry
 from storage import Store
 
@@ -24,6 +27,8 @@ class RunningCore:
     grpc: RunningGrpc
     namespaces: NamespaceController
     garbage_collector: GarbageCollector
+    terminator: PodTerminator
+    crds: CrdController | None = None  # serves CustomResourceDefinitions (server/controllers/crds.py)
 
     @property
     def grpc_port(self) -> int:
@@ -33,14 +38,27 @@ class RunningCore:
         await stop_grpc(self.grpc)
         await self.namespaces.stop()
         await self.garbage_collector.stop()
+        await self.terminator.stop()
+        if self.crds is not None:
+            await self.crds.stop()
 
 
-async def start_core(store: Store, *, listen: str, grpc_port: int) -> RunningCore:
-    core = Core(store, Registry(BUILTIN))
+async def start_core(store: Store, *, listen: str, grpc_port: int,
+                     service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE) -> RunningCore:
+    """ValueError for a service_cluster_ip_range that is no CIDR."""
+    registry = Registry(BUILTIN)
+    service_resource, allocator = services(service_cluster_ip_range)
+    registry.add(service_resource)
+    core = Core(store, registry)
     await bootstrap.ensure_default_namespaces(core)
+    await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
     namespaces = NamespaceController(core)
     namespaces.start()
     garbage_collector = GarbageCollector(core)
     garbage_collector.start()
+    terminator = PodTerminator(core)
+    terminator.start()
+    crds = CrdController(core)
+    await crds.start()
     running = await start_grpc(listen, grpc_port, [service.register(core)])
-    return RunningCore(core, running, namespaces, garbage_collector)
+    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds)

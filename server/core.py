@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 from capstan.core.v1 import core_pb2
 from server import discovery
+from server.crd.protos import Descriptors
 from server.objects import create, delete, deletecollection, get, list, patch, update, watch
 from server.objects.context import Context
 from server.registry import Registry
@@ -20,6 +21,7 @@ from storage import Store
 class Core:
     def __init__(self, store: Store, registry: Registry) -> None:
         self.context = Context(store, registry)
+        self.descriptors = Descriptors(store)  # protobuf messages of custom resources (server/crd/protos.py)
 
     @property
     def registry(self) -> Registry:
@@ -52,4 +54,10 @@ class Core:
         return watch.watch(self.context, request)
 
     async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse:
-        return discovery.discover(self.context.registry)
+        return discovery.discover(self.context.registry, request.known_generation)
+
+    async def register_descriptors(
+        self, request: core_pb2.RegisterDescriptorsRequest
+    ) -> core_pb2.RegisterDescriptorsResponse:
+        messages = await self.descriptors.register(request.descriptors)
+        return core_pb2.RegisterDescriptorsResponse(messages=messages)

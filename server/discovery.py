@@ -1,13 +1,20 @@
-"""What the core serves, as data for discovery: one Resource message per registered resource."""
+"""What the core serves, as data for discovery: one Resource message per registered resource.
+
+The answer carries the registry's generation; a caller that already holds the current one gets just that
+back (`unchanged`), so the gateway can check its discovery cache on every discovery request.
+"""
 
 from __future__ import annotations
 
 from capstan.core.v1 import core_pb2
 from server.registry import Registry
+from server.schema import JsonSchema
 
 
-def discover(registry: Registry) -> core_pb2.DiscoverResponse:
-    out = core_pb2.DiscoverResponse()
+def discover(registry: Registry, known_generation: int = 0) -> core_pb2.DiscoverResponse:
+    if known_generation and known_generation == registry.generation:
+        return core_pb2.DiscoverResponse(generation=registry.generation, unchanged=True)
+    out = core_pb2.DiscoverResponse(generation=registry.generation)
     for r in registry:
         entry = out.resources.add(
             group=r.group,
@@ -22,9 +29,11 @@ def discover(registry: Registry) -> core_pb2.DiscoverResponse:
             categories=r.categories,
             proto_message=r.schema.proto_message,
             selectable_fields=r.selectable_fields(),
+            json_schema=r.schema.openapi if isinstance(r.schema, JsonSchema) else b"",
         )
         for sub in r.subresources:
-            entry.subresources.add(name=sub.name, kind=sub.kind, verbs=sub.verbs)
+            entry.subresources.add(name=sub.name, kind=sub.kind, verbs=sub.verbs, group=sub.group, version=sub.version,
+                                   proto_message=sub.proto_message)
         for column in r.columns:
             entry.columns.add(
                 name=column.name, type=column.type, format=column.format,

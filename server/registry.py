@@ -7,7 +7,7 @@ from server/kinds/; custom resources will be registered from CRDs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -58,12 +58,44 @@ class Schema(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Subresource:
-    """A subresource; an update through it changes only the field at `field_path` (e.g. ("status",))."""
+    """A subresource; an update through it changes only the field at `field_path` (e.g. ("status",)).
+
+    `group`, `version` and `proto_message` name the subresource's kind when it is not one of the resource's
+    own group version (/scale answers autoscaling/v1 Scale); empty means the resource's.
+    """
 
     name: str
     kind: str
     verbs: tuple[str, ...]
     field_path: tuple[str, ...] = ()
+    group: str = ""
+    version: str = ""
+    proto_message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleRule:
+    """How a resource reads and writes as an autoscaling/v1 Scale through its /scale subresource
+    (server/objects/scale.py): Scale.spec.replicas is the object's spec.replicas, Scale.status.replicas its
+    status.replicas, and Scale.status.selector its spec.selector as a label query (`app=web,tier in (db)`).
+
+    selector: how spec.selector is written: "LabelSelector" (apps/v1 kinds) or "Set", a plain label map
+    (core/v1 ReplicationController), or "String": already a label query (a custom resource's
+    labelSelectorPath).
+
+    The paths are where the three live; a custom resource's CRD names them (specReplicasPath,
+    statusReplicasPath, labelSelectorPath; an empty label_selector means none: Scale.status.selector "").
+    """
+
+    selector: Literal["LabelSelector", "Set", "String"] = "LabelSelector"
+    spec_replicas: tuple[str, ...] = ("spec", "replicas")
+    status_replicas: tuple[str, ...] = ("status", "replicas")
+    label_selector: tuple[str, ...] = ("spec", "selector")
+
+
+# The /scale subresource a resource with a ScaleRule serves; an update through it changes spec.replicas only.
+SCALE = Subresource("scale", "Scale", ("get", "patch", "update"), ("spec", "replicas"),
+                    group="autoscaling", version="v1", proto_message="k8s.io.api.autoscaling.v1.Scale")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +145,38 @@ class Resource:
     legacy_preconditions: bool = False
     # How names are checked: name_rule(name, prefix) -> error details; None means DNS-1123 subdomain.
     name_rule: Callable[[str, bool], list[str]] | None = None
-    # Kind-specific defaulting and validation, run on create and update (old is None on create).
+    # Static defaults (kube's SetDefaults_*), applied in place to every object a client sends: create
+    # and update bodies, patch results, apply results. Fields they set belong to the writer's manager.
+    default: Callable[[Obj], None] | None = None
+    # The kind's strategy (PrepareForCreate/PrepareForUpdate; old is None on create) and validation: run
+    # after field ownership is recorded, so what prepare sets is nobody's.
     prepare: Callable[[Obj, Obj | None], None] | None = None
     validate: Callable[[Obj, Obj | None], Sequence[Any]] | None = None
     garbage_collection: GarbageCollectionPolicy = "DeleteDependents"
+    # Asynchronous admission after validation, before the write, on create and update (old is None on
+    # create): (context, object, old, dry_run). It may set server-allocated fields (a Service's clusterIP and
+    # nodePorts) or refuse with an ApiError.
+    admit: Callable[[Any, Obj, Obj | None, bool], Awaitable[None]] | None = None
+    # Graceful deletion (rest.RESTGracefulDeleteStrategy): given the object and the DeleteOptions'
+    # gracePeriodSeconds (None when unset), the grace period the object gets; 0 deletes at once. Kinds
+    # without it are deleted at once.
+    grace_period: Callable[[Obj, int | None], int] | None = None
+    # Subresources written with POST, by name: (context, resource, CreateRequest) -> CreateResponse (a Pod's
+    # /binding).
+    subresource_create: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
+    # A new object keeps the status it is created with (a Node registering); others start with none.
+    keeps_status_on_create: bool = False
+    # Serves /scale (SCALE is added to `subresources`): how the object reads and writes as a Scale.
+    scale: ScaleRule | None = None
+    # The list kind when it is not kind + "List" (a CRD's names.listKind).
+    custom_list_kind: str = ""
+    # Applied to a stored value before it is rendered for an answer: a custom resource's schema defaults (and
+    # prunes) objects read from storage, as kube-apiserver does, so a default added later shows on reads.
+    read: Callable[[bytes], bytes] | None = None
+
+    def __post_init__(self) -> None:
+        if self.scale is not None and self.subresource(SCALE.name) is None:
+            object.__setattr__(self, "subresources", (*self.subresources, SCALE))
 
     @property
     def api_version(self) -> str:
@@ -124,7 +184,7 @@ class Resource:
 
     @property
     def list_kind(self) -> str:
-        return self.kind + "List"
+        return self.custom_list_kind or self.kind + "List"
 
     @property
     def has_status(self) -> bool:
@@ -158,18 +218,34 @@ class Resource:
 
 
 class Registry:
-    """Resources by (group, version, resource), and the versions of each group."""
+    """Resources by (group, version, resource), and the versions of each group.
+
+    `generation` rises with every change to what is served (CRDs come and go at run time), so discovery
+    caches can tell whether they are current.
+    """
 
     def __init__(self, resources: Iterable[Resource] = ()) -> None:
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
+        self.generation = 1
         for resource in resources:
             self.add(resource)
 
     def add(self, resource: Resource) -> None:
         self._by_gvr[(resource.group, resource.version, resource.resource)] = resource
+        self.generation += 1
 
     def remove(self, group: str, version: str, resource: str) -> None:
-        self._by_gvr.pop((group, version, resource), None)
+        if self._by_gvr.pop((group, version, resource), None) is not None:
+            self.generation += 1
+
+    def replace(self, old: Iterable[Resource], new: Iterable[Resource]) -> None:
+        """Stop serving `old` and serve `new` in one step (a CRD's versions after it changed); `new` keeps its
+        order, after everything else (discovery lists a group's versions in registration order)."""
+        for resource in old:
+            self._by_gvr.pop((resource.group, resource.version, resource.resource), None)
+        for resource in new:
+            self._by_gvr[(resource.group, resource.version, resource.resource)] = resource
+        self.generation += 1
 
     def get(self, group: str, version: str, resource: str) -> Resource | None:
         return self._by_gvr.get((group, version, resource))

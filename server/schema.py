@@ -7,14 +7,22 @@ Both implement server.registry.Schema.
 
 from __future__ import annotations
 
+import functools
 from typing import cast
 
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
+from capstan.api.meta.v1 import meta_pb2
 from server.codec import transcode
 from server.codec.errors import DecodeError as TranscodeError
+from server.crd import prune, values
+from server.crd.structural import Structural
+from server.fields import jsonshapes
+from server.fields.shapes import Shape
+from server.patch.values import copy_json
 from server.registry import Obj
+from server.validation.names import FieldError
 
 
 class SchemaError(Exception):
@@ -58,7 +66,19 @@ class ProtoSchema:
 
 
 class JsonSchema:
-    """No schema: any JSON object is accepted as it is (until CRD schemas arrive)."""
+    """A custom resource's schema: the CRD version's openAPIV3Schema (server/crd/).
+
+    normalize types metadata as ObjectMeta and, with a structural schema, prunes fields the schema does not
+    declare (reported as unknown fields, so fieldValidation treats them as for built-in kinds) and applies
+    `default:`s; `validate` is the OpenAPI value validation kube-apiserver runs on create and update.
+    Without a schema (or with spec.preserveUnknownFields) the body is kept as it is.
+    """
+
+    def __init__(self, structural: Structural | None = None, *, preserve_unknown_fields: bool = False,
+                 openapi: bytes = b"") -> None:
+        self.structural = structural
+        self.openapi = openapi  # the openAPIV3Schema as JSON, for OpenAPI documents (server/discovery.py)
+        self._prunes = structural is not None and not preserve_unknown_fields
 
     @property
     def proto_message(self) -> str:
@@ -68,11 +88,49 @@ class JsonSchema:
     def descriptor(self) -> Descriptor | None:
         return None
 
+    @functools.cached_property
+    def shape(self) -> Shape:
+        """Its server-side apply shape (server/fields/jsonshapes.py)."""
+        return jsonshapes.resource_shape(self.structural)
+
+    @property
+    def has_defaults(self) -> bool:
+        return self._prunes and self.structural is not None and self.structural.has_defaults
+
     def normalize(self, obj: Obj) -> tuple[Obj, list[str]]:
-        return obj, []
+        unknown: list[str] = []
+        metadata = obj.get("metadata")
+        if self._prunes and self.structural is not None:
+            out: Obj = prune.coerce(obj, self.structural, "", unknown, resource_root=True)
+        else:
+            out = copy_json(obj)
+        if metadata is not None:
+            out["metadata"] = _object_meta(metadata, unknown)
+        return out, unknown
+
+    def default(self, obj: Obj) -> Obj:
+        """The stored object pruned and defaulted as reads see it (kube defaults objects read from storage)."""
+        if not self._prunes or self.structural is None:
+            return obj
+        return prune.default_only(obj, self.structural)  # type: ignore[no-any-return]
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        if self.structural is None:
+            return []
+        return values.validate(obj, self.structural)
 
     def from_proto(self, data: bytes) -> Obj:
         raise SchemaError("this kind has no protobuf schema")
 
     def to_proto(self, obj: Obj) -> bytes:
         return b""
+
+
+def _object_meta(metadata: object, unknown: list[str]) -> Obj:
+    """metadata typed as ObjectMeta, as kube-apiserver decodes a custom resource's metadata."""
+    try:
+        result = transcode.decode(meta_pb2.ObjectMeta, metadata, path="metadata", type_meta=False)
+    except TranscodeError as err:
+        raise SchemaError(str(err)) from None
+    unknown.extend(result.unknown)
+    return transcode.encode(result.message)

@@ -81,6 +81,11 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
     ) -> core_pb2.DiscoverResponse:
         return await _unary(self._core.discover, request, context)
 
+    async def RegisterDescriptors(
+        self, request: core_pb2.RegisterDescriptorsRequest, context: Ctx
+    ) -> core_pb2.RegisterDescriptorsResponse:
+        return await _unary(self._core.register_descriptors, request, context)
+
     async def Watch(
         self, request: core_pb2.WatchRequest, context: Ctx
     ) -> AsyncIterator[core_pb2.WatchResponse]:

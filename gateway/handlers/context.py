@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from capstan.core.v1 import core_pb2
 from gateway.client import CoreClient, CoreError, failure
 
-REFRESH_AFTER_MISS = 1.0  # seconds: an unknown resource re-reads discovery at most this often
+# Seconds a resource lookup trusts the cached discovery answer before asking the core whether it changed
+# (a cheap call: the core answers `unchanged` while its registry's generation stands). Discovery and OpenAPI
+# documents always ask; an unknown resource asks at once (a CRD may have just been established).
+RECHECK_AFTER = 1.0
 
 
 @dataclass
@@ -22,23 +25,48 @@ class Gateway:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def discovered(self) -> core_pb2.DiscoverResponse:
-        if not self._fetched_at:
-            await self.refresh()
+        """The core's current answer (checked with the core, so a CRD shows up or goes at once)."""
+        await self.refresh()
         return self._discovered
 
     async def refresh(self) -> None:
+        """Ask the core whether what it serves changed since the cached answer, and take the new one if so.
+        Callers that queued behind a check made after they asked take that check's result."""
+        asked = time.monotonic()
         async with self._lock:
-            self._discovered = await self.client.discover(core_pb2.DiscoverRequest())
-            self._index = {(r.group, r.version, r.resource): r for r in self._discovered.resources}
+            if self._fetched_at > asked:
+                return
+            answer = await self.client.discover(
+                core_pb2.DiscoverRequest(known_generation=self._discovered.generation))
+            if not answer.unchanged:
+                self._discovered = answer
+                self._index = {(r.group, r.version, r.resource): r for r in answer.resources}
             self._fetched_at = time.monotonic()
 
     async def resource(self, group: str, version: str, resource: str) -> core_pb2.Resource:
         """The served resource, or 404 `the server could not find the requested resource`."""
-        await self.discovered()
+        if time.monotonic() - self._fetched_at > RECHECK_AFTER:
+            await self.refresh()
         found = self._index.get((group, version, resource))
-        if found is None and time.monotonic() - self._fetched_at > REFRESH_AFTER_MISS:
+        if found is None:
             await self.refresh()
             found = self._index.get((group, version, resource))
         if found is None:
             raise CoreError(failure(404, "NotFound", "the server could not find the requested resource"))
         return found
+
+
+def served_as(resource: core_pb2.Resource, subresource: str) -> core_pb2.Resource:
+    """The resource as a request through `subresource` speaks it: a subresource whose kind is another group
+    version's (/scale: autoscaling/v1 Scale), or another kind of the same one (pods/binding: a Binding), is read
+    and written as that kind, envelopes and all."""
+    sub = next((s for s in resource.subresources if s.name == subresource), None) if subresource else None
+    if sub is None or not (sub.version or sub.proto_message):
+        return resource
+    served = core_pb2.Resource()
+    served.CopyFrom(resource)
+    if sub.version:
+        served.group, served.version = sub.group, sub.version
+    served.kind = sub.kind
+    served.proto_message = sub.proto_message
+    return served

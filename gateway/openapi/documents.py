@@ -24,11 +24,18 @@ import orjson
 from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import Descriptor
 
-# Imported for their side effect: they register the Kubernetes messages in the default descriptor pool.
+# Imported for their side effect: they register the Kubernetes messages in the default descriptor pool (the
+# gateway may run without the core in its process).
+from capstan.api.apps.v1 import apps_pb2 as _apps_v1  # noqa: F401
+from capstan.api.autoscaling.v1 import autoscaling_pb2 as _autoscaling_v1  # noqa: F401
+from capstan.api.batch.v1 import batch_pb2 as _batch_v1  # noqa: F401
+from capstan.api.coordination.v1 import coordination_pb2 as _coordination_v1  # noqa: F401
 from capstan.api.core.v1 import core_pb2 as _core_v1  # noqa: F401
+from capstan.api.events.v1 import events_pb2 as _events_v1  # noqa: F401
 from capstan.api.meta.v1 import meta_pb2 as _meta_v1  # noqa: F401
+from capstan.api.rbac.v1 import rbac_pb2 as _rbac_v1  # noqa: F401
 from capstan.core.v1 import core_pb2
-from gateway.openapi import comments, gnostic, paths, swagger
+from gateway.openapi import comments, custom, gnostic, paths, swagger
 from gateway.openapi.schemas import GVK, META, SchemaSet
 
 log = logging.getLogger(__name__)
@@ -127,6 +134,9 @@ def _gvks(resources: Any, by_gv: Mapping[tuple[str, str], Any]) -> dict[str, lis
             continue
         out[message.full_name].append((r.group, r.version, r.kind))
         out[_sibling(message, _list_kind(r))].append((r.group, r.version, _list_kind(r)))
+        for sub in r.subresources:
+            if sub.proto_message:
+                out[sub.proto_message].append((sub.group, sub.version, sub.kind))
     for group, version in {("", "v1"), *by_gv}:
         for kind in ("DeleteOptions", "WatchEvent"):
             out[META + kind].append((group, version, kind))
@@ -155,29 +165,35 @@ def _group_version(group: str, version: str, resources: list[core_pb2.Resource],
         refs = _refs(schemas, r)
         if refs is not None:
             served.append((r, refs))
+    operations = paths.build(group, version, served, meta)
+    if resources and not any(r.proto_message for r in resources):
+        operations = custom.json_only(operations)  # custom resources: JSON and YAML only
     return {
         "components": {"schemas": schemas.schemas},
         "info": {"title": "Kubernetes", "version": server_version},
         "openapi": "3.0.0",
-        "paths": paths.build(group, version, served, meta),
+        "paths": operations,
     }
 
 
 def _refs(schemas: SchemaSet, r: core_pb2.Resource) -> paths.Refs | None:
     """The refs of r's kind, list kind and subresource kinds (all in the kind's package), or None when r
     has no message or one of them is missing (logged: a proto_message the pool lacks is a bug)."""
+    if r.json_schema:
+        return custom.refs(schemas, r)  # a custom resource (protobuf message or not): its CRD's schema
     message = find(r.proto_message) if r.proto_message else None
     if message is None:
         if r.proto_message:
             log.warning("OpenAPI: %s names %s, which is not in the descriptor pool", r.resource, r.proto_message)
         return None
-    kinds = {"": _list_kind(r), **{sub.name: sub.kind for sub in r.subresources}}
+    # A subresource's kind is a sibling of the resource's, unless it names its own message (/scale's Scale).
+    kinds = {"": _sibling(message, _list_kind(r)),
+             **{sub.name: sub.proto_message or _sibling(message, sub.kind) for sub in r.subresources}}
     found: dict[str, Descriptor] = {}
-    for name, kind in kinds.items():
-        other = find(_sibling(message, kind))
+    for name, full_name in kinds.items():
+        other = find(full_name)
         if other is None:
-            log.warning("OpenAPI: %s is left out: %s is not in the descriptor pool", r.resource,
-                        _sibling(message, kind))
+            log.warning("OpenAPI: %s is left out: %s is not in the descriptor pool", r.resource, full_name)
             return None
         found[name] = other
     list_message = found.pop("")

@@ -194,7 +194,8 @@ def _subresource(ops: list[Operation], r: core_pb2.Resource, sub: core_pb2.Subre
                  *, gv: str, ns: str, scope: list[Parameter]) -> None:
     """Operations on a subresource; parameters and the GVK name the subresource's kind, texts the parent's."""
     verbs, kind, title = set(sub.verbs), r.kind, sub.name[:1].upper() + sub.name[1:]
-    gvk = {"group": r.group, "kind": sub.kind, "version": r.version}
+    gvk = {"group": sub.group, "kind": sub.kind, "version": sub.version} if sub.version else {
+        "group": r.group, "kind": sub.kind, "version": r.version}
     named = [*scope, params.name(sub.kind)]
     suffix = f"{gv}{ns}{kind}{title}"
     if "get" in verbs:

@@ -5,7 +5,9 @@ k8s.io.api.core.v1.ConfigMap -> io.k8s.api.core.v1.ConfigMap. Scalars map to Ope
 int64 formats, bytes as `format: byte`), maps to `additionalProperties`, repeated fields to arrays,
 message fields to `$ref`s; a `$ref` with siblings (a description, a default) is wrapped in `allOf`, as
 OpenAPI 3.0 ignores siblings of `$ref`. Descriptions come from the proto comments (comments.py), the
-required fields and list/merge markers from server/schema_hints.py, and `default` follows openapi-gen:
+required fields and list/merge markers from server/schema_hints.py; an inline field (json_inline, Go's
+embedded struct) contributes its struct's fields as properties of the enclosing schema, as openapi-gen
+flattens embedded structs; and `default` follows openapi-gen:
 `{}` for a struct Go always prints, the zero value for a required scalar and for list and map elements.
 
 Example: ConfigMap.binaryData (map<string, bytes>) ->
@@ -21,7 +23,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from capstan.options.v1 import options_pb2
 from gateway.openapi.comments import Comments
-from server.codec.gojson import map_value, message_type
+from server.codec.gojson import json_fields, map_value, message_type
 from server.schema_hints import field_hint, message_hint
 
 Schema = dict[str, Any]
@@ -51,7 +53,7 @@ LIST_META = (
 META = "k8s.io.apimachinery.pkg.apis.meta.v1."
 
 # Proto package prefix -> OpenAPI name prefix (the Go import path's domain, reversed).
-_PACKAGES = (("k8s.io.", "io.k8s."),)
+_PACKAGES = (("k8s.io.apiextensions_apiserver.", "io.k8s.apiextensions-apiserver."), ("k8s.io.", "io.k8s."))
 
 # The messages of server/codec/wellknown.py whose JSON is a string or an opaque value: each is a
 # component of kube's own shape for the Go type, never an object of the message's fields.
@@ -83,6 +85,11 @@ WELL_KNOWN: Mapping[str, Schema] = {
                        "marshalling and unmarshalling, it produces or consumes the inner type.  This allows you "
                        "to have, for example, a JSON field that can accept a name or number.",
         "format": "int-or-string", "oneOf": [{"type": "integer"}, {"type": "string"}],
+    },
+    # Its JSON names ($ref, x-kubernetes-...) are not the proto's (server/codec/jsonschemaprops.py).
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps": {
+        "description": "JSONSchemaProps is a JSON-Schema following Specification Draft 4 (http://json-schema.org/).",
+        "type": "object",
     },
     "k8s.io.apimachinery.pkg.api.resource.Quantity": {
         "description": "Quantity is a fixed-point representation of a number. It provides convenient "
@@ -168,8 +175,8 @@ class SchemaSet:
         if full in TYPE_META or _has_object_metadata(message):
             properties["apiVersion"] = {"description": API_VERSION, "type": "string"}
             properties["kind"] = {"description": KIND, "type": "string"}
-        for field in message.fields:
-            properties[field.name] = self._field(message, field, required=field.name in hint.required)
+        for owner, field in json_fields(message):  # an inline struct's fields are this schema's properties
+            properties[field.name] = self._field(owner, field, required=field.name in hint.required)
         schema: Schema = {"type": "object"}
         description = self._comments.message(full)
         if description:

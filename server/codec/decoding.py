@@ -246,6 +246,7 @@ def decode_object(
 ) -> dict[str, Any]:
     """The constructor kwargs for plan's message from a JSON object found at path (Go field path go_path).
 
+    The keys of inline fields' structs are read as this object's own, then nested (see nest).
     Unknown keys (other than those in known, which the caller handles) are recorded in state and dropped;
     null values leave their field unset; a bad value is completed into a DecodeError that is raised at once
     (fatal) or saved in state (see State.fail).
@@ -262,4 +263,16 @@ def decode_object(
                 kwargs[key] = decoder(value, state, path, go_path)
             except Invalid as error:
                 state.fail(error, plan.go_name, key, path, go_path)
+    if plan.inline:
+        nest(plan, kwargs)
     return kwargs
+
+
+def nest(plan: Plan, kwargs: dict[str, Any]) -> None:
+    """Moves the values of inline fields' keys into their sub-message's kwargs. An inline field is always
+    set, as Go's protobuf marshalling always writes an embedded (non-pointer) struct, empty or not."""
+    for name, keys, sub in plan.inline:
+        inner = {key: kwargs.pop(key) for key in [key for key in kwargs if key in keys]}
+        if sub.inline:
+            nest(sub, inner)
+        kwargs[name] = inner

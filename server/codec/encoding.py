@@ -1,9 +1,10 @@
 """Protobuf -> JSON: the field encoders a Plan holds, and the loop that runs them.
 
 encode_object walks only the fields a message has set (one ListFields() call) and prints them as
-Go's encoding/json prints the Kubernetes types: omitempty for zero scalars, base64 for bytes,
+Go's encoding/json prints the Kubernetes types: map keys sorted, omitempty for zero scalars, base64 for bytes,
 integers as numbers, well-known types in their JSON form, and the fields marked emit_zero (Go
-pointers and fields without omitempty) even when zero. The contract is stated in
+pointers and fields without omitempty) even when zero. An inline field (json_inline, Go's embedded
+`json:",inline"` struct) prints its struct's fields into the enclosing object. The contract is stated in
 server/codec/transcode.py.
 """
 
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 # The plan of a field's object type, or None for a scalar or well-known field.
 Resolve = Callable[[FieldDescriptor], "Plan | None"]
 
-# Encoder modes: one branch each in encode_object.
-SCALAR, MESSAGE, MAP, LIST, KNOWN, LIST_MESSAGE, MAP_MESSAGE, CONVERT = range(8)
+# Encoder modes: one branch each in encode_object. INLINE prints a sub-message's fields into the enclosing object.
+SCALAR, MESSAGE, MAP, LIST, KNOWN, LIST_MESSAGE, MAP_MESSAGE, CONVERT, INLINE = range(9)
 
 
 def field_encoder(field: FieldDescriptor, resolve: Resolve) -> tuple[int, Any, Callable[[], Any] | None]:
@@ -39,7 +40,7 @@ def field_encoder(field: FieldDescriptor, resolve: Resolve) -> tuple[int, Any, C
         if mode == MESSAGE:
             return MAP_MESSAGE, aux, dict
         convert = aux
-        return CONVERT, lambda values: {key: convert(values[key]) for key in values}, dict
+        return CONVERT, lambda values: {key: convert(values[key]) for key in sorted(values)}, dict
     repeated = field.is_repeated
     mode, aux = _value_encoder(field, resolve, element=repeated)
     if repeated:
@@ -97,7 +98,7 @@ def encode_object(plan: Plan, msg: Message, out: dict[str, Any]) -> dict[str, An
         elif mode == MESSAGE:
             out[name] = encode_object(aux, value, {})
         elif mode == MAP:
-            out[name] = {key: value[key] for key in value}  # 1.5x dict(value): C iteration, no ABC mixins
+            out[name] = {key: value[key] for key in sorted(value)}  # Go's encoding/json sorts map keys
         elif mode == LIST:
             out[name] = list(value)
         elif mode == KNOWN:
@@ -109,15 +110,17 @@ def encode_object(plan: Plan, msg: Message, out: dict[str, Any]) -> dict[str, An
         elif mode == LIST_MESSAGE:
             out[name] = [encode_object(aux, item, {}) for item in value]
         elif mode == MAP_MESSAGE:
-            out[name] = {key: encode_object(aux, value[key], {}) for key in value}
+            out[name] = {key: encode_object(aux, value[key], {}) for key in sorted(value)}
+        elif mode == INLINE:
+            out = encode_object(aux, value, out)
         elif value or emit_zero:
             out[name] = aux(value)
-    added = False
+    added = plan.reorder  # declaration order differs from field numbers: reorder as Go prints
     for name, zero in plan.always:
         if name not in out:
             out[name] = zero()
             added = True
-    if added:  # put the added fields in declaration order; keys the caller put first (kind, apiVersion) stay
+    if added:  # put the fields in declaration order; keys the caller put first (kind, apiVersion) stay
         names = set(plan.order)
         first = {key: value for key, value in out.items() if key not in names}
         out = first | {name: out[name] for name in plan.order if name in out}

@@ -13,8 +13,12 @@ rules, so the transcoder only has to say where a value went wrong.
 from __future__ import annotations
 
 import binascii
+import functools
+from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from capstan.options.v1 import options_pb2
 
 _GO_SCALARS = {
     FieldDescriptor.TYPE_STRING: "string",
@@ -214,3 +218,29 @@ def decode_base64(text: str) -> bytes:
 
 def _corrupt(offset: int) -> Invalid:
     return Invalid(message=f"illegal base64 data at input byte {offset}")
+
+
+_JSON_INLINE: Any = options_pb2.json_inline  # typed as a plain FieldDescriptor by the generated stub
+
+
+def is_inline(field: FieldDescriptor) -> bool:
+    """The field carries (capstan.options.v1.json_inline): Go embeds its struct with `json:",inline"`."""
+    return field.type == FieldDescriptor.TYPE_MESSAGE and bool(field.GetOptions().Extensions[_JSON_INLINE])
+
+
+@functools.cache
+def json_fields(message: Descriptor) -> tuple[tuple[Descriptor, FieldDescriptor], ...]:
+    """The fields a message has in JSON, each with the message that declares it, in Go's field order: an
+    inline field is replaced by its struct's own JSON fields (recursively), and a field of the enclosing
+    struct wins over an inlined one of the same name, as Go's shallower field does.
+
+    Example: Volume -> (Volume, name), (VolumeSource, hostPath), (VolumeSource, emptyDir), ...
+    """
+    own = {field.name for field in message.fields if not is_inline(field)}
+    out: list[tuple[Descriptor, FieldDescriptor]] = []
+    for field in message.fields:
+        if is_inline(field):
+            out.extend(entry for entry in json_fields(message_type(field)) if entry[1].name not in own)
+        else:
+            out.append((message, field))
+    return tuple(out)

@@ -19,15 +19,16 @@ from google.protobuf.message import Message
 
 from capstan.options.v1 import options_pb2
 from server.codec.decoding import Decoder, field_decoder
-from server.codec.encoding import field_encoder
-from server.codec.gojson import message_type
+from server.codec.encoding import INLINE, field_encoder
+from server.codec.gojson import is_inline, message_type
 from server.codec.wellknown import WELL_KNOWN
 
 
 class Plan:
     """One message type, ready for both loops: decoders by JSON name, encoders by field descriptor."""
 
-    __slots__ = ("always", "decoders", "descriptor", "encoders", "go_name", "message_class", "order", "type_meta")
+    __slots__ = ("always", "decoders", "descriptor", "encoders", "go_name", "inline", "message_class", "order",
+                 "reorder", "type_meta")
 
     def __init__(self, descriptor: Descriptor) -> None:
         self.descriptor = descriptor
@@ -36,8 +37,14 @@ class Plan:
         self.decoders: dict[str, Decoder] = {}  # JSON name -> decoder
         self.encoders: dict[FieldDescriptor, tuple[str, int, bool, Any]] = {}  # (name, mode, emit_zero, aux)
         self.always: tuple[tuple[str, Callable[[], Any]], ...] = ()  # emit_zero fields printed when absent
-        self.order: tuple[str, ...] = ()
+        self.order: tuple[str, ...] = ()  # JSON names in Go's struct order (the protos declare fields in it)
+        # Go's order is not field-number order (Container: terminationMessagePolicy = 20 comes before
+        # imagePullPolicy = 14), so printed objects are put in `order` (ListFields goes by number).
+        self.reorder = False
         self.type_meta: tuple[str, ...] = ()  # "apiVersion", "kind" unless the message has such fields
+        # Inline fields (json_inline): (field name, the JSON keys that belong to it, its plan). Their struct's
+        # decoders sit in `decoders` beside this message's own; decoding regroups the values (decoding.nest).
+        self.inline: tuple[tuple[str, frozenset[str], Plan], ...] = ()
 
 
 _EMIT_ZERO: Any = options_pb2.emit_zero  # typed as a plain FieldDescriptor by the generated stub
@@ -72,17 +79,36 @@ def plan_for(descriptor: Descriptor) -> Plan:
 
 
 def _fill(plan: Plan) -> None:
-    always = []
+    """Decoders and encoders of every field. An inline field's struct lends its decoders, its printed-when-absent
+    fields and its names (in place, for the printing order) to this plan; this message's own fields win a clash."""
+    always: list[tuple[str, Callable[[], Any]]] = []
+    order: list[str] = []
+    inline = []
     for field in plan.descriptor.fields:
         name = field.name  # Capstan's Kubernetes protos use the JSON names as field names
         emit_zero = bool(field.GetOptions().Extensions[_EMIT_ZERO])
+        if is_inline(field):
+            sub = plan_for(message_type(field))
+            inline.append((name, sub))
+            plan.encoders[field] = (name, INLINE, emit_zero, sub)
+            always.extend(sub.always)
+            order.extend(sub.order)
+            continue
         mode, aux, zero = field_encoder(field, _sub_plan)
         plan.decoders[name] = field_decoder(field, name, _sub_plan)
         plan.encoders[field] = (name, mode, emit_zero, aux)
         if emit_zero and zero is not None:
             always.append((name, zero))
+        order.append(name)
+    own = set(plan.decoders)
+    for name, sub in inline:
+        keys = frozenset(key for key in sub.decoders if key not in own)
+        plan.decoders.update((key, sub.decoders[key]) for key in keys)
+        plan.inline += ((name, keys, sub),)
     plan.always = tuple(always)
-    plan.order = tuple(field.name for field in plan.descriptor.fields)
+    plan.order = tuple(dict.fromkeys(order))
+    numbers = [field.number for field in plan.descriptor.fields]
+    plan.reorder = numbers != sorted(numbers)
     plan.type_meta = tuple(key for key in ("apiVersion", "kind") if key not in plan.decoders)
 
 

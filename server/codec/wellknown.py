@@ -10,8 +10,10 @@ JSON value, while the protobuf wire carries a small message:
     meta/v1 Verbs       ["get", "list"]                   {items}
     runtime RawExtension  the JSON value it holds         {raw: that JSON's bytes}
     intstr IntOrString  8080 or "http"                    {type, intVal, strVal}
-    resource Quantity   "500m" (a bare number is read)    {string}
+    resource Quantity   "500m" (a bare number is read;    {string}
+                        printed canonical: "0.5" -> "500m")
     google.protobuf Value / Struct / ListValue            any JSON value / object / array (Table cells)
+    apiextensions/v1 JSONSchemaProps   an OpenAPI schema   its fields ($ref, x-kubernetes-...: jsonschemaprops.py)
 
 Each entry here converts one value both ways; the transcoder looks them up by message full name and
 never descends into their fields. Decoding errors follow Go: these types' UnmarshalJSON errors end
@@ -30,7 +32,8 @@ import orjson
 from server.codec import gotime
 from server.codec.errors import EncodeError
 from server.codec.gojson import Invalid, mismatch, number_literal
-from server.codec.quantity import QuantityError, check_quantity
+from server.codec.jsonschemaprops import SCHEMA_MESSAGE, decode_schema, encode_schema
+from server.codec.quantity import QuantityError, canonical, check_quantity
 
 # encode() returns ZERO for a value Go leaves out of JSON when it is zero: a zero Time (unset, as the Go
 # zero time arrives on the wire) is dropped by `omitzero` (creationTimestamp) and printed as null only by a
@@ -138,9 +141,20 @@ def _decode_quantity(value: Any) -> Any:
     else:
         text = json.dumps(value)  # true, {...}, [...]: Go parses the raw JSON text, which never matches
     try:
-        return {"string": check_quantity(text)}
+        return {"string": canonical(check_quantity(text))}
     except QuantityError as error:
         raise Invalid(message=str(error), fatal=True) from None
+
+
+def _encode_quantity(msg: Any) -> Any:
+    """Quantity.String(): a protobuf client's text is printed canonical too (kept as is if Go could not parse it)."""
+    text = msg.string
+    if not text:
+        return "0"
+    try:
+        return canonical(text)
+    except QuantityError:
+        return text
 
 
 def _dump_json(value: Any) -> bytes:
@@ -237,7 +251,7 @@ WELL_KNOWN: dict[str, WellKnown] = {
         _decode_int_or_string, _encode_int_or_string, lambda: 0
     ),
     "k8s.io.apimachinery.pkg.api.resource.Quantity": WellKnown(
-        _decode_quantity, lambda m: m.string or "0", lambda: "0"
+        _decode_quantity, _encode_quantity, lambda: "0"
     ),
     "google.protobuf.Value": WellKnown(_decode_value, _encode_value, lambda: None),
     "google.protobuf.Struct": WellKnown(
@@ -246,4 +260,5 @@ WELL_KNOWN: dict[str, WellKnown] = {
     "google.protobuf.ListValue": WellKnown(
         _decode_list_value, lambda m: [_encode_value(v) for v in m.values], lambda: None
     ),
+    SCHEMA_MESSAGE: WellKnown(lambda v: decode_schema(v) if v is not None else {}, encode_schema, lambda: None),
 }

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from server import schema_hints
+from server.codec.gojson import json_fields
 
 SCALAR_MESSAGES = frozenset({
     "k8s.io.apimachinery.pkg.apis.meta.v1.Time",
@@ -73,13 +75,17 @@ class ListType:
 
 
 class ListShape(Shape):
-    __slots__ = ("elem", "keys", "list_type")
+    """key_defaults: (key, value) for map keys with an OpenAPI default; an item that leaves such a key out is
+    matched as if it held the default (structured-merge-diff's defaulted list-map keys)."""
 
-    def __init__(self, elem: Shape, list_type: ListType) -> None:
+    __slots__ = ("elem", "key_defaults", "keys", "list_type")
+
+    def __init__(self, elem: Shape, list_type: ListType, key_defaults: tuple[tuple[str, Any], ...] = ()) -> None:
         super().__init__("list", list_type.kind == "atomic")
         self.elem = elem
         self.list_type = list_type.kind
         self.keys = list_type.keys
+        self.key_defaults = key_defaults
 
 
 class StructShape(Shape):
@@ -93,13 +99,20 @@ class StructShape(Shape):
         self._fields: dict[str, Shape] | None = None
 
     def field(self, name: str) -> Shape | None:
-        if self._fields is None:
-            self._fields = {f.name: _field_shape(self._descriptor, f) for f in self._descriptor.fields}
+        if self._fields is None:  # an inline struct's fields are this struct's own, as JSON has them
+            self._fields = {f.name: _field_shape(owner, f) for owner, f in json_fields(self._descriptor)}
         return self._fields.get(name)
 
     def is_declared(self, name: str) -> bool:
-        return name in self._descriptor.fields_by_name
+        return self.field(name) is not None
 
+
+# The list-map key fields kube's OpenAPI gives a default (`+default=...`): ports are keyed by
+# (containerPort|port, protocol), and a port written without a protocol is the TCP one.
+KEY_DEFAULTS: dict[tuple[str, str], Any] = {
+    ("k8s.io.api.core.v1.ContainerPort", "protocol"): "TCP",
+    ("k8s.io.api.core.v1.ServicePort", "protocol"): "TCP",
+}
 
 SCALAR = Shape("scalar")
 UNTYPED = Shape("untyped")
@@ -113,7 +126,7 @@ def of_message(descriptor: Descriptor) -> Shape:
     if descriptor.full_name in ATOMIC_LIST_MESSAGES:
         return ListShape(SCALAR, ListType("atomic"))
     if descriptor.full_name.startswith("google.protobuf.") or descriptor.full_name.endswith(
-            (".RawExtension", ".FieldsV1")):
+            (".RawExtension", ".FieldsV1", ".JSONSchemaProps")):
         return UNTYPED
     return StructShape(descriptor)
 
@@ -134,7 +147,10 @@ def _field_shape(message: Descriptor, field: FieldDescriptor) -> Shape:
     if entry is not None and entry.GetOptions().map_entry:
         return MapShape(_value_shape(entry.fields_by_name["value"]))
     if field.is_repeated:
-        return ListShape(_value_shape(field), list_type(schema_hints.field_hint(message.full_name, field.name)))
+        kind = list_type(schema_hints.field_hint(message.full_name, field.name))
+        elem = field.message_type.full_name if field.message_type is not None else ""
+        defaults = tuple((k, KEY_DEFAULTS[(elem, k)]) for k in kind.keys if (elem, k) in KEY_DEFAULTS)
+        return ListShape(_value_shape(field), kind, defaults)
     return _value_shape(field)
 
 

@@ -120,7 +120,7 @@ def _is_list(value: Any, shape: Shape) -> bool:
 
 def _element(shape: ListShape, position: int, item: Any) -> Element:
     if shape.list_type == "map" and type(item) is dict:
-        return fp.key(item, shape.keys)
+        return fp.key({**dict(shape.key_defaults), **item} if shape.key_defaults else item, shape.keys)
     if shape.list_type == "set":
         return fp.value(item)
     return fp.index(position)

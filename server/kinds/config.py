@@ -65,8 +65,9 @@ def validate_config_map(obj: Obj, old: Obj | None) -> list[FieldError]:
     return _data_keys(obj, ("data", "binaryData")) + _immutable(obj, old, ("data", "binaryData"))
 
 
-def prepare_secret(obj: Obj, old: Obj | None) -> None:
-    """stringData is write-only: merged into data (base64) and dropped; type defaults to Opaque."""
+def default_secret(obj: Obj) -> None:
+    """stringData is write-only: merged into data (base64) and dropped, as decoding does in kube-apiserver
+    (so the writer owns those data keys); type defaults to Opaque."""
     string_data = obj.pop("stringData", None) or {}
     if string_data:
         data = obj.setdefault("data", {})
@@ -83,10 +84,18 @@ def validate_secret(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def default_namespace(obj: Obj) -> None:
+    """SetDefaults_Namespace: the `kubernetes.io/metadata.name` label always names the namespace."""
+    m = meta.meta(obj)
+    labels = m.get("labels")
+    if not isinstance(labels, dict):
+        labels = m["labels"] = {}
+    labels[NAMESPACE_NAME_LABEL] = m.get("name", "")
+
+
 def prepare_namespace(obj: Obj, old: Obj | None) -> None:
     """Create: phase Active and the `kubernetes` finalizer. Update: spec and status only via subresources."""
-    m = meta.meta(obj)
-    m.setdefault("labels", {})[NAMESPACE_NAME_LABEL] = m.get("name", "")
+    default_namespace(obj)  # a generated name is only known now
     if old is None:
         finalizers = obj.setdefault("spec", {}).setdefault("finalizers", [])
         if NAMESPACE_FINALIZER not in finalizers:
@@ -153,6 +162,7 @@ NAMESPACES = Resource(
     ),
     field_getters={"status.phase": _status_phase},
     name_rule=names.name_is_dns_label,
+    default=default_namespace,
     prepare=prepare_namespace,
     validate=validate_namespace,
     holds_deletion=namespace_holds_deletion,
@@ -173,7 +183,7 @@ SECRETS = Resource(
     group="", version="v1", resource="secrets", kind="Secret", singular="secret", namespaced=True,
     schema=ProtoSchema(core_v1.Secret),
     field_getters={"type": _type},
-    prepare=prepare_secret,
+    default=default_secret,
     validate=validate_secret,
 )
 

@@ -1,8 +1,427 @@
 """core/v1 kinds beyond config: ServiceAccount, Service, Endpoints, Pod, Node, Event, PersistentVolume,
-PersistentVolumeClaim, ResourceQuota, LimitRange and ReplicationController."""
+PersistentVolumeClaim, ResourceQuota, LimitRange and ReplicationController.
+
+Pods live in server/kinds/pods.py (with the PodSpec rules in podspec.py), Services and Endpoints in
+services.py; the smaller kinds are here. Defaults are kube-apiserver's SetDefaults_* (pkg/apis/core/v1/
+defaults.go) and each strategy's PrepareForCreate; validation is the part of pkg/apis/core/validation users
+hit most, worded as kube words it.
+"""
 
 from __future__ import annotations
 
-from server.registry import Resource
+from collections.abc import Callable
 
-KINDS: tuple[Resource, ...] = ()
+from capstan.api.core.v1 import core_pb2 as core_v1
+from server.kinds import podspec
+from server.kinds.pods import PODS
+from server.kinds.services import ENDPOINTS, services
+from server.kinds.shaped import retype
+from server.objects import meta
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.validation import names
+from server.validation.names import FieldError, GoValue
+
+ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
+RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
+VOLUME_MODES = ("Block", "Filesystem")
+LIMIT_TYPES = ("Container", "PersistentVolumeClaim", "Pod")
+
+
+def _status_of(kind: str) -> Subresource:
+    return Subresource("status", kind, ("get", "patch", "update"), ("status",))
+
+
+def _typed(schema: ProtoSchema, default: Callable[[Obj], None]) -> Callable[[Obj], None]:
+    """A defaulting hook that types the object again afterwards (see server/kinds/shaped.py)."""
+
+    def hook(obj: Obj) -> None:
+        default(obj)
+        retype(schema, obj)
+
+    return hook
+
+
+def _new_status(schema: ProtoSchema, status: Callable[[], Obj]) -> Callable[[Obj, Obj | None], None]:
+    """PrepareForCreate of kinds whose new objects start from a fixed status."""
+
+    def hook(obj: Obj, old: Obj | None) -> None:
+        if old is None:
+            obj["status"] = status()
+            retype(schema, obj)
+
+    return hook
+
+
+def _spec(obj: Obj) -> Obj:
+    value = obj.get("spec")
+    return value if isinstance(value, dict) else {}
+
+
+def _go_map(labels: dict[str, str]) -> GoValue:
+    """%#v of a map[string]string: keys sorted, as fmt prints maps."""
+    body = ", ".join(f"{names.go_quote(k)}:{names.go_quote(labels[k])}" for k in sorted(labels))
+    return GoValue(f"map[string]string{{{body}}}")
+
+
+# --- Node --------------------------------------------------------------------------------------------------------
+
+NODE_SCHEMA = ProtoSchema(core_v1.Node)
+
+
+def default_node(obj: Obj) -> None:
+    """SetDefaults_NodeStatus: allocatable is the capacity unless given. A new Node keeps its status (kubelets
+    register with one)."""
+    status = obj.get("status")
+    if isinstance(status, dict) and "allocatable" not in status and "capacity" in status:
+        status["allocatable"] = dict(status["capacity"])
+    for field in ("capacity", "allocatable"):
+        if isinstance(status, dict) and isinstance(status.get(field), dict):
+            status[field] = podspec.round_up_resource_list(status[field])
+
+
+def validate_node(obj: Obj, old: Obj | None) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for index, taint in enumerate(_spec(obj).get("taints") or []):
+        effect = taint.get("effect", "")
+        if effect not in ("NoExecute", "NoSchedule", "PreferNoSchedule"):
+            errs.append(FieldError.not_supported(f"spec.taints[{index}].effect", effect,
+                                                 ("NoSchedule", "PreferNoSchedule", "NoExecute")))
+        errs.extend(names.validate_label_name(taint.get("key", ""), f"spec.taints[{index}].key"))
+    if old is not None:
+        cidrs = _spec(old).get("podCIDRs") or []
+        if cidrs and _spec(obj).get("podCIDRs") != cidrs:
+            errs.append(FieldError.forbidden(
+                "spec.podCIDRs", "node updates may not change podCIDR except from \"\" to valid"))
+    return errs
+
+
+NODES = Resource(
+    group="", version="v1", resource="nodes", kind="Node", singular="node", namespaced=False,
+    schema=NODE_SCHEMA,
+    short_names=("no",),
+    subresources=(_status_of("Node"),),
+    field_getters={"spec.unschedulable": lambda o: "true" if _spec(o).get("unschedulable") else "false"},
+    default=_typed(NODE_SCHEMA, default_node),
+    validate=validate_node,
+    keeps_status_on_create=True,
+)
+
+
+# --- Event -------------------------------------------------------------------------------------------------------
+
+
+def _involved(obj: Obj, field: str) -> str:
+    value = obj.get("involvedObject")
+    return str(value.get(field, "")) if isinstance(value, dict) else ""
+
+
+def _involved_getter(field: str) -> Callable[[Obj], str]:
+    return lambda obj: _involved(obj, field)
+
+
+def _event_source(obj: Obj) -> str:
+    source = obj.get("source")
+    component = source.get("component", "") if isinstance(source, dict) else ""
+    return str(component or obj.get("reportingComponent", ""))
+
+
+def validate_event(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """legacyValidateEvent: an event (without eventTime) sits in its object's namespace."""
+    namespace = meta.meta(obj).get("namespace", "")
+    involved = _involved(obj, "namespace")
+    if obj.get("eventTime"):
+        errs = []
+        if not obj.get("reportingComponent"):
+            errs.append(FieldError.required("reportingComponent"))
+        if not obj.get("reportingInstance"):
+            errs.append(FieldError.required("reportingInstance"))
+        if not obj.get("action"):
+            errs.append(FieldError.required("action"))
+        return errs
+    if (involved and involved != namespace) or (not involved and namespace not in ("", "default")):
+        return [FieldError.invalid("involvedObject.namespace", involved, "does not match event.namespace")]
+    return []
+
+
+EVENTS = Resource(
+    group="", version="v1", resource="events", kind="Event", singular="event", namespaced=True,
+    schema=ProtoSchema(core_v1.Event),
+    short_names=("ev",),
+    field_getters={
+        **{f"involvedObject.{f}": _involved_getter(f) for f in (
+            "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
+        "reason": lambda o: str(o.get("reason", "")),
+        "reportingComponent": lambda o: str(o.get("reportingComponent", "")),
+        "source": _event_source,
+        "type": lambda o: str(o.get("type", "")),
+    },
+    validate=validate_event,
+)
+
+
+# --- ServiceAccount ----------------------------------------------------------------------------------------------
+
+SERVICE_ACCOUNTS = Resource(
+    group="", version="v1", resource="serviceaccounts", kind="ServiceAccount", singular="serviceaccount",
+    namespaced=True, schema=ProtoSchema(core_v1.ServiceAccount),
+    short_names=("sa",),
+)
+
+
+# --- PersistentVolume and PersistentVolumeClaim ------------------------------------------------------------------
+
+PV_SCHEMA = ProtoSchema(core_v1.PersistentVolume)
+PVC_SCHEMA = ProtoSchema(core_v1.PersistentVolumeClaim)
+PV_SOURCES = (
+    "gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "iscsi", "cinder", "cephfs",
+    "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk",
+    "portworxVolume", "scaleIO", "local", "storageos", "csi",
+)  # fmt: skip
+
+
+def default_pv(obj: Obj) -> None:
+    """SetDefaults_PersistentVolume and the sources' defaults."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+    if isinstance(spec.get("capacity"), dict):
+        spec["capacity"] = podspec.round_up_resource_list(spec["capacity"])
+    podspec.default_volume({**spec, "emptyDir": None})  # the sources' defaults (hostPath, rbd, ...), in place
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        status.setdefault("phase", "Pending")
+
+
+def validate_pv(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec = _spec(obj)
+    errs: list[FieldError] = []
+    modes = spec.get("accessModes") or []
+    if not modes:
+        errs.append(FieldError.required("spec.accessModes"))
+    errs.extend(FieldError.not_supported("spec.accessModes", m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES)
+    capacity = spec.get("capacity") or {}
+    if not capacity:
+        errs.append(FieldError.required("spec.capacity"))
+    errs.extend(FieldError.not_supported("spec.capacity", k, ("storage",)) for k in capacity if k != "storage")
+    sources = [s for s in PV_SOURCES if s in spec]
+    if not sources:
+        errs.append(FieldError.required("spec", "must specify a volume type"))
+    elif len(sources) > 1:
+        errs.append(FieldError.forbidden(f"spec.{sources[1]}", "may not specify more than 1 volume type"))
+    policy = spec.get("persistentVolumeReclaimPolicy", "")
+    if policy not in RECLAIM_POLICIES:
+        errs.append(FieldError.not_supported("spec.persistentVolumeReclaimPolicy", policy, RECLAIM_POLICIES))
+    return errs
+
+
+def default_pvc(obj: Obj) -> None:
+    """SetDefaults_PersistentVolumeClaimSpec (volumeMode Filesystem) and SetDefaults_PersistentVolumeClaim."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("volumeMode", "Filesystem")
+    resources = spec.get("resources")
+    if isinstance(resources, dict):
+        for field in ("limits", "requests"):
+            if isinstance(resources.get(field), dict):
+                resources[field] = podspec.round_up_resource_list(resources[field])
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        status.setdefault("phase", "Pending")
+
+
+PVC_IMMUTABLE = (
+    "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims")
+
+
+def validate_pvc(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec = _spec(obj)
+    errs: list[FieldError] = []
+    modes = spec.get("accessModes") or []
+    if not modes:
+        errs.append(FieldError.required("spec.accessModes", "at least 1 access mode is required"))
+    errs.extend(FieldError.not_supported("spec.accessModes", m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES)
+    if "storage" not in ((spec.get("resources") or {}).get("requests") or {}):
+        errs.append(FieldError.required("spec.resources[storage]"))
+    mode = spec.get("volumeMode", "")
+    if mode not in VOLUME_MODES:
+        errs.append(FieldError.not_supported("spec.volumeMode", mode, VOLUME_MODES))
+    if old is not None:
+        old_spec = _spec(old)
+        new_spec = dict(spec)
+        if not old_spec.get("volumeName"):
+            new_spec.pop("volumeName", None)
+            old_spec = {k: v for k, v in old_spec.items() if k != "volumeName"}
+        for candidate in (new_spec, old_spec):
+            candidate.pop("volumeAttributesClassName", None)
+            resources = dict(candidate.get("resources") or {})
+            resources.pop("requests", None)
+            candidate["resources"] = resources
+        if new_spec != old_spec:
+            errs.append(FieldError.forbidden("spec", PVC_IMMUTABLE))
+    return errs
+
+
+PERSISTENT_VOLUMES = Resource(
+    group="", version="v1", resource="persistentvolumes", kind="PersistentVolume", singular="persistentvolume",
+    namespaced=False, schema=PV_SCHEMA,
+    short_names=("pv",),
+    subresources=(_status_of("PersistentVolume"),),
+    default=_typed(PV_SCHEMA, default_pv),
+    # PrepareForCreate, then the defaults kube applies to what it reads back (phase Pending).
+    prepare=_new_status(PV_SCHEMA, lambda: {"phase": "Pending", "lastPhaseTransitionTime": meta.now()}),
+    validate=validate_pv,
+)
+
+PERSISTENT_VOLUME_CLAIMS = Resource(
+    group="", version="v1", resource="persistentvolumeclaims", kind="PersistentVolumeClaim",
+    singular="persistentvolumeclaim", namespaced=True, schema=PVC_SCHEMA,
+    short_names=("pvc",),
+    subresources=(_status_of("PersistentVolumeClaim"),),
+    default=_typed(PVC_SCHEMA, default_pvc),
+    prepare=_new_status(PVC_SCHEMA, lambda: {"phase": "Pending"}),
+    validate=validate_pvc,
+)
+
+
+# --- ResourceQuota and LimitRange --------------------------------------------------------------------------------
+
+QUOTA_SCHEMA = ProtoSchema(core_v1.ResourceQuota)
+LIMIT_RANGE_SCHEMA = ProtoSchema(core_v1.LimitRange)
+
+
+def default_quota(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec.get("hard"), dict):
+        spec["hard"] = podspec.round_up_resource_list(spec["hard"])
+
+
+def _non_negative(values: dict[str, str], path: str) -> list[FieldError]:
+    from server.codec.quantity import parse_quantity
+
+    return [FieldError.invalid(f"{path}[{k}]", v, "must be greater than or equal to 0")
+            for k, v in values.items() if parse_quantity(v).sign() < 0]
+
+
+def validate_quota(obj: Obj, old: Obj | None) -> list[FieldError]:
+    return _non_negative(_spec(obj).get("hard") or {}, "spec.hard")
+
+
+def default_limit_range(obj: Obj) -> None:
+    """SetDefaults_LimitRangeItem: a Container item's default is its max, its defaultRequest its default, else
+    its min."""
+    for item in _spec(obj).get("limits") or []:
+        for field in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
+            if isinstance(item.get(field), dict):
+                item[field] = podspec.round_up_resource_list(item[field])
+        if item.get("type") != "Container":
+            continue
+        default = item.setdefault("default", {})
+        request = item.setdefault("defaultRequest", {})
+        for name, value in (item.get("max") or {}).items():
+            default.setdefault(name, value)
+        for name, value in default.items():
+            request.setdefault(name, value)
+        for name, value in (item.get("min") or {}).items():
+            request.setdefault(name, value)
+
+
+def validate_limit_range(obj: Obj, old: Obj | None) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for index, item in enumerate(_spec(obj).get("limits") or []):
+        kind = item.get("type", "")
+        if kind not in LIMIT_TYPES:
+            errs.append(FieldError.not_supported(f"spec.limits[{index}].type", kind, LIMIT_TYPES))
+        for field in ("max", "min", "default", "defaultRequest"):
+            errs.extend(_non_negative(item.get(field) or {}, f"spec.limits[{index}].{field}"))
+    return errs
+
+
+RESOURCE_QUOTAS = Resource(
+    group="", version="v1", resource="resourcequotas", kind="ResourceQuota", singular="resourcequota",
+    namespaced=True, schema=QUOTA_SCHEMA,
+    short_names=("quota",),
+    subresources=(_status_of("ResourceQuota"),),
+    default=_typed(QUOTA_SCHEMA, default_quota),
+    prepare=_new_status(QUOTA_SCHEMA, dict),
+    validate=validate_quota,
+)
+
+LIMIT_RANGES = Resource(
+    group="", version="v1", resource="limitranges", kind="LimitRange", singular="limitrange", namespaced=True,
+    schema=LIMIT_RANGE_SCHEMA,
+    short_names=("limits",),
+    default=_typed(LIMIT_RANGE_SCHEMA, default_limit_range),
+    validate=validate_limit_range,
+)
+
+
+# --- ReplicationController ---------------------------------------------------------------------------------------
+
+RC_SCHEMA = ProtoSchema(core_v1.ReplicationController)
+
+
+def default_rc(obj: Obj) -> None:
+    """SetDefaults_ReplicationController (selector and labels from the template's labels, one replica) and the
+    template's PodSpec defaults."""
+    spec = obj.setdefault("spec", {})
+    template = spec.get("template")
+    labels = ((template or {}).get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        m = meta.meta(obj)
+        if not m.get("labels"):
+            m["labels"] = dict(labels)
+    spec.setdefault("replicas", 1)
+    if isinstance(template, dict):
+        podspec.default_pod_spec(template.setdefault("spec", {}))
+
+
+def validate_rc(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidateReplicationControllerSpec."""
+    spec = _spec(obj)
+    errs: list[FieldError] = []
+    replicas = spec.get("replicas", 0)
+    if isinstance(replicas, int) and replicas < 0:
+        errs.append(FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
+    selector = spec.get("selector") or {}
+    if not selector:
+        errs.append(FieldError.required("spec.selector"))
+    else:
+        errs.extend(names.validate_labels(selector, "spec.selector"))
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        errs.append(FieldError.required("spec.template"))
+        return errs
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if selector and any(labels.get(k) != v for k, v in selector.items()):
+        errs.append(FieldError.invalid("spec.template.metadata.labels", _go_map(labels),
+                                       "`selector` does not match template `labels`"))
+    tspec = template.get("spec") or {}
+    errs.extend(podspec.validate_pod_spec(tspec, "spec.template.spec"))
+    policy = tspec.get("restartPolicy")
+    if policy and policy != "Always":
+        errs.append(FieldError.not_supported("spec.template.spec.restartPolicy", policy, ("Always",)))
+    return errs
+
+
+REPLICATION_CONTROLLERS = Resource(
+    group="", version="v1", resource="replicationcontrollers", kind="ReplicationController",
+    singular="replicationcontroller", namespaced=True, schema=RC_SCHEMA,
+    short_names=("rc",),
+    categories=("all",),
+    subresources=(_status_of("ReplicationController"),),
+    field_getters={"status.replicas": lambda o: str((o.get("status") or {}).get("replicas", 0))},
+    tracks_generation=True,
+    default=_typed(RC_SCHEMA, default_rc),
+    prepare=_new_status(RC_SCHEMA, lambda: {"replicas": 0}),  # replicas has no omitempty
+    validate=validate_rc,
+)
+
+# Services allocating from the default range; each core replaces it with its own (server/app.py).
+SERVICES, _ = services()
+
+KINDS: tuple[Resource, ...] = (
+    SERVICE_ACCOUNTS, SERVICES, ENDPOINTS, PODS, NODES, EVENTS, PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS,
+    RESOURCE_QUOTAS, LIMIT_RANGES, REPLICATION_CONTROLLERS,
+)

@@ -21,11 +21,11 @@ import yaml
 from capstan.core.v1 import core_pb2
 from server import errors
 from server.fields import updater
-from server.fields.managers import APPLY, Owner
+from server.fields.managers import APPLY, Managed, Owner
 from server.fields.path import to_string
-from server.objects import body, create, managed, meta
+from server.objects import body, create, lastapplied, managed, meta
 from server.objects.context import Context
-from server.objects.update import check_name, guaranteed_update
+from server.objects.update import check_patched_name, guaranteed_update
 from server.patch.values import copy_json
 from server.registry import Obj, Resource
 from server.storage_errors import store_call
@@ -40,17 +40,30 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
 
     def merged(live: Obj, zero: Obj) -> Obj:
         ignored = managed.ignored(resource, req.path.subresource, live, config)
-        try:
-            new, owners = updater.apply(
-                live, copy_json(config), managed.shape(resource), managed.stored_managers(live), owner,
-                resource.api_version, ignored, meta.now(), force=force, zero=zero,
+        shape = managed.shape(resource)
+
+        def run(forced: bool) -> tuple[Obj, Managed]:
+            return updater.apply(
+                live, copy_json(config), shape, managed.stored_managers(live), owner, resource.api_version,
+                ignored, meta.now(), force=forced, zero=zero,
                 normalize=lambda obj: body.typed(resource, obj, "Ignore")[0])
+
+        try:
+            new, owners = run(force)
         except updater.Conflicts as err:
-            raise _conflict(err) from None
+            conflicts = err.conflicts
+            if manager == lastapplied.KUBECTL:  # kubectl's own fields, from its client-side apply
+                allowed = lastapplied.allowed_conflicts(live, shape)
+                conflicts = [(o, p) for o, p in conflicts if not allowed.has(p)]
+            if conflicts:
+                raise _conflict(updater.Conflicts(conflicts)) from None
+            new, owners = run(True)
         new = dict(new)
         new["metadata"] = dict(meta.meta(new))
         managed.write(new, owners)
-        check_name(new, req.path.name, req.path.namespace)
+        if manager == lastapplied.KUBECTL:
+            lastapplied.record(new, config)
+        check_patched_name(new, req.path)
         return new
 
     got = await store_call(ctx.store.get(resource.key(req.path.namespace, req.path.name)))

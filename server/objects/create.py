@@ -18,6 +18,8 @@ GENERATE_NAME_ATTEMPTS = 8  # kube-apiserver retries a generated name that is ta
 async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """Decode, set server fields, admit (the namespace), name, validate, store — kube-apiserver's order."""
     resource = resolve(ctx.registry, req.path, "create")
+    if req.path.subresource:  # resolve admitted it: a subresource the kind writes with POST (pods/binding)
+        return await resource.subresource_create[req.path.subresource](ctx, resource, req)  # type: ignore[no-any-return]
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     mode = options.field_validation(req.options.fieldValidation, "CreateOptions")
     manager = options.field_manager(req.options.fieldManager, "CreateOptions")
@@ -32,9 +34,11 @@ async def create_object(
 ) -> core_pb2.CreateResponse:
     """Store a new typed object. manager: the field manager to record an Update for (None when the
     caller has set managedFields itself, as server-side apply does)."""
-    prepare_for_create(resource, obj, namespace)
+    if resource.default is not None:
+        resource.default(obj)
     if manager is not None:
         managed.track_update(resource, "", None, obj, manager)
+    prepare_for_create(resource, obj, namespace)
     if resource.namespaced:
         await require_active_namespace(ctx, resource, obj)
     m = meta.meta(obj)
@@ -42,6 +46,8 @@ async def create_object(
     if generate:
         m["name"] = meta.generate_name(m["generateName"])
     validate.raise_if_invalid(resource, obj, validate.for_create(resource, obj))
+    if resource.admit is not None:
+        await resource.admit(ctx, obj, None, dry_run)
     for attempt in range(GENERATE_NAME_ATTEMPTS if generate else 1):
         if attempt:
             m["name"] = meta.generate_name(m["generateName"])
@@ -88,7 +94,7 @@ def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:
         m.pop(field, None)
     if resource.tracks_generation:
         m["generation"] = 1
-    if resource.has_status:
+    if resource.has_status and not resource.keeps_status_on_create:
         obj.pop("status", None)
     if resource.prepare is not None:
         resource.prepare(obj, None)

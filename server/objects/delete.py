@@ -12,15 +12,21 @@ default) adds neither, so the object goes at once and the collector
 a ConfigMap without finalizers with propagationPolicy=Foreground stores it with
 deletionTimestamp and finalizers ["foregroundDeletion"]; deleting it again with
 Background removes that finalizer, and with it the object.
+
+Kinds with a grace period (Pods bound to a node) are deleted gracefully first, as rest.BeforeDelete does: the
+object gets deletionTimestamp = now + the period and deletionGracePeriodSeconds (a MODIFIED event) and stays
+until a delete with a period of 0 (the kubelet's; here server/controllers/terminator.py's).
 """
 
 from __future__ import annotations
 
 import copy
+import time
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2
 from server import errors
+from server.codec import gotime
 from server.objects import meta, options, render
 from server.objects.context import Context
 from server.objects.resolve import resolve
@@ -60,7 +66,21 @@ async def delete_object(
         held = resource.holds_deletion is not None and resource.holds_deletion(old)
         if held and resource.redelete_conflict and meta.meta(old).get("deletionTimestamp"):
             raise errors.conflict(resource.resource, resource.group, name, resource.redelete_conflict)
+        graceful = _graceful(resource, old, opts)
+        if graceful is _PENDING:  # rest.BeforeDelete's pendingGraceful: the object as it is, unchanged
+            return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), accept))
         finalizers = gc_finalizers(resource, old, opts)
+        if isinstance(graceful, dict):
+            meta.meta(graceful)["finalizers"] = finalizers
+            if not finalizers:
+                meta.meta(graceful).pop("finalizers", None)
+            value = render.to_value(resource, graceful)
+            if dry_run:
+                return core_pb2.DeleteResponse(object=render.raw_unstored(resource, graceful, accept))
+            result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
+            if result.outcome is Outcome.OK:
+                return core_pb2.DeleteResponse(object=render.raw(resource, value, str(result.revision), accept))
+            continue
         if finalizers or held:
             marked = _mark(resource, old, finalizers)
             value = render.to_value(resource, marked)
@@ -133,6 +153,48 @@ def _should_delete_dependents(resource: Resource, finalizers: list[str], opts: m
         if f in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER):
             return f == FOREGROUND_FINALIZER
     return False
+
+
+_PENDING: Obj = {}  # _graceful's answer for an object whose graceful deletion is under way
+
+
+def _graceful(resource: Resource, obj: Obj, opts: meta_pb2.DeleteOptions) -> Obj | None:
+    """rest.BeforeDelete for kinds with graceful deletion (Pods): the object marked with deletionTimestamp =
+    now + its grace period and deletionGracePeriodSeconds (a tracked generation raised), _PENDING when a
+    graceful deletion is already under way and the options do not shorten it, or None when the object is
+    to go now (no grace period, a period of 0, or a pending deletion whose period is already 0).
+
+    A later delete may only shorten the period: deletionTimestamp moves back by the difference. Negative
+    periods count as 1 second.
+    """
+    if resource.grace_period is None:
+        return None
+    requested = opts.gracePeriodSeconds if opts.HasField("gracePeriodSeconds") else None
+    if requested is not None and requested < 0:
+        requested = 1
+    m = meta.meta(obj)
+    if m.get("deletionTimestamp"):
+        current = m.get("deletionGracePeriodSeconds")
+        if not current:
+            return None
+        if requested is None or requested >= current:
+            return _PENDING
+        seconds, _ = gotime.parse(m["deletionTimestamp"], gotime.RFC3339)
+        period, deadline = requested, seconds - current + requested
+    else:
+        period = resource.grace_period(obj, requested)
+        if period <= 0:
+            return None
+        deadline = int(time.time()) + period
+    if period <= 0:
+        return None
+    marked = copy.deepcopy(obj)
+    mm = meta.meta(marked)
+    if not mm.get("deletionTimestamp") and mm.get("generation", 0) > 0:
+        mm["generation"] += 1
+    mm["deletionTimestamp"] = gotime.format_seconds(deadline)
+    mm["deletionGracePeriodSeconds"] = period
+    return marked
 
 
 def _mark(resource: Resource, obj: Obj, finalizers: list[str]) -> Obj:

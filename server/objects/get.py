@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.objects import options, render, views
+from server.objects import options, render, scale, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.storage_errors import store_call
@@ -22,6 +22,8 @@ async def get(ctx: Context, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
     got = await store_call(ctx.store.get(key))
     if got.kv is None:
         raise errors.not_found(resource.resource, resource.group, req.path.name)
+    if scale.serves(resource, req.path):
+        return core_pb2.GetResponse(object=scale.read(resource, got.kv.value, got.kv.mod_revision, req))
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
         return core_pb2.GetResponse(object=views.one(resource, req.view, got.kv))
     return core_pb2.GetResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), req.accept))

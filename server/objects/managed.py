@@ -17,9 +17,13 @@ from server.fields.managers import Managed, Owner
 from server.fields.shapes import UNTYPED, Shape, of_message
 from server.objects import meta
 from server.registry import Obj, Resource, Schema
+from server.schema import JsonSchema
 
 
 def shape(resource: Resource) -> Shape:
+    """A built-in kind's shape comes from its protobuf descriptor, a custom resource's from its CRD schema."""
+    if isinstance(resource.schema, JsonSchema):
+        return resource.schema.shape
     descriptor = resource.schema.descriptor
     return of_message(descriptor) if descriptor is not None else UNTYPED
 
@@ -64,7 +68,8 @@ def stored_managers(obj: Obj | None) -> Managed:
 
 
 def track_update(resource: Resource, subresource: str, old: Obj | None, new: Obj, manager: str) -> None:
-    """Set new's managedFields for a create (old None) or update by `manager`."""
+    """Set new's managedFields for a create (old None) or update by `manager`: new is the object the
+    client sent, defaulted, before the kind's strategy (prepare) runs."""
     m = meta.meta(new)
     sent = m.get("managedFields")
     managed: Managed = {}

@@ -4,6 +4,8 @@ as an update (same preconditions, validation and no-op rule); server-side apply 
 The patch applies to the object as clients see it (kind, apiVersion, resourceVersion included),
 so a patch that sets metadata.resourceVersion is a precondition (409 when stale), as `kubectl
 diff` relies on. It is applied again to the newest object if a concurrent write wins the race.
+The patched object must keep the name and namespace of the URL (400 otherwise: kube-apiserver's
+checkName), so no patch renames or moves what is stored under a key.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import orjson
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.objects import apply, body, options
+from server.objects import apply, body, options, scale
 from server.objects.context import Context
 from server.objects.resolve import resolve
-from server.objects.update import guaranteed_update
+from server.objects.update import check_patched_name, guaranteed_update
 from server.patch import strategic
+from server.patch.values import copy_json
 from server.registry import Obj, Resource
+from server.schema import JsonSchema
 
 _TYPES = {
     core_pb2.PATCH_TYPE_JSON: "application/json-patch+json",
@@ -39,12 +43,17 @@ async def patch(ctx: Context, req: core_pb2.PatchRequest) -> core_pb2.PatchRespo
     is_apply = req.type == core_pb2.PATCH_TYPE_APPLY
     force = req.options.force if req.options.HasField("force") else None
     manager = options.field_manager(req.options.fieldManager, "PatchOptions", apply=is_apply, force=force)
+    if scale.serves(resource, req.path):
+        patcher = None if is_apply else _patcher(scale.SCALE_KIND, req.type, req.patch)
+        return await scale.patch(ctx, resource, req, patcher, manager=manager, dry_run=dry_run, mode=mode)
     if is_apply:
         return await apply.apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
     patched = _patcher(resource, req.type, req.patch)
 
     def produce(current: Obj) -> tuple[Obj, list[str]]:
-        return body.typed(resource, patched(current), mode)
+        obj, warnings = body.typed(resource, patched(current), mode)
+        check_patched_name(obj, req.path)
+        return obj, warnings
 
     updated = await guaranteed_update(
         ctx, resource, req.path, produce, dry_run=dry_run, accept=req.accept, manager=manager)
@@ -53,15 +62,17 @@ async def patch(ctx: Context, req: core_pb2.PatchRequest) -> core_pb2.PatchRespo
 
 def _patcher(resource: Resource, kind: int, data: bytes) -> Any:
     """The function that applies this patch to an object; the patch is parsed once, up front (400 if malformed)."""
-    accepted = [t for k, t in _TYPES.items()
-                if k != core_pb2.PATCH_TYPE_STRATEGIC_MERGE or resource.schema.proto_message]
+    # Strategic merge patch needs a built-in kind's merge keys: never for custom resources, as in Kubernetes
+    # (even those served in protobuf, server/crd/protos.py).
+    strategic_ok = bool(resource.schema.proto_message) and not isinstance(resource.schema, JsonSchema)
+    accepted = [t for k, t in _TYPES.items() if k != core_pb2.PATCH_TYPE_STRATEGIC_MERGE or strategic_ok]
     if kind == core_pb2.PATCH_TYPE_JSON:
-        operations = _json_patch(data)
-        return lambda current: _apply_json_patch(operations, current)
+        operations = parse_json_patch(data)
+        return lambda current: apply_json_patch(operations, current)
     if kind == core_pb2.PATCH_TYPE_MERGE:
         document = _object(data)
         return lambda current: strategic.merge_patch(current, document)
-    if kind == core_pb2.PATCH_TYPE_STRATEGIC_MERGE and resource.schema.proto_message:
+    if kind == core_pb2.PATCH_TYPE_STRATEGIC_MERGE and strategic_ok:
         document = _object(data)
         descriptor = resource.schema.descriptor
         return lambda current: _apply_strategic(current, document, descriptor)
@@ -71,7 +82,9 @@ def _patcher(resource: Resource, kind: int, data: bytes) -> Any:
         with_details=False))
 
 
-def _json_patch(data: bytes) -> jsonpatch.JsonPatch:
+def parse_json_patch(data: bytes) -> list[tuple[Obj, jsonpatch.JsonPatch]]:
+    """An application/json-patch+json body as its operations, each beside a patch of that operation
+    alone, so a failure can name the operation that failed; 400 when it is not a list of operations."""
     try:
         document = json.loads(data)
     except ValueError as err:
@@ -79,21 +92,37 @@ def _json_patch(data: bytes) -> jsonpatch.JsonPatch:
     if not isinstance(document, list):
         raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
-        return jsonpatch.JsonPatch(document)
+        return [(operation, jsonpatch.JsonPatch([operation])) for operation in document]
     except (jsonpatch.InvalidJsonPatch, jsonpointer.JsonPointerException) as err:
         raise errors.bad_request(f"invalid JSON patch: {err}") from None
 
 
-def _apply_json_patch(operations: jsonpatch.JsonPatch, current: Obj) -> Obj:
-    try:
-        result = operations.apply(current)
-    except jsonpatch.JsonPatchTestFailed as err:
-        raise _rejected(f"testing value failed: {err}") from None
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
-        raise _rejected(str(err)) from None
+def apply_json_patch(operations: list[tuple[Obj, jsonpatch.JsonPatch]], current: Obj) -> Obj:
+    """current with the operations applied in order (current untouched); 422 Invalid when one fails."""
+    result: Any = copy_json(current)
+    for operation, one in operations:
+        try:
+            result = one.apply(result, in_place=True)
+        except jsonpatch.JsonPatchTestFailed:
+            raise _rejected(_test_failed(operation["path"], result)) from None
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
+            raise _rejected(str(err)) from None
     if not isinstance(result, dict):
         raise _rejected("the patched document is not an object")
     return result
+
+
+def _test_failed(path: str, document: Any) -> str:
+    """evanphx/json-patch's words for a failed `test` (kube-apiserver answers them as the 422's cause):
+
+        testing value /data/k failed: test failed                       the value differs, or the key is absent
+        test operation does not apply: is missing path: /a/b: missing value   the parent does not exist
+    """
+    try:
+        jsonpointer.JsonPointer(path).to_last(document)
+    except jsonpointer.JsonPointerException:
+        return f"test operation does not apply: is missing path: {path}: missing value"
+    return f"testing value {path} failed: test failed"
 
 
 def _apply_strategic(current: Obj, document: Obj, descriptor: Any) -> Obj:

@@ -53,6 +53,8 @@ def type_prefix(resource: Resource) -> bytes:
 
 def object_bytes(resource: Resource, value: bytes, resource_version: str, encoding: Encoding) -> bytes:
     """One object as a response carries it: JSON with kind and apiVersion, or the bare protobuf message."""
+    if resource.read is not None:
+        value = resource.read(value)
     if encoding == PROTOBUF:
         return stored.render_proto(value, resource_version)
     return stored.render_json(value, resource_version, type_prefix(resource))
@@ -60,6 +62,8 @@ def object_bytes(resource: Resource, value: bytes, resource_version: str, encodi
 
 def item_bytes(resource: Resource, value: bytes, resource_version: str, encoding: Encoding, typed: bool) -> bytes:
     """A list item: like object_bytes, but JSON items of built-in kinds carry no kind/apiVersion."""
+    if resource.read is not None:
+        value = resource.read(value)
     if encoding == PROTOBUF:
         return stored.render_proto(value, resource_version)
     return stored.render_json(value, resource_version, type_prefix(resource) if typed else b"")
@@ -78,6 +82,10 @@ class Renderings:
     def __init__(self, size: int = 16384) -> None:
         self._size = size
         self._cache: dict[tuple[str, str, bytes, int, int, bool, bool], bytes] = {}
+
+    def clear(self) -> None:
+        """Forget every rendering (a custom resource's schema changed: reads may default differently)."""
+        self._cache.clear()
 
     def event(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, *,
               old: bool) -> bytes:

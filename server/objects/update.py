@@ -16,7 +16,7 @@ from server.objects import body, create, managed, meta, options, render, validat
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.patch.values import copy_json
-from server.registry import Obj, Resource
+from server.registry import SCALE, Obj, Resource
 from server.storage_errors import store_call
 from storage import Outcome
 
@@ -25,6 +25,10 @@ MAX_RETRIES = 16
 
 async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
     resource = resolve(ctx.registry, req.path, "update")
+    if resource.scale is not None and req.path.subresource == SCALE.name:
+        from server.objects import scale  # it writes through guaranteed_update below: imported late, no cycle
+
+        return await scale.update(ctx, resource, req)
     dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")
     mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
     manager = options.field_manager(req.options.fieldManager, "UpdateOptions")
@@ -76,10 +80,17 @@ async def guaranteed_update(
         if precondition and precondition != str(got.kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, path.name)
         _check_uid(resource, path, obj, old)
-        new = prepare_for_update(resource, obj, old, path.subresource)
+        if resource.default is not None:
+            resource.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
         if manager is not None:
-            managed.track_update(resource, path.subresource, old, new, manager)
+            managed.track_update(resource, path.subresource, old, obj, manager)
+        owners = meta.meta(obj).get("managedFields")
+        new = prepare_for_update(resource, obj, old, path.subresource)
+        if path.subresource:  # the subresource rule took metadata from the stored object
+            _set_owners(new, owners)
         validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old))
+        if resource.admit is not None and not path.subresource:
+            await resource.admit(ctx, new, old, dry_run)
         value = render.to_value(resource, new)
         if value == got.kv.value:
             return _response(resource, got.kv.value, got.kv.mod_revision, accept, warnings)
@@ -129,11 +140,28 @@ def check_name(obj: Obj, name: str, namespace: str) -> None:
         m["namespace"] = namespace
 
 
+def check_patched_name(obj: Obj, path: core_pb2.ResourcePath) -> None:
+    """kube-apiserver's checkName on the patched object: a patch may not rename the object or move it (400)."""
+    m = obj.get("metadata")
+    name = m.get("name") if isinstance(m, dict) else None
+    if not name:
+        raise errors.bad_request(
+            f"the name of the object ({path.name} based on URL) was undeterminable: name must be provided")
+    if name != path.name:
+        raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL ({path.name})")
+    namespace = m.get("namespace") if isinstance(m, dict) else None
+    if path.namespace and namespace and namespace != path.namespace:
+        raise errors.bad_request(
+            f"the namespace of the object ({namespace}) does not match the namespace on the request ({path.namespace})")
+
+
 def prepare_for_update(resource: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
     """kube-apiserver's BeforeUpdate plus the status rules: what the client may not change is kept."""
     sub = resource.subresource(subresource) if subresource else None
     if sub is not None:
-        return _take_field(new, old, sub.field_path)
+        taken = _take_field(new, old, sub.field_path)
+        _bump_generation(resource, taken, old)  # /scale changes the spec: the generation rises, as kube's does
+        return taken
     m, old_m = meta.meta(new), meta.meta(old)
     if not m.get("uid"):
         m["uid"] = old_m.get("uid")
@@ -151,9 +179,20 @@ def prepare_for_update(resource: Resource, new: Obj, old: Obj, subresource: str)
             new.pop("status", None)
     if resource.prepare is not None:
         resource.prepare(new, old)
-    if resource.tracks_generation and meta.body_without_meta_and_status(new) != meta.body_without_meta_and_status(old):
-        m["generation"] = old_m.get("generation", 0) + 1
+    _bump_generation(resource, new, old)
     return new
+
+
+def _bump_generation(resource: Resource, new: Obj, old: Obj) -> None:
+    if resource.tracks_generation and meta.body_without_meta_and_status(new) != meta.body_without_meta_and_status(old):
+        meta.meta(new)["generation"] = meta.meta(old).get("generation", 0) + 1
+
+
+def _set_owners(obj: Obj, owners: object) -> None:
+    if owners:
+        meta.meta(obj)["managedFields"] = owners
+    else:
+        meta.meta(obj).pop("managedFields", None)
 
 
 def _deletion_complete(resource: Resource, obj: Obj) -> bool:

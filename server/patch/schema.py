@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from server import schema_hints
+from server.codec.gojson import json_fields
 from server.codec.wellknown import WELL_KNOWN
 from server.patch.errors import failed
 from server.patch.gofmt import go_quote
@@ -62,10 +63,11 @@ def lookup_struct(parent: GoType, key: str) -> tuple[GoType, PatchMeta]:
     if parent.kind != "struct":
         raise failed(f"merging an object in json but data type is not struct, instead is: {parent.kind}")
     message = parent.message
-    field = _field(message, key) if message is not None else None
-    if message is None or field is None:
+    found = _field(message, key) if message is not None else None
+    if found is None:
         raise failed(f"unable to find api field in struct {parent.name} for the json field {go_quote(key)}")
-    hint = schema_hints.field_hint(message.full_name, field.name)
+    owner, field = found
+    hint = schema_hints.field_hint(owner.full_name, field.name)
     return _field_type(field), PatchMeta(tuple(hint.patch_strategy.split(",")), hint.patch_merge_key)
 
 
@@ -77,18 +79,23 @@ def lookup_slice(parent: GoType, key: str) -> tuple[GoType, PatchMeta]:
     return field_type.elem, meta
 
 
-def _field(message: Descriptor, key: str) -> FieldDescriptor | None:
-    """The field encoding/json would fill from `key`: its exact name, else the first case-insensitive match."""
+Found = tuple[Descriptor, FieldDescriptor]  # the field, and the message that declares it (an inlined struct's)
+
+
+def _field(message: Descriptor, key: str) -> Found | None:
+    """The field encoding/json would fill from `key`: its exact name, else the first case-insensitive match.
+    Fields of inline structs (Volume's volumeSource, Probe's handler) are the enclosing struct's, as in Go."""
     exact, folded = _fields(message)
     return exact.get(key) or folded.get(key.casefold())
 
 
 @functools.cache
-def _fields(message: Descriptor) -> tuple[dict[str, FieldDescriptor], dict[str, FieldDescriptor]]:
-    exact = {field.name: field for field in message.fields}  # Capstan's field names are the JSON names
-    folded: dict[str, FieldDescriptor] = {}
-    for field in message.fields:
-        folded.setdefault(field.name.casefold(), field)
+def _fields(message: Descriptor) -> tuple[dict[str, Found], dict[str, Found]]:
+    fields = json_fields(message)
+    exact = {field.name: (owner, field) for owner, field in fields}  # Capstan's field names are the JSON names
+    folded: dict[str, Found] = {}
+    for owner, field in fields:
+        folded.setdefault(field.name.casefold(), (owner, field))
     return exact, folded
 
 

@@ -178,8 +178,17 @@ _GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", 
 _JSON_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
+@dataclass(frozen=True, slots=True)
+class GoValue:
+    """A bad value already printed as Go prints it (%#v of a slice or struct), e.g. `[]string{"10.0.0.1"}`."""
+
+    text: str
+
+
 def _render_value(value: object) -> str:
     """How ErrorBody prints a bad value: %q for strings, %v for numbers and bools, else Go's JSON."""
+    if isinstance(value, GoValue):
+        return value.text
     if isinstance(value, str):
         return go_quote(value)
     if isinstance(value, bool):

@@ -8,6 +8,7 @@ Nothing here can hang: every process and every read has a deadline.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import queue
@@ -90,10 +91,11 @@ class Capstan:
     kubeconfig: Path
     log: _Lines = field(repr=False)
 
-    def request(self, method: str, path: str, body: Obj | None = None, *, timeout: float = 10.0) -> tuple[int, Obj]:
+    def request(self, method: str, path: str, body: Obj | list[Any] | None = None, *, timeout: float = 10.0,
+                content_type: str = "application/json") -> tuple[int, Obj]:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+                                     headers={"Content-Type": content_type, "Accept": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return resp.status, json.loads(resp.read())
@@ -171,6 +173,41 @@ def capstan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
         if code != 0:
             warnings.warn(f"capstan serve: exit code {code} (None: still running {STOP_TIMEOUT}s after SIGTERM, "
                           f"killed)\n{serving.log.rest()}", stacklevel=1)
+
+
+def b64(text: str | bytes) -> str:
+    return base64.b64encode(text.encode() if isinstance(text, str) else text).decode()
+
+
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def stable(obj: Obj) -> Obj:
+    """obj with the values no test can predict checked for their form and replaced by placeholders:
+    metadata.uid -> "<uid>", resourceVersion -> "<rv>", creationTimestamp and each managedFields
+    time -> "<time>". Compare uid and resourceVersion across calls separately."""
+    out: Obj = json.loads(json.dumps(obj))
+    meta = out["metadata"]
+    for key, pattern, placeholder in (("uid", UID, "<uid>"), ("resourceVersion", re.compile(r"[1-9]\d*"), "<rv>"),
+                                      ("creationTimestamp", RFC3339, "<time>")):
+        if key in meta:
+            assert pattern.fullmatch(meta[key]), (key, meta[key])
+            meta[key] = placeholder
+    for entry in meta.get("managedFields", []):
+        if "time" in entry:  # absent when a manager's first apply changed nothing
+            assert RFC3339.fullmatch(entry["time"]), entry
+            entry["time"] = "<time>"
+    return out
+
+
+def managers(obj: Obj) -> dict[str, tuple[str, Obj]]:
+    """metadata.managedFields as {manager: (operation, fieldsV1)}, after checking kube-apiserver's order:
+    Apply before Update, then by time (none, left by an apply that changed nothing, first), then by manager."""
+    entries = obj["metadata"].get("managedFields", [])
+    assert entries == sorted(entries, key=lambda e: (e["operation"], e.get("time", ""), e["manager"])), entries
+    assert all((e["apiVersion"], e["fieldsType"]) == ("v1", "FieldsV1") for e in entries), entries
+    return {e["manager"]: (e["operation"], e["fieldsV1"]) for e in entries}
 
 
 def dns_label(text: str, *, suffix: str = "") -> str:
@@ -276,6 +313,13 @@ class Kubectl:
                         f"(stdout {_text(err.stdout)!r}, stderr {_text(err.stderr)!r})")
         return Ran(done.returncode, done.stdout, done.stderr)
 
+    def json(self, *args: str, **kwargs: Any) -> Obj:
+        """The JSON kubectl prints for `args` (which ask for `-o json`); fails the test unless it exits 0."""
+        ran = self(*args, **kwargs)
+        assert ran.code == 0, f"kubectl {' '.join(args)}: exit {ran.code}\n{ran.err}"
+        printed: Obj = json.loads(ran.out)
+        return printed
+
     def start(self, *args: str, version: str | None = None) -> Background:
         proc = subprocess.Popen([self.binary(version), *self._base, *args], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -286,6 +330,14 @@ def _text(output: str | bytes | None) -> str:
     if isinstance(output, bytes):
         return output.decode(errors="replace")
     return output or ""
+
+
+def editor(directory: Path, script: str) -> dict[str, str]:
+    """The environment that makes `kubectl edit` run `script` (sh, the file to edit is "$1") as its editor."""
+    path = directory / "editor.sh"
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(0o755)
+    return {"KUBE_EDITOR": str(path)}
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
 from capstan.api.meta.v1 import meta_pb2 as _meta_pb2
+from google.protobuf import descriptor_pb2 as _descriptor_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -250,17 +251,23 @@ class WatchResponse(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[WatchEvent, _Mapping]]] = ...) -> None: ...
 
 class DiscoverRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("known_generation",)
+    KNOWN_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    known_generation: int
+    def __init__(self, known_generation: _Optional[int] = ...) -> None: ...
 
 class DiscoverResponse(_message.Message):
-    __slots__ = ("resources",)
+    __slots__ = ("resources", "generation", "unchanged")
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
     resources: _containers.RepeatedCompositeFieldContainer[Resource]
-    def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ...) -> None: ...
+    generation: int
+    unchanged: bool
+    def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., generation: _Optional[int] = ..., unchanged: _Optional[bool] = ...) -> None: ...
 
 class Resource(_message.Message):
-    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns")
+    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -275,6 +282,7 @@ class Resource(_message.Message):
     PROTO_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     SELECTABLE_FIELDS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     group: str
     version: str
     resource: str
@@ -289,14 +297,33 @@ class Resource(_message.Message):
     proto_message: str
     selectable_fields: _containers.RepeatedScalarFieldContainer[str]
     columns: _containers.RepeatedCompositeFieldContainer[_meta_pb2.TableColumnDefinition]
-    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: _Optional[bool] = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ...) -> None: ...
+    json_schema: bytes
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: _Optional[bool] = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ...) -> None: ...
 
 class Subresource(_message.Message):
-    __slots__ = ("name", "kind", "verbs")
+    __slots__ = ("name", "kind", "verbs", "group", "version", "proto_message")
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     VERBS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTO_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     name: str
     kind: str
     verbs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., verbs: _Optional[_Iterable[str]] = ...) -> None: ...
+    group: str
+    version: str
+    proto_message: str
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., verbs: _Optional[_Iterable[str]] = ..., group: _Optional[str] = ..., version: _Optional[str] = ..., proto_message: _Optional[str] = ...) -> None: ...
+
+class RegisterDescriptorsRequest(_message.Message):
+    __slots__ = ("descriptors",)
+    DESCRIPTORS_FIELD_NUMBER: _ClassVar[int]
+    descriptors: _descriptor_pb2.FileDescriptorSet
+    def __init__(self, descriptors: _Optional[_Union[_descriptor_pb2.FileDescriptorSet, _Mapping]] = ...) -> None: ...
+
+class RegisterDescriptorsResponse(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, messages: _Optional[_Iterable[str]] = ...) -> None: ...

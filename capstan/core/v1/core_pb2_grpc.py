@@ -79,6 +79,11 @@ class CoreServiceStub:
                 request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DiscoverRequest.SerializeToString,
                 response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.DiscoverResponse.FromString,
                 _registered_method=True)
+        self.RegisterDescriptors = channel.unary_unary(
+                '/capstan.core.v1.CoreService/RegisterDescriptors',
+                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.FromString,
+                _registered_method=True)
 
 
 class CoreServiceServicer:
@@ -148,6 +153,14 @@ class CoreServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterDescriptors(self, request, context):
+        """Make protobuf messages known to the server (kept in its store), so that a CustomResourceDefinition
+        annotated `capstan.dev/protobuf-message: <full message name>` is stored and served in protobuf too.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -195,6 +208,11 @@ def add_CoreServiceServicer_to_server(servicer, server):
                     servicer.Discover,
                     request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.DiscoverRequest.FromString,
                     response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DiscoverResponse.SerializeToString,
+            ),
+            'RegisterDescriptors': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterDescriptors,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -440,6 +458,33 @@ class CoreService:
             '/capstan.core.v1.CoreService/Discover',
             capstan_dot_core_dot_v1_dot_core__pb2.DiscoverRequest.SerializeToString,
             capstan_dot_core_dot_v1_dot_core__pb2.DiscoverResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterDescriptors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capstan.core.v1.CoreService/RegisterDescriptors',
+            capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.FromString,
             options,
             channel_credentials,
             insecure,

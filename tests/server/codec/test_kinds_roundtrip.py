@@ -357,12 +357,7 @@ def test_normalized(cls: type[Message], given: dict[str, Any], printed: dict[str
     assert roundtrip(cls, given) == printed
 
 
-# --- gaps the codec does not close yet: strict xfails, so each turns into a failure once fixed -------------------
-
-INLINE = (
-    "server/codec does not honour (capstan.options.v1.json_inline) yet: Go inlines these structs into "
-    "their parent's JSON (Probe.handler, Volume.volumeSource, *KeySelector.localObjectReference, ...)"
-)
+# --- inline structs (capstan.options.v1.json_inline): Go's `json:",inline"` embedding -------------------------------
 
 POD_INLINE = {
     "metadata": {"name": "web-0", "namespace": "default"},
@@ -394,7 +389,6 @@ PV_INLINE = {
 }  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason=INLINE)
 @pytest.mark.parametrize(
     ("cls", "obj"),
     [
@@ -406,11 +400,9 @@ def test_round_trip_of_inlined_structs(cls: type[Message], obj: dict[str, Any]) 
     assert roundtrip(cls, obj) == body(obj)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/codec keeps a Quantity's text as written; kube-apiserver prints its canonical form",
-)
 def test_quantities_are_printed_in_canonical_form() -> None:
+    # "1000" (DecimalSI) prints "1k"; "1e3" would keep its text, as Go's DecimalExponent format does
+    # (apimachinery's quantity_test.go: decQuantity(1, 3, DecimalExponent) -> "1e3").
     given = {
         "spec": {
             "containers": [
@@ -418,7 +410,7 @@ def test_quantities_are_printed_in_canonical_form() -> None:
                     "name": "a",
                     "resources": {
                         "limits": {"cpu": "1000m", "memory": "1024Mi"},
-                        "requests": {"cpu": "0.5", "memory": "1e3"},
+                        "requests": {"cpu": "0.5", "memory": "1000"},
                     },
                 }
             ]

@@ -219,7 +219,7 @@ NORMALIZED: list[tuple[str, type[Message], dict[str, Any], dict[str, Any]]] = [
     ("Duration fraction", Probe, {"timeout": "1500ms"}, {"timeout": "1.5s", "targetPort": 0}),
     ("Duration micro", Probe, {"timeout": "-1.5us"}, {"timeout": "-1.5µs", "targetPort": 0}),
     ("Quantity number and spaces", Probe, {"cpu": 1, "limits": {"m": " 2Gi ", "r": 0.5}},
-     {"cpu": "1", "limits": {"m": "2Gi", "r": "0.5"}, "targetPort": 0}),
+     {"cpu": "1", "limits": {"m": "2Gi", "r": "500m"}, "targetPort": 0}),
     ("IntOrString null element", Probe, {"ports": [None]}, {"ports": [0], "targetPort": 0}),
     ("integral float cell", meta.Table, {"rows": [{"cells": [5.0, -2.0]}]},
      {"metadata": {}, "columnDefinitions": [], "rows": [{"cells": [5, -2], "object": None}]}),

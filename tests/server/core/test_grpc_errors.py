@@ -141,6 +141,7 @@ async def test_reflection_describes_the_core_service(channel: grpc.aio.Channel) 
         "DeleteCollection",
         "Watch",
         "Discover",
+        "RegisterDescriptors",
     }
 
 

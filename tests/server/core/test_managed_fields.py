@@ -219,3 +219,28 @@ async def test_clearing_managed_fields_with_one_empty_entry(client: Client) -> N
     body = {**created, "metadata": {**created["metadata"], "managedFields": [{}]}}
     updated, _ = await client.update(A, body, fieldManager="maker")
     assert "managedFields" not in updated["metadata"]
+
+
+NS_STATUS = path("namespaces", name="team", subresource="status")
+CONDITION = {"type": "NamespaceDeletionContentFailure", "status": "False", "reason": "Fine", "message": "ok"}
+
+
+async def test_status_patches_and_applies_own_status_through_the_subresource(client: Client) -> None:
+    await client.create(path("namespaces"), {"metadata": {"name": "team"}}, fieldManager="maker")
+    patched = await patch(client, MERGE, {"status": {"conditions": [CONDITION]}, "metadata": {"labels": {"x": "y"}}},
+                          "status-writer", NS_STATUS)
+    # lastTransitionTime has no omitempty: Go prints the unset time as null, and it is a field set.
+    assert patched["status"]["conditions"] == [{**CONDITION, "lastTransitionTime": None}]
+    assert "x" not in patched["metadata"]["labels"]
+    entries = {e["manager"]: e for e in patched["metadata"]["managedFields"]}
+    assert entries["status-writer"]["subresource"] == "status"
+    assert entries["status-writer"]["fieldsV1"] == {"f:status": {"f:conditions": {
+        ".": {}, 'k:{"type":"NamespaceDeletionContentFailure"}': {
+            ".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}}}}
+    applied, _ = await apply(client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"},
+                                      "status": {"conditions": [{**CONDITION, "message": "applied"}]}},
+                             "status-applier", NS_STATUS, force=True)
+    assert applied["status"]["conditions"][0]["message"] == "applied"
+    owners_by_name = {e["manager"]: e for e in applied["metadata"]["managedFields"]}
+    assert owners_by_name["status-applier"]["operation"] == "Apply"
+    assert owners_by_name["status-applier"]["subresource"] == "status"

@@ -1,0 +1,184 @@
+"""A CustomResourceDefinition's served versions as server.registry.Resources: what the core serves for a CRD.
+
+Each served version becomes one Resource under the CRD's accepted names (status.acceptedNames): its
+scope, kube's verbs for custom resources, the status subresource when the version asks for it, the
+version's schema (server/schema.py JsonSchema: pruning, defaulting, value validation), printer columns
+(columns.py) and selectable fields. All versions share the storage keys (/<group>/<plural>/...), so with
+conversion None an object written in one version reads in another with only apiVersion changed.
+
+Versions are listed in kube's priority order (version_priority): GA before beta before alpha, higher
+numbers first, others last in alphabetical order; discovery's preferred version is the first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from google.protobuf.descriptor import Descriptor
+
+from server import errors, stored
+from server.crd import columns, definition
+from server.crd.protos import ProtoJsonSchema
+from server.crd.structural import parse
+from server.objects import meta, render
+from server.registry import SCALE, Obj, Resource, ScaleRule, Subresource
+from server.schema import JsonSchema
+from server.validation.names import FieldError
+
+# apiextensions-apiserver's crdHandler serves custom resources with these verbs, in this order.
+VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
+SUBRESOURCE_VERBS = ("get", "patch", "update")
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+@dataclass
+class Lifecycle:
+    """What a CRD's resources consult at request time: set while the CRD is being deleted."""
+
+    terminating: bool = False
+
+
+def version_priority(name: str) -> tuple[int, int, int, str]:
+    """Sort key (ascending = preferred first): v2 > v1 > v2beta1 > v1beta1 > v1alpha1 > foo."""
+    match = _KUBE_VERSION.match(name)
+    if match is None:
+        return (3, 0, 0, name)
+    major, stage, minor = int(match[1]), match[2], int(match[3] or 0)
+    rank = {None: 0, "beta": 1, "alpha": 2}[stage]
+    return (rank, -major, -minor, name)
+
+
+def served_versions(crd: Obj) -> list[dict[str, Any]]:
+    listed = [v for v in definition.versions(crd) if v.get("served")]
+    return sorted(listed, key=lambda v: version_priority(v.get("name") or ""))
+
+
+def resources(crd: Obj, lifecycle: Lifecycle, message: Descriptor | None = None) -> list[Resource]:
+    """The Resources of every served version, preferred first; `message`: the protobuf message the CRD names
+    (capstan.dev/protobuf-message, server/crd/protos.py), when it can carry the kind."""
+    return [resource(crd, version, lifecycle, message) for version in served_versions(crd)]
+
+
+def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: Descriptor | None = None
+             ) -> Resource:
+    spec = definition.spec(crd)
+    # The names the controller accepted (status.acceptedNames); a fresh status has them empty.
+    accepted = dict((crd.get("status") or {}).get("acceptedNames") or {})
+    for name in ("plural", "singular", "kind", "listKind"):
+        accepted[name] = accepted.get(name) or (spec.get("names") or {}).get(name) or ""
+    kind = accepted.get("kind") or ""
+    group = spec.get("group") or ""
+    plural = accepted.get("plural") or ""
+    openapi = definition.schema_of(version)
+    openapi_json = orjson.dumps(openapi) if openapi is not None else b""
+    schema: JsonSchema
+    if message is not None:
+        schema = ProtoJsonSchema(message, parse(openapi), openapi=openapi_json)
+    else:
+        schema = JsonSchema(parse(openapi), preserve_unknown_fields=bool(spec.get("preserveUnknownFields")),
+                            openapi=openapi_json)
+    subresources = []
+    if definition.has_status(version):
+        subresources.append(Subresource("status", kind, SUBRESOURCE_VERBS, ("status",)))
+    scale_rule = _scale_rule(version)
+    if scale_rule is not None:  # server/objects/scale.py serves it, with the CRD's paths
+        subresources.append(Subresource(SCALE.name, SCALE.kind, SUBRESOURCE_VERBS, scale_rule.spec_replicas,
+                                        group=SCALE.group, version=SCALE.version, proto_message=SCALE.proto_message))
+
+    def prepare(obj: Obj, old: Obj | None) -> None:
+        if old is None and lifecycle.terminating:
+            raise errors.ApiError(errors.status(
+                405, "MethodNotAllowed", "create not allowed while custom resource definition is terminating",
+                group=group, kind=plural))
+
+    def validate(obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = schema.validate(obj)
+        if scale_rule is not None:
+            errs.extend(_replicas_errors(obj, scale_rule.spec_replicas))
+            errs.extend(_replicas_errors(obj, scale_rule.status_replicas))
+        return errs
+
+    return Resource(
+        group=group, version=version.get("name") or "", resource=plural, kind=kind, read=_reader(crd, schema),
+        singular=accepted.get("singular") or kind.lower(), namespaced=spec.get("scope") == "Namespaced",
+        schema=schema, verbs=VERBS, short_names=tuple(accepted.get("shortNames") or ()),
+        categories=tuple(accepted.get("categories") or ()), subresources=tuple(subresources),
+        field_getters=_selectable(version.get("selectableFields") or []),
+        columns=columns.columns(version.get("additionalPrinterColumns") or []),
+        tracks_generation=True, prepare=prepare, validate=validate,
+        custom_list_kind=accepted.get("listKind") or "", scale=scale_rule,
+    )
+
+
+def _reader(crd: Obj, schema: JsonSchema) -> Callable[[bytes], bytes] | None:
+    """Defaulting (and pruning) on read, when it can change anything: the version's schema has defaults, the
+    CRD changed since it was created (a later schema may add defaults or drop fields), or its versions'
+    schemas differ (an object written in one version is read in another)."""
+    schemas = {orjson.dumps(definition.schema_of(v), option=orjson.OPT_SORT_KEYS) for v in definition.versions(crd)}
+    changed = int((crd.get("metadata") or {}).get("generation") or 1) > 1
+    if not (schema.has_defaults or changed or len(schemas) > 1) or schema.structural is None:
+        return None
+
+    def read(value: bytes) -> bytes:
+        obj = render.load(value)
+        new = schema.default(obj)
+        if new == obj:
+            return value
+        proto = schema.to_proto(new) if schema.proto_message else b""
+        return stored.pack(render.go_json(meta.canonical(new)), proto)
+
+    return read
+
+
+def _scale_rule(version: dict[str, Any]) -> ScaleRule | None:
+    scale = (version.get("subresources") or {}).get("scale")
+    if not isinstance(scale, dict):
+        return None
+
+    def parts(json_path: str) -> tuple[str, ...]:
+        return tuple(p for p in json_path.lstrip(".").split(".") if p)
+
+    return ScaleRule(selector="String", spec_replicas=parts(scale.get("specReplicasPath") or ""),
+                     status_replicas=parts(scale.get("statusReplicasPath") or ""),
+                     label_selector=parts(scale.get("labelSelectorPath") or ""))
+
+
+def _replicas_errors(obj: Obj, path: tuple[str, ...]) -> list[FieldError]:
+    """ValidateScaleSpec / ValidateScaleStatus: a replica count the Scale can carry (an int32, not negative)."""
+    value: object = obj
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    where = "." + ".".join(path)
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
+        return []
+    if value < 0:
+        return [FieldError.invalid(where, value, "should be a non-negative integer")]
+    if value > 2**31 - 1:
+        return [FieldError.invalid(where, value, f"should be less than or equal to {2**31 - 1}")]
+    return []
+
+
+def _selectable(fields: list[dict[str, Any]]) -> dict[str, Callable[[Obj], str]]:
+    """selectableFields: name (the path without its leading dot) -> the value as a field selector sees it."""
+    out: dict[str, Callable[[Obj], str]] = {}
+    for entry in fields:
+        json_path = entry.get("jsonPath") or ""
+        parts = tuple(json_path.lstrip(".").split("."))
+        out[".".join(parts)] = _getter(parts)
+    return out
+
+
+def _getter(parts: tuple[str, ...]) -> Callable[[Obj], str]:
+    def get(obj: Obj) -> str:
+        value: object = obj
+        for part in parts:
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "" if value is None else str(value)
+
+    return get

@@ -1,0 +1,76 @@
+"""apiextensions.k8s.io/v1 CustomResourceDefinition: its registry entry and kind-specific rules.
+
+Defaults and validation are server/crd/definition.py. Deleting a CRD does not remove it at once: as
+kube-apiserver's CRD storage does, the first delete adds the `customresourcecleanup.apiextensions.k8s.io`
+finalizer and a Terminating condition; the CRD controller (server/controllers/crds.py) then deletes every
+object of the kind and removes the finalizer, and the core deletes the CRD.
+"""
+
+from __future__ import annotations
+
+from capstan.api.apiextensions.v1 import apiextensions_pb2 as apiextensions_v1
+from server.crd import definition
+from server.objects import meta
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+
+GROUP = "apiextensions.k8s.io"
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
+def holds_deletion(crd: Obj) -> bool:
+    """A CRD not yet marked is held: the first delete marks it (and adds the cleanup finalizer)."""
+    return not meta.meta(crd).get("deletionTimestamp")
+
+
+def mark_deleting(crd: Obj) -> None:
+    """The first delete: the cleanup finalizer and Terminating "InstanceDeletionPending"."""
+    finalizers = meta.meta(crd).setdefault("finalizers", [])
+    if CLEANUP_FINALIZER not in finalizers:
+        finalizers.append(CLEANUP_FINALIZER)
+    set_condition(crd, {
+        "type": "Terminating", "status": "True", "reason": "InstanceDeletionPending",
+        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+    })
+
+
+def set_condition(crd: Obj, condition: dict[str, str]) -> bool:
+    """SetCRDCondition: replace the condition of that type (its lastTransitionTime kept while its status
+    stays), or append it. Whether anything changed."""
+    status = crd.setdefault("status", {})
+    conditions: list[dict[str, object]] = status.setdefault("conditions", [])
+    for index, existing in enumerate(conditions):
+        if existing.get("type") != condition["type"]:
+            continue
+        if existing.get("status") != condition["status"] or "lastTransitionTime" not in existing:
+            conditions[index] = _ordered(condition, meta.now())
+            return True
+        replaced = _ordered(condition, str(existing["lastTransitionTime"]))
+        conditions[index] = replaced
+        return replaced != existing
+    conditions.append(_ordered(condition, meta.now()))
+    return True
+
+
+def _ordered(condition: dict[str, str], since: str) -> dict[str, object]:
+    """Go's field order: type, status, lastTransitionTime, reason, message."""
+    out: dict[str, object] = {"type": condition["type"], "status": condition["status"], "lastTransitionTime": since}
+    out.update((k, condition[k]) for k in ("reason", "message") if condition.get(k))
+    return out
+
+
+CUSTOM_RESOURCE_DEFINITIONS = Resource(
+    group=GROUP, version="v1", resource="customresourcedefinitions", kind="CustomResourceDefinition",
+    singular="customresourcedefinition", namespaced=False,
+    schema=ProtoSchema(apiextensions_v1.CustomResourceDefinition),
+    short_names=("crd", "crds"),
+    categories=("api-extensions",),
+    subresources=(Subresource("status", "CustomResourceDefinition", ("get", "patch", "update"), ("status",)),),
+    tracks_generation=True,
+    prepare=definition.prepare,
+    validate=definition.validate,
+    holds_deletion=holds_deletion,
+    mark_deleting=mark_deleting,
+)
+
+KINDS = (CUSTOM_RESOURCE_DEFINITIONS,)

@@ -1,0 +1,328 @@
+"""core/v1 Pod: defaults, validation, field selectors, the /binding subresource and graceful deletion.
+
+There are no kubelets and no scheduler. A Pod is stored as written (defaulted, status Pending); binding it
+(POST pods/{name}/binding, as a scheduler does) sets spec.nodeName and the PodScheduled condition. Deleting a
+Pod that is bound gets the grace period kube-apiserver gives it (deletionTimestamp in the future and
+deletionGracePeriodSeconds, a MODIFIED event); server/controllers/terminator.py then plays the kubelet's part
+and deletes it when the period ends. An unbound Pod, or a grace period of 0, deletes at once.
+
+Sources: kubernetes pkg/apis/core/v1/defaults.go (SetDefaults_Pod), pkg/registry/core/pod (strategy, storage:
+BindingREST, CheckGracefulDelete, PodToSelectableFields), plugin/pkg/admission (priority, serviceaccount,
+defaulttolerationseconds), pkg/apis/core/helper/qos (GetPodQOS).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+
+from capstan.api.core.v1 import core_pb2 as core_v1
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.codec.quantity import parse_quantity
+from server.kinds import podspec
+from server.kinds.shaped import retype
+from server.objects import body, meta, render
+from server.objects.context import Context
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.storage_errors import store_call
+from server.validation import names
+from server.validation.names import FieldError
+from storage import Outcome
+
+DEFAULT_SERVICE_ACCOUNT = "default"
+# DefaultTolerationSeconds admission: every Pod tolerates a not-ready or unreachable node for 300 s.
+DEFAULT_TOLERATIONS = tuple(
+    {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+)
+QOS_RESOURCES = ("cpu", "memory")
+POD_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+)
+MAX_RETRIES = 16
+POD_SCHEMA = ProtoSchema(core_v1.Pod)
+
+
+# --- defaults ----------------------------------------------------------------------------------------------------
+
+
+def default_pod(obj: Obj) -> None:
+    """SetDefaults_Pod and SetDefaults_PodSpec with everything inside (static defaults: the writer's fields)."""
+    spec = obj.setdefault("spec", {})
+    podspec.default_pod_spec(spec)
+    for container in (*(spec.get("initContainers") or []), *(spec.get("containers") or [])):
+        _requests_from_limits(container)
+    spec.setdefault("enableServiceLinks", True)
+    if spec.get("hostNetwork"):
+        for container in (*(spec.get("initContainers") or []), *(spec.get("containers") or [])):
+            for port in container.get("ports") or []:
+                if not port.get("hostPort"):
+                    port["hostPort"] = port.get("containerPort", 0)
+    retype(POD_SCHEMA, obj)
+
+
+def prepare_pod(obj: Obj, old: Obj | None) -> None:
+    """PrepareForCreate: status Pending with its QoS class; and what the admission plugins add to a new Pod."""
+    if old is not None:
+        return
+    spec = obj.setdefault("spec", {})
+    _admit_new_pod(spec)
+    obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+    retype(POD_SCHEMA, obj)
+
+
+def _admit_new_pod(spec: Obj) -> None:
+    """What admission plugins add to a new Pod."""
+    # ServiceAccount admission (without the token volume: no token controller runs here).
+    if not spec.get("serviceAccountName"):
+        spec["serviceAccountName"] = spec["serviceAccount"] = DEFAULT_SERVICE_ACCOUNT
+    # Priority admission: no PriorityClass objects are served, so every Pod has the default priority.
+    spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = spec.setdefault("tolerations", [])
+    for toleration in DEFAULT_TOLERATIONS:
+        if not any(t.get("key") in (toleration["key"], "", None) and t.get("effect") in ("", None, "NoExecute")
+                   for t in tolerations):
+            tolerations.append(dict(toleration))
+
+
+def _requests_from_limits(container: Obj) -> None:
+    """SetDefaults_Pod: a limit without a request makes the request equal to it."""
+    resources = container.setdefault("resources", {})
+    limits = resources.get("limits")
+    if limits:
+        requests = resources.setdefault("requests", {})
+        for name, value in limits.items():
+            requests.setdefault(name, value)
+
+
+def qos_class(spec: Obj) -> str:
+    """qos.GetPodQOS: BestEffort without cpu/memory requests or limits; Guaranteed when every container
+    limits both and requests equal limits; Burstable otherwise."""
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    guaranteed = True
+    for container in (*(spec.get("containers") or []), *(spec.get("initContainers") or [])):
+        resources = container.get("resources") or {}
+        for name, value in (resources.get("requests") or {}).items():
+            if name in QOS_RESOURCES and parse_quantity(value).sign() > 0:
+                requests[name] = _add(requests.get(name), value)
+        found = set()
+        for name, value in (resources.get("limits") or {}).items():
+            if name in QOS_RESOURCES and parse_quantity(value).sign() > 0:
+                found.add(name)
+                limits[name] = _add(limits.get(name), value)
+        if found != set(QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and requests.keys() == limits.keys() and all(
+            requests[name].compare(limits[name]) == 0 for name in requests):
+        return "Guaranteed"
+    return "Burstable"
+
+
+def _add(total: Any, value: str) -> Any:
+    q = parse_quantity(value)
+    if total is None:
+        return q
+    low = min(total.exponent, q.exponent)
+    total.coefficient = total.coefficient * 10 ** (total.exponent - low) + q.coefficient * 10 ** (q.exponent - low)
+    total.exponent = low
+    return total
+
+
+# --- validation --------------------------------------------------------------------------------------------------
+
+
+def validate_pod(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec = obj.get("spec") or {}
+    errs = podspec.validate_pod_spec(spec, "spec")
+    node = spec.get("nodeName") or ""
+    if node:
+        errs.extend(FieldError.invalid("spec.nodeName", node, m) for m in names.is_dns1123_subdomain(node))
+    if old is not None:
+        errs.extend(_validate_spec_update(spec, old.get("spec") or {}))
+    return errs
+
+
+def _validate_spec_update(spec: Obj, old: Obj) -> list[FieldError]:
+    """ValidatePodUpdate: only images, activeDeadlineSeconds, added tolerations and a negative grace period
+    may change. kube appends a cmp.Diff of its internal structs; here the changed fields are listed instead."""
+    munged = copy.deepcopy(spec)
+    for field in ("containers", "initContainers"):
+        for index, container in enumerate(munged.get(field) or []):
+            old_list = old.get(field) or []
+            if index < len(old_list) and "image" in old_list[index]:
+                container["image"] = old_list[index]["image"]
+    for field in ("activeDeadlineSeconds", "schedulingGates"):
+        if field in old:
+            munged[field] = old[field]
+        else:
+            munged.pop(field, None)
+    old_tolerations = old.get("tolerations") or []
+    if all(t in (munged.get("tolerations") or []) for t in old_tolerations):
+        munged["tolerations"] = old_tolerations
+    grace = old.get("terminationGracePeriodSeconds")
+    if isinstance(grace, int) and grace < 0 and munged.get("terminationGracePeriodSeconds") == 1:
+        munged["terminationGracePeriodSeconds"] = grace
+    if not munged.get("tolerations") and not old_tolerations:
+        munged.pop("tolerations", None)
+        old = {k: v for k, v in old.items() if k != "tolerations"}
+    if munged == old:
+        return []
+    changed = sorted(k for k in {*munged, *old} if munged.get(k) != old.get(k))
+    diff = "".join(f"  spec.{k}\n" for k in changed)
+    return [FieldError.forbidden("spec", f"{POD_UPDATE_FORBIDDEN}\n{diff}")]
+
+
+# --- field selectors ---------------------------------------------------------------------------------------------
+
+
+def _spec(obj: Obj) -> Obj:
+    value = obj.get("spec")
+    return value if isinstance(value, dict) else {}
+
+
+def _status(obj: Obj) -> Obj:
+    value = obj.get("status")
+    return value if isinstance(value, dict) else {}
+
+
+def _first_pod_ip(obj: Obj) -> str:
+    ips = _status(obj).get("podIPs") or []
+    return str(ips[0].get("ip", "")) if ips else ""
+
+
+FIELD_GETTERS = {
+    "spec.nodeName": lambda o: str(_spec(o).get("nodeName", "")),
+    "spec.restartPolicy": lambda o: str(_spec(o).get("restartPolicy", "")),
+    "spec.schedulerName": lambda o: str(_spec(o).get("schedulerName", "")),
+    "spec.serviceAccountName": lambda o: str(_spec(o).get("serviceAccountName", "")),
+    "spec.hostNetwork": lambda o: "true" if _spec(o).get("hostNetwork") else "false",
+    "status.phase": lambda o: str(_status(o).get("phase", "")),
+    "status.podIP": _first_pod_ip,  # kube-apiserver has no status.podIPs selector (PodToSelectableFields)
+    "status.nominatedNodeName": lambda o: str(_status(o).get("nominatedNodeName", "")),
+}
+
+
+# --- graceful deletion -------------------------------------------------------------------------------------------
+
+
+def grace_period(obj: Obj, requested: int | None) -> int:
+    """podStrategy.CheckGracefulDelete: the requested period, else terminationGracePeriodSeconds; 0 for a Pod
+    on no node or already finished; a negative period is 1."""
+    spec, status = _spec(obj), _status(obj)
+    period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+    if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+        period = 0
+    return 1 if period < 0 else period
+
+
+# --- /binding ----------------------------------------------------------------------------------------------------
+
+BINDING_SCHEMA = ProtoSchema(core_v1.Binding)
+BINDING_KIND = Resource(group="", version="v1", resource="bindings", kind="Binding", singular="binding",
+                        namespaced=True, schema=BINDING_SCHEMA, verbs=("create",))
+
+
+async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
+    """BindingREST.Create: set spec.nodeName (and the binding's annotations) on a Pod not yet bound, and its
+    PodScheduled condition; answers a Success Status, 201. The Binding's uid and resourceVersion are
+    preconditions on the Pod."""
+    from server.objects import options  # the verbs' option parsing
+
+    dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
+    binding, warnings = body.decode(BINDING_KIND, req.object, options.field_validation(
+        req.options.fieldValidation, "CreateOptions"))
+    m = meta.meta(binding)
+    name = req.path.name
+    if m.get("name", "") != name:
+        raise errors.bad_request("name in URL does not match name in Binding object")
+    target = binding.get("target") or {}
+    problems = []
+    if target.get("kind") and target["kind"] != "Node":
+        problems.append(FieldError.not_supported("target.kind", target["kind"], ("Node", "<empty>")))
+    if not target.get("name"):
+        problems.append(FieldError.required("target.name"))
+    if problems:  # kube returns the aggregate as a plain error: an internal error
+        raise errors.internal(names.join_errors(problems))
+    key = resource.key(req.path.namespace, name)
+    for _ in range(MAX_RETRIES):
+        got = await store_call(ctx.store.get(key))
+        if got.kv is None:
+            raise errors.not_found(resource.resource, resource.group, name)
+        pod = render.load(got.kv.value)
+        pm = meta.meta(pod)
+        if m.get("uid") and m["uid"] != pm.get("uid"):
+            raise errors.conflict(resource.resource, resource.group, name, (
+                f"Precondition failed: UID in precondition: {m['uid']}, UID in object meta: {pm.get('uid')}"))
+        if m.get("resourceVersion") and m["resourceVersion"] != str(got.kv.mod_revision):
+            raise errors.conflict(resource.resource, resource.group, name)
+        refusal = _bind_refusal(pod, name)
+        if refusal:
+            raise errors.conflict("pods/binding", "", name, refusal)
+        spec = pod.setdefault("spec", {})
+        spec["nodeName"] = target["name"]
+        if m.get("annotations"):
+            pm.setdefault("annotations", {}).update(m["annotations"])
+        _set_scheduled(pod)
+        if dry_run:
+            break
+        result = await store_call(ctx.store.update(key, render.to_value(resource, pod),
+                                                   expected_mod_revision=got.kv.mod_revision))
+        if result.outcome is Outcome.OK:
+            break
+    else:
+        raise errors.conflict(resource.resource, resource.group, name)
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+    return core_pb2.CreateResponse(object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON,
+                                                             data=orjson.dumps(status)), warnings=warnings)
+
+
+def _bind_refusal(pod: Obj, name: str) -> str:
+    if meta.meta(pod).get("deletionTimestamp"):
+        return f"pod {name} is being deleted, cannot be assigned to a host"
+    node = _spec(pod).get("nodeName")
+    if node:
+        return f"pod {name} is already assigned to node {names.go_quote(node)}"
+    if _spec(pod).get("schedulingGates"):
+        return f"pod {name} has non-empty .spec.schedulingGates"
+    return ""
+
+
+def _set_scheduled(pod: Obj) -> None:
+    """podutil.UpdatePodCondition(PodScheduled=True): the transition time changes only with the status."""
+    conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+    for condition in conditions:
+        if condition.get("type") == "PodScheduled":
+            if condition.get("status") != "True":
+                condition["status"] = "True"
+                condition["lastTransitionTime"] = meta.now()
+            return
+    conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                       "lastTransitionTime": meta.now()})
+
+
+PODS = Resource(
+    group="", version="v1", resource="pods", kind="Pod", singular="pod", namespaced=True,
+    schema=POD_SCHEMA,
+    short_names=("po",),
+    categories=("all",),
+    subresources=(
+        Subresource("status", "Pod", ("get", "patch", "update"), ("status",)),
+        Subresource("binding", "Binding", ("create",), proto_message="k8s.io.api.core.v1.Binding"),
+    ),
+    field_getters=FIELD_GETTERS,
+    default=default_pod,
+    prepare=prepare_pod,
+    validate=validate_pod,
+    grace_period=grace_period,
+    subresource_create={"binding": bind},
+)

@@ -1,0 +1,365 @@
+"""PodSpec defaults and validation, shared by Pods and every kind with a pod template.
+
+    default_pod_spec(spec)        kube-apiserver's SetDefaults_PodSpec and the defaults of everything inside
+                                  (containers, ports, probes, volumes, resource lists), in place
+    validate_pod_spec(spec, path) the ValidatePodSpec checks users hit most, with kube's messages, reported
+                                  under `path` ("spec" for a Pod, "spec.template.spec" for a Deployment)
+
+Both take the JSON form of a v1.PodSpec as the kind's schema types it (inline structs flattened, absent Go
+pointers absent). Sources: kubernetes pkg/apis/core/v1/defaults.go and pkg/apis/core/validation/validation.go.
+What only a Pod gets (SetDefaults_Pod, the Priority, ServiceAccount and DefaultTolerationSeconds admission
+plugins) is in server/kinds/pods.py.
+
+Example: {"containers": [{"name": "web", "image": "nginx"}]} becomes
+    {"containers": [{"name": "web", "image": "nginx", "resources": {},
+                     "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                     "imagePullPolicy": "Always"}],
+     "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+     "securityContext": {}, "schedulerName": "default-scheduler"}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from server.codec.quantity import QuantityError, parse_quantity
+from server.registry import Obj
+from server.validation import names
+from server.validation.names import FieldError
+
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+DEFAULT_MODE = 0o644  # 420: Secret, ConfigMap, DownwardAPI and Projected volumes
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+DEFAULT_SCHEDULER = "default-scheduler"
+GRACE_PERIOD_SECONDS = 30
+MILLI = -3
+
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+PROTOCOLS = ("SCTP", "TCP", "UDP")  # sets.List: sorted
+PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+VOLUME_SOURCES = (
+    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs", "iscsi",
+    "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker", "downwardAPI", "fc",
+    "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "projected",
+    "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "image",
+)  # fmt: skip
+
+
+# --- defaults --------------------------------------------------------------------------------------------------------
+
+
+def default_pod_spec(spec: Obj) -> None:
+    """SetDefaults_PodSpec and the defaults of its parts, in place (a pod template's spec, or a Pod's)."""
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("terminationGracePeriodSeconds", GRACE_PERIOD_SECONDS)
+    spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
+    # v1 <-> internal conversion: serviceAccountName is read from the deprecated serviceAccount when unset,
+    # and serviceAccount always prints serviceAccountName.
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount") or ""
+    if account:
+        spec["serviceAccountName"] = spec["serviceAccount"] = account
+    else:
+        spec.pop("serviceAccount", None)
+    for container in containers(spec):
+        default_container(container)
+    for volume in spec.get("volumes") or []:
+        default_volume(volume)
+
+
+def containers(spec: Obj) -> Iterator[Obj]:
+    """Every container of a pod spec: init, regular and ephemeral ones."""
+    for field in CONTAINER_LISTS:
+        yield from spec.get(field) or []
+
+
+def default_container(container: Obj) -> None:
+    """SetDefaults_Container (pull policy by tag, termination message) and its ports, probes and resources."""
+    if not container.get("imagePullPolicy"):
+        container["imagePullPolicy"] = "Always" if image_tag(container.get("image", "")) == "latest" else "IfNotPresent"
+    container.setdefault("terminationMessagePath", TERMINATION_MESSAGE_PATH)
+    container.setdefault("terminationMessagePolicy", "File")
+    for port in container.get("ports") or []:
+        port.setdefault("protocol", "TCP")
+    for probe in PROBES:
+        if isinstance(container.get(probe), dict):
+            default_probe(container[probe])
+    for hook in ("postStart", "preStop"):
+        handler = (container.get("lifecycle") or {}).get(hook)
+        if isinstance(handler, dict) and isinstance(handler.get("httpGet"), dict):
+            _default_http_get(handler["httpGet"])
+    resources = container.get("resources")
+    if isinstance(resources, dict):
+        for field in ("limits", "requests"):
+            if isinstance(resources.get(field), dict):
+                resources[field] = round_up_resource_list(resources[field])
+    for env in container.get("env") or []:
+        field_ref = (env.get("valueFrom") or {}).get("fieldRef")
+        if isinstance(field_ref, dict):
+            field_ref.setdefault("apiVersion", "v1")  # SetDefaults_ObjectFieldSelector
+
+
+def default_probe(probe: Obj) -> None:
+    """SetDefaults_Probe: zero (unset) timings take kube's defaults; SetDefaults_HTTPGetAction."""
+    for field, value in (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1),
+                         ("failureThreshold", 3)):
+        if not probe.get(field):
+            probe[field] = value
+    if isinstance(probe.get("httpGet"), dict):
+        _default_http_get(probe["httpGet"])
+
+
+def _default_http_get(action: Obj) -> None:
+    if not action.get("path"):
+        action["path"] = "/"
+    if not action.get("scheme"):
+        action["scheme"] = "HTTP"
+
+
+def default_volume(volume: Obj) -> None:
+    """SetDefaults_Volume (no source: an emptyDir) and the defaults of each source."""
+    if not any(source in volume for source in VOLUME_SOURCES):
+        volume["emptyDir"] = {}
+    for source in ("secret", "configMap", "downwardAPI", "projected"):
+        if isinstance(volume.get(source), dict):
+            volume[source].setdefault("defaultMode", DEFAULT_MODE)
+    for projection in (volume.get("projected") or {}).get("sources") or []:
+        token = projection.get("serviceAccountToken")
+        if isinstance(token, dict):
+            token.setdefault("expirationSeconds", 3600)
+    if isinstance(volume.get("hostPath"), dict):
+        volume["hostPath"].setdefault("type", "")
+    if isinstance(volume.get("iscsi"), dict):
+        volume["iscsi"].setdefault("iscsiInterface", "default")
+    if isinstance(volume.get("rbd"), dict):
+        rbd = volume["rbd"]
+        rbd.setdefault("pool", "rbd")
+        rbd.setdefault("user", "admin")
+        rbd.setdefault("keyring", "/etc/ceph/keyring")
+    if isinstance(volume.get("azureDisk"), dict):
+        disk = volume["azureDisk"]
+        disk.setdefault("cachingMode", "ReadWrite")
+        disk.setdefault("fsType", "ext4")
+        disk.setdefault("readOnly", False)
+        disk.setdefault("kind", "Shared")
+    if isinstance(volume.get("scaleIO"), dict):
+        volume["scaleIO"].setdefault("storageMode", "ThinProvisioned")
+        volume["scaleIO"].setdefault("fsType", "xfs")
+
+
+def round_up_resource_list(resources: dict[str, Any]) -> dict[str, Any]:
+    """SetDefaults_ResourceList: every quantity rounded up to milli units ("100u" -> "1m")."""
+    out = {}
+    for name, value in resources.items():
+        try:
+            out[name] = str(parse_quantity(value).round_up(MILLI)) if isinstance(value, str) else value
+        except QuantityError:
+            out[name] = value
+    return out
+
+
+# The docker reference grammar (github.com/distribution/reference), enough to find an image's tag.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_DOMAIN = rf"(?:{_DOMAIN_LABEL}(?:\.{_DOMAIN_LABEL})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_REFERENCE = re.compile(
+    rf"(?:(?P<domain>{_DOMAIN})/)?(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?"
+)
+
+
+def image_tag(image: str) -> str:
+    """parsers.ParseImageName's tag: "latest" when neither tag nor digest is given, "" when the reference does
+    not parse (kube then defaults the pull policy to IfNotPresent). "nginx" -> "latest"; "nginx:1.27" -> "1.27"."""
+    match = _REFERENCE.fullmatch(image)
+    if match is None:
+        return ""
+    domain = match["domain"]
+    if domain is not None and not ("." in domain or ":" in domain or domain == "localhost" or domain != domain.lower()):
+        path = f"{domain}/{match['path']}"  # the first component is a path, not a registry: it must be lowercase
+        if not re.fullmatch(rf"{_COMPONENT}(?:/{_COMPONENT})*", path):
+            return ""
+    if match["tag"]:
+        return match["tag"]
+    return "" if match["digest"] else "latest"
+
+
+# --- validation ------------------------------------------------------------------------------------------------------
+
+ENV_VAR_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+ENV_VAR_NAME_ERROR = names.regex_error(
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must "
+    "not start with a digit", "[-._a-zA-Z][-._a-zA-Z0-9]*", "my.env-name", "MY_ENV.NAME", "MyEnvName1",
+)
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
+    """The ValidatePodSpec rules users hit most, in kube's order: volumes, containers (init, regular,
+    ephemeral), restart and DNS policies, node selector, service account, host and subdomain names."""
+    errs: list[FieldError] = []
+    volumes = _validate_volumes(spec.get("volumes") or [], f"{path}.volumes", errs)
+    seen: set[str] = set()
+    if not spec.get("containers"):
+        errs.append(FieldError.required(f"{path}.containers"))
+    for field in CONTAINER_LISTS:
+        for index, container in enumerate(spec.get(field) or []):
+            _validate_container(container, f"{path}.{field}[{index}]", volumes, seen, errs)
+    _one_of(spec.get("restartPolicy", ""), RESTART_POLICIES, f"{path}.restartPolicy", errs)
+    _one_of(spec.get("dnsPolicy", ""), DNS_POLICIES, f"{path}.dnsPolicy", errs)
+    errs.extend(names.validate_labels(spec.get("nodeSelector") or {}, f"{path}.nodeSelector"))
+    account = spec.get("serviceAccountName") or ""
+    if account:
+        errs.extend(FieldError.invalid(f"{path}.serviceAccountName", account, m)
+                    for m in names.is_dns1123_subdomain(account))
+    for field in ("hostname", "subdomain"):
+        value = spec.get(field) or ""
+        if value:
+            errs.extend(FieldError.invalid(f"{path}.{field}", value, m) for m in names.is_dns1123_label(value))
+    grace = spec.get("terminationGracePeriodSeconds")
+    if isinstance(grace, int) and grace < 0:
+        errs.append(FieldError.invalid(f"{path}.terminationGracePeriodSeconds", grace, "must be >= 0"))
+    deadline = spec.get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and deadline <= 0:
+        errs.append(FieldError.invalid(f"{path}.activeDeadlineSeconds", deadline,
+                                       "must be between 1 and 2147483647, inclusive"))
+    return errs
+
+
+def _one_of(value: str, supported: tuple[str, ...], path: str, errs: list[FieldError]) -> None:
+    if not value:
+        errs.append(FieldError.required(path))
+    elif value not in supported:
+        errs.append(FieldError.not_supported(path, value, supported))
+
+
+def _validate_volumes(volumes: list[Obj], path: str, errs: list[FieldError]) -> set[str]:
+    """ValidateVolumes: names are DNS labels and unique; exactly one source each."""
+    found: set[str] = set()
+    for index, volume in enumerate(volumes):
+        here = f"{path}[{index}]"
+        name = volume.get("name") or ""
+        if not name:
+            errs.append(FieldError.required(f"{here}.name"))
+        else:
+            errs.extend(FieldError.invalid(f"{here}.name", name, m) for m in names.is_dns1123_label(name))
+            if name in found:
+                errs.append(FieldError.duplicate(f"{here}.name", name))
+            found.add(name)
+        sources = [source for source in VOLUME_SOURCES if source in volume]
+        if len(sources) > 1:
+            errs.append(FieldError.forbidden(f"{here}.{sources[1]}", "may not specify more than 1 volume type"))
+    return found
+
+
+def _validate_container(container: Obj, path: str, volumes: set[str], seen: set[str],
+                        errs: list[FieldError]) -> None:
+    name = container.get("name") or ""
+    if not name:
+        errs.append(FieldError.required(f"{path}.name"))
+    else:
+        errs.extend(FieldError.invalid(f"{path}.name", name, m) for m in names.is_dns1123_label(name))
+        if name in seen:
+            errs.append(FieldError.duplicate(f"{path}.name", name))
+        seen.add(name)
+    if not container.get("image"):
+        errs.append(FieldError.required(f"{path}.image"))
+    for probe in PROBES:
+        if isinstance(container.get(probe), dict):
+            _validate_probe(container[probe], f"{path}.{probe}", errs)
+    _validate_ports(container.get("ports") or [], f"{path}.ports", errs)
+    _validate_env(container.get("env") or [], f"{path}.env", errs)
+    for index, mount in enumerate(container.get("volumeMounts") or []):
+        here = f"{path}.volumeMounts[{index}]"
+        mount_name = mount.get("name") or ""
+        if not mount_name:
+            errs.append(FieldError.required(f"{here}.name"))
+        elif mount_name not in volumes:
+            errs.append(FieldError.not_found(f"{here}.name", mount_name))
+        if not mount.get("mountPath"):
+            errs.append(FieldError.required(f"{here}.mountPath"))
+    _one_of(container.get("terminationMessagePolicy", ""), TERMINATION_MESSAGE_POLICIES,
+            f"{path}.terminationMessagePolicy", errs)
+    _one_of(container.get("imagePullPolicy", ""), PULL_POLICIES, f"{path}.imagePullPolicy", errs)
+    _validate_resources(container.get("resources") or {}, f"{path}.resources", errs)
+
+
+def _validate_probe(probe: Obj, path: str, errs: list[FieldError]) -> None:
+    handlers = [h for h in PROBE_HANDLERS if h in probe]
+    if not handlers:
+        errs.append(FieldError.required(path, "must specify a handler type"))
+    elif len(handlers) > 1:
+        errs.append(FieldError.forbidden(f"{path}.{handlers[1]}", "may not specify more than 1 handler type"))
+    for field in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"):
+        value = probe.get(field)
+        if isinstance(value, int) and value < 0:
+            errs.append(FieldError.invalid(f"{path}.{field}", value, "must be greater than or equal to 0"))
+
+
+def _validate_ports(ports: list[Obj], path: str, errs: list[FieldError]) -> None:
+    """validateContainerPorts."""
+    for index, port in enumerate(ports):
+        here = f"{path}[{index}]"
+        name = port.get("name") or ""
+        if name:
+            errs.extend(FieldError.invalid(f"{here}.name", name, m) for m in port_name_problems(name))
+        number = port.get("containerPort", 0)
+        if not number:
+            errs.append(FieldError.required(f"{here}.containerPort"))
+        elif not 1 <= number <= 65535:
+            errs.append(FieldError.invalid(f"{here}.containerPort", number, PORT_RANGE))
+        host = port.get("hostPort", 0)
+        if host and not 1 <= host <= 65535:
+            errs.append(FieldError.invalid(f"{here}.hostPort", host, PORT_RANGE))
+        protocol = port.get("protocol", "")
+        if not protocol:
+            errs.append(FieldError.required(f"{here}.protocol"))
+        elif protocol not in PROTOCOLS:
+            errs.append(FieldError.not_supported(f"{here}.protocol", protocol, PROTOCOLS))
+
+
+def port_name_problems(name: str) -> list[str]:
+    """validation.IsValidPortName (an IANA_SVC_NAME)."""
+    problems = []
+    if len(name) > 15:
+        problems.append("must be no more than 15 characters")
+    if not re.fullmatch(r"[-a-z0-9]+", name):
+        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search(r"[a-z]", name):
+        problems.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        problems.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        problems.append("must not begin or end with a hyphen")
+    return problems
+
+
+def _validate_env(env: list[Obj], path: str, errs: list[FieldError]) -> None:
+    for index, var in enumerate(env):
+        name = var.get("name") or ""
+        if not name:
+            errs.append(FieldError.required(f"{path}[{index}].name"))
+        elif not ENV_VAR_NAME.fullmatch(name):
+            errs.append(FieldError.invalid(f"{path}[{index}].name", name, ENV_VAR_NAME_ERROR))
+
+
+def _validate_resources(resources: Obj, path: str, errs: list[FieldError]) -> None:
+    """ValidateResourceRequirements: quantities are non-negative, and a request never exceeds its limit."""
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    for field, values in (("limits", limits), ("requests", requests)):
+        for name, value in values.items():
+            if parse_quantity(value).sign() < 0:
+                errs.append(FieldError.invalid(f"{path}.{field}[{name}]", value, "must be greater than or equal to 0"))
+    for name, value in requests.items():
+        limit = limits.get(name)
+        if limit is not None and parse_quantity(value).compare(parse_quantity(limit)) > 0:
+            errs.append(FieldError.invalid(f"{path}.requests[{name}]", value,
+                                           f"must be less than or equal to {name} limit of {limit}"))

@@ -1,0 +1,470 @@
+"""core/v1 Service and Endpoints: defaults, validation, and clusterIP and nodePort allocation.
+
+A Service gets a cluster IP from the service range (`--service-cluster-ip-range`, 10.96.0.0/12 by default)
+and, for NodePort and LoadBalancer types, node ports from 30000-32767, as kube-apiserver's service REST storage
+allocates them (pkg/registry/core/service/storage/alloc.go, ipallocator and portallocator).
+
+What is allocated is derived from the stored Services, never kept beside them, so it is right after a restart
+and after any delete (the namespace controller's and the garbage collector's included): an allocation lists the
+Services in the store and takes the first free address from a random start. Two creates running at once must
+not take the same address, so each allocation is also reserved, in memory, for as long as the request that
+made it runs (its asyncio task): once that task is done its write, if there was one, is in the store, which the
+next allocation lists. Example: two concurrent creates list the same Services; the first reserves 10.96.14.2,
+the second sees that reservation and takes another address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from capstan.api.core.v1 import core_pb2 as core_v1
+from server import errors
+from server.kinds import podspec
+from server.kinds.shaped import retype
+from server.objects import meta, render
+from server.objects.context import Context
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.storage_errors import store_call
+from server.validation import names
+from server.validation.names import FieldError, GoValue
+
+DEFAULT_SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
+NODE_PORTS = range(30000, 32768)
+SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+SESSION_AFFINITIES = ("ClientIP", "None")
+CLIENT_IP_TIMEOUT = 10800  # DefaultClientIPServiceAffinitySeconds
+SCHEMA = ProtoSchema(core_v1.Service)
+IP_EXAMPLE = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+
+
+# --- defaults ----------------------------------------------------------------------------------------------------
+
+
+def default_service(obj: Obj) -> None:
+    """SetDefaults_Service."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("sessionAffinity", "None")
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        client = spec.setdefault("sessionAffinityConfig", {}).setdefault("clientIP", {})
+        client.setdefault("timeoutSeconds", CLIENT_IP_TIMEOUT)
+    spec.setdefault("type", "ClusterIP")
+    for port in spec.get("ports") or []:
+        port.setdefault("protocol", "TCP")
+        if port.get("targetPort") in (0, "", None):
+            port["targetPort"] = port.get("port", 0)
+    kind = spec["type"]
+    if _externally_accessible(spec) and not spec.get("externalTrafficPolicy"):
+        spec["externalTrafficPolicy"] = "Cluster"
+    if "internalTrafficPolicy" not in spec and kind in ("ClusterIP", "NodePort", "LoadBalancer"):
+        spec["internalTrafficPolicy"] = "Cluster"
+    if kind == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
+    retype(SCHEMA, obj)
+
+
+def prepare_service(obj: Obj, old: Obj | None) -> None:
+    """The clusterIPs normalization and an empty status on create; on update, the allocated values carried
+    over (patchAllocatedValues) and the type-dependent fields dropped (dropTypeDependentFields)."""
+    spec = obj.setdefault("spec", {})
+    if old is None:
+        if spec.get("clusterIP") and not spec.get("clusterIPs"):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        obj["status"] = {"loadBalancer": {}}
+    else:
+        _carry_allocations(spec, old.get("spec") or {})
+    retype(SCHEMA, obj)
+
+
+def _externally_accessible(spec: Obj) -> bool:
+    return spec.get("type") in ("LoadBalancer", "NodePort") or (
+        spec.get("type") == "ClusterIP" and bool(spec.get("externalIPs")))
+
+
+def _needs_cluster_ip(spec: Obj) -> bool:
+    return bool(spec.get("type", "ClusterIP") != "ExternalName")
+
+
+def _needs_node_ports(spec: Obj) -> bool:
+    kind = spec.get("type")
+    return kind == "NodePort" or (kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts", True))
+
+
+def _needs_health_check_port(spec: Obj) -> bool:
+    return spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+
+
+def _carry_allocations(spec: Obj, old: Obj) -> None:
+    if _needs_cluster_ip(old) and _needs_cluster_ip(spec):
+        if not spec.get("clusterIP") and old.get("clusterIP"):
+            spec["clusterIP"] = old["clusterIP"]
+        if not spec.get("clusterIPs") and old.get("clusterIPs"):
+            spec["clusterIPs"] = list(old["clusterIPs"])
+    elif not _needs_cluster_ip(spec) and _needs_cluster_ip(old):
+        for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+            if spec.get(key) == old.get(key):
+                spec.pop(key, None)
+    if _needs_node_ports(old) and _needs_node_ports(spec):
+        taken = {(p.get("port"), p.get("protocol")): p.get("nodePort") for p in old.get("ports") or []}
+        for port in spec.get("ports") or []:
+            if not port.get("nodePort") and taken.get((port.get("port"), port.get("protocol"))):
+                port["nodePort"] = taken[(port.get("port"), port.get("protocol"))]
+    elif _needs_node_ports(old) and not _needs_node_ports(spec):
+        old_ports = {(p.get("port"), p.get("protocol")): p.get("nodePort") for p in old.get("ports") or []}
+        for port in spec.get("ports") or []:
+            if port.get("nodePort") and port["nodePort"] == old_ports.get((port.get("port"), port.get("protocol"))):
+                port.pop("nodePort")
+    if _needs_health_check_port(old) and _needs_health_check_port(spec):
+        if not spec.get("healthCheckNodePort") and old.get("healthCheckNodePort"):
+            spec["healthCheckNodePort"] = old["healthCheckNodePort"]
+    elif not _needs_health_check_port(spec) and spec.get("healthCheckNodePort") == old.get("healthCheckNodePort"):
+        spec.pop("healthCheckNodePort", None)
+
+
+# --- validation --------------------------------------------------------------------------------------------------
+
+
+def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """The ValidateService and ValidateServiceUpdate rules users hit most."""
+    spec = obj.get("spec") or {}
+    errs: list[FieldError] = []
+    kind = spec.get("type", "")
+    if kind not in SERVICE_TYPES:
+        errs.append(FieldError.not_supported("spec.type", kind, SERVICE_TYPES))
+    headless = spec.get("clusterIP") == "None"
+    ports = spec.get("ports") or []
+    if not ports and not headless and kind != "ExternalName":
+        errs.append(FieldError.required("spec.ports"))
+    seen_names: set[str] = set()
+    seen_ports: set[tuple[Any, Any]] = set()
+    for index, port in enumerate(ports):
+        here = f"spec.ports[{index}]"
+        name = port.get("name", "")
+        if len(ports) > 1 and not name:
+            errs.append(FieldError.required(f"{here}.name"))
+        elif name:
+            errs.extend(FieldError.invalid(f"{here}.name", name, m) for m in names.is_dns1123_label(name))
+            if name in seen_names:
+                errs.append(FieldError.duplicate(f"{here}.name", name))
+            seen_names.add(name)
+        number = port.get("port", 0)
+        if not 1 <= number <= 65535:
+            errs.append(FieldError.invalid(f"{here}.port", number, podspec.PORT_RANGE))
+        protocol = port.get("protocol", "")
+        if protocol not in podspec.PROTOCOLS:
+            errs.append(FieldError.not_supported(f"{here}.protocol", protocol, podspec.PROTOCOLS))
+        target = port.get("targetPort")
+        if isinstance(target, int) and not 1 <= target <= 65535:
+            errs.append(FieldError.invalid(f"{here}.targetPort", target, podspec.PORT_RANGE))
+        elif isinstance(target, str):
+            errs.extend(FieldError.invalid(f"{here}.targetPort", target, m) for m in podspec.port_name_problems(target))
+        if (number, protocol) in seen_ports:
+            errs.append(FieldError.duplicate(here, GoValue(
+                f'core.ServicePort{{Name:"", Protocol:"{protocol}", AppProtocol:(*string)(nil), Port:{number}, '
+                'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')))
+        seen_ports.add((number, protocol))
+        if port.get("nodePort") and kind == "ClusterIP":
+            errs.append(FieldError.forbidden(f"{here}.nodePort", "may not be used when `type` is 'ClusterIP'"))
+    affinity = spec.get("sessionAffinity", "")
+    if affinity not in SESSION_AFFINITIES:
+        errs.append(FieldError.not_supported("spec.sessionAffinity", affinity, SESSION_AFFINITIES))
+    errs.extend(names.validate_labels(spec.get("selector") or {}, "spec.selector"))
+    if kind == "ExternalName":
+        external = spec.get("externalName", "")
+        if not external:
+            errs.append(FieldError.required("spec.externalName"))
+        else:
+            errs.extend(FieldError.invalid("spec.externalName", external, m)
+                        for m in names.is_dns1123_subdomain(external.removesuffix(".")))
+    for index, ip in enumerate(spec.get("clusterIPs") or []):
+        if ip != "None" and not _is_ip(ip):
+            errs.append(FieldError.invalid(f"spec.clusterIPs[{index}]", ip, IP_EXAMPLE))
+    ips = spec.get("clusterIPs") or []
+    if spec.get("clusterIP") and ips and ips[0] != spec["clusterIP"]:
+        errs.append(FieldError.invalid("spec.clusterIPs", _go_strings(ips), "first value must match `clusterIP`"))
+    if old is not None:
+        errs.extend(_immutable_cluster_ips(spec, old.get("spec") or {}))
+    return errs
+
+
+def _immutable_cluster_ips(spec: Obj, old: Obj) -> list[FieldError]:
+    """validateUpgradeDowngradeClusterIPs: an allocated cluster IP may not change (but ExternalName moves)."""
+    if not _needs_cluster_ip(spec) or not _needs_cluster_ip(old):
+        return []
+    new_ips, old_ips = spec.get("clusterIPs") or [], old.get("clusterIPs") or []
+    errs = []
+    for index, ip in enumerate(old_ips[: len(new_ips)] if len(new_ips) != len(old_ips) else old_ips):
+        if ip != new_ips[index]:
+            errs.append(FieldError.invalid(f"spec.clusterIPs[{index}]", _go_strings(new_ips),
+                                           "may not change once set"))
+    return errs
+
+
+def _go_strings(values: Iterable[str]) -> GoValue:
+    return GoValue("[]string{" + ", ".join(names.go_quote(v) for v in values) + "}")
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+# --- allocation --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Allocator:
+    """Cluster IPs from one range and node ports from NODE_PORTS, derived from the stored Services (see the
+    module docstring). `reserved` holds what running requests took: (kind, value, their task)."""
+
+    cidr: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE
+    reserved: list[tuple[str, object, asyncio.Task[Any] | None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.network = ipaddress.ip_network(self.cidr, strict=False)
+        self.family = "IPv4" if self.network.version == 4 else "IPv6"
+        # The bitmap allocator hands out base+1 .. broadcast-1; dynamic allocations prefer the upper band
+        # (ServiceIPStaticSubrange), leaving the lowest addresses to requested ones such as the first.
+        self.size = max(self.network.num_addresses - 2, 0)
+        self.static_band = min(max(16, self.size // 16), 256)
+        self.port_band = min(max(16, len(NODE_PORTS) // 32), 128)
+
+    @property
+    def first_ip(self) -> str:
+        """The `kubernetes` Service's address: the range's first usable one."""
+        return str(self.network.network_address + 1)
+
+    async def admit(self, ctx: Context, obj: Obj, old: Obj | None, dry_run: bool) -> None:
+        """Allocate what the Service needs and check what it requests (422 with kube's words when taken or out
+        of range); the allocations are reserved until the calling request ends."""
+        spec = obj.get("spec") or {}
+        task = asyncio.current_task()
+        self.reserved = [r for r in self.reserved if r[2] is not None and not r[2].done()]
+        ips, ports = await self._in_use(ctx, obj, task, updating=old is not None)
+        name = meta.meta(obj).get("name", "")
+        old_spec = (old or {}).get("spec") or {}
+        if _needs_cluster_ip(spec):
+            self._cluster_ip(spec, old_spec, ips, name, task)
+        if _needs_node_ports(spec) or _needs_health_check_port(spec):
+            self._node_ports(spec, old_spec, ports, name, task)
+        retype(SCHEMA, obj)
+
+    async def _in_use(self, ctx: Context, obj: Obj, task: asyncio.Task[Any] | None, *,
+                      updating: bool) -> tuple[set[str], set[int]]:
+        """Addresses and ports of the stored Services (but the one being updated), and those reserved by other
+        running requests."""
+        ips: set[str] = set()
+        ports: set[int] = set()
+        own = SERVICES.key(meta.meta(obj).get("namespace", ""), meta.meta(obj).get("name", ""))
+        start = b""
+        prefix = SERVICES.key_prefix()
+        while True:
+            page = await store_call(ctx.store.list(prefix, start_after=start or None, limit=500))
+            for kv in page.kvs:
+                if updating and kv.key == own:
+                    continue
+                spec = render.load(kv.value).get("spec") or {}
+                ips.update(ip for ip in spec.get("clusterIPs") or [] if ip != "None")
+                ports.update(_node_ports_of(spec))
+            if not page.kvs or not page.remaining:
+                break
+            start = page.kvs[-1].key
+        for kind, value, owner in self.reserved:
+            if owner is not task:
+                (ips if kind == "ip" else ports).add(value)  # type: ignore[arg-type]
+        return ips, ports
+
+    def _cluster_ip(self, spec: Obj, old: Obj, used: set[str], name: str, task: asyncio.Task[Any] | None) -> None:
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        requested = (spec.get("clusterIPs") or [spec.get("clusterIP") or ""])[0]
+        if requested == "None":
+            spec["clusterIP"], spec["clusterIPs"] = "None", ["None"]
+            families = spec.setdefault("ipFamilies", [self.family])
+            if not spec.get("selector") and spec["ipFamilyPolicy"] != "SingleStack" and len(families) < 2:
+                families.append("IPv6" if families[0] == "IPv4" else "IPv4")
+            return
+        if spec["ipFamilyPolicy"] == "RequireDualStack":
+            raise _invalid(name, [FieldError.invalid("spec.ipFamilyPolicy", "RequireDualStack",
+                                                     "this cluster is not configured for dual-stack services")])
+        for index, family in enumerate(spec.get("ipFamilies") or []):
+            if family != self.family:
+                raise _invalid(name, [FieldError.invalid(f"spec.ipFamilies[{index}]", family,
+                                                         "not configured on this cluster")])
+        spec["ipFamilies"] = [self.family]
+        if requested and requested in (old.get("clusterIPs") or []):
+            ip = requested  # kept from before: already this Service's
+        elif requested:
+            ip = self._request_ip(requested, spec, used, name)
+        else:
+            ip = self._next_ip(used)
+        spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
+        self.reserved.append(("ip", ip, task))
+
+    def _request_ip(self, requested: str, spec: Obj, used: set[str], name: str) -> str:
+        try:
+            address = ipaddress.ip_address(requested)
+        except ValueError:
+            return requested  # validation reports it
+        ips = _go_strings(spec.get("clusterIPs") or [requested])
+        first, last = self.network.network_address + 1, self.network.network_address + self.size
+        if address.version != self.network.version or not first <= address <= last:  # type: ignore[operator]
+            detail = (f"failed to allocate IP {requested}: the provided IP ({requested}) is not in the valid range. "
+                      f"The range of valid IPs is {self.network}")
+            raise _invalid(name, [FieldError.invalid("spec.clusterIPs", ips, detail)])
+        if str(address) in used:
+            detail = f"failed to allocate IP {requested}: provided IP is already allocated"
+            raise _invalid(name, [FieldError.invalid("spec.clusterIPs", ips, detail)])
+        return str(address)
+
+    def _next_ip(self, used: set[str]) -> str:
+        base = self.network.network_address + 1
+        band = self.static_band if self.size > self.static_band else 0
+        for low, high in ((band, self.size), (0, band)):
+            offset = _free_offset(low, high, lambda i: str(base + i) not in used)
+            if offset is not None:
+                return str(base + offset)
+        raise errors.internal("failed to allocate a serviceIP: range is full")
+
+    def _node_ports(self, spec: Obj, old: Obj, used: set[int], name: str, task: asyncio.Task[Any] | None) -> None:
+        mine = set(_node_ports_of(old))
+        taken: dict[int, tuple[Any, Any]] = {}
+        wanted = [p for p in spec.get("ports") or []] if _needs_node_ports(spec) else []
+        for index, port in enumerate(wanted):
+            number = port.get("nodePort")
+            if not number:
+                continue
+            key = (port.get("port"), port.get("protocol"))
+            path = f"spec.ports[{index}].nodePort"
+            if number in taken:
+                if taken[number][1] != key[1]:
+                    continue  # one node port serves a port number over several protocols
+                raise _invalid(name, [FieldError.invalid(path, number, "provided port is already allocated")])
+            self._request_port(number, path, used, mine, name)
+            taken[number] = key
+            self.reserved.append(("port", number, task))
+        for port in wanted:
+            if not port.get("nodePort"):
+                same = next((n for n, k in taken.items() if k[0] == port.get("port")), None)
+                port["nodePort"] = same if same is not None else self._next_port(used | set(taken))
+                taken[port["nodePort"]] = (port.get("port"), port.get("protocol"))
+                self.reserved.append(("port", port["nodePort"], task))
+        if _needs_health_check_port(spec):
+            number = spec.get("healthCheckNodePort")
+            if number:
+                self._request_port(number, "spec.healthCheckNodePort", used | set(taken), mine, name)
+            else:
+                spec["healthCheckNodePort"] = number = self._next_port(used | set(taken))
+            self.reserved.append(("port", number, task))
+
+    def _request_port(self, number: int, path: str, used: set[int], mine: set[int], name: str) -> None:
+        if number not in NODE_PORTS:
+            detail = (f"provided port is not in the valid range. The range of valid ports is "
+                      f"{NODE_PORTS.start}-{NODE_PORTS.stop - 1}")
+            raise _invalid(name, [FieldError.invalid(path, number, detail)])
+        if number in used and number not in mine:
+            raise _invalid(name, [FieldError.invalid(path, number, "provided port is already allocated")])
+
+    def _next_port(self, used: set[int]) -> int:
+        for low, high in ((self.port_band, len(NODE_PORTS)), (0, self.port_band)):
+            offset = _free_offset(low, high, lambda i: NODE_PORTS.start + i not in used)
+            if offset is not None:
+                return NODE_PORTS.start + offset
+        raise errors.internal("failed to allocate a nodePort: range is full")
+
+
+def _free_offset(low: int, high: int, free: Any) -> int | None:
+    """A free offset in [low, high): the first from a random start, wrapping around (the bitmap allocator's
+    random scan)."""
+    if high <= low:
+        return None
+    start = random.randrange(low, high)
+    for offset in (*range(start, high), *range(low, start)):
+        if free(offset):
+            return int(offset)
+    return None
+
+
+def _node_ports_of(spec: Obj) -> Iterable[int]:
+    for port in spec.get("ports") or []:
+        if port.get("nodePort"):
+            yield int(port["nodePort"])
+    if spec.get("healthCheckNodePort"):
+        yield int(spec["healthCheckNodePort"])
+
+
+def _invalid(name: str, errs: list[FieldError]) -> errors.ApiError:
+    causes = [errors.Cause(c["reason"], c.get("message", ""), c.get("field", "")) for c in (e.cause() for e in errs)]
+    return errors.invalid("Service", "", name, names.join_errors(errs), causes)
+
+
+# --- Endpoints ---------------------------------------------------------------------------------------------------
+
+ENDPOINTS_SCHEMA = ProtoSchema(core_v1.Endpoints)
+
+
+def default_endpoints(obj: Obj) -> None:
+    """SetDefaults_Endpoints: every port's protocol is TCP unless given."""
+    for subset in obj.get("subsets") or []:
+        for port in subset.get("ports") or []:
+            port.setdefault("protocol", "TCP")
+    retype(ENDPOINTS_SCHEMA, obj)
+
+
+def validate_endpoints(obj: Obj, old: Obj | None) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for s, subset in enumerate(obj.get("subsets") or []):
+        for field_name in ("addresses", "notReadyAddresses"):
+            for a, address in enumerate(subset.get(field_name) or []):
+                ip = address.get("ip", "")
+                if not _is_ip(ip):
+                    errs.append(FieldError.invalid(f"subsets[{s}].{field_name}[{a}].ip", ip, IP_EXAMPLE))
+        ports = subset.get("ports") or []
+        for p, port in enumerate(ports):
+            here = f"subsets[{s}].ports[{p}]"
+            if len(ports) > 1 and not port.get("name"):
+                errs.append(FieldError.required(f"{here}.name"))
+            number = port.get("port", 0)
+            if not 1 <= number <= 65535:
+                errs.append(FieldError.invalid(f"{here}.port", number, podspec.PORT_RANGE))
+            protocol = port.get("protocol", "")
+            if protocol not in podspec.PROTOCOLS:
+                errs.append(FieldError.not_supported(f"{here}.protocol", protocol, podspec.PROTOCOLS))
+    return errs
+
+
+SERVICES = Resource(
+    group="", version="v1", resource="services", kind="Service", singular="service", namespaced=True,
+    schema=SCHEMA,
+    short_names=("svc",),
+    categories=("all",),
+    subresources=(Subresource("status", "Service", ("get", "patch", "update"), ("status",)),),
+    name_rule=names.name_is_dns1035_label,
+    default=default_service,
+    prepare=prepare_service,
+    validate=validate_service,
+)
+
+ENDPOINTS = Resource(
+    group="", version="v1", resource="endpoints", kind="Endpoints", singular="endpoints", namespaced=True,
+    schema=ENDPOINTS_SCHEMA,
+    short_names=("ep",),
+    default=default_endpoints,
+    validate=validate_endpoints,
+)
+
+
+def services(service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE) -> tuple[Resource, Allocator]:
+    """The services resource allocating from `service_cluster_ip_range` (ValueError for a bad range), and its
+    allocator. Every core gets its own."""
+    allocator = Allocator(service_cluster_ip_range)
+    return replace(SERVICES, admit=allocator.admit), allocator

@@ -1,0 +1,223 @@
+"""/scale: a resource's replica count read and written as an autoscaling/v1 Scale (kube-apiserver's ScaleREST).
+
+Any resource with a ScaleRule (server/registry.py) serves it; nothing here is written per kind. The
+Scale is a view of the stored object, never stored itself. For a Deployment with spec.replicas 3,
+status.replicas 2 and spec.selector {matchLabels: {app: web}} it is
+
+    {"kind": "Scale", "apiVersion": "autoscaling/v1",
+     "metadata": {"name", "namespace", "uid", "resourceVersion", "creationTimestamp": the object's},
+     "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web"}}
+
+A write (PUT, any patch, server-side apply) turns the stored object into its Scale, applies the request
+to that Scale, validates it (ValidateScale: 422 as Scale.autoscaling) and stores the object with
+spec.replicas taken from it, through update's GuaranteedUpdate loop: the Scale's resourceVersion is a
+precondition on the object (409 when stale), and the object's own rules run (its validation, its
+generation, its managedFields, where the writer owns .spec.replicas through subresource "scale").
+The answer is the Scale of the object as stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+
+from capstan.api.autoscaling.v1 import autoscaling_pb2
+from capstan.core.v1 import core_pb2
+from server import errors, printing
+from server.objects import apply, body, meta, options, render, validate, views
+from server.objects.context import Context
+from server.objects.update import check_name, guaranteed_update
+from server.patch.values import copy_json
+from server.registry import SCALE, Obj, Resource
+from server.schema import ProtoSchema
+from server.selectors import labels
+from server.validation import names
+
+# The Scale kind, to decode, type, render and print Scales with (it is no resource of its own).
+SCALE_KIND = Resource(
+    group=SCALE.group, version=SCALE.version, resource="scale", kind=SCALE.kind, singular="scale", namespaced=True,
+    schema=ProtoSchema(autoscaling_pb2.Scale), verbs=SCALE.verbs,
+)
+_SCALE_META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+
+# A patch already parsed (server/objects/patch.py), applied to the Scale as clients see it.
+Patcher = Callable[[Obj], Obj]
+
+
+def serves(resource: Resource, path: core_pb2.ResourcePath) -> bool:
+    """True when the request is for the resource's /scale."""
+    return resource.scale is not None and path.subresource == SCALE.name
+
+
+def of(resource: Resource, obj: Obj, resource_version: str) -> Obj:
+    """The Scale of an object (scaleFromDeployment and its siblings), typed: zero fields as the Scale prints them."""
+    rule = resource.scale
+    assert rule is not None
+    m = meta.meta(obj)
+    found = {**{k: m[k] for k in _SCALE_META if k in m}, "resourceVersion": resource_version}
+    selector = _at(obj, rule.label_selector)
+    if rule.selector == "String":  # a custom resource keeps the query itself (labelSelectorPath)
+        query = selector if isinstance(selector, str) else ""
+    else:
+        if rule.selector == "Set":
+            selector = {"matchLabels": selector or {}}
+        try:
+            query = str(labels.from_label_selector(selector if isinstance(selector, dict) else None))
+        except labels.SelectorError as err:  # stored objects were validated; kube answers a 500 here too
+            raise errors.internal(str(err)) from None
+    scale: Obj = {
+        "kind": SCALE.kind, "apiVersion": SCALE_KIND.api_version,
+        "metadata": {k: found[k] for k in meta.META_ORDER if k in found},
+        "spec": {"replicas": _at(obj, rule.spec_replicas) or 0},
+        "status": {"replicas": _at(obj, rule.status_replicas) or 0, "selector": query},
+    }
+    typed, _ = SCALE_KIND.schema.normalize(scale)
+    return {"kind": SCALE.kind, "apiVersion": SCALE_KIND.api_version, **typed}
+
+
+def read(resource: Resource, value: bytes, revision: int, req: core_pb2.GetRequest) -> core_pb2.RawObject:
+    """GET /scale: the Scale of a stored value, as JSON, protobuf, a Table or PartialObjectMetadata."""
+    scale = of(resource, render.load(value), str(revision))
+    if req.view.view == core_pb2.VIEW_UNSPECIFIED:
+        return _raw(scale, req.accept)
+    include = views.check(req.view)
+    api_version = req.view.api_version or printing.META_V1
+    if req.view.view == core_pb2.VIEW_TABLE:
+        return views.raw(printing.object_table(SCALE_KIND, scale, str(revision), include_object=include,
+                                               api_version=api_version))
+    if req.view.view == core_pb2.VIEW_PARTIAL_OBJECT_METADATA:
+        return views.raw(printing.partial_object_metadata(scale, str(revision), api_version=api_version))
+    raise printing.partial_shape_error(SCALE_KIND, list_requested=True)
+
+
+async def update(ctx: Context, resource: Resource, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
+    """PUT /scale: the body is a Scale; without a resourceVersion the write is unconditional."""
+    dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")
+    mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
+    manager = options.field_manager(req.options.fieldManager, "UpdateOptions")
+    sent, warnings = body.decode(SCALE_KIND, req.object, mode)
+    check_name(sent, req.path.name, req.path.namespace)
+
+    def produce(current: Obj) -> tuple[Obj, list[str]]:
+        return _scaled(resource, req.path, current, copy_json(sent)), warnings
+
+    updated = await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON,
+                                      manager=manager)
+    return core_pb2.UpdateResponse(object=_answer(resource, updated.object, req.accept), warnings=updated.warnings)
+
+
+async def patch(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, patched: Patcher | None, *,
+                manager: str, dry_run: bool, mode: str) -> core_pb2.PatchResponse:
+    """PATCH /scale: `patched` applies a JSON, merge or strategic merge patch to the Scale; None means
+    server-side apply, whose configuration is a Scale."""
+    if patched is None:
+        return await _apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
+
+    def produce(current: Obj) -> tuple[Obj, list[str]]:
+        scale, warnings = body.typed(SCALE_KIND, patched(of(resource, current, _revision(current))), mode)
+        _check_patched_name(scale, req.path)
+        return _scaled(resource, req.path, current, scale), warnings
+
+    updated = await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON,
+                                      manager=manager)
+    return core_pb2.PatchResponse(object=_answer(resource, updated.object, req.accept), warnings=updated.warnings)
+
+
+async def _apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, manager: str, *, dry_run: bool,
+                 mode: str) -> core_pb2.PatchResponse:
+    """Server-side apply of a Scale: applied to the object as the configuration {spec: {replicas}} of a manager
+    writing through subresource "scale", so it owns .spec.replicas and conflicts with whoever else does."""
+    # Parsed and checked as apply checks any configuration: YAML or JSON, apiVersion autoscaling/v1.
+    scale, _ = body.typed(SCALE_KIND, apply._config(SCALE_KIND, req.patch), mode)
+    sent_meta = meta.meta(scale)
+    for field, value in (("name", req.path.name), ("namespace", req.path.namespace)):
+        sent_meta.setdefault(field, value)  # as merged onto the live Scale, which has both
+    _raise_if_invalid(req.path.name, scale)
+    parent_meta = {k: sent_meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if sent_meta.get(k)}
+    parent: Obj = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": parent_meta}
+    assert resource.scale is not None
+    _put(parent, resource.scale.spec_replicas, (scale.get("spec") or {}).get("replicas", 0))
+    as_parent = core_pb2.PatchRequest()
+    as_parent.CopyFrom(req)
+    as_parent.patch = orjson.dumps(parent)
+    as_parent.accept = render.JSON
+    applied = await apply.apply(ctx, resource, as_parent, manager, dry_run=dry_run, mode=mode)
+    return core_pb2.PatchResponse(object=_answer(resource, applied.object, req.accept), warnings=applied.warnings)
+
+
+def _scaled(resource: Resource, path: core_pb2.ResourcePath, current: Obj, scale: Obj) -> Obj:
+    """The object with the Scale's replicas, and the Scale's resourceVersion as its precondition
+    (scaleUpdatedObjectInfo.UpdatedObject): the Scale is validated first, then its uid precondition."""
+    _raise_if_invalid(path.name, scale)
+    scale_meta, current_meta = meta.meta(scale), meta.meta(current)
+    uid = scale_meta.get("uid")
+    if uid and uid != current_meta.get("uid"):
+        raise errors.conflict(f"{resource.resource}/{SCALE.name}", resource.group, path.name,
+                              f"Precondition failed: UID in precondition: {uid}, "
+                              f"UID in object meta: {current_meta.get('uid', '')}")
+    new: Obj = copy_json(current)
+    assert resource.scale is not None
+    _put(new, resource.scale.spec_replicas, (scale.get("spec") or {}).get("replicas", 0))
+    rv = scale_meta.get("resourceVersion")
+    if rv:
+        meta.meta(new)["resourceVersion"] = rv
+    else:
+        meta.meta(new).pop("resourceVersion", None)
+    return new
+
+
+def _raise_if_invalid(name: str, scale: Obj) -> None:
+    """autoscaling's ValidateScale: ObjectMeta as a namespaced object's, and replicas >= 0; the 422 names the
+    Scale kind and the object's name."""
+    m = meta.meta(scale)
+    errs = names.validate_object_meta(
+        name=_text(m.get("name")), generate_name=_text(m.get("generateName")), namespace=_text(m.get("namespace")),
+        namespaced=True, name_fn=names.name_is_dns_subdomain, labels=m.get("labels") or {},
+        annotations=m.get("annotations") or {},
+    )
+    replicas = (scale.get("spec") or {}).get("replicas", 0)
+    if replicas < 0:
+        errs.append(names.FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
+    validate.raise_if_invalid(SCALE_KIND, {"metadata": {"name": name}}, errs)
+
+
+def _check_patched_name(scale: Obj, path: core_pb2.ResourcePath) -> None:
+    name = meta.meta(scale).get("name")
+    if name != path.name:
+        raise errors.bad_request(f"the name of the object ({name or ''}) does not match the name on the URL "
+                                 f"({path.name})")
+
+
+def _revision(obj: Obj) -> str:
+    return str(meta.meta(obj).get("resourceVersion", ""))
+
+
+def _answer(resource: Resource, raw: core_pb2.RawObject, accept: render.Encoding) -> core_pb2.RawObject:
+    """The Scale of the object a write answered with (JSON from update's loop), in the encoding asked for."""
+    obj: Obj = orjson.loads(raw.data)
+    return _raw(of(resource, obj, _revision(obj)), accept)
+
+
+def _raw(scale: Obj, accept: render.Encoding) -> core_pb2.RawObject:
+    if accept == render.PROTOBUF:
+        return core_pb2.RawObject(encoding=render.PROTOBUF, data=SCALE_KIND.schema.to_proto(scale))
+    return core_pb2.RawObject(encoding=render.JSON, data=render.go_json(scale))
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _at(obj: Obj, path: tuple[str, ...]) -> object:
+    """The value at a path of nested objects (None when any step is missing)."""
+    value: object = obj
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value if path else None
+
+
+def _put(obj: Obj, path: tuple[str, ...], value: object) -> None:
+    for part in path[:-1]:
+        obj = obj.setdefault(part, {})
+    obj[path[-1]] = value

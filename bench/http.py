@@ -36,6 +36,11 @@ concurrent workers; objects are 1 KiB ConfigMaps (10 data keys of ~100 bytes) in
                  new CRD each round (3 rounds), from its POST until a LIST of its resource answers 200
                  (polled every 5 ms). crd-create: POSTs of custom resources of a CRD whose schema has 20
                  typed, validated fields (200 to warm up, then 3 rounds of 1,200): creates/s.
+  pods           LISTs of 5,000 Pods (~2.5 KiB specs: two containers with env, ports, probes,
+                 resources and volume mounts, volumes, tolerations, affinity) in namespace
+                 `pods`, ~6 KiB each as served with defaults and managedFields, made untimed first (Capstan
+                 only): pods-list-json and pods-list-protobuf, ms per
+                 uncompressed LIST to its last byte (5 rounds of 1).
   watch          50 watchers (`?watch=1&resourceVersion=<rv>`, on a session of their own) while one
                  create at a time is made (3 rounds of 40): each event's latency from the create's
                  response to each watcher reading it; p99 and p50 over all deliveries. One client loop
@@ -87,7 +92,7 @@ from bench._processes import Child, Children
 from bench._util import Goal, at_least, at_most, emit, note
 
 IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
-OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "crd", "watch")
+OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "crd", "pods", "watch")
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 DATA = {f"key-{i:02}": f"{i:02}" * 48 for i in range(10)}  # 10 keys of ~100 bytes, as bench.core: ~1 KiB
@@ -100,6 +105,7 @@ GOALS = {
     "merge-patch": at_least(1_000, "/s"), "apply": at_least(1_000, "/s"),
     "list-json": at_most(120, " ms"), "list-protobuf": at_most(60, " ms"), "watch": at_most(15, " ms"),
     "crd": at_most(1_000, " ms"), "crd-create": at_least(1_000, "/s"),
+    "pods-list-json": at_most(300, " ms"), "pods-list-protobuf": at_most(150, " ms"),
 }
 # kmock and the ceiling are context, not held to Capstan's goals: their "ok" only says they answered right.
 CONTEXT_GOALS = {impl: Goal(text, 0.0, lambda figure, bound: True)
@@ -899,6 +905,84 @@ async def serve_ceiling() -> None:
     await runner.cleanup()
 
 
+# -- pods: LISTs of realistic Pods ------------------------------------------------------------------------------------
+
+PODS = "/api/v1/namespaces/pods/pods"
+
+
+def pod(name: str, i: int) -> bytes:
+    """A Pod as a controller would write it: a ~2.5 KiB spec (no status: no kubelet reports one)."""
+    def container(n: str, port: int) -> dict[str, Any]:
+        return {
+            "name": n, "image": f"registry.example.com/team/{n}:v1.{i % 50}.3",
+            "args": ["--listen", f":{port}", "--log-level=info"],
+            "ports": [{"name": "http", "containerPort": port, "protocol": "TCP"}],
+            "env": [{"name": "POD_INDEX", "value": str(i)}, {"name": "MODE", "value": "production"},
+                    {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
+            "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}],
+            "livenessProbe": {"httpGet": {"path": "/healthz", "port": port}, "periodSeconds": 10},
+            "readinessProbe": {"httpGet": {"path": "/ready", "port": port}, "initialDelaySeconds": 5},
+        }
+    return orjson.dumps({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "pods", "labels": {"app": "web", "tier": f"t{i % 4}",
+                                                                      "pod-template-hash": "5d9c7b8f6d"}},
+        "spec": {
+            "containers": [container("web", 8080), container("sidecar", 9090)],
+            "volumes": [{"name": "config", "configMap": {"name": "web-config"}}],
+            "serviceAccountName": "web", "nodeName": f"node-{i % 20}",
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}],
+            "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                                   "labelSelector": {"matchLabels": {"app": "web"}}}}]}},
+        },
+    })
+
+
+async def make_pods(target: Target, indexes: Iterator[int]) -> None:
+    for i in indexes:
+        async with target.http.post(target.url(i, PODS), data=pod(f"web-{i:06}", i), headers=JSON) as made:
+            if made.status != 201:
+                raise RuntimeError(await failure(made, "POST pod"))
+            await made.read()
+
+
+async def bench_pods(targets: Sequence[Target], sizes: Sizes) -> None:
+    capstan = [t for t in targets if t.impl.startswith("capstan") and not t.error]
+    for target in targets:
+        if target not in capstan:
+            for op in ("pods-list-json", "pods-list-protobuf"):
+                target.emit_na(op, "ms_per_list", "serves no Pods" if not target.error else target.error)
+    count = sizes.objects
+    for target in capstan:
+        async with target.http.post(target.url(0, "/api/v1/namespaces"), headers=JSON,
+                                    data=orjson.dumps({"metadata": {"name": "pods"}})) as response:
+            await response.read()
+        note(f"{target.impl}: creating {count} pods untimed")
+        queue = iter(range(count))
+        await asyncio.gather(*(make_pods(target, queue) for _ in range(sizes.workers)))
+    for op, accept in (("pods-list-json", "application/json"), ("pods-list-protobuf", PROTOBUF)):
+        for target in capstan:
+            figures: list[float] = []
+            wrong = ""
+            for _ in range(sizes.list_rounds + 1):  # the first one warms up
+                started = time.perf_counter()
+                async with target.http.get(target.url(0, PODS), headers={
+                        "Accept": accept, "Accept-Encoding": "identity"}) as response:
+                    body = await response.read()
+                figures.append((time.perf_counter() - started) * 1000)
+                if response.status != 200:
+                    wrong = f"LIST answered {response.status}"
+                elif accept == PROTOBUF and not body.startswith(PROTOBUF_MAGIC):
+                    wrong = "LIST did not answer protobuf"
+                elif accept != PROTOBUF and len(orjson.loads(body)["items"]) != count:
+                    wrong = "LIST did not answer every pod"
+            target.emit(op, "ms_per_list", statistics.median(figures[1:]), correct=not wrong, objects=count,
+                        body_bytes=len(body), rounds=[round(f, 1) for f in figures[1:]],
+                        **({"error": wrong} if wrong else {}))
+
+
 # -- crd: CustomResourceDefinitions ------------------------------------------------------------------------------------
 
 CRD_GROUP = "bench.capstan.dev"
@@ -1042,6 +1126,7 @@ async def run(targets: Sequence[Target], sizes: Sizes, ops: Sequence[str]) -> No
         "list-json": lambda: bench_list(targets, sizes, protobuf=False),
         "list-protobuf": lambda: bench_list(targets, sizes, protobuf=True),
         "crd": lambda: bench_crd(targets, sizes),
+        "pods": lambda: bench_pods(targets, sizes),
         "watch": lambda: bench_watch(targets, sizes),
     }
     try:

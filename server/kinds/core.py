@@ -1,5 +1,5 @@
 """core/v1 kinds beyond config: ServiceAccount, Service, Endpoints, Pod, Node, Event, PersistentVolume,
-PersistentVolumeClaim, ResourceQuota, LimitRange and ReplicationController.
+PersistentVolumeClaim, ResourceQuota, LimitRange and ReplicationController (with /scale).
 
 Pods live in server/kinds/pods.py (with the PodSpec rules in podspec.py), Services and Endpoints in
 services.py; the smaller kinds are here. Defaults are kube-apiserver's SetDefaults_* (pkg/apis/core/v1/
@@ -17,7 +17,7 @@ from server.kinds.pods import PODS
 from server.kinds.services import ENDPOINTS, services
 from server.kinds.shaped import retype
 from server.objects import meta
-from server.registry import Obj, Resource, Subresource
+from server.registry import Obj, Resource, ScaleRule, Subresource
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError, GoValue
@@ -416,6 +416,7 @@ REPLICATION_CONTROLLERS = Resource(
     default=_typed(RC_SCHEMA, default_rc),
     prepare=_new_status(RC_SCHEMA, lambda: {"replicas": 0}),  # replicas has no omitempty
     validate=validate_rc,
+    scale=ScaleRule(selector="Set"),  # spec.selector is a plain label map
 )
 
 # Services allocating from the default range; each core replaces it with its own (server/app.py).

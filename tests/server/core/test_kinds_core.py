@@ -371,6 +371,22 @@ async def test_event_node_and_rc_field_selectors(client: Client) -> None:
 
 # ---------------------------------------------------------------- subresources
 
+async def test_replication_controller_scale(client: Client) -> None:
+    """An RC's /scale reads its plain label-map selector as a query and writes spec.replicas."""
+    rc = copy.deepcopy(KINDS[10][2])
+    created = await client.create(path("replicationcontrollers", NS), rc)
+    scale_path = path("replicationcontrollers", NS, created["metadata"]["name"], subresource="scale")
+    scale = await client.get(scale_path)
+    selector = ",".join(f"{k}={v}" for k, v in sorted(created["spec"]["selector"].items()))
+    assert (scale["kind"], scale["apiVersion"], scale["spec"], scale["status"]) == (
+        "Scale", "autoscaling/v1", {"replicas": created["spec"]["replicas"]}, {"replicas": 0, "selector": selector})
+    scale["spec"]["replicas"] = 7
+    updated, _ = await client.update(scale_path, scale)
+    assert updated["spec"]["replicas"] == 7
+    stored = await client.get(path("replicationcontrollers", NS, created["metadata"]["name"]))
+    assert (stored["spec"]["replicas"], stored["metadata"]["generation"]) == (7, 2)
+
+
 async def test_pod_status_subresource_changes_only_status(client: Client) -> None:
     created = await client.create(path("pods", NS), pod())
     running = copy.deepcopy(created)

@@ -29,6 +29,16 @@ class SchemaError(Exception):
     """An object that does not fit its kind's schema; the text is kube-apiserver's decoding error."""
 
 
+def proto_to_json(cls: type[Message], data: bytes) -> Obj:
+    """The JSON form of a message's bytes (SchemaError when they do not parse)."""
+    message = cls()
+    try:
+        message.ParseFromString(data)
+    except DecodeError as err:
+        raise SchemaError(f"proto: {err}") from None
+    return transcode.encode(message)
+
+
 class ProtoSchema:
     def __init__(self, message_class: type[Message]) -> None:
         self._cls = message_class
@@ -46,12 +56,7 @@ class ProtoSchema:
         return transcode.encode(message), unknown
 
     def from_proto(self, data: bytes) -> Obj:
-        message = self._cls()
-        try:
-            message.ParseFromString(data)
-        except DecodeError as err:
-            raise SchemaError(f"proto: {err}") from None
-        return transcode.encode(message)
+        return proto_to_json(self._cls, data)
 
     def to_proto(self, obj: Obj) -> bytes:
         message, _ = self._decode(obj)

@@ -28,7 +28,7 @@ from server.codec import transcode
 from server.codec.errors import DecodeError as TranscodeError
 from server.crd.structural import Structural
 from server.registry import Obj
-from server.schema import JsonSchema, SchemaError
+from server.schema import JsonSchema, SchemaError, proto_to_json
 from storage import Outcome, Store
 
 log = logging.getLogger(__name__)
@@ -143,12 +143,7 @@ class ProtoJsonSchema(JsonSchema):
         return out, unknown
 
     def from_proto(self, data: bytes) -> Obj:
-        message = self._cls()
-        try:
-            message.ParseFromString(data)
-        except DecodeError as err:
-            raise SchemaError(f"proto: {err}") from None
-        return transcode.encode(message)
+        return proto_to_json(self._cls, data)
 
     def to_proto(self, obj: Obj) -> bytes:
         try:

@@ -154,12 +154,8 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
             if name in seen_names:
                 errs.append(FieldError.duplicate(f"{here}.name", name))
             seen_names.add(name)
-        number = port.get("port", 0)
-        if not 1 <= number <= 65535:
-            errs.append(FieldError.invalid(f"{here}.port", number, podspec.PORT_RANGE))
-        protocol = port.get("protocol", "")
-        if protocol not in podspec.PROTOCOLS:
-            errs.append(FieldError.not_supported(f"{here}.protocol", protocol, podspec.PROTOCOLS))
+        errs.extend(_port_and_protocol(port, here))
+        number, protocol = port.get("port", 0), port.get("protocol", "")
         target = port.get("targetPort")
         if isinstance(target, int) and not 1 <= target <= 65535:
             errs.append(FieldError.invalid(f"{here}.targetPort", target, podspec.PORT_RANGE))
@@ -433,12 +429,7 @@ def validate_endpoints(obj: Obj, old: Obj | None) -> list[FieldError]:
             here = f"subsets[{s}].ports[{p}]"
             if len(ports) > 1 and not port.get("name"):
                 errs.append(FieldError.required(f"{here}.name"))
-            number = port.get("port", 0)
-            if not 1 <= number <= 65535:
-                errs.append(FieldError.invalid(f"{here}.port", number, podspec.PORT_RANGE))
-            protocol = port.get("protocol", "")
-            if protocol not in podspec.PROTOCOLS:
-                errs.append(FieldError.not_supported(f"{here}.protocol", protocol, podspec.PROTOCOLS))
+            errs.extend(_port_and_protocol(port, here))
     return errs
 
 
@@ -468,3 +459,15 @@ def services(service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE) -
     allocator. Every core gets its own."""
     allocator = Allocator(service_cluster_ip_range)
     return replace(SERVICES, admit=allocator.admit), allocator
+
+
+def _port_and_protocol(port: Obj, here: str) -> list[FieldError]:
+    """A port number in range and a supported protocol (Service and Endpoints ports alike)."""
+    errs: list[FieldError] = []
+    number = port.get("port", 0)
+    if not 1 <= number <= 65535:
+        errs.append(FieldError.invalid(f"{here}.port", number, podspec.PORT_RANGE))
+    protocol = port.get("protocol", "")
+    if protocol not in podspec.PROTOCOLS:
+        errs.append(FieldError.not_supported(f"{here}.protocol", protocol, podspec.PROTOCOLS))
+    return errs

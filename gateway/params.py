@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from capstan.api.meta.v1 import meta_pb2
 from gateway.client import CoreError, failure
+from server.fields.managers import manager_from_user_agent
 
 Query = Mapping[str, Sequence[str]]  # every value of every parameter, in order
 
@@ -85,12 +86,11 @@ def get_options(query: Query) -> meta_pb2.GetOptions:
 
 
 def field_manager(query: Query, user_agent: str) -> str:
-    """?fieldManager, else the User-Agent up to its first "/" (printable characters, at most 128), as
-    kube-apiserver names the manager of a write that names none."""
+    """?fieldManager, else the manager kube-apiserver derives from the User-Agent."""
     named = _one(query, "fieldManager")
     if named or "fieldManager" in query:
         return named
-    return "".join(c for c in user_agent.split("/", 1)[0] if c.isprintable())[:128]
+    return manager_from_user_agent(user_agent)
 
 
 def create_options(query: Query, user_agent: str) -> meta_pb2.CreateOptions:

@@ -17,7 +17,7 @@ from grpc_status import rpc_status
 from capstan.core.v1 import core_pb2, core_pb2_grpc
 from server import errors
 from server.core import Core
-from server.objects.options import manager_from_user_agent
+from server.fields.managers import manager_from_user_agent
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,14 @@ from server.fields.fieldset import FieldSet
 
 APPLY, UPDATE = "Apply", "Update"
 FIELDS_V1 = "FieldsV1"
+FIELD_MANAGER_MAX_LENGTH = 128
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """The field manager of a write that names none: the User-Agent up to its first "/", printable
+    characters only, at most 128 (kube-apiserver's prefixFromUserAgent). Used where a request arrives:
+    the gateway for REST, the gRPC service for gRPC."""
+    return "".join(c for c in user_agent.split("/", 1)[0] if c.isprintable())[:FIELD_MANAGER_MAX_LENGTH]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from capstan.api.meta.v1 import meta_pb2
 from server import errors
+from server.fields.managers import FIELD_MANAGER_MAX_LENGTH
 from server.validation.names import FieldError, join_errors
 
 DRY_RUN_VALUES = ("All",)
@@ -110,9 +111,6 @@ def resource_version(value: str) -> int:
     return int(value)
 
 
-FIELD_MANAGER_MAX_LENGTH = 128
-
-
 def field_manager(value: str, kind: str, *, apply: bool = False, force: bool | None = None) -> str:
     """ValidateFieldManager (and, for patches, ValidatePatchOptions): a printable name of at most
     128 characters, required for apply; `force` only with apply."""
@@ -128,9 +126,3 @@ def field_manager(value: str, kind: str, *, apply: bool = False, force: bool | N
     if errs:
         raise invalid_options(kind, errs)
     return value
-
-
-def manager_from_user_agent(user_agent: str) -> str:
-    """The field manager of a write that names none: the User-Agent up to its first "/", printable
-    characters only, at most 128 (kube-apiserver's prefixFromUserAgent)."""
-    return "".join(c for c in user_agent.split("/", 1)[0] if c.isprintable())[:FIELD_MANAGER_MAX_LENGTH]

@@ -34,6 +34,7 @@ from google.protobuf.descriptor import Descriptor
 
 from capstan.core.v1 import core_pb2
 from server import errors
+from server.controllers.tasks import cancel_all
 from server.core import Core
 from server.crd import definition, protos
 from server.crd.resource import Lifecycle, resources
@@ -82,12 +83,7 @@ class CrdController:
             self._run(listed.metadata.resourceVersion), name="capstan-crd-controller")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._cleanups.values(), *self._pending) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all((self._task, *self._cleanups.values(), *self._pending))
 
     async def _run(self, revision: str) -> None:
         while True:

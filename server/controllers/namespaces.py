@@ -16,6 +16,7 @@ import orjson
 
 from capstan.core.v1 import core_pb2
 from server import errors
+from server.controllers.tasks import cancel_all
 from server.core import Core
 from server.kinds import NAMESPACE_FINALIZER
 from server.objects.namespaces import is_terminating
@@ -37,12 +38,7 @@ class NamespaceController:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="capstan-namespace-controller")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._running.values()) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all((self._task, *self._running.values()))
 
     async def _run(self) -> None:
         while True:

@@ -11,7 +11,6 @@ from a watch (which starts with a list), Pods marked before a restart are delete
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 
@@ -21,6 +20,7 @@ from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2
 from server import errors
 from server.codec import gotime
+from server.controllers.tasks import cancel_all
 from server.core import Core
 
 log = logging.getLogger(__name__)
@@ -41,12 +41,7 @@ class PodTerminator:
     async def stop(self) -> None:
         for timer in self._timers.values():
             timer.cancel()
-        tasks = [t for t in (self._task, *self._deleting) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all((self._task, *self._deleting))
 
     async def _run(self) -> None:
         while True:

@@ -13,13 +13,13 @@ was deleted meanwhile), then a new watch. Workers start once the first list is i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from server import errors
 from server.controllers.gc.graph import Graph, Identity, Node, Work, node_of
 from server.controllers.gc.queue import WorkQueue
 from server.controllers.gc.work import Retry, Unresolvable, Worker
+from server.controllers.tasks import cancel_all
 from server.core import Core
 from server.objects import render
 from server.registry import Resource
@@ -52,12 +52,7 @@ class GarbageCollector:
         self._tasks.append(asyncio.get_running_loop().create_task(self._follow(), name="capstan-garbage-collector"))
 
     async def stop(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_all(list(self._tasks))
         self._queue.close()
 
     def idle(self) -> bool:

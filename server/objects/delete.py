@@ -70,21 +70,17 @@ async def delete_object(
         if graceful is _PENDING:  # rest.BeforeDelete's pendingGraceful: the object as it is, unchanged
             return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), accept))
         finalizers = gc_finalizers(resource, old, opts)
-        if isinstance(graceful, dict):
-            meta.meta(graceful)["finalizers"] = finalizers
+        marked: Obj | None = None
+        if isinstance(graceful, dict):  # the grace period starts: always a write
+            marked = graceful
+            meta.meta(marked)["finalizers"] = finalizers
             if not finalizers:
-                meta.meta(graceful).pop("finalizers", None)
-            value = render.to_value(resource, graceful)
-            if dry_run:
-                return core_pb2.DeleteResponse(object=render.raw_unstored(resource, graceful, accept))
-            result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
-            if result.outcome is Outcome.OK:
-                return core_pb2.DeleteResponse(object=render.raw(resource, value, str(result.revision), accept))
-            continue
-        if finalizers or held:
+                meta.meta(marked).pop("finalizers", None)
+        elif finalizers or held:
             marked = _mark(resource, old, finalizers)
+        if marked is not None:
             value = render.to_value(resource, marked)
-            if value == got.kv.value:  # already marked, nothing to change: no write, no event
+            if marked is not graceful and value == got.kv.value:  # already marked: no write, no event
                 return core_pb2.DeleteResponse(object=render.raw(resource, value, str(got.kv.mod_revision), accept))
             if dry_run:
                 return core_pb2.DeleteResponse(object=render.raw_unstored(resource, marked, accept))

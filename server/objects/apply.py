@@ -58,9 +58,7 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
             if conflicts:
                 raise _conflict(updater.Conflicts(conflicts)) from None
             new, owners = run(True)
-        new = dict(new)
-        new["metadata"] = dict(meta.meta(new))
-        managed.write(new, owners)
+        managed.write(new, owners)  # new is the schema's fresh normalization: changing it is safe
         if manager == lastapplied.KUBECTL:
             lastapplied.record(new, config)
         check_patched_name(new, req.path)

@@ -9,6 +9,7 @@ body's managedFields are never taken.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from server.fields import managers, updater
@@ -28,17 +29,17 @@ def shape(resource: Resource) -> Shape:
     return of_message(descriptor) if descriptor is not None else UNTYPED
 
 
-_ZEROS: dict[int, tuple[Schema, Obj]] = {}
+_ZEROS: weakref.WeakKeyDictionary[Schema, Obj] = weakref.WeakKeyDictionary()
 
 
 def zero(resource: Resource) -> Obj:
     """The kind's empty object as Go would print its zero value: what a create starts from.
     Shared: never change it."""
     schema = resource.schema
-    known = _ZEROS.get(id(schema))
-    if known is None or known[0] is not schema:
-        known = _ZEROS[id(schema)] = (schema, schema.from_proto(b"") if schema.proto_message else {})
-    return known[1]
+    known = _ZEROS.get(schema)
+    if known is None:
+        known = _ZEROS[schema] = schema.from_proto(b"") if schema.proto_message else {}
+    return known
 
 
 def ignored(resource: Resource, subresource: str, *objects: Any) -> FieldSet | None:

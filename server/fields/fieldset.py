@@ -54,10 +54,6 @@ class FieldSet:
             node = node.children.get(element) if node is not None else None
         return node is not None and bool(path) and path[-1] in node.members
 
-    def under(self, element: Element) -> FieldSet | None:
-        """The sub-tree of paths that start with element (without it), if any."""
-        return self.children.get(element)
-
     def paths(self, prefix: Path = ()) -> Iterator[Path]:
         """Every path in the set, sorted (a member before its children)."""
         for element in sorted(self.members | self.children.keys()):
@@ -70,9 +66,6 @@ class FieldSet:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FieldSet) and _pruned(self) == _pruned(other)
-
-    def __hash__(self) -> int:  # pragma: no cover - sets are not hashed
-        raise TypeError("FieldSet is unhashable")
 
     def __repr__(self) -> str:
         return f"FieldSet({[fp.to_string(p) for p in self.paths()]})"

@@ -285,4 +285,4 @@ def _equal(a: Any, b: Any) -> bool:
         return tb is dict and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if ta is list:
         return tb is list and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b) and (ta is not dict and tb is not dict and ta is not list and tb is not list)
+    return bool(a == b)  # scalars (a dict or list on one side only never equals one)

@@ -19,7 +19,7 @@ from typing import Any
 
 from server.fields import typed
 from server.fields.fieldset import FieldSet
-from server.fields.managers import APPLY, UPDATE, Managed, Owned, Owner
+from server.fields.managers import UPDATE, Managed, Owned, Owner
 from server.fields.path import Path
 from server.fields.shapes import Shape
 
@@ -165,6 +165,3 @@ def _cap(managed: Managed) -> Managed:
         del managed[owner]
         count -= 1
     return managed
-
-
-__all__ = ["APPLY", "UPDATE", "Conflicts", "apply", "update"]

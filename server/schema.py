@@ -10,12 +10,15 @@ from __future__ import annotations
 import functools
 from typing import cast
 
+import orjson
+from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
 from capstan.api.meta.v1 import meta_pb2
 from server.codec import transcode
 from server.codec.errors import DecodeError as TranscodeError
+from server.codec.wire import varint
 from server.crd import prune, values
 from server.crd.structural import Structural
 from server.fields import jsonshapes
@@ -23,6 +26,9 @@ from server.fields.shapes import Shape
 from server.patch.values import copy_json
 from server.registry import Obj
 from server.validation.names import FieldError
+
+
+OBJECT_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
 class SchemaError(Exception):
@@ -40,8 +46,22 @@ def proto_to_json(cls: type[Message], data: bytes) -> Obj:
 
 
 class ProtoSchema:
+    """A built-in kind's schema: its protobuf message.
+
+    A write types its body (normalize) and renders the result (to_proto) with only metadata changed in
+    between, most of the time: normalize remembers the protobuf of the fields after metadata under their
+    JSON, and to_proto encodes just the metadata when the rest is one it remembers (ObjectMeta is field 1,
+    so the message is its metadata followed by the rest).
+    """
+
     def __init__(self, message_class: type[Message]) -> None:
         self._cls = message_class
+        metadata = message_class.DESCRIPTOR.fields_by_number.get(1)
+        self._meta_cls: type[Message] | None = (
+            message_factory.GetMessageClass(metadata.message_type)
+            if metadata is not None and metadata.name == "metadata" and metadata.message_type is not None
+            and metadata.message_type.full_name == OBJECT_META else None)
+        self._rests = _Rests()
 
     @property
     def proto_message(self) -> str:
@@ -53,12 +73,27 @@ class ProtoSchema:
 
     def normalize(self, obj: Obj) -> tuple[Obj, list[str]]:
         message, unknown = self._decode(obj)
-        return transcode.encode(message), unknown
+        normalized = transcode.encode(message)
+        if self._meta_cls is not None:
+            message.ClearField("metadata")
+            self._rests.put(_rest_json(normalized), message.SerializeToString(deterministic=True))
+        return normalized, unknown
 
     def from_proto(self, data: bytes) -> Obj:
         return proto_to_json(self._cls, data)
 
     def to_proto(self, obj: Obj) -> bytes:
+        if self._meta_cls is not None:
+            rest = self._rests.get(_rest_json(obj))
+            if rest is not None:
+                try:
+                    metadata = transcode.decode(self._meta_cls, obj.get("metadata") or {}, path="metadata",
+                                                type_meta=False).message
+                except TranscodeError:
+                    pass  # the whole object's decoding words the error
+                else:
+                    head = metadata.SerializeToString(deterministic=True)
+                    return b"\x0a" + varint(len(head)) + head + rest
         message, _ = self._decode(obj)
         return message.SerializeToString(deterministic=True)
 
@@ -68,6 +103,30 @@ class ProtoSchema:
         except TranscodeError as err:
             raise SchemaError(str(err)) from None
         return result.message, list(result.unknown)
+
+
+def _rest_json(obj: Obj) -> bytes:
+    """The JSON of an object's fields after metadata (kind and apiVersion included when present)."""
+    return orjson.dumps({key: value for key, value in obj.items() if key != "metadata"})
+
+
+class _Rests:
+    """The protobuf of recently normalized objects' fields after metadata, by their JSON: equal JSON
+    decodes to equal messages, so a hit is exact. Bounded: it only bridges a write's normalize and
+    its to_proto, with a few hundred writes in flight at most."""
+
+    SIZE = 256
+
+    def __init__(self) -> None:
+        self._by_json: dict[bytes, bytes] = {}
+
+    def put(self, rest_json: bytes, rest: bytes) -> None:
+        self._by_json[rest_json] = rest
+        if len(self._by_json) > self.SIZE:
+            del self._by_json[next(iter(self._by_json))]
+
+    def get(self, rest_json: bytes) -> bytes | None:
+        return self._by_json.get(rest_json)
 
 
 class JsonSchema:

@@ -106,17 +106,21 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
     for owner, owned in sorted(managed.items(), key=_order):
         if owned.entry is not None:
             entries.append(owned.entry)
-            continue
-        entry: dict[str, Any] = {"manager": owner.manager, "operation": owner.operation,
-                                 "apiVersion": owned.api_version}
-        if owned.time is not None:
-            entry["time"] = owned.time
-        entry["fieldsType"] = FIELDS_V1
-        entry["fieldsV1"] = owned.fields.to_fields_v1()
-        if owner.subresource:
-            entry["subresource"] = owner.subresource
-        entries.append(entry)
+        else:
+            entries.append(entry(owner, owned.api_version, owned.time, owned.fields.to_fields_v1()))
     return entries
+
+
+def entry(owner: Owner, api_version: str, time: str | None, fields_v1: dict[str, Any]) -> dict[str, Any]:
+    """One managedFields entry, its keys in ManagedFieldsEntry's order."""
+    out: dict[str, Any] = {"manager": owner.manager, "operation": owner.operation, "apiVersion": api_version}
+    if time is not None:
+        out["time"] = time
+    out["fieldsType"] = FIELDS_V1
+    out["fieldsV1"] = fields_v1
+    if owner.subresource:
+        out["subresource"] = owner.subresource
+    return out
 
 
 def is_reset(entries: object) -> bool:

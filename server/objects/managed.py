@@ -12,7 +12,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from server.fields import managers, updater
+from server.fields import created, managers, updater
 from server.fields.fieldset import FieldSet
 from server.fields.managers import Managed, Owner
 from server.fields.shapes import UNTYPED, Shape, of_message
@@ -86,13 +86,20 @@ def track_update(resource: Resource, subresource: str, old: Obj | None, new: Obj
             managed = stored_managers(old)
     live = old if old is not None else zero(resource)
     owner = Owner.of(manager, managers.UPDATE, resource.api_version, subresource)
+    if old is None and not managed:  # a create: what updater.update answers, in one walk
+        fields = created.fields_v1(live, new, shape(resource), ignored(resource, subresource, live, new))
+        _write_entries(new, [managers.entry(owner, resource.api_version, meta.now(), fields)] if fields else [])
+        return
     result = updater.update(live, new, shape(resource), managed, owner, resource.api_version,
                             ignored(resource, subresource, live, new), meta.now())
     write(new, result)
 
 
 def write(obj: Obj, managed: Managed) -> None:
-    entries = managers.encode(managed)
+    _write_entries(obj, managers.encode(managed))
+
+
+def _write_entries(obj: Obj, entries: list[dict[str, Any]]) -> None:
     if entries:
         meta.meta(obj)["managedFields"] = entries
     else:

@@ -113,13 +113,14 @@ def _duplicates(data: bytes, obj: Obj) -> list[str]:
 
 def _count_keys(value: object) -> int:
     """Keys in every object nested in `value`."""
-    count = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is dict:
-            count += len(item)
-            stack.extend(v for v in item.values() if type(v) is dict or type(v) is list)
-        elif type(item) is list:
-            stack.extend(v for v in item if type(v) is dict or type(v) is list)
+    if type(value) is dict:
+        count = len(value)
+        items = value.values()
+    elif type(value) is list:
+        count, items = 0, value
+    else:
+        return 0
+    for item in items:
+        if type(item) is dict or type(item) is list:
+            count += _count_keys(item)
     return count

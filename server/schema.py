@@ -11,12 +11,11 @@ import functools
 from typing import cast
 
 import orjson
-from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
 from capstan.api.meta.v1 import meta_pb2
-from server.codec import transcode
+from server.codec import metabytes, transcode
 from server.codec.errors import DecodeError as TranscodeError
 from server.codec.wire import varint
 from server.crd import prune, values
@@ -27,8 +26,8 @@ from server.patch.values import copy_json
 from server.registry import Obj
 from server.validation.names import FieldError
 
-
 OBJECT_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+TYPE_META = ("kind", "apiVersion")
 
 
 class SchemaError(Exception):
@@ -50,17 +49,16 @@ class ProtoSchema:
 
     A write types its body (normalize) and renders the result (to_proto) with only metadata changed in
     between, most of the time: normalize remembers the protobuf of the fields after metadata under their
-    JSON, and to_proto encodes just the metadata when the rest is one it remembers (ObjectMeta is field 1,
-    so the message is its metadata followed by the rest).
+    JSON (when the body was already in its normal form, so the message it decoded is the one its JSON
+    stands for), and to_proto encodes just the metadata when the rest is one it remembers (ObjectMeta is
+    field 1, so the message is its metadata followed by the rest).
     """
 
     def __init__(self, message_class: type[Message]) -> None:
         self._cls = message_class
         metadata = message_class.DESCRIPTOR.fields_by_number.get(1)
-        self._meta_cls: type[Message] | None = (
-            message_factory.GetMessageClass(metadata.message_type)
-            if metadata is not None and metadata.name == "metadata" and metadata.message_type is not None
-            and metadata.message_type.full_name == OBJECT_META else None)
+        self._meta_first = (metadata is not None and metadata.name == "metadata"
+                            and metadata.message_type is not None and metadata.message_type.full_name == OBJECT_META)
         self._rests = _Rests()
 
     @property
@@ -74,25 +72,28 @@ class ProtoSchema:
     def normalize(self, obj: Obj) -> tuple[Obj, list[str]]:
         message, unknown = self._decode(obj)
         normalized = transcode.encode(message)
-        if self._meta_cls is not None:
-            message.ClearField("metadata")
-            self._rests.put(_rest_json(normalized), message.SerializeToString(deterministic=True))
+        if self._meta_first:
+            rest = _rest(normalized)
+            # The message is what normalized decodes to only when the body held the same values:
+            # a body may set zeros that print as nothing, or leave out structs that print as {}.
+            if rest == _rest(obj, TYPE_META):
+                message.ClearField("metadata")
+                self._rests.put(orjson.dumps(rest), message.SerializeToString(deterministic=True))
         return normalized, unknown
 
     def from_proto(self, data: bytes) -> Obj:
         return proto_to_json(self._cls, data)
 
     def to_proto(self, obj: Obj) -> bytes:
-        if self._meta_cls is not None:
-            rest = self._rests.get(_rest_json(obj))
-            if rest is not None:
+        if self._meta_first:
+            rest = self._rests.get(orjson.dumps(_rest(obj)))
+            metadata = obj.get("metadata")
+            if rest is not None and type(metadata) is dict:
                 try:
-                    metadata = transcode.decode(self._meta_cls, obj.get("metadata") or {}, path="metadata",
-                                                type_meta=False).message
+                    head = metabytes.encode(metadata)
                 except TranscodeError:
                     pass  # the whole object's decoding words the error
                 else:
-                    head = metadata.SerializeToString(deterministic=True)
                     return b"\x0a" + varint(len(head)) + head + rest
         message, _ = self._decode(obj)
         return message.SerializeToString(deterministic=True)
@@ -105,9 +106,9 @@ class ProtoSchema:
         return result.message, list(result.unknown)
 
 
-def _rest_json(obj: Obj) -> bytes:
-    """The JSON of an object's fields after metadata (kind and apiVersion included when present)."""
-    return orjson.dumps({key: value for key, value in obj.items() if key != "metadata"})
+def _rest(obj: Obj, skip: tuple[str, ...] = ()) -> Obj:
+    """An object's fields after metadata (and any in skip)."""
+    return {key: value for key, value in obj.items() if key != "metadata" and key not in skip}
 
 
 class _Rests:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -113,9 +114,9 @@ def _duplicates(data: bytes, obj: Obj) -> list[str]:
 
 def _count_keys(value: object) -> int:
     """Keys in every object nested in `value`."""
+    items: Iterable[object]
     if type(value) is dict:
-        count = len(value)
-        items = value.values()
+        count, items = len(value), value.values()
     elif type(value) is list:
         count, items = 0, value
     else:

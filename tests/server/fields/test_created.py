@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.app import BUILTIN, Registry
 from server.crd import structural
 from server.fields import created, managers, updater
 from server.fields.managers import Owner
+from server.kinds import BUILTIN
 from server.objects import managed
-from server.registry import Resource, Subresource
+from server.registry import Registry, Resource, Subresource
 from server.schema import JsonSchema
 
 REGISTRY = Registry(BUILTIN)
@@ -21,7 +21,8 @@ OWNER = Owner.of("kubectl-create", managers.UPDATE, "v1", "")
 META = {"name": "x", "namespace": "default", "uid": "u", "creationTimestamp": None, "generation": 3,
         "labels": {"app": "web", "tier": ""}, "annotations": {"a/b": "c"}, "finalizers": ["f/one", "f/two"],
         "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "ou"}]}
-CONTAINER = {"name": "web", "image": "nginx", "ports": [{"containerPort": 80}, {"containerPort": 53, "protocol": "UDP"}],
+CONTAINER = {"name": "web", "image": "nginx",
+             "ports": [{"containerPort": 80}, {"containerPort": 53, "protocol": "UDP"}],
              "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "dup"}], "args": ["a", "b", "a"],
              "resources": {"limits": {"cpu": "1"}}}
 POD_SPEC = {"containers": [CONTAINER, {"name": "side", "image": "busybox"}], "restartPolicy": "Always",
@@ -77,10 +78,11 @@ def test_matches_the_general_update(group: str, name: str, obj: dict[str, Any]) 
     assert list(fast(res, obj)) == list(expected)  # FieldsV1 keys in the same order
 
 
+GADGET_STATUS = Subresource("status", "Gadget", ("get", "patch", "update"), ("status",))
 UNTYPED = Resource(group="example.com", version="v1", resource="widgets", kind="Widget", singular="widget",
                    namespaced=True, schema=JsonSchema(None))
 STRUCTURAL = Resource(group="example.com", version="v1", resource="gadgets", kind="Gadget", singular="gadget",
-                      namespaced=True, subresources=(Subresource("status", "Gadget", ("get", "patch", "update"), ("status",)),), schema=JsonSchema(structural.parse({
+                      namespaced=True, subresources=(GADGET_STATUS,), schema=JsonSchema(structural.parse({
                           "type": "object", "properties": {
                               "spec": {"type": "object", "properties": {
                                   "items": {"type": "array", "x-kubernetes-list-type": "map",

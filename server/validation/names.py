@@ -449,6 +449,8 @@ def validate_object_meta(
             )
     elif namespace:
         errs.append(FieldError.forbidden(f"{path}.namespace", "not allowed on this type"))
-    errs.extend(validate_labels(labels or {}, f"{path}.labels"))
-    errs.extend(validate_annotations(annotations or {}, f"{path}.annotations"))
+    if labels:
+        errs.extend(validate_labels(labels, f"{path}.labels"))
+    if annotations:
+        errs.extend(validate_annotations(annotations, f"{path}.annotations"))
     return errs

@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import message_factory
+from google.protobuf.message import DecodeError, Message
 from grpc_status import rpc_status
 
 from capstan.core.v1 import core_pb2, core_pb2_grpc
@@ -118,10 +120,52 @@ async def _abort(context: Ctx, err: errors.ApiError) -> None:
 
 
 def register(core: Core) -> Callable[[grpc.aio.Server], list[str]]:
-    """A registrar for server.grpc_server.start_grpc."""
+    """A registrar for server.grpc_server.start_grpc.
+
+    The handlers take and give bytes, parsing and serializing the messages themselves: grpc.aio's own
+    (de)serializer hooks cost ~15-20 µs more a call. On the wire it is the same service.
+    """
 
     def add(server: grpc.aio.Server) -> list[str]:
-        core_pb2_grpc.add_CoreServiceServicer_to_server(CoreService(core), server)  # type: ignore[no-untyped-call]
-        return [core_pb2.DESCRIPTOR.services_by_name["CoreService"].full_name]
+        servicer = CoreService(core)
+        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+        for method in SERVICE.methods:
+            request_class = message_factory.GetMessageClass(method.input_type)
+            call = getattr(servicer, method.name)
+            if method.server_streaming:
+                handlers[method.name] = grpc.unary_stream_rpc_method_handler(_bytes_stream(call, request_class))
+            else:
+                handlers[method.name] = grpc.unary_unary_rpc_method_handler(_bytes_unary(call, request_class))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
+        server.add_registered_method_handlers(SERVICE.full_name, handlers)
+        return [SERVICE.full_name]
 
     return add
+
+
+SERVICE = core_pb2.DESCRIPTOR.services_by_name["CoreService"]
+Handler = Callable[[Any, Ctx], Any]
+
+
+def _bytes_unary(call: Handler, request_class: type[Message]) -> Callable[[bytes, Ctx], Awaitable[bytes]]:
+    async def handle(data: bytes, context: Ctx) -> bytes:
+        response: Message = await call(await _parse(request_class, data, context), context)
+        return response.SerializeToString()
+
+    return handle
+
+
+def _bytes_stream(call: Handler, request_class: type[Message]) -> Callable[[bytes, Ctx], AsyncIterator[bytes]]:
+    async def handle(data: bytes, context: Ctx) -> AsyncIterator[bytes]:
+        async for response in call(await _parse(request_class, data, context), context):
+            yield response.SerializeToString()
+
+    return handle
+
+
+async def _parse(request_class: type[Message], data: bytes, context: Ctx) -> Any:
+    """The request message; a body that is not one is a 400 Status (INVALID_ARGUMENT)."""
+    try:
+        return request_class.FromString(data)
+    except DecodeError as err:
+        await _abort(context, errors.bad_request(f"the request is not a {request_class.DESCRIPTOR.full_name}: {err}"))

@@ -14,7 +14,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from capstan.core.v1 import core_pb2
 from server.app import RunningCore
-from tests.server.core.client import Client, path, refused
+from tests.server.core.client import Client, path, refused, status_of
 
 CM = path("configmaps", "default")
 A = path("configmaps", "default", "a")
@@ -93,6 +93,21 @@ async def test_each_status_maps_to_one_grpc_code_and_travels_whole(
     assert failed.status["status"] == "Failure"
     assert failed.status["message"]
     assert failed.grpc_message == failed.status["message"]
+
+
+@pytest.mark.parametrize("method", ["Get", "Create", "Watch"])
+async def test_bytes_that_are_no_request_get_a_400_status(running: RunningCore, method: str) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
+        target = f"/capstan.core.v1.CoreService/{method}"
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            if method == "Watch":
+                await channel.unary_stream(target)(b"\xff\xff\xff", timeout=5).read()
+            else:
+                await channel.unary_unary(target)(b"\xff\xff\xff", timeout=5)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    status = status_of(caught.value)
+    assert (status["code"], status["reason"]) == (400, "BadRequest")
+    assert status["message"].startswith(f"the request is not a capstan.core.v1.{method}Request: ")
 
 
 # ---------------------------------------------------------------- reflection, health, discovery

@@ -99,11 +99,13 @@ async def test_each_status_maps_to_one_grpc_code_and_travels_whole(
 async def test_bytes_that_are_no_request_get_a_400_status(running: RunningCore, method: str) -> None:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
         target = f"/capstan.core.v1.CoreService/{method}"
+        stream: grpc.aio.UnaryStreamMultiCallable[bytes, bytes] = channel.unary_stream(target)
+        unary: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(target)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             if method == "Watch":
-                await channel.unary_stream(target)(b"\xff\xff\xff", timeout=5).read()
+                await stream(b"\xff\xff\xff", timeout=5).read()
             else:
-                await channel.unary_unary(target)(b"\xff\xff\xff", timeout=5)
+                await unary(b"\xff\xff\xff", timeout=5)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     status = status_of(caught.value)
     assert (status["code"], status["reason"]) == (400, "BadRequest")

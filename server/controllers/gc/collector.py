@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
-from server import errors
+from server import errors, stored
 from server.controllers.gc.graph import Graph, Identity, Node, Work, node_of
 from server.controllers.gc.queue import WorkQueue
 from server.controllers.gc.work import Retry, Unresolvable, Worker
@@ -34,6 +35,13 @@ RELIST_DELAY = 0.1  # seconds before listing again after a failed list or watch
 # Answers a retry would only repeat (a refused delete, a resource no longer served): the item is dropped
 # after a warning. Anything else (conflicts, timeouts, unavailability) is retried with backoff.
 PERMANENT = frozenset({400, 403, 404, 405, 422})
+# Most objects name no owner and are not being deleted: their node is their uid and name alone, read
+# from the start of their stored JSON when it is metadata's plain (unescaped) name, generateName,
+# namespace and uid, in the order server/stored.py keeps (anything else is parsed). The two keys'
+# bytes can appear unescaped only as keys, so their absence means no owners and no deletion.
+_PLAIN_START = re.compile(
+    rb'\{"metadata":\{"name":"([^"\\]*)"(?:,"generateName":"[^"\\]*")?(?:,"namespace":"([^"\\]*)")?'
+    rb',"uid":"([^"\\]*)"')
 
 
 class GarbageCollector:
@@ -119,6 +127,12 @@ class GarbageCollector:
         resource = self._resources.get(prefix) or self._resource(prefix)
         if resource is None:
             return None
+        json = stored.json_of(kv.value)
+        plain = _PLAIN_START.match(json)
+        if plain is not None and b'"ownerReferences":' not in json and b'"deletionTimestamp":' not in json:
+            name, namespace, uid = (group.decode() if group else "" for group in plain.groups())
+            return Node(Identity(uid, resource.group, resource.version, resource.resource, resource.kind, namespace,
+                                 name), (), False, False, False)
         obj = render.load(kv.value)
         m = obj.get("metadata") or {}
         identity = Identity(str(m.get("uid", "")), resource.group, resource.version, resource.resource,

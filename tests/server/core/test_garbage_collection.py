@@ -15,6 +15,10 @@ from typing import Any
 import pytest
 
 from capstan.core.v1 import core_pb2
+from server.app import RunningCore
+from server.controllers.gc.graph import Identity, node_of
+from server.objects import render
+from storage import KeyValue
 from tests.server.core import kube
 from tests.server.core.client import Client, Failed, Obj, path, refused
 
@@ -428,3 +432,26 @@ async def test_orphan_dependents_and_a_propagation_policy_together_are_invalid(c
                                          propagationPolicy="Foreground"))
     assert failed.status == kube.invalid_options("DeleteOptions", [kube.field_invalid(
         "propagationPolicy", "Foreground", "orphanDependents and deletionPropagation cannot be both set")])
+
+
+# ---------------------------------------------------------------- the graph's nodes, read fast or parsed
+
+OWNER_REF = {"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "o-1", "blockOwnerDeletion": True}
+
+
+@pytest.mark.parametrize(("metadata", "data"), [
+    ({"name": "a", "namespace": "default", "uid": "u-1"}, {"uid": "not-this"}),
+    ({"name": "a", "generateName": "a", "namespace": "default", "uid": "u-2", "labels": {"x": "y"}}, {}),
+    ({"name": "a", "namespace": "default", "uid": "u-3", "ownerReferences": [OWNER_REF]}, {}),
+    ({"name": "a", "namespace": "default", "uid": "u-4", "deletionTimestamp": "2026-01-01T00:00:00Z",
+      "finalizers": ["foregroundDeletion"]}, {}),
+    ({"name": "a", "namespace": "default", "uid": "u-5", "annotations": {"n": '"ownerReferences": [1]'}}, {}),
+    ({"name": "a", "namespace": "default", "uid": "u-6"}, {"ownerReferences": "a key elsewhere: parsed"}),
+])
+def test_a_node_read_from_the_start_of_the_json_is_the_parsed_one(running: RunningCore, metadata: Obj,
+                                                                   data: Obj) -> None:
+    resource = running.core.registry.by_group_resource("", "configmaps")[0]
+    obj = {"metadata": metadata, "data": data}
+    kv = KeyValue(resource.key("default", "a"), render.to_value(resource, obj), 2, 2, 1)
+    identity = Identity(metadata["uid"], "", "v1", "configmaps", "ConfigMap", "default", "a")
+    assert running.garbage_collector._node(kv) == node_of(identity, obj)

@@ -73,15 +73,23 @@ class FieldSet:
     # --- algebra ----------------------------------------------------------------------------
 
     def union(self, other: FieldSet) -> FieldSet:
+        """self itself when other adds nothing (an update that changes fields its manager owns already)."""
         if other.empty():
             return self
         if self.empty():
             return other
-        children = dict(self.children)
+        children: dict[Element, FieldSet] | None = None
         for element, theirs in other.children.items():
-            mine = children.get(element)
-            children[element] = theirs if mine is None else mine.union(theirs)
-        return FieldSet(self.members | other.members, children)
+            mine = self.children.get(element)
+            merged = theirs if mine is None else mine.union(theirs)
+            if merged is not mine:
+                if children is None:
+                    children = dict(self.children)
+                children[element] = merged
+        members = self.members | other.members
+        if children is None and len(members) == len(self.members):
+            return self
+        return FieldSet(members, children if children is not None else self.children)
 
     def difference(self, other: FieldSet) -> FieldSet:
         """Paths in self and not in other (other's members do not take self's children with them)."""

@@ -50,12 +50,19 @@ class Owner:
 
 @dataclass(frozen=True, slots=True)
 class Owned:
-    """entry: the managedFields entry this was read from, written back as it was while unchanged."""
+    """entry: the managedFields entry this was read from, written back as it was while unchanged.
+    fields_v1: the FieldsV1 `fields` was read from, written again while the fields are the same."""
 
     fields: FieldSet
     api_version: str
     time: str | None = None
     entry: dict[str, Any] | None = field(default=None, compare=False)
+    fields_v1: dict[str, Any] | None = field(default=None, compare=False)
+
+    def retimed(self, fields: FieldSet, api_version: str, time: str) -> Owned:
+        """These fields' owner after a change at `time`: the FieldsV1 read is kept when the fields are."""
+        same = fields is self.fields and self.entry is not None
+        return Owned(fields, api_version, time, fields_v1=self.entry.get("fieldsV1") if same and self.entry else None)
 
 
 Managed = dict[Owner, Owned]
@@ -107,7 +114,8 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         if owned.entry is not None:
             entries.append(owned.entry)
         else:
-            entries.append(entry(owner, owned.api_version, owned.time, owned.fields.to_fields_v1()))
+            fields_v1 = owned.fields_v1 if owned.fields_v1 is not None else owned.fields.to_fields_v1()
+            entries.append(entry(owner, owned.api_version, owned.time, fields_v1))
     return entries
 
 

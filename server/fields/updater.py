@@ -53,15 +53,26 @@ class Conflicts(Exception):
 def update(live: Any, new: Any, shape: Shape, managed: Managed, owner: Owner, api_version: str,
            ignored: FieldSet | None, now: str) -> Managed:
     comparison = _compare(live, new, shape, ignored)
-    managed = _take(managed, None, comparison)
+    # Others lose what the write touched; the writer loses only what it removed (what it added or
+    # changed is its own again below), so an unchanged entry keeps its FieldsV1.
+    managed = _take(managed, owner, comparison)
+    mine = managed.get(owner)
+    if mine is not None and not mine.fields.intersection(comparison.removed).empty():
+        rest = mine.fields.difference(comparison.removed)
+        if rest.empty():
+            del managed[owner]
+        else:
+            managed[owner] = Owned(rest, mine.api_version, mine.time)
     changed = comparison.modified.union(comparison.added)
     if ignored is not None:
         changed = changed.recursive_difference(ignored)
     changed = changed.difference(STRIPPED)
     if not changed.empty():
         previous = managed.get(owner)
-        fields = changed if previous is None else previous.fields.union(changed)
-        managed[owner] = Owned(fields, api_version, now)
+        if previous is None:
+            managed[owner] = Owned(changed, api_version, now)
+        else:
+            managed[owner] = previous.retimed(previous.fields.union(changed), api_version, now)
     return _cap(managed)
 
 

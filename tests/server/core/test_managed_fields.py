@@ -244,3 +244,16 @@ async def test_status_patches_and_applies_own_status_through_the_subresource(cli
     owners_by_name = {e["manager"]: e for e in applied["metadata"]["managedFields"]}
     assert owners_by_name["status-applier"]["operation"] == "Apply"
     assert owners_by_name["status-applier"]["subresource"] == "status"
+
+
+async def test_an_update_of_owned_fields_keeps_the_entry_and_moves_its_time(client: Client) -> None:
+    created = await client.create(CM, {"metadata": {"name": "kept"}, "data": {"a": "1", "b": "2"}},
+                                  fieldManager="writer")
+    created["metadata"]["managedFields"][0]["time"] = "2020-01-01T00:00:00Z"  # an older write, as clients may send
+    aged, _ = await client.update(path("configmaps", "default", "kept"), created, fieldManager="writer")
+    assert [e["time"] for e in aged["metadata"]["managedFields"]] == ["2020-01-01T00:00:00Z"]
+    changed = {**aged, "data": {"a": "changed", "b": "2"}}
+    updated, _ = await client.update(path("configmaps", "default", "kept"), changed, fieldManager="writer")
+    (entry,) = updated["metadata"]["managedFields"]
+    assert entry["fieldsV1"] == {"f:data": {".": {}, "f:a": {}, "f:b": {}}}
+    assert entry["time"] != "2020-01-01T00:00:00Z"

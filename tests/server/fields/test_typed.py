@@ -76,6 +76,19 @@ def test_set_algebra(op: str, a: tuple[str, ...], b: tuple[str, ...], expected: 
     assert getattr(set_of(*a), op)(set_of(*b)) == set_of(*expected)
 
 
+@pytest.mark.parametrize(("a", "b", "same"), [
+    (("x.a", "x.b", "y"), ("x.a",), True),
+    (("x.a", "x.b", "y"), ("y", "x.b"), True),
+    (("x.a",), ("x.a", "x.b"), False),
+    (("x.a",), ("z",), False),
+])
+def test_a_union_adding_nothing_is_the_set_itself(a: tuple[str, ...], b: tuple[str, ...], same: bool) -> None:
+    mine = set_of(*a)
+    union = mine.union(set_of(*b))
+    assert (union is mine) is same
+    assert union == set_of(*a, *b)
+
+
 @pytest.mark.parametrize(("old", "new", "added", "modified", "removed"), [
     pytest.param({"data": {"a": "1"}}, {"data": {"a": "2"}}, {}, {"f:data": {"f:a": {}}}, {}, id="modified leaf"),
     pytest.param({}, {"data": {"a": "1"}}, {"f:data": {".": {}, "f:a": {}}}, {}, {}, id="added with its children"),

@@ -65,13 +65,14 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
         return new
 
     got = await store_call(ctx.store.get(resource.key(req.path.namespace, req.path.name)))
-    zero = copy.deepcopy(managed.zero(resource))
     if got.kv is None and not req.path.subresource:
+        zero = copy.deepcopy(managed.zero(resource))  # the new object starts as it, and creating changes it
         created = await create.create_object(
             ctx, resource, merged(zero, zero), req.path.namespace, manager=None, dry_run=dry_run,
             accept=req.accept, warnings=warnings)
         return core_pb2.PatchResponse(object=created.object, warnings=created.warnings, created=True)
-    updated = await guaranteed_update(ctx, resource, req.path, lambda live: (merged(live, zero), warnings),
+    shared_zero = managed.zero(resource)  # only read when an object exists: what it held before anyone applied
+    updated = await guaranteed_update(ctx, resource, req.path, lambda live: (merged(live, shared_zero), warnings),
                                       dry_run=dry_run, accept=req.accept, manager=None)
     return core_pb2.PatchResponse(object=updated.object, warnings=updated.warnings)
 

@@ -42,9 +42,17 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
                 options={"dryRun": req.options.dryRun, "fieldValidation": req.options.fieldValidation,
                          "fieldManager": manager}))
             return core_pb2.UpdateResponse(object=created.object, warnings=created.warnings, created=True)
-    return await guaranteed_update(
-        ctx, resource, req.path, lambda current: (copy_json(obj), warnings), dry_run=dry_run, accept=req.accept,
-        manager=manager)
+    decoded = [obj]  # the first round writes the decoded body itself; a retry (a lost race) decodes it again
+
+    def produce(current: Obj) -> tuple[Obj, list[str]]:
+        if decoded:
+            return decoded.pop(), warnings
+        again, _ = body.decode(resource, req.object, mode)
+        check_name(again, req.path.name, req.path.namespace)
+        return again, warnings
+
+    return await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=req.accept,
+                                   manager=manager)
 
 
 # Given the stored object (with its kind, apiVersion and resourceVersion, as a client sees it), the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from capstan.core.v1 import core_pb2
 from tests.server.core import kube
 from tests.server.core.client import Client, Obj, path, raw, refused
 
@@ -64,6 +66,22 @@ async def test_no_resource_version_is_an_unconditional_update(client: Client) ->
     await client.update(A, {"metadata": {"name": "a"}, "data": {"k": "2"}})
     updated, _ = await client.update(A, {"metadata": {"name": "a"}, "data": {"k": "3"}})
     assert updated["data"] == {"k": "3"}
+
+
+async def test_unconditional_updates_that_lose_races_are_retried_with_their_own_body(client: Client) -> None:
+    await create_a(client, data={"k": "0"})
+    core = client.running.core
+    bodies = [{"metadata": {"name": "a"}, "data": {"k": str(i), f"only-{i}": "x"}} for i in range(12)]
+    requests = [core_pb2.UpdateRequest(path=A, object=raw(b), options={"fieldManager": f"m{i}"})
+                for i, b in enumerate(bodies)]
+    answers = await asyncio.gather(*(core.update(r) for r in requests))  # one batch: most lose the compare
+    written = [orjson.loads(a.object.data) for a in answers]
+    for i, (sent, got) in enumerate(zip(bodies, written, strict=True)):
+        assert got["data"] == sent["data"]  # each round wrote its own body, not another round's leftovers
+        mine = [e for e in got["metadata"]["managedFields"] if e["manager"] == f"m{i}"]
+        assert [e["fieldsV1"]["f:data"].get(f"f:only-{i}") for e in mine] == [{}]
+    assert len({w["metadata"]["resourceVersion"] for w in written}) == len(bodies)
+    assert (await client.get(A))["data"] in [b["data"] for b in bodies]
 
 
 async def test_update_of_a_missing_object_is_not_found(client: Client) -> None:

@@ -249,14 +249,21 @@ def _validate_volumes(volumes: list[Obj], path: str, errs: list[FieldError]) -> 
         if not name:
             errs.append(FieldError.required(f"{here}.name"))
         else:
-            errs.extend(FieldError.invalid(f"{here}.name", name, m) for m in names.is_dns1123_label(name))
-            if name in found:
-                errs.append(FieldError.duplicate(f"{here}.name", name))
-            found.add(name)
+            errs.extend(unique_label(name, f"{here}.name", found))
         sources = [source for source in VOLUME_SOURCES if source in volume]
         if len(sources) > 1:
             errs.append(FieldError.forbidden(f"{here}.{sources[1]}", "may not specify more than 1 volume type"))
     return found
+
+
+def unique_label(name: str, path: str, seen: set[str]) -> list[FieldError]:
+    """A name that must be a DNS label and unique among `seen`, which it joins (volume, container and
+    Service port names)."""
+    errs = [FieldError.invalid(path, name, m) for m in names.is_dns1123_label(name)]
+    if name in seen:
+        errs.append(FieldError.duplicate(path, name))
+    seen.add(name)
+    return errs
 
 
 def _validate_container(container: Obj, path: str, volumes: set[str], seen: set[str],
@@ -265,10 +272,7 @@ def _validate_container(container: Obj, path: str, volumes: set[str], seen: set[
     if not name:
         errs.append(FieldError.required(f"{path}.name"))
     else:
-        errs.extend(FieldError.invalid(f"{path}.name", name, m) for m in names.is_dns1123_label(name))
-        if name in seen:
-            errs.append(FieldError.duplicate(f"{path}.name", name))
-        seen.add(name)
+        errs.extend(unique_label(name, f"{path}.name", seen))
     if not container.get("image"):
         errs.append(FieldError.required(f"{path}.image"))
     for probe in PROBES:

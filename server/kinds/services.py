@@ -150,10 +150,7 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
         if len(ports) > 1 and not name:
             errs.append(FieldError.required(f"{here}.name"))
         elif name:
-            errs.extend(FieldError.invalid(f"{here}.name", name, m) for m in names.is_dns1123_label(name))
-            if name in seen_names:
-                errs.append(FieldError.duplicate(f"{here}.name", name))
-            seen_names.add(name)
+            errs.extend(podspec.unique_label(name, f"{here}.name", seen_names))
         errs.extend(_port_and_protocol(port, here))
         number, protocol = port.get("port", 0), port.get("protocol", "")
         target = port.get("targetPort")

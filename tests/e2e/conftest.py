@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import pytest
+from kubernetes import client, config
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"capstan serving: HTTP (http://\S+) gRPC (\S+)")
@@ -344,3 +345,32 @@ def editor(directory: Path, script: str) -> dict[str, str]:
 def kubectl(capstan: Capstan, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
     # A private discovery cache: nothing read from ~/.kube, nothing left in it.
     return Kubectl(capstan.kubeconfig, tmp_path_factory.mktemp("kube-cache"))
+
+
+# -- the official Python client ------------------------------------------------------------------
+
+REQUEST_TIMEOUT = 15.0  # seconds, for every request the client makes (a watch: between two reads)
+
+
+def bounded(api_client: client.ApiClient, seconds: float = REQUEST_TIMEOUT) -> client.ApiClient:
+    """Give every request of `api_client` a timeout unless it sets its own (the client's default is none)."""
+    rest = api_client.rest_client
+    request: Any = rest.request
+
+    def with_timeout(*args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        return request(*args, _request_timeout=_request_timeout or seconds, **kwargs)
+
+    setattr(rest, "request", with_timeout)  # noqa: B010 (mypy refuses assigning to a method)
+    return api_client
+
+
+@pytest.fixture(scope="module")
+def api(capstan: Capstan) -> Iterator[client.ApiClient]:
+    api_client = config.new_client_from_config(config_file=str(capstan.kubeconfig))  # type: ignore[no-untyped-call]
+    yield bounded(api_client)
+    api_client.close()
+
+
+@pytest.fixture
+def core(api: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api)

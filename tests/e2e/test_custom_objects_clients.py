@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from lightkube import Client as LightClient
@@ -43,13 +43,6 @@ def crd(group: str, plural: str = "gizmos", kind: str = "Gizmo") -> Obj:
                                    "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
                                }}}}]},
     }
-
-
-@pytest.fixture(scope="module")
-def api(capstan: Capstan) -> Iterator[client.ApiClient]:
-    api_client = config.new_client_from_config(config_file=str(capstan.kubeconfig))  # type: ignore[no-untyped-call]
-    yield api_client
-    api_client.close()
 
 
 @pytest.fixture

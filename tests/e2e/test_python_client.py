@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import pytest
 from aiohttp import web
-from kubernetes import client, config, watch
+from kubernetes import client, watch
 from kubernetes.client import ApiException, V1ConfigMap, V1ListMeta, V1Namespace, V1ObjectMeta, V1Secret
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
@@ -29,39 +29,14 @@ from gateway.app import build_app, start_http
 from server.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
-from tests.e2e.conftest import Capstan, Obj, dns_label
+from tests.e2e.conftest import Obj, bounded, dns_label
 
-REQUEST_TIMEOUT = 15.0  # seconds, for every request the client makes (a watch: between two reads)
 RFC1123 = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
            "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
 MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
 
 T = TypeVar("T")
-
-
-def bounded(api_client: client.ApiClient, seconds: float = REQUEST_TIMEOUT) -> client.ApiClient:
-    """Give every request of `api_client` a timeout unless it sets its own (the client's default is none)."""
-    rest = api_client.rest_client
-    request: Any = rest.request
-
-    def with_timeout(*args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
-        return request(*args, _request_timeout=_request_timeout or seconds, **kwargs)
-
-    setattr(rest, "request", with_timeout)  # noqa: B010 (mypy refuses assigning to a method)
-    return api_client
-
-
-@pytest.fixture(scope="module")
-def api(capstan: Capstan) -> Iterator[client.ApiClient]:
-    api_client = config.new_client_from_config(config_file=str(capstan.kubeconfig))  # type: ignore[no-untyped-call]
-    yield bounded(api_client)
-    api_client.close()
-
-
-@pytest.fixture
-def core(api: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(api)
 
 
 def meta(obj: Any) -> V1ObjectMeta:

@@ -11,18 +11,17 @@ the manager kube-apiserver derives from the User-Agent ("OpenAPI-Generator/<vers
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client import ApiException, V1ConfigMap, V1ObjectMeta
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ConflictError
 
 from tests.e2e.conftest import Capstan, Obj, managers, stable
-from tests.e2e.test_python_client import bounded
 
 MERGE = "application/merge-patch+json"
 APPLY = "application/apply-patch+yaml"
@@ -31,18 +30,6 @@ SEED: Obj = {"metadata": {"name": "p", "labels": {"app": "web"}, "finalizers": [
              "data": {"a": "1", "b": "2"}}
 SEED_FIELDS = {"f:data": {".": {}, "f:a": {}, "f:b": {}},
                "f:metadata": {"f:finalizers": {".": {}, 'v:"example.com/a"': {}}, "f:labels": {".": {}, "f:app": {}}}}
-
-
-@pytest.fixture(scope="module")
-def api(capstan: Capstan) -> Iterator[client.ApiClient]:
-    api_client = config.new_client_from_config(config_file=str(capstan.kubeconfig))  # type: ignore[no-untyped-call]
-    yield bounded(api_client)
-    api_client.close()
-
-
-@pytest.fixture
-def core(api: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(api)
 
 
 @pytest.fixture(scope="module")

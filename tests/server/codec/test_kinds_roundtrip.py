@@ -20,22 +20,10 @@ from capstan.api.coordination.v1 import coordination_pb2 as coordination
 from capstan.api.core.v1 import core_pb2 as core
 from capstan.api.events.v1 import events_pb2 as events
 from capstan.api.rbac.v1 import rbac_pb2 as rbac
-from server.codec import decode, encode
+from tests.server.codec.test_transcode import body, roundtrip
 
 T = "2024-05-01T10:00:00Z"
 T2 = "2024-05-01T10:05:00Z"
-
-
-def body(obj: dict[str, Any]) -> dict[str, Any]:
-    """obj without its TypeMeta: what encode() prints for the message alone."""
-    return {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
-
-
-def roundtrip(cls: type[Message], obj: dict[str, Any]) -> dict[str, Any]:
-    """JSON -> message -> protobuf bytes -> message -> JSON, as a stored revision goes."""
-    result = decode(cls, obj)
-    assert result.unknown == []
-    return encode(cls.FromString(result.message.SerializeToString()))
 
 
 def meta(name: str, namespace: str | None = "default", **extra: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
 from capstan.api.meta.v1 import meta_pb2
+from server.bounded import Bounded
 from server.codec import metabytes, transcode
 from server.codec.errors import DecodeError as TranscodeError
 from server.codec.wire import varint
@@ -59,7 +60,10 @@ class ProtoSchema:
         metadata = message_class.DESCRIPTOR.fields_by_number.get(1)
         self._meta_first = (metadata is not None and metadata.name == "metadata"
                             and metadata.message_type is not None and metadata.message_type.full_name == OBJECT_META)
-        self._rests = _Rests()
+        # The protobuf of recently normalized bodies' fields after metadata, by their JSON: equal JSON decodes
+        # to equal messages, so a hit is exact. It only bridges a write's normalize and its to_proto, with a
+        # few hundred writes in flight at most.
+        self._rests: Bounded[bytes, bytes] = Bounded(256)
 
     @property
     def proto_message(self) -> str:
@@ -109,25 +113,6 @@ class ProtoSchema:
 def _rest(obj: Obj, skip: tuple[str, ...] = ()) -> Obj:
     """An object's fields after metadata (and any in skip)."""
     return {key: value for key, value in obj.items() if key != "metadata" and key not in skip}
-
-
-class _Rests:
-    """The protobuf of recently normalized objects' fields after metadata, by their JSON: equal JSON
-    decodes to equal messages, so a hit is exact. Bounded: it only bridges a write's normalize and
-    its to_proto, with a few hundred writes in flight at most."""
-
-    SIZE = 256
-
-    def __init__(self) -> None:
-        self._by_json: dict[bytes, bytes] = {}
-
-    def put(self, rest_json: bytes, rest: bytes) -> None:
-        self._by_json[rest_json] = rest
-        if len(self._by_json) > self.SIZE:
-            del self._by_json[next(iter(self._by_json))]
-
-    def get(self, rest_json: bytes) -> bytes | None:
-        return self._by_json.get(rest_json)
 
 
 class JsonSchema:

@@ -13,13 +13,13 @@ from typing import Any
 import orjson
 
 from capstan.api.meta.v1 import meta_pb2
+from server.bounded import Bounded
 from server.codec import transcode
 from server.codec.wire import LEN, varint
 
 MANAGED_FIELDS = meta_pb2.ObjectMeta.DESCRIPTOR.fields_by_name["managedFields"].number
 _ENTRY_TAG = varint(MANAGED_FIELDS << 3 | LEN)
-_ENTRIES: dict[bytes, bytes] = {}
-_ENTRIES_LIMIT = 4096
+_ENTRIES: Bounded[bytes, bytes] = Bounded(4096)
 
 
 def encode(metadata: dict[str, Any]) -> bytes:
@@ -45,7 +45,5 @@ def _entry(entry: dict[str, Any], index: int) -> bytes:
                                    type_meta=False).message
         data = message.SerializeToString(deterministic=True)
         field = _ENTRY_TAG + varint(len(data)) + data
-        if len(_ENTRIES) >= _ENTRIES_LIMIT:
-            _ENTRIES.clear()
-        _ENTRIES[text] = field
+        _ENTRIES.put(text, field)
     return field

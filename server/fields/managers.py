@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from server.bounded import Bounded
 from server.fields.fieldset import FieldSet
 
 APPLY, UPDATE = "Apply", "Update"
@@ -98,14 +99,12 @@ def _fields(data: object) -> FieldSet:
     text = orjson.dumps(data)
     fields = _READ.get(text)
     if fields is None:
-        if len(_READ) >= _READ_LIMIT:
-            _READ.clear()
-        fields = _READ[text] = FieldSet.from_fields_v1(data)
+        fields = FieldSet.from_fields_v1(data)
+        _READ.put(text, fields)
     return fields
 
 
-_READ: dict[bytes, FieldSet] = {}
-_READ_LIMIT = 4096
+_READ: Bounded[bytes, FieldSet] = Bounded(4096)
 
 
 def encode(managed: Managed) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import orjson
 
 from capstan.core.v1 import core_pb2
 from server import stored
+from server.bounded import Bounded
 from server.objects.meta import canonical
 from server.registry import Obj, Resource
 
@@ -80,8 +81,7 @@ class Renderings:
     """
 
     def __init__(self, size: int = 16384) -> None:
-        self._size = size
-        self._cache: dict[tuple[str, str, bytes, int, int, bool, bool], bytes] = {}
+        self._cache: Bounded[tuple[str, str, bytes, int, int, bool, bool], bytes] = Bounded(size)
 
     def clear(self) -> None:
         """Forget every rendering (a custom resource's schema changed: reads may default differently)."""
@@ -101,9 +101,7 @@ class Renderings:
         data = self._cache.get(entry)
         if data is None:
             data = item_bytes(resource, value, str(revision), encoding, typed)
-            self._cache[entry] = data
-            if len(self._cache) > self._size:
-                del self._cache[next(iter(self._cache))]
+            self._cache.put(entry, data)
         return data
 
 

@@ -40,8 +40,8 @@ PERMANENT = frozenset({400, 403, 404, 405, 422})
 # namespace and uid, in the order server/stored.py keeps (anything else is parsed). The two keys'
 # bytes can appear unescaped only as keys, so their absence means no owners and no deletion.
 _PLAIN_START = re.compile(
-    rb'\{"metadata":\{"name":"([^"\\]*)"(?:,"generateName":"[^"\\]*")?(?:,"namespace":"([^"\\]*)")?'
-    rb',"uid":"([^"\\]*)"')
+    re.escape(stored.JSON_PREFIX)
+    + rb'"name":"([^"\\]*)"(?:,"generateName":"[^"\\]*")?(?:,"namespace":"([^"\\]*)")?,"uid":"([^"\\]*)"')
 
 
 class GarbageCollector:

@@ -16,7 +16,7 @@ from typing import Any
 from server.fields.fieldset import FieldSet
 from server.fields.path import Element
 from server.fields.shapes import SCALAR, ListShape, MapShape, Shape
-from server.fields.typed import MISSING, _element, _equal, _index, _is_list, _is_map
+from server.fields.typed import MISSING, index_items, is_list, is_map, item_element, json_equal
 from server.fields.updater import STRIPPED
 
 FieldsV1 = dict[str, Any]
@@ -36,8 +36,8 @@ def _changed(old: Any, new: Any, shape: Shape, stripped: FieldSet | None, ignore
     """The added and modified paths below two containers of the same kind (old may be MISSING)."""
     node: _Node = {}
     if isinstance(shape, ListShape) and shape.kind == "list":
-        old_items = _index(shape, old) if old is not MISSING else {}
-        for element, item in _index(shape, new).items():
+        old_items = index_items(shape, old) if old is not MISSING else {}
+        for element, item in index_items(shape, new).items():
             _child(node, element, old_items.get(element, MISSING), item, shape.elem, stripped, ignored, False)
         return node
     old_map = old if old is not MISSING else {}
@@ -64,9 +64,9 @@ def _child(node: _Node, element: Element, old: Any, new: Any, shape: Shape, stri
     below_ignored = ignored.children.get(element) if ignored is not None else None
     if old is MISSING:
         member, below = True, _everything(new, shape, below_stripped, below_ignored)
-    elif (_is_map(old, shape) and _is_map(new, shape)) or (_is_list(old, shape) and _is_list(new, shape)):
+    elif (is_map(old, shape) and is_map(new, shape)) or (is_list(old, shape) and is_list(new, shape)):
         member, below = False, _changed(old, new, shape, below_stripped, below_ignored)
-    elif not _equal(old, new):
+    elif not json_equal(old, new):
         member, below = True, {}
     else:
         return
@@ -79,16 +79,16 @@ def _child(node: _Node, element: Element, old: Any, new: Any, shape: Shape, stri
 def _everything(value: Any, shape: Shape, stripped: FieldSet | None, ignored: FieldSet | None) -> _Node:
     """Every path below an added value, each a member."""
     node: _Node = {}
-    if _is_map(value, shape):
+    if is_map(value, shape):
         if isinstance(shape, MapShape) and shape.elem is SCALAR and stripped is None and ignored is None:
             return {("f", name): (True, {}) for name in value}  # labels, data: one member per key
         for name, inner in value.items():
             inner_shape = shape.field(name)
             if inner_shape is not None:
                 _added(node, ("f", name), inner, inner_shape, stripped, ignored)
-    elif isinstance(shape, ListShape) and _is_list(value, shape):
+    elif isinstance(shape, ListShape) and is_list(value, shape):
         for position, item in enumerate(value):
-            _added(node, _element(shape, position, item), item, shape.elem, stripped, ignored)
+            _added(node, item_element(shape, position, item), item, shape.elem, stripped, ignored)
     return node
 
 
@@ -99,7 +99,7 @@ def _added(node: _Node, element: Element, value: Any, shape: Shape, stripped: Fi
     below_stripped = stripped.children.get(element) if stripped is not None else None
     below_ignored = ignored.children.get(element) if ignored is not None else None
     below: _Node = {}
-    if _is_map(value, shape) or _is_list(value, shape):
+    if is_map(value, shape) or is_list(value, shape):
         below = _everything(value, shape, below_stripped, below_ignored)
     member = stripped is None or element not in stripped.members
     if member or below:

@@ -58,19 +58,19 @@ def merge(live: Any, config: Any, shape: Shape) -> Any:
         return live
     if live is MISSING:
         return config
-    if _is_map(live, shape) and _is_map(config, shape):
+    if is_map(live, shape) and is_map(config, shape):
         out = dict(live)
         for name, theirs in config.items():
             out[name] = merge(live.get(name, MISSING), theirs, shape.field(name) or UNTYPED)
         return out
-    if isinstance(shape, ListShape) and _is_list(live, shape) and _is_list(config, shape):
+    if isinstance(shape, ListShape) and is_list(live, shape) and is_list(config, shape):
         return _merge_list(live, config, shape)
     return config
 
 
 def remove_items(value: Any, fields: FieldSet, shape: Shape) -> Any:
     """value without the members of fields (each with everything below it)."""
-    if _is_map(value, shape):
+    if is_map(value, shape):
         out = {}
         for name, inner in value.items():
             element = ("f", name)
@@ -79,10 +79,10 @@ def remove_items(value: Any, fields: FieldSet, shape: Shape) -> Any:
             below = fields.children.get(element)
             out[name] = remove_items(inner, below, shape.field(name) or UNTYPED) if below is not None else inner
         return out
-    if isinstance(shape, ListShape) and _is_list(value, shape):
+    if isinstance(shape, ListShape) and is_list(value, shape):
         items = []
         for position, item in enumerate(value):
-            element = _element(shape, position, item)
+            element = item_element(shape, position, item)
             if element in fields.members:
                 continue
             below = fields.children.get(element)
@@ -110,15 +110,15 @@ def ensure_named_fields_are_members(fields: FieldSet, shape: Shape) -> FieldSet:
 # --- walks --------------------------------------------------------------------------------------
 
 
-def _is_map(value: Any, shape: Shape) -> bool:
+def is_map(value: Any, shape: Shape) -> bool:
     return type(value) is dict and shape.kind in _MAPS and not shape.atomic
 
 
-def _is_list(value: Any, shape: Shape) -> bool:
+def is_list(value: Any, shape: Shape) -> bool:
     return type(value) is list and shape.kind == "list" and not shape.atomic
 
 
-def _element(shape: ListShape, position: int, item: Any) -> Element:
+def item_element(shape: ListShape, position: int, item: Any) -> Element:
     if shape.list_type == "map" and type(item) is dict:
         return fp.key({**dict(shape.key_defaults), **item} if shape.key_defaults else item, shape.keys)
     if shape.list_type == "set":
@@ -127,13 +127,13 @@ def _element(shape: ListShape, position: int, item: Any) -> Element:
 
 
 def _collect(value: Any, shape: Shape, node: FieldSet) -> None:
-    if _is_map(value, shape):
+    if is_map(value, shape):
         for name, inner in value.items():
             inner_shape = shape.field(name)
             if inner_shape is None:
                 continue  # not a field of the kind: dropped before it is stored
             element = ("f", name)
-            if not (_is_map(inner, inner_shape) or _is_list(inner, inner_shape)):
+            if not (is_map(inner, inner_shape) or is_list(inner, inner_shape)):
                 node.members.add(element)
                 continue
             below = FieldSet()
@@ -142,11 +142,11 @@ def _collect(value: Any, shape: Shape, node: FieldSet) -> None:
                 node.children[element] = below
             if not inner or not shape.is_declared(name):
                 node.members.add(element)
-    elif isinstance(shape, ListShape) and _is_list(value, shape):
+    elif isinstance(shape, ListShape) and is_list(value, shape):
         for position, item in enumerate(value):
-            element = _element(shape, position, item)
+            element = item_element(shape, position, item)
             node.members.add(element)
-            if _is_map(item, shape.elem) or _is_list(item, shape.elem):
+            if is_map(item, shape.elem) or is_list(item, shape.elem):
                 below = FieldSet()
                 _collect(item, shape.elem, below)
                 if not below.empty():
@@ -157,8 +157,8 @@ def _compare_children(old: Any, new: Any, shape: Shape, added: FieldSet, modifie
                       removed: FieldSet, skip: FieldSet | None = None) -> None:
     """Fill the three nodes for the children of two containers of the same kind (or MISSING)."""
     if isinstance(shape, ListShape) and shape.kind == "list":
-        old_items = _index(shape, old) if old is not MISSING else {}
-        new_items = _index(shape, new) if new is not MISSING else {}
+        old_items = index_items(shape, old) if old is not MISSING else {}
+        new_items = index_items(shape, new) if new is not MISSING else {}
         names: Any = old_items.keys() | new_items.keys()
         elem: Shape = shape.elem
         for element in names:
@@ -189,20 +189,20 @@ def _compare_child(element: Element, old: Any, new: Any, shape: Shape, added: Fi
         target, value = (added, new) if old is MISSING else (removed, old)
         _everything_child(target, element, value, shape)
         return
-    if (_is_map(old, shape) and _is_map(new, shape)) or (_is_list(old, shape) and _is_list(new, shape)):
+    if (is_map(old, shape) and is_map(new, shape)) or (is_list(old, shape) and is_list(new, shape)):
         a, m, r = FieldSet(), FieldSet(), FieldSet()
         _compare_children(old, new, shape, a, m, r, skip)
         for node, below in ((added, a), (modified, m), (removed, r)):
             if below.members or below.children:
                 node.children[element] = below
-    elif not _equal(old, new):
+    elif not json_equal(old, new):
         modified.members.add(element)
 
 
 def _everything(value: Any, shape: Shape) -> FieldSet:
     """Every path below value, each a member: what comes or goes with a whole subtree."""
     node = FieldSet()
-    if _is_map(value, shape):
+    if is_map(value, shape):
         if isinstance(shape, MapShape) and shape.elem is SCALAR:  # labels, data: one member per key
             node.members.update(("f", name) for name in value)
             return node
@@ -210,34 +210,34 @@ def _everything(value: Any, shape: Shape) -> FieldSet:
             inner_shape = shape.field(name)
             if inner_shape is not None:
                 _everything_child(node, ("f", name), inner, inner_shape)
-    elif isinstance(shape, ListShape) and _is_list(value, shape):
+    elif isinstance(shape, ListShape) and is_list(value, shape):
         for position, item in enumerate(value):
-            _everything_child(node, _element(shape, position, item), item, shape.elem)
+            _everything_child(node, item_element(shape, position, item), item, shape.elem)
     return node
 
 
 def _everything_child(node: FieldSet, element: Element, value: Any, shape: Shape) -> None:
     node.members.add(element)
-    if _is_map(value, shape) or _is_list(value, shape):
+    if is_map(value, shape) or is_list(value, shape):
         below = _everything(value, shape)
         if below.members:
             node.children[element] = below
 
 
-def _index(shape: ListShape, items: list[Any]) -> dict[Element, Any]:
+def index_items(shape: ListShape, items: list[Any]) -> dict[Element, Any]:
     out: dict[Element, Any] = {}
     for position, item in enumerate(items):
-        out.setdefault(_element(shape, position, item), item)
+        out.setdefault(item_element(shape, position, item), item)
     return out
 
 
 def _merge_list(live: list[Any], config: list[Any], shape: ListShape) -> list[Any]:
     """structured-merge-diff's list merge: the configuration's items in its order, merged with the
     live item of the same key; live items it does not name stay where they were."""
-    live_elements = [_element(shape, i, item) for i, item in enumerate(live)]
-    config_elements = [_element(shape, i, item) for i, item in enumerate(config)]
-    live_items = _index(shape, live)
-    config_items = _index(shape, config)
+    live_elements = [item_element(shape, i, item) for i, item in enumerate(live)]
+    config_elements = [item_element(shape, i, item) for i, item in enumerate(config)]
+    live_items = index_items(shape, live)
+    config_items = index_items(shape, config)
     shared = iter([e for e in config_elements if e in live_items])
     next_shared = next(shared, None)
     merged: set[Element] = set()
@@ -274,7 +274,7 @@ def _merge_list(live: list[Any], config: list[Any], shape: ListShape) -> list[An
     return out
 
 
-def _equal(a: Any, b: Any) -> bool:
+def json_equal(a: Any, b: Any) -> bool:
     """JSON equality: true is not 1, 1 is 1.0."""
     if a is b:
         return True
@@ -282,7 +282,7 @@ def _equal(a: Any, b: Any) -> bool:
     if ta is bool or tb is bool:
         return ta is tb and a == b
     if ta is dict:
-        return tb is dict and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+        return tb is dict and a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     if ta is list:
-        return tb is list and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+        return tb is list and len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)  # scalars (a dict or list on one side only never equals one)

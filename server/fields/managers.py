@@ -52,7 +52,8 @@ class Owner:
 @dataclass(frozen=True, slots=True)
 class Owned:
     """entry: the managedFields entry this was read from, written back as it was while unchanged.
-    fields_v1: the FieldsV1 `fields` was read from, written again while the fields are the same."""
+    fields_v1: the FieldsV1 `fields` was read from when it is the one `fields` prints, written again
+    while the fields are the same."""
 
     fields: FieldSet
     api_version: str
@@ -62,8 +63,7 @@ class Owned:
 
     def retimed(self, fields: FieldSet, api_version: str, time: str) -> Owned:
         """These fields' owner after a change at `time`: the FieldsV1 read is kept when the fields are."""
-        same = fields is self.fields and self.entry is not None
-        return Owned(fields, api_version, time, fields_v1=self.entry.get("fieldsV1") if same and self.entry else None)
+        return Owned(fields, api_version, time, fields_v1=self.fields_v1 if fields is self.fields else None)
 
 
 Managed = dict[Owner, Owned]
@@ -89,22 +89,26 @@ def decode(entries: object) -> Managed:
         if owner in managed:
             raise ValueError(f"duplicate managedFields entry for {owner.describe()}")
         time = entry.get("time")
-        managed[owner] = Owned(_fields(entry.get("fieldsV1") or {}), api_version,
-                               time if isinstance(time, str) else None, entry)
+        data = entry.get("fieldsV1") or {}
+        fields, printed = _fields(data)
+        managed[owner] = Owned(fields, api_version, time if isinstance(time, str) else None, entry,
+                               data if printed else None)
     return managed
 
 
-def _fields(data: object) -> FieldSet:
-    """FieldsV1 read into a set; the same few sets recur on every write of an object, so they are kept."""
+def _fields(data: object) -> tuple[FieldSet, bool]:
+    """FieldsV1 read into a set, and whether the set prints as that FieldsV1 again (clients may send
+    other spellings); the same few sets recur on every write of an object, so both are kept."""
     text = orjson.dumps(data)
-    fields = _READ.get(text)
-    if fields is None:
+    known = _READ.get(text)
+    if known is None:
         fields = FieldSet.from_fields_v1(data)
-        _READ.put(text, fields)
-    return fields
+        known = (fields, orjson.dumps(fields.to_fields_v1()) == text)
+        _READ.put(text, known)
+    return known
 
 
-_READ: Bounded[bytes, FieldSet] = Bounded(4096)
+_READ: Bounded[bytes, tuple[FieldSet, bool]] = Bounded(4096)
 
 
 def encode(managed: Managed) -> list[dict[str, Any]]:

@@ -257,3 +257,15 @@ async def test_an_update_of_owned_fields_keeps_the_entry_and_moves_its_time(clie
     (entry,) = updated["metadata"]["managedFields"]
     assert entry["fieldsV1"] == {"f:data": {".": {}, "f:a": {}, "f:b": {}}}
     assert entry["time"] != "2020-01-01T00:00:00Z"
+
+
+async def test_an_entry_spelled_otherwise_is_printed_again_when_its_manager_writes(client: Client) -> None:
+    created = await client.create(CM, {"metadata": {"name": "spelled"}, "data": {"a": "1", "b": "2"}},
+                                  fieldManager="writer")
+    (entry,) = created["metadata"]["managedFields"]
+    entry["fieldsV1"] = {"f:data": {"f:b": {}, "f:a": {}, ".": {}}}  # the same set, keys in another order
+    changed = {**created, "data": {"a": "changed", "b": "2"}}
+    del changed["metadata"]["resourceVersion"]
+    updated, _ = await client.update(path("configmaps", "default", "spelled"), changed, fieldManager="writer")
+    (written,) = updated["metadata"]["managedFields"]
+    assert list(written["fieldsV1"]["f:data"]) == [".", "f:a", "f:b"]

@@ -53,6 +53,7 @@ except ImportError:  # PyYAML built without libyaml
 
 
 _TOO_DEEP = "yaml: the document nests too deeply"  # Capstan's own: Go's stack is deeper than Python's
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"  # libyaml's own bound (PyYAML >= 6.0.4): the same refusal
 
 
 class YAMLError(ValueError):
@@ -122,7 +123,7 @@ def load(body: bytes) -> Any:
             event = next(events)
         return _json_value(_Decoder().value(root))
     except yaml.MarkedYAMLError as err:
-        raise YAMLError(_v2_message(err)) from None
+        raise YAMLError(_TOO_DEEP if err.problem == _LIBYAML_TOO_DEEP else _v2_message(err)) from None
     except yaml.reader.ReaderError as err:
         raise YAMLError(f"yaml: {err.reason}") from None
     except RecursionError:

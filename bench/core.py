@@ -19,6 +19,10 @@ Workloads (full sizes; --quick shrinks them for a smoke run):
   get          `await core.get(request)` on server.core.Core in-process (no network, as the
                gateway calls it), by 1 and by 64 callers: gets/s (the median of 5 rounds).
   create       in-process creates with StoreOptions(sync=True) by 64 callers: durable creates/s.
+               Beside it, in the same run, the floor of this layout: the same callers and store,
+               with only what no create can skip (parse the JSON, set uid and creationTimestamp,
+               write JSON, store durably, render the response) and none of the Kubernetes
+               semantics: the most any create on one event loop can reach on this machine.
   watch        1,000 in-process core.watch streams on one namespace; 200 creates, one at a
                time: each event's latency from the create's acknowledgement to its delivery
                at each watcher; p99 over all deliveries.
@@ -49,8 +53,10 @@ import orjson
 from bench._util import Goal, Timings, at_least, below, emit, note, run_workers, run_workloads
 from bench.storage import commits
 from capstan.core.v1 import core_pb2
+from server import stored
 from server.app import RunningCore, start_core
 from server.core import Core
+from server.objects import meta
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -326,6 +332,33 @@ async def bench_create(root: Path, sizes: Sizes) -> None:
          mean_batch=round(sizes.creates / max(batches, 1), 1))
     if not correct:
         raise AssertionError(f"listed {len(listed.items)} of {sizes.creates} created ConfigMaps")
+    await bench_create_floor(root / "floor", sizes)
+
+
+async def bench_create_floor(path: Path, sizes: Sizes) -> None:
+    """Durable creates that skip every Kubernetes rule: the ceiling of one event loop over this store."""
+    store = await LmdbStore.open(path, StoreOptions(sync=True))
+    bodies = [config_map(f"cm-{i:06}") for i in range(sizes.creates)]
+    type_prefix = b'"kind":"ConfigMap","apiVersion":"v1",'
+
+    async def create(i: int) -> None:
+        obj = orjson.loads(bodies[i])
+        m = obj.pop("metadata")
+        m.update(namespace="default", uid=meta.new_uid(), creationTimestamp=meta.now())
+        value = stored.pack(orjson.dumps({"metadata": m, **obj}), b"")
+        result = await store.create(b"/registry/configmaps/default/" + m["name"].encode(), value)
+        stored.render_json(value, str(result.revision), type_prefix)
+
+    try:
+        started, loop_cpu = time.perf_counter(), time.thread_time()
+        await run_workers(sizes.creates, sizes.callers, create)
+        seconds, loop_cpu = time.perf_counter() - started, time.thread_time() - loop_cpu
+        correct = (await store.count(b"/registry/configmaps/default/")).count == sizes.creates
+    finally:
+        await store.close()
+    emit("create", "store-floor", "writes_per_s", sizes.creates / seconds, CEILING, correct=correct,
+         callers=sizes.callers, count=sizes.creates, sync=True,
+         loop_cpu_us_per_create=round(loop_cpu / sizes.creates * 1e6, 1))
 
 
 class Fanout:

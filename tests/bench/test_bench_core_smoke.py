@@ -13,7 +13,8 @@ from tests.bench.quick import run_quick
 EXPECTED = {
     ("grpc-get", "capstan"), ("grpc-get", "echo"), ("grpc-get", "capstan/echo"),
     ("grpc-create", "capstan"), ("grpc-create", "echo"), ("grpc-create", "capstan/echo"),
-    ("get", "capstan-inprocess"), ("create", "capstan-inprocess"), ("watch", "capstan-inprocess"),
+    ("get", "capstan-inprocess"), ("create", "capstan-inprocess"), ("create", "store-floor"),
+    ("watch", "capstan-inprocess"),
 }
 METRICS = {"capstan": "calls_per_s", "echo": "calls_per_s", "capstan/echo": "ratio"}
 
@@ -34,6 +35,9 @@ def test_every_op_reports_the_core_and_its_ceiling() -> None:
         if line["op"].startswith("grpc-"):
             assert line["metric"] == METRICS[line["impl"]]
     assert [line["callers"] for line in lines if line["op"] == "get"] == [1, 64]
+    creates = {line["impl"]: line for line in lines if line["op"] == "create"}
+    assert creates["store-floor"]["count"] == creates["capstan-inprocess"]["count"]
+    assert creates["store-floor"]["goal"] == "(ceiling)" and creates["store-floor"]["ok"]
     watch = next(line for line in lines if line["op"] == "watch")
     assert watch["metric"] == "p99_ms"
     assert watch["deliveries"] == watch["watchers"] * watch["writes"]

@@ -52,7 +52,14 @@ async def ensure_kubernetes_service(core: Core, cluster_ip: str) -> None:
                  "ports": [{"name": "https", "protocol": "TCP", "port": KUBERNETES_SERVICE_PORT,
                             "targetPort": KUBERNETES_TARGET_PORT}]},
     }
+    path = core_pb2.ResourcePath(version="v1", resource="services", namespace="default")
+    try:  # looked up first, as kube's bootstrap controller does: at a restart its own address is taken by itself
+        await core.get(core_pb2.GetRequest(path=core_pb2.ResourcePath(
+            version="v1", resource="services", namespace="default", name="kubernetes")))
+        return
+    except errors.ApiError as err:
+        if err.code != 404:
+            raise
     # 422 when another Service holds that address (the range changed since): that one stays. The create runs
     # in a task of its own: the allocator reserves the address for as long as the creating task runs.
-    path = core_pb2.ResourcePath(version="v1", resource="services", namespace="default")
     await asyncio.create_task(_create(core, path, service, tolerate=422))

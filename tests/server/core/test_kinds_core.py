@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import ipaddress
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -530,6 +531,17 @@ async def test_allocations_survive_a_restart(tmp_path: Path) -> None:
         others = await asyncio.gather(*(client.create(path("services", NS), service(f"d{i}")) for i in range(4)))
         assert ip not in {o["spec"]["clusterIP"] for o in others}
         assert (await client.get(path("services", NS, "kubernetes")))["spec"]["clusterIP"] == "10.0.0.1"
+
+
+async def test_a_restart_leaves_the_kubernetes_service_alone(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                                              ) -> None:
+    async with _core(tmp_path, "10.0.0.0/29") as client:
+        first = await client.get(path("services", NS, "kubernetes"))
+    with caplog.at_level(logging.WARNING, logger="server.bootstrap"):
+        async with _core(tmp_path, "10.0.0.0/29") as client:
+            again = await client.get(path("services", NS, "kubernetes"))
+    assert again["metadata"] == first["metadata"]
+    assert [r.getMessage() for r in caplog.records if r.name == "server.bootstrap"] == []
 
 
 # ---------------------------------------------------------------- graceful deletion

@@ -1,0 +1,21 @@
+"""The startup benchmark runs end to end at --quick sizes and prints what it promises.
+
+It asserts the shape of the output, never the speed: timing belongs to real runs on a
+known machine, not to CI.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.bench.quick import run_quick
+
+
+@pytest.mark.parametrize(("only", "cached"), [("fresh", True), ("restart", True), ("no-bytecode-cache", False)])
+def test_each_start_reports_capstan_and_its_ceiling(only: str, cached: bool) -> None:
+    lines = run_quick("bench.startup", "--only", only)
+    assert [(line["op"], line["impl"]) for line in lines] == [(only, "capstan"), (only, "ceiling")]
+    for line in lines:
+        assert line["metric"] == "seconds" and line["seconds"] > 0
+        assert line["bytecode_cache"] is cached and line["rounds"] == 1
+    assert lines[0]["goal"] == ("<=1 s" if cached else "(context)")

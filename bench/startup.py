@@ -65,12 +65,14 @@ def free_port() -> int:
         return port
 
 
-def environment(*, bytecode: bool) -> dict[str, str]:
+def environment(root: Path, *, bytecode: bool) -> dict[str, str]:
+    """The servers' environment: bytecode cached as usual, or none read nor written (an empty cache prefix)."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if not bytecode:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="capstan-bench-nopyc-")  # an empty cache: none is read
+        empty = root / "no-bytecode"
+        empty.mkdir(exist_ok=True)
+        env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=str(empty))
     return env
 
 
@@ -113,15 +115,15 @@ def ceiling(port: int) -> list[str]:
 
 def measure(workload: str, rounds: int, root: Path) -> None:
     bytecode = workload != "no-bytecode-cache"
-    env = environment(bytecode=bytecode)
+    env = environment(root, bytecode=bytecode)
     timed_start(capstan(root / "warm"), env)  # writes the bytecode cache (or proves the server starts)
     times, ceilings = [], []
     for i in range(rounds):
         data_dir = root / f"{workload}-{i}"
         if workload == "restart":
             timed_start(capstan(data_dir), env)
-        times.append(timed_start(capstan(data_dir), environment(bytecode=bytecode)))
-        ceilings.append(timed_start(ceiling, environment(bytecode=bytecode)))
+        times.append(timed_start(capstan(data_dir), env))
+        ceilings.append(timed_start(ceiling, env))
     context: dict[str, Any] = {"rounds": rounds, "bytecode_cache": bytecode, "worst_s": round(max(times), 3)}
     emit(workload, "capstan", "seconds", round(statistics.median(times), 3), START_GOAL if bytecode else CONTEXT,
          **context)

@@ -25,7 +25,6 @@ Stdout is one JSON line per figure (see bench/_util.py); progress goes to stderr
 from __future__ import annotations
 
 import argparse
-import operator
 import os
 import socket
 import statistics
@@ -38,12 +37,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench._util import Goal, at_most, emit, note
+from bench._util import CEILING, at_most, context, emit, note
 
 CAPSTAN = Path(sys.executable).with_name("capstan")
 START_GOAL = at_most(1.0, " s")
-CEILING = Goal("(ceiling)", 0.0, operator.ge)  # figures for context: always "met"
-CONTEXT = Goal("(context)", 0.0, operator.ge)
+CONTEXT = context("context")
 POLL = 0.005  # seconds between GET /version attempts
 TIMEOUT = 30.0  # seconds before a start counts as failed
 CEILING_APP = """

@@ -1,0 +1,17 @@
+"""Authenticators: each answers who one kind of credential proves (kube's authenticator.Request).
+
+`authenticate` returns the user, or None when the credential it knows is absent (the union asks the next one);
+it raises Unauthorized (server/auth/errors.py) when its credential is present but bad: an expired, forged or
+unknown token is a 401, never a fall-through to anonymous.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from server.auth.credentials import Credentials
+from server.auth.user import UserInfo
+
+
+class Authenticator(Protocol):
+    async def authenticate(self, credentials: Credentials) -> UserInfo | None: ...

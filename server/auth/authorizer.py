@@ -1,0 +1,69 @@
+"""The one authorization method (kube's authorizer.Authorizer), and the modes that need no state.
+
+`authorize` answers (decision, reason): ALLOW lets the request through; DENY and NO_OPINION refuse it (a union
+of authorizers would ask the next on NO_OPINION). The reason is what kube appends to a Forbidden message and
+what a SubjectAccessReview reports. RBAC (server/auth/rbac/) is the default implementation; reviews call the
+same method, so what `kubectl auth can-i` says is what the request path does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from server.auth.attributes import Attributes, Decision
+from server.auth.user import UserInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRule:
+    """One rule of a SelfSubjectRulesReview's answer (authorization.k8s.io/v1 ResourceRule)."""
+
+    verbs: tuple[str, ...]
+    api_groups: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
+    resource_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NonResourceRule:
+    verbs: tuple[str, ...]
+    non_resource_urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What a user may do in a namespace (kube's RuleResolver.RulesFor): `incomplete` when the authorizer
+    cannot list everything it would allow, `evaluation_error` says why."""
+
+    resource_rules: tuple[ResourceRule, ...] = ()
+    non_resource_rules: tuple[NonResourceRule, ...] = ()
+    incomplete: bool = False
+    evaluation_error: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class Authorizer(Protocol):
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]: ...
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Rules: ...
+
+
+class AlwaysAllow:
+    """--authorization-mode=AlwaysAllow (and --insecure): everything is allowed."""
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        return Decision.ALLOW, ""
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Rules:
+        return Rules((ResourceRule(("*",), ("*",), ("*",)),), (NonResourceRule(("*",), ("*",)),))
+
+
+class AlwaysDeny:
+    """--authorization-mode=AlwaysDeny: nothing is allowed (kube's reason text)."""
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        return Decision.NO_OPINION, "Everything is forbidden."
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Rules:
+        return Rules()

@@ -1,10 +1,10 @@
-"""core/v1 kinds beyond config: ServiceAccount, Service, Endpoints, Pod, Node, Event, PersistentVolume,
-PersistentVolumeClaim, ResourceQuota, LimitRange and ReplicationController (with /scale).
+"""core/v1 kinds beyond config: ServiceAccount, Service, Endpoints, Pod, PodTemplate, Node, Event,
+PersistentVolume, PersistentVolumeClaim, ResourceQuota, LimitRange and ReplicationController (with /scale).
 
-Pods live in server/kinds/pods.py (with the PodSpec rules in podspec.py), Services and Endpoints in
-services.py; the smaller kinds are here. Defaults are kube-apiserver's SetDefaults_* (pkg/apis/core/v1/
-defaults.go) and each strategy's PrepareForCreate; validation is the part of pkg/apis/core/validation users
-hit most, worded as kube words it.
+Pods live in server/kinds/pods.py (with the PodSpec rules in podspec.py), PodTemplates in podtemplates.py,
+Services and Endpoints in services.py; the smaller kinds are here. Defaults are kube-apiserver's SetDefaults_*
+(pkg/apis/core/v1/defaults.go) and each strategy's PrepareForCreate; validation is the part of
+pkg/apis/core/validation users hit most, worded as kube words it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.kinds import podspec
 from server.kinds.pods import PODS
+from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS, services
 from server.kinds.shaped import retype
 from server.objects import meta
@@ -423,6 +424,6 @@ REPLICATION_CONTROLLERS = Resource(
 SERVICES, _ = services()
 
 KINDS: tuple[Resource, ...] = (
-    SERVICE_ACCOUNTS, SERVICES, ENDPOINTS, PODS, NODES, EVENTS, PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS,
-    RESOURCE_QUOTAS, LIMIT_RANGES, REPLICATION_CONTROLLERS,
+    SERVICE_ACCOUNTS, SERVICES, ENDPOINTS, PODS, POD_TEMPLATES, NODES, EVENTS, PERSISTENT_VOLUMES,
+    PERSISTENT_VOLUME_CLAIMS, RESOURCE_QUOTAS, LIMIT_RANGES, REPLICATION_CONTROLLERS,
 )

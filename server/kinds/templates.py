@@ -135,10 +135,15 @@ def template_meta_errors(template: object, path: str) -> list[FieldError]:
 
 
 def pod_template_errors(template: object, path: str) -> list[FieldError]:
-    """ValidatePodTemplateSpec: the template's labels and annotations, then its pod spec."""
+    """ValidatePodTemplateSpec: the template's labels and annotations, then its pod spec, which may hold no
+    ephemeral containers (those are only ever added to a running Pod)."""
     spec = get(template, "spec")
-    return template_meta_errors(template, path) + validate_pod_spec(spec if isinstance(spec, dict) else {},
-                                                                    f"{path}.spec")
+    spec = spec if isinstance(spec, dict) else {}
+    errs = template_meta_errors(template, path) + validate_pod_spec(spec, f"{path}.spec")
+    if spec.get("ephemeralContainers"):
+        errs.append(FieldError.forbidden(f"{path}.spec.ephemeralContainers",
+                                         "ephemeral containers not allowed in pod template"))
+    return errs
 
 
 def always_restarting(template: object, path: str, kind: str) -> list[FieldError]:

@@ -188,6 +188,7 @@ RC_CURRENT = (
 RC_READY = "The number of ready replicas for this replication controller."
 RC_CONTAINERS = "Names of each container in the template."
 RC_IMAGES = "Images referenced by each container in the template."
+POD_TEMPLATE_LABELS = "The labels for the pod template."
 RC_SELECTOR = (
     "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted "
     "to the labels present on the Pod template. Label keys and values that must match in order to be controlled by "
@@ -572,6 +573,11 @@ def _template_containers(obj: Obj) -> Sequence[Any]:
     return _list(_dict(_dict(_spec(obj).get("template")).get("spec")).get("containers"))
 
 
+def _pod_template_containers(obj: Obj) -> Sequence[Any]:
+    """A PodTemplate's containers: its template sits at the top, not under spec."""
+    return _list(_dict(_dict(obj.get("template")).get("spec")).get("containers"))
+
+
 def _column(name: str, description: str, cell: Any, *, kind: str = "string", priority: int = 0) -> Column:
     return Column(name, kind, description, cell, priority=priority)
 
@@ -670,9 +676,20 @@ RC_COLUMNS = (
             lambda o: ",".join(_str(_dict(c).get("image")) for c in _template_containers(o)), priority=1),
     _column("Selector", RC_SELECTOR, lambda o: format_labels(_spec(o).get("selector")), priority=1),
 )
+# printPodTemplate: no Age column; the labels are the template's, not the PodTemplate's own.
+POD_TEMPLATE_COLUMNS = (
+    NAME,
+    _column("Containers", RC_CONTAINERS,
+            lambda o: ",".join(_str(_dict(c).get("name")) for c in _pod_template_containers(o))),
+    _column("Images", RC_IMAGES,
+            lambda o: ",".join(_str(_dict(c).get("image")) for c in _pod_template_containers(o))),
+    _column("Pod Labels", POD_TEMPLATE_LABELS,
+            lambda o: format_labels(_dict(_dict(o.get("template")).get("metadata")).get("labels"))),
+)
 
 COLUMNS: Mapping[tuple[str, str], tuple[Column, ...]] = {
     ("", "pods"): POD_COLUMNS,
+    ("", "podtemplates"): POD_TEMPLATE_COLUMNS,
     ("", "services"): SERVICE_COLUMNS,
     ("", "endpoints"): ENDPOINTS_COLUMNS,
     ("", "nodes"): NODE_COLUMNS,

@@ -480,10 +480,36 @@ EVENT_BYTES = (
 )
 
 
+# --- PodTemplate (core/v1) --------------------------------------------------------------------------------
+
+
+def pod_template() -> core.PodTemplate:
+    container = core.Container(name="app", image="nginx:1.27", resources=core.ResourceRequirements())
+    return core.PodTemplate(
+        metadata=meta.ObjectMeta(name="web", namespace="default"),
+        template=core.PodTemplateSpec(
+            metadata=meta.ObjectMeta(labels=LABELS),
+            spec=core.PodSpec(containers=[container], restartPolicy="Always"),
+        ),
+    )
+
+
+POD_TEMPLATE_BYTES = (
+    len_field(1, len_field(1, "web") + len_field(3, "default"))
+    + len_field(  # template = 2: PodTemplateSpec metadata = 1, spec = 2
+        2,
+        len_field(1, LABELS_BYTES)
+        + len_field(2, len_field(2, len_field(1, "app") + len_field(2, "nginx:1.27") + len_field(8, b""))
+                    + len_field(3, "Always")),
+    )
+)
+
+
 # fmt: off
 GOLDEN: list[tuple[str, Any, bytes]] = [
     ("apps.Deployment", deployment, DEPLOYMENT_BYTES),
     ("core.Pod", pod, POD_BYTES),
+    ("core.PodTemplate", pod_template, POD_TEMPLATE_BYTES),
     ("core.Service", service, SERVICE_BYTES),
     ("batch.Job", job, JOB_BYTES),
     ("coordination.Lease", lease, LEASE_BYTES),
@@ -781,6 +807,7 @@ KINDS: list[tuple[type[Message], dict[str, int]]] = [
     (core.ServiceAccount, {"secrets": 2, "imagePullSecrets": 3, "automountServiceAccountToken": 4}),
     (core.Endpoints, {"subsets": 2}),
     (core.Binding, {"target": 2}),
+    (core.PodTemplate, {"template": 2}),
     (core.Event, CORE_EVENT),
     (apps.Deployment, {"spec": 2, "status": 3}),
     (apps.ReplicaSet, {"spec": 2, "status": 3}),

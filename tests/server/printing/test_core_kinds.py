@@ -26,6 +26,7 @@ from server.kinds.core import (
     SERVICES,
 )
 from server.kinds.pods import PODS
+from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS
 from server.printing import columns_for, object_table
 from server.registry import Obj, Resource
@@ -65,6 +66,7 @@ HEADERS = [
     (SERVICE_ACCOUNTS, [("Name", 0), ("Secrets", 0), ("Age", 0)]),
     (REPLICATION_CONTROLLERS, [("Name", 0), ("Desired", 0), ("Current", 0), ("Ready", 0), ("Age", 0),
                                ("Containers", 1), ("Images", 1), ("Selector", 1)]),
+    (POD_TEMPLATES, [("Name", 0), ("Containers", 0), ("Images", 0), ("Pod Labels", 0)]),
 ]  # fmt: skip
 
 
@@ -218,3 +220,17 @@ def test_quota_limit_range_service_account_and_rc_cells() -> None:
         "spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "busybox"}]}}},
         "status": {"replicas": 2, "readyReplicas": 1}}
     assert cells(REPLICATION_CONTROLLERS, rc) == ["r", 3, 2, 1, "60m", "a,b", "nginx,busybox", "app=web"]
+
+
+@pytest.mark.parametrize(("obj", "expected"), [
+    ({"metadata": {"name": "t", "labels": {"own": "label"}}, "template": {
+        "metadata": {"labels": {"tier": "web", "app": "shop"}},
+        "spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "busybox"}]}}},
+     ["t", "a,b", "nginx,busybox", "app=shop,tier=web"]),
+    ({"metadata": {"name": "bare"}}, ["bare", "", "", "<none>"]),
+], ids=["containers and template labels", "no template"])  # fmt: skip
+def test_pod_template_cells(obj: Obj, expected: list[Any]) -> None:
+    """printPodTemplate: the template's containers and labels (not the PodTemplate's own), and no Age."""
+    assert cells(POD_TEMPLATES, obj) == expected
+    assert {c.name: c.description for c in columns_for(POD_TEMPLATES)}["Pod Labels"] == (
+        "The labels for the pod template.")

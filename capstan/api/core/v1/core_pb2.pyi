@@ -1891,6 +1891,22 @@ class PodTemplateSpec(_message.Message):
     spec: PodSpec
     def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[PodSpec, _Mapping]] = ...) -> None: ...
 
+class PodTemplate(_message.Message):
+    __slots__ = ("metadata", "template")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    metadata: _meta_pb2.ObjectMeta
+    template: PodTemplateSpec
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., template: _Optional[_Union[PodTemplateSpec, _Mapping]] = ...) -> None: ...
+
+class PodTemplateList(_message.Message):
+    __slots__ = ("metadata", "items")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    metadata: _meta_pb2.ListMeta
+    items: _containers.RepeatedCompositeFieldContainer[PodTemplate]
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., items: _Optional[_Iterable[_Union[PodTemplate, _Mapping]]] = ...) -> None: ...
+
 class Binding(_message.Message):
     __slots__ = ("metadata", "target")
     METADATA_FIELD_NUMBER: _ClassVar[int]

@@ -16,10 +16,11 @@ import copy
 from typing import Any
 
 import orjson
-import yaml
 
 from capstan.core.v1 import core_pb2
 from server import errors
+from server.codec import yamlread
+from server.codec.gojson import json_kind
 from server.fields import updater
 from server.fields.managers import APPLY, Managed, Owner
 from server.fields.path import to_string
@@ -33,8 +34,12 @@ from server.storage_errors import store_call
 
 async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, manager: str, *, dry_run: bool,
                 mode: str) -> core_pb2.PatchResponse:
-    config = _config(resource, req.patch)
+    document = _read(req.patch)
+    config = _config(resource, document.value)
     _, warnings = body.typed(resource, config, mode)
+    duplicates = document.duplicates if mode != "Ignore" else ()
+    if mode == "Warn":
+        warnings = [*warnings, *duplicates]
     owner = Owner.of(manager, APPLY, resource.api_version, req.path.subresource)
     force = req.options.force
 
@@ -61,6 +66,9 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
         managed.write(new, owners)  # new is the schema's fresh normalization: changing it is safe
         if manager == lastapplied.KUBECTL:
             lastapplied.record(new, config)
+        if duplicates and mode == "Strict":  # kube checks the YAML strictly once the apply itself succeeded
+            raise errors.bad_request("error strict decoding YAML: error converting YAML to JSON: "
+                                     + document.strict_error)
         check_patched_name(new, req.path)
         return new
 
@@ -77,15 +85,31 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
     return core_pb2.PatchResponse(object=updated.object, warnings=updated.warnings)
 
 
-def _config(resource: Resource, data: bytes) -> Obj:
-    """The apply configuration: a YAML (or JSON) object of this kind's apiVersion, without managedFields."""
-    config: Any
+def _read(data: bytes) -> yamlread.Document:
+    """The body as sigs.k8s.io/yaml.Unmarshal reads it into a map, and the keys it repeats.
+
+    JSON is YAML: a JSON body orjson refuses (a trailing comma, say) is read again by the YAML
+    reader before it is refused, and a JSON body that may repeat a key (more `":` than keys) is
+    read by it too, for the `line 9: key "foo" already set in map` kube-apiserver reports."""
     try:
-        config = orjson.loads(data) if data.lstrip()[:1] == b"{" else yaml.load(data, Loader=_Loader)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as err:
-        raise errors.bad_request(f"error decoding YAML: {err}") from None
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        value = None
+    else:
+        if data.count(b'":') == _count_keys(value):
+            return yamlread.Document(value)
+    try:
+        return yamlread.read(data)
+    except yamlread.YAMLError as err:
+        raise errors.bad_request(f"error decoding YAML: {err.converting}") from None
+
+
+def _config(resource: Resource, value: Any) -> Obj:
+    """The apply configuration: an object of this kind's apiVersion (null is an empty one), without managedFields."""
+    config = {} if value is None else value
     if not isinstance(config, dict):
-        raise errors.bad_request("error decoding YAML: the apply configuration must be an object")
+        raise errors.bad_request("error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot "
+                                 f"unmarshal {json_kind(config)} into Go value of type map[string]interface {{}}")
     api_version = config.get("apiVersion")
     if api_version != resource.api_version:
         raise errors.bad_request(
@@ -97,7 +121,17 @@ def _config(resource: Resource, data: bytes) -> Obj:
     return config
 
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+def config(resource: Resource, data: bytes) -> Obj:
+    """An apply body read and checked as a configuration of resource's kind."""
+    return _config(resource, _read(data).value)
+
+
+def _count_keys(value: object) -> int:
+    if type(value) is dict:
+        return len(value) + sum(_count_keys(item) for item in value.values())
+    if type(value) is list:
+        return sum(_count_keys(item) for item in value)
+    return 0
 
 
 def _conflict(err: updater.Conflicts) -> errors.ApiError:

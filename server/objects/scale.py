@@ -129,7 +129,7 @@ async def _apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, m
     """Server-side apply of a Scale: applied to the object as the configuration {spec: {replicas}} of a manager
     writing through subresource "scale", so it owns .spec.replicas and conflicts with whoever else does."""
     # Parsed and checked as apply checks any configuration: YAML or JSON, apiVersion autoscaling/v1.
-    scale, _ = body.typed(SCALE_KIND, apply._config(SCALE_KIND, req.patch), mode)
+    scale, _ = body.typed(SCALE_KIND, apply.config(SCALE_KIND, req.patch), mode)
     sent_meta = meta.meta(scale)
     for field, value in (("name", req.path.name), ("namespace", req.path.namespace)):
         sent_meta.setdefault(field, value)  # as merged onto the live Scale, which has both

@@ -58,7 +58,16 @@ class Schema(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Subresource:
-    """A subresource; an update through it changes only the field at `field_path` (e.g. ("status",)).
+    """A subresource; an update through it changes only the field at `field_path` (e.g. ("status",)) and, when
+    `metadata_reset` is not None, the object's metadata.
+
+    `metadata_reset` is what the kind's status strategy (PrepareForUpdate) does with the request's metadata. None
+    keeps none of it: metadata stays as stored (/scale; a custom resource's /status, whose strategy copies the
+    stored object and sets only status). A tuple keeps the request's metadata, as built-in status strategies do
+    (an annotation or label added through /status stays), except the metadata fields named, which stay as stored
+    and which no manager gains there (GetResetFields): ("labels",) for a Deployment's /status. uid,
+    creationTimestamp, deletionTimestamp, generation and a set deletionGracePeriodSeconds always stay as stored,
+    as rest.BeforeUpdate keeps them on any update.
 
     `group`, `version` and `proto_message` name the subresource's kind when it is not one of the resource's
     own group version (/scale answers autoscaling/v1 Scale); empty means the resource's.
@@ -71,6 +80,7 @@ class Subresource:
     group: str = ""
     version: str = ""
     proto_message: str = ""
+    metadata_reset: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,7 +65,10 @@ CUSTOM_RESOURCE_DEFINITIONS = Resource(
     schema=ProtoSchema(apiextensions_v1.CustomResourceDefinition),
     short_names=("crd", "crds"),
     categories=("api-extensions",),
-    subresources=(Subresource("status", "CustomResourceDefinition", ("get", "patch", "update"), ("status",)),),
+    # statusStrategy means to reset metadata but resets new to itself (ResetObjectMetaForStatus(new, new)), so
+    # metadata changes through /status are kept.
+    subresources=(Subresource("status", "CustomResourceDefinition", ("get", "patch", "update"), ("status",),
+                              metadata_reset=()),),
     tracks_generation=True,
     prepare=definition.prepare,
     validate=definition.validate,

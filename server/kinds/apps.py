@@ -36,8 +36,9 @@ PERCENT_ERROR = names.regex_error(
     "a valid percent string must be a numeric string followed by an ending '%'", "[0-9]+%", "1%", "93%")
 
 
-def _status(kind: str) -> Subresource:
-    return Subresource("status", kind, ("get", "patch", "update"), ("status",))
+def _status(kind: str, metadata_reset: tuple[str, ...] = ()) -> Subresource:
+    """The kind's statusStrategy resets spec and `metadata_reset`; other metadata changes through /status are kept."""
+    return Subresource("status", kind, ("get", "patch", "update"), ("status",), metadata_reset=metadata_reset)
 
 
 # -- int-or-percent fields of rolling updates ----------------------------------------------------------------------
@@ -391,7 +392,7 @@ DAEMON_SET_SCHEMA = ProtoSchema(apps_pb2.DaemonSet)
 DEPLOYMENTS = Resource(
     group="apps", version="v1", resource="deployments", kind="Deployment", singular="deployment", namespaced=True,
     schema=DEPLOYMENT_SCHEMA, short_names=("deploy",), categories=("all",),
-    subresources=(_status("Deployment"),), scale=ScaleRule(), tracks_generation=True,
+    subresources=(_status("Deployment", ("labels",)),), scale=ScaleRule(), tracks_generation=True,
     default=templates.retyped(DEPLOYMENT_SCHEMA, default_deployment), prepare=prepare_deployment,
     validate=validate_deployment,
 )

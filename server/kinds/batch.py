@@ -42,7 +42,8 @@ CRON_JOB_SCHEMA = ProtoSchema(batch_pb2.CronJob)
 
 
 def _status(kind: str) -> Subresource:
-    return Subresource("status", kind, ("get", "patch", "update"), ("status",))
+    """jobStatusStrategy and cronJobStatusStrategy reset spec only: metadata changes through /status are kept."""
+    return Subresource("status", kind, ("get", "patch", "update"), ("status",), metadata_reset=())
 
 
 # -- Job -----------------------------------------------------------------------------------------------------------

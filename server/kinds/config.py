@@ -157,8 +157,8 @@ NAMESPACES = Resource(
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
     short_names=("ns",),
     subresources=(
-        Subresource("status", "Namespace", ("get", "patch", "update"), ("status",)),
-        Subresource("finalize", "Namespace", ("update",), ("spec", "finalizers")),
+        Subresource("status", "Namespace", ("get", "patch", "update"), ("status",), metadata_reset=()),
+        Subresource("finalize", "Namespace", ("update",), ("spec", "finalizers"), metadata_reset=()),
     ),
     field_getters={"status.phase": _status_phase},
     name_rule=names.name_is_dns_label,

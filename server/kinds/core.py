@@ -30,7 +30,8 @@ LIMIT_TYPES = ("Container", "PersistentVolumeClaim", "Pod")
 
 
 def _status_of(kind: str) -> Subresource:
-    return Subresource("status", kind, ("get", "patch", "update"), ("status",))
+    """The kind's statusStrategy resets spec only: metadata changes through /status are kept."""
+    return Subresource("status", kind, ("get", "patch", "update"), ("status",), metadata_reset=())
 
 
 def _typed(schema: ProtoSchema, default: Callable[[Obj], None]) -> Callable[[Obj], None]:

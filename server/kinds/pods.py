@@ -316,7 +316,9 @@ PODS = Resource(
     short_names=("po",),
     categories=("all",),
     subresources=(
-        Subresource("status", "Pod", ("get", "patch", "update"), ("status",)),
+        # podStatusStrategy: ownerReferences stay as stored (old kubelets corrupted them).
+        Subresource("status", "Pod", ("get", "patch", "update"), ("status",),
+                    metadata_reset=("deletionTimestamp", "ownerReferences")),
         Subresource("binding", "Binding", ("create",), proto_message="k8s.io.api.core.v1.Binding"),
     ),
     field_getters=FIELD_GETTERS,

@@ -435,7 +435,7 @@ SERVICES = Resource(
     schema=SCHEMA,
     short_names=("svc",),
     categories=("all",),
-    subresources=(Subresource("status", "Service", ("get", "patch", "update"), ("status",)),),
+    subresources=(Subresource("status", "Service", ("get", "patch", "update"), ("status",), metadata_reset=()),),
     name_rule=names.name_is_dns1035_label,
     default=default_service,
     prepare=prepare_service,

@@ -4,7 +4,8 @@ A create, an update (PUT) and a non-apply patch record an Update entry for their
 fields they added or changed (server/fields/updater.py); managedFields sent in the body are taken
 as the new starting point when they are a valid non-empty list (so clients may edit them), a list
 of one empty entry clears them, and anything else keeps the stored ones. Through a subresource the
-body's managedFields are never taken.
+body's managedFields are never taken, and the writer gains only the subresource's field and the metadata it
+keeps (server/registry.py Subresource.metadata_reset).
 """
 
 from __future__ import annotations
@@ -46,16 +47,19 @@ def ignored(resource: Resource, subresource: str, *objects: Any) -> FieldSet | N
     """The fields a write through this endpoint resets, so no manager gains them there."""
     sub = resource.subresource(subresource) if subresource else None
     if sub is not None and sub.field_path:
-        kept = sub.field_path[0]
-        names = {name for obj in objects if isinstance(obj, dict) for name in obj if name != kept}
-        return _top_level(names) if names else None
+        kept = {sub.field_path[0]} if sub.metadata_reset is None else {sub.field_path[0], "metadata"}
+        names = {name for obj in objects if isinstance(obj, dict) for name in obj if name not in kept}
+        metadata = sub.metadata_reset or ()
+        return _fields(names, metadata) if names or metadata else None
     if resource.has_status:
-        return _top_level({"status"})
+        return _fields({"status"})
     return None
 
 
-def _top_level(names: set[str]) -> FieldSet:
-    return FieldSet({("f", name) for name in names})
+def _fields(names: set[str], metadata: tuple[str, ...] = ()) -> FieldSet:
+    """The top-level fields `names` and the metadata fields `metadata`."""
+    children = {("f", "metadata"): FieldSet({("f", name) for name in metadata})} if metadata else {}
+    return FieldSet({("f", name) for name in names}, children)
 
 
 def stored_managers(obj: Obj | None) -> Managed:

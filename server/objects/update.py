@@ -168,18 +168,11 @@ def prepare_for_update(resource: Resource, new: Obj, old: Obj, subresource: str)
     sub = resource.subresource(subresource) if subresource else None
     if sub is not None:
         taken = _take_field(new, old, sub.field_path)
+        if sub.metadata_reset is not None:  # the status strategy keeps the request's metadata
+            taken["metadata"] = _system_fields_kept(new, old, sub.metadata_reset)
         _bump_generation(resource, taken, old)  # /scale changes the spec: the generation rises, as kube's does
         return taken
-    m, old_m = meta.meta(new), meta.meta(old)
-    if not m.get("uid"):
-        m["uid"] = old_m.get("uid")
-    for field in ("creationTimestamp", "deletionTimestamp", "generation"):
-        if field in old_m:
-            m[field] = old_m[field]
-        else:
-            m.pop(field, None)
-    if "deletionGracePeriodSeconds" in old_m and "deletionGracePeriodSeconds" not in m:
-        m["deletionGracePeriodSeconds"] = old_m["deletionGracePeriodSeconds"]
+    _system_fields_kept(new, old)
     if resource.has_status:
         if "status" in old:
             new["status"] = old["status"]
@@ -189,6 +182,22 @@ def prepare_for_update(resource: Resource, new: Obj, old: Obj, subresource: str)
         resource.prepare(new, old)
     _bump_generation(resource, new, old)
     return new
+
+
+def _system_fields_kept(new: Obj, old: Obj, reset: tuple[str, ...] = ()) -> dict[str, object]:
+    """new's metadata (changed in place) with what rest.BeforeUpdate keeps on any update taken from old, and the
+    fields in `reset` (a status strategy's) as old has them."""
+    m, old_m = meta.meta(new), meta.meta(old)
+    if not m.get("uid"):
+        m["uid"] = old_m.get("uid")
+    for field in ("creationTimestamp", "deletionTimestamp", "generation", *reset):
+        if field in old_m:
+            m[field] = old_m[field]
+        else:
+            m.pop(field, None)
+    if "deletionGracePeriodSeconds" in old_m and "deletionGracePeriodSeconds" not in m:
+        m["deletionGracePeriodSeconds"] = old_m["deletionGracePeriodSeconds"]
+    return m
 
 
 def _bump_generation(resource: Resource, new: Obj, old: Obj) -> None:

@@ -179,6 +179,37 @@ def test_patch_answers_the_patched_object(kubectl: Kubectl, capstan: Capstan, na
     assert get(kubectl, case.kind, name, namespace) == patched  # what was answered is what was stored
 
 
+NS_CONDITION = {"type": "NamespaceDeletionContentFailure", "status": "False", "reason": "ContentDeleted",
+                "message": "ok"}
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(("-p", json.dumps({"metadata": {"labels": {"team": "a"}}, "spec": {"finalizers": []},
+                                    "status": {"conditions": [NS_CONDITION]}})), id="strategic"),
+    pytest.param(("--type=merge", "-p", json.dumps({"metadata": {"labels": {"team": "a"}}, "spec": {"finalizers": []},
+                                                    "status": {"conditions": [NS_CONDITION]}})), id="merge"),
+    pytest.param(("--type=json", "-p", json.dumps([
+        {"op": "add", "path": "/metadata/labels/team", "value": "a"},
+        {"op": "replace", "path": "/spec/finalizers", "value": []},
+        {"op": "add", "path": "/status/conditions", "value": [NS_CONDITION]}])), id="json"),
+])
+def test_status_patch_keeps_labels(kubectl: Kubectl, capstan: Capstan, request: pytest.FixtureRequest,
+                                   args: tuple[str, ...]) -> None:
+    # namespaceStatusStrategy resets spec only: the label stays, owned by kubectl-patch through "status".
+    name = dns_label(request.node.name)
+    seed(capstan, "namespace", "", name)
+    patched = kubectl.json("patch", "namespace", name, "--subresource=status", *args, "-o", "json",
+                           "--show-managed-fields")
+    assert patched["metadata"]["labels"] == {NAME_LABEL: name, "team": "a"}
+    assert patched["spec"] == {"finalizers": ["kubernetes"]}
+    assert [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in patched["status"]["conditions"]] == [
+        NS_CONDITION]
+    (mine,) = [e for e in patched["metadata"]["managedFields"] if e["manager"] == PATCHER]
+    assert mine["subresource"] == "status"
+    assert mine["fieldsV1"]["f:metadata"] == {"f:labels": {"f:team": {}}}
+    assert get(kubectl, "namespace", name, "") == patched
+
+
 # (kind, kubectl patch arguments): each changes nothing, so kube-apiserver writes nothing and kubectl,
 # finding the answer equal to what it read, says so.
 NO_CHANGE = [

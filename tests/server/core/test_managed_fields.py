@@ -233,11 +233,11 @@ async def test_status_patches_and_applies_own_status_through_the_subresource(cli
                           "status-writer", NS_STATUS)
     # lastTransitionTime has no omitempty: Go prints the unset time as null, and it is a field set.
     assert patched["status"]["conditions"] == [{**CONDITION, "lastTransitionTime": None}]
-    assert "x" not in patched["metadata"]["labels"]
+    assert patched["metadata"]["labels"]["x"] == "y"  # namespaceStatusStrategy resets spec only
     entries = {e["manager"]: e for e in patched["metadata"]["managedFields"]}
     assert entries["status-writer"]["subresource"] == "status"
-    assert entries["status-writer"]["fieldsV1"] == {"f:status": {"f:conditions": {
-        ".": {}, 'k:{"type":"NamespaceDeletionContentFailure"}': {
+    assert entries["status-writer"]["fieldsV1"] == {"f:metadata": {"f:labels": {"f:x": {}}}, "f:status": {
+        "f:conditions": {".": {}, 'k:{"type":"NamespaceDeletionContentFailure"}': {
             ".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}}}}
     applied, _ = await apply(client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"},
                                       "status": {"conditions": [{**CONDITION, "message": "applied"}]}},

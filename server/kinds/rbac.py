@@ -1,6 +1,7 @@
 """rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding and ClusterRoleBinding: stored and served with
-kube-apiserver's defaults and validation (pkg/apis/rbac/v1/defaults.go, pkg/apis/rbac/validation); nothing
-is authorized by them yet. A binding's roleRef never changes:
+kube-apiserver's defaults and validation (pkg/apis/rbac/v1/defaults.go, pkg/apis/rbac/validation), and
+admitted only when they grant nothing the caller does not hold (server/auth/rbac/escalation.py). A binding's
+roleRef never changes:
 
     roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"b"}: cannot change roleRef
 
@@ -10,6 +11,7 @@ is authorized by them yet. A binding's roleRef never changes:
 from __future__ import annotations
 
 from capstan.api.rbac.v1 import rbac_pb2
+from server.auth.rbac import escalation
 from server.registry import Obj, Resource
 from server.schema import ProtoSchema
 from server.selectors import labels
@@ -140,22 +142,23 @@ def validate_cluster_role_binding(obj: Obj, old: Obj | None) -> list[FieldError]
 ROLES = Resource(
     group=GROUP, version="v1", resource="roles", kind="Role", singular="role", namespaced=True,
     schema=ProtoSchema(rbac_pb2.Role), name_rule=names.validate_path_segment_name,  # ValidateRBACName
-    validate=validate_role,
+    validate=validate_role, admit=escalation.admit_role,
 )
 CLUSTER_ROLES = Resource(
     group=GROUP, version="v1", resource="clusterroles", kind="ClusterRole", singular="clusterrole", namespaced=False,
     schema=ProtoSchema(rbac_pb2.ClusterRole), name_rule=names.validate_path_segment_name,
-    validate=validate_cluster_role,
+    validate=validate_cluster_role, admit=escalation.admit_cluster_role,
 )
 ROLE_BINDINGS = Resource(
     group=GROUP, version="v1", resource="rolebindings", kind="RoleBinding", singular="rolebinding", namespaced=True,
     schema=ProtoSchema(rbac_pb2.RoleBinding), name_rule=names.validate_path_segment_name,
-    default=default_binding, validate=validate_role_binding,
+    default=default_binding, validate=validate_role_binding, admit=escalation.admit_role_binding,
 )
 CLUSTER_ROLE_BINDINGS = Resource(
     group=GROUP, version="v1", resource="clusterrolebindings", kind="ClusterRoleBinding",
     singular="clusterrolebinding", namespaced=False, schema=ProtoSchema(rbac_pb2.ClusterRoleBinding),
     name_rule=names.validate_path_segment_name, default=default_binding, validate=validate_cluster_role_binding,
+    admit=escalation.admit_cluster_role_binding,
 )
 
 KINDS = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)

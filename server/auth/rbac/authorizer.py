@@ -1,0 +1,78 @@
+"""RbacAuthorizer: kube's RBACAuthorizer over the in-memory index (never a read of the store per request).
+
+authorize visits the bindings that name the user (ClusterRoleBindings, then the request namespace's
+RoleBindings) and allows on the first rule that matches, saying which binding did:
+
+    RBAC: allowed by ClusterRoleBinding "admins" of ClusterRole "cluster-admin" to Group "system:masters"
+
+Otherwise NO_OPINION, with the roles that bindings of the user reference but that do not exist as the
+reason (kube's aggregate: one message alone, several as `[a, b]`), or no reason at all. rules_for is kube's
+RulesFor, which SelfSubjectRulesReview and escalation checks read.
+"""
+
+from __future__ import annotations
+
+from server.auth.attributes import Attributes, Decision
+from server.auth.authorizer import NonResourceRule, ResourceRule, Rules
+from server.auth.rbac.index import RbacIndex
+from server.auth.rbac.rules import PolicyRule
+from server.auth.user import UserInfo
+
+
+def aggregate(messages: list[str]) -> str:
+    """utilerrors.NewAggregate(errs).Error(): duplicates dropped, one message as is, several bracketed."""
+    unique = list(dict.fromkeys(messages))
+    if len(unique) <= 1:
+        return unique[0] if unique else ""
+    return "[" + ", ".join(unique) + "]"
+
+
+class RbacAuthorizer:
+    def __init__(self, index: RbacIndex) -> None:
+        self.index = index
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        user = attributes.user
+        index = self.index
+        rules_by_role = index.rules
+        missing: list[str] | None = None
+        for bucket in index.applicable(user.name, user.groups, attributes.namespace):
+            for binding in bucket.values():
+                rules = rules_by_role.get(binding.role_key)
+                if rules is None:
+                    missing = missing or []
+                    missing.append(binding.missing_role())
+                    continue
+                for rule in rules:
+                    if rule.allows(attributes):
+                        return Decision.ALLOW, f"RBAC: allowed by {binding.describe(user.name, user.groups)}"
+        if missing:
+            return Decision.NO_OPINION, f"RBAC: {aggregate(missing)}"
+        return Decision.NO_OPINION, ""
+
+    def policy_rules_for(self, user: UserInfo, namespace: str) -> tuple[list[PolicyRule], str]:
+        """kube's DefaultRuleResolver.RulesFor: every rule of every binding that applies, and the aggregate of
+        the roles found missing ("" when none)."""
+        rules: list[PolicyRule] = []
+        missing: list[str] = []
+        seen: set[tuple[str, str, str]] = set()
+        for bucket in self.index.applicable(user.name, user.groups, namespace):
+            for key, binding in bucket.items():
+                if key in seen:
+                    continue
+                seen.add(key)
+                found = self.index.rules.get(binding.role_key)
+                if found is None:
+                    missing.append(binding.missing_role())
+                else:
+                    rules.extend(found)
+        return rules, aggregate(missing)
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Rules:
+        """kube's RBACAuthorizer.RulesFor: a rule with resources is a resource rule, one with URLs a
+        non-resource rule; never incomplete, the missing roles as the evaluation error."""
+        rules, error = self.policy_rules_for(user, namespace)
+        resource_rules = tuple(ResourceRule(r.verbs, r.api_groups, r.resources, r.resource_names)
+                               for r in rules if r.resources)
+        non_resource_rules = tuple(NonResourceRule(r.verbs, r.non_resource_urls) for r in rules if r.non_resource_urls)
+        return Rules(resource_rules, non_resource_rules, evaluation_error=error)

@@ -1,0 +1,119 @@
+"""The bootstrap policy written at start, as kube-apiserver's reconciler does (reconciliation/, union mode):
+
+- a missing object is created;
+- an object annotated `rbac.authorization.kubernetes.io/autoupdate: "false"` is left as it is;
+- any other keeps everything it has and gains what it lacks: labels and annotations it does not set, the
+  policy's rules it does not cover (as atomic rules), its aggregationRule selectors, a binding's subjects. A
+  role the policy does not aggregate loses an aggregationRule; a binding whose roleRef differs is recreated
+  (roleRef never changes in place).
+
+It runs as the core itself (system:masters), so escalation checks do not apply.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.auth.rbac.covers import uncovered
+from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP
+from server.auth.rbac.rules import rules_of
+from server.core import Core
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+ATTEMPTS = 5  # conflicts retried per object (another writer between our read and write)
+
+
+def _path(resource: str, name: str = "") -> core_pb2.ResourcePath:
+    return core_pb2.ResourcePath(group=GROUP, version="v1", resource=resource, name=name)
+
+
+def _raw(obj: Obj) -> core_pb2.RawObject:
+    return core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(obj))
+
+
+def _merged_metadata(existing: Obj, expected: Obj) -> Obj:
+    """Expected labels and annotations added; the existing values win."""
+    metadata = dict(existing.get("metadata") or {})
+    for key in ("labels", "annotations"):
+        merged = {**(expected["metadata"].get(key) or {}), **(metadata.get(key) or {})}
+        if merged:
+            metadata[key] = merged
+    return metadata
+
+
+def reconciled_role(existing: Obj, expected: Obj) -> Obj:
+    role = dict(existing)
+    role["metadata"] = _merged_metadata(existing, expected)
+    missing = uncovered(rules_of(existing), rules_of(expected))
+    if missing:
+        role["rules"] = [*(existing.get("rules") or []), *(rule.to_json() for rule in missing)]
+    wanted = expected.get("aggregationRule")
+    if wanted is None:
+        role.pop("aggregationRule", None)
+    else:
+        have = list((existing.get("aggregationRule") or {}).get("clusterRoleSelectors") or [])
+        lacking = [s for s in wanted["clusterRoleSelectors"] if s not in have]
+        if lacking or existing.get("aggregationRule") is None:
+            role["aggregationRule"] = {"clusterRoleSelectors": have + lacking}
+    return role
+
+
+def reconciled_binding(existing: Obj, expected: Obj) -> Obj:
+    binding = dict(existing)
+    binding["metadata"] = _merged_metadata(existing, expected)
+    have = list(existing.get("subjects") or [])
+    lacking = [s for s in expected.get("subjects") or [] if s not in have]
+    if lacking:
+        binding["subjects"] = have + lacking
+    return binding
+
+
+async def _reconcile(core: Core, resource: str, expected: Obj) -> None:
+    name = expected["metadata"]["name"]
+    for _ in range(ATTEMPTS):
+        try:
+            got = await core.get(core_pb2.GetRequest(path=_path(resource, name)))
+        except errors.ApiError as err:
+            if err.code != 404:
+                raise
+            try:
+                await core.create(core_pb2.CreateRequest(path=_path(resource), object=_raw(expected)))
+                return
+            except errors.ApiError as created:
+                if created.code == 409:
+                    continue
+                raise
+        existing: Obj = orjson.loads(got.object.data)
+        if ((existing.get("metadata") or {}).get("annotations") or {}).get(AUTOUPDATE) == "false":
+            return
+        if resource == "clusterroles":
+            wanted = reconciled_role(existing, expected)
+        elif existing.get("roleRef") != expected["roleRef"]:
+            await core.delete(core_pb2.DeleteRequest(path=_path(resource, name)))
+            continue
+        else:
+            wanted = reconciled_binding(existing, expected)
+        if wanted == existing:
+            return
+        try:
+            await core.update(core_pb2.UpdateRequest(path=_path(resource, name), object=_raw(wanted)))
+            return
+        except errors.ApiError as err:
+            if err.code not in (404, 409):
+                raise
+    log.warning("RBAC bootstrap: %s %s kept changing while reconciled; left as it is", resource, name)
+
+
+async def reconcile(core: Core) -> None:
+    """Every bootstrap ClusterRole, then every bootstrap ClusterRoleBinding."""
+    for role in CLUSTER_ROLES:
+        await _reconcile(core, "clusterroles", role)
+    for binding in CLUSTER_ROLE_BINDINGS:
+        await _reconcile(core, "clusterrolebindings", binding)

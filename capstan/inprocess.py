@@ -65,6 +65,9 @@ class InProcessClient:
     async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse:
         return await _call(self._core.discover(request))
 
+    async def health(self) -> dict[str, bool]:
+        return await self._core.health.run_all()
+
     async def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
         stream = self._core.watch(request)
         try:

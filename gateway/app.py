@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from gateway import metrics, negotiation, requestinfo
+from gateway import health, metrics, negotiation, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.handlers import delete, discovery, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
@@ -22,10 +22,9 @@ from gateway.handlers.request import MAX_BODY, Call, output, query_of
 log = logging.getLogger(__name__)
 
 GATEWAY_KEY = web.AppKey("gateway", Gateway)
-
-
-async def _ok(request: web.Request) -> web.Response:
-    return web.Response(text="ok", content_type="text/plain")
+# Paths go-restful serves in kube-apiserver (its web services /api..., /apis..., /version); a path under
+# them that nothing serves is its 404 Status. Any other unknown path reaches the NotFoundHandler.
+_GO_RESTFUL = frozenset({"api", "apis", "version"})
 
 
 async def _dispatch(http: web.Request) -> web.StreamResponse:
@@ -33,6 +32,8 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
     out: negotiation.Output | None = None
     try:
         info = requestinfo.parse(http.method, http.path, http.query)
+        if info is None and http.path.split("/")[1] not in _GO_RESTFUL:
+            return respond.go_not_found()
         if info is None:
             raise CoreError(failure(404, "NotFound", "the server could not find the requested resource"))
         if isinstance(info, requestinfo.DiscoveryInfo):
@@ -107,9 +108,11 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> 
     app = web.Application(client_max_size=MAX_BODY + 1,
                           middlewares=[counters.middleware, _no_tracebacks, _compress])
     app[GATEWAY_KEY] = Gateway(client, server_address)
-    for path in ("/healthz", "/livez", "/readyz"):
-        app.router.add_get(path, _ok)
-    app.router.add_get("/version", discovery.version)
+    health.add_routes(app, client)
+    # go-restful's CurlyRouter (v3.9, kube 1.28) splits a path trimmed of slashes, so the /version web
+    # service's GET route answers /version/ as well (kr8s asks exactly that).
+    app.router.add_route("*", "/version", discovery.version)
+    app.router.add_route("*", "/version/", discovery.version)
     openapi.add_routes(app, app[GATEWAY_KEY])
     app.router.add_get("/metrics", counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)

@@ -46,6 +46,11 @@ class CoreClient(Protocol):
 
     async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse: ...
 
+    async def health(self) -> dict[str, bool]:
+        """The core's named health checks (etcd, informer-sync, poststarthook/...), run now: whether each
+        passes. Over gRPC this is grpc.health.v1's List (server/grpc_server.py)."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server import bootstrap, service
+from server import bootstrap, health, service
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
@@ -60,5 +60,22 @@ async def start_core(store: Store, *, listen: str, grpc_port: int,
     terminator.start()
     crds = CrdController(core)
     await crds.start()
-    running = await start_grpc(listen, grpc_port, [service.register(core)])
+    _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
+                       crds=crds)
+    running = await start_grpc(listen, grpc_port, [service.register(core)], checks=core.health)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds)
+
+
+def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,
+                       collector: GarbageCollector, terminator: PodTerminator, crds: CrdController) -> None:
+    """The checks of what start_core started, under kube-apiserver's names where kube has the same part
+    (the namespace controller and the garbage collector are kube-controller-manager's there, and are
+    named here by their controller names; the pod terminator stands in for the kubelets)."""
+    checks.add("informer-sync", health.condition(collector.synced, "the garbage collector has not listed yet"))
+    checks.add("poststarthook/start-system-namespaces-controller", health.done())  # ensure_default_namespaces
+    checks.add("poststarthook/bootstrap-controller", health.done())  # ensure_kubernetes_service
+    checks.add("poststarthook/crd-informer-synced", health.done())  # CrdController.start served the stored CRDs
+    checks.add("poststarthook/start-apiextensions-controllers", health.condition(crds.running, "not running"))
+    checks.add("poststarthook/start-namespace-controller", health.condition(namespaces.running, "not running"))
+    checks.add("poststarthook/start-garbage-collector-controller", health.condition(collector.running, "not running"))
+    checks.add("poststarthook/start-pod-terminator", health.condition(terminator.running, "not running"))

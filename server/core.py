@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from capstan.core.v1 import core_pb2
-from server import discovery
+from server import discovery, health
 from server.crd.protos import Descriptors
 from server.objects import create, delete, deletecollection, get, list, patch, update, watch
 from server.objects.context import Context
@@ -22,6 +22,10 @@ class Core:
     def __init__(self, store: Store, registry: Registry) -> None:
         self.context = Context(store, registry)
         self.descriptors = Descriptors(store)  # protobuf messages of custom resources (server/crd/protos.py)
+        # What /healthz, /livez and /readyz report (server/health.py); start_core adds what it starts.
+        self.health = health.HealthChecks()
+        self.health.add("etcd", health.store_check(store))
+        self.health.add("etcd-readiness", health.store_check(store))
 
     @property
     def registry(self) -> Registry:

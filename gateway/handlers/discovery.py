@@ -50,8 +50,13 @@ def _answer(http: web.Request, out: Output, doc: dict[str, Any]) -> web.Response
 
 async def version(http: web.Request) -> web.Response:
     """Always indented JSON, whatever the Accept header says (kube-apiserver writes it raw). Routed
-    outside the resource dispatcher, so it answers its own Status for a malformed ?timeout."""
+    outside the resource dispatcher, so it answers its own Status for a malformed ?timeout, and
+    go-restful's 405 for a method other than GET (routes/version.go routes GET only)."""
     try:
+        if http.method not in ("GET", "HEAD"):
+            status = failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            status.details.SetInParent()
+            raise CoreError(status)
         params.deadline(query_of(http))
     except CoreError as err:
         return respond.status(None, err.status)

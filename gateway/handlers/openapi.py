@@ -71,7 +71,7 @@ def add_routes(app: web.Application, gateway: Gateway) -> None:
         return _serve(http, docs.swagger_protobuf, SWAGGER_PROTOBUF, etag=docs.swagger.etag, docs=docs)
 
     app.router.add_get("/openapi/v3", index)
-    app.router.add_get("/openapi/v3/{name:.+}", group_version)
+    app.router.add_get("/openapi/v3/{name:.*}", group_version)  # a prefix: /openapi/v3/ is group version ""
     app.router.add_get("/openapi/v2", swagger)
 
 

@@ -108,3 +108,10 @@ def _response(body: bytes, content_type: str, status: int, warnings: list[str] |
     for warning in warnings or ():
         response.headers.add(WARNING_HEADER, '299 - "' + warning.replace('"', '\\"') + '"')
     return response
+
+
+def go_not_found() -> web.Response:
+    """Go's http.NotFound: what kube-apiserver answers for a path none of its handlers claims outside
+    the API (its NotFoundHandler, util/notfoundhandler, once every path is installed)."""
+    return web.Response(status=404, body=b"404 page not found\n",
+                        headers={"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"})

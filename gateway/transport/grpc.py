@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import grpc
 from google.rpc import status_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
@@ -29,6 +30,11 @@ _UNANSWERED = {
 }
 
 MAX_MESSAGE = 64 * 1024 * 1024  # a whole LIST page travels as one message
+# The core's health checks in grpc.health.v1 are the "services" named with this prefix (server/grpc_server.py).
+HEALTH_CHECK_PREFIX = "healthz/"
+HEALTH_TIMEOUT = 5.0  # seconds: the core runs its store check within 2
+_SERVING = health_pb2.HealthCheckResponse.SERVING
+_LISTING: Any = health_pb2  # its List messages are missing from the type stubs
 
 
 def status_of(err: grpc.aio.AioRpcError) -> meta_pb2.Status:
@@ -57,6 +63,7 @@ class GrpcClient:
             options=[("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)],
         )
         self._stub: Any = core_pb2_grpc.CoreServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._health: Any = health_pb2_grpc.HealthStub(self._channel)
 
     async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
         return await _call(self._stub.Create(request))
@@ -83,6 +90,11 @@ class GrpcClient:
 
     async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse:
         return await _call(self._stub.Discover(request))
+
+    async def health(self) -> dict[str, bool]:
+        listed = await _call(self._health.List(_LISTING.HealthListRequest(), timeout=HEALTH_TIMEOUT))
+        return {service.removeprefix(HEALTH_CHECK_PREFIX): answer.status == _SERVING
+                for service, answer in listed.statuses.items() if service.startswith(HEALTH_CHECK_PREFIX)}
 
     async def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
         call = self._stub.Watch(request)

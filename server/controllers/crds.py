@@ -85,6 +85,10 @@ class CrdController:
     async def stop(self) -> None:
         await cancel_all((self._task, *self._cleanups.values(), *self._pending))
 
+    def running(self) -> bool:
+        """Started and not stopped or dead (its /healthz poststarthook check)."""
+        return self._task is not None and not self._task.done()
+
     async def _run(self, revision: str) -> None:
         while True:
             try:

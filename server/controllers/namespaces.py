@@ -40,6 +40,10 @@ class NamespaceController:
     async def stop(self) -> None:
         await cancel_all((self._task, *self._running.values()))
 
+    def running(self) -> bool:
+        """Started and not stopped or dead (its /healthz poststarthook check)."""
+        return self._task is not None and not self._task.done()
+
     async def _run(self) -> None:
         while True:
             try:

@@ -43,6 +43,10 @@ class PodTerminator:
             timer.cancel()
         await cancel_all((self._task, *self._deleting))
 
+    def running(self) -> bool:
+        """Started and not stopped or dead (its /healthz poststarthook check)."""
+        return self._task is not None and not self._task.done()
+
     async def _run(self) -> None:
         while True:
             try:

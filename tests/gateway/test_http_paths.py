@@ -18,8 +18,7 @@ CM = "/api/v1/namespaces/default/configmaps"
 WIDGETS_GROUP = "example.capstan.dev"
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("GET", "/nope"),
+@pytest.mark.parametrize(("method", "path"), [  # paths outside the API: test_http_health.py
     ("GET", "/api/v1/foos"),
     ("GET", "/api/v1/namespaces/default/foos"),
     ("GET", "/api/v1/namespaces/default/foos/x"),

@@ -63,6 +63,14 @@ class GarbageCollector:
         await cancel_all(list(self._tasks))
         self._queue.close()
 
+    def running(self) -> bool:
+        """Started and not stopped or dead (its /healthz poststarthook check)."""
+        return bool(self._tasks) and not self._tasks[0].done()
+
+    def synced(self) -> bool:
+        """The first list of the store is in the graph (its /readyz informer-sync check)."""
+        return len(self._tasks) > 1
+
     def idle(self) -> bool:
         """Caught up with the store, and nothing queued, in hand or waiting to be retried."""
         return self._revision >= self._store.current_revision() and self._queue.idle()

@@ -109,6 +109,23 @@ SCALE = Subresource("scale", "Scale", ("get", "patch", "update"), ("spec", "repl
 
 
 @dataclass(frozen=True, slots=True)
+class StoredAs:
+    """Where and in which form a resource kept in another resource's storage is stored, as kube-apiserver keeps
+    events.k8s.io/v1 Events in the core/v1 Event storage: an object written through either API is read through
+    both. `group` and `resource` name the storage keys, `schema` types the stored (the other resource's) form;
+    `to_storage` and `from_storage` convert an object's JSON form between the two, each answering an object typed
+    by the schema of its side. Field selectors and Tables work on the stored form (kube selects and prints the
+    internal object), so a resource stored so names its field getters and columns in the stored form's fields.
+    """
+
+    group: str
+    resource: str
+    schema: Schema
+    to_storage: Callable[[Obj], Obj]
+    from_storage: Callable[[Obj], Obj]
+
+
+@dataclass(frozen=True, slots=True)
 class Column:
     """A Table column; `cell` computes its value from the object."""
 
@@ -180,6 +197,8 @@ class Resource:
     scale: ScaleRule | None = None
     # The list kind when it is not kind + "List" (a CRD's names.listKind).
     custom_list_kind: str = ""
+    # Kept in another resource's storage, in that resource's form (events.k8s.io/v1 Events).
+    stored_as: StoredAs | None = None
     # Applied to a stored value before it is rendered for an answer: a custom resource's schema defaults (and
     # prunes) objects read from storage, as kube-apiserver does, so a default added later shows on reads.
     read: Callable[[bytes], bytes] | None = None
@@ -204,8 +223,11 @@ class Resource:
         return next((s for s in self.subresources if s.name == name), None)
 
     def key_prefix(self, namespace: str = "") -> bytes:
-        """Storage keys: /<group or "core">/<resource>/[<namespace>/]<name>. Versions share keys."""
-        base = f"/{self.group or 'core'}/{self.resource}/"
+        """Storage keys: /<group or "core">/<resource>/[<namespace>/]<name>. Versions share keys, and so do
+        resources stored as another (`stored_as`)."""
+        group, resource = (self.group, self.resource) if self.stored_as is None else (
+            self.stored_as.group, self.stored_as.resource)
+        base = f"/{group or 'core'}/{resource}/"
         if self.namespaced and namespace:
             base += namespace + "/"
         return base.encode()

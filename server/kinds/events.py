@@ -1,19 +1,22 @@
 """events.k8s.io/v1 Event: its registry entry, field selectors and kube-apiserver's validation of events
 written through this API (pkg/apis/core/validation/events.go, the strict events.k8s.io/v1 rules).
 
-Upstream serves events.k8s.io Events from the core/v1 Event storage, converted field by field; here they
-are stored on their own, so an Event written through one API is not seen through the other. Error paths
-are upstream's internal (core) names where it reports them so: involvedObject.namespace, message, ...
+As upstream, events.k8s.io Events live in the core/v1 Event storage, in core form, converted field by field
+(pkg/apis/events/v1/conversion.go: regarding is involvedObject, note message, reportingController
+reportingComponent, deprecatedSource source, ...): an Event written through either API is read, listed,
+watched and selected through both. Field selectors take events.k8s.io names and select on the core form as
+kube's AddFieldLabelConversionsForEvent maps them (`regarding.name` is `involvedObject.name`; `source` is the
+source component, else the reporting controller). Error paths are upstream's internal (core) names where it
+reports them so: involvedObject.namespace, message, ...
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from capstan.api.events.v1 import events_pb2
+from server.kinds.core import EVENTS as CORE_EVENTS
 from server.kinds.templates import get, immutable, semantically_equal
 from server.objects import meta
-from server.registry import Obj, Resource
+from server.registry import Obj, Resource, Schema, StoredAs
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError
@@ -110,26 +113,48 @@ def validate_event(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
-def _regarding(field: str) -> Callable[[Obj], str]:
-    return lambda obj: _text(get(obj, "regarding", field))
+# events.k8s.io/v1 field -> its core/v1 name; every other field has the same name in both.
+TO_CORE = {
+    "regarding": "involvedObject", "note": "message", "reportingController": "reportingComponent",
+    "deprecatedSource": "source", "deprecatedFirstTimestamp": "firstTimestamp",
+    "deprecatedLastTimestamp": "lastTimestamp", "deprecatedCount": "count",
+}
+FROM_CORE = {core: events for events, core in TO_CORE.items()}
+SCHEMA = ProtoSchema(events_pb2.Event)
+
+# AddFieldLabelConversionsForEvent: each events.k8s.io field label and the core/v1 one it selects on.
+FIELD_LABELS = {
+    "reason": "reason", "reportingController": "reportingComponent", "source": "source", "type": "type",
+    **{f"regarding.{f}": f"involvedObject.{f}" for f in (
+        "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
+}
+
+
+def _renamed(obj: Obj, names: dict[str, str], schema: Schema) -> Obj:
+    """obj with its top-level fields renamed, typed by the other version's schema."""
+    renamed = {names.get(k, k): v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    typed, _ = schema.normalize(renamed)
+    return typed
+
+
+def to_core(obj: Obj) -> Obj:
+    """Convert_v1_Event_To_core_Event, as the core/v1 Event stored."""
+    return _renamed(obj, TO_CORE, CORE_EVENTS.schema)
+
+
+def from_core(obj: Obj) -> Obj:
+    """Convert_core_Event_To_v1_Event."""
+    return _renamed(obj, FROM_CORE, SCHEMA)
 
 
 EVENTS = Resource(
     group="events.k8s.io", version="v1", resource="events", kind="Event", singular="event", namespaced=True,
-    schema=ProtoSchema(events_pb2.Event), short_names=("ev",),
-    # The fields kube-apiserver converts for events.k8s.io/v1 (AddFieldLabelConversionsForEvent).
-    field_getters={
-        "reason": lambda obj: _text(obj.get("reason")),
-        "regarding.kind": _regarding("kind"),
-        "regarding.namespace": _regarding("namespace"),
-        "regarding.name": _regarding("name"),
-        "regarding.uid": _regarding("uid"),
-        "regarding.apiVersion": _regarding("apiVersion"),
-        "regarding.resourceVersion": _regarding("resourceVersion"),
-        "regarding.fieldPath": _regarding("fieldPath"),
-        "reportingController": lambda obj: _text(obj.get("reportingController")),
-        "type": lambda obj: _text(obj.get("type")),
-    },
+    schema=SCHEMA, short_names=("ev",),
+    # Selection reads the stored (core) form: each label is the core/v1 getter of the field it maps to.
+    field_getters={label: CORE_EVENTS.field_getters[core] for label, core in FIELD_LABELS.items()},
+    stored_as=StoredAs(group=CORE_EVENTS.group, resource=CORE_EVENTS.resource, schema=CORE_EVENTS.schema,
+                       to_storage=to_core, from_storage=from_core),
+    garbage_collection="Unsupported",  # the same storage and eventStrategy as core/v1 events
     validate=validate_event,
 )
 

@@ -25,7 +25,10 @@ def to_value(resource: Resource, obj: Obj) -> bytes:
     """The stored value of a normalized object (its metadata.resourceVersion is dropped)."""
     obj = canonical(obj)
     obj["metadata"].pop("resourceVersion", None)
-    proto = resource.schema.to_proto(obj) if resource.schema.proto_message else b""
+    schema = resource.schema
+    if resource.stored_as is not None:
+        obj, schema = canonical(resource.stored_as.to_storage(obj)), resource.stored_as.schema
+    proto = schema.to_proto(obj) if schema.proto_message else b""
     return stored.pack(go_json(obj), proto)
 
 
@@ -43,6 +46,21 @@ def load(value: bytes) -> Obj:
     return obj
 
 
+def load_as(resource: Resource, value: bytes) -> Obj:
+    """The object a stored value holds, in `resource`'s own form (a resource stored as another converts it): what
+    an update or a patch starts from and validates against. Selection and Tables read the stored form (load)."""
+    obj = load(value)
+    return obj if resource.stored_as is None else canonical(resource.stored_as.from_storage(obj))
+
+
+def _readable(resource: Resource, value: bytes) -> bytes:
+    """The stored value as `resource` renders it: converted from another resource's form, then its read hook."""
+    if resource.stored_as is not None:
+        obj = load_as(resource, value)
+        value = stored.pack(go_json(obj), resource.schema.to_proto(obj) if resource.schema.proto_message else b"")
+    return value if resource.read is None else resource.read(value)
+
+
 def encoding_for(resource: Resource, accept: Encoding) -> Encoding:
     """PROTOBUF when asked and the kind has a schema; JSON otherwise (as for custom resources)."""
     return PROTOBUF if accept == PROTOBUF and resource.schema.proto_message else JSON
@@ -54,8 +72,7 @@ def type_prefix(resource: Resource) -> bytes:
 
 def object_bytes(resource: Resource, value: bytes, resource_version: str, encoding: Encoding) -> bytes:
     """One object as a response carries it: JSON with kind and apiVersion, or the bare protobuf message."""
-    if resource.read is not None:
-        value = resource.read(value)
+    value = _readable(resource, value)
     if encoding == PROTOBUF:
         return stored.render_proto(value, resource_version)
     return stored.render_json(value, resource_version, type_prefix(resource))
@@ -63,8 +80,7 @@ def object_bytes(resource: Resource, value: bytes, resource_version: str, encodi
 
 def item_bytes(resource: Resource, value: bytes, resource_version: str, encoding: Encoding, typed: bool) -> bytes:
     """A list item: like object_bytes, but JSON items of built-in kinds carry no kind/apiVersion."""
-    if resource.read is not None:
-        value = resource.read(value)
+    value = _readable(resource, value)
     if encoding == PROTOBUF:
         return stored.render_proto(value, resource_version)
     return stored.render_json(value, resource_version, type_prefix(resource) if typed else b"")

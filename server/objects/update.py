@@ -82,7 +82,7 @@ async def guaranteed_update(
         got = await store_call(ctx.store.get(key))
         if got.kv is None:
             raise errors.not_found(resource.resource, resource.group, path.name)
-        old = render.load(got.kv.value)
+        old = render.load_as(resource, got.kv.value)
         obj, warnings = produce(_as_seen(resource, old, got.kv.mod_revision))
         precondition = meta.meta(obj).get("resourceVersion") or ""
         if precondition and precondition != str(got.kv.mod_revision):

@@ -1,0 +1,114 @@
+"""Service accounts: their tokens (issued through serviceaccounts/token, verified on every request), the
+issuer's discovery documents, and the controllers that give every namespace its `default` ServiceAccount and
+its `kube-root-ca.crt` ConfigMap.
+
+start_service_accounts is the one constructor start_core calls; what it starts depends on the configuration:
+- a signing key: serviceaccounts/token is served (the ServiceAccount resource is registered again with it)
+  and tokens are issued with it; without one, POST .../token is 404 as on a kube-apiserver without an issuer;
+- verification keys (the signing key's public half always among them): the authenticator and the documents;
+- a root CA file: the kube-root-ca.crt publisher;
+- the `default` ServiceAccount controller always runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import orjson
+
+from capstan.core.v1 import core_pb2
+from server import errors
+from server.auth.config import SecurityConfig
+from server.auth.rbac.informer import Informer
+from server.auth.serviceaccounts import keys, oidc, tokenrequest
+from server.auth.serviceaccounts.authenticator import ServiceAccountAuthenticator
+from server.auth.serviceaccounts.index import Entry, ObjectIndex
+from server.auth.serviceaccounts.issuer import TokenIssuer
+from server.controllers.rootca import RootCAPublisher
+from server.controllers.serviceaccounts import ServiceAccountsController
+from server.core import Core
+
+WATCHED = ("serviceaccounts", "pods", "secrets")
+
+
+class Lookups:
+    """Identity of ServiceAccounts, Pods and Secrets from watched indexes, a miss read from the core."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self.indexes = {resource: ObjectIndex() for resource in WATCHED}
+        self._informers = [Informer(core, core_pb2.ResourcePath(version="v1", resource=resource), index)
+                           for resource, index in self.indexes.items()]
+
+    async def start(self) -> None:
+        for informer in self._informers:
+            await informer.start()
+
+    async def stop(self) -> None:
+        for informer in self._informers:
+            await informer.stop()
+
+    async def __call__(self, resource: str, namespace: str, name: str) -> Entry | None:
+        found = self.indexes[resource].get(namespace, name)
+        if found is not None:
+            return found
+        path = core_pb2.ResourcePath(version="v1", resource=resource, namespace=namespace, name=name)
+        try:
+            got = await self._core.get(core_pb2.GetRequest(path=path))
+        except errors.ApiError:
+            return None
+        m = orjson.loads(got.object.data).get("metadata") or {}
+        return Entry(str(m.get("uid", "")), str(m.get("deletionTimestamp") or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceAccounts:
+    """What start_service_accounts started; authenticator/issuer/documents are None when no key is configured."""
+
+    authenticator: ServiceAccountAuthenticator | None
+    issuer: TokenIssuer | None
+    documents: oidc.Documents | None
+    lookups: Lookups
+    accounts: ServiceAccountsController
+    root_ca: RootCAPublisher | None
+
+    async def stop(self) -> None:
+        if self.root_ca is not None:
+            await self.root_ca.stop()
+        await self.accounts.stop()
+        await self.lookups.stop()
+
+
+async def start_service_accounts(core: Core, config: SecurityConfig) -> ServiceAccounts:
+    """Raises keys.KeyFileError for an unreadable key file (the server must not start)."""
+    audiences = (config.service_account_issuer,)
+    signing = keys.load_signing_key(config.service_account_signing_key_file) \
+        if config.service_account_signing_key_file else None
+    verification = keys.load_public_keys(config.service_account_key_files)
+    if signing is not None:
+        own = keys.verification_key(signing.public_key())
+        if own.kid not in {k.kid for k in verification}:
+            verification = (own, *verification)
+    issuer = None
+    if signing is not None:
+        issuer = TokenIssuer(issuer=config.service_account_issuer, signing_key=signing, audiences=audiences)
+        served = core.registry.get("", "v1", "serviceaccounts")
+        if served is not None:
+            core.registry.add(dataclasses.replace(
+                served, subresources=(*served.subresources, tokenrequest.TOKEN),
+                subresource_create={**served.subresource_create, "token": tokenrequest.handler(issuer)}))
+    lookups = Lookups(core)
+    await lookups.start()
+    authenticator = documents = None
+    if verification:
+        authenticator = ServiceAccountAuthenticator(issuer=config.service_account_issuer, keys=verification,
+                                                    audiences=audiences, lookup=lookups)
+        documents = oidc.documents(config.service_account_issuer, verification)
+    accounts = ServiceAccountsController(core)
+    await accounts.start()
+    root_ca = None
+    if config.root_ca_file is not None:
+        root_ca = RootCAPublisher(core, config.root_ca_file.read_text())
+        await root_ca.start()
+    return ServiceAccounts(authenticator, issuer, documents, lookups, accounts, root_ca)

@@ -65,6 +65,8 @@ class Binding:
     role_kind: str
     role_name: str
     subjects: tuple[Subject, ...]
+    # `RoleBinding "b/ns" of Role "r"` and each subject's `ServiceAccount "bot/ns"` (kube's describers).
+    described: tuple[str, tuple[str, ...]] = ("", ())
 
     @property
     def key(self) -> BindingKey:
@@ -80,13 +82,13 @@ class Binding:
         return f"{singular}.rbac.authorization.k8s.io {go_quote(self.role_name)} not found"
 
     def describe(self, user: str, groups: tuple[str, ...]) -> str:
-        """kube's binding describers, naming the first subject that applies to the user."""
-        subject = next((s for s in self.subjects if s.applies_to(user, groups, self.namespace)), None)
-        who = subject.describe(self.namespace) if subject is not None else ""
-        if self.kind == ROLE_BINDING:
-            return (f"RoleBinding {go_quote(self.name + '/' + self.namespace)} of {self.role_kind} "
-                    f"{go_quote(self.role_name)} to {who}")
-        return f"ClusterRoleBinding {go_quote(self.name)} of {self.role_kind} {go_quote(self.role_name)} to {who}"
+        """kube's binding describers, naming the first subject that applies to the user (the quoted parts are
+        built once, in `described`)."""
+        prefix, subjects = self.described
+        for subject, described in zip(self.subjects, subjects, strict=True):
+            if subject.applies_to(user, groups, self.namespace):
+                return f"{prefix} to {described}"
+        return f"{prefix} to "
 
     def subject_keys(self) -> list[tuple[bool, str]]:
         """(is_group, name) of every subject: users and service accounts by user name, groups by group name."""
@@ -110,8 +112,12 @@ def binding_of(kind: str, obj: Obj) -> Binding:
     ref = obj.get("roleRef") or {}
     subjects = tuple(Subject(_text(s.get("kind")), _text(s.get("name")), _text(s.get("namespace")))
                      for s in obj.get("subjects") or [] if isinstance(s, dict))
-    return Binding(kind, _text(metadata.get("namespace")), _text(metadata.get("name")), _text(ref.get("kind")),
-                   _text(ref.get("name")), subjects)
+    namespace, name, role_kind, role_name = (_text(metadata.get("namespace")), _text(metadata.get("name")),
+                                             _text(ref.get("kind")), _text(ref.get("name")))
+    shown = go_quote(f"{name}/{namespace}" if kind == ROLE_BINDING else name)
+    prefix = f"{kind} {shown} of {role_kind} {go_quote(role_name)}"
+    return Binding(kind, namespace, name, role_kind, role_name, subjects,
+                   (prefix, tuple(s.describe(namespace) for s in subjects)))
 
 
 def _name(obj: Obj) -> tuple[str, str]:

@@ -17,7 +17,8 @@ from typing import TypeVar
 
 from capstan.core.v1 import core_pb2
 from gateway.client import CoreError
-from server.core import Core
+from server.auth.credentials import Credentials
+from server.auth.guard import GuardedCore
 from server.errors import ApiError, internal
 
 log = logging.getLogger(__name__)
@@ -36,40 +37,75 @@ async def _call(awaitable: Awaitable[T]) -> T:
 
 
 class InProcessClient:
-    def __init__(self, core: Core) -> None:
-        self._core = core
+    """Calls the guarded core with the credentials of the request it serves (`as_caller`); the client without
+    credentials is the gateway itself (its discovery lookups), which calls the core directly: in one process
+    the gateway is part of the server, as kube-apiserver's own handlers are."""
+
+    def __init__(self, guard: GuardedCore, credentials: Credentials | None = None) -> None:
+        self._guard = guard
+        self._credentials = credentials
+
+    def as_caller(self, credentials: Credentials) -> InProcessClient:
+        return InProcessClient(self._guard, credentials)
 
     async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
-        return await _call(self._core.create(request))
+        if self._credentials is None:
+            return await _call(self._guard.core.create(request))
+        return await _call(self._guard.create(request, self._credentials))
 
     async def get(self, request: core_pb2.GetRequest) -> core_pb2.GetResponse:
-        return await _call(self._core.get(request))
+        if self._credentials is None:
+            return await _call(self._guard.core.get(request))
+        return await _call(self._guard.get(request, self._credentials))
 
     async def list(self, request: core_pb2.ListRequest) -> core_pb2.ListResponse:
-        return await _call(self._core.list(request))
+        if self._credentials is None:
+            return await _call(self._guard.core.list(request))
+        return await _call(self._guard.list(request, self._credentials))
 
     async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
-        return await _call(self._core.update(request))
+        if self._credentials is None:
+            return await _call(self._guard.core.update(request))
+        return await _call(self._guard.update(request, self._credentials))
 
     async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
-        return await _call(self._core.patch(request))
+        if self._credentials is None:
+            return await _call(self._guard.core.patch(request))
+        return await _call(self._guard.patch(request, self._credentials))
 
     async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
-        return await _call(self._core.delete(request))
+        if self._credentials is None:
+            return await _call(self._guard.core.delete(request))
+        return await _call(self._guard.delete(request, self._credentials))
 
     async def delete_collection(
         self, request: core_pb2.DeleteCollectionRequest
     ) -> core_pb2.DeleteCollectionResponse:
-        return await _call(self._core.delete_collection(request))
+        if self._credentials is None:
+            return await _call(self._guard.core.delete_collection(request))
+        return await _call(self._guard.delete_collection(request, self._credentials))
 
     async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse:
-        return await _call(self._core.discover(request))
+        if self._credentials is None:
+            return await _call(self._guard.core.discover(request))
+        return await _call(self._guard.discover(request, self._credentials))
+
+    async def access(self, request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
+        if self._credentials is None:
+            return core_pb2.AccessResponse()
+        return await _call(self._guard.access(request, self._credentials))
 
     async def health(self) -> dict[str, bool]:
-        return await self._core.health.run_all()
+        return await self._guard.core.health.run_all()
 
     async def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
-        stream = self._core.watch(request)
+        if self._credentials is None:
+            stream = self._guard.core.watch(request)
+        else:
+            try:
+                stream = await self._guard.watch(request, self._credentials)
+            except ApiError as err:
+                raise CoreError(err.status) from None
         try:
             while True:
                 try:

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2
+from server.auth.credentials import Credentials
 
 
 class CoreError(Exception):
@@ -24,6 +25,15 @@ class CoreError(Exception):
 
 
 class CoreClient(Protocol):
+    """Calls without credentials are the gateway's own (its discovery lookups); `as_caller` gives the client that
+    makes one request's calls with that request's credentials, which the core authenticates and authorizes."""
+
+    def as_caller(self, credentials: Credentials) -> CoreClient: ...
+
+    async def access(self, request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
+        """Whether the caller may make a request that names no resource: CoreError 401/403 if not."""
+        ...
+
     async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse: ...
 
     async def get(self, request: core_pb2.GetRequest) -> core_pb2.GetResponse: ...

@@ -1,4 +1,5 @@
-"""The CoreService over gRPC: a thin adapter from grpc.aio to Core.
+"""The CoreService over gRPC: a thin adapter from grpc.aio to the guarded core (server/auth/guard.py), each
+call with the credentials its metadata and TLS peer present (server/auth/metadata.py).
 
 An ApiError becomes a gRPC status whose details carry the Kubernetes Status
 (server/errors.py); anything unexpected becomes a 500 Status, never a traceback
@@ -18,7 +19,9 @@ from grpc_status import rpc_status
 
 from capstan.core.v1 import core_pb2, core_pb2_grpc
 from server import errors
-from server.core import Core
+from server.auth import metadata
+from server.auth.credentials import Credentials
+from server.auth.guard import GuardedCore
 from server.fields.managers import manager_from_user_agent
 
 log = logging.getLogger(__name__)
@@ -36,63 +39,78 @@ def _default_manager(options: Any, context: Ctx) -> None:
 
 
 class CoreService(core_pb2_grpc.CoreServiceServicer):
-    def __init__(self, core: Core) -> None:
-        self._core = core
+    """Every call goes through the guard with the credentials its metadata and TLS peer present."""
+
+    def __init__(self, guard: GuardedCore, is_proxy: Callable[[bytes], bool]) -> None:
+        self._guard = guard
+        self._is_proxy = is_proxy
+
+    def _credentials(self, context: Ctx) -> Credentials:
+        pems = list(context.auth_context().get("x509_pem_cert") or ())
+        peer = metadata.pem_to_der(pems[0]) if pems else b""
+        md: Any = context.invocation_metadata() or ()
+        agent = next((str(v) for k, v in md if k == "user-agent"), "")
+        return metadata.from_call(md, peer, agent, context.peer(), self._is_proxy)
 
     async def Create(
         self, request: core_pb2.CreateRequest, context: Ctx
     ) -> core_pb2.CreateResponse:
         _default_manager(request.options, context)
-        return await _unary(self._core.create, request, context)
+        return await _unary(self._guard.create, request, self._credentials(context), context)
 
     async def Get(
         self, request: core_pb2.GetRequest, context: Ctx
     ) -> core_pb2.GetResponse:
-        return await _unary(self._core.get, request, context)
+        return await _unary(self._guard.get, request, self._credentials(context), context)
 
     async def List(
         self, request: core_pb2.ListRequest, context: Ctx
     ) -> core_pb2.ListResponse:
-        return await _unary(self._core.list, request, context)
+        return await _unary(self._guard.list, request, self._credentials(context), context)
 
     async def Update(
         self, request: core_pb2.UpdateRequest, context: Ctx
     ) -> core_pb2.UpdateResponse:
         _default_manager(request.options, context)
-        return await _unary(self._core.update, request, context)
+        return await _unary(self._guard.update, request, self._credentials(context), context)
 
     async def Patch(
         self, request: core_pb2.PatchRequest, context: Ctx
     ) -> core_pb2.PatchResponse:
         if request.type != core_pb2.PATCH_TYPE_APPLY:  # an apply must name its manager
             _default_manager(request.options, context)
-        return await _unary(self._core.patch, request, context)
+        return await _unary(self._guard.patch, request, self._credentials(context), context)
 
     async def Delete(
         self, request: core_pb2.DeleteRequest, context: Ctx
     ) -> core_pb2.DeleteResponse:
-        return await _unary(self._core.delete, request, context)
+        return await _unary(self._guard.delete, request, self._credentials(context), context)
 
     async def DeleteCollection(
         self, request: core_pb2.DeleteCollectionRequest, context: Ctx
     ) -> core_pb2.DeleteCollectionResponse:
-        return await _unary(self._core.delete_collection, request, context)
+        return await _unary(self._guard.delete_collection, request, self._credentials(context), context)
 
     async def Discover(
         self, request: core_pb2.DiscoverRequest, context: Ctx
     ) -> core_pb2.DiscoverResponse:
-        return await _unary(self._core.discover, request, context)
+        return await _unary(self._guard.discover, request, self._credentials(context), context)
 
     async def RegisterDescriptors(
         self, request: core_pb2.RegisterDescriptorsRequest, context: Ctx
     ) -> core_pb2.RegisterDescriptorsResponse:
-        return await _unary(self._core.register_descriptors, request, context)
+        return await _unary(self._guard.register_descriptors, request, self._credentials(context), context)
+
+    async def Access(
+        self, request: core_pb2.AccessRequest, context: Ctx
+    ) -> core_pb2.AccessResponse:
+        return await _unary(self._guard.access, request, self._credentials(context), context)
 
     async def Watch(
         self, request: core_pb2.WatchRequest, context: Ctx
     ) -> AsyncIterator[core_pb2.WatchResponse]:
-        stream = self._core.watch(request)
         try:
+            stream = await self._guard.watch(request, self._credentials(context))
             async for response in stream:
                 yield response
         except errors.ApiError as err:
@@ -103,10 +121,10 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
 
 
 async def _unary(
-    call: Callable[[Req], Awaitable[Resp]], request: Req, context: Ctx
+    call: Callable[[Req, Credentials], Awaitable[Resp]], request: Req, credentials: Credentials, context: Ctx
 ) -> Resp:
     try:
-        return await call(request)
+        return await call(request, credentials)
     except errors.ApiError as err:
         await _abort(context, err)
     except Exception as err:
@@ -123,7 +141,7 @@ SERVICE = core_pb2.DESCRIPTOR.services_by_name["CoreService"]
 Handler = Callable[[Any, Ctx], Any]
 
 
-def register(core: Core) -> Callable[[grpc.aio.Server], list[str]]:
+def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool]) -> Callable[[grpc.aio.Server], list[str]]:
     """A registrar for server.grpc_server.start_grpc.
 
     The handlers take and give bytes, parsing and serializing the messages themselves, so bytes that are
@@ -132,7 +150,7 @@ def register(core: Core) -> Callable[[grpc.aio.Server], list[str]]:
     """
 
     def add(server: grpc.aio.Server) -> list[str]:
-        servicer = CoreService(core)
+        servicer = CoreService(guard, is_proxy)
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for method in SERVICE.methods:
             request_class = message_factory.GetMessageClass(method.input_type)

@@ -18,6 +18,8 @@ from grpc_status import rpc_status
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2, core_pb2_grpc
 from gateway.client import CoreError, failure
+from server.auth import metadata
+from server.auth.credentials import Credentials
 
 T = TypeVar("T")
 
@@ -57,39 +59,54 @@ async def _call(awaitable: Awaitable[T]) -> T:
 
 
 class GrpcClient:
-    def __init__(self, target: str) -> None:
-        self._channel = grpc.aio.insecure_channel(
-            target,
-            options=[("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)],
-        )
+    """The core over a gRPC channel: TLS with `credentials` (the split form's gateway presents its front-proxy
+    client certificate), plaintext without. `as_caller` shares the channel and sends one request's credentials
+    as metadata, marked as forwarded (server/auth/metadata.py)."""
+
+    def __init__(self, target: str, credentials: grpc.ChannelCredentials | None = None) -> None:
+        options = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         self._stub: Any = core_pb2_grpc.CoreServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._health: Any = health_pb2_grpc.HealthStub(self._channel)
+        self._metadata: tuple[tuple[str, str | bytes], ...] = ()
+
+    def as_caller(self, credentials: Credentials) -> GrpcClient:
+        view = object.__new__(GrpcClient)
+        view._channel, view._stub, view._health = self._channel, self._stub, self._health
+        view._metadata = tuple(metadata.to_metadata(credentials, forwarded=True))
+        return view
 
     async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
-        return await _call(self._stub.Create(request))
+        return await _call(self._stub.Create(request, metadata=self._metadata))
 
     async def get(self, request: core_pb2.GetRequest) -> core_pb2.GetResponse:
-        return await _call(self._stub.Get(request))
+        return await _call(self._stub.Get(request, metadata=self._metadata))
 
     async def list(self, request: core_pb2.ListRequest) -> core_pb2.ListResponse:
-        return await _call(self._stub.List(request))
+        return await _call(self._stub.List(request, metadata=self._metadata))
 
     async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
-        return await _call(self._stub.Update(request))
+        return await _call(self._stub.Update(request, metadata=self._metadata))
 
     async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
-        return await _call(self._stub.Patch(request))
+        return await _call(self._stub.Patch(request, metadata=self._metadata))
 
     async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
-        return await _call(self._stub.Delete(request))
+        return await _call(self._stub.Delete(request, metadata=self._metadata))
 
     async def delete_collection(
         self, request: core_pb2.DeleteCollectionRequest
     ) -> core_pb2.DeleteCollectionResponse:
-        return await _call(self._stub.DeleteCollection(request))
+        return await _call(self._stub.DeleteCollection(request, metadata=self._metadata))
 
     async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse:
-        return await _call(self._stub.Discover(request))
+        return await _call(self._stub.Discover(request, metadata=self._metadata))
+
+    async def access(self, request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
+        return await _call(self._stub.Access(request, metadata=self._metadata))
 
     async def health(self) -> dict[str, bool]:
         listed = await _call(self._health.List(_LISTING.HealthListRequest(), timeout=HEALTH_TIMEOUT))
@@ -97,7 +114,7 @@ class GrpcClient:
                 for service, answer in listed.statuses.items() if service.startswith(HEALTH_CHECK_PREFIX)}
 
     async def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
-        call = self._stub.Watch(request)
+        call = self._stub.Watch(request, metadata=self._metadata)
         try:
             async for response in call:
                 yield response

@@ -67,3 +67,36 @@ class AlwaysDeny:
 
     def rules_for(self, user: UserInfo, namespace: str) -> Rules:
         return Rules()
+
+
+class Union:
+    """--authorization-mode with several modes: each is asked in order; the first ALLOW or DENY decides, and
+    NO_OPINION asks the next (kube's union authorizer). The reasons of those without an opinion are joined."""
+
+    def __init__(self, authorizers: tuple[Authorizer, ...]) -> None:
+        self._authorizers = authorizers
+
+    def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        if len(self._authorizers) == 1:
+            return self._authorizers[0].authorize(attributes)
+        reasons: list[str] = []
+        for authorizer in self._authorizers:
+            decision, reason = authorizer.authorize(attributes)
+            if decision is not Decision.NO_OPINION:
+                return decision, reason
+            if reason:
+                reasons.append(reason)
+        return Decision.NO_OPINION, "\n".join(reasons)
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Rules:
+        resource: list[ResourceRule] = []
+        non_resource: list[NonResourceRule] = []
+        incomplete, errors = False, []
+        for authorizer in self._authorizers:
+            rules = authorizer.rules_for(user, namespace)
+            resource += rules.resource_rules
+            non_resource += rules.non_resource_rules
+            incomplete = incomplete or rules.incomplete
+            if rules.evaluation_error:
+                errors.append(rules.evaluation_error)
+        return Rules(tuple(resource), tuple(non_resource), incomplete, "; ".join(errors))

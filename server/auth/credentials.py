@@ -8,6 +8,7 @@ prove. Contract of each field:
 - proxy: set only when the TLS peer is itself a client certificate; the requestheader authenticator then
   trusts `proxy_user`/`proxy_groups`/`proxy_extra` if that certificate is one of a front proxy's.
 - impersonation: Impersonate-* headers (or metadata); authorized after authentication (impersonation.py).
+- source_ip, user_agent, request_uri: what audit records (a REST request's URI; a gRPC call's method).
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ class Credentials:
     certificate: bytes = b""
     proxy: ProxyAssertion | None = None
     impersonation: Impersonation = Impersonation()
+    # Facts about the request for audit, not credentials: where it came from and what it asked for.
     source_ip: str = ""
     user_agent: str = ""
+    request_uri: str = ""
 
 
 NONE = Credentials()

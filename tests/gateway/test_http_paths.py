@@ -123,9 +123,9 @@ async def test_cluster_scoped_object_and_subresource_paths(server: Server) -> No
     assert names == ["default", "kube-node-lease", "kube-public", "kube-system", "team"]
     assert {"kind", "apiVersion"}.isdisjoint(listed.json()["items"][0])
 
-    # PUT /status changes status only; PUT /finalize changes spec.finalizers only.
+    # PUT /status leaves spec alone (metadata changes are kept: test_http_status.py); PUT /finalize changes
+    # spec.finalizers only.
     body = {**namespace_doc("team", server.revision(), stamps), "spec": {}}
-    body["metadata"]["labels"] = {"ignored": "by-status"}
     status_put = await server.request("PUT", "/api/v1/namespaces/team/status", json=body)
     stamps = kube.stamped(status_put.json())
     assert (status_put.status, status_put.json()) == (200, namespace_doc("team", server.revision(), stamps))

@@ -32,6 +32,7 @@ from capstan.core.v1 import core_pb2
 from capstan.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from gateway.openapi import comments, documents, gnostic, paths, schemas, swagger
+from server.auth.guard import unguarded
 from server.codec.wellknown import WELL_KNOWN as CODEC_WELL_KNOWN
 from server.core import Core
 from server.discovery import discover
@@ -511,7 +512,7 @@ def test_swagger_protobuf_holds_the_json_document(built: documents.Documents) ->
 @pytest.fixture
 async def http(tmp_path: Path) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
     store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
-    client = InProcessClient(Core(store, Registry(BUILTIN)))
+    client = InProcessClient(unguarded(Core(store, Registry(BUILTIN))))
     runner, port = await start_http(build_app(client), "127.0.0.1", 0)
     session = aiohttp.ClientSession()
     try:
@@ -599,8 +600,8 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A real `capstan serve` and a kubeconfig for it."""
     data = tmp_path_factory.mktemp("serve") / "data"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "capstan", "serve", "--data-dir", str(data), "--http-port", "0", "--grpc-port", "0",
-         "--sync", "false"],
+        [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", str(data), "--http-port", "0",
+         "--grpc-port", "0", "--sync", "false"],
         cwd=ROOT, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )

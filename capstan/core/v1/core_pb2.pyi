@@ -327,3 +327,15 @@ class RegisterDescriptorsResponse(_message.Message):
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     messages: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, messages: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AccessRequest(_message.Message):
+    __slots__ = ("verb", "path")
+    VERB_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    verb: str
+    path: str
+    def __init__(self, verb: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+
+class AccessResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

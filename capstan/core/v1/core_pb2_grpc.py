@@ -84,6 +84,11 @@ class CoreServiceStub:
                 request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.SerializeToString,
                 response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.FromString,
                 _registered_method=True)
+        self.Access = channel.unary_unary(
+                '/capstan.core.v1.CoreService/Access',
+                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.FromString,
+                _registered_method=True)
 
 
 class CoreServiceServicer:
@@ -161,6 +166,15 @@ class CoreServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Access(self, request, context):
+        """Authenticate the caller and decide whether it may make a request that names no resource (a path such as
+        /version, /metrics or /openapi/v3): a 401 or 403 Status when not. The HTTP gateway asks this before it
+        serves such a path, so the core decides every request.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -213,6 +227,11 @@ def add_CoreServiceServicer_to_server(servicer, server):
                     servicer.RegisterDescriptors,
                     request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.FromString,
                     response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.SerializeToString,
+            ),
+            'Access': grpc.unary_unary_rpc_method_handler(
+                    servicer.Access,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -485,6 +504,33 @@ class CoreService:
             '/capstan.core.v1.CoreService/RegisterDescriptors',
             capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.SerializeToString,
             capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Access(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capstan.core.v1.CoreService/Access',
+            capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -11,6 +11,7 @@ import pytest
 
 from capstan.core.v1 import core_pb2_grpc
 from server.app import RunningCore, start_core
+from server.auth.config import INSECURE
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core.client import Client
@@ -19,7 +20,7 @@ from tests.server.core.client import Client
 @pytest.fixture
 async def running(tmp_path: Path) -> AsyncIterator[RunningCore]:
     store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0, future_wait=0.5))
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0)
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
     try:
         yield core
     finally:

@@ -20,6 +20,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2, core_pb2_grpc
 from server.app import start_core
+from server.auth.config import INSECURE
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core.client import PROTOBUF, Client, Failed, path, raw, refused
@@ -497,7 +498,7 @@ async def test_field_selectors_on_selectable_fields(client: Client) -> None:
 
 async def test_custom_resources_are_served_again_after_a_restart(tmp_path: Path) -> None:
     store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
-    first = await start_core(store, listen="127.0.0.1", grpc_port=0)
+    first = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{first.grpc_port}") as channel:
             client = Client(core_pb2_grpc.CoreServiceStub(channel), first)  # type: ignore[no-untyped-call]
@@ -505,7 +506,7 @@ async def test_custom_resources_are_served_again_after_a_restart(tmp_path: Path)
             await client.create(WIDGETS, widget("kept"))
     finally:
         await first.stop()
-    second = await start_core(store, listen="127.0.0.1", grpc_port=0)
+    second = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{second.grpc_port}") as channel:
             client = Client(core_pb2_grpc.CoreServiceStub(channel), second)  # type: ignore[no-untyped-call]

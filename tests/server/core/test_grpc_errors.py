@@ -159,6 +159,7 @@ async def test_reflection_describes_the_core_service(channel: grpc.aio.Channel) 
         "Watch",
         "Discover",
         "RegisterDescriptors",
+        "Access",
     }
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from capstan.core.v1 import core_pb2, core_pb2_grpc
 from server.app import start_core
+from server.auth.config import INSECURE
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core import kube
@@ -73,7 +74,7 @@ async def test_a_restart_keeps_the_default_namespaces_as_they_are(tmp_path: Path
     revisions: list[int] = []
     for _ in range(2):
         store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
-        running = await start_core(store, listen="127.0.0.1", grpc_port=0)
+        running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
                 client = Client(core_pb2_grpc.CoreServiceStub(channel), running)  # type: ignore[no-untyped-call]

@@ -26,6 +26,7 @@ from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_pb2, core_pb2_grpc
 from server import errors
 from server.app import RunningCore, start_core
+from server.auth.config import INSECURE
 from server.objects import watch as core_watch
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
@@ -678,7 +679,7 @@ WRITERS = 8
 async def small_queues(tmp_path: Path) -> AsyncIterator[RunningCore]:
     options = StoreOptions(sync=False, compact_interval=0, future_wait=0.5, watch_queue_size=QUEUE)
     store = await LmdbStore.open(tmp_path / "lmdb", options)
-    running = await start_core(store, listen="127.0.0.1", grpc_port=0)
+    running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
     try:
         yield running
     finally:

@@ -1,0 +1,47 @@
+"""The gateway's link in the security chain: it collects each request's credentials (gateway/credentials.py)
+and, for every request that names no resource (/version, /healthz, /metrics, /openapi/..., discovery under
+/api and /apis, and unknown paths), asks the core whether the caller may make it before anything is served —
+kube authorizes those paths as non-resource URLs. Resource requests are authorized by the core in the verb
+itself. Either way the core decides; a refusal is its 401/403 Status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from capstan.core.v1 import core_pb2
+from gateway import requestinfo
+from gateway.client import CoreClient, CoreError
+from gateway.credentials import of_request
+from gateway.handlers import respond
+from server.auth.credentials import Credentials
+
+CREDENTIALS_KEY = web.RequestKey("capstan_credentials", Credentials)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def caller_client(client: CoreClient, http: web.Request) -> CoreClient:
+    """The client that makes this request's calls with its caller's credentials."""
+    return client.as_caller(http[CREDENTIALS_KEY])
+
+
+def middleware(client: CoreClient) -> Middleware:
+    @web.middleware
+    async def access(request: web.Request, handler: Handler) -> web.StreamResponse:
+        http = request
+        credentials = of_request(http)
+        http[CREDENTIALS_KEY] = credentials
+        info = requestinfo.parse(http.method, http.path, http.query)
+        if not isinstance(info, requestinfo.RequestInfo):
+            verb = "get" if http.method == "HEAD" else http.method.lower()
+            try:
+                await client.as_caller(credentials).access(core_pb2.AccessRequest(verb=verb, path=http.path))
+            except CoreError as err:
+                return respond.status(None, err.status)
+        return await handler(http)
+
+    return access

@@ -1,0 +1,64 @@
+"""What an HTTP request presents, collected for the core to judge (server/auth/credentials.py): the bearer
+token, the TLS client certificate, a front proxy's X-Remote-* assertion, Impersonate-* headers, and the facts
+audit records. The gateway decides nothing from them.
+
+X-Remote-* headers are read only from a request that came with a client certificate (the core then checks that
+certificate is a front proxy's); kube's default header names are used (X-Remote-User, X-Remote-Group,
+X-Remote-Extra-<key>).
+"""
+
+from __future__ import annotations
+
+import ssl
+import urllib.parse
+
+from aiohttp import web
+
+from server.auth.credentials import Credentials, Impersonation, ProxyAssertion
+
+_EXTRA = "impersonate-extra-"
+_REMOTE_EXTRA = "x-remote-extra-"
+
+
+def _peer_certificate(http: web.Request) -> bytes:
+    transport = http.transport
+    if transport is None:
+        return b""
+    tls = transport.get_extra_info("ssl_object")
+    if not isinstance(tls, ssl.SSLObject):
+        return b""
+    return tls.getpeercert(binary_form=True) or b""
+
+
+def _extra(http: web.Request, prefix: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    found: dict[str, list[str]] = {}
+    for name, value in http.headers.items():
+        lowered = name.lower()
+        if lowered.startswith(prefix):
+            found.setdefault(urllib.parse.unquote(lowered[len(prefix):]), []).append(value)
+    return tuple((k, tuple(v)) for k, v in sorted(found.items()))
+
+
+def of_request(http: web.Request) -> Credentials:
+    headers = http.headers
+    token = ""
+    scheme, _, rest = headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        token = rest.strip()
+    certificate = _peer_certificate(http)
+    proxy = None
+    if certificate and "X-Remote-User" in headers:
+        proxy = ProxyAssertion(certificate, headers["X-Remote-User"], tuple(headers.getall("X-Remote-Group", ())),
+                               _extra(http, _REMOTE_EXTRA))
+    impersonation = Impersonation()
+    if any(name.lower().startswith("impersonate-") for name in headers):
+        impersonation = Impersonation(
+            user=headers.get("Impersonate-User", ""),
+            uid=headers.get("Impersonate-Uid", ""),
+            groups=tuple(headers.getall("Impersonate-Group", ())),
+            extra=_extra(http, _EXTRA),
+            requested=True,
+        )
+    return Credentials(token=token, certificate=certificate, proxy=proxy, impersonation=impersonation,
+                       source_ip=http.remote or "", user_agent=headers.get("User-Agent", ""),
+                       request_uri=http.path_qs)

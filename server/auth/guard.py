@@ -1,0 +1,162 @@
+"""The security chain in front of the core's verbs: every CoreService call, from gRPC clients and from the
+in-process gateway alike, is authenticated, impersonated and authorized here before its verb runs.
+
+Order (kube-apiserver's DefaultBuildHandlerChain, as executed): authentication -> impersonation ->
+authorization -> the verb. A request that proves nobody is 401; one the authorizer does not allow is 403 with
+kube's wording (errors.py). While the verb runs, caller.current() is the request's user and authorizer, for
+the parts of the core that decide by who asks (escalation checks, reviews, token requests).
+
+What each call is authorized as (kube's RequestInfo):
+- Create/Get/Update/Patch/Delete: the verb on the path's group/resource/subresource, namespace and name
+  (a Create names no object unless it writes a subresource: pods/binding, serviceaccounts/token).
+- List/Watch: list/watch; a field selector `metadata.name=x` names the object, as kube's RequestInfo does.
+- DeleteCollection: deletecollection. Discover: `get` on the non-resource path /apis (every authenticated user
+  may, by system:discovery). Access: the verb and path it asks about.
+- RegisterDescriptors: `create` on resource "descriptors" in group "capstan.dev" at the cluster scope: only
+  admins hold that (cluster-admin's wildcards).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol, TypeVar
+
+from capstan.core.v1 import core_pb2
+from server.auth import caller as current_caller
+from server.auth.attributes import Attributes, Decision
+from server.auth.authorizer import AlwaysAllow, Authorizer
+from server.auth.credentials import Credentials
+from server.auth.errors import Unauthorized, forbidden, unauthorized
+from server.auth.impersonation import impersonate
+from server.auth.user import UNSECURED, UserInfo
+from server.core import Core
+
+Resp = TypeVar("Resp")
+
+DESCRIPTORS_GROUP = "capstan.dev"
+
+
+class Authenticator(Protocol):
+    async def authenticate(self, credentials: Credentials) -> UserInfo:
+        """The request's user, or Unauthorized."""
+        ...
+
+
+class Constant:
+    """Every request is one user whatever it sends (--insecure: system:unsecured)."""
+
+    def __init__(self, user: UserInfo) -> None:
+        self._user = user
+
+    async def authenticate(self, credentials: Credentials) -> UserInfo:
+        return self._user
+
+
+def _path_attributes(user: UserInfo, verb: str, path: core_pb2.ResourcePath, name: str) -> Attributes:
+    return Attributes(user, verb, api_group=path.group, api_version=path.version, resource=path.resource,
+                      subresource=path.subresource, namespace=path.namespace, name=name)
+
+
+def _selected_name(field_selector: str) -> str:
+    """The name a list or watch is limited to by `metadata.name=x` (or ==), "" when none."""
+    for term in field_selector.split(","):
+        key, sep, value = term.partition("==") if "==" in term else term.partition("=")
+        if sep and key.strip() == "metadata.name" and not key.endswith("!"):
+            return value.strip()
+    return ""
+
+
+class GuardedCore:
+    """Core's verbs behind the chain: the same request messages, plus the caller's credentials."""
+
+    def __init__(self, core: Core, authenticator: Authenticator, authorizer: Authorizer) -> None:
+        self.core = core
+        self.authenticator = authenticator
+        self.authorizer = authorizer
+
+    async def user(self, credentials: Credentials) -> UserInfo:
+        """Who the credentials prove, impersonation applied (401/403 ApiError when not allowed)."""
+        try:
+            user = await self.authenticator.authenticate(credentials)
+        except Unauthorized:
+            raise unauthorized() from None
+        return impersonate(user, credentials.impersonation, self.authorizer)
+
+    async def _admit(self, credentials: Credentials, attributes: Callable[[UserInfo], Attributes]) -> UserInfo:
+        user = await self.user(credentials)
+        wanted = attributes(user)
+        decision, reason = self.authorizer.authorize(wanted)
+        if decision is not Decision.ALLOW:
+            raise forbidden(wanted, reason)
+        return user
+
+    async def _unary(self, credentials: Credentials, attributes: Callable[[UserInfo], Attributes],
+                     call: Callable[[], Awaitable[Resp]]) -> Resp:
+        user = await self._admit(credentials, attributes)
+        token = current_caller.bind(current_caller.Caller(user, self.authorizer))
+        try:
+            return await call()
+        finally:
+            current_caller.unbind(token)
+
+    async def create(self, request: core_pb2.CreateRequest, credentials: Credentials) -> core_pb2.CreateResponse:
+        name = request.path.name if request.path.subresource else ""
+        return await self._unary(credentials, lambda u: _path_attributes(u, "create", request.path, name),
+                                 lambda: self.core.create(request))
+
+    async def get(self, request: core_pb2.GetRequest, credentials: Credentials) -> core_pb2.GetResponse:
+        return await self._unary(credentials, lambda u: _path_attributes(u, "get", request.path, request.path.name),
+                                 lambda: self.core.get(request))
+
+    async def list(self, request: core_pb2.ListRequest, credentials: Credentials) -> core_pb2.ListResponse:
+        name = _selected_name(request.options.fieldSelector)
+        return await self._unary(credentials, lambda u: _path_attributes(u, "list", request.path, name),
+                                 lambda: self.core.list(request))
+
+    async def update(self, request: core_pb2.UpdateRequest, credentials: Credentials) -> core_pb2.UpdateResponse:
+        return await self._unary(credentials,
+                                 lambda u: _path_attributes(u, "update", request.path, request.path.name),
+                                 lambda: self.core.update(request))
+
+    async def patch(self, request: core_pb2.PatchRequest, credentials: Credentials) -> core_pb2.PatchResponse:
+        return await self._unary(credentials,
+                                 lambda u: _path_attributes(u, "patch", request.path, request.path.name),
+                                 lambda: self.core.patch(request))
+
+    async def delete(self, request: core_pb2.DeleteRequest, credentials: Credentials) -> core_pb2.DeleteResponse:
+        return await self._unary(credentials,
+                                 lambda u: _path_attributes(u, "delete", request.path, request.path.name),
+                                 lambda: self.core.delete(request))
+
+    async def delete_collection(self, request: core_pb2.DeleteCollectionRequest,
+                                credentials: Credentials) -> core_pb2.DeleteCollectionResponse:
+        return await self._unary(credentials, lambda u: _path_attributes(u, "deletecollection", request.path, ""),
+                                 lambda: self.core.delete_collection(request))
+
+    async def discover(self, request: core_pb2.DiscoverRequest,
+                       credentials: Credentials) -> core_pb2.DiscoverResponse:
+        return await self._unary(credentials, lambda u: Attributes(u, "get", resource_request=False, path="/apis"),
+                                 lambda: self.core.discover(request))
+
+    async def register_descriptors(self, request: core_pb2.RegisterDescriptorsRequest,
+                                   credentials: Credentials) -> core_pb2.RegisterDescriptorsResponse:
+        return await self._unary(credentials,
+                                 lambda u: Attributes(u, "create", api_group=DESCRIPTORS_GROUP, resource="descriptors"),
+                                 lambda: self.core.register_descriptors(request))
+
+    async def access(self, request: core_pb2.AccessRequest, credentials: Credentials) -> core_pb2.AccessResponse:
+        await self._admit(credentials,
+                          lambda u: Attributes(u, request.verb, resource_request=False, path=request.path))
+        return core_pb2.AccessResponse()
+
+    async def watch(self, request: core_pb2.WatchRequest,
+                    credentials: Credentials) -> AsyncIterator[core_pb2.WatchResponse]:
+        """The core's watch stream, authorized when it opens (401/403 before the first event)."""
+        name = _selected_name(request.options.fieldSelector)
+        await self._admit(credentials, lambda u: _path_attributes(u, "watch", request.path, name))
+        return self.core.watch(request)
+
+
+def unguarded(core: Core) -> GuardedCore:
+    """Every call as system:unsecured, everything allowed: the --insecure mode's chain."""
+    return GuardedCore(core, Constant(UNSECURED), AlwaysAllow())

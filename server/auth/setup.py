@@ -1,0 +1,80 @@
+"""Building the security chain from the command's SecurityConfig, once, when the core starts.
+
+`start_security` answers the GuardedCore both transports call, and `is_proxy` (whether a TLS client certificate
+is a front proxy's), which the gRPC servicer needs to read forwarded credentials. With `insecure` every request
+is system:unsecured and everything is allowed; otherwise authenticators are kube's union (authn/union.py) and
+authorizers the --authorization-mode list in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from server.auth.authn import Authenticator as PartAuthenticator
+from server.auth.authn import tokenfile
+from server.auth.authn.pem import Verifier, load_bundle
+from server.auth.authn.requestheader import RequestHeaderAuthenticator
+from server.auth.authn.union import UnionAuthenticator
+from server.auth.authn.x509 import X509Authenticator
+from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, Union
+from server.auth.config import SecurityConfig
+from server.auth.guard import Constant, GuardedCore
+from server.auth.user import UNSECURED
+from server.core import Core
+
+MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
+
+
+class ConfigError(ValueError):
+    """The configuration cannot start (an unknown mode, an unreadable file): the command exits with it."""
+
+
+@dataclass
+class Security:
+    guard: GuardedCore
+    is_proxy: Callable[[bytes], bool]
+    stops: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def stop(self) -> None:
+        for stop in reversed(self.stops):
+            await stop()
+
+
+def _never(der: bytes) -> bool:
+    return False
+
+
+async def start_security(core: Core, config: SecurityConfig) -> Security:
+    if config.insecure:
+        return Security(GuardedCore(core, Constant(UNSECURED), AlwaysAllow()), _never)
+    unknown = [m for m in config.authorization_modes if m not in MODES]
+    if unknown or not config.authorization_modes:
+        raise ConfigError(f"authorization-mode {','.join(unknown)!r} is not one of {', '.join(MODES)}")
+    try:
+        client_cas = load_bundle(config.client_ca_file)
+        proxy_cas = load_bundle(config.requestheader_client_ca_file)
+        tokens = tokenfile.load(config.token_auth_file) if config.token_auth_file else {}
+    except (OSError, ValueError) as err:
+        raise ConfigError(str(err)) from None
+    requestheader = RequestHeaderAuthenticator(Verifier(proxy_cas), config.requestheader_allowed_names)
+    connection: list[PartAuthenticator] = [requestheader, X509Authenticator(Verifier(client_cas))]
+    static = tokenfile.TokenFileAuthenticator(tokens)
+    token_authenticators: list[PartAuthenticator] = [static]
+    security = Security(GuardedCore(core, Constant(UNSECURED), AlwaysAllow()), requestheader.is_proxy)
+    authorizers: list[Authorizer] = []
+    for mode in config.authorization_modes:
+        if mode == "AlwaysAllow":
+            authorizers.append(AlwaysAllow())
+        elif mode == "AlwaysDeny":
+            authorizers.append(AlwaysDeny())
+        else:
+            from server.auth.rbac.start import start_rbac
+
+            rbac = await start_rbac(core)
+            security.stops.append(rbac.stop)
+            authorizers.append(rbac)
+    authenticator = UnionAuthenticator(connection=connection, tokens=token_authenticators,
+                                       anonymous=config.anonymous_auth, cacheable_tokens=[static])
+    security.guard = GuardedCore(core, authenticator, Union(tuple(authorizers)))
+    return security

@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 serve: install
-	$(BIN)/capstan serve --data-dir ./data --listen 127.0.0.1 --http-port 8080 --grpc-port 50051
+	$(BIN)/capstan serve --data-dir ./data
 
 test: install lint typecheck check-protos
 	$(BIN)/python -m pytest

@@ -232,11 +232,11 @@ def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[
     for impl in impls:
         target = Target(impl)
         if impl == "capstan":
-            target.processes = [children.start("serve", *capstan, "serve", "--data-dir", str(root / impl),
-                                               "--http-port", "0", "--grpc-port", "0")]
+            target.processes = [children.start("serve", *capstan, "serve", "--insecure", "--data-dir",
+                                               str(root / impl), "--http-port", "0", "--grpc-port", "0")]
         elif impl.startswith("capstan-"):
-            target.processes = [children.start("core", *capstan, "core", "--data-dir", str(root / impl),
-                                               "--grpc-port", "0")]
+            target.processes = [children.start("core", *capstan, "core", "--insecure", "--data-dir",
+                                               str(root / impl), "--grpc-port", "0")]
         else:  # served by this file in a process of its own; stdin open until the end (kmock reads it)
             target.control = children.start(impl, "-m", "bench.http", "--serve", impl, control=True)
             target.processes = [target.control]
@@ -251,8 +251,8 @@ def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[
             address = first.listening(LISTENING[first.role])
             if first.role == "core":
                 gateways = 2 if target.impl == "capstan-scaleout" else 1
-                target.processes += [children.start("gateway", *capstan, "gateway", "--core", address,
-                                                    "--http-port", "0") for _ in range(gateways)]
+                target.processes += [children.start("gateway", *capstan, "gateway", "--insecure", "--core",
+                                                    address, "--http-port", "0") for _ in range(gateways)]
                 target.bases = [gateway.listening(LISTENING["gateway"]) for gateway in target.processes[1:]]
             else:
                 target.bases = [address]

@@ -103,8 +103,8 @@ def timed_start(argv: Callable[[int], list[str]], env: dict[str, str]) -> float:
 
 
 def capstan(data_dir: Path) -> Callable[[int], list[str]]:
-    return lambda port: [str(CAPSTAN), "serve", "--data-dir", str(data_dir), "--listen", "127.0.0.1",
-                         "--http-port", str(port), "--grpc-port", "0"]
+    return lambda port: [str(CAPSTAN), "serve", "--insecure", "--data-dir", str(data_dir),
+                         "--bind-address", "127.0.0.1", "--http-port", str(port), "--grpc-port", "0"]
 
 
 def ceiling(port: int) -> list[str]:

@@ -5,6 +5,10 @@
   capstan gateway    an HTTP gateway in front of a core reached over gRPC (--core HOST:PORT)
   capstan kubeconfig a kubeconfig for the running server, for kubectl and client libraries
 
+Secure by default, with kube-apiserver's flags: HTTPS on --secure-port, TLS gRPC on --grpc-port (and mutual
+TLS on --grpc-mtls-port), certificates from --cert-dir (generated on first start, capstan/pki.py).
+`--insecure` is the throwaway mode: plain HTTP and gRPC that trust every caller, on loopback only.
+
 Every server exits cleanly on SIGTERM or SIGINT: listeners stop first, then
 acknowledged writes are committed and LMDB is closed.
 """
@@ -14,24 +18,38 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
-import json
 import logging
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from capstan import kubeconfig as kubeconfigs
+from capstan import pki
 from capstan.inprocess import InProcessClient
+from capstan.tls import ServingFiles, front_proxy_credentials, server_context
+from gateway import hostcheck
 from gateway.app import build_app, start_http
 from gateway.transport.grpc import GrpcClient
-from server.app import start_core
-from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE
+from server.app import RunningCore, start_core
+from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
+from server.grpc_server import GrpcTls
+from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from storage import StorageError, StoreOptions
 from storage.lmdb import LmdbStore
 
 log = logging.getLogger("capstan")
 
-ENDPOINTS_FILE = "endpoints.json"  # written into the data dir by `serve`, read by `kubeconfig`
+ENDPOINTS_FILE = kubeconfigs.ENDPOINTS_FILE
+AUTHORIZATION_MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
+INSECURE_WARNING = (
+    "\n*** capstan is running with --insecure: plain HTTP and gRPC, no authentication, no authorization. ***"
+    "\n*** Anyone who reaches %s can read every Secret and write anything. For tests and demos only.  ***"
+)
+
+
+class UsageError(Exception):
+    """A command line that parses but cannot be served (exit 1 with its message)."""
 
 
 def _bool(text: str) -> bool:
@@ -43,6 +61,34 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
 
 
+def _cidr(text: str) -> str:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _ip(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an IP address") from None
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    modes = tuple(mode.strip() for mode in text.split(",") if mode.strip())
+    unknown = [mode for mode in modes if mode not in AUTHORIZATION_MODES]
+    if unknown or not modes:
+        raise argparse.ArgumentTypeError(
+            f"authorization-mode {','.join(unknown) or text!r} is not a valid mode ({', '.join(AUTHORIZATION_MODES)})")
+    return modes
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def _store_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=Path("data"), help="data directory (default ./data)")
     parser.add_argument(
@@ -50,14 +96,6 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         help="fsync every acknowledged write (default true). false is UNSAFE: for tests only,"
         " a crash may lose acknowledged writes",
     )
-
-
-def _cidr(text: str) -> str:
-    try:
-        ipaddress.ip_network(text, strict=False)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return text
 
 
 def _core_flags(parser: argparse.ArgumentParser) -> None:
@@ -68,33 +106,86 @@ def _core_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _listen_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) -> None:
+    parser.add_argument("--bind-address", type=_ip, default="127.0.0.1",
+                        help="the IP address to serve on (default 127.0.0.1; 0.0.0.0 for every interface)")
+    parser.add_argument("--listen", type=_ip, dest="bind_address", help="deprecated: use --bind-address")
+    parser.add_argument("--insecure", action="store_true",
+                        help="UNSAFE, for tests and demos: plain HTTP and gRPC, every caller trusted; loopback only")
+    parser.add_argument("--cert-dir", type=Path, default=None,
+                        help="where generated certificates and keys live (default <data-dir>/pki)")
+    parser.add_argument("--tls-cert-file", type=Path, default=None,
+                        help="the serving certificate (chain), instead of the generated one; reloaded when it changes")
+    parser.add_argument("--tls-private-key-file", type=Path, default=None, help="the --tls-cert-file's key")
+    parser.add_argument("--client-ca-file", type=Path, default=None,
+                        help="CA bundle for client certificates (default: the cert dir's ca.crt)")
+    parser.add_argument("--requestheader-client-ca-file", type=Path, default=None,
+                        help="CA bundle for front proxies' client certificates (default: front-proxy-ca.crt)")
+    if http:
+        parser.add_argument("--secure-port", type=int, default=6443, help="HTTPS port (default 6443; 0 picks one)")
+        parser.add_argument("--http-port", type=int, default=8080,
+                            help="plain HTTP port with --insecure (default 8080; 0 picks one)")
+    if grpc:
+        parser.add_argument("--grpc-port", type=int, default=50051,
+                            help="gRPC port, TLS without client certificates (default 50051; 0 picks one)")
+        parser.add_argument("--grpc-mtls-port", type=int, default=50052,
+                            help="gRPC port requiring a client certificate (default 50052; 0 picks one; -1 none)")
+
+
+def _security_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--token-auth-file", type=Path, default=None, help="static bearer tokens (kube's CSV)")
+    parser.add_argument("--anonymous-auth", type=_bool, default=True,
+                        help="requests with no credential run as system:anonymous (default true)")
+    parser.add_argument("--authorization-mode", type=_modes, default=("RBAC",),
+                        help="comma list of RBAC, AlwaysAllow, AlwaysDeny (default RBAC)")
+    parser.add_argument("--service-account-issuer", default=DEFAULT_ISSUER,
+                        help=f"the iss of service account tokens (default {DEFAULT_ISSUER})")
+    parser.add_argument("--service-account-key-file", type=Path, action="append", default=[],
+                        help="a public (or private) key verifying service account tokens; repeatable")
+    parser.add_argument("--service-account-signing-key-file", type=Path, default=None,
+                        help="the private key signing service account tokens (default: the cert dir's sa.key)")
+    parser.add_argument("--requestheader-allowed-names", type=_names, default=(pki.FRONT_PROXY_CLIENT,),
+                        help=f"front proxies' common names, comma list (default {pki.FRONT_PROXY_CLIENT})")
+    parser.add_argument("--audit-log-path", default="", help="audit events as JSON lines; - is standard output")
+    parser.add_argument("--audit-policy-file", type=Path, default=None, help="an audit.k8s.io/v1 Policy")
+    parser.add_argument("--audit-log-maxsize", type=int, default=0, help="megabytes before rotating (0: never)")
+    parser.add_argument("--audit-log-maxbackup", type=int, default=0, help="rotated files kept (0: all)")
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="capstan", description=(__doc__ or "").splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run store, gRPC core and HTTP gateway in one process")
     _store_flags(serve)
-    serve.add_argument("--listen", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--http-port", type=int, default=8080, help="HTTP port (default 8080; 0 picks one)")
-    serve.add_argument("--grpc-port", type=int, default=50051, help="gRPC port (default 50051; 0 picks one)")
+    _listen_flags(serve, http=True, grpc=True)
+    _security_flags(serve)
     _core_flags(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
-    core.add_argument("--listen", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    core.add_argument("--grpc-port", type=int, default=50051, help="gRPC port (default 50051; 0 picks one)")
+    _listen_flags(core, http=False, grpc=True)
+    _security_flags(core)
     _core_flags(core)
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
-    gateway.add_argument("--core", required=True, metavar="HOST:PORT", help="the core's gRPC address")
-    gateway.add_argument("--listen", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    gateway.add_argument("--http-port", type=int, default=8080, help="HTTP port (default 8080; 0 picks one)")
+    gateway.add_argument("--core", required=True, metavar="HOST:PORT",
+                         help="the core's gRPC address: its --grpc-mtls-port (its --grpc-port with --insecure)")
+    gateway.add_argument("--data-dir", type=Path, default=Path("data"),
+                         help="where the cert dir is by default (default ./data: the core's, on one machine)")
+    _listen_flags(gateway, http=True, grpc=False)
+    gateway.add_argument("--proxy-client-cert-file", type=Path, default=None,
+                         help="the certificate proving this gateway to the core (default front-proxy-client.crt)")
+    gateway.add_argument("--proxy-client-key-file", type=Path, default=None, help="its key")
 
     kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
                             help="the server's data directory, to find its address (default ./data)")
-    kubeconfig.add_argument("--server", default="", help="the HTTP address, e.g. http://127.0.0.1:8080")
-    return parser.parse_args(argv)
+    kubeconfig.add_argument("--server", default="", help="the server's address, e.g. https://127.0.0.1:6443")
+    args = parser.parse_args(argv)
+    if args.command != "kubeconfig" and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        parser.error("--tls-cert-file and --tls-private-key-file go together")
+    return args
 
 
 def _stop_event() -> asyncio.Event:
@@ -105,18 +196,94 @@ def _stop_event() -> asyncio.Event:
     return stop
 
 
+def _check_insecure(args: argparse.Namespace) -> None:
+    if args.insecure and not ipaddress.ip_address(args.bind_address).is_loopback:
+        raise UsageError(
+            f"--insecure serves plain HTTP and gRPC that trust every caller, so it binds only a loopback address,"
+            f" not {args.bind_address}: use --bind-address 127.0.0.1, or drop --insecure to serve TLS")
+    if args.insecure:
+        log.warning(INSECURE_WARNING, args.bind_address)
+
+
+def _cert_dir(args: argparse.Namespace) -> pki.CertDir:
+    service_ip = Allocator(getattr(args, "service_cluster_ip_range", DEFAULT_SERVICE_CLUSTER_IP_RANGE)).first_ip
+    return pki.ensure(args.cert_dir or args.data_dir / "pki", bind_address=args.bind_address,
+                      service_ip=service_ip, serving=args.tls_cert_file is None)
+
+
+def _serving(args: argparse.Namespace, certs: pki.CertDir) -> ServingFiles:
+    return ServingFiles(args.tls_cert_file or certs.serving_cert, args.tls_private_key_file or certs.serving_key)
+
+
+def _client_cas(args: argparse.Namespace, certs: pki.CertDir) -> tuple[Path, Path]:
+    return (args.client_ca_file or certs.ca_cert,
+            args.requestheader_client_ca_file or certs.front_proxy_ca_cert)
+
+
+def _bundle(files: tuple[Path, ...]) -> bytes:
+    return b"".join(path.read_bytes().rstrip(b"\n") + b"\n" for path in files)
+
+
+def _security(args: argparse.Namespace, certs: pki.CertDir) -> SecurityConfig:
+    client_ca, requestheader_ca = _client_cas(args, certs)
+    signing = args.service_account_signing_key_file or certs.sa_key
+    return SecurityConfig(
+        authorization_modes=args.authorization_mode,
+        anonymous_auth=args.anonymous_auth,
+        client_ca_file=client_ca,
+        token_auth_file=args.token_auth_file,
+        service_account_issuer=args.service_account_issuer,
+        service_account_key_files=tuple(args.service_account_key_file) or (signing,),
+        service_account_signing_key_file=signing,
+        requestheader_client_ca_file=requestheader_ca,
+        requestheader_allowed_names=args.requestheader_allowed_names,
+        root_ca_file=certs.ca_cert if args.tls_cert_file is None else None,
+        audit_log_path=args.audit_log_path,
+        audit_policy_file=args.audit_policy_file,
+        audit_log_maxsize=args.audit_log_maxsize,
+        audit_log_maxbackup=args.audit_log_maxbackup,
+    )
+
+
+def _host(address: str) -> str:
+    reachable = pki.reachable_address(address)
+    return f"[{reachable}]" if ":" in reachable else reachable
+
+
+async def _start_core(store: LmdbStore, args: argparse.Namespace, security: SecurityConfig,
+                      tls: GrpcTls | None = None) -> RunningCore:
+    return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
+                            service_cluster_ip_range=args.service_cluster_ip_range, tls=tls)
+
+
 async def serve(args: argparse.Namespace) -> None:
+    _check_insecure(args)
     stop = _stop_event()
+    host = _host(args.bind_address)
     store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
     try:
-        core = await start_core(store, listen=args.listen, grpc_port=args.grpc_port,
-                                service_cluster_ip_range=args.service_cluster_ip_range)
-        app = build_app(InProcessClient(core.core), server_address=f"{args.listen}:{args.http_port}")
-        runner, http_port = await start_http(app, args.listen, args.http_port)
-        endpoints = {"http": f"http://{args.listen}:{http_port}", "grpc": f"{args.listen}:{core.grpc_port}"}
-        (args.data_dir / ENDPOINTS_FILE).write_text(json.dumps(endpoints) + "\n")
-        log.info("capstan serving: HTTP %s gRPC %s data %s (revision %d)",
-                 endpoints["http"], endpoints["grpc"], args.data_dir, store.current_revision())
+        if args.insecure:
+            core = await _start_core(store, args, INSECURE)
+            app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}")
+            hostcheck.guard(app)
+            runner, http_port = await start_http(app, args.bind_address, args.http_port)
+            endpoints = {"http": f"http://{host}:{http_port}", "grpc": f"{host}:{core.grpc_port}"}
+            summary = f"HTTP {endpoints['http']} gRPC {endpoints['grpc']}"
+        else:
+            certs = _cert_dir(args)
+            serving = _serving(args, certs)
+            client_cas = _bundle(_client_cas(args, certs))
+            core = await _start_core(store, args, _security(args, certs),
+                                     GrpcTls(serving, client_cas, args.grpc_mtls_port))
+            app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}")
+            runner, https_port = await start_http(app, args.bind_address, args.secure_port,
+                                                  server_context(serving, client_cas))
+            endpoints = kubeconfigs.secure_endpoints(host, https_port, core.grpc_port, core.grpc.mtls_port, certs,
+                                                     generated_serving=args.tls_cert_file is None)
+            summary = " ".join(f"{name} {endpoints[key]}" for name, key in
+                               (("HTTPS", "https"), ("gRPC", "grpc"), ("gRPC-mTLS", "grpc-mtls")) if key in endpoints)
+        kubeconfigs.write_endpoints(args.data_dir, endpoints)
+        log.info("capstan serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
         await stop.wait()
         log.info("capstan shutting down")
         await runner.cleanup()
@@ -126,13 +293,23 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 async def core(args: argparse.Namespace) -> None:
+    _check_insecure(args)
     stop = _stop_event()
+    host = _host(args.bind_address)
     store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
     try:
-        running = await start_core(store, listen=args.listen, grpc_port=args.grpc_port,
-                                   service_cluster_ip_range=args.service_cluster_ip_range)
-        log.info("capstan core serving: gRPC %s:%d data %s (revision %d)",
-                 args.listen, running.grpc_port, args.data_dir, store.current_revision())
+        if args.insecure:
+            running = await _start_core(store, args, INSECURE)
+            summary = f"gRPC {host}:{running.grpc_port}"
+        else:
+            certs = _cert_dir(args)
+            running = await _start_core(store, args, _security(args, certs),
+                                        GrpcTls(_serving(args, certs), _bundle(_client_cas(args, certs)),
+                                                args.grpc_mtls_port))
+            summary = f"gRPC {host}:{running.grpc_port} (TLS)"
+            if running.grpc.mtls_port is not None:
+                summary += f" gRPC-mTLS {host}:{running.grpc.mtls_port}"
+        log.info("capstan core serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
         await stop.wait()
         log.info("capstan core shutting down")
         await running.stop()
@@ -141,12 +318,28 @@ async def core(args: argparse.Namespace) -> None:
 
 
 async def gateway(args: argparse.Namespace) -> None:
+    _check_insecure(args)
     stop = _stop_event()
-    client = GrpcClient(args.core)
+    host = _host(args.bind_address)
+    if args.insecure:
+        client = GrpcClient(args.core)
+    else:
+        certs = _cert_dir(args)
+        client = GrpcClient(args.core, credentials=front_proxy_credentials(
+            certs, args.proxy_client_cert_file, args.proxy_client_key_file))
     try:
-        app = build_app(client, server_address=f"{args.listen}:{args.http_port}")
-        runner, http_port = await start_http(app, args.listen, args.http_port)
-        log.info("capstan gateway serving: HTTP http://%s:%d core %s", args.listen, http_port, args.core)
+        if args.insecure:
+            app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}")
+            hostcheck.guard(app)
+            runner, port = await start_http(app, args.bind_address, args.http_port)
+            address = f"HTTP http://{host}:{port}"
+        else:
+            client_cas = _bundle(_client_cas(args, certs))
+            app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}")
+            runner, port = await start_http(app, args.bind_address, args.secure_port,
+                                            server_context(_serving(args, certs), client_cas))
+            address = f"HTTPS https://{host}:{port}"
+        log.info("capstan gateway serving: %s core %s", address, args.core)
         await stop.wait()
         log.info("capstan gateway shutting down")
         await runner.cleanup()
@@ -154,43 +347,15 @@ async def gateway(args: argparse.Namespace) -> None:
         await client.close()
 
 
-def kubeconfig(args: argparse.Namespace) -> str:
-    server = args.server
-    if not server:
-        try:
-            server = json.loads((args.data_dir / ENDPOINTS_FILE).read_text())["http"]
-        except (OSError, ValueError, KeyError):
-            server = "http://127.0.0.1:8080"
-    return "\n".join([
-        "apiVersion: v1",
-        "kind: Config",
-        "clusters:",
-        "- name: capstan",
-        "  cluster:",
-        f"    server: {server}",
-        "contexts:",
-        "- name: capstan",
-        "  context:",
-        "    cluster: capstan",
-        "    user: capstan",
-        "    namespace: default",
-        "current-context: capstan",
-        "users:",
-        "- name: capstan",
-        "  user: {}",
-        "",
-    ])
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.command == "kubeconfig":
-        sys.stdout.write(kubeconfig(args))
+        sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     run = {"serve": serve, "core": core, "gateway": gateway}[args.command]
     try:
         asyncio.run(run(args))
-    except (StorageError, OSError) as err:
+    except (StorageError, OSError, UsageError) as err:
         print(f"capstan: {err}", file=sys.stderr)
         sys.exit(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -119,13 +120,15 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> 
     return app
 
 
-async def start_http(app: web.Application, listen: str, port: int) -> tuple[web.AppRunner, int]:
-    """Serve `app` on listen:port (0 picks a free port); returns the runner and the bound port."""
+async def start_http(app: web.Application, listen: str, port: int, ssl_context: ssl.SSLContext | None = None
+                     ) -> tuple[web.AppRunner, int]:
+    """Serve `app` on listen:port (0 picks a free port), over TLS with `ssl_context`, else plain HTTP;
+    returns the runner and the bound port."""
     sock = socket.create_server((listen, port), family=_family(listen), reuse_port=False)
     # handler_cancellation: a client that goes away cancels its handler (a watch frees the core's at once).
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
-    await web.SockSite(runner, sock).start()
+    await web.SockSite(runner, sock, ssl_context=ssl_context).start()
     bound: int = sock.getsockname()[1]
     return runner, bound
 

@@ -25,7 +25,8 @@ LISTENING = re.compile(r"HTTP http://127\.0\.0\.1:(\d+) gRPC 127\.0\.0\.1:(\d+)"
 
 def start(data_dir: Path) -> tuple[subprocess.Popen[str], int, int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "capstan", "serve", "--data-dir", str(data_dir), "--http-port", "0", "--grpc-port", "0"],
+        [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", str(data_dir), "--http-port", "0",
+         "--grpc-port", "0"],
         cwd=ROOT,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

@@ -123,7 +123,7 @@ class Serving:
 
 def start_capstan(data_dir: Path) -> Serving:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "capstan", "serve", "--data-dir", str(data_dir),
+        [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", str(data_dir),
          "--http-port", "0", "--grpc-port", "0", "--sync", "false"],
         cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -170,6 +170,7 @@ NAMESPACES = Resource(
     admit_delete=admit_namespace_delete,
     redelete_conflict=NAMESPACE_PURGING,
     legacy_preconditions=True,
+    returns_deleted_object=True,
 )
 
 CONFIG_MAPS = Resource(

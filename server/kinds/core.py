@@ -150,6 +150,7 @@ EVENTS = Resource(
     group="", version="v1", resource="events", kind="Event", singular="event", namespaced=True,
     schema=ProtoSchema(core_v1.Event),
     short_names=("ev",),
+    garbage_collection="Unsupported",  # eventStrategy: deleting an event never waits on or orphans dependents
     field_getters={
         **{f"involvedObject.{f}": _involved_getter(f) for f in (
             "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
@@ -168,6 +169,7 @@ SERVICE_ACCOUNTS = Resource(
     group="", version="v1", resource="serviceaccounts", kind="ServiceAccount", singular="serviceaccount",
     namespaced=True, schema=ProtoSchema(core_v1.ServiceAccount),
     short_names=("sa",),
+    returns_deleted_object=True,
 )
 
 
@@ -268,6 +270,7 @@ PERSISTENT_VOLUMES = Resource(
     namespaced=False, schema=PV_SCHEMA,
     short_names=("pv",),
     subresources=(_status_of("PersistentVolume"),),
+    returns_deleted_object=True,
     default=_typed(PV_SCHEMA, default_pv),
     # PrepareForCreate, then the defaults kube applies to what it reads back (phase Pending).
     prepare=_new_status(PV_SCHEMA, lambda: {"phase": "Pending", "lastPhaseTransitionTime": meta.now()}),
@@ -279,6 +282,7 @@ PERSISTENT_VOLUME_CLAIMS = Resource(
     singular="persistentvolumeclaim", namespaced=True, schema=PVC_SCHEMA,
     short_names=("pvc",),
     subresources=(_status_of("PersistentVolumeClaim"),),
+    returns_deleted_object=True,
     default=_typed(PVC_SCHEMA, default_pvc),
     prepare=_new_status(PVC_SCHEMA, lambda: {"phase": "Pending"}),
     validate=validate_pvc,
@@ -343,6 +347,7 @@ RESOURCE_QUOTAS = Resource(
     namespaced=True, schema=QUOTA_SCHEMA,
     short_names=("quota",),
     subresources=(_status_of("ResourceQuota"),),
+    returns_deleted_object=True,
     default=_typed(QUOTA_SCHEMA, default_quota),
     prepare=_new_status(QUOTA_SCHEMA, dict),
     validate=validate_quota,
@@ -415,6 +420,7 @@ REPLICATION_CONTROLLERS = Resource(
     subresources=(_status_of("ReplicationController"),),
     field_getters={"status.replicas": lambda o: str((o.get("status") or {}).get("replicas", 0))},
     tracks_generation=True,
+    garbage_collection="OrphanDependents",  # rcStrategy: core/v1 keeps its pods by default, for compatibility
     default=_typed(RC_SCHEMA, default_rc),
     prepare=_new_status(RC_SCHEMA, lambda: {"replicas": 0}),  # replicas has no omitempty
     validate=validate_rc,

@@ -326,5 +326,6 @@ PODS = Resource(
     prepare=prepare_pod,
     validate=validate_pod,
     grace_period=grace_period,
+    returns_deleted_object=True,
     subresource_create={"binding": bind},
 )

@@ -437,6 +437,7 @@ SERVICES = Resource(
     categories=("all",),
     subresources=(Subresource("status", "Service", ("get", "patch", "update"), ("status",), metadata_reset=()),),
     name_rule=names.name_is_dns1035_label,
+    returns_deleted_object=True,
     default=default_service,
     prepare=prepare_service,
     validate=validate_service,

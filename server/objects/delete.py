@@ -16,6 +16,13 @@ Background removes that finalizer, and with it the object.
 Kinds with a grace period (Pods bound to a node) are deleted gracefully first, as rest.BeforeDelete does: the
 object gets deletionTimestamp = now + the period and deletionGracePeriodSeconds (a MODIFIED event) and stays
 until a delete with a period of 0 (the kubelet's; here server/controllers/terminator.py's).
+
+What a delete answers is kube-apiserver's registry store's (Store.Delete and finalizeDelete): a delete that
+only marks the object (a grace period starting or shortened, finalizers holding it) answers the object as
+stored; a completed delete, and a repeated delete while a graceful deletion is pending, answer the object for
+kinds whose store sets ReturnDeletedObject (Resource.returns_deleted_object: Pods, Services, Namespaces, ...)
+and the Success Status for the others. The deleted object carries the revision of its deletion as its
+resourceVersion (the etcd3 store decodes it at the delete's revision), a dry run its current one.
 """
 
 from __future__ import annotations
@@ -53,8 +60,14 @@ async def delete_object(
     opts: meta_pb2.DeleteOptions,
     dry_run: bool,
     accept: render.Encoding,
+    *,
+    answer_deleted: bool | None = None,
 ) -> core_pb2.DeleteResponse:
+    """Delete one object; `answer_deleted` overrides whether a completed delete answers the object (default:
+    the kind's returns_deleted_object), for DeleteCollection, which lists what it read instead."""
     key = resource.key(namespace, name)
+    if answer_deleted is None:
+        answer_deleted = resource.returns_deleted_object
     if resource.admit_delete is not None:
         resource.admit_delete(name)
     for _ in range(MAX_RETRIES):
@@ -67,7 +80,9 @@ async def delete_object(
         if held and resource.redelete_conflict and meta.meta(old).get("deletionTimestamp"):
             raise errors.conflict(resource.resource, resource.group, name, resource.redelete_conflict)
         graceful = _graceful(resource, old, opts)
-        if graceful is _PENDING:  # rest.BeforeDelete's pendingGraceful: the object as it is, unchanged
+        if graceful is _PENDING:  # rest.BeforeDelete's pendingGraceful: finalizeDelete of the object unchanged
+            if not answer_deleted:
+                return core_pb2.DeleteResponse(status=success_status(resource, old))
             return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), accept))
         finalizers = gc_finalizers(resource, old, opts)
         marked: Obj | None = None
@@ -82,18 +97,21 @@ async def delete_object(
             value = render.to_value(resource, marked)
             if marked is not graceful and value == got.kv.value:  # already marked: no write, no event
                 return core_pb2.DeleteResponse(object=render.raw(resource, value, str(got.kv.mod_revision), accept))
-            if dry_run:
-                return core_pb2.DeleteResponse(object=render.raw_unstored(resource, marked, accept))
+            if dry_run:  # the dry-run store's GuaranteedUpdate: the marked object at the live resourceVersion
+                return core_pb2.DeleteResponse(
+                    object=render.raw_unstored(resource, marked, accept, got.kv.mod_revision))
             result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
             if result.outcome is Outcome.OK:
                 return core_pb2.DeleteResponse(object=render.raw(resource, value, str(result.revision), accept))
             continue
+        revision = got.kv.mod_revision
         if not dry_run:
             result = await store_call(ctx.store.delete(key, expected_mod_revision=got.kv.mod_revision))
             if result.outcome is not Outcome.OK:
                 continue
-        if resource.returns_deleted_object:
-            return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), accept))
+            revision = result.revision
+        if answer_deleted:
+            return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(revision), accept))
         return core_pb2.DeleteResponse(status=success_status(resource, old))
     raise errors.conflict(resource.resource, resource.group, name)
 

@@ -25,7 +25,8 @@ async def delete_collection(ctx: Context, req: core_pb2.DeleteCollectionRequest)
         meta = obj["metadata"]
         try:
             answer = await delete_object(
-                ctx, resource, meta.get("namespace", ""), meta["name"], req.delete_options, dry_run, encoding
+                ctx, resource, meta.get("namespace", ""), meta["name"], req.delete_options, dry_run, encoding,
+                answer_deleted=False,  # Store.DeleteCollection lists what it read, whatever the kind's Delete answers
             )
         except errors.ApiError as err:
             if err.code == 404:  # deleted meanwhile: nothing left to do

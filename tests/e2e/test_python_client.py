@@ -20,7 +20,20 @@ from typing import Any, TypeVar
 import pytest
 from aiohttp import web
 from kubernetes import client, watch
-from kubernetes.client import ApiException, V1ConfigMap, V1ListMeta, V1Namespace, V1ObjectMeta, V1Secret
+from kubernetes.client import (
+    ApiException,
+    V1ConfigMap,
+    V1Container,
+    V1ListMeta,
+    V1Namespace,
+    V1ObjectMeta,
+    V1Pod,
+    V1PodSpec,
+    V1Secret,
+    V1Service,
+    V1ServicePort,
+    V1ServiceSpec,
+)
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
@@ -192,6 +205,39 @@ def test_crud(core: client.CoreV1Api, namespace: str, kind: Kind) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{name} still there 10s after delete")
         time.sleep(0.05)
+
+
+# -- typed deletes -----------------------------------------------------------------------------------------------------
+
+
+def test_deleting_a_pod_a_service_and_a_namespace_answers_the_deleted_object(core: client.CoreV1Api,
+                                                                             namespace: str) -> None:
+    # Their registry stores set ReturnDeletedObject, so the client parses the answer as the kind (V1Pod, V1Service);
+    # delete_namespace is typed `object`: the namespace, marked Terminating.
+    pod = core.create_namespaced_pod(namespace, V1Pod(
+        metadata=V1ObjectMeta(name="web"), spec=V1PodSpec(containers=[V1Container(name="app", image="nginx:1.27")])))
+    deleted_pod = core.delete_namespaced_pod("web", namespace)
+    assert isinstance(deleted_pod, V1Pod), deleted_pod
+    assert (deleted_pod.kind, meta(deleted_pod).name, meta(deleted_pod).uid) == ("Pod", "web", meta(pod).uid)
+    assert rv(deleted_pod) > rv(pod)  # the deletion's revision
+
+    service = core.create_namespaced_service(namespace, V1Service(
+        metadata=V1ObjectMeta(name="web"), spec=V1ServiceSpec(ports=[V1ServicePort(port=80)])))
+    deleted_service = core.delete_namespaced_service("web", namespace)
+    assert isinstance(deleted_service, V1Service), deleted_service
+    assert (deleted_service.kind, meta(deleted_service).uid) == ("Service", meta(service).uid)
+    assert deleted_service.spec is not None and service.spec is not None
+    assert deleted_service.spec.cluster_ip == service.spec.cluster_ip
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_service("web", namespace)
+    assert gone.value.status == 404
+
+    name = dns_label(f"gone-{namespace}")
+    created = core.create_namespace(V1Namespace(metadata=V1ObjectMeta(name=name)))
+    deleted_ns = core.delete_namespace(name)
+    assert isinstance(deleted_ns, dict), deleted_ns
+    assert (deleted_ns["kind"], deleted_ns["metadata"]["uid"]) == ("Namespace", meta(created).uid)
+    assert deleted_ns["status"]["phase"] == "Terminating"
 
 
 # -- paging ------------------------------------------------------------------------------------------------------------

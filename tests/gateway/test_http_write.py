@@ -58,6 +58,29 @@ async def test_delete_answers_success_status_for_configmaps(server: Server) -> N
     assert (again.status, again.json()) == (404, kube.not_found("configmaps", "a"))
 
 
+@pytest.mark.parametrize(("collection", "body"), [
+    ("/api/v1/namespaces/default/pods", {"spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}),
+    ("/api/v1/namespaces/default/services", {"spec": {"ports": [{"port": 80}]}}),
+    ("/api/v1/namespaces/default/serviceaccounts", {}),
+    ("/api/v1/persistentvolumes", {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                            "hostPath": {"path": "/data"}}}),
+], ids=["pods", "services", "serviceaccounts", "persistentvolumes"])
+async def test_delete_answers_the_deleted_object_where_kube_returns_it(server: Server, collection: str,
+                                                                        body: Obj) -> None:
+    # ReturnDeletedObject in the kind's registry store: 200 with the object, at the revision of its deletion.
+    created = await server.create(collection, {"metadata": {"name": "web"}, **body})
+    resp = await server.request("DELETE", f"{collection}/web")
+    deleted = resp.json()
+    assert (resp.status, resp.content_type) == (200, "application/json")
+    assert list(deleted)[:3] == ["kind", "apiVersion", "metadata"]
+    assert deleted["metadata"]["resourceVersion"] == str(server.revision())
+    unversioned = {k: v for k, v in deleted["metadata"].items() if k != "resourceVersion"}
+    assert dict(deleted, metadata=unversioned) == dict(created, metadata={
+        k: v for k, v in created["metadata"].items() if k != "resourceVersion"})
+    gone = await server.request("GET", f"{collection}/web")
+    assert gone.status == 404
+
+
 async def test_delete_answers_the_object_for_namespaces_held_by_finalizers(server: Server) -> None:
     created = await server.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
     resp = await server.request("DELETE", "/api/v1/namespaces/team")

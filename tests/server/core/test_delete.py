@@ -1,11 +1,20 @@
-"""Delete: the Success Status, preconditions, finalizers and deletionTimestamp, dry run and bad options."""
+"""Delete: the Success Status or the deleted object (kind by kind), preconditions, finalizers and
+deletionTimestamp, each kind's default propagation, dry run and bad options."""
 
 from __future__ import annotations
 
+import copy
+
+import orjson
 import pytest
 
+from capstan.core.v1 import core_pb2
+from server.kinds import BUILTIN
 from tests.server.core import kube
+from tests.server.core import test_kinds_core as core_kinds
+from tests.server.core import test_kinds_workloads as workload_kinds
 from tests.server.core.client import Client, Obj, path, refused
+from tests.server.core.test_crds import WIDGETS, crd_body, established, install, widget
 
 CM = path("configmaps", "default")
 A = path("configmaps", "default", "a")
@@ -60,6 +69,191 @@ async def test_a_background_propagation_policy_deletes_at_once(client: Client) -
     answer = await client.delete(A, propagationPolicy="Background")
     assert answer["status"] == "Success"
     await refused(client.get(A))
+
+
+# ---------------------------------------------------------------- what each kind answers
+
+# Every built-in kind: (group, resource) -> (answer, default propagation). The answer is kube-apiserver 1.28's
+# for a delete that completes: "object" where the kind's registry store sets ReturnDeletedObject
+# (pkg/registry/core/{pod,service,serviceaccount,persistentvolume,persistentvolumeclaim,podtemplate,
+# resourcequota,namespace}/storage), else the Success Status; "marked" where the kind's own REST Delete always
+# marks first (namespaces, then ReturnDeletedObject on the final delete; CRDs, with their cleanup finalizer).
+# The propagation is the strategy's DefaultGarbageCollectionPolicy for the served version (the store's default
+# is DeleteDependents): ReplicationControllers (core/v1) and Jobs (batch/v1) orphan, events support none.
+DELETES: dict[tuple[str, str], tuple[str, str]] = {
+    ("", "namespaces"): ("marked", "DeleteDependents"),
+    ("", "configmaps"): ("status", "DeleteDependents"),
+    ("", "secrets"): ("status", "DeleteDependents"),
+    ("", "serviceaccounts"): ("object", "DeleteDependents"),
+    ("", "services"): ("object", "DeleteDependents"),
+    ("", "endpoints"): ("status", "DeleteDependents"),
+    ("", "pods"): ("object", "DeleteDependents"),
+    ("", "podtemplates"): ("object", "DeleteDependents"),
+    ("", "nodes"): ("status", "DeleteDependents"),
+    ("", "events"): ("status", "Unsupported"),
+    ("", "persistentvolumes"): ("object", "DeleteDependents"),
+    ("", "persistentvolumeclaims"): ("object", "DeleteDependents"),
+    ("", "resourcequotas"): ("object", "DeleteDependents"),
+    ("", "limitranges"): ("status", "DeleteDependents"),
+    ("", "replicationcontrollers"): ("status", "OrphanDependents"),
+    ("apps", "deployments"): ("status", "DeleteDependents"),
+    ("apps", "replicasets"): ("status", "DeleteDependents"),
+    ("apps", "statefulsets"): ("status", "DeleteDependents"),
+    ("apps", "daemonsets"): ("status", "DeleteDependents"),
+    ("apps", "controllerrevisions"): ("status", "DeleteDependents"),
+    ("events.k8s.io", "events"): ("status", "Unsupported"),
+    ("batch", "jobs"): ("status", "OrphanDependents"),
+    ("batch", "cronjobs"): ("status", "DeleteDependents"),
+    ("rbac.authorization.k8s.io", "roles"): ("status", "DeleteDependents"),
+    ("rbac.authorization.k8s.io", "clusterroles"): ("status", "DeleteDependents"),
+    ("rbac.authorization.k8s.io", "rolebindings"): ("status", "DeleteDependents"),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): ("status", "DeleteDependents"),
+    ("coordination.k8s.io", "leases"): ("status", "DeleteDependents"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ("marked", "DeleteDependents"),
+}
+KIND_IDS = [f"{g or 'core'}/{r}" for g, r in DELETES]
+
+
+def kind_body(group: str, resource: str) -> tuple[core_pb2.ResourcePath, Obj]:
+    """Where to create a minimal valid object of the kind, and the object (named by its metadata.name)."""
+    builtin = next(r for r in BUILTIN if (r.group, r.resource) == (group, resource))
+    namespace = "default" if builtin.namespaced else ""
+    bodies: dict[tuple[str, str], Obj] = {("", r): o for r, _, o in core_kinds.KINDS}
+    bodies.update({(g, r): workload_kinds.body(r) for r, (g, _, _) in workload_kinds.KINDS.items()})
+    bodies.update({
+        ("", "namespaces"): {"metadata": {"name": "gone"}},
+        ("", "configmaps"): {"metadata": {"name": "a"}, "data": {"k": "v"}},
+        ("", "secrets"): {"metadata": {"name": "a"}, "stringData": {"k": "v"}},
+        ("", "podtemplates"): {"metadata": {"name": "web"}, "template": {
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}},
+        ("apiextensions.k8s.io", "customresourcedefinitions"): crd_body(),
+    })
+    return path(resource, namespace, group=group), copy.deepcopy(bodies[(group, resource)])
+
+
+def test_the_table_has_every_builtin_kind_as_registered() -> None:
+    registered = {(r.group, r.resource): (r.returns_deleted_object, r.garbage_collection) for r in BUILTIN}
+    expected = {k: (answer == "object" or k == ("", "namespaces"), gc) for k, (answer, gc) in DELETES.items()}
+    assert registered == expected
+
+
+@pytest.mark.parametrize(("group", "resource"), list(DELETES), ids=KIND_IDS)
+async def test_what_a_delete_answers_kind_by_kind(client: Client, group: str, resource: str) -> None:
+    # Store.finalizeDelete: the deleted object (at its deletion's revision) with ReturnDeletedObject, else
+    # Status{Success, details{name, group, kind: <resource>, uid}}; HTTP 200 either way.
+    answer_kind, _ = DELETES[(group, resource)]
+    at, body = kind_body(group, resource)
+    created = await client.create(at, body)
+    name = created["metadata"]["name"]
+    one = path(at.resource, at.namespace, name, group=group)
+    answer = await client.delete(one, propagationPolicy="Background")
+    if answer_kind == "status":
+        details = {"name": name, "kind": resource, "uid": created["metadata"]["uid"]}
+        expected = {"group": group, **details} if group else details
+        assert answer == {"metadata": {}, "status": "Success", "details": expected}
+    else:
+        m = answer["metadata"]
+        assert (answer["kind"], m["uid"]) == (created["kind"], created["metadata"]["uid"])
+        assert ("deletionTimestamp" in m) == (answer_kind == "marked")
+        if answer_kind == "object":  # a marked one's controller may write after the mark
+            assert m["resourceVersion"] == str(client.revision())
+    if answer_kind != "marked":
+        await refused(client.get(one))
+
+
+@pytest.mark.parametrize(("group", "resource"), list(DELETES), ids=KIND_IDS)
+async def test_a_dry_run_delete_answers_as_the_kind_does_and_stores_nothing(
+    client: Client, group: str, resource: str
+) -> None:
+    answer_kind, _ = DELETES[(group, resource)]
+    at, body = kind_body(group, resource)
+    created = await client.create(at, body)
+    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group)
+    if resource == "customresourcedefinitions":  # the CRD controller's writes are over
+        await established(client, created["metadata"]["name"])
+    stored = await client.get(one)
+    before = client.revision()
+    answer = await client.delete(one, dryRun=["All"], propagationPolicy="Background")
+    if answer_kind == "status":
+        assert answer["status"] == "Success"
+    else:  # the object as stored (marked, for kinds that mark), at its current resourceVersion
+        assert answer["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+        assert ("deletionTimestamp" in answer["metadata"]) == (answer_kind == "marked")
+    if answer_kind == "object":
+        assert answer == stored
+    assert client.revision() == before
+    assert await client.get(one) == stored
+
+
+@pytest.mark.parametrize(("group", "resource"), list(DELETES), ids=KIND_IDS)
+async def test_a_delete_without_options_follows_the_kinds_default_propagation(
+    client: Client, group: str, resource: str
+) -> None:
+    # deletionFinalizersForGarbageCollection: with no option, OrphanDependents kinds get the `orphan` finalizer
+    # (and stay until the collector removes it); the others are deleted at once and their dependents later.
+    await client.running.garbage_collector.stop()  # the apiserver's side alone: nothing removes the finalizer
+    answer_kind, policy = DELETES[(group, resource)]
+    at, body = kind_body(group, resource)
+    created = await client.create(at, body)
+    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group)
+    answer = await client.delete(one)
+    if policy == "OrphanDependents":
+        assert answer["metadata"]["finalizers"] == ["orphan"] and "deletionTimestamp" in answer["metadata"]
+        assert await client.get(one) == answer
+    elif answer_kind != "marked":
+        assert "orphan" not in (answer.get("metadata") or {}).get("finalizers", [])
+        await refused(client.get(one))
+
+
+@pytest.mark.parametrize(("group", "resource"), [k for k, v in DELETES.items() if v[0] != "marked"],
+                         ids=[i for i, v in zip(KIND_IDS, DELETES.values(), strict=True) if v[0] != "marked"])
+async def test_foreground_deletion_waits_except_where_the_kind_supports_no_propagation(
+    client: Client, group: str, resource: str
+) -> None:
+    # A policy of Unsupported (events) adds no collector finalizer whatever the options ask.
+    await client.running.garbage_collector.stop()
+    _, policy = DELETES[(group, resource)]
+    at, body = kind_body(group, resource)
+    created = await client.create(at, body)
+    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group)
+    answer = await client.delete(one, propagationPolicy="Foreground")
+    if policy == "Unsupported":
+        assert answer["status"] == "Success"
+        await refused(client.get(one))
+    else:
+        assert answer["metadata"]["finalizers"] == ["foregroundDeletion"]
+
+
+async def test_a_custom_resource_delete_answers_the_success_status(client: Client) -> None:
+    # customresource.NewStorage sets no ReturnDeletedObject, and its strategy no GC policy.
+    await install(client)
+    created = await client.create(WIDGETS, widget("w"))
+    answer = await client.delete(path("widgets", "default", "w", group="example.com"))
+    assert answer == {"metadata": {}, "status": "Success",
+                      "details": {"name": "w", "group": "example.com", "kind": "widgets",
+                                  "uid": created["metadata"]["uid"]}}
+
+
+async def test_a_pending_graceful_delete_answers_the_pod_unchanged(client: Client) -> None:
+    # rest.BeforeDelete's pendingGraceful: finalizeDelete of the stored object, no write.
+    pod = core_kinds.pod(nodeName="node-1")
+    await client.create(path("pods", "default"), pod)
+    marked = await client.delete(path("pods", "default", "web"))
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 30
+    before = client.revision()
+    again = await client.delete(path("pods", "default", "web"))
+    assert again == marked
+    assert client.revision() == before
+
+
+async def test_deletecollection_lists_what_it_read_whatever_the_kind_answers(client: Client) -> None:
+    # Store.DeleteCollection answers the list it deleted from, not each Delete's answer.
+    created = await client.create(path("serviceaccounts", "default"), {"metadata": {"name": "robot"}})
+    deleted = await client.delete_collection(path("serviceaccounts", "default"))
+    assert deleted.kind == "ServiceAccountList"
+    items = [orjson.loads(i) for i in deleted.items]
+    robot = next(i for i in items if i["metadata"]["name"] == "robot")
+    assert robot == {k: v for k, v in created.items() if k not in ("kind", "apiVersion")}
 
 
 # ---------------------------------------------------------------- preconditions

@@ -54,6 +54,7 @@ from bench.storage import commits
 from capstan.core.v1 import core_pb2
 from server import stored
 from server.app import RunningCore, start_core
+from server.auth.config import INSECURE
 from server.core import Core
 from server.objects import meta
 from storage import StoreOptions
@@ -225,7 +226,7 @@ class GrpcRounds:
 async def bench_grpc(root: Path, sizes: Sizes, op: str) -> None:
     verb = op.removeprefix("grpc-")
     store = await LmdbStore.open(root / "lmdb", StoreOptions(sync=True))
-    running = await start_core(store, listen="127.0.0.1", grpc_port=0)
+    running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
     echo, echo_port = await start_echo()
     rounds = GrpcRounds()
     per_run = sizes.grpc_warmup + sizes.grpc_calls
@@ -267,7 +268,7 @@ GET_ROUNDS = 5
 
 async def open_core(path: Path, options: StoreOptions) -> tuple[RunningCore, LmdbStore]:
     store = await LmdbStore.open(path, options)
-    return await start_core(store, listen="127.0.0.1", grpc_port=0), store
+    return await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE), store
 
 
 async def bench_get(root: Path, sizes: Sizes) -> None:

@@ -95,6 +95,9 @@ class InProcessClient:
             return core_pb2.AccessResponse()
         return await _call(self._guard.access(request, self._credentials))
 
+    async def issuer_document(self, request: core_pb2.IssuerDocumentRequest) -> core_pb2.IssuerDocumentResponse:
+        return await _call(self._guard.issuer_document(request, self._credentials or Credentials()))
+
     async def health(self) -> dict[str, bool]:
         return await self._guard.core.health.run_all()
 

@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from gateway import health, metrics, negotiation, requestinfo
+from gateway import access, health, metrics, negotiation, requestinfo
 from gateway.client import CoreClient, CoreError, failure
-from gateway.handlers import delete, discovery, openapi, read, respond, watch, write
+from gateway.handlers import delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
 
@@ -48,7 +48,7 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         resource = served_as(await gateway.resource(info.group, info.version, info.resource), info.subresource)
         out = output(http, resource, stream=info.verb == "watch")
         call = Call(info, resource, query_of(http), out)
-        return await _verb(gateway.client, call, http)
+        return await _verb(access.caller_client(gateway.client, http), call, http)
     except CoreError as err:
         return respond.status(out, err.status)
     except negotiation.NegotiationError as err:
@@ -107,7 +107,7 @@ async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], 
 def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> web.Application:
     counters = metrics.Metrics()
     app = web.Application(client_max_size=MAX_BODY + 1,
-                          middlewares=[counters.middleware, _no_tracebacks, _compress])
+                          middlewares=[counters.middleware, _no_tracebacks, access.middleware(client), _compress])
     app[GATEWAY_KEY] = Gateway(client, server_address)
     health.add_routes(app, client)
     # go-restful's CurlyRouter (v3.9, kube 1.28) splits a path trimmed of slashes, so the /version web
@@ -115,6 +115,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> 
     app.router.add_route("*", "/version", discovery.version)
     app.router.add_route("*", "/version/", discovery.version)
     openapi.add_routes(app, app[GATEWAY_KEY])
+    issuer.add_routes(app, client)
     app.router.add_get("/metrics", counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app

@@ -61,6 +61,10 @@ class CoreClient(Protocol):
         passes. Over gRPC this is grpc.health.v1's List (server/grpc_server.py)."""
         ...
 
+    async def issuer_document(self, request: core_pb2.IssuerDocumentRequest) -> core_pb2.IssuerDocumentResponse:
+        """The service account issuer's discovery document at request.path (404 when none)."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from server import bootstrap, health, service
+from server.auth.config import SecurityConfig
+from server.auth.guard import GuardedCore
+from server.auth.setup import Security, start_security
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.core import Core
-from server.grpc_server import RunningGrpc, start_grpc, stop_grpc
+from server.grpc_server import GrpcTls, RunningGrpc, start_grpc, stop_grpc
 from server.kinds import BUILTIN
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
 from server.registry import Registry
@@ -29,6 +32,14 @@ class RunningCore:
     garbage_collector: GarbageCollector
     terminator: PodTerminator
     crds: CrdController | None = None  # serves CustomResourceDefinitions (server/controllers/crds.py)
+    security: Security | None = None  # the chain every CoreService call passes (server/auth/)
+
+    @property
+    def guard(self) -> GuardedCore:
+        """The core behind authentication and authorization: what the gRPC servicer and the in-process
+        gateway call."""
+        assert self.security is not None
+        return self.security.guard
 
     @property
     def grpc_port(self) -> int:
@@ -41,11 +52,16 @@ class RunningCore:
         await self.terminator.stop()
         if self.crds is not None:
             await self.crds.stop()
+        if self.security is not None:
+            await self.security.stop()
 
 
-async def start_core(store: Store, *, listen: str, grpc_port: int,
-                     service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE) -> RunningCore:
-    """ValueError for a service_cluster_ip_range that is no CIDR."""
+async def start_core(store: Store, *, listen: str, grpc_port: int, security: SecurityConfig,
+                     service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+                     tls: GrpcTls | None = None) -> RunningCore:
+    """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
+    cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
+    is the throwaway mode, never a default."""
     registry = Registry(BUILTIN)
     service_resource, allocator = services(service_cluster_ip_range)
     registry.add(service_resource)
@@ -62,8 +78,10 @@ async def start_core(store: Store, *, listen: str, grpc_port: int,
     await crds.start()
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
                        crds=crds)
-    running = await start_grpc(listen, grpc_port, [service.register(core)], checks=core.health)
-    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds)
+    secured = await start_security(core, security)
+    running = await start_grpc(listen, grpc_port, [service.register(secured.guard, secured.is_proxy)],
+                               checks=core.health, tls=tls)
+    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured)
 
 
 def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,

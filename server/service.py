@@ -106,6 +106,11 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
     ) -> core_pb2.AccessResponse:
         return await _unary(self._guard.access, request, self._credentials(context), context)
 
+    async def IssuerDocument(
+        self, request: core_pb2.IssuerDocumentRequest, context: Ctx
+    ) -> core_pb2.IssuerDocumentResponse:
+        return await _unary(self._guard.issuer_document, request, self._credentials(context), context)
+
     async def Watch(
         self, request: core_pb2.WatchRequest, context: Ctx
     ) -> AsyncIterator[core_pb2.WatchResponse]:

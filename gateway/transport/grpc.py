@@ -108,6 +108,9 @@ class GrpcClient:
     async def access(self, request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
         return await _call(self._stub.Access(request, metadata=self._metadata))
 
+    async def issuer_document(self, request: core_pb2.IssuerDocumentRequest) -> core_pb2.IssuerDocumentResponse:
+        return await _call(self._stub.IssuerDocument(request, metadata=self._metadata))
+
     async def health(self) -> dict[str, bool]:
         listed = await _call(self._health.List(_LISTING.HealthListRequest(), timeout=HEALTH_TIMEOUT))
         return {service.removeprefix(HEALTH_CHECK_PREFIX): answer.status == _SERVING

@@ -22,12 +22,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol, TypeVar
 
 from capstan.core.v1 import core_pb2
+from server import errors
 from server.auth import caller as current_caller
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import AlwaysAllow, Authorizer
 from server.auth.credentials import Credentials
 from server.auth.errors import Unauthorized, forbidden, unauthorized
 from server.auth.impersonation import impersonate
+from server.auth.serviceaccounts import oidc
+from server.auth.serviceaccounts.oidc import Documents
 from server.auth.user import UNSECURED, UserInfo
 from server.core import Core
 
@@ -69,10 +72,12 @@ def _selected_name(field_selector: str) -> str:
 class GuardedCore:
     """Core's verbs behind the chain: the same request messages, plus the caller's credentials."""
 
-    def __init__(self, core: Core, authenticator: Authenticator, authorizer: Authorizer) -> None:
+    def __init__(self, core: Core, authenticator: Authenticator, authorizer: Authorizer,
+                 documents: Documents | None = None) -> None:
         self.core = core
         self.authenticator = authenticator
         self.authorizer = authorizer
+        self.documents = documents  # the service account issuer's, when this server issues tokens
 
     async def user(self, credentials: Credentials) -> UserInfo:
         """Who the credentials prove, impersonation applied (401/403 ApiError when not allowed)."""
@@ -148,6 +153,16 @@ class GuardedCore:
         await self._admit(credentials,
                           lambda u: Attributes(u, request.verb, resource_request=False, path=request.path))
         return core_pb2.AccessResponse()
+
+    async def issuer_document(self, request: core_pb2.IssuerDocumentRequest,
+                              credentials: Credentials) -> core_pb2.IssuerDocumentResponse:
+        await self._admit(credentials, lambda u: Attributes(u, "get", resource_request=False, path=request.path))
+        docs = self.documents
+        if docs is not None and request.path == oidc.CONFIGURATION_PATH:
+            return core_pb2.IssuerDocumentResponse(content_type=oidc.CONFIGURATION_TYPE, data=docs.configuration)
+        if docs is not None and request.path == oidc.JWKS_PATH:
+            return core_pb2.IssuerDocumentResponse(content_type=oidc.JWKS_TYPE, data=docs.jwks)
+        raise errors.resource_not_found()
 
     async def watch(self, request: core_pb2.WatchRequest,
                     credentials: Credentials) -> AsyncIterator[core_pb2.WatchResponse]:

@@ -19,8 +19,8 @@ from server.auth.authn.union import UnionAuthenticator
 from server.auth.authn.x509 import X509Authenticator
 from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, Union
 from server.auth.config import SecurityConfig
-from server.auth.guard import Constant, GuardedCore
-from server.auth.user import UNSECURED
+from server.auth.guard import GuardedCore, unguarded
+from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
 from server.core import Core
 
 MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
@@ -34,6 +34,7 @@ class ConfigError(ValueError):
 class Security:
     guard: GuardedCore
     is_proxy: Callable[[bytes], bool]
+    accounts: ServiceAccounts | None = None  # tokens, the issuer's documents, the per-namespace controllers
     stops: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def stop(self) -> None:
@@ -46,8 +47,13 @@ def _never(der: bytes) -> bool:
 
 
 async def start_security(core: Core, config: SecurityConfig) -> Security:
+    """ConfigError when the configuration cannot start (an unknown mode, an unreadable file)."""
+    try:
+        accounts = await start_service_accounts(core, config)
+    except (OSError, ValueError) as err:
+        raise ConfigError(str(err)) from None
     if config.insecure:
-        return Security(GuardedCore(core, Constant(UNSECURED), AlwaysAllow()), _never)
+        return Security(unguarded(core), _never, accounts, [accounts.stop])
     unknown = [m for m in config.authorization_modes if m not in MODES]
     if unknown or not config.authorization_modes:
         raise ConfigError(f"authorization-mode {','.join(unknown)!r} is not one of {', '.join(MODES)}")
@@ -61,7 +67,9 @@ async def start_security(core: Core, config: SecurityConfig) -> Security:
     connection: list[PartAuthenticator] = [requestheader, X509Authenticator(Verifier(client_cas))]
     static = tokenfile.TokenFileAuthenticator(tokens)
     token_authenticators: list[PartAuthenticator] = [static]
-    security = Security(GuardedCore(core, Constant(UNSECURED), AlwaysAllow()), requestheader.is_proxy)
+    if accounts.authenticator is not None:  # checks the account on every call: never cached
+        token_authenticators.append(accounts.authenticator)
+    security = Security(unguarded(core), requestheader.is_proxy, accounts, [accounts.stop])
     authorizers: list[Authorizer] = []
     for mode in config.authorization_modes:
         if mode == "AlwaysAllow":
@@ -76,5 +84,6 @@ async def start_security(core: Core, config: SecurityConfig) -> Security:
             authorizers.append(rbac)
     authenticator = UnionAuthenticator(connection=connection, tokens=token_authenticators,
                                        anonymous=config.anonymous_auth, cacheable_tokens=[static])
-    security.guard = GuardedCore(core, authenticator, Union(tuple(authorizers)))
+    documents = accounts.documents
+    security.guard = GuardedCore(core, authenticator, Union(tuple(authorizers)), documents)
     return security

@@ -40,6 +40,7 @@ from kubernetes.dynamic.exceptions import NotFoundError
 from capstan.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from server.app import RunningCore, start_core
+from server.auth.config import INSECURE
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.e2e.conftest import Obj, bounded, dns_label
@@ -501,8 +502,8 @@ def inprocess(tmp_path: Path) -> Iterator[InProcess]:
 
     async def up() -> InProcess:
         store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
-        running = await start_core(store, listen="127.0.0.1", grpc_port=0)
-        runner, port = await start_http(build_app(InProcessClient(running.core)), "127.0.0.1", 0)
+        running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
+        runner, port = await start_http(build_app(InProcessClient(running.guard)), "127.0.0.1", 0)
         return InProcess(loop, store, running, runner, f"http://127.0.0.1:{port}")
 
     async def down(served: InProcess) -> None:

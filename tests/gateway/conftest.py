@@ -25,6 +25,7 @@ from gateway.app import build_app, start_http
 from gateway.client import CoreClient
 from gateway.transport.grpc import GrpcClient
 from server.app import RunningCore, start_core
+from server.auth.config import INSECURE
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -163,9 +164,9 @@ def quick_disconnects(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(params=["inprocess", "grpc"])
 async def server(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Server]:
     store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0, future_wait=0.5))
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0)
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
     client: CoreClient = (
-        InProcessClient(core.core) if request.param == "inprocess" else GrpcClient(f"127.0.0.1:{core.grpc_port}")
+        InProcessClient(core.guard) if request.param == "inprocess" else GrpcClient(f"127.0.0.1:{core.grpc_port}")
     )
     runner, port = await start_http(build_app(client), "127.0.0.1", 0)
     session = aiohttp.ClientSession()

@@ -339,3 +339,17 @@ class AccessRequest(_message.Message):
 class AccessResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class IssuerDocumentRequest(_message.Message):
+    __slots__ = ("path",)
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    def __init__(self, path: _Optional[str] = ...) -> None: ...
+
+class IssuerDocumentResponse(_message.Message):
+    __slots__ = ("content_type", "data")
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    content_type: str
+    data: bytes
+    def __init__(self, content_type: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...

@@ -89,6 +89,11 @@ class CoreServiceStub:
                 request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.SerializeToString,
                 response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.FromString,
                 _registered_method=True)
+        self.IssuerDocument = channel.unary_unary(
+                '/capstan.core.v1.CoreService/IssuerDocument',
+                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentResponse.FromString,
+                _registered_method=True)
 
 
 class CoreServiceServicer:
@@ -175,6 +180,15 @@ class CoreServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def IssuerDocument(self, request, context):
+        """The service account issuer's OpenID discovery documents, /.well-known/openid-configuration and
+        /openid/v1/jwks, as kube-apiserver serves them (authorized as a `get` of that path); 404 when this server
+        issues no service account tokens.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -232,6 +246,11 @@ def add_CoreServiceServicer_to_server(servicer, server):
                     servicer.Access,
                     request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.FromString,
                     response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.SerializeToString,
+            ),
+            'IssuerDocument': grpc.unary_unary_rpc_method_handler(
+                    servicer.IssuerDocument,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -531,6 +550,33 @@ class CoreService:
             '/capstan.core.v1.CoreService/Access',
             capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.SerializeToString,
             capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IssuerDocument(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capstan.core.v1.CoreService/IssuerDocument',
+            capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentResponse.FromString,
             options,
             channel_credentials,
             insecure,

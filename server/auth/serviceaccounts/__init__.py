@@ -69,7 +69,7 @@ class ServiceAccounts:
     authenticator: ServiceAccountAuthenticator | None
     issuer: TokenIssuer | None
     documents: oidc.Documents | None
-    lookups: Lookups
+    lookups: Lookups | None
     accounts: ServiceAccountsController
     root_ca: RootCAPublisher | None
 
@@ -77,7 +77,8 @@ class ServiceAccounts:
         if self.root_ca is not None:
             await self.root_ca.stop()
         await self.accounts.stop()
-        await self.lookups.stop()
+        if self.lookups is not None:
+            await self.lookups.stop()
 
 
 async def start_service_accounts(core: Core, config: SecurityConfig) -> ServiceAccounts:
@@ -98,10 +99,10 @@ async def start_service_accounts(core: Core, config: SecurityConfig) -> ServiceA
             core.registry.add(dataclasses.replace(
                 served, subresources=(*served.subresources, tokenrequest.TOKEN),
                 subresource_create={**served.subresource_create, "token": tokenrequest.handler(issuer)}))
-    lookups = Lookups(core)
-    await lookups.start()
-    authenticator = documents = None
-    if verification:
+    authenticator = documents = lookups = None
+    if verification:  # the indexes serve the authenticator alone: without keys nothing reads them
+        lookups = Lookups(core)
+        await lookups.start()
         authenticator = ServiceAccountAuthenticator(issuer=config.service_account_issuer, keys=verification,
                                                     audiences=audiences, lookup=lookups)
         documents = oidc.documents(config.service_account_issuer, verification)

@@ -167,15 +167,22 @@ def test_kubeconfig_names_the_server_the_ca_and_the_admin(serving: Server) -> No
 
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
-@pytest.mark.parametrize("args", [["version"], ["get", "ns", "-o", "name"]])
-def test_kubectl_works_over_https_with_the_kubeconfig(serving: Server, tmp_path: Path, args: list[str]) -> None:
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(_kubeconfig(serving.data)))
-    out = subprocess.run([str(KUBECTL), f"--kubeconfig={path}", f"--cache-dir={tmp_path / 'cache'}", *args],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    expected = "Server Version: v1." if args == ["version"] else "namespace/kube-system"
-    assert expected in out.stdout
+@pytest.mark.parametrize("mode", [[], ["--authorization-mode", "AlwaysAllow"], ["--bind-address", "0.0.0.0"]])
+def test_kubectl_works_over_https_with_the_kubeconfig(tmp_path: Path, mode: list[str]) -> None:
+    """The default (RBAC: the admin is in system:masters), AlwaysAllow, and a wildcard bind (named 127.0.0.1)."""
+    server = start(tmp_path / "data", *mode)
+    try:
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(_kubeconfig(server.data)))
+        outs = [subprocess.run([str(KUBECTL), f"--kubeconfig={path}", f"--cache-dir={tmp_path / 'cache'}", *args],
+                               capture_output=True, text=True, timeout=60)
+                for args in (["version"], ["get", "ns", "-o", "name"])]
+    finally:
+        server.proc.send_signal(signal.SIGTERM)
+        server.proc.wait(10)
+    assert [out.returncode for out in outs] == [0, 0], [out.stderr for out in outs]
+    assert "Server Version: v1." in outs[0].stdout
+    assert "namespace/kube-system" in outs[1].stdout.splitlines()
 
 
 async def test_https_refuses_plain_http_and_answers_tls(serving: Server) -> None:
@@ -338,3 +345,39 @@ async def test_restart_reuses_the_cert_dir(tmp_path: Path) -> None:
     second.proc.send_signal(signal.SIGTERM)
     await asyncio.to_thread(second.proc.wait, 10)
     assert {p.name: p.read_bytes() for p in (tmp_path / "data" / "pki").iterdir()} == before
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
+def test_split_form_gateway_reaches_the_core_over_mutual_tls(tmp_path: Path) -> None:
+    """`capstan core` and `capstan gateway --core <mTLS port>` sharing a cert dir: the gateway proves itself
+    with the front-proxy client certificate, kubectl reaches the gateway over HTTPS as the admin."""
+    data = tmp_path / "data"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    procs: list[subprocess.Popen[str]] = []
+
+    def launch(*args: str, pattern: str) -> re.Match[str]:
+        proc = subprocess.Popen([sys.executable, "-m", "capstan", *args], cwd=ROOT, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, text=True, env=env)
+        procs.append(proc)
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            match = re.search(pattern, line)
+            if match:
+                return match
+        raise AssertionError(f"capstan {args[0]} exited with {proc.wait()} before listening")
+
+    try:
+        core = launch("core", "--data-dir", str(data), "--grpc-port", "0", "--grpc-mtls-port", "0", "--sync", "false",
+                      pattern=r"gRPC-mTLS (\S+)")
+        gateway = launch("gateway", "--core", core[1], "--data-dir", str(data), "--secure-port", "0",
+                         pattern=r"HTTPS (https://\S+)")
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(_kubeconfig(data, "--server", gateway[1])))
+        out = subprocess.run([str(KUBECTL), f"--kubeconfig={path}", f"--cache-dir={tmp_path / 'cache'}", "get", "ns",
+                              "-o", "name"], capture_output=True, text=True, timeout=60)
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+    assert out.returncode == 0, out.stderr
+    assert "namespace/default" in out.stdout.splitlines()

@@ -59,7 +59,10 @@ async def test_serve_answers_health_and_exits_cleanly(tmp_path: Path, sig: signa
     assert code == 0
     # LMDB was closed cleanly and is reusable: open it again in this process.
     store = await LmdbStore.open(tmp_path / "data" / "lmdb", StoreOptions(compact_interval=0))
-    assert store.current_revision() == 6  # the four default namespaces and the `kubernetes` Service
+    # The four default namespaces, the `kubernetes` Service, and the `default` ServiceAccounts the service
+    # account controller had created by the time the signal came (one write each).
+    accounts = (await store.list(b"/core/serviceaccounts/")).kvs
+    assert store.current_revision() == 6 + len(accounts)
     assert [kv.key for kv in (await store.list(b"/core/namespaces/")).kvs] == [
         b"/core/namespaces/default", b"/core/namespaces/kube-node-lease",
         b"/core/namespaces/kube-public", b"/core/namespaces/kube-system",

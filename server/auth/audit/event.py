@@ -1,0 +1,98 @@
+"""audit.k8s.io/v1 Event fields as kube-apiserver writes them: its field order, Go's omitempty, MicroTime stamps.
+
+Contract: every function answers plain JSON values (dicts in kube's field order); nothing here writes or decides
+levels. Empty values are left out where kube's types say omitempty, and kept where they are structs
+(`user` is `{}` for a request that proved nobody, `responseStatus.metadata` is always `{}`).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from capstan.api.meta.v1 import meta_pb2
+from server.auth.attributes import Attributes
+from server.auth.user import UserInfo
+
+Json = dict[str, Any]
+
+
+def micro_time(seconds: float) -> str:
+    """RFC 3339 in UTC with six fractional digits, as metav1.MicroTime marshals."""
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def user_info(user: UserInfo | None) -> Json:
+    """authentication/v1 UserInfo: username, uid, groups, extra, each left out when empty."""
+    out: Json = {}
+    if user is None:
+        return out
+    if user.name:
+        out["username"] = user.name
+    if user.uid:
+        out["uid"] = user.uid
+    if user.groups:
+        out["groups"] = list(user.groups)
+    if user.extra:
+        out["extra"] = user.extra_dict()
+    return out
+
+
+def object_ref(attributes: Attributes) -> Json | None:
+    """The request's ObjectReference (resource requests only), kube's field order."""
+    if not attributes.resource_request:
+        return None
+    fields = (("resource", attributes.resource), ("namespace", attributes.namespace), ("name", attributes.name),
+              ("apiGroup", attributes.api_group), ("apiVersion", attributes.api_version),
+              ("subresource", attributes.subresource))
+    return {key: value for key, value in fields if value}
+
+
+def complete_object_ref(ref: Json, obj: Json) -> None:
+    """Fill what the request's object names and the URL did not (kube's LogRequestObject): a create's name."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return
+    for key, field in (("namespace", "namespace"), ("name", "name"), ("uid", "uid"),
+                       ("resourceVersion", "resourceVersion")):
+        value = metadata.get(field)
+        if isinstance(value, str) and value and key not in ref:
+            ref[key] = value
+    order = ("resource", "namespace", "name", "uid", "apiGroup", "apiVersion", "resourceVersion", "subresource")
+    ordered = {key: ref[key] for key in order if key in ref}
+    ref.clear()
+    ref.update(ordered)
+
+
+def response_status(code: int, status: meta_pb2.Status | None = None, message: str = "") -> Json:
+    """The bounded copy of a Status kube's audit keeps (status, message, reason; never details), and the code."""
+    out: Json = {"metadata": {}}
+    if status is not None:
+        for key, value in (("status", status.status), ("message", status.message), ("reason", status.reason)):
+            if value:
+                out[key] = value
+    elif message:
+        out["message"] = message
+    out["code"] = code
+    return out
+
+
+def status_object(status: meta_pb2.Status) -> Json:
+    """The whole Status as a response carries it (a failed request's responseObject at RequestResponse)."""
+    out: Json = {"kind": "Status", "apiVersion": "v1", "metadata": {}}
+    for key, value in (("status", status.status), ("message", status.message), ("reason", status.reason)):
+        if value:
+            out[key] = value
+    if status.HasField("details"):
+        d = status.details
+        details: Json = {key: value for key, value in (("name", d.name), ("group", d.group), ("kind", d.kind),
+                                                        ("uid", d.uid)) if value}
+        if d.causes:
+            details["causes"] = [{key: value for key, value in (("reason", c.reason), ("message", c.message),
+                                                                 ("field", c.field)) if value} for c in d.causes]
+        if d.retryAfterSeconds:
+            details["retryAfterSeconds"] = d.retryAfterSeconds
+        out["details"] = details
+    out["code"] = status.code
+    return out

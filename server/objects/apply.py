@@ -36,10 +36,9 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
                 mode: str) -> core_pb2.PatchResponse:
     document = _read(req.patch)
     config = _config(resource, document.value)
-    _, warnings = body.typed(resource, config, mode)
+    _check_declared(resource, config)
     duplicates = document.duplicates if mode != "Ignore" else ()
-    if mode == "Warn":
-        warnings = [*warnings, *duplicates]
+    warnings = list(duplicates) if mode == "Warn" else []
     owner = Owner.of(manager, APPLY, resource.api_version, req.path.subresource)
     force = req.options.force
 
@@ -83,6 +82,32 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
     updated = await guaranteed_update(ctx, resource, req.path, lambda live: (merged(live, shared_zero), warnings),
                                       dry_run=dry_run, accept=req.accept, manager=None)
     return core_pb2.PatchResponse(object=updated.object, warnings=updated.warnings)
+
+
+def _check_declared(resource: Resource, config: Obj) -> None:
+    """A configuration setting a field the kind does not declare cannot be applied, whatever
+    fieldValidation says: structured-merge-diff cannot type it. Its validating walk leaves a map at
+    its first undeclared field, so each map names at most one, e.g.
+
+        failed to create typed patch object (default/web; apps/v1, Kind=Deployment): .spec.foo:
+        field not declared in schema                                                 (one line)
+
+    kube-apiserver 1.28 answers this as a 500 without a reason (the field manager's plain error);
+    Capstan answers it as 400 BadRequest, deliberately: it is the client's input that is wrong."""
+    _, unknown = body.normalize(resource, config)
+    if not unknown:
+        return
+    first: dict[str, str] = {}
+    for path in unknown:
+        first.setdefault(path[:max(path.rfind("."), path.rfind("["), 0)], path)
+    problems = [f".{path}: field not declared in schema" for path in first.values()]
+    message = problems[0] if len(problems) == 1 else "errors:\n  " + "\n  ".join(problems)
+    m = config.get("metadata")
+    m = m if isinstance(m, dict) else {}
+    group, _, version = resource.api_version.rpartition("/")
+    raise errors.bad_request(
+        f"failed to create typed patch object ({m.get('namespace') or ''}/{m.get('name') or ''}; "
+        f"{group}/{version}, Kind={resource.kind}): {message}")
 
 
 def _read(data: bytes) -> yamlread.Document:

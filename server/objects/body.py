@@ -1,31 +1,43 @@
-"""Request bodies: bytes in JSON or protobuf -> the object as the kind's schema types it.
+"""Request bodies: bytes in JSON, YAML or protobuf -> the object as the kind's schema types it.
 
 fieldValidation decides what unknown and duplicate fields do, as in kube-apiserver:
 Strict fails the request (400), Warn (the default) answers with one warning per
-field, Ignore drops them silently. Unknown fields never reach the store.
+field, Ignore drops them silently. Unknown fields never reach the store. The words and
+their order are kube 1.28's (test/integration/apiserver/field_validation_test.go):
+
+    built-in kind, JSON   strict decoding error: duplicate field "metadata.name", unknown field
+                          "spec.unknown1", duplicate field "spec.paused"      (document order; a field
+                          both unknown and repeated is reported once, as unknown)
+    custom resource, JSON the repeated fields first, then the unknown ones: metadata's, then the pruned
+                          ones sorted
+    YAML                  strict decoding error: yaml: unmarshal errors:\n  line 5: key "name" already
+                          set in map, unknown field "spec.unknown1"     (as warnings: one per line)
+
+YAML is read here rather than in the gateway, so that the keys it repeats reach fieldValidation.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
 
 from capstan.core.v1 import core_pb2
 from server import errors
+from server.codec import yamlread
 from server.codec.gojson import json_kind
+from server.patch.gofmt import go_quote
 from server.registry import Obj, Resource
-from server.schema import SchemaError
+from server.schema import JsonSchema, SchemaError
 
 _KEY = re.compile(rb'"\s*:')  # at least one match per JSON key; more when a string holds `":`
 
 
 def decode(resource: Resource, raw: core_pb2.RawObject, field_validation: str) -> tuple[Obj, list[str]]:
     """(the normalized object, warnings). Raises ApiError 400 for malformed or mistyped bodies."""
-    problems: list[str] = []
     if raw.encoding == core_pb2.ENCODING_PROTOBUF:
         if not resource.schema.proto_message:
             raise errors.ApiError(errors.status(
@@ -36,28 +48,110 @@ def decode(resource: Resource, raw: core_pb2.RawObject, field_validation: str) -
             obj = resource.schema.from_proto(raw.data)
         except SchemaError as err:
             raise _cannot_handle(resource, str(err)) from None
-    else:
-        obj = _parse_json(resource, raw.data)
-        problems.extend(f'duplicate field "{path}"' for path in _duplicates(raw.data, obj))
-    return typed(resource, obj, field_validation, problems)
+        return typed(resource, obj, field_validation)
+    if raw.encoding == core_pb2.ENCODING_YAML:
+        obj, repeated = _parse_yaml(resource, raw.data)
+        return typed(resource, obj, field_validation, yaml_duplicates=repeated)
+    obj = _parse_json(resource, raw.data)
+    return typed(resource, obj, field_validation, keys=keys(raw.data, obj))
 
 
-def typed(resource: Resource, obj: Obj, field_validation: str, problems: list[str] | None = None
-          ) -> tuple[Obj, list[str]]:
+def typed(resource: Resource, obj: Obj, field_validation: str, *, keys: Sequence[Key] = (),
+          yaml_duplicates: Sequence[str] = ()) -> tuple[Obj, list[str]]:
     """An object (a request body, or the result of a patch) typed by its kind's schema, with
-    fieldValidation applied to its unknown (and, for bodies, duplicate) fields."""
-    problems = list(problems or ())
+    fieldValidation applied to its unknown fields and to the fields its body repeats: keys is
+    the JSON body's keys in document order (empty when none repeats), yaml_duplicates yaml.v2's
+    words for the keys a YAML body repeats."""
     _check_type(resource, obj)
+    normalized, unknown = _normalize(resource, obj)
+    if field_validation == "Ignore" or not (unknown or keys or yaml_duplicates):
+        return normalized, []
+    if yaml_duplicates:
+        warnings = [*yaml_duplicates, *_unknown(unknown)]
+        errors_ = [yamlread.Document(None, tuple(yaml_duplicates)).strict_error, *_unknown(unknown)]
+    else:
+        warnings = errors_ = _problems(resource, unknown, keys)
+    if not warnings:
+        return normalized, []
+    if field_validation == "Strict":
+        raise _cannot_handle(resource, "strict decoding error: " + ", ".join(errors_))
+    return normalized, warnings
+
+
+def patched(resource: Resource, obj: Obj, field_validation: str, *, problems: Sequence[str], shown: Callable[[], str],
+            by_text: bool) -> tuple[Obj, list[str]]:
+    """The result of a JSON, merge or strategic merge patch typed by its kind's schema, as kube's
+    patchers check it: the patch body's own problems first, then the result's unknown fields, in the
+    order of its sorted-key JSON (by_text: sorted as text, as the strategic patcher sorts them).
+    Strict fails with kube's 422 on the field "patch", whose value is shown() (the patched JSON, or
+    the strategic patch as Go prints a map)."""
+    _check_type(resource, obj)
+    normalized, unknown = _normalize(resource, obj)
+    if field_validation == "Ignore":
+        return normalized, []
+    found = sorted(_unknown(unknown)) if by_text else _unknown(sorted(unknown, key=_path_key))
+    warnings = [*problems, *found]
+    if warnings and field_validation == "Strict":
+        detail = f"Invalid value: {go_quote(shown())}: strict decoding error: " + ", ".join(warnings)
+        raise errors.ApiError(errors.status(422, "Invalid", f' "" is invalid: patch: {detail}',
+                                            causes=[errors.Cause("FieldValueInvalid", detail, "patch")]))
+    return normalized, warnings
+
+
+def _path_key(path: str) -> list[tuple[int, str, int]]:
+    """A field path's place in JSON whose keys are sorted at every level: "a.b[2].c" -> a, b, [2], c."""
+    out: list[tuple[int, str, int]] = []
+    for part in _PATH_PART.finditer(path):
+        key, index = part.group(1), part.group(2)
+        out.append((1, "", int(index)) if index is not None else (0, key or "", 0))
+    return out
+
+
+_PATH_PART = re.compile(r"([^.\[]+)|\[(\d+)\]")
+
+
+def normalize(resource: Resource, obj: Obj) -> tuple[Obj, list[str]]:
+    """The object typed by its kind's schema and the paths of its unknown fields, in kube's order."""
+    _check_type(resource, obj)
+    return _normalize(resource, obj)
+
+
+def _normalize(resource: Resource, obj: Obj) -> tuple[Obj, list[str]]:
     try:
         normalized, unknown = resource.schema.normalize(obj)
     except SchemaError as err:
         raise _cannot_handle(resource, str(err)) from None
-    problems.extend(f'unknown field "{path}"' for path in unknown)
-    if not problems or field_validation == "Ignore":
-        return normalized, []
-    if field_validation == "Strict":
-        raise _cannot_handle(resource, "strict decoding error: " + ", ".join(problems))
-    return normalized, problems
+    if isinstance(resource.schema, JsonSchema):
+        # apiextensions' schema coercer: metadata's unknown fields, then the pruned ones, sorted.
+        meta = [path for path in unknown if path.startswith("metadata.")]
+        unknown = meta + sorted(path for path in unknown if not path.startswith("metadata."))
+    return normalized, unknown
+
+
+def _unknown(paths: Iterable[str]) -> list[str]:
+    return [f'unknown field "{path}"' for path in paths]
+
+
+def _problems(resource: Resource, unknown: list[str], keys: Sequence[Key]) -> list[str]:
+    """The strict decoding errors of a JSON body, in kube's order."""
+    if isinstance(resource.schema, JsonSchema):  # the unstructured decoder's duplicates, then the coercer's unknowns
+        return [f'duplicate field "{path}"' for path, again in keys if again] + _unknown(unknown)
+    # kjson's strict decoding into the Go type: each problem where the decoder meets it.
+    out: list[str] = []
+    pending = dict.fromkeys(unknown)
+    for path, again in keys:
+        if path in pending:
+            if not again:
+                out.append(f'unknown field "{path}"')
+                del pending[path]
+        elif again and not _within(path, unknown):
+            out.append(f'duplicate field "{path}"')
+    return out + _unknown(pending)
+
+
+def _within(path: str, unknown: Iterable[str]) -> bool:
+    """Whether path is an unknown field or inside one (the decoder skips an unknown field's value)."""
+    return any(path == u or path.startswith((u + ".", u + "[")) for u in unknown)
 
 
 def _parse_json(resource: Resource, data: bytes) -> Obj:
@@ -68,6 +162,28 @@ def _parse_json(resource: Resource, data: bytes) -> Obj:
     if not isinstance(obj, dict):
         raise _cannot_handle(resource, f"json: cannot unmarshal {json_kind(obj)} into Go value of type struct")
     return obj
+
+
+def _parse_yaml(resource: Resource, data: bytes) -> tuple[Obj, tuple[str, ...]]:
+    """A YAML body as YAMLToJSON converts it (keys sorted, as the JSON that kube then decodes has
+    them) and yaml.v2's words for the keys it repeats."""
+    try:
+        document = yamlread.read(data)
+        converted = yamlread.to_json(document.value)
+    except yamlread.YAMLError as err:
+        # The gateway's words when it could not type a body (kube's transformDecodeError).
+        raise errors.bad_request(f"the object provided is unrecognized (must be of type {resource.kind}): "
+                                 f"{err.message} ({_summarize(data)})") from None
+    return _parse_json(resource, converted), document.duplicates
+
+
+def _summarize(body: bytes, max_length: int = 30) -> str:
+    """kube-apiserver's summarizeData: JSON-looking text as is, anything else as hex, cut at 30 bytes."""
+    if not body:
+        return "<empty>"
+    cut = body[:max_length]
+    text = cut.decode("utf-8", "replace") if body[:1] == b"{" else cut.hex()
+    return text + " ..." if len(body) > max_length else text
 
 
 def _check_type(resource: Resource, obj: Obj) -> None:
@@ -91,25 +207,39 @@ def _cannot_handle(resource: Resource, detail: str) -> errors.ApiError:
     )
 
 
-def _duplicates(data: bytes, obj: Obj) -> list[str]:
-    """Paths of keys that appear twice in one JSON object. Cheap unless the body might have some."""
-    keys = _count_keys(obj)
+# A JSON body's key as kjson's strict decoder names it ("spec.template.spec.containers[0].name") and
+# whether it repeats a key of the same object.
+Key = tuple[str, bool]
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object's members as written, repetitions included."""
+
+
+def keys(data: bytes, obj: object) -> list[Key]:
+    """Every key of a JSON body in document order, when it repeats one (else empty: nothing to report).
+    obj is the body as parsed; the check is cheap unless the body might repeat a key."""
+    count = _count_keys(obj)
     # Compact JSON (what clients send) has exactly one `":` per key unless a string holds one: a count
     # in C settles most bodies; otherwise the regex (which allows spaces before the colon) decides.
-    if data.count(b'":') == keys or len(_KEY.findall(data)) == keys:
+    if data.count(b'":') == count or len(_KEY.findall(data)) == count:
         return []
-    found: list[str] = []
+    out: list[Key] = []
+    _walk(json.loads(data, object_pairs_hook=_Pairs), "", out)
+    return out if any(again for _, again in out) else []
 
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in items:
-            if key in out:
-                found.append(key)
-            out[key] = value
-        return out
 
-    json.loads(data, object_pairs_hook=pairs)
-    return found
+def _walk(value: Any, path: str, out: list[Key]) -> None:
+    if isinstance(value, _Pairs):
+        seen: set[str] = set()
+        for key, item in value:
+            here = f"{path}.{key}" if path else key
+            out.append((here, key in seen))
+            seen.add(key)
+            _walk(item, here, out)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _walk(item, f"{path}[{index}]", out)
 
 
 def _count_keys(value: object) -> int:

@@ -24,6 +24,7 @@ from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.update import check_patched_name, guaranteed_update
 from server.patch import strategic
+from server.patch.gofmt import go_v
 from server.patch.values import copy_json
 from server.registry import Obj, Resource
 from server.schema import JsonSchema
@@ -49,15 +50,60 @@ async def patch(ctx: Context, req: core_pb2.PatchRequest) -> core_pb2.PatchRespo
     if is_apply:
         return await apply.apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
     patched = _patcher(resource, req.type, req.patch)
+    problems = _strict_problems(req.type, req.patch) if mode != "Ignore" else []
+    strategic_patch = req.type == core_pb2.PATCH_TYPE_STRATEGIC_MERGE
 
     def produce(current: Obj) -> tuple[Obj, list[str]]:
-        obj, warnings = body.typed(resource, patched(current), mode)
+        result = patched(current)
+
+        def shown() -> str:  # kube's value for the 422: the strategic patch as Go prints it, else the patched JSON
+            if strategic_patch:
+                return go_v(json.loads(req.patch))
+            return json.dumps(result, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+        obj, warnings = body.patched(resource, result, mode, problems=problems, shown=shown, by_text=strategic_patch)
         check_patched_name(obj, req.path)
         return obj, warnings
 
     updated = await guaranteed_update(
         ctx, resource, req.path, produce, dry_run=dry_run, accept=req.accept, manager=manager)
     return core_pb2.PatchResponse(object=updated.object, warnings=updated.warnings)
+
+
+_JSON_PATCH_FIELDS = ("op", "path", "from", "value")  # apimachinery's jsonPatchOp
+
+
+def _strict_problems(kind: int, data: bytes) -> list[str]:
+    """What kjson's strict decoding finds in the patch body itself: keys repeated in one object, and
+    for a JSON patch the operations' unknown and repeated fields ("json patch unknown field "[0].foo"")."""
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return []  # the patcher words the malformed body
+    keys = body.keys(data, document)
+    if kind != core_pb2.PATCH_TYPE_JSON:
+        return [f'duplicate field "{path}"' for path, again in keys if again]
+    out: list[str] = []
+    if not isinstance(document, list):
+        return out
+    if not keys:
+        for index, operation in enumerate(document):
+            if isinstance(operation, dict):
+                out.extend(f'json patch unknown field "[{index}].{key}"'
+                           for key in operation if key not in _JSON_PATCH_FIELDS)
+        return out
+    reported: set[str] = set()
+    for path, again in keys:
+        if path.count(".") != 1:
+            continue  # inside an operation's value: a map, which any key fits
+        field = path.rsplit(".", 1)[1]
+        if field not in _JSON_PATCH_FIELDS:
+            if path not in reported:
+                out.append(f'json patch unknown field "{path}"')
+                reported.add(path)
+        elif again:
+            out.append(f'json patch duplicate field "{path}"')
+    return out
 
 
 def _patcher(resource: Resource, kind: int, data: bytes) -> Any:

@@ -14,6 +14,7 @@ class Encoding(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ENCODING_UNSPECIFIED: _ClassVar[Encoding]
     ENCODING_JSON: _ClassVar[Encoding]
     ENCODING_PROTOBUF: _ClassVar[Encoding]
+    ENCODING_YAML: _ClassVar[Encoding]
 
 class View(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -32,6 +33,7 @@ class PatchType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 ENCODING_UNSPECIFIED: Encoding
 ENCODING_JSON: Encoding
 ENCODING_PROTOBUF: Encoding
+ENCODING_YAML: Encoding
 VIEW_UNSPECIFIED: View
 VIEW_TABLE: View
 VIEW_PARTIAL_OBJECT_METADATA: View

@@ -191,6 +191,12 @@ class Resource:
     # Subresources written with POST, by name: (context, resource, CreateRequest) -> CreateResponse (a Pod's
     # /binding).
     subresource_create: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
+    # Create-only resources that are answered, never stored (the reviews: SubjectAccessReview, TokenReview, ...):
+    # (context, resource, object) -> the object the client gets back with 201 Created. It gets the typed body
+    # after kube's create handler has placed its namespace and recorded its managed fields, and runs as the
+    # call's caller (server.auth.caller); nothing of the stored-object path (defaults, names, uid) applies.
+    # A dry run is answered the same way: there is nothing to store either way.
+    answer_create: Callable[[Any, Resource, Obj], Awaitable[Obj]] | None = None
     # A new object keeps the status it is created with (a Node registering); others start with none.
     keeps_status_on_create: bool = False
     # Serves /scale (SCALE is added to `subresources`): how the object reads and writes as a Scale.

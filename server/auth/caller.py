@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from server.auth.authorizer import AlwaysAllow, Authorizer
 from server.auth.user import SYSTEM, UserInfo
+
+if TYPE_CHECKING:
+    from server.auth.guard import Authenticator
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
     user: UserInfo
     authorizer: Authorizer
+    # The server's authenticators and API audiences, for TokenReview; None outside a call (nothing to ask).
+    authenticator: Authenticator | None = None
+    audiences: tuple[str, ...] = ()
 
 
 _INTERNAL = Caller(SYSTEM, AlwaysAllow())

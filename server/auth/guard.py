@@ -73,10 +73,11 @@ class GuardedCore:
     """Core's verbs behind the chain: the same request messages, plus the caller's credentials."""
 
     def __init__(self, core: Core, authenticator: Authenticator, authorizer: Authorizer,
-                 documents: Documents | None = None) -> None:
+                 documents: Documents | None = None, audiences: tuple[str, ...] = ()) -> None:
         self.core = core
         self.authenticator = authenticator
         self.authorizer = authorizer
+        self.audiences = audiences  # the API audiences: what a TokenReview without spec.audiences asks for
         self.documents = documents  # the service account issuer's, when this server issues tokens
 
     async def user(self, credentials: Credentials) -> UserInfo:
@@ -98,7 +99,8 @@ class GuardedCore:
     async def _unary(self, credentials: Credentials, attributes: Callable[[UserInfo], Attributes],
                      call: Callable[[], Awaitable[Resp]]) -> Resp:
         user = await self._admit(credentials, attributes)
-        token = current_caller.bind(current_caller.Caller(user, self.authorizer))
+        token = current_caller.bind(current_caller.Caller(user, self.authorizer, self.authenticator,
+                                                          self.audiences))
         try:
             return await call()
         finally:

@@ -85,5 +85,6 @@ async def start_security(core: Core, config: SecurityConfig) -> Security:
     authenticator = UnionAuthenticator(connection=connection, tokens=token_authenticators,
                                        anonymous=config.anonymous_auth, cacheable_tokens=[static])
     documents = accounts.documents
-    security.guard = GuardedCore(core, authenticator, Union(tuple(authorizers)), documents)
+    security.guard = GuardedCore(core, authenticator, Union(tuple(authorizers)), documents,
+                                 audiences=(config.service_account_issuer,))
     return security

@@ -24,6 +24,9 @@ async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateRe
     mode = options.field_validation(req.options.fieldValidation, "CreateOptions")
     manager = options.field_manager(req.options.fieldManager, "CreateOptions")
     obj, warnings = body.decode(resource, req.object, mode)
+    if resource.answer_create is not None:
+        return await answer(ctx, resource, obj, req.path.namespace, manager=manager, accept=req.accept,
+                            warnings=warnings)
     return await create_object(ctx, resource, obj, req.path.namespace, manager=manager, dry_run=dry_run,
                                accept=req.accept, warnings=warnings)
 
@@ -71,14 +74,21 @@ async def create_object(
     raise errors.already_exists(resource.resource, resource.group, m["name"], being_deleted=being_deleted)
 
 
-def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:
-    """Server-set fields, as kube-apiserver's BeforeCreate sets them; client values are replaced."""
-    m = meta.meta(obj)
-    rv = m.pop("resourceVersion", None)
-    if isinstance(rv, str) and rv.isdigit() and int(rv):
-        # kube-apiserver's storage refuses this with a plain error, which it answers as a 500 without a reason.
-        raise errors.ApiError(errors.status(
-            500, "", "resourceVersion should not be set on objects to be created", with_details=False))
+async def answer(ctx: Context, resource: Resource, obj: Obj, namespace: str, *, manager: str | None,
+                 accept: render.Encoding, warnings: list[str]) -> core_pb2.CreateResponse:
+    """A create-only resource's answer (Resource.answer_create), in kube's create handler order: the
+    namespace placed, managed fields recorded, then the REST Create. A zero creationTimestamp prints null."""
+    place_namespace(resource, meta.meta(obj), namespace)
+    if manager is not None:
+        managed.track_update(resource, "", None, obj, manager)
+    assert resource.answer_create is not None
+    answered = await resource.answer_create(ctx, resource, obj)
+    meta.meta(answered).setdefault("creationTimestamp", None)
+    return core_pb2.CreateResponse(object=render.raw_unstored(resource, answered, accept), warnings=warnings)
+
+
+def place_namespace(resource: Resource, m: Obj, namespace: str) -> None:
+    """The request's namespace on a namespaced object (400 when the body names another); none on others."""
     if resource.namespaced:
         body_ns = m.get("namespace")
         if body_ns and body_ns != namespace:
@@ -88,6 +98,17 @@ def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:
         m["namespace"] = namespace
     else:
         m.pop("namespace", None)
+
+
+def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:
+    """Server-set fields, as kube-apiserver's BeforeCreate sets them; client values are replaced."""
+    m = meta.meta(obj)
+    rv = m.pop("resourceVersion", None)
+    if isinstance(rv, str) and rv.isdigit() and int(rv):
+        # kube-apiserver's storage refuses this with a plain error, which it answers as a 500 without a reason.
+        raise errors.ApiError(errors.status(
+            500, "", "resourceVersion should not be set on objects to be created", with_details=False))
+    place_namespace(resource, m, namespace)
     m["uid"] = meta.new_uid()
     m["creationTimestamp"] = meta.now()
     for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):

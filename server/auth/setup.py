@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from server.auth.audit.auditor import Auditor
+from server.auth.audit.policy import PolicyError
+from server.auth.audit.start import start_audit
 from server.auth.authn import Authenticator as PartAuthenticator
 from server.auth.authn import tokenfile
 from server.auth.authn.pem import Verifier, load_bundle
@@ -49,11 +52,15 @@ def _never(der: bytes) -> bool:
 async def start_security(core: Core, config: SecurityConfig) -> Security:
     """ConfigError when the configuration cannot start (an unknown mode, an unreadable file)."""
     try:
+        auditor = start_audit(config, core.registry)  # first: a policy kube refuses starts nothing
+    except PolicyError as err:
+        raise ConfigError(str(err)) from None
+    try:
         accounts = await start_service_accounts(core, config)
     except (OSError, ValueError) as err:
         raise ConfigError(str(err)) from None
     if config.insecure:
-        return Security(unguarded(core), _never, accounts, [accounts.stop])
+        return _audited(Security(unguarded(core), _never, accounts, [accounts.stop]), auditor)
     unknown = [m for m in config.authorization_modes if m not in MODES]
     if unknown or not config.authorization_modes:
         raise ConfigError(f"authorization-mode {','.join(unknown)!r} is not one of {', '.join(MODES)}")
@@ -87,4 +94,12 @@ async def start_security(core: Core, config: SecurityConfig) -> Security:
     documents = accounts.documents
     security.guard = GuardedCore(core, authenticator, Union(tuple(authorizers)), documents,
                                  audiences=(config.service_account_issuer,))
+    return _audited(security, auditor)
+
+
+def _audited(security: Security, auditor: Auditor | None) -> Security:
+    """Every call of the guard reports to the auditor, whose log is closed last when security stops."""
+    if auditor is not None:
+        security.guard.auditor = auditor
+        security.stops.insert(0, auditor.stop)
     return security

@@ -66,7 +66,10 @@ class LogBackend:
     def _rotate(self) -> None:
         os.close(self._fd)
         self._fd = -1
-        os.rename(self._path, backup_name(self._path, datetime.datetime.now(datetime.UTC)))
+        moment = datetime.datetime.now(datetime.UTC)
+        while (backup := backup_name(self._path, moment)).exists():  # two rotations within one millisecond
+            moment += datetime.timedelta(milliseconds=1)
+        os.rename(self._path, backup)
         self._prune()
         self._open()
 

@@ -26,6 +26,10 @@ GATEWAY_KEY = web.AppKey("gateway", Gateway)
 # Paths go-restful serves in kube-apiserver (its web services /api..., /apis..., /version); a path under
 # them that nothing serves is its 404 Status. Any other unknown path reaches the NotFoundHandler.
 _GO_RESTFUL = frozenset({"api", "apis", "version"})
+# kube-apiserver reads up to 1 MiB of headers (Go's MaxHeaderBytes); aiohttp bounds each field instead, at 8190
+# bytes by default, which answered a long bearer token with a plain-text 400 where kube answers 401. 64 KiB per
+# field, at aiohttp's 128 fields, keeps one request's headers under 8 MiB.
+MAX_HEADER_FIELD = 64 * 1024
 
 
 async def _dispatch(http: web.Request) -> web.StreamResponse:
@@ -127,7 +131,7 @@ async def start_http(app: web.Application, listen: str, port: int, ssl_context: 
     returns the runner and the bound port."""
     sock = socket.create_server((listen, port), family=_family(listen), reuse_port=False)
     # handler_cancellation: a client that goes away cancels its handler (a watch frees the core's at once).
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, max_field_size=MAX_HEADER_FIELD)
     await runner.setup()
     await web.SockSite(runner, sock, ssl_context=ssl_context).start()
     bound: int = sock.getsockname()[1]

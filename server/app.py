@@ -58,10 +58,12 @@ class RunningCore:
 
 async def start_core(store: Store, *, listen: str, grpc_port: int, security: SecurityConfig,
                      service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
-                     tls: GrpcTls | None = None) -> RunningCore:
+                     tls: GrpcTls | None = None, namespace_controllers: bool = True) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
-    is the throwaway mode, never a default."""
+    is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
+    puts in every namespace (the default ServiceAccount, kube-root-ca.crt), as envtest does: tests that count
+    revisions use it."""
     registry = Registry(BUILTIN)
     service_resource, allocator = services(service_cluster_ip_range)
     registry.add(service_resource)
@@ -78,7 +80,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     await crds.start()
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
                        crds=crds)
-    secured = await start_security(core, security)
+    secured = await start_security(core, security, controllers=namespace_controllers)
     running = await start_grpc(listen, grpc_port, [service.register(secured.guard, secured.is_proxy)],
                                checks=core.health, tls=tls)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured)

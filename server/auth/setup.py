@@ -49,14 +49,15 @@ def _never(der: bytes) -> bool:
     return False
 
 
-async def start_security(core: Core, config: SecurityConfig) -> Security:
-    """ConfigError when the configuration cannot start (an unknown mode, an unreadable file)."""
+async def start_security(core: Core, config: SecurityConfig, *, controllers: bool = True) -> Security:
+    """ConfigError when the configuration cannot start (an unknown mode, an unreadable file). `controllers`:
+    whether every namespace gets its default ServiceAccount and root CA ConfigMap."""
     try:
         auditor = start_audit(config, core.registry)  # first: a policy kube refuses starts nothing
     except PolicyError as err:
         raise ConfigError(str(err)) from None
     try:
-        accounts = await start_service_accounts(core, config)
+        accounts = await start_service_accounts(core, config, controllers=controllers)
     except (OSError, ValueError) as err:
         raise ConfigError(str(err)) from None
     if config.insecure:

@@ -82,9 +82,16 @@ class PerNamespace:
             self._wake.set()
 
     async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._work(), name=f"capstan-{self._label}")
+        """Returns once every namespace that exists now is synced, so a server that has started already has the
+        kept object everywhere (later namespaces get theirs from the worker)."""
         for informer in self._informers:
             await informer.start()
+        batch, self._pending = self._pending, set()
+        for namespace in sorted(batch):
+            await self._sync_one(namespace)
+        self._task = asyncio.get_running_loop().create_task(self._work(), name=f"capstan-{self._label}")
+        if self._pending:
+            self._wake.set()
 
     async def stop(self) -> None:
         for informer in self._informers:
@@ -100,16 +107,19 @@ class PerNamespace:
             self._wake.clear()
             batch, self._pending = self._pending, set()
             for namespace in sorted(batch):
-                try:
-                    await self._sync(namespace)
-                except errors.ApiError as err:
-                    if err.status.code in (403, 404):
-                        continue  # the namespace is gone or terminating: nothing to keep there
-                    log.warning("%s: syncing namespace %s failed: %s", self._label, namespace, err.status.message)
-                    self._retry(namespace)
-                except Exception:
-                    log.exception("%s: syncing namespace %s failed", self._label, namespace)
-                    self._retry(namespace)
+                await self._sync_one(namespace)
+
+    async def _sync_one(self, namespace: str) -> None:
+        try:
+            await self._sync(namespace)
+        except errors.ApiError as err:
+            if err.status.code in (403, 404):
+                return  # the namespace is gone or terminating: nothing to keep there
+            log.warning("%s: syncing namespace %s failed: %s", self._label, namespace, err.status.message)
+            self._retry(namespace)
+        except Exception:
+            log.exception("%s: syncing namespace %s failed", self._label, namespace)
+            self._retry(namespace)
 
     def _retry(self, namespace: str) -> None:
         asyncio.get_running_loop().call_later(RETRY, self.queue, namespace)

@@ -164,7 +164,9 @@ def quick_disconnects(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(params=["inprocess", "grpc"])
 async def server(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Server]:
     store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0, future_wait=0.5))
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
+    # No default ServiceAccount per namespace (kube-controller-manager's part, as envtest leaves it out): these
+    # tests count the store's revisions.
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False)
     client: CoreClient = (
         InProcessClient(core.guard) if request.param == "inprocess" else GrpcClient(f"127.0.0.1:{core.grpc_port}")
     )

@@ -193,9 +193,10 @@ async def test_named_group_paths(server: Server, widgets: Resource) -> None:
     assert (put_again.status, put_again.json()) == (
         200, widget_doc("n", server.revision(), new_stamps, spec={"size": 2}))
 
-    # DELETE of a kind that returns the deleted object: 200 with the object.
+    # DELETE of a kind that returns the deleted object: 200 with the object, at its deletion's revision.
     deleted = await server.request("DELETE", f"{base}/w")
-    assert (deleted.status, deleted.json()) == (200, created)
+    at_deletion = {**created, "metadata": {**created["metadata"], "resourceVersion": str(server.revision())}}
+    assert (deleted.status, deleted.json()) == (200, at_deletion)
     gone = await server.request("GET", f"{base}/w")
     assert (gone.status, gone.json()) == (404, kube.not_found("widgets", "w", WIDGETS_GROUP))
 

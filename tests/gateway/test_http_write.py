@@ -276,7 +276,7 @@ async def test_field_validation_strict_and_invalid(server: Server) -> None:
     duplicate = await server.request("POST", f"{CM}?fieldValidation=Strict", body=b'{"metadata":{"name":"d"},'
                                      b'"data":{"a":"1","a":"2"}}', headers={"Content-Type": "application/json"})
     assert (duplicate.status, duplicate.json()) == (400, kube.bad_request(
-        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "a"'))
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data.a"'))
     bogus = await server.request("POST", f"{CM}?fieldValidation=Loose", json={"metadata": {"name": "a"}})
     assert (bogus.status, bogus.json()) == (422, kube.invalid_option(
         "CreateOptions", "fieldValidation", "FieldValueNotSupported",

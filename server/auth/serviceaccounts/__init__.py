@@ -70,19 +70,22 @@ class ServiceAccounts:
     issuer: TokenIssuer | None
     documents: oidc.Documents | None
     lookups: Lookups | None
-    accounts: ServiceAccountsController
+    accounts: ServiceAccountsController | None
     root_ca: RootCAPublisher | None
 
     async def stop(self) -> None:
         if self.root_ca is not None:
             await self.root_ca.stop()
-        await self.accounts.stop()
+        if self.accounts is not None:
+            await self.accounts.stop()
         if self.lookups is not None:
             await self.lookups.stop()
 
 
-async def start_service_accounts(core: Core, config: SecurityConfig) -> ServiceAccounts:
-    """Raises keys.KeyFileError for an unreadable key file (the server must not start)."""
+async def start_service_accounts(core: Core, config: SecurityConfig, *, controllers: bool = True) -> ServiceAccounts:
+    """Raises keys.KeyFileError for an unreadable key file (the server must not start). Without `controllers`
+    no namespace gets its default ServiceAccount or root CA ConfigMap (kube-controller-manager's part, which
+    a test environment such as envtest leaves out)."""
     audiences = (config.service_account_issuer,)
     signing = keys.load_signing_key(config.service_account_signing_key_file) \
         if config.service_account_signing_key_file else None
@@ -106,10 +109,12 @@ async def start_service_accounts(core: Core, config: SecurityConfig) -> ServiceA
         authenticator = ServiceAccountAuthenticator(issuer=config.service_account_issuer, keys=verification,
                                                     audiences=audiences, lookup=lookups)
         documents = oidc.documents(config.service_account_issuer, verification)
-    accounts = ServiceAccountsController(core)
-    await accounts.start()
+    accounts = None
+    if controllers:
+        accounts = ServiceAccountsController(core)
+        await accounts.start()
     root_ca = None
-    if config.root_ca_file is not None:
+    if controllers and config.root_ca_file is not None:
         root_ca = RootCAPublisher(core, config.root_ca_file.read_text())
         await root_ca.start()
     return ServiceAccounts(authenticator, issuer, documents, lookups, accounts, root_ca)

@@ -160,6 +160,7 @@ async def test_reflection_describes_the_core_service(channel: grpc.aio.Channel) 
         "Discover",
         "RegisterDescriptors",
         "Access",
+        "IssuerDocument",
     }
 
 

@@ -35,6 +35,8 @@ from server.app import RunningCore, start_core
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.grpc_server import GrpcTls
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
+from server.limits.config import Limits
+from server.limits.limiter import Limiter
 from storage import StorageError, StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -106,6 +108,22 @@ def _core_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-requests-inflight", type=int, default=400,
+                        help="read-only requests served at once, watches aside (default 400; 0: no limit)")
+    parser.add_argument("--max-mutating-requests-inflight", type=int, default=200,
+                        help="mutating requests served at once (default 200; 0: no limit)")
+    parser.add_argument("--enable-priority-and-fairness", type=_bool, default=True,
+                        help="over a limit, queue each client's requests fairly (default true); false: answer "
+                        "429 at once")
+
+
+def _limiter(args: argparse.Namespace) -> Limiter:
+    return Limiter(Limits(max_requests_inflight=args.max_requests_inflight,
+                          max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+                          fair_queuing=args.enable_priority_and_fairness))
+
+
 def _listen_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) -> None:
     parser.add_argument("--bind-address", type=_ip, default="127.0.0.1",
                         help="the IP address to serve on (default 127.0.0.1; 0.0.0.0 for every interface)")
@@ -161,12 +179,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _listen_flags(serve, http=True, grpc=True)
     _security_flags(serve)
     _core_flags(serve)
+    _limit_flags(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
     _listen_flags(core, http=False, grpc=True)
     _security_flags(core)
     _core_flags(core)
+    _limit_flags(core)
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
     gateway.add_argument("--core", required=True, metavar="HOST:PORT",
@@ -177,6 +197,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     gateway.add_argument("--proxy-client-cert-file", type=Path, default=None,
                          help="the certificate proving this gateway to the core (default front-proxy-client.crt)")
     gateway.add_argument("--proxy-client-key-file", type=Path, default=None, help="its key")
+    _limit_flags(gateway)
 
     kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
@@ -251,9 +272,10 @@ def _host(address: str) -> str:
 
 
 async def _start_core(store: LmdbStore, args: argparse.Namespace, security: SecurityConfig,
-                      tls: GrpcTls | None = None) -> RunningCore:
+                      tls: GrpcTls | None = None, limiter: Limiter | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
-                            service_cluster_ip_range=args.service_cluster_ip_range, tls=tls)
+                            service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
+                            limiter=limiter or _limiter(args))
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -261,10 +283,12 @@ async def serve(args: argparse.Namespace) -> None:
     stop = _stop_event()
     host = _host(args.bind_address)
     store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
+    limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
     try:
         if args.insecure:
-            core = await _start_core(store, args, INSECURE)
-            app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}")
+            core = await _start_core(store, args, INSECURE, limiter=limiter)
+            app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
+                            limiter=limiter)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port)
             endpoints = {"http": f"http://{host}:{http_port}", "grpc": f"{host}:{core.grpc_port}"}
@@ -274,8 +298,9 @@ async def serve(args: argparse.Namespace) -> None:
             serving = _serving(args, certs)
             client_cas = _bundle(_client_cas(args, certs))
             core = await _start_core(store, args, _security(args, certs),
-                                     GrpcTls(serving, client_cas, args.grpc_mtls_port))
-            app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}")
+                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter)
+            app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
+                            limiter=limiter)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas))
             endpoints = kubeconfigs.secure_endpoints(host, https_port, core.grpc_port, core.grpc.mtls_port, certs,
@@ -329,13 +354,13 @@ async def gateway(args: argparse.Namespace) -> None:
             certs, args.proxy_client_cert_file, args.proxy_client_key_file))
     try:
         if args.insecure:
-            app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}")
+            app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args))
             hostcheck.guard(app)
             runner, port = await start_http(app, args.bind_address, args.http_port)
             address = f"HTTP http://{host}:{port}"
         else:
             client_cas = _bundle(_client_cas(args, certs))
-            app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}")
+            app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args))
             runner, port = await start_http(app, args.bind_address, args.secure_port,
                                             server_context(_serving(args, certs), client_cas))
             address = f"HTTPS https://{host}:{port}"

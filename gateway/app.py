@@ -14,11 +14,12 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from gateway import access, health, metrics, negotiation, requestinfo
+from gateway import access, health, limits, metrics, negotiation, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.handlers import delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
+from server.limits.limiter import Limiter
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +109,14 @@ async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], 
         return respond.status(None, failure(500, "InternalError", f"Internal error occurred: {err}"))
 
 
-def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080") -> web.Application:
-    counters = metrics.Metrics()
+def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", limiter: Limiter | None = None
+              ) -> web.Application:
+    """`limiter`: the load shedding of this process's transports (kube's defaults when None)."""
+    limiter = limiter or Limiter()
+    counters = metrics.Metrics(limiter)
     app = web.Application(client_max_size=MAX_BODY + 1,
-                          middlewares=[counters.middleware, _no_tracebacks, access.middleware(client), _compress])
+                          middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter),
+                                       access.middleware(client), _compress])
     app[GATEWAY_KEY] = Gateway(client, server_address)
     health.add_routes(app, client)
     # go-restful's CurlyRouter (v3.9, kube 1.28) splits a path trimmed of slashes, so the /version web

@@ -4,17 +4,25 @@ apiserver_request_total counts requests by verb, group, version, resource,
 subresource, scope and HTTP code; apiserver_request_duration_seconds observes
 their latency (for a watch: how long it stayed open). Each app has its own
 registry, so several gateways in one process (tests) do not share counters.
+The load shedding's counts (server/limits/) are read from the limiter when
+scraped, under kube's names: apiserver_current_inflight_requests,
+apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
+(priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
+(by reason) and apiserver_dropped_requests_total.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from gateway.requestinfo import RequestInfo
+from server.limits.limiter import Limiter
 
 INFO_KEY = web.RequestKey("capstan_request_info", RequestInfo)  # set by the dispatcher once it knows what was asked
 LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component", "code")
@@ -26,8 +34,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, limiter: Limiter | None = None) -> None:
         self.registry = CollectorRegistry()
+        if limiter is not None:
+            self.registry.register(_LimiterCollector(limiter))
         self.requests = Counter("apiserver_request", "Counter of apiserver requests broken out for each verb, "
                                 "dry run value, group, version, resource, scope, component, and HTTP response code.",
                                 LABELS, registry=self.registry)
@@ -61,3 +71,35 @@ def _labels(info: RequestInfo) -> tuple[str, ...]:
     scope = "resource" if info.name else ("namespace" if info.namespace else "cluster")
     return (_VERBS.get(info.verb, info.verb.upper()), info.group, info.version, info.resource, info.subresource,
             scope, "apiserver")
+
+
+FLOW_SCHEMA = "per-client"  # the one way requests are told apart: by credential (server/limits/flow.py)
+
+
+class _LimiterCollector(Collector):
+    def __init__(self, limiter: Limiter) -> None:
+        self._limiter = limiter
+
+    def collect(self) -> Iterator[Metric]:
+        inflight = GaugeMetricFamily("apiserver_current_inflight_requests", "Number of requests currently "
+                                     "executing in this apiserver, per request kind.", labels=["request_kind"])
+        executing = GaugeMetricFamily("apiserver_flowcontrol_current_executing_requests", "Number of requests in "
+                                      "regular execution phase in the API Priority and Fairness subsystem",
+                                      labels=["priority_level", "flow_schema"])
+        inqueue = GaugeMetricFamily("apiserver_flowcontrol_current_inqueue_requests", "Number of requests "
+                                    "currently pending in queues of the API Priority and Fairness subsystem",
+                                    labels=["priority_level", "flow_schema"])
+        rejected = CounterMetricFamily("apiserver_flowcontrol_rejected_requests", "Number of requests rejected by "
+                                       "API Priority and Fairness subsystem",
+                                       labels=["priority_level", "flow_schema", "reason"])
+        dropped = CounterMetricFamily("apiserver_dropped_requests", "Number of requests dropped with 'Try again "
+                                      "later' response", labels=["request_kind"])
+        for lane in self._limiter.states():
+            kind = lane.kind.value
+            inflight.add_metric([kind], lane.executing)
+            executing.add_metric([kind, FLOW_SCHEMA], lane.executing)
+            inqueue.add_metric([kind, FLOW_SCHEMA], lane.queued)
+            for reason, count in sorted(lane.rejected.items()):
+                rejected.add_metric([kind, FLOW_SCHEMA, reason], count)
+            dropped.add_metric([kind], sum(lane.rejected.values()))
+        yield from (inflight, executing, inqueue, rejected, dropped)

@@ -20,6 +20,7 @@ from server.core import Core
 from server.grpc_server import GrpcTls, RunningGrpc, start_grpc, stop_grpc
 from server.kinds import BUILTIN
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
+from server.limits.limiter import Limiter
 from server.registry import Registry
 from storage import Store
 
@@ -58,12 +59,14 @@ class RunningCore:
 
 async def start_core(store: Store, *, listen: str, grpc_port: int, security: SecurityConfig,
                      service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
-                     tls: GrpcTls | None = None, namespace_controllers: bool = True) -> RunningCore:
+                     tls: GrpcTls | None = None, namespace_controllers: bool = True,
+                     limiter: Limiter | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
     puts in every namespace (the default ServiceAccount, kube-root-ca.crt), as envtest does: tests that count
-    revisions use it."""
+    revisions use it. `limiter` sheds the gRPC port's load (server/limits/; kube's defaults when None): `capstan
+    serve` passes the one its HTTP gateway uses too."""
     registry = Registry(BUILTIN)
     service_resource, allocator = services(service_cluster_ip_range)
     registry.add(service_resource)
@@ -81,8 +84,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
                        crds=crds)
     secured = await start_security(core, security, controllers=namespace_controllers)
-    running = await start_grpc(listen, grpc_port, [service.register(secured.guard, secured.is_proxy)],
-                               checks=core.health, tls=tls)
+    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
+    running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured)
 
 

@@ -4,6 +4,13 @@ call with the credentials its metadata and TLS peer present (server/auth/metadat
 An ApiError becomes a gRPC status whose details carry the Kubernetes Status
 (server/errors.py); anything unexpected becomes a 500 Status, never a traceback
 on the wire.
+
+Load shedding (server/limits/) is the first thing a call meets, before its bytes are parsed: Watch is
+long-running and exempt, the read calls count as read-only, every other call as mutating, each call in the
+flow of the credential it presents — a split gateway's forwarded call in its client's flow. The split form
+counts a REST request once in the gateway's process and once in the core's, each against its own process's
+limits; `capstan serve` shares one Limiter between its HTTP and gRPC fronts, and its in-process gateway
+never passes here.
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ from server.auth import metadata
 from server.auth.credentials import Credentials
 from server.auth.guard import GuardedCore
 from server.fields.managers import manager_from_user_agent
+from server.limits import flow
+from server.limits.config import Kind
+from server.limits.limiter import Limiter
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +55,7 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
         self._guard = guard
         self._is_proxy = is_proxy
 
-    def _credentials(self, context: Ctx) -> Credentials:
+    def credentials(self, context: Ctx) -> Credentials:
         pems = list(context.auth_context().get("x509_pem_cert") or ())
         peer = metadata.pem_to_der(pems[0]) if pems else b""
         md: Any = context.invocation_metadata() or ()
@@ -56,66 +66,66 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
         self, request: core_pb2.CreateRequest, context: Ctx
     ) -> core_pb2.CreateResponse:
         _default_manager(request.options, context)
-        return await _unary(self._guard.create, request, self._credentials(context), context)
+        return await _unary(self._guard.create, request, self.credentials(context), context)
 
     async def Get(
         self, request: core_pb2.GetRequest, context: Ctx
     ) -> core_pb2.GetResponse:
-        return await _unary(self._guard.get, request, self._credentials(context), context)
+        return await _unary(self._guard.get, request, self.credentials(context), context)
 
     async def List(
         self, request: core_pb2.ListRequest, context: Ctx
     ) -> core_pb2.ListResponse:
-        return await _unary(self._guard.list, request, self._credentials(context), context)
+        return await _unary(self._guard.list, request, self.credentials(context), context)
 
     async def Update(
         self, request: core_pb2.UpdateRequest, context: Ctx
     ) -> core_pb2.UpdateResponse:
         _default_manager(request.options, context)
-        return await _unary(self._guard.update, request, self._credentials(context), context)
+        return await _unary(self._guard.update, request, self.credentials(context), context)
 
     async def Patch(
         self, request: core_pb2.PatchRequest, context: Ctx
     ) -> core_pb2.PatchResponse:
         if request.type != core_pb2.PATCH_TYPE_APPLY:  # an apply must name its manager
             _default_manager(request.options, context)
-        return await _unary(self._guard.patch, request, self._credentials(context), context)
+        return await _unary(self._guard.patch, request, self.credentials(context), context)
 
     async def Delete(
         self, request: core_pb2.DeleteRequest, context: Ctx
     ) -> core_pb2.DeleteResponse:
-        return await _unary(self._guard.delete, request, self._credentials(context), context)
+        return await _unary(self._guard.delete, request, self.credentials(context), context)
 
     async def DeleteCollection(
         self, request: core_pb2.DeleteCollectionRequest, context: Ctx
     ) -> core_pb2.DeleteCollectionResponse:
-        return await _unary(self._guard.delete_collection, request, self._credentials(context), context)
+        return await _unary(self._guard.delete_collection, request, self.credentials(context), context)
 
     async def Discover(
         self, request: core_pb2.DiscoverRequest, context: Ctx
     ) -> core_pb2.DiscoverResponse:
-        return await _unary(self._guard.discover, request, self._credentials(context), context)
+        return await _unary(self._guard.discover, request, self.credentials(context), context)
 
     async def RegisterDescriptors(
         self, request: core_pb2.RegisterDescriptorsRequest, context: Ctx
     ) -> core_pb2.RegisterDescriptorsResponse:
-        return await _unary(self._guard.register_descriptors, request, self._credentials(context), context)
+        return await _unary(self._guard.register_descriptors, request, self.credentials(context), context)
 
     async def Access(
         self, request: core_pb2.AccessRequest, context: Ctx
     ) -> core_pb2.AccessResponse:
-        return await _unary(self._guard.access, request, self._credentials(context), context)
+        return await _unary(self._guard.access, request, self.credentials(context), context)
 
     async def IssuerDocument(
         self, request: core_pb2.IssuerDocumentRequest, context: Ctx
     ) -> core_pb2.IssuerDocumentResponse:
-        return await _unary(self._guard.issuer_document, request, self._credentials(context), context)
+        return await _unary(self._guard.issuer_document, request, self.credentials(context), context)
 
     async def Watch(
         self, request: core_pb2.WatchRequest, context: Ctx
     ) -> AsyncIterator[core_pb2.WatchResponse]:
         try:
-            stream = await self._guard.watch(request, self._credentials(context))
+            stream = await self._guard.watch(request, self.credentials(context))
             async for response in stream:
                 yield response
         except errors.ApiError as err:
@@ -146,8 +156,12 @@ SERVICE = core_pb2.DESCRIPTOR.services_by_name["CoreService"]
 Handler = Callable[[Any, Ctx], Any]
 
 
-def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool]) -> Callable[[grpc.aio.Server], list[str]]:
-    """A registrar for server.grpc_server.start_grpc.
+READ_ONLY_CALLS = frozenset({"Get", "List", "Discover", "Access", "IssuerDocument"})
+
+
+def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: Limiter | None = None
+             ) -> Callable[[grpc.aio.Server], list[str]]:
+    """A registrar for server.grpc_server.start_grpc; `limiter` sheds load (kube's defaults when None).
 
     The handlers take and give bytes, parsing and serializing the messages themselves, so bytes that are
     no request get a Kubernetes Status (grpc.aio's own deserializer answers a bare INTERNAL), and grpc's
@@ -156,14 +170,17 @@ def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool]) -> Callable[
 
     def add(server: grpc.aio.Server) -> list[str]:
         servicer = CoreService(guard, is_proxy)
+        shedding = limiter or Limiter()
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for method in SERVICE.methods:
             request_class = message_factory.GetMessageClass(method.input_type)
             call = getattr(servicer, method.name)
-            if method.server_streaming:
+            if method.server_streaming:  # Watch: long-running, never counted
                 handlers[method.name] = grpc.unary_stream_rpc_method_handler(_bytes_stream(call, request_class))
             else:
-                handlers[method.name] = grpc.unary_unary_rpc_method_handler(_bytes_unary(call, request_class))
+                kind = Kind.READ_ONLY if method.name in READ_ONLY_CALLS else Kind.MUTATING
+                handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+                    _limited(shedding, kind, servicer, _bytes_unary(call, request_class)))
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
         server.add_registered_method_handlers(SERVICE.full_name, handlers)
         return [SERVICE.full_name]
@@ -177,6 +194,21 @@ def _bytes_unary(call: Handler, request_class: type[Message]) -> Callable[[bytes
         return response.SerializeToString()
 
     return handle
+
+
+def _limited(limiter: Limiter, kind: Kind, servicer: CoreService,
+             handle: Callable[[bytes, Ctx], Awaitable[bytes]]) -> Callable[[bytes, Ctx], Awaitable[bytes]]:
+    async def limited(data: bytes, context: Ctx) -> bytes:
+        try:
+            await limiter.acquire(kind, flow.of(servicer.credentials(context)))
+        except errors.ApiError as err:
+            await _abort(context, err)
+        try:
+            return await handle(data, context)
+        finally:
+            limiter.release(kind)
+
+    return limited
 
 
 def _bytes_stream(call: Handler, request_class: type[Message]) -> Callable[[bytes, Ctx], AsyncIterator[bytes]]:

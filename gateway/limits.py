@@ -1,0 +1,58 @@
+"""The first link of the gateway's chain after metrics: load shedding (server/limits/). Every request but
+the long-running ones (watches, `?watch=true` lists) and the health probes (APF's exempt `probes` schema)
+is counted as read-only (GET/HEAD, get and list) or mutating before its credentials are judged, so a flood
+costs no authentication; over the limit it waits in its flow's queue or gets kube's 429 Status with
+Retry-After. The in-process transport reaches the core without the gRPC servicer's limiter, so a request
+is counted here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from gateway import metrics, requestinfo
+from gateway.credentials import of_request
+from gateway.handlers import respond
+from server import errors
+from server.limits import flow
+from server.limits.config import Kind
+from server.limits.limiter import Limiter
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_PROBES = ("/healthz", "/livez", "/readyz")
+_READ_ONLY_VERBS = frozenset({"get", "list"})
+
+
+def kind_of(http: web.Request) -> Kind | None:
+    """The request's kind, or None for a request the limits do not count."""
+    if any(http.path == probe or http.path.startswith(probe + "/") for probe in _PROBES):
+        return None
+    info = requestinfo.parse(http.method, http.path, http.query)
+    if isinstance(info, requestinfo.RequestInfo):
+        if info.verb == "watch":
+            return None
+        http[metrics.INFO_KEY] = info  # so a refusal is counted in apiserver_request_total
+        return Kind.READ_ONLY if info.verb in _READ_ONLY_VERBS else Kind.MUTATING
+    return Kind.READ_ONLY if http.method in ("GET", "HEAD") else Kind.MUTATING
+
+
+def middleware(limiter: Limiter) -> Middleware:
+    @web.middleware
+    async def limit(request: web.Request, handler: Handler) -> web.StreamResponse:
+        kind = kind_of(request)
+        if kind is None:
+            return await handler(request)
+        try:
+            await limiter.acquire(kind, flow.of(of_request(request)))
+        except errors.ApiError as err:
+            return respond.status(None, err.status)
+        try:
+            return await handler(request)
+        finally:
+            limiter.release(kind)
+
+    return limit

@@ -40,7 +40,7 @@ class SecurityConfig:
     root_ca_file: Path | None = None
     audit_log_path: str = ""  # "-" is standard output, as kube's
     audit_policy_file: Path | None = None
-    audit_log_maxsize: int = 0  # megabytes; 0 never rotates
+    audit_log_maxsize: int = 0  # megabytes before rotating; 0 is lumberjack's (and kube's) 100
     audit_log_maxbackup: int = 0
 
 

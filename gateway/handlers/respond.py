@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Iterable
+
 import orjson
 from aiohttp import web
 from google.protobuf.message import Message
@@ -105,9 +108,45 @@ def status(out: Output | None, st: meta_pb2.Status) -> web.Response:
 
 def _response(body: bytes, content_type: str, status: int, warnings: list[str] | None) -> web.Response:
     response = web.Response(body=body, status=status, headers={"Content-Type": content_type})
-    for warning in warnings or ():
-        response.headers.add(WARNING_HEADER, '299 - "' + warning.replace('"', '\\"') + '"')
+    for header in warning_headers(warnings or ()):
+        response.headers.add(WARNING_HEADER, header)
     return response
+
+
+# kube-apiserver's warning recorder (endpoints/filters/warning.go): past 4,096 runes of warning text in
+# one answer, every warning is cut to 256 runes, and warnings that no longer fit are left out.
+WARNING_TOTAL_RUNES = 4 * 1024
+WARNING_ITEM_RUNES = 256
+
+
+def warning_headers(texts: Iterable[str]) -> list[str]:
+    """The Warning header values kube-apiserver's recorder writes for these texts, in order: each
+    `299 - "<text>"` with `"` and `\\` escaped, a repeated text once, and a text net/http could not send
+    (a control character, including DEL and C1, as Go's unicode.IsControl says; lone surrogates are
+    invalid UTF-8) dropped rather than written, as NewWarningHeader refuses it. Nothing of a client's
+    ever reaches a header raw."""
+    unique = [text for text in dict.fromkeys(texts) if text]
+    kept = [text for text in unique if _sendable(text)]
+    if sum(len(text) for text in kept) <= WARNING_TOTAL_RUNES:
+        return [_quoted(text) for text in kept]
+    out: list[str] = []
+    written = 0
+    for text in unique:  # truncating: each is cut first, then checked (a bad rune past the cut is gone)
+        cut = text[:WARNING_ITEM_RUNES]
+        if written >= WARNING_TOTAL_RUNES:
+            break
+        if _sendable(cut):
+            written += len(cut)
+            out.append(_quoted(cut))
+    return out
+
+
+def _sendable(text: str) -> bool:
+    return not any(unicodedata.category(c) in ("Cc", "Cs") for c in text)
+
+
+def _quoted(text: str) -> str:
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def go_not_found() -> web.Response:

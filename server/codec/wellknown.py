@@ -33,7 +33,7 @@ from server.codec import gotime
 from server.codec.errors import EncodeError
 from server.codec.gojson import Invalid, mismatch, number_literal
 from server.codec.jsonschemaprops import SCHEMA_MESSAGE, decode_schema, encode_schema
-from server.codec.quantity import QuantityError, canonical, check_quantity
+from server.codec.quantity import ERR_FORMAT, QuantityError, canonical, check_quantity
 
 # encode() returns ZERO for a value Go leaves out of JSON when it is zero: a zero Time (unset, as the Go
 # zero time arrives on the wire) is dropped by `omitzero` (creationTimestamp) and printed as null only by a
@@ -149,6 +149,8 @@ def _decode_quantity(value: Any) -> Any:
 def _encode_quantity(msg: Any) -> Any:
     """Quantity.String(): a protobuf client's text is printed canonical too (kept as is if Go could not parse it)."""
     text = msg.string
+    if type(text) is not str:  # bytes that are not UTF-8 (upb hands proto2 strings over as bytes): never a quantity
+        raise EncodeError(ERR_FORMAT)
     if not text:
         return "0"
     try:
@@ -164,8 +166,12 @@ def _dump_json(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _embedded(field: str) -> WellKnown:
-    """FieldsV1 and RawExtension: JSON held as bytes in `field`; Go stores any non-null JSON verbatim."""
+def _embedded(field: str, *, text_if_not_json: bool = False) -> WellKnown:
+    """FieldsV1 and RawExtension: JSON held as bytes in `field`; Go stores any non-null JSON verbatim.
+
+    text_if_not_json: bytes that are not JSON (a protobuf client may send any) read as a JSON string,
+    which is no valid FieldsV1: managedFields that cannot be read are replaced by the live object's, as
+    kube-apiserver's field manager replaces them (decodeLiveOrNew). Otherwise they are an EncodeError."""
 
     def decode(value: Any) -> Any:
         return {} if value is None else {field: _dump_json(value)}
@@ -177,6 +183,8 @@ def _embedded(field: str) -> WellKnown:
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
+            if text_if_not_json:
+                return bytes(raw).decode("utf-8", "replace")
             raise EncodeError(f"{msg.DESCRIPTOR.name}.{field} does not hold JSON") from None
 
     return WellKnown(decode, encode, lambda: None)
@@ -244,7 +252,7 @@ WELL_KNOWN: dict[str, WellKnown] = {
     _META + "Time": WellKnown(_decode_time, _encode_time, lambda: None),
     _META + "MicroTime": WellKnown(_decode_micro_time, _encode_micro_time, lambda: None),
     _META + "Duration": WellKnown(_decode_duration, lambda m: gotime.format_duration(m.duration), lambda: "0s"),
-    _META + "FieldsV1": _embedded("Raw"),
+    _META + "FieldsV1": _embedded("Raw", text_if_not_json=True),
     _META + "Verbs": WellKnown(_decode_verbs, lambda m: list(m.items), list),
     "k8s.io.apimachinery.pkg.runtime.RawExtension": _embedded("raw"),
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": WellKnown(

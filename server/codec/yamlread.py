@@ -11,7 +11,8 @@ over REST or gRPC) goes through read() here, so one set of rules and one set of 
   of the repeated key's value; fieldValidation decides what they do (Document.duplicates);
 - bounds: alias bombs are refused as yaml.v2 refuses them ("document contains excessive aliasing",
   after at most a few hundred thousand decoded nodes, so a 360-byte bomb fails in milliseconds) and
-  nesting deeper than Python's stack is refused with Capstan's own "the document nests too deeply";
+  nesting deeper than server/codec/depth.py's bound is refused with Capstan's own "the document nests
+  too deeply";
 - errors carry yaml.v2's words and line numbers (1-based for scanner errors, one less for parser
   errors, a quirk clients see from kube-apiserver), e.g. ``yaml: line 3: mapping values are not
   allowed in this context``. Unlike yaml.v2, which silently reads only the first document, a body
@@ -34,7 +35,7 @@ from typing import Any
 import yaml
 from yaml import events as ev
 
-from server.codec import gofloat
+from server.codec import depth, gofloat
 from server.codec.yamlresolve import BINARY, MERGE, TIMESTAMP, YAMLError, go_format_float, resolve
 from server.patch.gofmt import go_quote
 
@@ -84,6 +85,8 @@ def read(body: bytes) -> Document:
             event = next(events)
         decoder = _Decoder()
         value = _json_value(decoder.value(root))
+        if depth.exceeded(value) is not None:
+            raise YAMLError(_TOO_DEEP)
         return Document(value, tuple(decoder.duplicates))
     except yaml.MarkedYAMLError as err:
         raise YAMLError(_TOO_DEEP if err.problem == _LIBYAML_TOO_DEEP else _v2_message(err)) from None

@@ -19,7 +19,7 @@ import orjson
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.codec import yamlread
+from server.codec import depth, yamlread
 from server.codec.gojson import json_kind
 from server.fields import updater
 from server.fields.managers import APPLY, Managed, Owner
@@ -121,7 +121,7 @@ def _read(data: bytes) -> yamlread.Document:
     except orjson.JSONDecodeError:
         value = None
     else:
-        if data.count(b'":') == _count_keys(value):
+        if depth.exceeded(value) is None and data.count(b'":') == _count_keys(value):  # else YAML refuses it
             return yamlread.Document(value)
     try:
         return yamlread.read(data)

@@ -27,7 +27,8 @@ import orjson
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.codec import yamlread
+from server.codec import depth, yamlread
+from server.codec.errors import EncodeError
 from server.codec.gojson import json_kind
 from server.patch.gofmt import go_quote
 from server.registry import Obj, Resource
@@ -48,6 +49,12 @@ def decode(resource: Resource, raw: core_pb2.RawObject, field_validation: str) -
             obj = resource.schema.from_proto(raw.data)
         except SchemaError as err:
             raise _cannot_handle(resource, str(err)) from None
+        except EncodeError as err:  # a client's message with no JSON form (a RawExtension that is not JSON)
+            raise _cannot_handle(resource, err.message) from None
+        except UnicodeDecodeError:
+            # A map key that is not UTF-8 (upb refuses it as a str). Go's protobuf keeps the bytes and its
+            # validation refuses most such keys; Capstan refuses them all while decoding: a deliberate 400.
+            raise _cannot_handle(resource, "proto: a map key is not valid UTF-8") from None
         return typed(resource, obj, field_validation)
     if raw.encoding == core_pb2.ENCODING_YAML:
         obj, repeated = _parse_yaml(resource, raw.data)
@@ -154,11 +161,19 @@ def _within(path: str, unknown: Iterable[str]) -> bool:
     return any(path == u or path.startswith((u + ".", u + "[")) for u in unknown)
 
 
-def _parse_json(resource: Resource, data: bytes) -> Obj:
+def _parse_json(resource: Resource, data: bytes, original: bytes | None = None) -> Obj:
+    """A JSON body (or a YAML body's conversion, `original` being the YAML) as an object; 400 when it
+    is not one or nests past depth.MAX_DEPTH."""
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as err:
+        if str(err).startswith(_ORJSON_TOO_DEEP):  # deeper than orjson reads: the same refusal as below
+            bracket = err.doc[err.pos:err.pos + 1] if err.doc[err.pos:err.pos + 1] in ("[", "{") else "["
+            raise _too_deep(resource, f"invalid character {bracket!r} exceeded max depth", original or data) from None
         raise _cannot_handle(resource, f"json parse error: {err}") from None
+    problem = depth.exceeded(obj)
+    if problem is not None:
+        raise _too_deep(resource, problem, original or data)
     if not isinstance(obj, dict):
         raise _cannot_handle(resource, f"json: cannot unmarshal {json_kind(obj)} into Go value of type struct")
     return obj
@@ -174,7 +189,17 @@ def _parse_yaml(resource: Resource, data: bytes) -> tuple[Obj, tuple[str, ...]]:
         # The gateway's words when it could not type a body (kube's transformDecodeError).
         raise errors.bad_request(f"the object provided is unrecognized (must be of type {resource.kind}): "
                                  f"{err.message} ({_summarize(data)})") from None
-    return _parse_json(resource, converted), document.duplicates
+    return _parse_json(resource, converted, data), document.duplicates
+
+
+_ORJSON_TOO_DEEP = "depth limit exceeded"
+
+
+def _too_deep(resource: Resource, problem: str, data: bytes) -> errors.ApiError:
+    """kube's answer to a body nested too deeply: its decoder fails while still looking for the kind
+    (the json serializer's Interpret, then transformDecodeError's words)."""
+    return errors.bad_request(f"the object provided is unrecognized (must be of type {resource.kind}): "
+                              f"couldn't get version/kind; json parse error: {problem} ({_summarize(data)})")
 
 
 def _summarize(body: bytes, max_length: int = 30) -> str:

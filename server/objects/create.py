@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.objects import body, managed, meta, options, render, validate
+from server.objects import body, managed, meta, options, render, size, validate
 from server.objects.context import Context
 from server.objects.namespaces import require_active_namespace
 from server.objects.resolve import resolve
@@ -62,6 +62,7 @@ async def create_object(
             taken = existing.kv
             continue
         value = render.to_value(resource, obj)
+        size.check(value)
         result = await store_call(ctx.store.create(key, value))
         if result.outcome is Outcome.OK:
             raw = render.raw(resource, value, str(result.revision), accept)

@@ -19,6 +19,7 @@ import orjson
 
 from capstan.core.v1 import core_pb2
 from server import errors
+from server.codec import depth
 from server.objects import apply, body, options, scale
 from server.objects.context import Context
 from server.objects.resolve import resolve
@@ -135,6 +136,9 @@ def parse_json_patch(data: bytes) -> list[tuple[Obj, jsonpatch.JsonPatch]]:
         document = json.loads(data)
     except ValueError as err:
         raise errors.bad_request(f"error decoding patch: {err}") from None
+    except RecursionError:
+        raise _too_deep("invalid character '[' exceeded max depth") from None
+    _check_depth(document)
     if not isinstance(document, list):
         raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
@@ -182,10 +186,24 @@ def _object(data: bytes) -> Obj:
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as err:
+        if str(err).startswith("depth limit exceeded"):
+            raise _too_deep("invalid character '{' exceeded max depth") from None
         raise errors.bad_request(f"error decoding patch: {err}") from None
+    _check_depth(document)
     if not isinstance(document, dict):
         raise errors.bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
     return document
+
+
+def _check_depth(document: Any) -> None:
+    """A patch nested past depth.MAX_DEPTH is refused before anything walks it (never a RecursionError)."""
+    problem = depth.exceeded(document)
+    if problem is not None:
+        raise _too_deep(problem)
+
+
+def _too_deep(problem: str) -> errors.ApiError:
+    return errors.bad_request(f"error decoding patch: {problem}")
 
 
 def _rejected(detail: str) -> errors.ApiError:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from capstan.core.v1 import core_pb2
 from server import errors
-from server.objects import body, create, managed, meta, options, render, validate
+from server.objects import body, create, managed, meta, options, render, size, validate
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.patch.values import copy_json
@@ -108,6 +108,7 @@ async def guaranteed_update(
         if _deletion_complete(resource, new):
             result = await store_call(ctx.store.delete(key, expected_mod_revision=got.kv.mod_revision))
         else:
+            size.check(value)
             result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
         if result.outcome is Outcome.OK:
             return _response(resource, value, result.revision, accept, warnings)

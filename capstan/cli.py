@@ -30,10 +30,11 @@ from capstan.inprocess import InProcessClient
 from capstan.tls import ServingFiles, front_proxy_credentials, server_context
 from gateway import hostcheck
 from gateway.app import build_app, start_http
+from gateway.connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, ConnectionLimits, raise_nofile_limit
 from gateway.transport.grpc import GrpcClient
 from server.app import RunningCore, start_core
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
-from server.grpc_server import GrpcTls
+from server.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.limits.config import Limits
 from server.limits.limiter import Limiter
@@ -124,6 +125,45 @@ def _limiter(args: argparse.Namespace) -> Limiter:
                           fair_queuing=args.enable_priority_and_fairness))
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text.removesuffix("s"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, not {text!r}") from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {text!r}")
+    return seconds
+
+
+def _connection_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) -> None:
+    """kube-apiserver's connection limits (secure_serving.go), as flags where kube has none."""
+    parser.add_argument("--read-header-timeout", type=_seconds, default=READ_HEADER_TIMEOUT, metavar="SECONDS",
+                        help=f"close a connection that has not sent its request headers (HTTP) or finished its "
+                        f"handshake (gRPC) in time (default {READ_HEADER_TIMEOUT:g}, kube-apiserver's)")
+    parser.add_argument("--idle-timeout", type=_seconds, default=IDLE_TIMEOUT, metavar="SECONDS",
+                        help=f"close a keep-alive connection idle this long (default {IDLE_TIMEOUT:g}, "
+                        "kube-apiserver's)")
+    if http:
+        parser.add_argument("--max-connections", type=int, default=0,
+                            help="open HTTP connections; past it new ones are reset at once (default 0: half the "
+                            "open file limit left after a reserve of 1024)")
+    if grpc:
+        parser.add_argument("--http2-max-streams-per-connection", type=int,
+                            default=MAX_STREAMS_PER_CONNECTION,
+                            help="concurrent calls one gRPC connection may carry; more wait (default "
+                            f"{MAX_STREAMS_PER_CONNECTION})")
+
+
+def _connection_limits(args: argparse.Namespace) -> ConnectionLimits:
+    return ConnectionLimits(read_header_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
+                            max_connections=args.max_connections)
+
+
+def _grpc_limits(args: argparse.Namespace) -> GrpcLimits:
+    return GrpcLimits(handshake_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
+                      max_streams_per_connection=args.http2_max_streams_per_connection)
+
+
 def _listen_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) -> None:
     parser.add_argument("--bind-address", type=_ip, default="127.0.0.1",
                         help="the IP address to serve on (default 127.0.0.1; 0.0.0.0 for every interface)")
@@ -177,6 +217,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     serve = commands.add_parser("serve", help="run store, gRPC core and HTTP gateway in one process")
     _store_flags(serve)
     _listen_flags(serve, http=True, grpc=True)
+    _connection_flags(serve, http=True, grpc=True)
     _security_flags(serve)
     _core_flags(serve)
     _limit_flags(serve)
@@ -184,6 +225,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
     _listen_flags(core, http=False, grpc=True)
+    _connection_flags(core, http=False, grpc=True)
     _security_flags(core)
     _core_flags(core)
     _limit_flags(core)
@@ -194,6 +236,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     gateway.add_argument("--data-dir", type=Path, default=Path("data"),
                          help="where the cert dir is by default (default ./data: the core's, on one machine)")
     _listen_flags(gateway, http=True, grpc=False)
+    _connection_flags(gateway, http=True, grpc=False)
     gateway.add_argument("--proxy-client-cert-file", type=Path, default=None,
                          help="the certificate proving this gateway to the core (default front-proxy-client.crt)")
     gateway.add_argument("--proxy-client-key-file", type=Path, default=None, help="its key")
@@ -275,7 +318,7 @@ async def _start_core(store: LmdbStore, args: argparse.Namespace, security: Secu
                       tls: GrpcTls | None = None, limiter: Limiter | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
-                            limiter=limiter or _limiter(args))
+                            limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args))
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -290,7 +333,8 @@ async def serve(args: argparse.Namespace) -> None:
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
                             limiter=limiter)
             hostcheck.guard(app)
-            runner, http_port = await start_http(app, args.bind_address, args.http_port)
+            runner, http_port = await start_http(app, args.bind_address, args.http_port,
+                                              connection_limits=_connection_limits(args))
             endpoints = {"http": f"http://{host}:{http_port}", "grpc": f"{host}:{core.grpc_port}"}
             summary = f"HTTP {endpoints['http']} gRPC {endpoints['grpc']}"
         else:
@@ -302,7 +346,8 @@ async def serve(args: argparse.Namespace) -> None:
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
                             limiter=limiter)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
-                                                  server_context(serving, client_cas))
+                                                  server_context(serving, client_cas),
+                                              connection_limits=_connection_limits(args))
             endpoints = kubeconfigs.secure_endpoints(host, https_port, core.grpc_port, core.grpc.mtls_port, certs,
                                                      generated_serving=args.tls_cert_file is None)
             summary = " ".join(f"{name} {endpoints[key]}" for name, key in
@@ -356,13 +401,15 @@ async def gateway(args: argparse.Namespace) -> None:
         if args.insecure:
             app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args))
             hostcheck.guard(app)
-            runner, port = await start_http(app, args.bind_address, args.http_port)
+            runner, port = await start_http(app, args.bind_address, args.http_port,
+                                              connection_limits=_connection_limits(args))
             address = f"HTTP http://{host}:{port}"
         else:
             client_cas = _bundle(_client_cas(args, certs))
             app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args))
             runner, port = await start_http(app, args.bind_address, args.secure_port,
-                                            server_context(_serving(args, certs), client_cas))
+                                            server_context(_serving(args, certs), client_cas),
+                                              connection_limits=_connection_limits(args))
             address = f"HTTPS https://{host}:{port}"
         log.info("capstan gateway serving: %s core %s", address, args.core)
         await stop.wait()
@@ -378,6 +425,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
     run = {"serve": serve, "core": core, "gateway": gateway}[args.command]
     try:
         asyncio.run(run(args))

@@ -11,11 +11,13 @@ import logging
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
 from gateway import access, health, limits, metrics, negotiation, requestinfo
 from gateway.client import CoreClient, CoreError, failure
+from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
 from gateway.handlers import delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
@@ -27,10 +29,6 @@ GATEWAY_KEY = web.AppKey("gateway", Gateway)
 # Paths go-restful serves in kube-apiserver (its web services /api..., /apis..., /version); a path under
 # them that nothing serves is its 404 Status. Any other unknown path reaches the NotFoundHandler.
 _GO_RESTFUL = frozenset({"api", "apis", "version"})
-# kube-apiserver reads up to 1 MiB of headers (Go's MaxHeaderBytes); aiohttp bounds each field instead, at 8190
-# bytes by default, which answered a long bearer token with a plain-text 400 where kube answers 401. 64 KiB per
-# field, at aiohttp's 128 fields, keeps one request's headers under 8 MiB.
-MAX_HEADER_FIELD = 64 * 1024
 
 
 async def _dispatch(http: web.Request) -> web.StreamResponse:
@@ -130,15 +128,23 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     return app
 
 
-async def start_http(app: web.Application, listen: str, port: int, ssl_context: ssl.SSLContext | None = None
-                     ) -> tuple[web.AppRunner, int]:
-    """Serve `app` on listen:port (0 picks a free port), over TLS with `ssl_context`, else plain HTTP;
-    returns the runner and the bound port."""
-    sock = socket.create_server((listen, port), family=_family(listen), reuse_port=False)
+async def start_http(app: web.Application, listen: str, port: int, ssl_context: ssl.SSLContext | None = None,
+                     *, connection_limits: ConnectionLimits = KUBE_LIMITS) -> tuple[web.AppRunner, int]:
+    """Serve `app` on listen:port (0 picks a free port), over TLS with `ssl_context`, else plain HTTP, under
+    kube-apiserver's `connection_limits` (gateway/connections.py); returns the runner and the bound port."""
+    sock = socket.create_server((listen, port), family=_family(listen), reuse_port=False,
+                                backlog=connection_limits.backlog or somaxconn())
+    # aiohttp bounds each line and field; the request line and headers together are bounded by the site at
+    # max_header_bytes, as Go's MaxHeaderBytes (a 10 KB bearer token or a long labelSelector fits).
+    options: dict[str, Any] = {
+        "access_log": None, "keepalive_timeout": connection_limits.idle_timeout, "max_headers": MAX_HEADERS,
+        "max_line_size": connection_limits.max_header_bytes,
+        "max_field_size": connection_limits.max_header_bytes,
+    }
     # handler_cancellation: a client that goes away cancels its handler (a watch frees the core's at once).
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, max_field_size=MAX_HEADER_FIELD)
+    runner = web.AppRunner(app, handler_cancellation=True, **options)
     await runner.setup()
-    await web.SockSite(runner, sock, ssl_context=ssl_context).start()
+    await LimitedSite(runner, sock, limits=connection_limits, ssl_context=ssl_context, options=options).start()
     bound: int = sock.getsockname()[1]
     return runner, bound
 

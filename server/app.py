@@ -17,7 +17,7 @@ from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.core import Core
-from server.grpc_server import GrpcTls, RunningGrpc, start_grpc, stop_grpc
+from server.grpc_server import KUBE_GRPC_LIMITS, GrpcLimits, GrpcTls, RunningGrpc, start_grpc, stop_grpc
 from server.kinds import BUILTIN
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
 from server.limits.limiter import Limiter
@@ -60,13 +60,13 @@ class RunningCore:
 async def start_core(store: Store, *, listen: str, grpc_port: int, security: SecurityConfig,
                      service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
                      tls: GrpcTls | None = None, namespace_controllers: bool = True,
-                     limiter: Limiter | None = None) -> RunningCore:
+                     limiter: Limiter | None = None, grpc_limits: GrpcLimits = KUBE_GRPC_LIMITS) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
     puts in every namespace (the default ServiceAccount, kube-root-ca.crt), as envtest does: tests that count
     revisions use it. `limiter` sheds the gRPC port's load (server/limits/; kube's defaults when None): `capstan
-    serve` passes the one its HTTP gateway uses too."""
+    serve` passes the one its HTTP gateway uses too. `grpc_limits` bound each gRPC connection (grpc_server.py)."""
     registry = Registry(BUILTIN)
     service_resource, allocator = services(service_cluster_ip_range)
     registry.add(service_resource)
@@ -85,7 +85,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                        crds=crds)
     secured = await start_security(core, security, controllers=namespace_controllers)
     registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
-    running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls)
+    running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
+                               limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured)
 
 

@@ -73,6 +73,62 @@ class GrpcTls:
     mtls_port: int = 50052  # 0 picks a free one; -1: no mTLS port
 
 
+MAX_STREAMS_PER_CONNECTION = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcLimits:
+    """What one client connection to the core may hold, as grpc core's channel arguments (`options`).
+
+    kube-apiserver bounds its HTTP/2 connections in secure_serving.go; etcd, the gRPC server kube runs on,
+    enforces keepalive. The core does both:
+    - handshake_timeout: a connection that has not finished TLS and HTTP/2's preface and SETTINGS in time is
+      closed (grpc.server_handshake_timeout_ms; kube's ReadHeaderTimeout, 32 s, which also bounds Go's TLS
+      handshake). Half-open connections are what a slowloris holds.
+    - idle_timeout: a connection with no call for this long gets GOAWAY (grpc.max_connection_idle_ms; kube's
+      IdleTimeout, 90 s); a channel reconnects by itself on its next call.
+    - max_streams_per_connection: concurrent calls one connection may carry (grpc.max_concurrent_streams;
+      kube's --http2-max-streams-per-connection). Beyond it, grpc clients wait for a stream to end. kube
+      allows 100, but the split form's gateway carries all its clients' watches on one channel, so the
+      default leaves room for thousands of them.
+    - keepalive enforcement as etcd's: a client pinging more often than every min_ping_interval, or when it
+      has no call open, gets GOAWAY "too_many_pings" after two strikes (grpc.http2.min_ping_interval_without_
+      data_ms, grpc.keepalive_permit_without_calls, grpc.http2.max_ping_strikes); the server pings a peer
+      with calls open every keepalive_time and drops it when no answer comes within keepalive_timeout (kube's
+      TCP keepalive period is 3 min), so a vanished watcher does not hold its stream.
+    """
+
+    handshake_timeout: float = 32.0
+    idle_timeout: float = 90.0
+    max_streams_per_connection: int = MAX_STREAMS_PER_CONNECTION
+    min_ping_interval: float = 5.0
+    keepalive_time: float = 180.0
+    keepalive_timeout: float = 20.0
+    max_metadata_bytes: int = 1 << 20
+
+    def options(self) -> list[tuple[str, int]]:
+        def ms(seconds: float) -> int:
+            return max(1, round(seconds * 1000))
+
+        return [
+            ("grpc.server_handshake_timeout_ms", ms(self.handshake_timeout)),
+            ("grpc.max_connection_idle_ms", ms(self.idle_timeout)),
+            ("grpc.max_concurrent_streams", self.max_streams_per_connection),
+            ("grpc.http2.min_ping_interval_without_data_ms", ms(self.min_ping_interval)),
+            ("grpc.keepalive_permit_without_calls", 0),
+            ("grpc.http2.max_ping_strikes", 2),
+            ("grpc.keepalive_time_ms", ms(self.keepalive_time)),
+            ("grpc.keepalive_timeout_ms", ms(self.keepalive_timeout)),
+            # grpc refuses metadata past 8 KiB at random and past 16 KiB always (RESOURCE_EXHAUSTED), so a 10 KB
+            # bearer token failed now and then; kube reads 1 MiB of headers (MaxHeaderBytes)
+            ("grpc.max_metadata_size", self.max_metadata_bytes),
+            ("grpc.absolute_max_metadata_size", self.max_metadata_bytes),
+        ]
+
+
+KUBE_GRPC_LIMITS = GrpcLimits()
+
+
 @dataclass(frozen=True, slots=True)
 class RunningGrpc:
     server: grpc.aio.Server
@@ -83,11 +139,12 @@ class RunningGrpc:
 
 
 async def start_grpc(listen: str, port: int, registrars: list[Registrar] | None = None, *,
-                     checks: HealthChecks | None = None, tls: GrpcTls | None = None) -> RunningGrpc:
-    """Bind `listen:port` (port 0 picks a free one), register services, start serving; the health
-    service answers `checks` too. With `tls`, `port` serves TLS and `tls.mtls_port` mutual TLS, both with
-    the key pair's current certificate; without, `port` is plaintext."""
-    server = grpc.aio.server()
+                     checks: HealthChecks | None = None, tls: GrpcTls | None = None,
+                     limits: GrpcLimits = KUBE_GRPC_LIMITS) -> RunningGrpc:
+    """Bind `listen:port` (port 0 picks a free one), register services, start serving under `limits`; the
+    health service answers `checks` too. With `tls`, `port` serves TLS and `tls.mtls_port` mutual TLS, both
+    with the key pair's current certificate; without, `port` is plaintext."""
+    server = grpc.aio.server(options=limits.options())
     names: list[str] = []
     for register in registrars or []:
         names.extend(register(server))

@@ -7,7 +7,7 @@ from aiohttp import web
 from capstan.core.v1 import core_pb2
 from gateway import params
 from gateway.client import CoreClient
-from gateway.handlers import respond
+from gateway.handlers import paging, respond
 from gateway.handlers.request import Call
 
 
@@ -19,9 +19,15 @@ async def get(client: CoreClient, call: Call) -> web.Response:
     return respond.document(call.out, got.object, api_version=call.api_version, kind=call.resource.kind)
 
 
-async def list_(client: CoreClient, call: Call) -> web.Response:
+async def list_(client: CoreClient, call: Call) -> web.StreamResponse:
+    """A page as asked; the whole collection a page at a time (gateway/handlers/paging.py), written as it comes."""
     call.admit()
-    listed = await call.within_deadline(client.list(core_pb2.ListRequest(
-        path=call.path, options=params.list_options(call.query), accept=respond.core_accept(call.out),
-        view=call.view())))
-    return respond.list_document(call.out, listed)
+    request = core_pb2.ListRequest(path=call.path, options=params.list_options(call.query),
+                                   accept=respond.core_accept(call.out), view=call.view())
+    if not paging.whole_list(request.options):
+        return respond.list_document(call.out, await call.within_deadline(client.list(request)))
+    first = await call.within_deadline(client.list(paging.first_page(request)))
+    token = paging.continue_of(first)
+    if not token:
+        return respond.list_document(call.out, first)  # one page: the whole list
+    return paging.StreamedList(call.out, first, paging.rest(client, call, request, token))

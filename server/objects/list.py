@@ -9,6 +9,9 @@ once it is compacted (carrying a fresh token that continues at the latest revisi
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from capstan.api.meta.v1 import meta_pb2
@@ -18,11 +21,15 @@ from server.objects import options, render, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
-from server.registry import Resource
+from server.printing.table import META_V1, partial_object_metadata, partial_object_metadata_list, table_head, table_rows
+from server.registry import Obj, Resource
 from server.storage_errors import translate
 from storage import Compacted, KeyValue, ListResult, StorageError
 
 CHUNK = 500  # keys read per store call while filling a filtered page
+# Items rendered (or Table rows built) between yields to the event loop: a large list is a few
+# milliseconds of work at a time, so health checks and small requests are answered meanwhile.
+RENDER_SLICE = 100
 
 EXPIRED_CONTINUE = (
     "The provided continue parameter is too old to display a consistent list result. You can start a new list "
@@ -46,12 +53,17 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
         list_meta = {"resourceVersion": str(page.revision), "continue": page.continue_token,
                      "remainingItemCount": page.remaining}
-        return core_pb2.ListResponse(
-            converted=views.many(resource, req.view, page.kvs, list_meta), encoding=core_pb2.ENCODING_JSON)
+        converted = await _converted(resource, req.view, page.kvs, list_meta)
+        return core_pb2.ListResponse(converted=converted, encoding=core_pb2.ENCODING_JSON)
     encoding = render.encoding_for(resource, req.accept)
     typed = not resource.schema.proto_message
     item = ctx.renderings.item
-    items = [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed) for kv in page.kvs]
+    items: list[bytes] = []
+    for start in range(0, len(page.kvs), RENDER_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        items += [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed)
+                  for kv in page.kvs[start:start + RENDER_SLICE]]
     metadata = meta_pb2.ListMeta(resourceVersion=str(page.revision))
     if page.continue_token:
         setattr(metadata, "continue", page.continue_token)
@@ -60,6 +72,46 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     return core_pb2.ListResponse(
         metadata=metadata, encoding=encoding, items=items, kind=resource.list_kind, api_version=resource.api_version
     )
+
+
+async def _converted(
+    resource: Resource, view: core_pb2.ViewOptions, kvs: list[KeyValue], list_meta: Mapping[str, object]
+) -> core_pb2.RawObject:
+    """views.many, a slice at a time: the same document, its rows (or items) built and written between yields."""
+    include = views.check(view)
+    api_version = view.api_version or META_V1
+    convert: Callable[[Obj, str], Obj]
+    if view.view == core_pb2.VIEW_TABLE:
+        now = time.time_ns()
+
+        def convert(obj: Obj, rv: str) -> Obj:
+            return table_rows(resource, [(obj, rv)], include_object=include, api_version=api_version,
+                                     now_ns=now)[0]
+    elif view.view == core_pb2.VIEW_PARTIAL_OBJECT_METADATA_LIST:
+        def convert(obj: Obj, rv: str) -> Obj:
+            return partial_object_metadata(obj, rv, api_version=api_version)
+    else:
+        return views.many(resource, view, kvs, list_meta)  # the 406 for a list asked as one object
+    parts: list[bytes] = []
+    for start in range(0, len(kvs), RENDER_SLICE):
+        await asyncio.sleep(0)
+        converted = [convert(render.load(kv.value), str(kv.mod_revision)) for kv in kvs[start:start + RENDER_SLICE]]
+        parts.append(render.go_json(converted)[1:-1])
+    if not parts:
+        return views.many(resource, view, kvs, list_meta)
+    if view.view == core_pb2.VIEW_TABLE:
+        head = table_head(resource, list_meta=list_meta, api_version=api_version, rows=[{}])
+        member = b'"rows":[{}]}'
+    else:
+        head = partial_object_metadata_list([], list_meta=list_meta, api_version=api_version)
+        head["items"] = [{}]
+        member = b'"items":[{}]}'
+    # The member is the document's last: its placeholder row gives way to the rendered ones.
+    data = render.go_json(head)
+    if not data.endswith(member):
+        raise AssertionError(f"{member!r} is not the last member of {data[:200]!r}")
+    return core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON,
+                              data=data[:-len(member)] + member[:-4] + b",".join(parts) + b"]}")
 
 
 async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta_pb2.ListOptions) -> Page:
@@ -94,6 +146,13 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
     try:
         return await _page(ctx, prefix, chosen, revision, start_after, limit)
     except Compacted:
+        if revision is not None:
+            raise errors.expired("The resourceVersion for the provided list is too old.") from None
+    # The read chose its own snapshot, which was compacted before the read was done (a list is read in
+    # slices): a newer one answers as well (etcd would have read it in one range).
+    try:
+        return await _page(ctx, prefix, chosen, None, start_after, limit)
+    except Compacted:
         raise errors.expired("The resourceVersion for the provided list is too old.") from None
 
 
@@ -117,6 +176,7 @@ async def _page(
         want = max(CHUNK, limit or 0) if limit else None
         result = await _list(ctx, prefix, revision, start_after, want)
         revision = result.revision
+        await asyncio.sleep(0)
         for kv in result.kvs:
             if chosen.matches(render.load(kv.value)):
                 picked.append(kv)

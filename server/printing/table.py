@@ -66,13 +66,23 @@ def table(
     now_ns: int | None = None,
 ) -> Obj:
     """A list as a Table: one row per (object, resourceVersion), `list_meta` as the list's ListMeta."""
-    columns = columns_for(resource)
     now = time.time_ns() if now_ns is None else now_ns
-    rendered: list[Obj] | None = [
-        _row(resource, columns, obj, rv, include_object, api_version, now) for obj, rv in rows
-    ]
-    if not rows and columns is DEFAULT_COLUMNS:
-        rendered = None
+    rendered = table_rows(resource, rows, include_object=include_object, api_version=api_version, now_ns=now)
+    return table_head(resource, list_meta=list_meta, api_version=api_version, rows=rendered)
+
+
+def table_rows(
+    resource: Resource, rows: Sequence[tuple[Obj, str]], *, include_object: str, api_version: str, now_ns: int
+) -> list[Obj]:
+    """The rows of a list's Table, for (object, resourceVersion) pairs: a large list builds them a slice at a time."""
+    columns = columns_for(resource)
+    return [_row(resource, columns, obj, rv, include_object, api_version, now_ns) for obj, rv in rows]
+
+
+def table_head(resource: Resource, *, list_meta: Mapping[str, object], api_version: str, rows: list[Obj]) -> Obj:
+    """A list's Table holding `rows`; an empty list's rows are null under the default columns."""
+    columns = columns_for(resource)
+    rendered = None if not rows and columns is DEFAULT_COLUMNS else rows
     return _table(api_version, list_meta, columns, rendered, headers=True)
 
 

@@ -105,24 +105,6 @@ CLUSTER_ROLE_BINDING_ROLE_DESCRIPTION = (
     "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the "
     "Authorizer must return an error.")
 # core/v1 Event and ObjectReference: events.k8s.io Events are printed as core Events (one storage upstream).
-EVENT_LAST_SEEN_DESCRIPTION = "The time at which the most recent occurrence of this event was recorded."
-EVENT_TYPE_DESCRIPTION = "Type of this event (Normal, Warning), new types could be added in the future"
-EVENT_REASON_DESCRIPTION = (
-    "This should be a short, machine understandable string that gives the reason for the transition into the "
-    "object's current status.")
-EVENT_OBJECT_DESCRIPTION = "The object that this event is about."
-EVENT_SUBOBJECT_DESCRIPTION = (
-    "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go "
-    "field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is "
-    'to a container within a pod, this would take on a value like: "spec.containers{name}" (where "name" refers to '
-    'the name of the container that triggered the event) or if no container name is specified "spec.containers[2]" '
-    "(container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a "
-    "part of an object.")
-EVENT_SOURCE_DESCRIPTION = "The component reporting this event. Should be a short machine understandable string."
-EVENT_MESSAGE_DESCRIPTION = "A human-readable description of the status of this operation."
-EVENT_FIRST_SEEN_DESCRIPTION = (
-    "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)")
-EVENT_COUNT_DESCRIPTION = "The number of times this event has occurred."
 # autoscaling/v1 ScaleSpec and ScaleStatus.
 SCALE_DESIRED_DESCRIPTION = "replicas is the desired number of instances for the scaled object."
 SCALE_AVAILABLE_DESCRIPTION = "replicas is the actual number of observed instances of the scaled object."
@@ -387,62 +369,12 @@ CRON_JOB_COLUMNS = (
 )
 
 
-# -- Lease, events.k8s.io Event, RoleBinding, ClusterRoleBinding, Scale ------------------------------------------------
+# -- Lease, RoleBinding, ClusterRoleBinding, Scale ------------------------------------------------
 
 LEASE_COLUMNS = (
     NAME,
     Column("Holder", "string", LEASE_HOLDER_DESCRIPTION, lambda obj: _str(_spec(obj).get("holderIdentity"))),
     AGE,
-)
-
-
-def _first_seen(obj: Obj) -> Since:
-    """deprecatedFirstTimestamp, else eventTime (a MicroTime)."""
-    return Since(obj.get("deprecatedFirstTimestamp") or obj.get("eventTime"))
-
-
-def _last_seen(obj: Obj) -> Since:
-    series = _dict(obj.get("series"))
-    if series:
-        return Since(series.get("lastObservedTime"))
-    last = obj.get("deprecatedLastTimestamp")
-    return Since(last) if last else _first_seen(obj)
-
-
-def _event_count(obj: Obj) -> int:
-    series = _dict(obj.get("series"))
-    if series:
-        return _int(series.get("count"))
-    return _int(obj.get("deprecatedCount")) or 1  # singleton events have no count in this API
-
-
-def _event_object(obj: Obj) -> str:
-    regarding = _dict(obj.get("regarding"))
-    kind, name = _str(regarding.get("kind")).lower(), _str(regarding.get("name"))
-    return f"{kind}/{name}" if name else kind
-
-
-def _event_source(obj: Obj) -> str:
-    """formatEventSource: the component (else reportingController), then ", " and the host (else reportingInstance)."""
-    source = _dict(obj.get("deprecatedSource"))
-    component = _str(source.get("component")) or _str(obj.get("reportingController"))
-    instance = _str(source.get("host")) or _str(obj.get("reportingInstance"))
-    return f"{component}, {instance}" if instance else component
-
-
-EVENT_COLUMNS = (
-    Column("Last Seen", "string", EVENT_LAST_SEEN_DESCRIPTION, _last_seen),
-    Column("Type", "string", EVENT_TYPE_DESCRIPTION, lambda obj: _str(obj.get("type"))),
-    Column("Reason", "string", EVENT_REASON_DESCRIPTION, lambda obj: _str(obj.get("reason"))),
-    Column("Object", "string", EVENT_OBJECT_DESCRIPTION, _event_object),
-    Column("Subobject", "string", EVENT_SUBOBJECT_DESCRIPTION,
-           lambda obj: _str(_dict(obj.get("regarding")).get("fieldPath")), priority=1),
-    Column("Source", "string", EVENT_SOURCE_DESCRIPTION, _event_source, priority=1),
-    Column("Message", "string", EVENT_MESSAGE_DESCRIPTION, lambda obj: _str(obj.get("note")).strip()),
-    Column("First Seen", "string", EVENT_FIRST_SEEN_DESCRIPTION, _first_seen, priority=1),
-    Column("Count", "string", EVENT_COUNT_DESCRIPTION, _event_count, priority=1),
-    Column("Name", "string", NAME_DESCRIPTION, lambda obj: _str(_dict(obj.get("metadata")).get("name")),
-           format="name", priority=1),
 )
 
 
@@ -498,7 +430,6 @@ COLUMNS: Mapping[tuple[str, str], tuple[Column, ...]] = {
     ("batch", "jobs"): JOB_COLUMNS,
     ("batch", "cronjobs"): CRON_JOB_COLUMNS,
     ("coordination.k8s.io", "leases"): LEASE_COLUMNS,
-    ("events.k8s.io", "events"): EVENT_COLUMNS,
     ("rbac.authorization.k8s.io", "rolebindings"): ROLE_BINDING_COLUMNS,
     ("rbac.authorization.k8s.io", "clusterrolebindings"): CLUSTER_ROLE_BINDING_COLUMNS,
     ("autoscaling", "scale"): SCALE_COLUMNS,  # /scale's Scale (server/objects/scale.py)

@@ -70,28 +70,50 @@ def _start(prefix: bytes, start_after: bytes | None) -> bytes:
 
 
 def list_latest(
-    txn: Any, dbs: Databases, prefix: bytes, start_after: bytes | None, limit: int | None
-) -> tuple[list[KeyValue], int]:
-    """(the page, how many keys follow it) from the latest state."""
+    txn: Any, dbs: Databases, prefix: bytes, start_after: bytes | None, limit: int
+) -> tuple[list[KeyValue], bool]:
+    """(up to `limit` keys of the latest state, whether another key follows them)."""
     cursor = txn.cursor(db=dbs.kv)
     kvs: list[KeyValue] = []
     if not cursor.set_range(_start(prefix, start_after)):
-        return kvs, 0
+        return kvs, False
     # The hot loop of every list: tuple.__new__ skips NamedTuple's Python-level __new__ (~10% of the loop).
     unpack = layout.HEADER.unpack_from
     append = kvs.append
     new = tuple.__new__
     for key, data in cursor:
         if not key.startswith(prefix):
-            return kvs, 0
-        if limit is not None and len(kvs) == limit:
-            return kvs, _count_rest(cursor, prefix)
+            return kvs, False
+        if len(kvs) == limit:
+            return kvs, True
         append(new(KeyValue, (key, data[HEADER_SIZE:], *unpack(data))))
-    return kvs, 0
+    return kvs, False
 
 
-def _count_rest(cursor: Any, prefix: bytes) -> int:
-    """Keys under `prefix` from the cursor's position on (it sits on one)."""
+def count_latest_after(
+    txn: Any, dbs: Databases, prefix: bytes, start_after: bytes | None, budget: int
+) -> tuple[int, bytes | None]:
+    """(keys under `prefix` after `start_after`, at most `budget` of them; the last one counted when the
+    budget ran out, to resume after, else None)."""
+    cursor = txn.cursor(db=dbs.kv)
+    n = 0
+    last: bytes | None = None
+    if not cursor.set_range(_start(prefix, start_after)):
+        return n, None
+    for key in cursor.iternext(keys=True, values=False):
+        if not key.startswith(prefix):
+            return n, None
+        if n == budget:
+            return n, last
+        n += 1
+        last = key
+    return n, None
+
+
+def count_latest(txn: Any, dbs: Databases, prefix: bytes) -> int:
+    cursor = txn.cursor(db=dbs.kv)
+    if not cursor.set_range(prefix):
+        return 0
     n = 0
     for key in cursor.iternext(keys=True, values=False):
         if not key.startswith(prefix):
@@ -100,11 +122,19 @@ def _count_rest(cursor: Any, prefix: bytes) -> int:
     return n
 
 
-def count_latest(txn: Any, dbs: Databases, prefix: bytes) -> int:
-    cursor = txn.cursor(db=dbs.kv)
-    if not cursor.set_range(prefix):
-        return 0
-    return _count_rest(cursor, prefix)
+def _live_at(txn: Any, dbs: Databases, prefix: bytes, revision: int, start_after: bytes | None) -> Any:
+    """The keys under `prefix` after `start_after` that exist at `revision`, in order, with their log entries."""
+    cursor = txn.cursor(db=dbs.idx)
+    found = cursor.set_range(_start(prefix, start_after))
+    while found:
+        key = cursor.key()
+        if not key.startswith(prefix):
+            return
+        entry = _newest_at(cursor, key, revision)
+        if entry is not None and entry[8:] == layout.IDX_PUT:
+            yield key, entry
+        cursor.set_key(key)
+        found = cursor.next_nodup()
 
 
 def list_at(
@@ -114,25 +144,28 @@ def list_at(
     revision: int,
     start_after: bytes | None,
     limit: int | None,
-) -> tuple[list[KeyValue], int]:
-    """(the page, how many keys follow it) as of a past `revision`."""
-    cursor = txn.cursor(db=dbs.idx)
+) -> tuple[list[KeyValue], bool]:
+    """(up to `limit` keys as of a past `revision`, whether another key follows them)."""
     kvs: list[KeyValue] = []
-    remaining = 0
-    found = cursor.set_range(_start(prefix, start_after))
-    while found:
-        key = cursor.key()
-        if not key.startswith(prefix):
-            break
-        entry = _newest_at(cursor, key, revision)
-        if entry is not None and entry[8:] == layout.IDX_PUT:
-            if limit is not None and len(kvs) == limit:
-                remaining += 1
-            else:
-                kvs.append(_entry(txn, dbs, layout.unrev(entry))[1])
-        cursor.set_key(key)
-        found = cursor.next_nodup()
-    return kvs, remaining
+    for _key, entry in _live_at(txn, dbs, prefix, revision, start_after):
+        if limit is not None and len(kvs) == limit:
+            return kvs, True
+        kvs.append(_entry(txn, dbs, layout.unrev(entry))[1])
+    return kvs, False
+
+
+def count_at_after(
+    txn: Any, dbs: Databases, prefix: bytes, revision: int, start_after: bytes | None, budget: int
+) -> tuple[int, bytes | None]:
+    """count_latest_after as of a past `revision`."""
+    n = 0
+    last: bytes | None = None
+    for key, _entry_bytes in _live_at(txn, dbs, prefix, revision, start_after):
+        if n == budget:
+            return n, last
+        n += 1
+        last = key
+    return n, None
 
 
 def history(

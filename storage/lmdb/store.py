@@ -1,7 +1,8 @@
 """The LMDB backend of the Store protocol.
 
 Reads run synchronously on the event loop thread, each in its own short read
-transaction (LMDB readers never block and never wait for the writer); writes go
+transaction (LMDB readers never block and never wait for the writer); a long list
+reads one snapshot a slice per transaction, yielding between; writes go
 through the group-commit writer thread. See layout.py for what is stored where.
 """
 
@@ -28,6 +29,10 @@ from storage.watch import HistoryPage, ReplayingWatch
 
 HEADER = layout.HEADER
 HEADER_SIZE = layout.HEADER.size
+# Keys a list reads, and keys it counts past its limit, per read transaction: each is a few milliseconds
+# of the event loop at most, whatever the collection's size.
+LIST_SLICE = 500
+COUNT_SLICE = 2_000
 
 
 class LmdbStore:
@@ -100,8 +105,25 @@ class LmdbStore:
         wanted = validate.check_read_revision(at_revision)
         if wanted is not None:
             await self._wait(wanted)
-        revision, (kvs, remaining) = self._read(_list, prefix, wanted, after, lim)
-        return ListResult(revision, kvs, remaining)
+        # One snapshot, read a slice per read transaction so that no read holds the event loop for long:
+        # the first slice fixes the revision and the others read at it (Compacted if it goes meanwhile).
+        kvs: builtins.list[KeyValue] = []
+        while True:
+            want = LIST_SLICE if lim is None else min(LIST_SLICE, lim - len(kvs))
+            wanted, (page, more) = self._read(_list, prefix, wanted, after, want)
+            kvs += page
+            if not more:
+                return ListResult(wanted, kvs, 0)
+            after = page[-1].key
+            if lim is not None and len(kvs) == lim:
+                break
+            await asyncio.sleep(0)
+        remaining = 0
+        while after is not None:
+            await asyncio.sleep(0)
+            counted, after = self._read(_count_after, prefix, wanted, after, COUNT_SLICE)
+            remaining += counted
+        return ListResult(wanted, kvs, remaining)
 
     async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:
         validate.check_prefix(prefix)
@@ -225,13 +247,22 @@ def _get(txn: Any, dbs: Databases, key: bytes, wanted: int | None) -> tuple[int,
 
 
 def _list(
-    txn: Any, dbs: Databases, prefix: bytes, wanted: int | None, after: bytes | None, limit: int | None
-) -> tuple[int, tuple[list[KeyValue], int]]:
+    txn: Any, dbs: Databases, prefix: bytes, wanted: int | None, after: bytes | None, limit: int
+) -> tuple[int, tuple[list[KeyValue], bool]]:
     revision = reader.revision(txn, dbs)
     if wanted is None or wanted == revision:
         return revision, reader.list_latest(txn, dbs, prefix, after, limit)
     _check_past(txn, dbs, wanted)
     return wanted, reader.list_at(txn, dbs, prefix, wanted, after, limit)
+
+
+def _count_after(
+    txn: Any, dbs: Databases, prefix: bytes, wanted: int, after: bytes, budget: int
+) -> tuple[int, bytes | None]:
+    if wanted == reader.revision(txn, dbs):
+        return reader.count_latest_after(txn, dbs, prefix, after, budget)
+    _check_past(txn, dbs, wanted)
+    return reader.count_at_after(txn, dbs, prefix, wanted, after, budget)
 
 
 def _count(txn: Any, dbs: Databases, prefix: bytes, wanted: int | None) -> tuple[int, int]:

@@ -80,6 +80,7 @@ API_RESOURCES = [  # the core/v1 kinds; the named groups' follow them
         ("namespaces", "ns", "false", "Namespace"), ("nodes", "no", "false", "Node"),
         ("persistentvolumeclaims", "pvc", "true", "PersistentVolumeClaim"),
         ("persistentvolumes", "pv", "false", "PersistentVolume"), ("pods", "po", "true", "Pod"),
+        ("podtemplates", "", "true", "PodTemplate"),
         ("replicationcontrollers", "rc", "true", "ReplicationController"),
         ("resourcequotas", "quota", "true", "ResourceQuota"), ("secrets", "", "true", "Secret"),
         ("serviceaccounts", "sa", "true", "ServiceAccount"), ("services", "svc", "true", "Service"),

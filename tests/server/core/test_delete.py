@@ -12,6 +12,7 @@ from capstan.core.v1 import core_pb2
 from server.kinds import BUILTIN
 from tests.server.core import kube
 from tests.server.core import test_kinds_core as core_kinds
+from tests.server.core import test_kinds_storage as storage_kinds
 from tests.server.core import test_kinds_workloads as workload_kinds
 from tests.server.core.client import Client, Obj, path, refused
 from tests.server.core.test_crds import WIDGETS, crd_body, established, install, widget
@@ -110,6 +111,11 @@ DELETES: dict[tuple[str, str], tuple[str, str]] = {
     ("rbac.authorization.k8s.io", "clusterrolebindings"): ("status", "DeleteDependents"),
     ("coordination.k8s.io", "leases"): ("status", "DeleteDependents"),
     ("apiextensions.k8s.io", "customresourcedefinitions"): ("marked", "DeleteDependents"),
+    ("storage.k8s.io", "storageclasses"): ("object", "DeleteDependents"),
+    ("storage.k8s.io", "volumeattachments"): ("status", "DeleteDependents"),
+    ("storage.k8s.io", "csidrivers"): ("status", "DeleteDependents"),
+    ("storage.k8s.io", "csinodes"): ("status", "DeleteDependents"),
+    ("storage.k8s.io", "csistoragecapacities"): ("status", "DeleteDependents"),
 }
 KIND_IDS = [f"{g or 'core'}/{r}" for g, r in DELETES]
 
@@ -120,6 +126,7 @@ def kind_body(group: str, resource: str) -> tuple[core_pb2.ResourcePath, Obj]:
     namespace = "default" if builtin.namespaced else ""
     bodies: dict[tuple[str, str], Obj] = {("", r): o for r, _, o in core_kinds.KINDS}
     bodies.update({(g, r): workload_kinds.body(r) for r, (g, _, _) in workload_kinds.KINDS.items()})
+    bodies.update({(storage_kinds.GROUP, r): storage_kinds.body(r) for r in storage_kinds.KINDS})
     bodies.update({
         ("", "namespaces"): {"metadata": {"name": "gone"}},
         ("", "configmaps"): {"metadata": {"name": "a"}, "data": {"k": "v"}},

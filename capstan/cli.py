@@ -30,8 +30,10 @@ from capstan.inprocess import InProcessClient
 from capstan.tls import ServingFiles, front_proxy_credentials, server_context
 from gateway import hostcheck
 from gateway.app import build_app, start_http
+from gateway.client import CoreClient
 from gateway.connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, ConnectionLimits, raise_nofile_limit
 from gateway.transport.grpc import GrpcClient
+from gateway.transport.pool import PoolClient
 from server.app import RunningCore, start_core
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
@@ -86,6 +88,13 @@ def _modes(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(
             f"authorization-mode {','.join(unknown) or text!r} is not a valid mode ({', '.join(AUTHORIZATION_MODES)})")
     return modes
+
+
+def _cores(text: str) -> tuple[str, ...]:
+    cores = _names(text)
+    if not cores:
+        raise argparse.ArgumentTypeError("expected HOST:PORT[,HOST:PORT...]")
+    return cores
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -231,8 +240,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _limit_flags(core)
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
-    gateway.add_argument("--core", required=True, metavar="HOST:PORT",
-                         help="the core's gRPC address: its --grpc-mtls-port (its --grpc-port with --insecure)")
+    gateway.add_argument("--core", required=True, type=_cores, metavar="HOST:PORT[,HOST:PORT...]",
+                         help="the cores' gRPC addresses: each one's --grpc-mtls-port (--grpc-port with --insecure);"
+                              " several are balanced and failed over (gateway/transport/pool.py)")
     gateway.add_argument("--data-dir", type=Path, default=Path("data"),
                          help="where the cert dir is by default (default ./data: the core's, on one machine)")
     _listen_flags(gateway, http=True, grpc=False)
@@ -391,12 +401,12 @@ async def gateway(args: argparse.Namespace) -> None:
     _check_insecure(args)
     stop = _stop_event()
     host = _host(args.bind_address)
-    if args.insecure:
-        client = GrpcClient(args.core)
-    else:
+    credentials = None
+    if not args.insecure:
         certs = _cert_dir(args)
-        client = GrpcClient(args.core, credentials=front_proxy_credentials(
-            certs, args.proxy_client_cert_file, args.proxy_client_key_file))
+        credentials = front_proxy_credentials(certs, args.proxy_client_cert_file, args.proxy_client_key_file)
+    client: CoreClient = (GrpcClient(args.core[0], credentials) if len(args.core) == 1
+                          else PoolClient(args.core, credentials))
     try:
         if args.insecure:
             app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args))
@@ -411,7 +421,7 @@ async def gateway(args: argparse.Namespace) -> None:
                                             server_context(_serving(args, certs), client_cas),
                                               connection_limits=_connection_limits(args))
             address = f"HTTPS https://{host}:{port}"
-        log.info("capstan gateway serving: %s core %s", address, args.core)
+        log.info("capstan gateway serving: %s core %s", address, ",".join(args.core))
         await stop.wait()
         log.info("capstan gateway shutting down")
         await runner.cleanup()

@@ -7,7 +7,8 @@ nearest Status, so the HTTP client still gets a Kubernetes answer.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -51,11 +52,24 @@ def status_of(err: grpc.aio.AioRpcError) -> meta_pb2.Status:
     return failure(code, reason, f"the core did not answer: {err.code().name}: {err.details()}")
 
 
+class CoreUnreachable(CoreError):
+    """The call failed UNAVAILABLE with no Status: the core did not answer (it is down, or the connection to it
+    broke). Whether the core received the request is unknown; gateway/transport/pool.py decides what to retry."""
+
+
+def _error(err: grpc.aio.AioRpcError) -> CoreError:
+    status = status_of(err)
+    if err.code() == grpc.StatusCode.UNAVAILABLE and not any(
+            key == rpc_status.GRPC_DETAILS_METADATA_KEY for key, _ in err.trailing_metadata() or ()):
+        return CoreUnreachable(status)
+    return CoreError(status)
+
+
 async def _call(awaitable: Awaitable[T]) -> T:
     try:
         return await awaitable
     except grpc.aio.AioRpcError as err:
-        raise CoreError(status_of(err)) from None
+        raise _error(err) from None
 
 
 class GrpcClient:
@@ -63,8 +77,10 @@ class GrpcClient:
     client certificate), plaintext without. `as_caller` shares the channel and sends one request's credentials
     as metadata, marked as forwarded (server/auth/metadata.py)."""
 
-    def __init__(self, target: str, credentials: grpc.ChannelCredentials | None = None) -> None:
-        options = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE)]
+    def __init__(self, target: str, credentials: grpc.ChannelCredentials | None = None, *,
+                 options: Sequence[tuple[str, Any]] = ()) -> None:
+        options = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.max_send_message_length", MAX_MESSAGE),
+                   *options]
         if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=options)
         else:
@@ -116,6 +132,31 @@ class GrpcClient:
         return {service.removeprefix(HEALTH_CHECK_PREFIX): answer.status == _SERVING
                 for service, answer in listed.statuses.items() if service.startswith(HEALTH_CHECK_PREFIX)}
 
+    async def connected(self, timeout: float) -> bool:
+        """Whether the channel is connected now, or connects within `timeout` seconds. False means a call made
+        now would not reach the core: nothing was sent to it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        state = self._channel.get_state(try_to_connect=True)
+        while state != grpc.ChannelConnectivity.READY:
+            if state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN):
+                return False
+            try:
+                await asyncio.wait_for(self._channel.wait_for_state_change(state), deadline - loop.time())
+            except TimeoutError:
+                return False
+            state = self._channel.get_state(try_to_connect=True)
+        return True
+
+    async def serving(self, timeout: float) -> bool:
+        """grpc.health.v1 Check of the whole server: SERVING within `timeout` seconds (waiting for the channel to
+        reconnect meanwhile). A core shutting down answers NOT_SERVING before it stops."""
+        try:
+            answer = await self._health.Check(health_pb2.HealthCheckRequest(), timeout=timeout, wait_for_ready=True)
+        except grpc.aio.AioRpcError:
+            return False
+        return bool(answer.status == _SERVING)
+
     async def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
         call = self._stub.Watch(request, metadata=self._metadata)
         try:
@@ -124,7 +165,7 @@ class GrpcClient:
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.CANCELLED:
                 return
-            raise CoreError(status_of(err)) from None
+            raise _error(err) from None
         finally:
             call.cancel()
 

@@ -1,10 +1,14 @@
 """In-process watch fan-out: one committed event reaches every matching watcher once.
 
-Writers publish a committed batch once; each subscriber gets a reference to the
-same immutable Event objects in its own bounded queue, so nothing is re-read from
-disk per watcher. Publishing never waits: a subscriber whose queue would pass its
-bound is failed with WatcherTooSlow and removed (its client re-lists), so a slow
-reader can hold up neither the writer nor the other watchers.
+Writers publish a committed batch once; the watchers of one prefix share one log of
+the same immutable Event objects and each keeps only a cursor into it, so a publish
+costs the same with 1 or 2,000 watchers: it appends once per prefix and wakes only the
+watchers waiting for events. A watcher that is busy or stuck (its client stopped
+reading) is not touched at all until the log would hold more than the bound for it:
+then it is failed with WatcherTooSlow and forgotten, so its client re-lists. The log
+keeps only what some live watcher has not read, bounded in events and in bytes, so a
+slow reader can hold up neither the writer nor the other watchers, and its memory
+comes back when it is dropped or leaves.
 """
 
 from __future__ import annotations
@@ -12,52 +16,137 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Sequence
+from itertools import islice
 
 from storage.errors import StoreClosed, WatcherTooSlow
 from storage.types import Event
 
+QUEUE_BYTES = 64 << 20  # bytes of events one watcher may have unread before it is dropped
+EVENT_OVERHEAD = 200  # bytes an Event costs beyond its keys and values (tuples, ints, the log's slot)
+
+
+def event_size(event: Event) -> int:
+    """What holding `event` in a log costs, as the byte bound counts it."""
+    prev = event.prev
+    return EVENT_OVERHEAD + len(event.kv.key) + len(event.kv.value) + (len(prev.value) if prev is not None else 0)
+
+
+class _Log:
+    """The events under one prefix that at least one of its watchers has not read yet.
+
+    Sequence numbers are positions in the prefix's stream: events[0] is number `first`,
+    the next event published will be number `end`. A watcher's cursor is the number of
+    the next event it will read; `at` groups watchers by cursor, so trimming the head
+    finds the watchers it leaves behind without looking at the others.
+    Example: first=10, three events, end=13; a watcher at 13 is caught up, one at 10 has
+    three unread; once nobody is at 10, event 10 is popped and first becomes 11.
+    """
+
+    __slots__ = ("at", "bytes", "events", "first", "prefix", "sizes", "subscribers", "waiting")
+
+    def __init__(self, prefix: bytes) -> None:
+        self.prefix = prefix
+        self.events: deque[Event] = deque()
+        self.sizes: deque[int] = deque()
+        self.first = 0
+        self.bytes = 0
+        self.at: dict[int, set[Subscriber]] = {}
+        self.waiting: set[Subscriber] = set()
+        self.subscribers = 0
+
+    @property
+    def end(self) -> int:
+        return self.first + len(self.events)
+
+    def place(self, sub: Subscriber, cursor: int) -> None:
+        sub.cursor = cursor
+        self.at.setdefault(cursor, set()).add(sub)
+
+    def lift(self, sub: Subscriber) -> None:
+        subs = self.at.get(sub.cursor)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self.at[sub.cursor]
+
+    def pop_unneeded(self) -> None:
+        """Forget the events every watcher has read."""
+        while self.events and self.first not in self.at:
+            self.events.popleft()
+            self.bytes -= self.sizes.popleft()
+            self.first += 1
+        if not self.events:
+            self.bytes = 0
+
+    def append(self, events: Sequence[Event], count_limit: int, byte_limit: int) -> None:
+        """Add a batch, then fail the watchers it leaves more than a bound behind."""
+        for event in events:
+            size = event_size(event)
+            self.events.append(event)
+            self.sizes.append(size)
+            self.bytes += size
+        dropped: list[Subscriber] = []
+        # The newest event always stays, however large: a watcher that has read everything before it is not behind.
+        while len(self.events) > count_limit or (self.bytes > byte_limit and len(self.events) > 1):
+            dropped.extend(self.at.pop(self.first, ()))
+            self.events.popleft()
+            self.bytes -= self.sizes.popleft()
+            self.first += 1
+        if dropped:
+            error = WatcherTooSlow(f"watcher fell more than {count_limit} events or {byte_limit} bytes behind")
+            for sub in dropped:
+                sub.fail(error)
+        self.pop_unneeded()
+        waiting, self.waiting = self.waiting, set()
+        for sub in waiting:
+            sub.wake()
+
 
 class Subscriber:
-    """One watcher's queue. Fed on the event loop by `Broadcaster.publish`."""
+    """One watcher: a cursor into its prefix's log. Fed on the event loop by `Broadcaster.publish`."""
 
-    __slots__ = ("_broadcaster", "_error", "_limit", "_queue", "_waiter", "closed", "prefix")
+    __slots__ = ("_broadcaster", "_error", "_log", "_waiter", "closed", "cursor", "prefix")
 
-    def __init__(self, broadcaster: Broadcaster, prefix: bytes, limit: int) -> None:
+    def __init__(self, broadcaster: Broadcaster, log: _Log) -> None:
         self._broadcaster = broadcaster
-        self.prefix = prefix
-        self._limit = limit
-        self._queue: deque[Event] = deque()
+        self._log = log
+        self.prefix = log.prefix
+        self.cursor = 0
         self._waiter: asyncio.Future[None] | None = None
         self._error: BaseException | None = None
         self.closed = False
 
-    def offer(self, events: Sequence[Event]) -> None:
+    @property
+    def unread(self) -> int:
+        """Events published for this watcher and not taken yet (0 once closed)."""
+        return 0 if self.closed else self._log.end - self.cursor
+
+    @property
+    def unread_bytes(self) -> int:
+        """What the unread events cost, as the byte bound counts them (0 once closed)."""
         if self.closed:
-            return
-        if len(self._queue) + len(events) > self._limit:
-            self.fail(WatcherTooSlow(f"watcher fell more than {self._limit} events behind"))
-            return
-        self._queue.extend(events)
-        self._wake()
+            return 0
+        log = self._log
+        return sum(islice(log.sizes, self.cursor - log.first, None))
 
     def fail(self, error: BaseException) -> None:
-        """Drop the queue and make the next take() raise `error`."""
+        """Forget the unread events and make the next take() raise `error`."""
         if self.closed:
             return
         self._error = error
-        self._queue.clear()
         self.close()
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self._broadcaster.unsubscribe(self)
-            self._wake()
+            self._broadcaster.unsubscribe(self, self._log)
+            self.wake()
 
     @property
     def newest_queued(self) -> int:
-        """The revision of the newest event waiting in the queue (0 when it is empty)."""
-        return self._queue[-1].revision if self._queue else 0
+        """The revision of the newest event waiting to be read (0 when there is none)."""
+        log = self._log
+        return log.events[-1].revision if not self.closed and self.cursor < log.end else 0
 
     def check(self) -> None:
         """Raise the failure (WatcherTooSlow, StoreClosed), if any."""
@@ -65,10 +154,15 @@ class Subscriber:
             raise self._error
 
     def take_nowait(self) -> list[Event]:
-        """Everything queued now (possibly nothing); raises the failure, if any."""
+        """Everything unread now (possibly nothing); raises the failure, if any."""
         self.check()
-        items = list(self._queue)
-        self._queue.clear()
+        log = self._log
+        if self.closed or self.cursor == log.end:
+            return []
+        items = list(islice(log.events, self.cursor - log.first, None))
+        log.lift(self)
+        log.place(self, log.end)
+        log.pop_unneeded()
         return items
 
     async def take(self) -> list[Event]:
@@ -78,57 +172,76 @@ class Subscriber:
             if items or self.closed:
                 return items
             self._waiter = asyncio.get_running_loop().create_future()
+            self._log.waiting.add(self)
             try:
                 await self._waiter
             finally:
                 self._waiter = None
+                self._log.waiting.discard(self)
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
 
 class Broadcaster:
-    """Subscribers grouped by prefix, so each event is matched once per distinct prefix."""
+    """One shared log per distinct prefix, so each event is matched and stored once per prefix."""
 
-    def __init__(self, queue_limit: int) -> None:
+    def __init__(self, queue_limit: int, *, byte_limit: int = QUEUE_BYTES) -> None:
         self._queue_limit = queue_limit
-        self._by_prefix: dict[bytes, set[Subscriber]] = {}
+        self._byte_limit = byte_limit
+        self._logs: dict[bytes, _Log] = {}
         self._closed = False
 
     def subscribe(self, prefix: bytes) -> Subscriber:
-        sub = Subscriber(self, prefix, self._queue_limit)
+        log = self._logs.get(prefix)
+        if log is None:
+            log = self._logs[prefix] = _Log(prefix)
+        sub = Subscriber(self, log)
+        log.place(sub, log.end)
+        log.subscribers += 1
         if self._closed:
             sub.fail(StoreClosed("the store is closed"))
-        else:
-            self._by_prefix.setdefault(prefix, set()).add(sub)
         return sub
 
-    def unsubscribe(self, sub: Subscriber) -> None:
-        subs = self._by_prefix.get(sub.prefix)
-        if subs is not None:
-            subs.discard(sub)
-            if not subs:
-                del self._by_prefix[sub.prefix]
+    def unsubscribe(self, sub: Subscriber, log: _Log) -> None:
+        log.lift(sub)
+        log.waiting.discard(sub)
+        log.subscribers -= 1
+        if log.subscribers == 0:
+            if self._logs.get(log.prefix) is log:
+                del self._logs[log.prefix]
+        else:
+            log.pop_unneeded()
 
     def publish(self, events: Sequence[Event]) -> None:
         """Deliver a committed batch, in revision order. Called on the event loop."""
-        if not events or not self._by_prefix:
+        if not events or not self._logs:
             return
-        for prefix, subs in list(self._by_prefix.items()):
+        for prefix, log in list(self._logs.items()):
             matched = events if not prefix else [e for e in events if e.kv.key.startswith(prefix)]
             if matched:
-                for sub in list(subs):
-                    sub.offer(matched)
+                log.append(matched, self._queue_limit, self._byte_limit)
 
     @property
     def subscriber_count(self) -> int:
-        return sum(len(s) for s in self._by_prefix.values())
+        return sum(log.subscribers for log in self._logs.values())
+
+    @property
+    def held_events(self) -> int:
+        """Events held for watchers that have not read them, over all prefixes."""
+        return sum(len(log.events) for log in self._logs.values())
+
+    @property
+    def held_bytes(self) -> int:
+        """What the held events cost, as the byte bound counts them."""
+        return sum(log.bytes for log in self._logs.values())
 
     def close(self) -> None:
         self._closed = True
-        for subs in list(self._by_prefix.values()):
-            for sub in list(subs):
-                sub.fail(StoreClosed("the store is closed"))
-        self._by_prefix.clear()
+        for log in list(self._logs.values()):
+            for subs in list(log.at.values()):
+                for sub in list(subs):
+                    sub.fail(StoreClosed("the store is closed"))
+        self._logs.clear()

@@ -10,6 +10,11 @@ watch has started reports failures as an ERROR event (the cacher's errWatcher). 
 "started" message, so a refusal is what it raises within ACCEPT_WINDOW; after that the headers
 go out (a client's Watch() returns, as it does against kube at once), and a later refusal (a
 resourceVersion the store has not reached, answered after the core's wait) is an ERROR event.
+
+A client that stops reading holds at most the transport's 64 KiB, the socket buffers and one batch:
+the next write waits for it, and after WRITE_TIMEOUT the connection is aborted and the stream ends
+without an ERROR event, as kube-apiserver ends a watcher it finds unresponsive (the client re-watches
+from its last resourceVersion). Meanwhile the core drops the watch if its events pile up (storage/broadcast.py).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import socket
 from collections.abc import AsyncIterator
 
 import orjson
@@ -36,6 +42,8 @@ from gateway.negotiation import CodecName
 MIN_REQUEST_TIMEOUT = 1800  # seconds; kube-apiserver's --min-request-timeout default
 ACCEPT_WINDOW = 0.2  # seconds the core has to refuse a watch before the 200 goes out
 DISCONNECT_POLL = 1.0  # seconds between checks that an idle watch's client is still connected
+SEND_BUFFER = 64 * 1024  # bytes of kernel send buffer a watch asks for (Linux doubles it)
+WRITE_TIMEOUT = 10.0  # seconds a write may wait for a client that does not read before the watch is dropped
 
 
 async def watch(client: CoreClient, call: Call, http: web.Request) -> web.StreamResponse:
@@ -58,20 +66,21 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         response = web.StreamResponse(status=200, headers={"Content-Type": call.out.content_type})
         response.enable_chunked_encoding()
         await response.prepare(http)
+        _bound_send_buffer(http)
         if not done:
             batch = await _unless_gone(first, http)
         while batch is not None:
-            await response.write(b"".join(_frame(call, event) for event in batch.events))
+            await _write(response, http, b"".join(_frame(call, event) for event in batch.events))
             batch = await _unless_gone(asyncio.ensure_future(_next(stream)), http)
     except CoreError as err:
         if response is None:
             raise
         with contextlib.suppress(ConnectionResetError):
-            await response.write(_error_frame(call, err.status))
+            await _write(response, http, _error_frame(call, err.status))
     except ConnectionResetError:
         if response is None:
             raise
-        return response  # the client went away: nothing more to write
+        return response  # the client went away, or stopped reading: nothing more to write
     finally:
         if not first.done():
             first.cancel()
@@ -80,8 +89,33 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         await stream.aclose()  # type: ignore[attr-defined]
     assert response is not None  # every path that leaves it unset raised
     with contextlib.suppress(ConnectionResetError):
-        await response.write_eof()
+        await _write(response, http, b"", eof=True)
     return response
+
+
+async def _write(response: web.StreamResponse, http: web.Request, data: bytes, *, eof: bool = False) -> None:
+    """Write, or drop the connection when the client has not taken the bytes within WRITE_TIMEOUT.
+
+    A write waits once the transport holds 64 KiB the client has not read, so a client that stops reading
+    holds at most that, the kernel's socket buffers and one batch; after WRITE_TIMEOUT the connection is
+    aborted (its unsent bytes dropped) and the watch ends without an ERROR event, as kube-apiserver ends a
+    watcher it finds unresponsive: the client re-watches from its last resourceVersion, or re-lists.
+    """
+    try:
+        await asyncio.wait_for(response.write_eof(data) if eof else response.write(data), WRITE_TIMEOUT)
+    except TimeoutError:
+        if http.transport is not None:
+            http.transport.abort()
+        raise ConnectionResetError("the watch's client stopped reading") from None
+
+
+def _bound_send_buffer(http: web.Request) -> None:
+    """Cap the kernel's send buffer for this stream (autotuning would let it grow to megabytes per watcher), so a
+    client that stops reading is found after SEND_BUFFER and its window, not after megabytes of events written."""
+    sock = http.transport.get_extra_info("socket") if http.transport is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
 
 
 async def _next(stream: AsyncIterator[core_pb2.WatchResponse]) -> core_pb2.WatchResponse | None:

@@ -27,17 +27,25 @@ from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
 from server.registry import Obj, Resource
 from server.storage_errors import store_call, translate
-from storage import Compacted, Event, EventType, StorageError, StoreClosed, Watch, WatcherTooSlow
+from storage import Compacted, Event, EventType, KeyValue, StorageError, StoreClosed, Watch, WatcherTooSlow
 
 BOOKMARK_INTERVAL = 60.0  # seconds between BOOKMARK events, as kube-apiserver's watch cache sends them
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MESSAGE_BUDGET = 1 << 20  # bytes of events per WatchResponse
+INITIAL_PAGE = 500  # objects of the initial state read, rendered and sent at a time
 
 
 async def watch(
-    ctx: Context, req: core_pb2.WatchRequest, *, bookmark_interval: float = BOOKMARK_INTERVAL
+    ctx: Context, req: core_pb2.WatchRequest, *, bookmark_interval: float = BOOKMARK_INTERVAL,
+    initial_page: int = INITIAL_PAGE,
 ) -> AsyncIterator[core_pb2.WatchResponse]:
-    """Validation errors raise before the first message; later failures end the stream with an ERROR event."""
+    """Validation errors raise before the first message; later failures end the stream with an ERROR event.
+
+    The initial state is read from one snapshot in pages of `initial_page` objects, each rendered and
+    handed on before the next is read, so a watcher holds at most one page however large the collection
+    (and one message while its client does not read: the transports wait for the client, see
+    docs/architecture.md). Its renderings are the shared ones, so concurrent watchers render each once.
+    """
     resource = resolve(ctx.registry, req.path, "watch")
     opts = req.options
     options.list_options(opts, watch=True)
@@ -54,14 +62,16 @@ async def watch(
     start = wanted
     await reach(ctx, wanted)
     if initial:
-        page = await store_call(ctx.store.list(prefix))
-        start = page.revision
-        added = [stream.added(kv.key, kv.value, kv.mod_revision) for kv in page.kvs]
-        batch = [e for e in added if e is not None]
+        # A page that fails after the first (its revision compacted while the client read) raises the
+        # 410 mid-stream: the gateway writes it as an ERROR event, a gRPC client gets it as the status.
+        snapshot = _Snapshot(ctx, prefix, initial_page)
+        while (kvs := await snapshot.next_page()) is not None:
+            added = [stream.added(kv.key, kv.value, kv.mod_revision) for kv in kvs]
+            for chunk in _chunks([e for e in added if e is not None]):
+                yield core_pb2.WatchResponse(events=chunk)
+        start = snapshot.revision
         if opts.HasField("sendInitialEvents"):
-            batch.append(stream.bookmark(start, initial_events_end=True))
-        for chunk in _chunks(batch):
-            yield core_pb2.WatchResponse(events=chunk)
+            yield core_pb2.WatchResponse(events=[stream.bookmark(start, initial_events_end=True)])
     elif not wanted:
         start = ctx.store.current_revision()
 
@@ -94,6 +104,30 @@ async def watch(
             closer.cancel()
         reader.close()
         changes.close()
+
+
+class _Snapshot:
+    """The keys under a prefix at one revision (the first page's), a page at a time."""
+
+    def __init__(self, ctx: Context, prefix: bytes, page: int) -> None:
+        self._ctx = ctx
+        self._prefix = prefix
+        self._page = max(page, 1)
+        self._after: bytes | None = None
+        self._done = False
+        self.revision = 0
+
+    async def next_page(self) -> Sequence[KeyValue] | None:
+        """The next keys in order; None after the last page."""
+        if self._done:
+            return None
+        page = await store_call(self._ctx.store.list(
+            self._prefix, at_revision=self.revision or None, start_after=self._after, limit=self._page))
+        self.revision = self.revision or page.revision
+        self._done = not page.more
+        if page.kvs:
+            self._after = page.kvs[-1].key
+        return page.kvs
 
 
 class _Reader:

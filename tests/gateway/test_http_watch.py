@@ -5,11 +5,14 @@ watch when its client goes away."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import time
 from typing import Any
 
 import pytest
 
+import gateway.handlers.watch
 from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.api.meta.v1 import meta_pb2
 from gateway.codecs import protobuf as protobuf_codec
@@ -273,3 +276,41 @@ async def test_watch_from_a_future_revision_fails_in_the_stream(server: Server) 
 async def test_yaml_cannot_stream(server: Server) -> None:
     resp = await server.request("GET", f"{CM}?watch=1", headers={"Accept": "application/yaml"})
     assert (resp.status, resp.json()) == (406, kube.status(406, "NotAcceptable", kube.NOT_STREAMABLE))
+
+
+async def test_a_watcher_that_never_reads_is_dropped_without_an_error_event(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that stops reading holds the transport's buffer, not the collection: once a write has waited
+    WRITE_TIMEOUT the connection is dropped and the core's watch with it, and the stream ends without an
+    ERROR event (kube-apiserver's unresponsive watcher); the writers never wait for it."""
+    monkeypatch.setattr(gateway.handlers.watch, "WRITE_TIMEOUT", 0.3)
+    broadcaster = server.core.core.context.store._broadcaster  # type: ignore[attr-defined]
+    baseline = broadcaster.subscriber_count
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: the server's writes wait soon
+    host, port = server.url.removeprefix("http://").split(":")
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    reader, writer = await asyncio.open_connection(sock=sock, limit=4096)
+    writer.write(f"GET {CM}?watch=1 HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+    assert head.startswith(b"HTTP/1.1 200 ")
+    payload = "x" * 65_536
+    dropped_after = None
+    for i in range(300):  # ~19 MiB at most: far past the socket buffers
+        created = await asyncio.wait_for(server.create(CM, {"metadata": {"name": f"c{i}"}, "data": {"k": payload}}),
+                                         TIMEOUT)
+        assert created["metadata"]["name"] == f"c{i}"
+        if broadcaster.subscriber_count == baseline:
+            dropped_after = i
+            break
+        await asyncio.sleep(0.02)
+    assert dropped_after is not None, "the watch was never dropped"
+    rest = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := await asyncio.wait_for(reader.read(1 << 20), TIMEOUT):
+            rest += chunk
+    writer.close()
+    assert b'"ERROR"' not in rest
+    assert b'"ADDED"' in rest  # what the buffers held before the drop

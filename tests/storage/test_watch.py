@@ -29,6 +29,7 @@ from storage import (
     Watch,
     WatcherTooSlow,
 )
+from storage.broadcast import Broadcaster
 from tests.storage.conftest import (
     FAST,
     TIMEOUT,
@@ -379,3 +380,66 @@ async def test_progress_says_how_far_the_stream_has_got(store: Store, other_pref
     assert [e.revision for e in await within(watch.next_batch())] == [pending.revision]
     assert watch.progress() == pending.revision
     watch.close()
+
+
+def put(i: int, size: int, prefix: bytes = b"/b/") -> Event:
+    """A create of `size` value bytes at revision i."""
+    return Event(EventType.PUT, KeyValue(prefix + b"%d" % i, b"x" * size, i, i, 1), None)
+
+
+BOUNDED = [
+    # events, value bytes each, count bound, byte bound, whether the stuck watcher is dropped
+    (8, 10, 8, 1 << 20, False),
+    (9, 10, 8, 1 << 20, True),  # one event past the count
+    (3, 1_000, 100, 4 * (1_000 + 200 + 5), False),
+    (5, 1_000, 100, 4 * (1_000 + 200 + 5), True),  # few events, but past the bytes
+    (1, 10_000, 100, 5_000, False),  # one event larger than the whole bound is not "behind"
+    (2, 10_000, 100, 5_000, True),  # but one more is
+]
+
+
+@pytest.mark.parametrize(("count", "size", "count_limit", "byte_limit", "dropped"), BOUNDED)
+async def test_a_stuck_watcher_is_bounded_in_events_and_bytes_then_freed(
+    count: int, size: int, count_limit: int, byte_limit: int, dropped: bool
+) -> None:
+    """The events held for a watcher that never reads stay within both bounds; once it is dropped (or has
+    read) nothing is held, and the others are not held up."""
+    broadcaster = Broadcaster(count_limit, byte_limit=byte_limit)
+    stuck, reader, other = broadcaster.subscribe(b"/b/"), broadcaster.subscribe(b"/b/"), broadcaster.subscribe(b"/o/")
+    for i in range(1, count + 1):
+        broadcaster.publish([put(i, size), put(i, size, b"/o/")])
+        assert [e.revision for e in reader.take_nowait()] == [i]  # readers keep up, whatever the stuck one does
+        assert [e.revision for e in other.take_nowait()] == [i]
+        assert broadcaster.held_events == stuck.unread <= count_limit
+        assert broadcaster.held_bytes == stuck.unread_bytes <= max(byte_limit, size + 300)
+    assert stuck.closed is dropped
+    assert broadcaster.subscriber_count == (2 if dropped else 3)
+    if dropped:
+        with pytest.raises(WatcherTooSlow):
+            stuck.take_nowait()
+    else:
+        assert [e.revision for e in stuck.take_nowait()] == list(range(1, count + 1))
+    assert (broadcaster.held_events, broadcaster.held_bytes) == (0, 0)
+    for sub in (stuck, reader, other):
+        sub.close()
+    assert broadcaster.subscriber_count == 0
+
+
+async def test_writers_pass_idle_watchers_that_are_dropped_and_forgotten(open_store: OpenStore) -> None:
+    """200 watchers that never read: every write completes, each watcher is dropped once it falls a bound
+    behind, and afterwards the store holds no event for them."""
+    store = await open_store(StoreOptions(sync=False, future_wait=0.2, compact_interval=0, watch_queue_size=8))
+    idle = [store.watch(b"/i/", from_revision=store.current_revision()) for _ in range(200)]
+    first = [asyncio.ensure_future(watch.next_batch()) for watch in idle[:100]]  # these read one batch, once
+    await asyncio.sleep(0.05)
+    for i in range(20):
+        assert (await within(store.create(b"/i/%d" % i, b"v" * 1_000), 1.0)).ok
+        await asyncio.sleep(0)
+    assert all(len(batch) >= 1 for batch in await within(asyncio.gather(*first)))
+    for i in range(20, 30):
+        assert (await within(store.create(b"/i/%d" % i, b"v" * 1_000), 1.0)).ok
+    broadcaster = store._broadcaster  # type: ignore[attr-defined]
+    assert (broadcaster.subscriber_count, broadcaster.held_events, broadcaster.held_bytes) == (0, 0, 0)
+    for watch in idle:
+        with pytest.raises(WatcherTooSlow):
+            await within(watch.next_batch())

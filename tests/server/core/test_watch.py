@@ -656,6 +656,61 @@ async def test_invalid_watch_options_are_422(
     assert [cause["field"] for cause in status["details"]["causes"]] == fields
 
 
+# -- the initial state in pages -----------------------------------------------------------------
+
+PAGED = [
+    # objects, page, options, the ADDED events in each message (then the BOOKMARK's message, if asked)
+    (10, 3, {}, [3, 3, 3, 1]),
+    (8, 4, {}, [4, 4]),
+    (2, 500, {}, [2]),
+    (10, 4, {"labelSelector": "even=true"}, [2, 2, 1]),  # a page is read, then filtered
+    (6, 4, {"sendInitialEvents": True, "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": True},
+     [4, 2, 0]),
+]
+
+
+@pytest.mark.parametrize(("objects", "page", "options", "messages"), PAGED)
+async def test_initial_state_is_sent_a_page_at_a_time(
+    client: Client, running: RunningCore, objects: int, page: int, options: Obj, messages: list[int]
+) -> None:
+    """A watch holds at most one page of the initial state, rendered, however large the collection."""
+    for i in range(objects):
+        await create(client, config_map(f"c{i:02}", labels={"even": str(i % 2 == 0).lower()}))
+    request = core_pb2.WatchRequest(path=CM, options=options, accept=core_pb2.ENCODING_JSON)
+    stream = core_watch.watch(running.core.context, request, initial_page=page)
+    try:
+        got = [await within(anext(stream)) for _ in messages]
+    finally:
+        await stream.aclose()  # type: ignore[attr-defined]
+    assert [sum(e.type == "ADDED" for e in r.events) for r in got] == messages
+    names = [orjson.loads(e.object.data)["metadata"]["name"] for r in got for e in r.events if e.type == "ADDED"]
+    wanted = [i for i in range(objects) if "labelSelector" not in options or i % 2 == 0]
+    assert names == [f"c{i:02}" for i in wanted]
+    if options.get("sendInitialEvents"):
+        assert [e.type for e in got[-1].events] == ["BOOKMARK"]
+
+
+async def test_initial_state_is_one_snapshot_across_pages(client: Client, running: RunningCore) -> None:
+    """Writes between pages show as changes after the initial state, never inside it."""
+    made = [await create(client, config_map(f"c{i}")) for i in range(4)]
+    request = core_pb2.WatchRequest(path=CM, accept=core_pb2.ENCODING_JSON)
+    stream = core_watch.watch(running.core.context, request, initial_page=2)
+    events = Events(stream, lambda: None, start=False)
+    first = await within(anext(stream))
+    assert [orjson.loads(e.object.data)["metadata"]["name"] for e in first.events] == ["c0", "c1"]
+    changed = await replace(client, made[3], data={"k": "later"})
+    added = await create(client, config_map("c9"))
+    await within(client.delete(cm_path("c2")))
+    deleted_at = current(running)
+    events.start()
+    async with events:
+        got = await events.take(5)
+    assert summary(got) == [
+        ("ADDED", "c2", rv(made[2])), ("ADDED", "c3", rv(made[3])),  # as the first page's revision saw them
+        ("MODIFIED", "c3", rv(changed)), ("ADDED", "c9", rv(added)), ("DELETED", "c2", deleted_at)]
+    assert got[1][1]["data"] == {"k": "v"}
+
+
 # -- how a stream ends ---------------------------------------------------------------------------
 
 

@@ -40,8 +40,9 @@ from server.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.limits.config import Limits
 from server.limits.limiter import Limiter
-from storage import StorageError, StoreOptions
+from storage import StorageError, StoreOptions, files
 from storage.lmdb import LmdbStore
+from storage.options import DEFAULT_QUOTA_BYTES
 
 log = logging.getLogger("capstan")
 
@@ -108,6 +109,22 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         help="fsync every acknowledged write (default true). false is UNSAFE: for tests only,"
         " a crash may lose acknowledged writes",
     )
+    parser.add_argument(
+        "--quota-backend-bytes", type=int, default=DEFAULT_QUOTA_BYTES, metavar="BYTES",
+        help=f"the most data the store holds, as etcd's flag (default {DEFAULT_QUOTA_BYTES}, 2 GiB; 0: the default;"
+        " negative: no quota). Past it creates and updates answer 507 InsufficientStorage; reads and deletes"
+        " still work, and /readyz's etcd-quota check fails",
+    )
+
+
+async def _open_store(args: argparse.Namespace) -> LmdbStore:
+    """The data directory and its store, private to this user (storage/files.py), the default cert dir too."""
+    files.private_dir(args.data_dir)
+    if (args.data_dir / "pki").is_dir():
+        files.private_dir(args.data_dir / "pki")
+    quota = args.quota_backend_bytes or DEFAULT_QUOTA_BYTES  # etcd's reading of the flag: 0 is the default
+    return await LmdbStore.open(args.data_dir / "lmdb",
+                                StoreOptions(sync=args.sync, quota_bytes=quota if quota > 0 else None))
 
 
 def _core_flags(parser: argparse.ArgumentParser) -> None:
@@ -335,13 +352,13 @@ async def serve(args: argparse.Namespace) -> None:
     _check_insecure(args)
     stop = _stop_event()
     host = _host(args.bind_address)
-    store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
+    store = await _open_store(args)
     limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
     try:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter)
+                            limiter=limiter, storage=store)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                               connection_limits=_connection_limits(args))
@@ -354,7 +371,7 @@ async def serve(args: argparse.Namespace) -> None:
             core = await _start_core(store, args, _security(args, certs),
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter)
+                            limiter=limiter, storage=store)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                               connection_limits=_connection_limits(args))
@@ -363,6 +380,7 @@ async def serve(args: argparse.Namespace) -> None:
             summary = " ".join(f"{name} {endpoints[key]}" for name, key in
                                (("HTTPS", "https"), ("gRPC", "grpc"), ("gRPC-mTLS", "grpc-mtls")) if key in endpoints)
         kubeconfigs.write_endpoints(args.data_dir, endpoints)
+        files.private_file(args.data_dir / ENDPOINTS_FILE)  # no secret in it, but the data dir's files are 0600
         log.info("capstan serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
         await stop.wait()
         log.info("capstan shutting down")
@@ -376,7 +394,7 @@ async def core(args: argparse.Namespace) -> None:
     _check_insecure(args)
     stop = _stop_event()
     host = _host(args.bind_address)
-    store = await LmdbStore.open(args.data_dir / "lmdb", StoreOptions(sync=args.sync))
+    store = await _open_store(args)
     try:
         if args.insecure:
             running = await _start_core(store, args, INSECURE)

@@ -107,11 +107,12 @@ async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], 
         return respond.status(None, failure(500, "InternalError", f"Internal error occurred: {err}"))
 
 
-def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", limiter: Limiter | None = None
-              ) -> web.Application:
-    """`limiter`: the load shedding of this process's transports (kube's defaults when None)."""
+def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", limiter: Limiter | None = None,
+              storage: metrics.StorageSize | None = None) -> web.Application:
+    """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
+    store beside the gateway, when there is one, for its size and quota on /metrics."""
     limiter = limiter or Limiter()
-    counters = metrics.Metrics(limiter)
+    counters = metrics.Metrics(limiter, storage)
     app = web.Application(client_max_size=MAX_BODY + 1,
                           middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter),
                                        access.middleware(client), _compress])

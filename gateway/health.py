@@ -39,9 +39,9 @@ log = logging.getLogger(__name__)
 
 ENDPOINTS = ("healthz", "livez", "readyz")
 STORE = "etcd"  # kube's name for its storage check (EtcdOptions.addEtcdHealthEndpoint); clients look for it
-READINESS_ONLY = frozenset({"etcd-readiness", "informer-sync"})  # added with AddReadyzChecks in kube
+READINESS_ONLY = frozenset({"etcd-readiness", "etcd-quota", "informer-sync"})  # AddReadyzChecks in kube
 # kube-apiserver's registration order: storage checks, informer-sync, then the post-start hooks.
-_ORDER = {STORE: 0, "etcd-readiness": 1, "informer-sync": 2}
+_ORDER = {STORE: 0, "etcd-readiness": 1, "etcd-quota": 2, "informer-sync": 3}
 _TEXT = "text/plain; charset=utf-8"
 _NOSNIFF = {"X-Content-Type-Options": "nosniff"}
 
@@ -78,7 +78,7 @@ class Health:
             log.warning("health: the core did not answer: %s", err)
             return [Result(STORE, False, f"the core did not answer: {err}")]
         return [Result(name, ok, f"the core reports {name} failing; its log says why")
-                for name, ok in sorted(checks.items(), key=lambda item: (_ORDER.get(item[0], 3), item[0]))]
+                for name, ok in sorted(checks.items(), key=lambda item: (_ORDER.get(item[0], len(_ORDER)), item[0]))]
 
 
 def _log_check() -> Result:

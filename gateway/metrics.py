@@ -9,12 +9,17 @@ scraped, under kube's names: apiserver_current_inflight_requests,
 apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
 (priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
 (by reason) and apiserver_dropped_requests_total.
+The store's size and quota, where the gateway runs beside it (`capstan serve`), are read when
+scraped too: kube's apiserver_storage_size_bytes and etcd's etcd_server_quota_backend_bytes
+(kube-apiserver does not export the quota; etcd, which enforces it, does).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -30,14 +35,26 @@ BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4,
 _VERBS = {"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", "update": "PUT", "patch": "PATCH",
           "delete": "DELETE", "deletecollection": "DELETECOLLECTION"}
 
+STORAGE_CLUSTER_ID = "capstan"  # the label kube gives the storage's size by; Capstan has one store
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+class StorageSize(Protocol):
+    """What the metrics read of a store beside the gateway (a storage.Store satisfies it)."""
+
+    def size_bytes(self) -> int: ...
+
+    def quota_bytes(self) -> int | None: ...
+
+
 class Metrics:
-    def __init__(self, limiter: Limiter | None = None) -> None:
+    def __init__(self, limiter: Limiter | None = None, storage: StorageSize | None = None) -> None:
         self.registry = CollectorRegistry()
         if limiter is not None:
             self.registry.register(_LimiterCollector(limiter))
+        if storage is not None:
+            self.registry.register(_StorageCollector(storage))
         self.requests = Counter("apiserver_request", "Counter of apiserver requests broken out for each verb, "
                                 "dry run value, group, version, resource, scope, component, and HTTP response code.",
                                 LABELS, registry=self.registry)
@@ -103,3 +120,19 @@ class _LimiterCollector(Collector):
                 rejected.add_metric([kind, FLOW_SCHEMA, reason], count)
             dropped.add_metric([kind], sum(lane.rejected.values()))
         yield from (inflight, executing, inqueue, rejected, dropped)
+
+
+class _StorageCollector(Collector):
+    def __init__(self, storage: StorageSize) -> None:
+        self._storage = storage
+
+    def collect(self) -> Iterator[Metric]:
+        size = GaugeMetricFamily("apiserver_storage_size_bytes", "Size of the storage database file physically "
+                                 "allocated in bytes.", labels=["storage_cluster_id"])
+        with contextlib.suppress(Exception):  # a closed or failing store is /readyz's to report, not the scrape's
+            size.add_metric([STORAGE_CLUSTER_ID], self._storage.size_bytes())
+        yield size
+        quota = self._storage.quota_bytes()
+        if quota is not None:
+            yield GaugeMetricFamily("etcd_server_quota_backend_bytes", "Current backend storage quota size in "
+                                    "bytes.", value=quota)

@@ -26,6 +26,7 @@ class Core:
         self.health = health.HealthChecks()
         self.health.add("etcd", health.store_check(store))
         self.health.add("etcd-readiness", health.store_check(store))
+        self.health.add("etcd-quota", health.quota_check(store))
 
     @property
     def registry(self) -> Registry:

@@ -35,6 +35,7 @@ GRPC_CODES: dict[int, grpc.StatusCode] = {
     500: grpc.StatusCode.INTERNAL,
     503: grpc.StatusCode.UNAVAILABLE,
     504: grpc.StatusCode.DEADLINE_EXCEEDED,
+    507: grpc.StatusCode.RESOURCE_EXHAUSTED,  # over the storage quota, as etcd answers it (server/storage_errors.py)
 }
 
 MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"

@@ -5,6 +5,8 @@ core only answers which of its checks pass. The names are kube-apiserver's where
 same part: `etcd` and `etcd-readiness` for the store (EtcdOptions.addEtcdHealthEndpoint: a read
 through the storage client), `informer-sync` for the core's watches having listed once, and
 `poststarthook/<name>` for what the core started (GenericAPIServer.AddPostStartHook).
+`etcd-quota` is Capstan's own, readiness only: it fails while the store is over its quota, as etcd's
+/health reports false under its NOSPACE alarm (kube has no such check: its etcd check only reads).
 
 A check returns None when it passes, else the reason it fails; the reason goes to the core's log
 only, never to an HTTP client (kube-apiserver withholds it too, and grpc.health.v1 carries no text).
@@ -87,5 +89,24 @@ def condition(holds: Callable[[], bool], reason: str) -> Check:
 
     async def check() -> str | None:
         return None if holds() else reason
+
+    return check
+
+
+QUOTA_HEADROOM = 3 << 19  # 1.5 MiB: the largest object kube-apiserver's storage takes
+
+
+def quota_check(store: Store) -> Check:
+    """Fails while the space left under the store's quota is less than QUOTA_HEADROOM (a tenth of the
+    quota if that is less), where the next large write may be refused; passes again once space is freed."""
+
+    async def check() -> str | None:
+        quota = store.quota_bytes()
+        if quota is None:
+            return None
+        used = store.size_bytes()
+        if quota - used < min(QUOTA_HEADROOM, quota // 10):
+            return f"the store holds {used} bytes, near its quota of {quota}: large writes are refused"
+        return None
 
     return check

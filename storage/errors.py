@@ -51,3 +51,27 @@ class StoreClosed(StorageError):
 
 class BackendFailure(StorageError):
     """The backend failed in a way the caller cannot fix (I/O error, corrupt file)."""
+
+
+class QuotaExceeded(StorageError):
+    """A create or update would take the store past its quota (StoreOptions.quota_bytes).
+
+    Nothing was written. Reads, watches, deletes and compaction still work: deleting keys and
+    compacting their history brings size_bytes down, and writes are accepted again.
+    """
+
+    def __init__(self, size: int, cost: int, quota: int) -> None:
+        super().__init__(
+            f"database space exceeded: {size} bytes in use and {cost} more would pass the quota of {quota} bytes"
+        )
+        self.size = size
+        self.cost = cost
+        self.quota = quota
+
+
+class DiskFailure(StorageError):
+    """The backend could not write to its disk (no space left, an I/O error).
+
+    Nothing of the failed write was applied, and the store keeps serving: a retry succeeds
+    once the disk takes writes again.
+    """

@@ -31,6 +31,17 @@ with no gap and no duplicate: history first, then live changes. Example: after
 writes at revisions 5, 6 and 7, watch(from_revision=5) yields 6 and 7 and then
 whatever comes next. A watcher that falls more than its queue bound behind
 gets `WatcherTooSlow` on its next read and is closed; writers never wait for it.
+
+Quota
+-----
+`size_bytes()` is how much data the store holds: keys, values and the history not yet
+compacted (for LMDB, the pages in use; freed pages are reused, so the file keeps its
+high-water mark). A create or update whose cost (len(key) + len(value)) would take it past
+`StoreOptions.quota_bytes` raises `QuotaExceeded` and writes nothing, as etcd refuses a put
+past --quota-backend-bytes; the cost stands for the write's pages, so the size can pass the quota
+by the last writes' overhead, never by more. Failed compares are data as always, quota or not. Deletes, reads,
+watches and compaction are never refused, so deleting keys and compacting their history
+brings the size back under the quota and writes succeed again.
 """
 
 from __future__ import annotations
@@ -146,6 +157,14 @@ class Store(Protocol):
 
     def compacted_revision(self) -> int:
         """The oldest revision still readable: reads and watches from it on work (0 before any compaction)."""
+        ...
+
+    def size_bytes(self) -> int:
+        """The data the store holds, as the quota measures it (see Quota above)."""
+        ...
+
+    def quota_bytes(self) -> int | None:
+        """The quota writes are held to (StoreOptions.quota_bytes); None when there is none."""
         ...
 
     async def close(self) -> None:

@@ -14,7 +14,7 @@ from storage import validate
 from storage.broadcast import Broadcaster
 from storage.clock import RevisionClock
 from storage.compactor import AutoCompactor
-from storage.errors import Compacted, InvalidArgument, StoreClosed
+from storage.errors import Compacted, InvalidArgument, QuotaExceeded, StoreClosed
 from storage.options import StoreOptions
 from storage.types import (
     CountResult,
@@ -39,6 +39,7 @@ class MemoryStore:
         self._compacted = 0
         self._versions: dict[bytes, Versions] = {}
         self._log: list[Event] = []  # in revision order; compaction drops the head
+        self._size = 0  # len(key) + len(value) of every retained version, tombstones by their key
         self._clock = RevisionClock(self._revision)
         self._broadcaster = Broadcaster(options.watch_queue_size)
         self._compactor = AutoCompactor(self, options)
@@ -108,6 +109,7 @@ class MemoryStore:
         cur = self._at(key, self._revision)
         if cur is not None:
             return WriteResult(Outcome.EXISTS, self._revision, cur)
+        self._admit(key, value)
         rev = self._revision + 1
         kv = KeyValue(key, value, rev, rev, 1)
         self._commit(Event(EventType.PUT, kv, None))
@@ -121,7 +123,7 @@ class MemoryStore:
         expected = validate.check_expected(expected_mod_revision)
         return self._write(key, expected, lambda cur, rev: KeyValue(
             key, value, cur.create_revision, rev, cur.version + 1
-        ))
+        ), value)
 
     async def delete(self, key: bytes, *, expected_mod_revision: int | None = None) -> WriteResult:
         validate.check_key(key)
@@ -133,8 +135,9 @@ class MemoryStore:
         key: bytes,
         expected: int | None,
         make: Callable[[KeyValue, int], KeyValue] | None,
+        value: bytes = b"",
     ) -> WriteResult:
-        """Update (make given) or delete (make None) under the compare rules."""
+        """Update (make given, writing `value`) or delete (make None) under the compare rules."""
         self._check_open()
         cur = self._at(key, self._revision)
         if cur is None:
@@ -146,11 +149,20 @@ class MemoryStore:
             gone = KeyValue(key, b"", cur.create_revision, rev, cur.version)
             self._commit(Event(EventType.DELETE, gone, cur))
             return WriteResult(Outcome.OK, rev, None, cur)
+        self._admit(key, value)
         kv = make(cur, rev)
         self._commit(Event(EventType.PUT, kv, cur))
         return WriteResult(Outcome.OK, rev, kv, cur)
 
+    def _admit(self, key: bytes, value: bytes) -> None:
+        """Raise QuotaExceeded when a put of key and value would take the size past the quota."""
+        quota = self._options.quota_bytes
+        cost = len(key) + len(value)
+        if quota is not None and self._size + cost > quota:
+            raise QuotaExceeded(self._size, cost, quota)
+
     def _commit(self, event: Event) -> None:
+        self._size += len(event.kv.key) + len(event.kv.value)
         self._revision = event.revision
         now = event.kv if event.type is EventType.PUT else None
         self._versions.setdefault(event.kv.key, []).append((event.revision, now))
@@ -206,6 +218,11 @@ class MemoryStore:
                 self._versions[key] = kept
             else:
                 del self._versions[key]
+        self._size = sum(
+            len(key) + (len(kv.value) if kv is not None else 0)
+            for key, versions in self._versions.items()
+            for _, kv in versions
+        )
         return self._revision
 
     def current_revision(self) -> int:
@@ -213,6 +230,12 @@ class MemoryStore:
 
     def compacted_revision(self) -> int:
         return self._compacted
+
+    def size_bytes(self) -> int:
+        return self._size
+
+    def quota_bytes(self) -> int | None:
+        return self._options.quota_bytes
 
     async def close(self) -> None:
         if self._closed:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+DEFAULT_QUOTA_BYTES = 2 << 30  # etcd's --quota-backend-bytes default (2 GiB)
+
 
 @dataclass(frozen=True, slots=True)
 class StoreOptions:
@@ -27,3 +29,7 @@ class StoreOptions:
     max_batch: int = 4_096
     # Initial LMDB map size; the map grows by doubling whenever it fills.
     initial_map_size: int = 1 << 30
+    # The most data the store holds (Store.size_bytes), as etcd's --quota-backend-bytes: a create or
+    # update that would take the size past it raises QuotaExceeded; deletes, reads and compaction go on,
+    # so space can be freed. None: no quota (the disk is the limit).
+    quota_bytes: int | None = DEFAULT_QUOTA_BYTES

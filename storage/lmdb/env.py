@@ -1,7 +1,9 @@
-"""Opening the LMDB environment: one per data directory, with the map grown on demand."""
+"""Opening the LMDB environment: one per data directory, private to the server's user, with the
+map grown on demand; what its data occupies; which of its failures are the disk's."""
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +11,8 @@ from typing import Any
 
 import lmdb
 
-from storage.errors import BackendFailure
+from storage import files
+from storage.errors import BackendFailure, DiskFailure, StorageError
 from storage.lmdb import layout
 from storage.options import StoreOptions
 
@@ -28,12 +31,13 @@ def open_env(path: Path, options: StoreOptions) -> Databases:
 
     With options.sync the data and the meta page are fsynced at every commit, so
     a committed transaction survives a crash; otherwise a crash may lose the last ones.
+    The directory is 0700 and its files 0600 (storage/files.py), looser ones are tightened.
     """
     try:
-        os.makedirs(path, exist_ok=True)
+        files.private_dir(path)
         env = lmdb.open(
             str(path),
-            map_size=options.initial_map_size,
+            mode=files.FILE_MODE,  # LMDB creates data.mdb and lock.mdb with it (the umask can only narrow it)
             max_dbs=8,
             sync=options.sync,
             metasync=options.sync,
@@ -49,9 +53,39 @@ def open_env(path: Path, options: StoreOptions) -> Databases:
                 txn.put(layout.META_REVISION, layout.rev(1))
                 txn.put(layout.META_COMPACTED, layout.rev(0))
                 txn.put(layout.META_COMPACT_DONE, layout.rev(0))
+        for name in ("data.mdb", "lock.mdb"):
+            files.private_file(path / name)
     except (lmdb.Error, OSError) as err:
         raise BackendFailure(f"cannot open the store in {path}: {err}") from err
     return Databases(env, kv, log, idx, meta)
+
+
+def size(txn: Any, dbs: Databases) -> int:
+    """Bytes of the pages the data uses in `txn`: every database's tree, the main one included.
+
+    Pages freed by deletes and compaction drop out at once and are reused by later writes (once
+    no reader holds them), so this falls when space is reclaimed while the file never shrinks.
+    """
+    total = 0
+    psize = 0
+    for db in (None, dbs.kv, dbs.log, dbs.idx, dbs.meta):
+        stat = txn.stat(db) if db is not None else dbs.env.stat()
+        psize = stat["psize"]
+        total += stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"]
+    return total * psize
+
+
+# What LMDB reports when the disk refuses a write: it gives only the message (a short write at
+# commit is EIO, "mdb_txn_commit: Input/output error"), so the errno's text is what we can match.
+_DISK_ERRORS = tuple(os.strerror(code) for code in (errno.EIO, errno.ENOSPC, errno.EFBIG, errno.EDQUOT))
+
+
+def write_failure(err: BaseException) -> StorageError:
+    """The typed error for a failed write transaction: DiskFailure when the disk refused it."""
+    if isinstance(err, lmdb.DiskError) or (isinstance(err, (lmdb.Error, OSError))
+                                           and any(text in str(err) for text in _DISK_ERRORS)):
+        return DiskFailure(f"the disk refused the write ({err}); nothing was written")
+    return BackendFailure(f"write failed: {err}")
 
 
 def grow(dbs: Databases) -> None:

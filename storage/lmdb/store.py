@@ -21,7 +21,7 @@ from storage.clock import RevisionClock
 from storage.compactor import AutoCompactor
 from storage.errors import BackendFailure, Compacted, InvalidArgument, StoreClosed
 from storage.lmdb import compact, layout, reader
-from storage.lmdb.env import Databases, open_env
+from storage.lmdb.env import Databases, open_env, size
 from storage.lmdb.writer import CREATE, DELETE, UPDATE, Job, WriteOp, Writer
 from storage.options import StoreOptions
 from storage.types import CountResult, Event, GetResult, KeyValue, ListResult, WriteResult
@@ -44,7 +44,9 @@ class LmdbStore:
             revision, self._compacted = reader.revision(txn, dbs), reader.compacted(txn, dbs)
         self._clock = RevisionClock(revision)
         self._broadcaster = Broadcaster(options.watch_queue_size)
-        self._writer = Writer(dbs, loop, max_batch=options.max_batch, on_commit=self._committed)
+        self._writer = Writer(
+            dbs, loop, max_batch=options.max_batch, quota=options.quota_bytes, on_commit=self._committed
+        )
         self._compactor = AutoCompactor(self, options)
         self._compact_lock = asyncio.Lock()
 
@@ -224,6 +226,13 @@ class LmdbStore:
 
     def compacted_revision(self) -> int:
         return self._compacted
+
+    def size_bytes(self) -> int:
+        used: int = self._read(size)
+        return used
+
+    def quota_bytes(self) -> int | None:
+        return self._options.quota_bytes
 
     async def close(self) -> None:
         """Stop the compactor, commit what was submitted, end watches, close LMDB."""

@@ -7,6 +7,10 @@ and only then resolves the futures and publishes the events, in one callback on
 the loop. So an acknowledged write is on disk, and concurrent writers share the
 cost of the fsync. Maintenance jobs (compaction steps) run on the same thread
 between batches, one bounded transaction each, so writers wait at most one step.
+
+The quota is enforced here, per write, in the batch's transaction: the size in use when the
+batch starts, plus the cost of the puts accepted before it in the batch, plus its own cost must
+stay within the quota, else that write alone fails with QuotaExceeded (deletes always pass).
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ from typing import Any
 
 import lmdb
 
-from storage.errors import BackendFailure, StoreClosed
+from storage.errors import BackendFailure, QuotaExceeded, StoreClosed
 from storage.lmdb import layout, reader
-from storage.lmdb.env import Databases, grow
+from storage.lmdb.env import Databases, grow, size, write_failure
 from storage.types import Event, EventType, KeyValue, Outcome, WriteResult
 
 log = logging.getLogger(__name__)
@@ -58,11 +62,13 @@ class Writer:
         loop: asyncio.AbstractEventLoop,
         *,
         max_batch: int,
+        quota: int | None,
         on_commit: Callable[[int, list[tuple[WriteOp, WriteResult]], list[Event]], None],
     ) -> None:
         self._dbs = dbs
         self._loop = loop
         self._max_batch = max_batch
+        self._quota = quota
         self._on_commit = on_commit
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="capstan-lmdb-writer", daemon=True)
@@ -142,13 +148,30 @@ class Writer:
     def _commit_batch(self, batch: list[WriteOp]) -> None:
         results: list[tuple[WriteOp, WriteResult]] = []
         events: list[Event] = []
+        refused: list[tuple[WriteOp, QuotaExceeded]] = []
 
         def apply(txn: Any) -> int:
             results.clear()
             events.clear()
+            refused.clear()
+            quota = self._quota
+            used = size(txn, self._dbs) if quota is not None else 0
+
+            def admit(op: WriteOp) -> bool:
+                nonlocal used
+                cost = len(op.key) + len(op.value)
+                if quota is not None and used + cost > quota:
+                    refused.append((op, QuotaExceeded(used, cost, quota)))
+                    return False
+                used += cost
+                return True
+
             revision = layout.unrev(txn.get(layout.META_REVISION, db=self._dbs.meta))
             for op in batch:
-                result, event = _apply(txn, self._dbs, op, revision)
+                outcome = _apply(txn, self._dbs, op, revision, admit)
+                if outcome is None:
+                    continue
+                result, event = outcome
                 if event is not None:
                     revision = event.revision
                     events.append(event)
@@ -161,10 +184,12 @@ class Writer:
             revision = self._with_txn(apply)
         except BaseException as err:  # lmdb.Error and anything else: fail the batch, keep serving
             log.exception("write batch failed")
-            failure = BackendFailure(f"write failed: {err}")
+            failure = write_failure(err)
             self._loop.call_soon_threadsafe(_fail_all, [op.future for op in batch], failure)
             return
         assert isinstance(revision, int)
+        for op, error in refused:
+            self._loop.call_soon_threadsafe(_fail_all, [op.future], error)
         self._loop.call_soon_threadsafe(self._on_commit, revision, list(results), list(events))
 
     def _run_job(self, job: Job) -> None:
@@ -172,18 +197,25 @@ class Writer:
             result = self._with_txn(job.fn)
         except BaseException as err:
             log.exception("maintenance job failed")
-            self._loop.call_soon_threadsafe(_fail_all, [job.future], BackendFailure(str(err)))
+            self._loop.call_soon_threadsafe(_fail_all, [job.future], write_failure(err))
             return
         self._loop.call_soon_threadsafe(_resolve, job.future, result)
 
 
-def _apply(txn: Any, dbs: Databases, op: WriteOp, revision: int) -> tuple[WriteResult, Event | None]:
-    """One write under its compare rule; the event when it succeeded (at revision + 1)."""
+def _apply(
+    txn: Any, dbs: Databases, op: WriteOp, revision: int, admit: Callable[[WriteOp], bool]
+) -> tuple[WriteResult, Event | None] | None:
+    """One write under its compare rule; the event when it succeeded (at revision + 1).
+
+    None when a put that passed its compare is refused by admit (the quota): nothing written.
+    """
     cur = reader.latest(txn, dbs, op.key)
     new_rev = revision + 1
     if op.kind == CREATE:
         if cur is not None:
             return WriteResult(Outcome.EXISTS, revision, cur), None
+        if not admit(op):
+            return None
         kv = KeyValue(op.key, op.value, new_rev, new_rev, 1)
         _put(txn, dbs, kv, 0)
         return WriteResult(Outcome.OK, new_rev, kv, None), Event(EventType.PUT, kv, None)
@@ -192,6 +224,8 @@ def _apply(txn: Any, dbs: Databases, op: WriteOp, revision: int) -> tuple[WriteR
     if op.expected is not None and op.expected != cur.mod_revision:
         return WriteResult(Outcome.CONFLICT, revision, cur), None
     if op.kind == UPDATE:
+        if not admit(op):
+            return None
         kv = KeyValue(op.key, op.value, cur.create_revision, new_rev, cur.version + 1)
         _put(txn, dbs, kv, cur.mod_revision)
         return WriteResult(Outcome.OK, new_rev, kv, cur), Event(EventType.PUT, kv, cur)

@@ -33,7 +33,7 @@ HOOKS = [  # what start_core starts, in name order
 CHECKS = {
     "healthz": ["ping", "log", "etcd", *HOOKS],
     "livez": ["ping", "log", "etcd", *HOOKS],
-    "readyz": ["ping", "log", "etcd", "etcd-readiness", "informer-sync", *HOOKS, "shutdown"],
+    "readyz": ["ping", "log", "etcd", "etcd-readiness", "etcd-quota", "informer-sync", *HOOKS, "shutdown"],
 }
 
 

@@ -23,6 +23,7 @@ from storage import (
     InvalidArgument,
     KeyValue,
     Outcome,
+    QuotaExceeded,
     RevisionTooLarge,
     Store,
     StoreClosed,
@@ -493,3 +494,68 @@ async def test_closed_store_raises_store_closed(store: Store, name: str, call: C
     await within(store.close())  # idempotent
     with pytest.raises(StoreClosed):
         await within(call(store))
+
+
+# ---------------------------------------------------------------- quota
+
+# etcd holds writes to its own --quota-backend-bytes, on the server and for the whole cluster;
+# tests/storage/test_etcd_specific.py checks that its refusal is QuotaExceeded.
+ETCD_QUOTA = "etcd's quota is the server's --quota-backend-bytes (test_etcd_specific.py)"
+QUOTA = 256 << 10  # tiny, so a few hundred writes reach it; LMDB counts pages, the memory store bytes
+VALUE = b"v" * 1000
+
+QUOTA_WRITES: list[tuple[str, Call]] = [
+    ("create", lambda s: s.create(b"/q/new", VALUE)),
+    ("update", lambda s: s.update(b"/q/0000", VALUE)),
+    ("update-compared", lambda s: s.update(b"/q/0000", VALUE, expected_mod_revision=2)),
+]
+
+
+async def _fill(store: Store) -> int:
+    """Create keys under /q/ until the quota refuses one; returns how many were created."""
+    for i in range(2 * QUOTA // len(VALUE)):
+        try:
+            await within(store.create(b"/q/%04d" % i, VALUE))
+        except QuotaExceeded as err:
+            assert err.quota == QUOTA and err.size + err.cost > QUOTA, err
+            return i
+    raise AssertionError(f"{2 * QUOTA} bytes written under a quota of {QUOTA} and none refused")
+
+
+@pytest.mark.parametrize(("name", "write"), QUOTA_WRITES, ids=[c[0] for c in QUOTA_WRITES])
+async def test_quota_refuses_puts_but_not_reads_deletes_or_compaction(
+    open_store: OpenStore, backend: str, name: str, write: Call
+) -> None:
+    if backend == "etcd":
+        pytest.skip(ETCD_QUOTA)
+    store = await open_store(StoreOptions(sync=False, future_wait=0.2, compact_interval=0, quota_bytes=QUOTA))
+    assert store.quota_bytes() == QUOTA
+    before = store.size_bytes()
+    created = await _fill(store)
+    assert created > 10 and store.size_bytes() > before
+    full = store.current_revision()
+    with pytest.raises(QuotaExceeded, match=f"quota of {QUOTA} bytes"):
+        await within(write(store))
+    assert store.current_revision() == full  # nothing was written
+    # Failed compares stay data, quota or not.
+    assert (await within(store.create(b"/q/0000", VALUE))).outcome is Outcome.EXISTS
+    assert (await within(store.update(b"/q/0000", VALUE, expected_mod_revision=1))).outcome is Outcome.CONFLICT
+    # Reads and deletes work, and deleting then compacting frees the space for writes again.
+    assert (await within(store.get(b"/q/0000"))).kv is not None
+    assert (await within(store.count(b"/q/"))).count == created
+    for i in range(created):
+        assert (await within(store.delete(b"/q/%04d" % i))).ok
+    await within(store.compact(store.current_revision()))
+    assert store.size_bytes() < QUOTA // 2, store.size_bytes()
+    assert (await within(store.create(b"/q/new", VALUE))).ok
+    assert (await within(store.update(b"/q/new", VALUE))).ok
+
+
+async def test_no_quota_when_none(open_store: OpenStore, backend: str) -> None:
+    if backend == "etcd":
+        pytest.skip(ETCD_QUOTA)
+    store = await open_store(StoreOptions(sync=False, future_wait=0.2, compact_interval=0, quota_bytes=None))
+    assert store.quota_bytes() is None
+    for i in range(2 * QUOTA // len(VALUE)):
+        assert (await within(store.create(b"/q/%04d" % i, VALUE))).ok
+    assert store.size_bytes() > QUOTA

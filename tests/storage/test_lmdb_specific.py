@@ -11,15 +11,22 @@ exception may leave `storage/`.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import stat
 import struct
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import lmdb
 import pytest
 
 from storage import StorageError, Store, StoreOptions
-from tests.storage.conftest import OpenStore, churn, within
+from storage.lmdb import LmdbStore
+from tests.storage.conftest import FAST, OpenStore, churn, within
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SMALL_MAP = StoreOptions(sync=False, future_wait=0.2, compact_interval=0, initial_map_size=256 << 10)
 
@@ -150,3 +157,70 @@ async def test_nested_data_directory_is_created(tmp_path: Path) -> None:
     finally:
         await within(store.close())
     assert (path / "data.mdb").is_file()
+
+
+# ---------------------------------------------------------------- data at rest
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The common umask, under which files are created 0644 unless the code asks otherwise."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def modes(path: Path) -> dict[str, int]:
+    found = {path.name: stat.S_IMODE(path.stat().st_mode)}
+    found.update({p.name: stat.S_IMODE(p.stat().st_mode) for p in path.iterdir()})
+    return found
+
+
+PRIVATE = {"lmdb": 0o700, "data.mdb": 0o600, "lock.mdb": 0o600}
+
+LOOSE_CASES = [
+    # what an older Capstan or an operator left: (dir mode, file mode)
+    (0o755, 0o644),
+    (0o777, 0o666),
+    (0o750, 0o640),
+]
+
+
+@pytest.mark.usefixtures("umask_022")
+async def test_a_new_store_is_private(lmdb_path: Path) -> None:
+    store = await within(LmdbStore.open(lmdb_path, FAST))
+    await within(store.create(b"/registry/secrets/default/s", b"hunter2"))
+    await within(store.close())
+    assert modes(lmdb_path) == PRIVATE
+
+
+@pytest.mark.usefixtures("umask_022")
+@pytest.mark.parametrize(("dir_mode", "file_mode"), LOOSE_CASES)
+async def test_a_loose_store_is_tightened_with_a_warning(
+    lmdb_path: Path, dir_mode: int, file_mode: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    await within((await within(LmdbStore.open(lmdb_path, FAST))).close())
+    os.chmod(lmdb_path, dir_mode)
+    for name in ("data.mdb", "lock.mdb"):
+        os.chmod(lmdb_path / name, file_mode)
+    with caplog.at_level(logging.WARNING, logger="storage.files"):
+        store = await within(LmdbStore.open(lmdb_path, FAST))
+    await within(store.close())
+    assert modes(lmdb_path) == PRIVATE
+    warned = {r.getMessage().split(" had ")[0] for r in caplog.records}
+    assert warned == {str(lmdb_path), str(lmdb_path / "data.mdb"), str(lmdb_path / "lock.mdb")}
+
+
+async def test_a_full_disk_refuses_the_write_cleanly_and_recovers(lmdb_path: Path) -> None:
+    """The disk refuses LMDB's page writes (the writer caps its file size, as a full disk does): the write
+    fails with DiskFailure, not a backend failure, nothing is written, reads go on, and once the disk
+    takes writes again so does the store, without a restart."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.storage.disk_full_writer", str(lmdb_path),
+        cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await within(proc.communicate(), 60.0)
+    assert proc.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("refused DiskFailure the disk refused the write ("), lines
+    assert lines[1:] == ["revision-unchanged True", "read True", "recovered True"]

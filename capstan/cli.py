@@ -36,6 +36,7 @@ from gateway.transport.grpc import GrpcClient
 from gateway.transport.pool import PoolClient
 from server.app import RunningCore, start_core
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
+from server.controllers.election import LEASE_NAME, ElectionConfig
 from server.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.limits.config import Limits
@@ -133,6 +134,27 @@ def _core_flags(parser: argparse.ArgumentParser) -> None:
         help=f"the range Services' cluster IPs are allocated from (default {DEFAULT_SERVICE_CLUSTER_IP_RANGE}, "
         "as kube-apiserver's); its first address is the `kubernetes` Service's",
     )
+    # kube-controller-manager's leader election flags and defaults (server/controllers/election.py)
+    parser.add_argument("--leader-elect", type=_bool, default=True,
+                        help="run the controllers only while this core holds the Lease kube-system/"
+                        f"{LEASE_NAME}, so that one of several cores over one store runs them (default true)")
+    parser.add_argument("--leader-elect-lease-duration", type=_seconds, default=15.0, metavar="SECONDS",
+                        help="how long a standby waits after the last renewal it saw before taking over (default 15s)")
+    parser.add_argument("--leader-elect-renew-deadline", type=_seconds, default=10.0, metavar="SECONDS",
+                        help="how long the leader tries to renew before it stops leading (default 10s)")
+    parser.add_argument("--leader-elect-retry-period", type=_seconds, default=2.0, metavar="SECONDS",
+                        help="time between tries to acquire or renew (default 2s)")
+
+
+def _election(args: argparse.Namespace) -> ElectionConfig:
+    """SystemExit with client-go's words for timings that cannot elect."""
+    config = ElectionConfig(enabled=args.leader_elect, lease_duration=args.leader_elect_lease_duration,
+                            renew_deadline=args.leader_elect_renew_deadline,
+                            retry_period=args.leader_elect_retry_period)
+    problems = config.problems() if config.enabled else []
+    if problems:
+        raise SystemExit(f"capstan: leader election: {'; '.join(problems)}")
+    return config
 
 
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
@@ -345,7 +367,8 @@ async def _start_core(store: LmdbStore, args: argparse.Namespace, security: Secu
                       tls: GrpcTls | None = None, limiter: Limiter | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
-                            limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args))
+                            limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
+                            election=_election(args))
 
 
 async def serve(args: argparse.Namespace) -> None:

@@ -2,10 +2,16 @@
 (namespaces, garbage collection, the pod terminator), gRPC server.
 
 `capstan serve` and the tests start the core through here, so both run the same parts.
+
+Every core serves every verb and keeps what serving needs (the CRD registry, the namespace index, the
+authentication and RBAC indexes). The singletons (server/controllers/singletons.py) run only while this core
+leads: at once when it runs alone (election None), else when it holds the Lease
+(server/controllers/election.py); they stop the moment it stops leading.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from server import bootstrap, health, service
@@ -13,8 +19,10 @@ from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import Security, start_security
 from server.controllers.crds import CrdController
+from server.controllers.election import ElectionConfig, LeaderElector, Singleton, awaitable
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
+from server.controllers.singletons import Singletons
 from server.controllers.terminator import PodTerminator
 from server.core import Core
 from server.grpc_server import KUBE_GRPC_LIMITS, GrpcLimits, GrpcTls, RunningGrpc, start_grpc, stop_grpc
@@ -34,6 +42,8 @@ class RunningCore:
     terminator: PodTerminator
     crds: CrdController | None = None  # serves CustomResourceDefinitions (server/controllers/crds.py)
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
+    singletons: Singletons | None = None  # what runs while this core leads
+    election: LeaderElector | None = None  # None: this core leads alone, unelected
 
     @property
     def guard(self) -> GuardedCore:
@@ -47,7 +57,12 @@ class RunningCore:
         return self.grpc.port
 
     async def stop(self) -> None:
+        """Stop serving, then leading (the Lease released for a standby), then everything else."""
         await stop_grpc(self.grpc)
+        if self.election is not None:
+            await self.election.stop()
+        elif self.singletons is not None:
+            await self.singletons.stop()
         await self.namespaces.stop()
         await self.garbage_collector.stop()
         await self.terminator.stop()
@@ -60,13 +75,17 @@ class RunningCore:
 async def start_core(store: Store, *, listen: str, grpc_port: int, security: SecurityConfig,
                      service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
                      tls: GrpcTls | None = None, namespace_controllers: bool = True,
-                     limiter: Limiter | None = None, grpc_limits: GrpcLimits = KUBE_GRPC_LIMITS) -> RunningCore:
+                     limiter: Limiter | None = None, grpc_limits: GrpcLimits = KUBE_GRPC_LIMITS,
+                     election: ElectionConfig | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
     puts in every namespace (the default ServiceAccount, kube-root-ca.crt), as envtest does: tests that count
     revisions use it. `limiter` sheds the gRPC port's load (server/limits/; kube's defaults when None): `capstan
-    serve` passes the one its HTTP gateway uses too. `grpc_limits` bound each gRPC connection (grpc_server.py)."""
+    serve` passes the one its HTTP gateway uses too. `grpc_limits` bound each gRPC connection (grpc_server.py).
+    `election`: campaign for the singletons on its Lease (several cores over one store); None or not enabled:
+    this core runs them alone, as a kube-controller-manager with --leader-elect=false. Either way a core that
+    can lead leads before start_core returns."""
     registry = Registry(BUILTIN)
     service_resource, allocator = services(service_cluster_ip_range)
     registry.add(service_resource)
@@ -76,30 +95,48 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     namespaces = NamespaceController(core)
     namespaces.start()
     garbage_collector = GarbageCollector(core)
-    garbage_collector.start()
     terminator = PodTerminator(core)
-    terminator.start()
     crds = CrdController(core)
     await crds.start()
+    secured = await start_security(core, security, controllers=namespace_controllers, elected=True)
+    singletons = Singletons([
+        Singleton("GarbageCollector", awaitable(garbage_collector.start), garbage_collector.stop),
+        Singleton("PodTerminator", awaitable(terminator.start), terminator.stop),
+        Singleton("NamespaceController", awaitable(namespaces.lead), namespaces.unlead),
+        Singleton("CrdController", crds.lead, crds.unlead),
+        *secured.singletons,
+    ])
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
-                       crds=crds)
-    secured = await start_security(core, security, controllers=namespace_controllers)
+                       crds=crds, leading=singletons.leading)
+    elector = None
+    if election is not None and election.enabled:
+        elector = LeaderElector(core, election, on_started=singletons.start, on_stopped=singletons.stop)
+        await elector.start()
+    else:
+        await singletons.start()
     registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
-    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured)
+    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured, singletons, elector)
 
 
 def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,
-                       collector: GarbageCollector, terminator: PodTerminator, crds: CrdController) -> None:
+                       collector: GarbageCollector, terminator: PodTerminator, crds: CrdController,
+                       leading: Callable[[], bool]) -> None:
     """The checks of what start_core started, under kube-apiserver's names where kube has the same part
     (the namespace controller and the garbage collector are kube-controller-manager's there, and are
-    named here by their controller names; the pod terminator stands in for the kubelets)."""
-    checks.add("informer-sync", health.condition(collector.synced, "the garbage collector has not listed yet"))
+    named here by their controller names; the pod terminator stands in for the kubelets). A standby core
+    runs no singleton: their checks pass while another core leads."""
+
+    def led(part: Callable[[], bool]) -> Callable[[], bool]:
+        return lambda: not leading() or part()
+
+    checks.add("informer-sync", health.condition(led(collector.synced), "the garbage collector has not listed yet"))
     checks.add("poststarthook/start-system-namespaces-controller", health.done())  # ensure_default_namespaces
     checks.add("poststarthook/bootstrap-controller", health.done())  # ensure_kubernetes_service
     checks.add("poststarthook/crd-informer-synced", health.done())  # CrdController.start served the stored CRDs
     checks.add("poststarthook/start-apiextensions-controllers", health.condition(crds.running, "not running"))
     checks.add("poststarthook/start-namespace-controller", health.condition(namespaces.running, "not running"))
-    checks.add("poststarthook/start-garbage-collector-controller", health.condition(collector.running, "not running"))
-    checks.add("poststarthook/start-pod-terminator", health.condition(terminator.running, "not running"))
+    checks.add("poststarthook/start-garbage-collector-controller",
+               health.condition(led(collector.running), "not running"))
+    checks.add("poststarthook/start-pod-terminator", health.condition(led(terminator.running), "not running"))

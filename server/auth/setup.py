@@ -24,6 +24,7 @@ from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, Union
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore, unguarded
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
+from server.controllers.election import Singleton, awaitable
 from server.core import Core
 
 MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
@@ -39,6 +40,7 @@ class Security:
     is_proxy: Callable[[bytes], bool]
     accounts: ServiceAccounts | None = None  # tokens, the issuer's documents, the per-namespace controllers
     stops: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    singletons: list[Singleton] = field(default_factory=list)  # elected=True: for the caller to start and stop
 
     async def stop(self) -> None:
         for stop in reversed(self.stops):
@@ -49,19 +51,24 @@ def _never(der: bytes) -> bool:
     return False
 
 
-async def start_security(core: Core, config: SecurityConfig, *, controllers: bool = True) -> Security:
+async def start_security(core: Core, config: SecurityConfig, *, controllers: bool = True,
+                         elected: bool = False) -> Security:
     """ConfigError when the configuration cannot start (an unknown mode, an unreadable file). `controllers`:
-    whether every namespace gets its default ServiceAccount and root CA ConfigMap."""
+    whether every namespace gets its default ServiceAccount and root CA ConfigMap. elected=True starts none of
+    the controllers (the default ServiceAccount, the root CA publisher, ClusterRole aggregation) but lists them
+    in Security.singletons, for the caller to run while it leads."""
     try:
         auditor = start_audit(config, core.registry)  # first: a policy kube refuses starts nothing
     except PolicyError as err:
         raise ConfigError(str(err)) from None
     try:
-        accounts = await start_service_accounts(core, config, controllers=controllers)
+        accounts = await start_service_accounts(core, config, controllers=controllers, start_controllers=not elected)
     except (OSError, ValueError) as err:
         raise ConfigError(str(err)) from None
+    singletons = [Singleton(type(c).__name__, c.start, c.stop) for c in (accounts.accounts, accounts.root_ca)
+                  if elected and c is not None]
     if config.insecure:
-        return _audited(Security(unguarded(core), _never, accounts, [accounts.stop]), auditor)
+        return _audited(Security(unguarded(core), _never, accounts, [accounts.stop], singletons), auditor)
     unknown = [m for m in config.authorization_modes if m not in MODES]
     if unknown or not config.authorization_modes:
         raise ConfigError(f"authorization-mode {','.join(unknown)!r} is not one of {', '.join(MODES)}")
@@ -77,7 +84,7 @@ async def start_security(core: Core, config: SecurityConfig, *, controllers: boo
     token_authenticators: list[PartAuthenticator] = [static]
     if accounts.authenticator is not None:  # checks the account on every call: never cached
         token_authenticators.append(accounts.authenticator)
-    security = Security(unguarded(core), requestheader.is_proxy, accounts, [accounts.stop])
+    security = Security(unguarded(core), requestheader.is_proxy, accounts, [accounts.stop], singletons)
     authorizers: list[Authorizer] = []
     for mode in config.authorization_modes:
         if mode == "AlwaysAllow":
@@ -87,8 +94,11 @@ async def start_security(core: Core, config: SecurityConfig, *, controllers: boo
         else:
             from server.auth.rbac.start import start_rbac
 
-            rbac = await start_rbac(core)
+            rbac = await start_rbac(core, aggregate=not elected)
             security.stops.append(rbac.stop)
+            if elected:
+                security.singletons.append(Singleton("AggregationController", awaitable(rbac.aggregation.start),
+                                                     rbac.aggregation.stop))
             authorizers.append(rbac)
     authenticator = UnionAuthenticator(connection=connection, tokens=token_authenticators,
                                        anonymous=config.anonymous_auth, cacheable_tokens=[static])

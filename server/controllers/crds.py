@@ -19,6 +19,11 @@ For every CRD it sees (one list at start, then a watch from that list's revision
 
 Status writes go through the CRD's /status subresource with the resourceVersion read as precondition; a
 lost race is retried from the next event, which the write that won brings.
+
+Serving is every core's, writing is elected (server/controllers/election.py): every core registers the CRDs
+it sees (so a CRD established through one core is served by all), but only the leader writes their status
+and runs the deletion cleanup. A leader that starts reconciles every CRD, so a cleanup begun under a leader
+that died completes under the next.
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ class CrdController:
         self._lifecycles: dict[str, Lifecycle] = {}
         self._cleanups: dict[str, asyncio.Task[None]] = {}
         self._pending: set[asyncio.Task[None]] = set()  # reconciles started outside the watch loop
+        self._leading = False
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -84,6 +90,17 @@ class CrdController:
 
     async def stop(self) -> None:
         await cancel_all((self._task, *self._cleanups.values(), *self._pending))
+
+    async def lead(self) -> None:
+        """Write statuses and clean up deleted CRDs: every CRD is reconciled now, later ones as they come."""
+        self._leading = True
+        for name in list(self._crds):
+            await self._reconcile(name)
+
+    async def unlead(self) -> None:
+        """Stop writing at once (another core leads now); serving goes on."""
+        self._leading = False
+        await cancel_all(self._cleanups.values())
 
     def running(self) -> bool:
         """Started and not stopped or dead (its /healthz poststarthook check)."""
@@ -134,7 +151,8 @@ class CrdController:
             lifecycle.terminating = True
             if definition.condition_true(crd, "Established") and name not in self._served:
                 self._serve(name, crd, lifecycle)  # a restart while terminating: deletes must still reach objects
-            if name not in self._cleanups and CLEANUP_FINALIZER in (crd["metadata"].get("finalizers") or []):
+            cleanup = CLEANUP_FINALIZER in (crd["metadata"].get("finalizers") or [])
+            if self._leading and cleanup and name not in self._cleanups:
                 task = asyncio.get_running_loop().create_task(self._clean_up(name), name=f"capstan-crd-cleanup-{name}")
                 self._cleanups[name] = task
                 task.add_done_callback(lambda _: self._cleanups.pop(name, None))
@@ -155,7 +173,7 @@ class CrdController:
             set_condition(wanted, ESTABLISHED)
         elif not was_established:
             set_condition(wanted, NOT_ACCEPTED)
-        if wanted.get("status") != crd.get("status"):
+        if self._leading and wanted.get("status") != crd.get("status"):
             await self._write_status(wanted)
 
     def _accepted_names(self, crd: Obj) -> tuple[dict[str, Any], dict[str, str]]:

@@ -4,6 +4,10 @@ When a namespace is marked for deletion (phase Terminating), every namespaced
 object in it is deleted; objects held by finalizers are waited for. Once nothing
 is left, the `kubernetes` finalizer is removed through the `finalize`
 subresource, and the core deletes the namespace when no finalizer remains.
+
+Elected (server/controllers/election.py): every core keeps the index of terminating namespaces from the
+watch (the core refuses creates in them), but only the leader empties them. A leader that starts finalizes
+every namespace already terminating, so a deletion begun under a leader that died completes under the next.
 """
 
 from __future__ import annotations
@@ -32,13 +36,30 @@ class NamespaceController:
         self._core = core
         self._index = core.context.namespaces
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._terminating: set[str] = set()  # names seen with a deletionTimestamp
+        self._leading = False
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        """Follow the namespaces (the index); deleting them waits for lead()."""
         self._task = asyncio.get_running_loop().create_task(self._run(), name="capstan-namespace-controller")
 
     async def stop(self) -> None:
         await cancel_all((self._task, *self._running.values()))
+
+    def lead(self) -> None:
+        """Finalize terminating namespaces: those seen so far now, later ones as they come."""
+        self._leading = True
+        for name in sorted(self._terminating):
+            self._finalize_soon(name)
+
+    async def unlead(self) -> None:
+        """Stop finalizing at once (another core leads now)."""
+        self._leading = False
+        await cancel_all(list(self._running.values()))
+
+    def leading(self) -> bool:
+        return self._leading
 
     def running(self) -> bool:
         """Started and not stopped or dead (its /healthz poststarthook check)."""
@@ -54,6 +75,7 @@ class NamespaceController:
                         ns = orjson.loads(event.object.data)
                         if event.type == "DELETED":
                             self._index.forget(ns["metadata"]["name"])
+                            self._terminating.discard(ns["metadata"]["name"])
                         elif event.type in ("ADDED", "MODIFIED"):
                             self._index.observe(ns["metadata"]["name"], is_terminating(ns))
                             self._consider(ns)
@@ -66,6 +88,11 @@ class NamespaceController:
         if not isinstance(metadata, dict) or not metadata.get("deletionTimestamp"):
             return
         name = str(metadata.get("name"))
+        self._terminating.add(name)
+        if self._leading:
+            self._finalize_soon(name)
+
+    def _finalize_soon(self, name: str) -> None:
         if name not in self._running:
             task = asyncio.get_running_loop().create_task(self._finalize(name))
             self._running[name] = task

@@ -6,6 +6,9 @@ with a grace period of 0. No kubelet runs here, so this controller plays that pa
 it watches Pods and, when a marked Pod's deletionTimestamp comes, deletes it with gracePeriodSeconds=0 and its
 uid as precondition. A Pod still held by finalizers then waits for them, as anywhere else. Because it works
 from a watch (which starts with a list), Pods marked before a restart are deleted after it.
+
+Elected (server/controllers/election.py): it runs in the leading core only; a new leader's watch starts with
+a list, so Pods marked under the previous leader are deleted by the next.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class PodTerminator:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        self._timers = {}  # a stopped terminator's were cancelled
         self._task = asyncio.get_running_loop().create_task(self._run(), name="capstan-pod-terminator")
 
     async def stop(self) -> None:

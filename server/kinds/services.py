@@ -6,16 +6,17 @@ allocates them (pkg/registry/core/service/storage/alloc.go, ipallocator and port
 
 What is allocated is derived from the stored Services, never kept beside them, so it is right after a restart
 and after any delete (the namespace controller's and the garbage collector's included): an allocation lists the
-Services in the store and takes the first free address from a random start. Two creates running at once must
-not take the same address, so each allocation is also reserved, in memory, for as long as the request that
-made it runs (its asyncio task): once that task is done its write, if there was one, is in the store, which the
-next allocation lists. Example: two concurrent creates list the same Services; the first reserves 10.96.14.2,
-the second sees that reservation and takes another address.
+Services in the store and takes the first free address from a random start. Two creates running at once, in
+one core or in several over one store, must not take the same address, so each allocation is also reserved in
+a record of the store, written by compare-and-swap, until its Service is stored (reservations.py): this is
+cluster-wide, never process-local. Example: two concurrent creates list the same Services and both pick
+10.96.14.2; the first to write the record reserves it, the other's write fails, and it reads the record again
+and takes another address.
 """
 
 from __future__ import annotations
 
-import asyncio
+import copy
 import ipaddress
 import random
 from collections.abc import Iterable
@@ -25,6 +26,7 @@ from typing import Any
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server import errors
 from server.kinds import podspec
+from server.kinds.reservations import ATTEMPTS, Conflict, Reservations, exhausted
 from server.kinds.shaped import retype
 from server.objects import meta, render
 from server.objects.context import Context
@@ -217,11 +219,11 @@ def _is_ip(text: str) -> bool:
 
 @dataclass
 class Allocator:
-    """Cluster IPs from one range and node ports from NODE_PORTS, derived from the stored Services (see the
-    module docstring). `reserved` holds what running requests took: (kind, value, their task)."""
+    """Cluster IPs from one range and node ports from NODE_PORTS, derived from the stored Services and the
+    store's reservation records (see the module docstring). One per core."""
 
     cidr: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE
-    reserved: list[tuple[str, object, asyncio.Task[Any] | None]] = field(default_factory=list)
+    records: dict[str, Reservations] = field(default_factory=dict)  # by kind ("ip", "port"), made on first use
 
     def __post_init__(self) -> None:
         self.network = ipaddress.ip_network(self.cidr, strict=False)
@@ -239,45 +241,59 @@ class Allocator:
 
     async def admit(self, ctx: Context, obj: Obj, old: Obj | None, dry_run: bool) -> None:
         """Allocate what the Service needs and check what it requests (422 with kube's words when taken or out
-        of range); the allocations are reserved until the calling request ends."""
-        spec = obj.get("spec") or {}
-        task = asyncio.current_task()
-        self.reserved = [r for r in self.reserved if r[2] is not None and not r[2].done()]
-        ips, ports = await self._in_use(ctx, obj, task, updating=old is not None)
+        of range); the allocations are reserved in the store's records until the Service is stored (a dry run
+        reserves nothing). A record that changed meanwhile means another allocation won: all over again."""
         name = meta.meta(obj).get("name", "")
+        own = SERVICES.key(meta.meta(obj).get("namespace", ""), name).decode()
         old_spec = (old or {}).get("spec") or {}
-        if _needs_cluster_ip(spec):
-            self._cluster_ip(spec, old_spec, ips, name, task)
-        if _needs_node_ports(spec) or _needs_health_check_port(spec):
-            self._node_ports(spec, old_spec, ports, name, task)
-        retype(SCHEMA, obj)
+        asked = copy.deepcopy(obj.get("spec") or {})
+        for _ in range(ATTEMPTS):
+            spec = obj["spec"] = copy.deepcopy(asked)
+            records = {kind: await self._record(ctx, kind).read() for kind in ("ip", "port")}
+            stored = await self._stored(ctx, own, updating=old is not None)
+            kept = {kind: self.records[kind].blocking(records[kind], stored[kind]) for kind in records}
+            ips = {str(ip) for values in stored["ip"].values() for ip in values} | {e.value for e in kept["ip"]}
+            ports = {int(p) for values in stored["port"].values() for p in values} | {e.value for e in kept["port"]}
+            taken: dict[str, list[Any]] = {"ip": [], "port": []}
+            if _needs_cluster_ip(spec):
+                self._cluster_ip(spec, old_spec, ips, name, taken["ip"])
+            if _needs_node_ports(spec) or _needs_health_check_port(spec):
+                self._node_ports(spec, old_spec, ports, name, taken["port"])
+            try:
+                for kind in ("ip", "port"):
+                    if taken[kind] and not dry_run:
+                        await self.records[kind].write(records[kind], kept[kind], own, taken[kind])
+            except Conflict:
+                continue
+            retype(SCHEMA, obj)
+            return
+        raise exhausted("serviceIP" if _needs_cluster_ip(asked) else "nodePort")
 
-    async def _in_use(self, ctx: Context, obj: Obj, task: asyncio.Task[Any] | None, *,
-                      updating: bool) -> tuple[set[str], set[int]]:
-        """Addresses and ports of the stored Services (but the one being updated), and those reserved by other
-        running requests."""
-        ips: set[str] = set()
-        ports: set[int] = set()
-        own = SERVICES.key(meta.meta(obj).get("namespace", ""), meta.meta(obj).get("name", ""))
+    def _record(self, ctx: Context, kind: str) -> Reservations:
+        if kind not in self.records:
+            self.records[kind] = Reservations(ctx.store, kind)
+        return self.records[kind]
+
+    async def _stored(self, ctx: Context, own: str, *, updating: bool) -> dict[str, dict[str, set[Any]]]:
+        """Addresses ("ip") and ports ("port") of the stored Services by key, but the one being updated."""
+        stored: dict[str, dict[str, set[Any]]] = {"ip": {}, "port": {}}
         start = b""
         prefix = SERVICES.key_prefix()
         while True:
             page = await store_call(ctx.store.list(prefix, start_after=start or None, limit=500))
             for kv in page.kvs:
-                if updating and kv.key == own:
+                key = kv.key.decode()
+                if updating and key == own:
                     continue
                 spec = render.load(kv.value).get("spec") or {}
-                ips.update(ip for ip in spec.get("clusterIPs") or [] if ip != "None")
-                ports.update(_node_ports_of(spec))
+                stored["ip"][key] = {ip for ip in spec.get("clusterIPs") or [] if ip != "None"}
+                stored["port"][key] = set(_node_ports_of(spec))
             if not page.kvs or not page.remaining:
                 break
             start = page.kvs[-1].key
-        for kind, value, owner in self.reserved:
-            if owner is not task:
-                (ips if kind == "ip" else ports).add(value)  # type: ignore[arg-type]
-        return ips, ports
+        return stored
 
-    def _cluster_ip(self, spec: Obj, old: Obj, used: set[str], name: str, task: asyncio.Task[Any] | None) -> None:
+    def _cluster_ip(self, spec: Obj, old: Obj, used: set[str], name: str, taken: list[Any]) -> None:
         spec.setdefault("ipFamilyPolicy", "SingleStack")
         requested = (spec.get("clusterIPs") or [spec.get("clusterIP") or ""])[0]
         if requested == "None":
@@ -301,7 +317,7 @@ class Allocator:
         else:
             ip = self._next_ip(used)
         spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
-        self.reserved.append(("ip", ip, task))
+        taken.append(ip)
 
     def _request_ip(self, requested: str, spec: Obj, used: set[str], name: str) -> str:
         try:
@@ -328,7 +344,7 @@ class Allocator:
                 return str(base + offset)
         raise errors.internal("failed to allocate a serviceIP: range is full")
 
-    def _node_ports(self, spec: Obj, old: Obj, used: set[int], name: str, task: asyncio.Task[Any] | None) -> None:
+    def _node_ports(self, spec: Obj, old: Obj, used: set[int], name: str, reserved: list[Any]) -> None:
         mine = set(_node_ports_of(old))
         taken: dict[int, tuple[Any, Any]] = {}
         wanted = [p for p in spec.get("ports") or []] if _needs_node_ports(spec) else []
@@ -344,20 +360,20 @@ class Allocator:
                 raise _invalid(name, [FieldError.invalid(path, number, "provided port is already allocated")])
             self._request_port(number, path, used, mine, name)
             taken[number] = key
-            self.reserved.append(("port", number, task))
+            reserved.append(number)
         for port in wanted:
             if not port.get("nodePort"):
                 same = next((n for n, k in taken.items() if k[0] == port.get("port")), None)
                 port["nodePort"] = same if same is not None else self._next_port(used | set(taken))
                 taken[port["nodePort"]] = (port.get("port"), port.get("protocol"))
-                self.reserved.append(("port", port["nodePort"], task))
+                reserved.append(port["nodePort"])
         if _needs_health_check_port(spec):
             number = spec.get("healthCheckNodePort")
             if number:
                 self._request_port(number, "spec.healthCheckNodePort", used | set(taken), mine, name)
             else:
                 spec["healthCheckNodePort"] = number = self._next_port(used | set(taken))
-            self.reserved.append(("port", number, task))
+            reserved.append(number)
 
     def _request_port(self, number: int, path: str, used: set[int], mine: set[int], name: str) -> None:
         if number not in NODE_PORTS:

@@ -7,8 +7,9 @@ its selectors match, selector by selector, roles by name, each distinct rule onc
 
 It reads the ClusterRoles the RBAC index holds and runs after any of them changes (several changes
 together make one pass). Writes are updates as the core itself (system:masters) with the read
-resourceVersion; one that loses a race is redone on the change that won it. Runs once per server: the
-index it follows is the server's own.
+resourceVersion; one that loses a race is redone on the change that won it. Elected: it runs in the leading
+core only (server/controllers/election.py), over that core's own index; a new leader's first pass
+aggregates whatever changed meanwhile.
 """
 
 from __future__ import annotations

@@ -26,9 +26,11 @@ class RunningRbac(RbacAuthorizer):
         await self.cache.stop()
 
 
-async def start_rbac(core: Core) -> RunningRbac:
+async def start_rbac(core: Core, *, aggregate: bool = True) -> RunningRbac:
+    """aggregate=False leaves the aggregation controller to the caller (start_core runs it when elected)."""
     rbac = RunningRbac(core)
     await reconcile(core)
     await rbac.cache.start()
-    rbac.aggregation.start()
+    if aggregate:
+        rbac.aggregation.start()
     return rbac

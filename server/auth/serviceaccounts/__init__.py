@@ -82,10 +82,12 @@ class ServiceAccounts:
             await self.lookups.stop()
 
 
-async def start_service_accounts(core: Core, config: SecurityConfig, *, controllers: bool = True) -> ServiceAccounts:
+async def start_service_accounts(core: Core, config: SecurityConfig, *, controllers: bool = True,
+                                 start_controllers: bool = True) -> ServiceAccounts:
     """Raises keys.KeyFileError for an unreadable key file (the server must not start). Without `controllers`
     no namespace gets its default ServiceAccount or root CA ConfigMap (kube-controller-manager's part, which
-    a test environment such as envtest leaves out)."""
+    a test environment such as envtest leaves out). start_controllers=False makes them without starting them
+    (start_core starts them when elected)."""
     audiences = (config.service_account_issuer,)
     signing = keys.load_signing_key(config.service_account_signing_key_file) \
         if config.service_account_signing_key_file else None
@@ -112,9 +114,11 @@ async def start_service_accounts(core: Core, config: SecurityConfig, *, controll
     accounts = None
     if controllers:
         accounts = ServiceAccountsController(core)
-        await accounts.start()
+        if start_controllers:
+            await accounts.start()
     root_ca = None
     if controllers and config.root_ca_file is not None:
         root_ca = RootCAPublisher(core, config.root_ca_file.read_text())
-        await root_ca.start()
+        if start_controllers:
+            await root_ca.start()
     return ServiceAccounts(authenticator, issuer, documents, lookups, accounts, root_ca)

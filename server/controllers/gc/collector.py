@@ -57,7 +57,12 @@ class GarbageCollector:
         self._resources: dict[bytes, Resource] = {}  # by key prefix
 
     def start(self) -> None:
-        self._tasks.append(asyncio.get_running_loop().create_task(self._follow(), name="capstan-garbage-collector"))
+        """Start from an empty graph and a new list of the store (so a stopped collector can start again)."""
+        self._graph = Graph()
+        self._queue = WorkQueue()
+        self._worker = Worker(self._core, self._graph, self._queue.add)
+        self._revision = 0
+        self._tasks = [asyncio.get_running_loop().create_task(self._follow(), name="capstan-garbage-collector")]
 
     async def stop(self) -> None:
         await cancel_all(list(self._tasks))

@@ -1,0 +1,39 @@
+"""The parts that run in one core per cluster, started and stopped together (server/controllers/election.py
+decides when): the garbage collector, the pod terminator, namespace finalization, the CRD status writer and
+cleanup, ClusterRole aggregation, the default ServiceAccount and the root CA publisher.
+
+They start in order and stop in reverse, each stop awaited, so a core that stops leading has stopped writing
+before it is a candidate again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from server.controllers.election import Singleton
+
+log = logging.getLogger(__name__)
+
+
+class Singletons:
+    def __init__(self, parts: Sequence[Singleton]) -> None:
+        self.parts = list(parts)
+        self._leading = False
+
+    def leading(self) -> bool:
+        """Every part started and none stopped since."""
+        return self._leading
+
+    async def start(self) -> None:
+        for part in self.parts:
+            await part.start()
+        self._leading = True
+
+    async def stop(self) -> None:
+        self._leading = False
+        for part in reversed(self.parts):
+            try:
+                await part.stop()
+            except Exception:
+                log.exception("stopping %s failed", part.name)

@@ -41,7 +41,9 @@ from server.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.limits.config import Limits
 from server.limits.limiter import Limiter
-from storage import StorageError, StoreOptions, files
+from storage import StorageError, Store, StoreOptions, files
+from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
+from storage.etcd import EtcdConfig, EtcdStore
 from storage.lmdb import LmdbStore
 from storage.options import DEFAULT_QUOTA_BYTES
 
@@ -116,16 +118,35 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         " negative: no quota). Past it creates and updates answer 507 InsufficientStorage; reads and deletes"
         " still work, and /readyz's etcd-quota check fails",
     )
+    etcd = parser.add_argument_group(
+        "etcd (kube-apiserver's flags; without --etcd-servers the store is LMDB in --data-dir)")
+    etcd.add_argument("--etcd-servers", type=_names, default=(), metavar="URL[,URL...]",
+                      help="etcd members' client URLs (http:// or https://): store everything in that cluster, "
+                      "shared with any other Capstan core on it")
+    etcd.add_argument("--etcd-prefix", default=ETCD_PREFIX,
+                      help=f"the prefix of every key in etcd (default {ETCD_PREFIX}); Capstans sharing a cluster "
+                      "use prefixes that are not prefixes of one another")
+    etcd.add_argument("--etcd-cafile", type=Path, help="CA bundle that verifies the etcd servers' certificates")
+    etcd.add_argument("--etcd-certfile", type=Path, help="client certificate presented to etcd")
+    etcd.add_argument("--etcd-keyfile", type=Path, help="the client certificate's private key")
 
 
-async def _open_store(args: argparse.Namespace) -> LmdbStore:
-    """The data directory and its store, private to this user (storage/files.py), the default cert dir too."""
+async def _open_store(args: argparse.Namespace) -> Store:
+    """The data directory and its store, private to this user (storage/files.py), the default cert dir too.
+
+    With --etcd-servers the store is that etcd cluster (the data directory keeps only the certificates
+    and the endpoints file); otherwise LMDB in the data directory.
+    """
     files.private_dir(args.data_dir)
     if (args.data_dir / "pki").is_dir():
         files.private_dir(args.data_dir / "pki")
     quota = args.quota_backend_bytes or DEFAULT_QUOTA_BYTES  # etcd's reading of the flag: 0 is the default
-    return await LmdbStore.open(args.data_dir / "lmdb",
-                                StoreOptions(sync=args.sync, quota_bytes=quota if quota > 0 else None))
+    options = StoreOptions(sync=args.sync, quota_bytes=quota if quota > 0 else None)
+    if args.etcd_servers:
+        config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
+                            certfile=args.etcd_certfile, keyfile=args.etcd_keyfile)
+        return await EtcdStore.open(config, options)
+    return await LmdbStore.open(args.data_dir / "lmdb", options)
 
 
 def _core_flags(parser: argparse.ArgumentParser) -> None:
@@ -363,7 +384,7 @@ def _host(address: str) -> str:
     return f"[{reachable}]" if ":" in reachable else reachable
 
 
-async def _start_core(store: LmdbStore, args: argparse.Namespace, security: SecurityConfig,
+async def _start_core(store: Store, args: argparse.Namespace, security: SecurityConfig,
                       tls: GrpcTls | None = None, limiter: Limiter | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,

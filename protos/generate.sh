@@ -10,6 +10,9 @@
 # y_pb2_grpc.py when the file declares a service), importable as capstan.x.y_pb2.
 # Every package directory below capstan/ that holds generated modules gets a
 # generated __init__.py; capstan/__init__.py itself is hand-written and left alone.
+# etcd's API (protos/storage/etcd/pb/...) is generated the same way into
+# storage/etcd/pb/, inside the storage layer that speaks it (storage imports no other
+# layer); the __init__.py files from storage/etcd/pb down are generated too.
 #
 # Reproducible: buf is pinned below and installed into ./node_modules from the
 # npm registry when missing; protoc comes from the grpcio-tools installed for the
@@ -44,7 +47,7 @@ if ! python -c 'import grpc_tools.protoc' 2>/dev/null; then
   exit 1
 fi
 
-mapfile -t protos < <(cd protos && find capstan -name '*.proto' | LC_ALL=C sort)
+mapfile -t protos < <(cd protos && find capstan storage -name '*.proto' | LC_ALL=C sort)
 mapfile -t services < <(cd protos && grep -l '^service ' "${protos[@]}" || true)
 
 out="$(mktemp -d)"
@@ -61,22 +64,22 @@ mapfile -t api_protos < <(printf '%s\n' "${protos[@]}" | grep '^capstan/api/')
 python -m grpc_tools.protoc -I protos --include_source_info \
   --descriptor_set_out="$out/capstan/api/descriptors.binpb" "${api_protos[@]}"
 
-# A generated __init__.py for each package directory from capstan/<x> down to
-# each directory holding generated modules.
+# A generated __init__.py for each package directory from capstan/<x> (or storage/etcd/pb)
+# down to each directory holding generated modules.
 while IFS= read -r dir; do
-  while [[ "$dir" != capstan ]]; do
+  while [[ "$dir" != capstan && "$dir" != storage/etcd ]]; do
     printf '"""%s from protos/%s; do not edit."""\n' "$GENERATED_MARK" "$dir" >"$out/$dir/__init__.py"
     dir="$(dirname "$dir")"
   done
-done < <(cd "$out" && find capstan -name '*_pb2.py' -exec dirname {} \; | LC_ALL=C sort -u)
+done < <(cd "$out" && find capstan storage -name '*_pb2.py' -exec dirname {} \; | LC_ALL=C sort -u)
 
 # Generated files currently in the repo: protoc outputs and our __init__.py files.
 committed() {
-  find capstan \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' -o -name '*.binpb' \) -type f
-  find capstan -mindepth 2 -name __init__.py -type f -exec grep -l -F "$GENERATED_MARK" {} +
+  find capstan storage/etcd \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' -o -name '*.binpb' \) -type f
+  find capstan storage/etcd -mindepth 2 -name __init__.py -type f -exec grep -l -F "$GENERATED_MARK" {} +
 }
-mapfile -t old < <([[ -d capstan ]] && committed | LC_ALL=C sort -u)
-mapfile -t new < <(cd "$out" && find capstan -type f | LC_ALL=C sort)
+mapfile -t old < <(committed 2>/dev/null | LC_ALL=C sort -u)
+mapfile -t new < <(cd "$out" && find capstan storage -type f | LC_ALL=C sort)
 
 if $check; then
   stale=()
@@ -102,4 +105,4 @@ for f in "${new[@]}"; do
   mkdir -p "$(dirname "$f")"
   cmp -s "$out/$f" "$f" || cp "$out/$f" "$f"
 done
-echo "generate.sh: ${#new[@]} generated files written under capstan/"
+echo "generate.sh: ${#new[@]} generated files written under capstan/ and storage/etcd/pb/"

@@ -3,22 +3,31 @@
 The contract suite runs against every backend (kine runs one suite against every
 driver), so `store` is parametrized over them; LMDB-only tests take `lmdb_store` and
 reopen it at the same path with `open_lmdb`. Nothing here is a mock: LMDB lives in
-`tmp_path`, and every await that could hang goes through `within`.
+`tmp_path`, etcd is one real etcd for the session (tests/storage/etcd_server.py) in which
+each test has its own key prefix, and every await that could hang goes through `within`.
+
+etcd's revision is the whole cluster's, so a test's first write is not revision 2 there:
+tests count revisions from `store.current_revision()` at open (`base`), never from 1.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 import pytest
 
 from storage import Event, EventType, KeyValue, Store, StoreOptions, Watch, WriteResult
+from tests.storage.etcd_server import EtcdServer
 
-BACKENDS = ["lmdb", "memory"]
+BACKENDS = ["lmdb", "memory", "etcd"]
+# Suites that still count revisions from 1 or drive the automatic compactor, which runs in-process
+# for the embedded stores only: they run on these until they count from `base` as the others do.
+EMBEDDED = ["lmdb", "memory"]
 
 # Fast and deterministic: no fsync, a short wait for future revisions, no background compactor.
 FAST = StoreOptions(sync=False, future_wait=0.2, compact_interval=0)
@@ -35,7 +44,14 @@ class OpenStore(Protocol):
     async def __call__(self, options: StoreOptions = FAST) -> Store: ...
 
 
-async def open_backend(backend: str, path: Path, options: StoreOptions) -> Store:
+async def open_backend(backend: str, path: Path, options: StoreOptions, etcd: EtcdServer | None = None) -> Store:
+    if backend == "etcd":
+        from storage.etcd import EtcdConfig, EtcdStore
+
+        assert etcd is not None, "the etcd backend needs the session's etcd server"
+        # One prefix per path, all of one length, so no test's prefix is a prefix of another's.
+        prefix = "/capstan-test/" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+        return await EtcdStore.open(EtcdConfig(servers=(etcd.url,), prefix=prefix), options)
     if backend == "lmdb":
         from storage.lmdb import LmdbStore
 
@@ -93,6 +109,15 @@ def revisions(events: Sequence[Event]) -> list[int]:
     return [e.revision for e in events]
 
 
+@pytest.fixture(scope="session")
+def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
+    """One real etcd for the whole session, started by the first test that needs it."""
+    server = EtcdServer(tmp_path_factory.mktemp("etcd"))
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     name: str = request.param
@@ -100,12 +125,24 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def open_store(backend: str, tmp_path: Path) -> AsyncIterator[OpenStore]:
-    """Opens stores of the parametrized backend with any options; closes them all afterwards."""
+def etcd_for(backend: str, request: pytest.FixtureRequest) -> EtcdServer | None:
+    """The session's etcd when the test runs on the etcd backend (started only then)."""
+    if backend != "etcd":
+        return None
+    server: EtcdServer = request.getfixturevalue("etcd_server")
+    return server
+
+
+@pytest.fixture
+async def open_store(backend: str, tmp_path: Path, etcd_for: EtcdServer | None) -> AsyncIterator[OpenStore]:
+    """Opens stores of the parametrized backend with any options; closes them all afterwards.
+
+    For etcd every call opens the same prefix, so a second store sees the first one's keys.
+    """
     opened: list[Store] = []
 
     async def opener(options: StoreOptions = FAST) -> Store:
-        store = await within(open_backend(backend, tmp_path / "db", options))
+        store = await within(open_backend(backend, tmp_path / "db", options, etcd_for))
         opened.append(store)
         return store
 

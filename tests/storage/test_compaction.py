@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 
 from storage import Compacted, Event, InvalidArgument, KeyValue, Store, StoreOptions
-from tests.storage.conftest import FAST, OpenStore, churn, event_for, revisions, take, take_until, within
+from tests.storage.conftest import EMBEDDED, FAST, OpenStore, churn, event_for, revisions, take, take_until, within
+
+
+@pytest.fixture(params=EMBEDDED)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The embedded backends only: these tests count revisions from 1 (see conftest.EMBEDDED)."""
+    name: str = request.param
+    return name
 
 History = dict[int, list[KeyValue]]
 

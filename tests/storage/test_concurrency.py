@@ -14,7 +14,14 @@ import asyncio
 import pytest
 
 from storage import EventType, Outcome, Store
-from tests.storage.conftest import revisions, take_until, within
+from tests.storage.conftest import EMBEDDED, revisions, take_until, within
+
+
+@pytest.fixture(params=EMBEDDED)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The embedded backends only: these tests count revisions from 1 (see conftest.EMBEDDED)."""
+    name: str = request.param
+    return name
 
 COUNTER = b"/counter"
 

@@ -6,6 +6,9 @@ any retained revision that return exactly what was there, ordered prefix listing
 consistent paging, compare-and-swap results as data, and typed errors for what the
 store cannot serve. Each table row is one promise; a backend passes only if it keeps
 all of them.
+
+Revision numbers in the tables are those of a store that starts at 1 (LMDB, memory); on etcd,
+whose revision is the cluster's, a test adds `shift` = (the revision at open) - 1 to each.
 """
 
 from __future__ import annotations
@@ -49,36 +52,40 @@ async def snapshot(store: Store, prefix: bytes = b"") -> list[KeyValue]:
 # ---------------------------------------------------------------- revisions and writes
 
 
-async def test_revision_starts_at_one_and_nothing_is_compacted(store: Store) -> None:
-    assert store.current_revision() == 1
-    assert store.compacted_revision() == 0
+async def test_revision_starts_at_one_and_nothing_is_compacted(store: Store, backend: str) -> None:
+    base = store.current_revision()
+    if backend == "etcd":  # the cluster's revision; an earlier test may have compacted the cluster
+        assert base >= 1 and store.compacted_revision() <= base
+    else:
+        assert (base, store.compacted_revision()) == (1, 0)
     got = await within(store.get(KEY))
-    assert (got.revision, got.kv) == (1, None)
+    assert (got.revision, got.kv) == (base, None)
     listed = await within(store.list(b""))
-    assert (listed.revision, list(listed.kvs), listed.remaining) == (1, [], 0)
+    assert (listed.revision, list(listed.kvs), listed.remaining) == (base, [], 0)
 
 
-WRITE_SEQUENCE: list[tuple[str, Call, bool]] = [
-    # what, the write, whether it succeeds (and so takes the next revision)
-    ("create a", lambda s: s.create(b"/r/a", b"1"), True),
-    ("create b", lambda s: s.create(b"/r/b", b"1"), True),
-    ("create a again", lambda s: s.create(b"/r/a", b"2"), False),
-    ("update a", lambda s: s.update(b"/r/a", b"2"), True),
-    ("update a, stale", lambda s: s.update(b"/r/a", b"3", expected_mod_revision=2), False),
-    ("update a, fresh", lambda s: s.update(b"/r/a", b"3", expected_mod_revision=4), True),
-    ("delete b", lambda s: s.delete(b"/r/b"), True),
-    ("delete b again", lambda s: s.delete(b"/r/b"), False),
-    ("update b", lambda s: s.update(b"/r/b", b"x"), False),
-    ("create b again", lambda s: s.create(b"/r/b", b"2"), True),
-    ("delete a, stale", lambda s: s.delete(b"/r/a", expected_mod_revision=4), False),
-    ("delete a, fresh", lambda s: s.delete(b"/r/a", expected_mod_revision=5), True),
+WRITE_SEQUENCE: list[tuple[str, Callable[[Any, int], Awaitable[object]], bool]] = [
+    # what, the write (given the store and shift), whether it succeeds (and so takes the next revision)
+    ("create a", lambda s, _: s.create(b"/r/a", b"1"), True),
+    ("create b", lambda s, _: s.create(b"/r/b", b"1"), True),
+    ("create a again", lambda s, _: s.create(b"/r/a", b"2"), False),
+    ("update a", lambda s, _: s.update(b"/r/a", b"2"), True),
+    ("update a, stale", lambda s, d: s.update(b"/r/a", b"3", expected_mod_revision=d + 2), False),
+    ("update a, fresh", lambda s, d: s.update(b"/r/a", b"3", expected_mod_revision=d + 4), True),
+    ("delete b", lambda s, _: s.delete(b"/r/b"), True),
+    ("delete b again", lambda s, _: s.delete(b"/r/b"), False),
+    ("update b", lambda s, _: s.update(b"/r/b", b"x"), False),
+    ("create b again", lambda s, _: s.create(b"/r/b", b"2"), True),
+    ("delete a, stale", lambda s, d: s.delete(b"/r/a", expected_mod_revision=d + 4), False),
+    ("delete a, fresh", lambda s, d: s.delete(b"/r/a", expected_mod_revision=d + 5), True),
 ]
 
 
 async def test_each_successful_write_raises_the_revision_by_one(store: Store) -> None:
-    expected = 1
+    expected = store.current_revision()
+    shift = expected - 1
     for name, write, succeeds in WRITE_SEQUENCE:
-        result = await within(write(store))
+        result = await within(write(store, shift))
         assert isinstance(result, WriteResult)
         assert result.ok is succeeds, name
         expected += succeeds
@@ -173,14 +180,19 @@ async def test_write_outcomes(store: Store, op: str, state: str, compare: str | 
 # ---------------------------------------------------------------- get
 
 
-async def _history(store: Store) -> None:
-    """r2 create KEY v1, r3 create OTHER, r4 update KEY v2, r5 delete KEY, r6 create KEY v3, r7 update v4."""
-    assert (await store.create(KEY, b"v1")).revision == 2
-    assert (await store.create(OTHER, b"o")).revision == 3
-    assert (await store.update(KEY, b"v2")).revision == 4
-    assert (await store.delete(KEY)).revision == 5
-    assert (await store.create(KEY, b"v3")).revision == 6
-    assert (await store.update(KEY, b"v4")).revision == 7
+async def _history(store: Store) -> int:
+    """r2 create KEY v1, r3 create OTHER, r4 update KEY v2, r5 delete KEY, r6 create KEY v3, r7 update v4.
+
+    Returns the shift: each rN is N + shift.
+    """
+    shift = store.current_revision() - 1
+    assert (await store.create(KEY, b"v1")).revision == 2 + shift
+    assert (await store.create(OTHER, b"o")).revision == 3 + shift
+    assert (await store.update(KEY, b"v2")).revision == 4 + shift
+    assert (await store.delete(KEY)).revision == 5 + shift
+    assert (await store.create(KEY, b"v3")).revision == 6 + shift
+    assert (await store.update(KEY, b"v4")).revision == 7 + shift
+    return shift
 
 
 GET_CASES = [
@@ -198,10 +210,14 @@ GET_CASES = [
 
 @pytest.mark.parametrize(("at", "expected"), GET_CASES)
 async def test_get_at_revision(store: Store, at: int | None, expected: tuple[bytes, int, int, int] | None) -> None:
-    await within(_history(store))
-    got = await within(store.get(KEY, at_revision=at))
-    assert got.revision == (7 if at is None else at)
-    assert got.kv == (None if expected is None else kv(KEY, *expected))
+    d = await within(_history(store))
+    got = await within(store.get(KEY, at_revision=None if at is None else at + d))
+    assert got.revision == (7 if at is None else at) + d
+    if expected is None:
+        assert got.kv is None
+    else:
+        value, create, mod, version = expected
+        assert got.kv == kv(KEY, value, create + d, mod + d, version)
 
 
 async def test_keys_and_values_are_opaque_bytes(store: Store) -> None:
@@ -314,7 +330,8 @@ async def test_list_and_count_at_every_older_revision(store: Store) -> None:
     """Record the listing after every write, then read each revision back."""
     rng = random.Random(42)
     keys = [b"/h/%d" % i for i in range(6)] + [b"/i/0"]
-    states: dict[int, list[KeyValue]] = {1: []}
+    base = store.current_revision()
+    states: dict[int, list[KeyValue]] = {base: []}
     for step in range(60):
         key = rng.choice(keys)
         result = await within(store.create(key, b"%d" % step))
@@ -322,7 +339,7 @@ async def test_list_and_count_at_every_older_revision(store: Store) -> None:
             result = await within(store.delete(key) if rng.random() < 0.4 else store.update(key, b"%d" % step))
         assert result.ok
         states[result.revision] = await snapshot(store)
-    assert sorted(states) == list(range(1, store.current_revision() + 1))
+    assert sorted(states) == list(range(base, store.current_revision() + 1))
     for rev, state in states.items():
         listed = await within(store.list(b"", at_revision=rev))
         assert (listed.revision, list(listed.kvs)) == (rev, state)
@@ -366,10 +383,10 @@ INVALID_CASES: list[tuple[str, Call]] = [
 
 @pytest.mark.parametrize(("name", "call"), INVALID_CASES, ids=[c[0] for c in INVALID_CASES])
 async def test_invalid_input(store: Store, name: str, call: Call) -> None:
-    await within(store.create(b"k", b"v"))
+    written = (await within(store.create(b"k", b"v"))).revision
     with pytest.raises(InvalidArgument):
         await within(call(store))
-    assert store.current_revision() == 2, "an invalid write must not raise the revision"
+    assert store.current_revision() == written, "an invalid write must not raise the revision"
 
 
 async def test_key_of_exactly_max_size_is_valid(store: Store) -> None:
@@ -397,24 +414,24 @@ async def _served(result: Awaitable[Any]) -> int:
 
 @pytest.mark.parametrize(("name", "read"), FUTURE_READS, ids=[c[0] for c in FUTURE_READS])
 async def test_future_revision_waits_then_raises(store: Store, name: str, read: Read) -> None:
-    await within(store.create(KEY, b"v"))
+    written = (await within(store.create(KEY, b"v"))).revision
     started = time.monotonic()
     with pytest.raises(RevisionTooLarge) as caught:
-        await within(read(store, 5))
+        await within(read(store, written + 3))
     waited = time.monotonic() - started
     assert FAST.future_wait * 0.75 <= waited < FAST.future_wait + 2.0
-    assert (caught.value.requested, caught.value.current) == (5, 2)
+    assert (caught.value.requested, caught.value.current) == (written + 3, written)
 
 
 @pytest.mark.parametrize(("name", "read"), FUTURE_READS, ids=[c[0] for c in FUTURE_READS])
 async def test_future_revision_served_when_a_write_arrives_in_time(store: Store, name: str, read: Read) -> None:
-    await within(store.create(KEY, b"v"))
-    pending = asyncio.ensure_future(read(store, 3))
+    written = (await within(store.create(KEY, b"v"))).revision
+    pending = asyncio.ensure_future(read(store, written + 1))
     await asyncio.sleep(FAST.future_wait / 4)
     assert not pending.done()
-    assert (await within(store.update(KEY, b"w"))).revision == 3
-    assert await within(pending) == 3
-    got = await within(store.get(KEY, at_revision=3))
+    assert (await within(store.update(KEY, b"w"))).revision == written + 1
+    assert await within(pending) == written + 1
+    got = await within(store.get(KEY, at_revision=written + 1))
     assert got.kv is not None and got.kv.value == b"w"
 
 
@@ -440,9 +457,10 @@ async def test_revision_and_data_survive_reopen(open_lmdb: OpenStore) -> None:
 async def test_durable_writes_with_sync(open_store: OpenStore, backend: str) -> None:
     durable = StoreOptions(sync=True, future_wait=0.2, compact_interval=0)
     store = await open_store(durable)
+    shift = store.current_revision() - 1
     for i in range(10):
-        assert (await within(store.create(b"/s/%d" % i, b"%d" % i))).revision == i + 2
-    assert (await within(store.delete(b"/s/3", expected_mod_revision=5))).ok
+        assert (await within(store.create(b"/s/%d" % i, b"%d" % i))).revision == i + 2 + shift
+    assert (await within(store.delete(b"/s/3", expected_mod_revision=5 + shift))).ok
     await within(store.close())
     if backend != "lmdb":
         return
@@ -454,6 +472,7 @@ async def test_durable_writes_with_sync(open_store: OpenStore, backend: str) -> 
 async def test_close_finishes_or_refuses_writes_in_flight(open_store: OpenStore, backend: str) -> None:
     """Each write racing close() is acknowledged (and then kept) or refused; none hangs."""
     store = await open_store()
+    base = store.current_revision()
     keys = [b"/f/%03d" % i for i in range(200)]
     writes = [asyncio.ensure_future(store.create(key, key)) for key in keys]
     await asyncio.sleep(0)
@@ -466,7 +485,7 @@ async def test_close_finishes_or_refuses_writes_in_flight(open_store: OpenStore,
             acknowledged[key] = outcome.revision
         else:
             assert isinstance(outcome, StoreClosed), outcome
-    assert sorted(acknowledged.values()) == list(range(2, len(acknowledged) + 2))
+    assert sorted(acknowledged.values()) == list(range(base + 1, base + len(acknowledged) + 1))
     if backend != "lmdb":
         return
     reopened = await open_store()

@@ -57,61 +57,72 @@ async def live(watch: Watch) -> asyncio.Task[list[Event]]:
 @pytest.mark.parametrize("from_revision", [0, 1, 10, 25])
 @pytest.mark.parametrize("head_start", [0, 3, 40])
 async def test_replay_then_live_without_gap_or_duplicate(store: Store, from_revision: int, head_start: int) -> None:
+    d = store.current_revision() - 1  # revisions below are a store's that starts at 1, shifted by d
     expected = await churn(store, KEYS, 24, seed=1)  # revisions 2..25
     writer = asyncio.ensure_future(churn(store, KEYS, 60, seed=2))  # 26..85, racing the watch
     for _ in range(head_start):
         await asyncio.sleep(0)
-    watch = store.watch(b"/w/", from_revision=from_revision)
+    watch = store.watch(b"/w/", from_revision=from_revision + d if from_revision else 0)
     expected.update(await within(writer))
-    events = await take_until(watch, 85)
-    assert revisions(events) == list(range(max(from_revision, 1) + 1, 86))
+    events = await take_until(watch, 85 + d)
+    assert revisions(events) == list(range(max(from_revision, 1) + 1 + d, 86 + d))
     assert events == [expected[r] for r in revisions(events)]
     await assert_quiet(watch)
     watch.close()
 
 
-EVENT_TABLE: list[tuple[str, Callable[[Store], Awaitable[Any]], Event]] = [
-    # the write, the event it makes (key, value, create_revision, mod_revision, version)
+EVENT_TABLE: list[tuple[str, Callable[[Store, int], Awaitable[Any]], Event]] = [
+    # the write (given the store and the shift d), the event it makes in a store that starts at 1
+    # (key, value, create_revision, mod_revision, version): each revision is shifted by d
     (
         "create",
-        lambda s: s.create(b"/e/k", b"v1"),
+        lambda s, _: s.create(b"/e/k", b"v1"),
         Event(EventType.PUT, KeyValue(b"/e/k", b"v1", 2, 2, 1), None),
     ),
     (
         "update",
-        lambda s: s.update(b"/e/k", b"v2"),
+        lambda s, _: s.update(b"/e/k", b"v2"),
         Event(EventType.PUT, KeyValue(b"/e/k", b"v2", 2, 3, 2), KeyValue(b"/e/k", b"v1", 2, 2, 1)),
     ),
     (
         "delete",
-        lambda s: s.delete(b"/e/k"),
+        lambda s, _: s.delete(b"/e/k"),
         Event(EventType.DELETE, KeyValue(b"/e/k", b"", 2, 4, 2), KeyValue(b"/e/k", b"v2", 2, 3, 2)),
     ),
     (
         "re-create",
-        lambda s: s.create(b"/e/k", b"v3"),
+        lambda s, _: s.create(b"/e/k", b"v3"),
         Event(EventType.PUT, KeyValue(b"/e/k", b"v3", 5, 5, 1), None),
     ),
     (
         "compare-and-swap update",
-        lambda s: s.update(b"/e/k", b"v4", expected_mod_revision=5),
+        lambda s, d: s.update(b"/e/k", b"v4", expected_mod_revision=5 + d),
         Event(EventType.PUT, KeyValue(b"/e/k", b"v4", 5, 6, 2), KeyValue(b"/e/k", b"v3", 5, 5, 1)),
     ),
     (
         "compare-and-swap delete",
-        lambda s: s.delete(b"/e/k", expected_mod_revision=6),
+        lambda s, d: s.delete(b"/e/k", expected_mod_revision=6 + d),
         Event(EventType.DELETE, KeyValue(b"/e/k", b"", 5, 7, 2), KeyValue(b"/e/k", b"v4", 5, 6, 2)),
     ),
 ]
 
 
+def shifted(event: Event, d: int) -> Event:
+    def move(kv: KeyValue) -> KeyValue:
+        return kv._replace(create_revision=kv.create_revision + d, mod_revision=kv.mod_revision + d)
+
+    return Event(event.type, move(event.kv), None if event.prev is None else move(event.prev))
+
+
 @pytest.mark.parametrize("mode", ["replay", "live"])
 async def test_events_carry_kv_prev_and_revision(store: Store, mode: str) -> None:
-    watch = store.watch(b"/e/", from_revision=1)
+    base = store.current_revision()
+    d = base - 1
+    watch = store.watch(b"/e/", from_revision=base)
     reader = await live(watch) if mode == "live" else None
     got: list[Event] = []
     for name, write, _ in EVENT_TABLE:
-        assert (await within(write(store))).ok, name
+        assert (await within(write(store, d))).ok, name
         if reader is not None:
             got.extend(await within(reader))
             reader = asyncio.ensure_future(take(watch, 1))
@@ -119,7 +130,8 @@ async def test_events_carry_kv_prev_and_revision(store: Store, mode: str) -> Non
         reader.cancel()
     else:
         got = await take(watch, len(EVENT_TABLE))
-    for (name, _, expected), event in zip(EVENT_TABLE, got, strict=True):
+    for (name, _, unshifted), event in zip(EVENT_TABLE, got, strict=True):
+        expected = shifted(unshifted, d)
         assert event == expected, name
         assert event.revision == expected.kv.mod_revision, name
 
@@ -138,7 +150,7 @@ PREFIX_TABLE = [
 @pytest.mark.parametrize("mode", ["replay", "live"])
 @pytest.mark.parametrize(("prefix", "expected"), PREFIX_TABLE)
 async def test_prefix_filtering(store: Store, mode: str, prefix: bytes, expected: list[bytes]) -> None:
-    watch = store.watch(prefix, from_revision=1)
+    watch = store.watch(prefix, from_revision=store.current_revision())
     reader = await live(watch) if mode == "live" else None
     for i, key in enumerate(PREFIX_WRITES):
         assert (await within(store.create(key, b"%d" % i) if i != 5 else store.update(key, b"5"))).ok
@@ -184,6 +196,7 @@ async def create_many(store: Store, start: int, count: int) -> dict[int, Event]:
 @pytest.mark.parametrize("prefix", [b"/n/", b"/n/s/"])
 async def test_long_replay_racing_writes(store: Store, prefix: bytes) -> None:
     """History longer than any replay chunk, a sparse prefix, and writes racing the switch to live."""
+    base = store.current_revision()
     expected = await create_many(store, 0, 3000)
     watch = store.watch(prefix, from_revision=0)
     writer = asyncio.ensure_future(create_many(store, 3000, 600))
@@ -195,11 +208,12 @@ async def test_long_replay_racing_writes(store: Store, prefix: bytes) -> None:
     if events[-1].revision < wanted[-1].revision:
         events += await take_until(watch, wanted[-1].revision)
     assert events == wanted
-    assert final == 3601
+    assert final == base + 3600
     await assert_quiet(watch)
 
 
 async def test_next_batch_and_async_iteration(store: Store) -> None:
+    d = store.current_revision() - 1
     expected = await within(churn(store, KEYS, 30, seed=5))
     batched = store.watch(b"/w/", from_revision=0)
     batches: list[Sequence[Event]] = []
@@ -217,7 +231,7 @@ async def test_next_batch_and_async_iteration(store: Store) -> None:
                 break
 
     await within(iterate())
-    assert [e for b in batches for e in b] == events == [expected[r] for r in range(2, 32)]
+    assert [e for b in batches for e in b] == events == [expected[r] for r in range(2 + d, 32 + d)]
 
 
 async def test_close_ends_iteration(store: Store) -> None:
@@ -258,9 +272,10 @@ async def test_slow_watcher_is_dropped_and_writers_never_wait(
     open_store: OpenStore, unread: int, read_first: bool, dropped: bool
 ) -> None:
     store = await open_store(StoreOptions(sync=False, future_wait=0.2, compact_interval=0, watch_queue_size=8))
-    slow = store.watch(b"/w/", from_revision=1)
-    fast = store.watch(b"/w/", from_revision=1)
-    bystander = store.watch(b"/x/", from_revision=1)
+    base = store.current_revision()
+    slow = store.watch(b"/w/", from_revision=base)
+    fast = store.watch(b"/w/", from_revision=base)
+    bystander = store.watch(b"/x/", from_revision=base)
     if read_first:
         reader = await live(slow)
         await within(store.create(b"/w/first", b"v"))
@@ -284,29 +299,29 @@ async def test_slow_watcher_is_dropped_and_writers_never_wait(
 
 
 async def test_watch_from_a_future_revision(store: Store) -> None:
-    await within(store.create(b"/w/0", b"v"))
-    never = store.watch(b"/w/", from_revision=5)
+    d = (await within(store.create(b"/w/0", b"v"))).revision - 2  # the create is revision 2 + d
+    never = store.watch(b"/w/", from_revision=5 + d)
     started = time.monotonic()
     with pytest.raises(RevisionTooLarge) as caught:
         await within(never.next_batch())
-    assert (caught.value.requested, caught.value.current) == (5, 2)
+    assert (caught.value.requested, caught.value.current) == (5 + d, 2 + d)
     assert time.monotonic() - started >= FAST.future_wait * 0.75
 
-    arrives = store.watch(b"/w/", from_revision=4)
+    arrives = store.watch(b"/w/", from_revision=4 + d)
     reader = asyncio.ensure_future(take(arrives, 1))
     await asyncio.sleep(FAST.future_wait / 4)
     for i in range(3):
         await within(store.update(b"/w/0", b"%d" % i))  # revisions 3, 4, 5
-    assert revisions(await within(reader)) == [5]
+    assert revisions(await within(reader)) == [5 + d]
 
 
 async def test_closing_the_store_ends_open_watches(store: Store) -> None:
     await within(store.create(b"/w/0", b"v"))
-    await within(store.create(b"/w/1", b"v"))
+    last = (await within(store.create(b"/w/1", b"v"))).revision
     unread = store.watch(b"/w/", from_revision=0)  # history it never read
-    waiting = store.watch(b"/w/", from_revision=3)
+    waiting = store.watch(b"/w/", from_revision=last)
     waiting_reader = await live(waiting)
-    future = store.watch(b"/w/", from_revision=50)
+    future = store.watch(b"/w/", from_revision=last + 47)
     future_reader = asyncio.ensure_future(future.next_batch())
     await asyncio.sleep(0.01)
     await within(store.close())
@@ -339,7 +354,7 @@ async def test_invalid_watch(store: Store, name: str, open_watch: Callable[[Any]
 async def retained_by_writes(store: Store, watchers: int) -> int:
     """Bytes still allocated after 2,000 writes, with `watchers` watches opened and closed first."""
     tag = b"%d" % watchers
-    for watch in [store.watch(b"/f/" + tag, from_revision=1) for _ in range(watchers)]:
+    for watch in [store.watch(b"/f/" + tag, from_revision=store.current_revision()) for _ in range(watchers)]:
         watch.close()
     gc.collect()
     before = tracemalloc.get_traced_memory()[0]
@@ -374,6 +389,11 @@ async def test_progress_says_how_far_the_stream_has_got(store: Store, other_pref
     assert watch.progress() == first.revision
     for i in range(other_prefix_writes):  # changes nobody under /p/ sees still move progress on
         await within(store.create(b"/q/%d" % i, b"v"))
+    # A shared store (etcd) learns of a write through its one watch, a moment after the write returns.
+    for _ in range(100):
+        if watch.progress() == store.current_revision():
+            break
+        await asyncio.sleep(0.01)
     assert watch.progress() == store.current_revision()
     pending = await within(store.create(b"/p/b", b"2"))
     assert watch.progress() < pending.revision  # queued, not handed out

@@ -1,0 +1,198 @@
+"""The one etcd watch a store holds on its whole prefix, fanned out in-process.
+
+Every change under the prefix, made by this process or any other, arrives here once and is
+published to the store's Broadcaster, so any number of store watches cost one etcd watch (as
+kube-apiserver's cacher holds one etcd watch per resource). It also keeps a window of the
+recent events, which is the history a new store watch replays from (storage/watch.py's
+ReplayingWatch reads it synchronously): the window holds every event with a revision greater
+than `floor`, starting at the revision the store opened at and bounded by
+`EtcdConfig.window_events`. A watch from before the window is answered as the cacher answers
+one: Compacted ("too old resource version"), so its client re-lists.
+
+`clock` is how far the feed has delivered: every change up to clock.revision has been
+published. It rises with each batch of events and with etcd's progress responses, which etcd
+sends only once the watch has caught up with the store; that is what store watches report as
+their progress (BOOKMARKs). If the etcd watch breaks (the cluster is unreachable), the feed
+reconnects from the next revision it has not delivered, so no event is lost or repeated; if
+that revision has been compacted meanwhile, every store watch fails with Compacted and the
+window restarts at the compacted revision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable
+
+import grpc
+import grpc.aio
+
+from storage.broadcast import Broadcaster, Subscriber
+from storage.clock import RevisionClock
+from storage.errors import Compacted
+from storage.etcd.config import EtcdConfig
+from storage.etcd.keys import range_end
+from storage.etcd.pb.etcdserverpb import rpc_pb2, rpc_pb2_grpc
+from storage.etcd.pb.mvccpb import kv_pb2
+from storage.types import Event, EventType, KeyValue
+from storage.watch import HistoryPage
+
+log = logging.getLogger(__name__)
+
+RETRY = 0.2  # seconds between attempts to re-open the etcd watch
+
+
+def to_kv(root: bytes, kv: kv_pb2.KeyValue) -> KeyValue:
+    return KeyValue(kv.key[len(root):], kv.value, kv.create_revision, kv.mod_revision, kv.version)
+
+
+def to_event(root: bytes, event: kv_pb2.Event) -> Event:
+    prev = to_kv(root, event.prev_kv) if event.HasField("prev_kv") else None
+    if event.type == kv_pb2.Event.PUT:
+        return Event(EventType.PUT, to_kv(root, event.kv), prev)
+    # etcd's tombstone has no create_revision or version; the store's carries the deleted key's.
+    key = event.kv.key[len(root):]
+    create, version = (prev.create_revision, prev.version) if prev is not None else (0, 0)
+    return Event(EventType.DELETE, KeyValue(key, b"", create, event.kv.mod_revision, version), prev)
+
+
+class Feed:
+    def __init__(
+        self,
+        stub: rpc_pb2_grpc.WatchStub,
+        config: EtcdConfig,
+        *,
+        start: int,
+        broadcaster: Broadcaster,
+        observe: Callable[[int], None],
+    ) -> None:
+        self._stub = stub
+        self._config = config
+        self._root = config.root
+        self._broadcaster = broadcaster
+        self._observe = observe  # told every revision etcd reports, for current_revision()
+        self.clock = RevisionClock(start)
+        self.floor = start  # the window holds every event with a revision > floor
+        self._window: deque[Event] = deque()
+        self._task: asyncio.Task[None] | None = None
+        self._subscribers: set[Subscriber] = set()  # the live ones, to fail when etcd compacts past the feed
+        self.connected = False
+
+    def subscribe(self, prefix: bytes) -> Subscriber:
+        self._subscribers = {s for s in self._subscribers if not s.closed}
+        sub = self._broadcaster.subscribe(prefix)
+        self._subscribers.add(sub)
+        return sub
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="capstan-etcd-feed")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self.clock.close()
+
+    # -- the window, as ReplayingWatch's HistorySource ---------------------------
+
+    def read_history(self, prefix: bytes, after: int, limit: int) -> HistoryPage:
+        if after < self.floor:
+            raise Compacted(after, self.floor)
+        window = self._window
+        start = bisect.bisect_right(window, after, key=lambda e: e.revision)
+        events: list[Event] = []
+        for i in range(start, len(window)):
+            event = window[i]
+            if event.kv.key.startswith(prefix):
+                events.append(event)
+                if len(events) == limit:
+                    return HistoryPage(events, event.revision, event.revision >= self.clock.revision)
+        return HistoryPage(events, self.clock.revision, True)
+
+    def forget_before(self, revision: int) -> None:
+        """Compaction to `revision`: watches from before it are Compacted, as reads are."""
+        while self._window and self._window[0].revision <= revision:
+            self._window.popleft()
+        self.floor = max(self.floor, min(revision, self.clock.revision))
+
+    # -- the etcd watch ------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._follow()
+            except asyncio.CancelledError:
+                raise
+            except grpc.aio.AioRpcError as err:
+                if self.connected:
+                    log.warning("etcd watch broke (%s); resuming after %d", err.code().name, self.clock.revision)
+            except Exception:  # a bug of ours must not end the feed silently
+                log.exception("etcd watch failed; resuming after %d", self.clock.revision)
+            self.connected = False
+            await asyncio.sleep(RETRY)
+
+    async def _follow(self) -> None:
+        call = self._stub.Watch()
+        ticker: asyncio.Task[None] | None = None
+        try:
+            create = rpc_pb2.WatchCreateRequest(
+                key=self._root,
+                range_end=range_end(self._root),
+                start_revision=self.clock.revision + 1,
+                progress_notify=True,
+                prev_kv=True,
+            )
+            await call.write(rpc_pb2.WatchRequest(create_request=create))
+            ticker = asyncio.get_running_loop().create_task(self._tick(call))
+            while True:
+                response = await call.read()
+                if response is grpc.aio.EOF:
+                    return
+                assert isinstance(response, rpc_pb2.WatchResponse)
+                self.connected = True
+                self._handle(response)
+                if response.canceled:
+                    return
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+            call.cancel()
+
+    async def _tick(self, call: grpc.aio.StreamStreamCall[rpc_pb2.WatchRequest, rpc_pb2.WatchResponse]) -> None:
+        progress = rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest())
+        while True:
+            await asyncio.sleep(self._config.progress_interval)
+            await call.write(progress)
+
+    def _handle(self, response: rpc_pb2.WatchResponse) -> None:
+        if response.compact_revision:
+            self._restart_at(response.compact_revision)
+            return
+        if response.events:
+            batch = [to_event(self._root, e) for e in response.events]
+            self._window.extend(batch)
+            while len(self._window) > self._config.window_events:
+                self.floor = self._window.popleft().revision
+            self._broadcaster.publish(batch)
+            self.clock.advance(batch[-1].revision)
+            self._observe(batch[-1].revision)
+        elif not response.created and not response.canceled:
+            # A progress response: etcd sends one only when the watch has caught up with the store.
+            self.clock.advance(response.header.revision)
+            self._observe(response.header.revision)
+
+    def _restart_at(self, compact_revision: int) -> None:
+        """The next revision to deliver was compacted: what lies between is lost to every watcher."""
+        log.warning("etcd compacted past the watch (%d < %d); watchers re-list", self.clock.revision, compact_revision)
+        resumed = compact_revision - 1
+        error = Compacted(self.clock.revision, compact_revision)
+        for sub in list(self._subscribers):
+            sub.fail(error)
+        self._window.clear()
+        self.floor = resumed
+        self.clock.advance(resumed)

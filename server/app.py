@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from server import bootstrap, health, service
+from server import bootstrap, health, service, system_objects
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import Security, start_security
@@ -92,6 +92,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     core = Core(store, registry)
     await bootstrap.ensure_default_namespaces(core)
     await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
+    await system_objects.ensure_kubernetes_endpoints(core, listen)
+    await system_objects.ensure_system_priority_classes(core)
     namespaces = NamespaceController(core)
     namespaces.start()
     garbage_collector = GarbageCollector(core)
@@ -133,7 +135,8 @@ def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceCont
 
     checks.add("informer-sync", health.condition(led(collector.synced), "the garbage collector has not listed yet"))
     checks.add("poststarthook/start-system-namespaces-controller", health.done())  # ensure_default_namespaces
-    checks.add("poststarthook/bootstrap-controller", health.done())  # ensure_kubernetes_service
+    checks.add("poststarthook/bootstrap-controller", health.done())  # ensure_kubernetes_service and its endpoints
+    checks.add("poststarthook/scheduling/bootstrap-system-priority-classes", health.done())
     checks.add("poststarthook/crd-informer-synced", health.done())  # CrdController.start served the stored CRDs
     checks.add("poststarthook/start-apiextensions-controllers", health.condition(crds.running, "not running"))
     checks.add("poststarthook/start-namespace-controller", health.condition(namespaces.running, "not running"))

@@ -24,6 +24,7 @@ GO_NOT_FOUND = (404, TEXT, b"404 page not found\n")
 HOOKS = [  # what start_core starts, in name order
     "poststarthook/bootstrap-controller",
     "poststarthook/crd-informer-synced",
+    "poststarthook/scheduling/bootstrap-system-priority-classes",
     "poststarthook/start-apiextensions-controllers",
     "poststarthook/start-garbage-collector-controller",
     "poststarthook/start-namespace-controller",

@@ -34,6 +34,7 @@ def small_sizes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(gateway.handlers.paging, "PAGE", 7)
     monkeypatch.setattr(gateway.handlers.paging, "ENCODE_SLICE", 3)
     monkeypatch.setattr(server.objects.list, "RENDER_SLICE", 5)
+    monkeypatch.setattr(server.objects.list, "CONVERT_SLICE", 3)
     monkeypatch.setattr(storage.lmdb.store, "LIST_SLICE", 4)
     monkeypatch.setattr(storage.lmdb.store, "COUNT_SLICE", 3)
 

@@ -27,6 +27,7 @@ SLICE = 5
 @pytest.fixture(autouse=True)
 def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server.objects.list, "RENDER_SLICE", SLICE)
+    monkeypatch.setattr(server.objects.list, "CONVERT_SLICE", SLICE)
     monkeypatch.setattr(storage.lmdb.store, "LIST_SLICE", SLICE)
     monkeypatch.setattr(storage.lmdb.store, "COUNT_SLICE", SLICE)
 

@@ -372,6 +372,8 @@ def _security(args: argparse.Namespace, certs: pki.CertDir) -> SecurityConfig:
         requestheader_client_ca_file=requestheader_ca,
         requestheader_allowed_names=args.requestheader_allowed_names,
         root_ca_file=certs.ca_cert if args.tls_cert_file is None else None,
+        cluster_signing_cert_file=certs.ca_cert,  # the cert dir's CA, which --client-ca-file trusts by default
+        cluster_signing_key_file=certs.ca_key,
         audit_log_path=args.audit_log_path,
         audit_policy_file=args.audit_policy_file,
         audit_log_maxsize=args.audit_log_maxsize,

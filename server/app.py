@@ -18,6 +18,7 @@ from server import bootstrap, health, service, system_objects
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import Security, start_security
+from server.controllers import csrsigning
 from server.controllers.crds import CrdController
 from server.controllers.election import ElectionConfig, LeaderElector, Singleton, awaitable
 from server.controllers.gc import GarbageCollector
@@ -107,6 +108,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         Singleton("NamespaceController", awaitable(namespaces.lead), namespaces.unlead),
         Singleton("CrdController", crds.lead, crds.unlead),
         *secured.singletons,
+        *csrsigning.singletons(core, security),
     ])
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
                        crds=crds, leading=singletons.leading)

@@ -71,6 +71,9 @@ class Subresource:
 
     `group`, `version` and `proto_message` name the subresource's kind when it is not one of the resource's
     own group version (/scale answers autoscaling/v1 Scale); empty means the resource's.
+
+    `prepare` is the rest of the subresource's strategy (PrepareForUpdate), run on (new, old) after the field
+    was taken: a CSR's /approval and /status set their conditions' timestamps there.
     """
 
     name: str
@@ -81,6 +84,7 @@ class Subresource:
     version: str = ""
     proto_message: str = ""
     metadata_reset: tuple[str, ...] | None = None
+    prepare: Callable[[Obj, Obj], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,6 +101,7 @@ WELL_KNOWN: Mapping[str, Schema] = {
 # Well-known messages Go declares as plain JSON values: no component; the field carries the shape.
 INLINE: Mapping[str, Schema] = {
     META + "Verbs": {"items": {"default": "", "type": "string"}, "type": "array"},
+    "k8s.io.api.certificates.v1.ExtraValue": {"items": {"default": "", "type": "string"}, "type": "array"},
     "google.protobuf.Value": {"type": "object"},
     "google.protobuf.Struct": {"type": "object"},
     "google.protobuf.ListValue": {"items": {"type": "object"}, "type": "array"},

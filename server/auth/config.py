@@ -38,6 +38,10 @@ class SecurityConfig:
     requestheader_extra_headers_prefix: tuple[str, ...] = ("X-Remote-Extra-",)
     # The CA clients trust for this server: published as the kube-root-ca.crt ConfigMap in every namespace.
     root_ca_file: Path | None = None
+    # kube-controller-manager's --cluster-signing-cert-file and --cluster-signing-key-file: the CA that signs
+    # approved kubernetes.io/kube-apiserver-client CertificateSigningRequests (server/controllers/csrsigning.py).
+    cluster_signing_cert_file: Path | None = None
+    cluster_signing_key_file: Path | None = None
     audit_log_path: str = ""  # "-" is standard output, as kube's
     audit_policy_file: Path | None = None
     audit_log_maxsize: int = 0  # megabytes before rotating; 0 is lumberjack's (and kube's) 100

@@ -237,13 +237,19 @@ def _decode_list_value(value: Any) -> Any:
     return {"values": [_decode_value(item) for item in value]}
 
 
-def _decode_verbs(value: Any) -> Any:
-    if type(value) is not list:
-        raise mismatch(value, "v1.Verbs")
-    for index, item in enumerate(value):
-        if type(item) is not str:
-            raise mismatch(item, "string").at(f"[{index}]")
-    return {"items": value}
+def _string_list(go_type: str) -> Callable[[Any], Any]:
+    """A Go named []string (metav1.Verbs, certificates' ExtraValue): a JSON list, a message of `items` on the
+    wire."""
+
+    def decode(value: Any) -> Any:
+        if type(value) is not list:
+            raise mismatch(value, go_type)
+        for index, item in enumerate(value):
+            if type(item) is not str:
+                raise mismatch(item, "string").at(f"[{index}]")
+        return {"items": value}
+
+    return decode
 
 
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1."
@@ -253,7 +259,8 @@ WELL_KNOWN: dict[str, WellKnown] = {
     _META + "MicroTime": WellKnown(_decode_micro_time, _encode_micro_time, lambda: None),
     _META + "Duration": WellKnown(_decode_duration, lambda m: gotime.format_duration(m.duration), lambda: "0s"),
     _META + "FieldsV1": _embedded("Raw", text_if_not_json=True),
-    _META + "Verbs": WellKnown(_decode_verbs, lambda m: list(m.items), list),
+    _META + "Verbs": WellKnown(_string_list("v1.Verbs"), lambda m: list(m.items), list),
+    "k8s.io.api.certificates.v1.ExtraValue": WellKnown(_string_list("v1.ExtraValue"), lambda m: list(m.items), list),
     "k8s.io.apimachinery.pkg.runtime.RawExtension": _embedded("raw"),
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": WellKnown(
         _decode_int_or_string, _encode_int_or_string, lambda: 0

@@ -171,6 +171,8 @@ def prepare_for_update(resource: Resource, new: Obj, old: Obj, subresource: str)
         taken = _take_field(new, old, sub.field_path)
         if sub.metadata_reset is not None:  # the status strategy keeps the request's metadata
             taken["metadata"] = _system_fields_kept(new, old, sub.metadata_reset)
+        if sub.prepare is not None:
+            sub.prepare(taken, old)
         _bump_generation(resource, taken, old)  # /scale changes the spec: the generation rises, as kube's does
         return taken
     _system_fields_kept(new, old)

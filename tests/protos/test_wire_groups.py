@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from google.protobuf.message import Message
 
+from capstan.api.certificates.v1 import certificates_pb2 as certificates
 from capstan.api.core.v1 import core_pb2 as core
 from capstan.api.meta.v1 import meta_pb2 as meta
 from capstan.api.resource import resource_pb2 as resource
@@ -77,8 +78,30 @@ CAPACITY = (
     + len_field(5, len_field(1, "1Gi"))
 )
 
+def csr() -> certificates.CertificateSigningRequest:
+    return certificates.CertificateSigningRequest(
+        metadata=meta.ObjectMeta(name="erin"),
+        spec=certificates.CertificateSigningRequestSpec(
+            request=b"PEM", signerName="kubernetes.io/kube-apiserver-client", expirationSeconds=3600,
+            usages=["client auth"], username="admin", groups=["system:masters"],
+            extra={"scopes": certificates.ExtraValue(items=["a"])}),
+        status=certificates.CertificateSigningRequestStatus(
+            conditions=[certificates.CertificateSigningRequestCondition(type="Approved", status="True")],
+            certificate=b"CERT"),
+    )
+
+
+CSR = (
+    len_field(1, len_field(1, "erin"))
+    + len_field(2, len_field(1, "PEM") + len_field(2, "admin") + len_field(4, "system:masters")
+                + len_field(5, "client auth") + len_field(6, len_field(1, "scopes") + len_field(2, len_field(1, "a")))
+                + len_field(7, "kubernetes.io/kube-apiserver-client") + int_field(8, 3600))
+    + len_field(3, len_field(1, len_field(1, "Approved") + len_field(6, "True")) + len_field(2, "CERT"))
+)
+
 GOLDEN = [
     ("StorageClass", storage_class, STORAGE_CLASS),
+    ("CertificateSigningRequest", csr, CSR),
     ("VolumeAttachment", volume_attachment, VOLUME_ATTACHMENT),
     ("CSIStorageCapacity", capacity, CAPACITY),
 ]
@@ -116,6 +139,13 @@ FIELD_NUMBERS: list[tuple[type[Message], dict[str, int]]] = [
     (storage.VolumeAttachmentSource, {"persistentVolumeName": 1, "inlineVolumeSpec": 2}),
     (storage.VolumeAttachmentStatus, {"attached": 1, "attachmentMetadata": 2, "attachError": 3, "detachError": 4}),
     (storage.VolumeError, {"time": 1, "message": 2}),
+    (certificates.CertificateSigningRequest, {"metadata": 1, "spec": 2, "status": 3}),
+    (certificates.CertificateSigningRequestSpec, {"request": 1, "signerName": 7, "expirationSeconds": 8,
+                                                  "usages": 5, "username": 2, "uid": 3, "groups": 4, "extra": 6}),
+    (certificates.ExtraValue, {"items": 1}),
+    (certificates.CertificateSigningRequestStatus, {"conditions": 1, "certificate": 2}),
+    (certificates.CertificateSigningRequestCondition, {"type": 1, "status": 6, "reason": 2, "message": 3,
+                                                       "lastUpdateTime": 4, "lastTransitionTime": 5}),
 ]
 # fmt: on
 
@@ -127,6 +157,7 @@ def test_every_field_has_upstream_name_and_number(message: type[Message], number
 
 LISTED: list[type[Message]] = [
     storage.StorageClass, storage.CSIDriver, storage.CSINode, storage.CSIStorageCapacity, storage.VolumeAttachment,
+    certificates.CertificateSigningRequest,
 ]
 
 

@@ -11,6 +11,7 @@ import pytest
 from capstan.core.v1 import core_pb2
 from server.kinds import BUILTIN
 from tests.server.core import kube
+from tests.server.core import test_kinds_certificates as certificate_kinds
 from tests.server.core import test_kinds_core as core_kinds
 from tests.server.core import test_kinds_platform as platform_kinds
 from tests.server.core import test_kinds_storage as storage_kinds
@@ -117,6 +118,7 @@ DELETES: dict[tuple[str, str], tuple[str, str]] = {
     ("storage.k8s.io", "csidrivers"): ("status", "DeleteDependents"),
     ("storage.k8s.io", "csinodes"): ("status", "DeleteDependents"),
     ("storage.k8s.io", "csistoragecapacities"): ("status", "DeleteDependents"),
+    ("certificates.k8s.io", "certificatesigningrequests"): ("status", "DeleteDependents"),
     ("networking.k8s.io", "ingresses"): ("status", "DeleteDependents"),
     ("networking.k8s.io", "ingressclasses"): ("status", "DeleteDependents"),
     ("networking.k8s.io", "networkpolicies"): ("status", "DeleteDependents"),
@@ -135,6 +137,7 @@ def kind_body(group: str, resource: str) -> tuple[core_pb2.ResourcePath, Obj]:
     bodies: dict[tuple[str, str], Obj] = {("", r): o for r, _, o in core_kinds.KINDS}
     bodies.update({(g, r): workload_kinds.body(r) for r, (g, _, _) in workload_kinds.KINDS.items()})
     bodies.update({(storage_kinds.GROUP, r): storage_kinds.body(r) for r in storage_kinds.KINDS})
+    bodies[(certificate_kinds.GROUP, "certificatesigningrequests")] = certificate_kinds.body("web")
     bodies.update({(g, r): platform_kinds.body(r) for r, (g, _, _) in platform_kinds.KINDS.items()})
     bodies.update({
         ("", "namespaces"): {"metadata": {"name": "gone"}},

@@ -28,7 +28,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from capstan import pki
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.credentials import of_request
 from server.app import RunningCore, start_core
 from server.auth.attributes import Attributes, Decision

@@ -51,7 +51,7 @@ import orjson
 
 from bench._util import CEILING, Timings, at_least, below, emit, note, run_workers, run_workloads
 from bench.storage import commits
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import stored
 from server.app import RunningCore, start_core
 from server.auth.config import INSECURE

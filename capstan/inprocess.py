@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.client import CoreError
 from server.auth.credentials import Credentials
 from server.auth.guard import GuardedCore

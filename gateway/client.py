@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.credentials import Credentials
 
 

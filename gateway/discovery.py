@@ -10,7 +10,7 @@ import platform
 from collections.abc import Iterable
 from typing import Any
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 
 # The Kubernetes version Capstan's API answers as; kubectl's version dispatch reads it.
 KUBE_MAJOR, KUBE_MINOR = "1", "32"

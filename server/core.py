@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import discovery, health
 from server.crd.protos import Descriptors
 from server.objects import create, delete, deletecollection, get, list, patch, update, watch

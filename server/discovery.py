@@ -6,7 +6,7 @@ back (`unchanged`), so the gateway can check its discovery cache on every discov
 
 from __future__ import annotations
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.registry import Registry
 from server.schema import JsonSchema
 

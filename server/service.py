@@ -24,7 +24,8 @@ from google.protobuf import message_factory
 from google.protobuf.message import DecodeError, Message
 from grpc_status import rpc_status
 
-from capstan.core.v1 import core_pb2, core_pb2_grpc
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server import errors
 from server.auth import metadata
 from server.auth.credentials import Credentials

@@ -22,7 +22,7 @@ import socket
 
 import orjson
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.bootstrap import KUBERNETES_TARGET_PORT
 from server.core import Core

@@ -6,7 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.client import CoreClient, CoreError, failure
 
 # Seconds a resource lookup trusts the cached discovery answer before asking the core whether it changed

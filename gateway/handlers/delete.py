@@ -17,7 +17,7 @@ import orjson
 from aiohttp import web
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import negotiation, params
 from gateway.client import CoreClient, CoreError, failure
 from gateway.codecs import protobuf as protobuf_codec

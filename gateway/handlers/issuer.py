@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.access import caller_client
 from gateway.client import CoreClient, CoreError
 from gateway.handlers import respond

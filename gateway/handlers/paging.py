@@ -25,7 +25,7 @@ import orjson
 from aiohttp import web
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import status as statuses
 from gateway.client import CoreClient
 from gateway.codecs import json as json_codec

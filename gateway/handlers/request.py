@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from aiohttp import web
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import negotiation, params
 from gateway.client import CoreError, failure
 from gateway.codecs import json as json_codec

@@ -10,7 +10,7 @@ from aiohttp import web
 from google.protobuf.message import Message
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import status as statuses
 from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec

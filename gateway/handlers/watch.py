@@ -29,7 +29,7 @@ import orjson
 from aiohttp import web
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import params
 from gateway import status as statuses
 from gateway.client import CoreClient, CoreError

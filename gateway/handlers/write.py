@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import negotiation, params
 from gateway.client import CoreClient
 from gateway.handlers import request as req

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 from google.protobuf import descriptor_pool
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.openapi import paths
 from gateway.openapi.schemas import API_VERSION, KIND, LIST_META, META, OBJECT_META, SchemaSet
 

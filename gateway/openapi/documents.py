@@ -34,7 +34,7 @@ from capstan.api.core.v1 import core_pb2 as _core_v1  # noqa: F401
 from capstan.api.events.v1 import events_pb2 as _events_v1  # noqa: F401
 from capstan.api.meta.v1 import meta_pb2 as _meta_v1  # noqa: F401
 from capstan.api.rbac.v1 import rbac_pb2 as _rbac_v1  # noqa: F401
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.openapi import comments, custom, gnostic, paths, swagger
 from gateway.openapi.schemas import GVK, META, SchemaSet
 

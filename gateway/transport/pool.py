@@ -19,7 +19,7 @@ from typing import TypeVar
 import grpc
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.client import CoreError, failure
 from gateway.transport import resume
 from gateway.transport.grpc import CoreUnreachable, GrpcClient

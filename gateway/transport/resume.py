@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.client import CoreError, failure
 
 _PAST_INITIAL = frozenset({"BOOKMARK", "MODIFIED", "DELETED"})

@@ -27,7 +27,7 @@ from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth import caller as current_caller
 from server.auth.attributes import Attributes, Decision

@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 from google.protobuf.descriptor import Descriptor
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.controllers.tasks import cancel_all
 from server.core import Core

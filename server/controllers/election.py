@@ -36,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec import gotime
 from server.controllers.tasks import cancel_all

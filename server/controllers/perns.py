@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.rbac.informer import Informer
 from server.controllers.tasks import cancel_all

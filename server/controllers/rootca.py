@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import orjson
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.controllers.perns import PerNamespace
 from server.core import Core

@@ -20,7 +20,7 @@ import time
 import orjson
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec import gotime
 from server.controllers.tasks import cancel_all

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec.quantity import parse_quantity
 from server.kinds import podspec

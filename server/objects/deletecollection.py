@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.objects import options, render
 from server.objects.context import Context

@@ -17,7 +17,7 @@ import jsonpatch
 import jsonpointer
 import orjson
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec import depth
 from server.objects import apply, body, options, scale

@@ -10,7 +10,7 @@ from typing import TypeAlias
 
 import orjson
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import stored
 from server.bounded import Bounded
 from server.objects.meta import canonical

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.registry import Registry, Resource
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import orjson
 
 from capstan.api.autoscaling.v1 import autoscaling_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors, printing
 from server.objects import apply, body, meta, options, render, validate, views
 from server.objects.context import Context

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 import orjson
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec import transcode
 from server.objects import options, render, views

@@ -35,7 +35,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client
 
 from capstan import pki
-from capstan.core.v1 import core_pb2, core_pb2_grpc
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from gateway.transport.grpc import status_of
 from tests.e2e.conftest import ROOT, START_TIMEOUT, Kubectl, Obj, Ran, _Lines, bounded, write_kubeconfig
 

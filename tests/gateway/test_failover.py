@@ -18,7 +18,7 @@ import pytest
 
 import gateway.handlers.context
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.app import build_app, start_http
 from gateway.client import CoreError
 from gateway.transport import resume

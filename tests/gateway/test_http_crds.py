@@ -14,7 +14,7 @@ import pytest
 import yaml
 from google.protobuf import descriptor_pool, message_factory
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.codecs import protobuf as protobuf_codec
 from tests.gateway.conftest import Response, Server
 from tests.server.core.test_crds import gadget_descriptors

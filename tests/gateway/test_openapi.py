@@ -28,7 +28,7 @@ import pytest
 from google.protobuf import descriptor_pool
 
 import capstan.api
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from gateway.openapi import comments, documents, gnostic, paths, schemas, swagger

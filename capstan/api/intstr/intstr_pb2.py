@@ -24,13 +24,14 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63\x61pstan/api/intstr/intstr.proto\x12#k8s.io.apimachinery.pkg.util.intstr\";\n\x0bIntOrString\x12\x0c\n\x04type\x18\x01 \x01(\x03\x12\x0e\n\x06intVal\x18\x02 \x01(\x05\x12\x0e\n\x06strVal\x18\x03 \x01(\t')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63\x61pstan/api/intstr/intstr.proto\x12#k8s.io.apimachinery.pkg.util.intstr\";\n\x0bIntOrString\x12\x0c\n\x04type\x18\x01 \x01(\x03\x12\x0e\n\x06intVal\x18\x02 \x01(\x05\x12\x0e\n\x06strVal\x18\x03 \x01(\tBp\n\x16\x64\x65v.capstan.api.intstrP\x01Z?github.com/capstan-dev/capstan/gen/go/capstan/api/intstr;intstr\xaa\x02\x12\x43\x61pstan.Api.Intstr')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capstan.api.intstr.intstr_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\026dev.capstan.api.intstrP\001Z?github.com/capstan-dev/capstan/gen/go/capstan/api/intstr;intstr\252\002\022Capstan.Api.Intstr'
   _globals['_INTORSTRING']._serialized_start=72
   _globals['_INTORSTRING']._serialized_end=131
 # @@protoc_insertion_point(module_scope)

@@ -24,13 +24,14 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#capstan/api/resource/resource.proto\x12$k8s.io.apimachinery.pkg.api.resource\"\x1a\n\x08Quantity\x12\x0e\n\x06string\x18\x01 \x01(\t')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#capstan/api/resource/resource.proto\x12$k8s.io.apimachinery.pkg.api.resource\"\x1a\n\x08Quantity\x12\x0e\n\x06string\x18\x01 \x01(\tBx\n\x18\x64\x65v.capstan.api.resourceP\x01ZCgithub.com/capstan-dev/capstan/gen/go/capstan/api/resource;resource\xaa\x02\x14\x43\x61pstan.Api.Resource')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capstan.api.resource.resource_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\030dev.capstan.api.resourceP\001ZCgithub.com/capstan-dev/capstan/gen/go/capstan/api/resource;resource\252\002\024Capstan.Api.Resource'
   _globals['_QUANTITY']._serialized_start=77
   _globals['_QUANTITY']._serialized_end=103
 # @@protoc_insertion_point(module_scope)

@@ -25,7 +25,7 @@ import orjson
 from google.protobuf.message import Message
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.attributes import Attributes, Decision
 from server.auth.audit import objects

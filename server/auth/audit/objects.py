@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from google.protobuf.message import Message
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.audit.event import Json, status_object
 from server.codec import yamlread
 from server.registry import Registry

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.rbac.index import CLUSTER_ROLE_BINDING, ROLE_BINDING, RbacIndex
 from server.auth.rbac.informer import Informer
 from server.core import Core

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.controllers.tasks import cancel_all
 from server.core import Core

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.rbac.covers import uncovered
 from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP

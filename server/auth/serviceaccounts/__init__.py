@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.config import SecurityConfig
 from server.auth.rbac.informer import Informer

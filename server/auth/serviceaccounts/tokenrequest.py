@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from capstan.api.authentication.v1 import authentication_pb2 as authentication_v1
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.serviceaccounts.issuer import Account, ObjectRef, TokenIssuer
 from server.objects import body, meta, options, render

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.controllers.gc.graph import Check, Graph, Identity, Orphan, OwnerRef, Work, owner_refs
 from server.core import Core

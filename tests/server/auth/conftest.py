@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import bootstrap
 from server.auth import caller
 from server.auth.rbac.start import RunningRbac, start_rbac

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import NonResourceRule, ResourceRule
 from server.auth.rbac.start import RunningRbac

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.config import SecurityConfig
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts

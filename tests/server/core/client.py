@@ -19,7 +19,8 @@ from google.protobuf import json_format
 from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2, core_pb2_grpc
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.app import RunningCore
 
 JSON = core_pb2.ENCODING_JSON

@@ -9,7 +9,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from capstan.core.v1 import core_pb2_grpc
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
 from storage import StoreOptions

@@ -12,7 +12,7 @@ import grpc
 import orjson
 import pytest
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.codec.depth import MAX_DEPTH
 from server.codec.wire import varint
 from server.objects.size import MAX_OBJECT_BYTES

@@ -18,7 +18,8 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2, core_pb2_grpc
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.app import start_core
 from server.auth.config import INSECURE
 from storage import StoreOptions

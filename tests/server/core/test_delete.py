@@ -8,7 +8,7 @@ import copy
 import orjson
 import pytest
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.kinds import BUILTIN
 from tests.server.core import kube
 from tests.server.core import test_kinds_certificates as certificate_kinds

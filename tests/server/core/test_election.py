@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from capstan.cli import _election, parse_args
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.app import RunningCore, start_core
 from server.auth.config import INSECURE

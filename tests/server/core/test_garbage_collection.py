@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.app import RunningCore
 from server.controllers.gc.graph import Identity, node_of
 from server.objects import render

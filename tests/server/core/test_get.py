@@ -8,7 +8,7 @@ import time
 import pytest
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from tests.server.core import kube
 from tests.server.core.client import PROTOBUF, Client, path, refused
 

@@ -20,7 +20,8 @@ import grpc
 import orjson
 import pytest
 
-from capstan.core.v1 import core_pb2, core_pb2_grpc
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
 from storage import StoreOptions

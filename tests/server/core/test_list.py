@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from tests.server.core import kube
 from tests.server.core.client import Client, Obj, path, refused
 

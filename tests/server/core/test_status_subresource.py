@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from capstan.core.v1 import core_pb2
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from tests.server.core.client import Client, Obj, path
 from tests.server.core.test_crds import crd_body, install, widget
 

@@ -23,7 +23,8 @@ from google.rpc import status_pb2
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_pb2, core_pb2_grpc
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server import errors
 from server.app import RunningCore, start_core
 from server.auth.config import INSECURE

@@ -26,13 +26,14 @@ from capstan.api.meta.v1 import meta_pb2 as capstan_dot_api_dot_meta_dot_v1_dot_
 from capstan.options.v1 import options_pb2 as capstan_dot_options_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,capstan/api/autoscaling/v1/autoscaling.proto\x12\x19k8s.io.api.autoscaling.v1\x1a\x1e\x63\x61pstan/api/meta/v1/meta.proto\x1a capstan/options/v1/options.proto\"\xc9\x01\n\x05Scale\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x38\n\x04spec\x18\x02 \x01(\x0b\x32$.k8s.io.api.autoscaling.v1.ScaleSpecB\x04\xa0\xbb\x18\x01\x12<\n\x06status\x18\x03 \x01(\x0b\x32&.k8s.io.api.autoscaling.v1.ScaleStatusB\x04\xa0\xbb\x18\x01\"\x1d\n\tScaleSpec\x12\x10\n\x08replicas\x18\x01 \x01(\x05\"7\n\x0bScaleStatus\x12\x16\n\x08replicas\x18\x01 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12\x10\n\x08selector\x18\x02 \x01(\t')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,capstan/api/autoscaling/v1/autoscaling.proto\x12\x19k8s.io.api.autoscaling.v1\x1a\x1e\x63\x61pstan/api/meta/v1/meta.proto\x1a capstan/options/v1/options.proto\"\xc9\x01\n\x05Scale\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x38\n\x04spec\x18\x02 \x01(\x0b\x32$.k8s.io.api.autoscaling.v1.ScaleSpecB\x04\xa0\xbb\x18\x01\x12<\n\x06status\x18\x03 \x01(\x0b\x32&.k8s.io.api.autoscaling.v1.ScaleStatusB\x04\xa0\xbb\x18\x01\"\x1d\n\tScaleSpec\x12\x10\n\x08replicas\x18\x01 \x01(\x05\"7\n\x0bScaleStatus\x12\x16\n\x08replicas\x18\x01 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12\x10\n\x08selector\x18\x02 \x01(\tB\x8f\x01\n\x1e\x64\x65v.capstan.api.autoscaling.v1P\x01ZNgithub.com/capstan-dev/capstan/gen/go/capstan/api/autoscaling/v1;autoscalingv1\xaa\x02\x1a\x43\x61pstan.Api.Autoscaling.V1')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capstan.api.autoscaling.v1.autoscaling_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\036dev.capstan.api.autoscaling.v1P\001ZNgithub.com/capstan-dev/capstan/gen/go/capstan/api/autoscaling/v1;autoscalingv1\252\002\032Capstan.Api.Autoscaling.V1'
   _globals['_SCALE'].fields_by_name['metadata']._loaded_options = None
   _globals['_SCALE'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
   _globals['_SCALE'].fields_by_name['spec']._loaded_options = None

@@ -26,13 +26,14 @@ from capstan.api.meta.v1 import meta_pb2 as capstan_dot_api_dot_meta_dot_v1_dot_
 from capstan.options.v1 import options_pb2 as capstan_dot_options_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n*capstan/api/scheduling/v1/scheduling.proto\x12\x18k8s.io.api.scheduling.v1\x1a\x1e\x63\x61pstan/api/meta/v1/meta.proto\x1a capstan/options/v1/options.proto\"\xba\x01\n\rPriorityClass\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x13\n\x05value\x18\x02 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12\x15\n\rglobalDefault\x18\x03 \x01(\x08\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\x12\x1e\n\x10preemptionPolicy\x18\x05 \x01(\tB\x04\xa0\xbb\x18\x01\"\x99\x01\n\x11PriorityClassList\x12\x46\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMetaB\x04\xa0\xbb\x18\x01\x12<\n\x05items\x18\x02 \x03(\x0b\x32\'.k8s.io.api.scheduling.v1.PriorityClassB\x04\xa0\xbb\x18\x01')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n*capstan/api/scheduling/v1/scheduling.proto\x12\x18k8s.io.api.scheduling.v1\x1a\x1e\x63\x61pstan/api/meta/v1/meta.proto\x1a capstan/options/v1/options.proto\"\xba\x01\n\rPriorityClass\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x13\n\x05value\x18\x02 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12\x15\n\rglobalDefault\x18\x03 \x01(\x08\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\x12\x1e\n\x10preemptionPolicy\x18\x05 \x01(\tB\x04\xa0\xbb\x18\x01\"\x99\x01\n\x11PriorityClassList\x12\x46\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMetaB\x04\xa0\xbb\x18\x01\x12<\n\x05items\x18\x02 \x03(\x0b\x32\'.k8s.io.api.scheduling.v1.PriorityClassB\x04\xa0\xbb\x18\x01\x42\x8b\x01\n\x1d\x64\x65v.capstan.api.scheduling.v1P\x01ZLgithub.com/capstan-dev/capstan/gen/go/capstan/api/scheduling/v1;schedulingv1\xaa\x02\x19\x43\x61pstan.Api.Scheduling.V1')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'capstan.api.scheduling.v1.scheduling_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\035dev.capstan.api.scheduling.v1P\001ZLgithub.com/capstan-dev/capstan/gen/go/capstan/api/scheduling/v1;schedulingv1\252\002\031Capstan.Api.Scheduling.V1'
   _globals['_PRIORITYCLASS'].fields_by_name['metadata']._loaded_options = None
   _globals['_PRIORITYCLASS'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
   _globals['_PRIORITYCLASS'].fields_by_name['value']._loaded_options = None

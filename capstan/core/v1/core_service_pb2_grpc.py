@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from capstan.core.v1 import core_pb2 as capstan_dot_core_dot_v1_dot_core__pb2
+from capstan.core.v1 import core_service_pb2 as capstan_dot_core_dot_v1_dot_core__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in capstan/core/v1/core_pb2_grpc.py depends on'
+        + ' but the generated code in capstan/core/v1/core_service_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,63 +36,63 @@ class CoreServiceStub:
         """
         self.Create = channel.unary_unary(
                 '/capstan.core.v1.CoreService/Create',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.CreateRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.CreateResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.CreateRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.CreateResponse.FromString,
                 _registered_method=True)
         self.Get = channel.unary_unary(
                 '/capstan.core.v1.CoreService/Get',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.GetRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.GetResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.GetRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.GetResponse.FromString,
                 _registered_method=True)
         self.List = channel.unary_unary(
                 '/capstan.core.v1.CoreService/List',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.ListRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.ListResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ListRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ListResponse.FromString,
                 _registered_method=True)
         self.Update = channel.unary_unary(
                 '/capstan.core.v1.CoreService/Update',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.UpdateRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.UpdateResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.UpdateRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.UpdateResponse.FromString,
                 _registered_method=True)
         self.Patch = channel.unary_unary(
                 '/capstan.core.v1.CoreService/Patch',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.PatchRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.PatchResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.PatchRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.PatchResponse.FromString,
                 _registered_method=True)
         self.Delete = channel.unary_unary(
                 '/capstan.core.v1.CoreService/Delete',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteResponse.FromString,
                 _registered_method=True)
         self.DeleteCollection = channel.unary_unary(
                 '/capstan.core.v1.CoreService/DeleteCollection',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteCollectionRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteCollectionResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteCollectionRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteCollectionResponse.FromString,
                 _registered_method=True)
         self.Watch = channel.unary_stream(
                 '/capstan.core.v1.CoreService/Watch',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.WatchRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.WatchResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.WatchRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.WatchResponse.FromString,
                 _registered_method=True)
         self.Discover = channel.unary_unary(
                 '/capstan.core.v1.CoreService/Discover',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DiscoverRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.DiscoverResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DiscoverRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DiscoverResponse.FromString,
                 _registered_method=True)
         self.RegisterDescriptors = channel.unary_unary(
                 '/capstan.core.v1.CoreService/RegisterDescriptors',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.RegisterDescriptorsRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.RegisterDescriptorsResponse.FromString,
                 _registered_method=True)
         self.Access = channel.unary_unary(
                 '/capstan.core.v1.CoreService/Access',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.AccessRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.AccessResponse.FromString,
                 _registered_method=True)
         self.IssuerDocument = channel.unary_unary(
                 '/capstan.core.v1.CoreService/IssuerDocument',
-                request_serializer=capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentRequest.SerializeToString,
-                response_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentResponse.FromString,
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentResponse.FromString,
                 _registered_method=True)
 
 
@@ -194,63 +194,63 @@ def add_CoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Create': grpc.unary_unary_rpc_method_handler(
                     servicer.Create,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.CreateRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.CreateResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.CreateRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.CreateResponse.SerializeToString,
             ),
             'Get': grpc.unary_unary_rpc_method_handler(
                     servicer.Get,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.GetRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.GetResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.GetRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.GetResponse.SerializeToString,
             ),
             'List': grpc.unary_unary_rpc_method_handler(
                     servicer.List,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.ListRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.ListResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ListRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ListResponse.SerializeToString,
             ),
             'Update': grpc.unary_unary_rpc_method_handler(
                     servicer.Update,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.UpdateRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.UpdateResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.UpdateRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.UpdateResponse.SerializeToString,
             ),
             'Patch': grpc.unary_unary_rpc_method_handler(
                     servicer.Patch,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.PatchRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.PatchResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.PatchRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.PatchResponse.SerializeToString,
             ),
             'Delete': grpc.unary_unary_rpc_method_handler(
                     servicer.Delete,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteResponse.SerializeToString,
             ),
             'DeleteCollection': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteCollection,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteCollectionRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DeleteCollectionResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteCollectionRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteCollectionResponse.SerializeToString,
             ),
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.WatchRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.WatchResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.WatchRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.WatchResponse.SerializeToString,
             ),
             'Discover': grpc.unary_unary_rpc_method_handler(
                     servicer.Discover,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.DiscoverRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.DiscoverResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DiscoverRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.DiscoverResponse.SerializeToString,
             ),
             'RegisterDescriptors': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterDescriptors,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.RegisterDescriptorsRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.RegisterDescriptorsResponse.SerializeToString,
             ),
             'Access': grpc.unary_unary_rpc_method_handler(
                     servicer.Access,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.AccessRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.AccessResponse.SerializeToString,
             ),
             'IssuerDocument': grpc.unary_unary_rpc_method_handler(
                     servicer.IssuerDocument,
-                    request_deserializer=capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentRequest.FromString,
-                    response_serializer=capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentResponse.SerializeToString,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -278,8 +278,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/Create',
-            capstan_dot_core_dot_v1_dot_core__pb2.CreateRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.CreateResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.CreateRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.CreateResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -305,8 +305,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/Get',
-            capstan_dot_core_dot_v1_dot_core__pb2.GetRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.GetResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.GetRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.GetResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -332,8 +332,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/List',
-            capstan_dot_core_dot_v1_dot_core__pb2.ListRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.ListResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.ListRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.ListResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -359,8 +359,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/Update',
-            capstan_dot_core_dot_v1_dot_core__pb2.UpdateRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.UpdateResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.UpdateRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.UpdateResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -386,8 +386,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/Patch',
-            capstan_dot_core_dot_v1_dot_core__pb2.PatchRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.PatchResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.PatchRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.PatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -413,8 +413,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/Delete',
-            capstan_dot_core_dot_v1_dot_core__pb2.DeleteRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.DeleteResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -440,8 +440,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/DeleteCollection',
-            capstan_dot_core_dot_v1_dot_core__pb2.DeleteCollectionRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.DeleteCollectionResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteCollectionRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.DeleteCollectionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -467,8 +467,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/Watch',
-            capstan_dot_core_dot_v1_dot_core__pb2.WatchRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.WatchResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.WatchRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.WatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -494,8 +494,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/Discover',
-            capstan_dot_core_dot_v1_dot_core__pb2.DiscoverRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.DiscoverResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.DiscoverRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.DiscoverResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -521,8 +521,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/RegisterDescriptors',
-            capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.RegisterDescriptorsResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.RegisterDescriptorsRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.RegisterDescriptorsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -548,8 +548,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/Access',
-            capstan_dot_core_dot_v1_dot_core__pb2.AccessRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.AccessResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.AccessRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.AccessResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -575,8 +575,8 @@ class CoreService:
             request,
             target,
             '/capstan.core.v1.CoreService/IssuerDocument',
-            capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentRequest.SerializeToString,
-            capstan_dot_core_dot_v1_dot_core__pb2.IssuerDocumentResponse.FromString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from server.crd import schemacheck
+from server.crd.cel import rules as cel_rules
 from server.registry import Obj
 from server.validation import names
 from server.validation.names import FieldError
@@ -192,8 +193,11 @@ def _version(version: dict[str, Any], path: str) -> list[FieldError]:
             errs.append(FieldError.invalid(f"{path}.deprecationWarning", warning, "must not be an empty string"))
     schema = schema_of(version)
     if schema is not None:
-        errs.extend(schemacheck.validate_schema(schema, f"{path}.schema.openAPIV3Schema",
-                                                status_enabled=has_status(version)))
+        schema_errs = schemacheck.validate_schema(schema, f"{path}.schema.openAPIV3Schema",
+                                                  status_enabled=has_status(version))
+        errs.extend(schema_errs)
+        if not schema_errs:  # kube compiles rules only over a valid structural schema
+            errs.extend(cel_rules.compile_schema(schema, f"{path}.schema.openAPIV3Schema").errors)
     errs.extend(_subresources(version.get("subresources") or {}, f"{path}.subresources"))
     for index, column in enumerate(version.get("additionalPrinterColumns") or []):
         errs.extend(_column(column, f"{path}.additionalPrinterColumns[{index}]"))

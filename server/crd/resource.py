@@ -22,12 +22,13 @@ from google.protobuf.descriptor import Descriptor
 
 from server import errors, stored
 from server.crd import columns, definition
+from server.crd.cel import rules as cel_rules
 from server.crd.protos import ProtoJsonSchema
 from server.crd.structural import parse
 from server.objects import meta, render
 from server.registry import SCALE, Obj, Resource, ScaleRule, Subresource
 from server.schema import JsonSchema
-from server.validation.names import FieldError
+from server.validation.names import ErrorType, FieldError, GoValue
 
 # apiextensions-apiserver's crdHandler serves custom resources with these verbs, in this order.
 VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
@@ -85,6 +86,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
     if definition.has_status(version):
         subresources.append(Subresource("status", kind, SUBRESOURCE_VERBS, ("status",)))
     scale_rule = _scale_rule(version)
+    cel = cel_rules.compile_schema(openapi, "") if openapi is not None else cel_rules.Compiled(None, ())
     if scale_rule is not None:  # server/objects/scale.py serves it, with the CRD's paths
         subresources.append(Subresource(SCALE.name, SCALE.kind, SUBRESOURCE_VERBS, scale_rule.spec_replicas,
                                         group=SCALE.group, version=SCALE.version, proto_message=SCALE.proto_message))
@@ -97,6 +99,8 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
 
     def validate(obj: Obj, old: Obj | None) -> list[FieldError]:
         errs = schema.validate(obj)
+        if cel.root is not None:
+            errs.extend(_cel_errors(cel.root, obj, old, errs))
         if scale_rule is not None:
             errs.extend(_replicas_errors(obj, scale_rule.spec_replicas))
             errs.extend(_replicas_errors(obj, scale_rule.status_replicas))
@@ -112,6 +116,15 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         tracks_generation=True, prepare=prepare, validate=validate,
         custom_list_kind=accepted.get("listKind") or "", scale=scale_rule,
     )
+
+
+def _cel_errors(root: cel_rules.Node, obj: Obj, old: Obj | None, schema_errs: list[FieldError]
+                ) -> list[FieldError]:
+    """x-kubernetes-validations, unless the schema found a wrong type (hasBlockingErr): then kube says why not."""
+    if any(e.type in (ErrorType.TYPE_INVALID, ErrorType.NOT_SUPPORTED) for e in schema_errs):
+        return [FieldError.invalid("<nil>", GoValue('"null"'), "some validation rules were not checked because the "
+                                   "object was invalid; correct the existing errors to complete validation")]
+    return cel_rules.validate(root, obj, old)
 
 
 def _reader(crd: Obj, schema: JsonSchema) -> Callable[[bytes], bytes] | None:

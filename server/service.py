@@ -26,7 +26,7 @@ from grpc_status import rpc_status
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server import errors
+from server import errors, wiretext
 from server.auth import metadata
 from server.auth.credentials import Credentials
 from server.auth.guard import GuardedCore
@@ -34,6 +34,7 @@ from server.fields.managers import manager_from_user_agent
 from server.limits import flow
 from server.limits.config import Kind
 from server.limits.limiter import Limiter
+from server.objects import body, render
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +128,9 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
     ) -> AsyncIterator[core_pb2.WatchResponse]:
         try:
             stream = await self._guard.watch(request, self.credentials(context))
+            text = request.accept == render.JSON_TEXT
             async for response in stream:
-                yield response
+                yield render.as_text(response) if text else response
         except errors.ApiError as err:
             await _abort(context, err)
         except Exception as err:  # the wire gets a Status, the log gets the traceback
@@ -140,7 +142,11 @@ async def _unary(
     call: Callable[[Req, Credentials], Awaitable[Resp]], request: Req, credentials: Credentials, context: Ctx
 ) -> Resp:
     try:
-        return await call(request, credentials)
+        # A body given as JSON text is read as bytes before anything else sees it (audit, admission), and
+        # refused, like a request that is no message (_parse), before authentication when malformed.
+        body.from_text(request)
+        answer = await call(request, credentials)
+        return render.as_text(answer) if getattr(request, "accept", None) == render.JSON_TEXT else answer
     except errors.ApiError as err:
         await _abort(context, err)
     except Exception as err:
@@ -223,6 +229,10 @@ def _bytes_stream(call: Handler, request_class: type[Message]) -> Callable[[byte
 async def _parse(request_class: type[Message], data: bytes, context: Ctx) -> Any:
     """The request message; a body that is not one is a 400 Status (INVALID_ARGUMENT)."""
     try:
-        return request_class.FromString(data)
+        message = request_class.FromString(data)
     except DecodeError as err:
         await _abort(context, errors.bad_request(f"the request is not a {request_class.DESCRIPTOR.full_name}: {err}"))
+    if field := wiretext.undecodable(message):
+        await _abort(context, errors.bad_request(f"the request is not a {request_class.DESCRIPTOR.full_name}: "
+                                                 f"{field} is not valid UTF-8"))
+    return message

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from server import bootstrap, health, service, system_objects
+from server import admission, bootstrap, health, service, system_objects
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import Security, start_security
@@ -23,6 +23,7 @@ from server.controllers.crds import CrdController
 from server.controllers.election import ElectionConfig, LeaderElector, Singleton, awaitable
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
+from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.singletons import Singletons
 from server.controllers.terminator import PodTerminator
 from server.core import Core
@@ -87,9 +88,10 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     `election`: campaign for the singletons on its Lease (several cores over one store); None or not enabled:
     this core runs them alone, as a kube-controller-manager with --leader-elect=false. Either way a core that
     can lead leads before start_core returns."""
-    registry = Registry(BUILTIN)
     service_resource, allocator = services(service_cluster_ip_range)
-    registry.add(service_resource)
+    # The admission plugins (server/admission/) around every built-in kind; ServiceAccount admission only
+    # where the default ServiceAccount is kept (as envtest disables it).
+    registry = Registry(admission.chain((*BUILTIN, service_resource), service_accounts=namespace_controllers))
     core = Core(store, registry)
     await bootstrap.ensure_default_namespaces(core)
     await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
@@ -99,6 +101,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     namespaces.start()
     garbage_collector = GarbageCollector(core)
     terminator = PodTerminator(core)
+    quotas = ResourceQuotaController(core)
     crds = CrdController(core)
     await crds.start()
     secured = await start_security(core, security, controllers=namespace_controllers, elected=True)
@@ -109,6 +112,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         Singleton("CrdController", crds.lead, crds.unlead),
         *secured.singletons,
         *csrsigning.singletons(core, security),
+        # kube-controller-manager's resourcequota controller; left out with the per-namespace ones, as envtest runs
+        # no controller-manager.
+        *([Singleton("ResourceQuotaController", quotas.start, quotas.stop)] if namespace_controllers else []),
     ])
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
                        crds=crds, leading=singletons.leading)

@@ -1,0 +1,194 @@
+"""ResourceQuota status (kube-controller-manager's resourcequota controller): each quota's status.hard is its
+spec.hard and status.used what the namespace's objects use of it, recomputed whenever a quota or an object of
+a kind quota tracks (Pods, Services, PersistentVolumeClaims, ConfigMaps, Secrets, ReplicationControllers,
+ResourceQuotas) is added, changed or deleted in a namespace that has quotas, when a terminating Pod's grace
+period ends, and every RESYNC seconds for everything else (`count/<resource>.<group>` of other kinds), as
+kube's full resync does. Usage is measured as admission measures it (server/admission/usage.py), so what the
+controller writes is what admission charged, and what admission charged for a write that then failed is
+given back here.
+
+A singleton: one per cluster, run by the elected core only (server/controllers/election.py), as
+kube-controller-manager runs it under leader election. Status is written with the quota's resourceVersion as
+precondition; a conflict (admission charged meanwhile) syncs the namespace again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from typing import Any
+
+import orjson
+
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from server import errors
+from server.admission.quantities import ResourceList, add, dump, mask, parse, zero
+from server.admission.usage import EVALUATORS, Evaluator, counted, deletion_expiry, evaluator, scope_selectors
+from server.auth.rbac.informer import Informer
+from server.controllers.tasks import cancel_all
+from server.core import Core
+
+log = logging.getLogger(__name__)
+
+MANAGER = "kube-controller-manager"
+RETRY = 0.5
+RESYNC = 10.0
+WATCHED = ("resourcequotas", "pods", "services", "persistentvolumeclaims", "configmaps", "secrets",
+           "replicationcontrollers")
+
+
+class _Queue:
+    """Events of one kind: the object's namespace is synced again when it has quotas."""
+
+    def __init__(self, controller: ResourceQuotaController, quotas: bool) -> None:
+        self._controller = controller
+        self._quotas = quotas
+
+    def replace(self, objs: list[dict[str, Any]]) -> None:
+        for obj in objs:
+            self.put(obj)
+
+    def put(self, obj: dict[str, Any]) -> None:
+        namespace = str((obj.get("metadata") or {}).get("namespace", ""))
+        if self._quotas:
+            self._controller.quota_seen(namespace)
+        self._controller.queue(namespace)
+
+    def remove(self, obj: dict[str, Any]) -> None:
+        self.put(obj)
+
+
+class ResourceQuotaController:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._namespaces: set[str] = set()  # namespaces seen with a quota (a sync forgets those without)
+        self._pending: set[str] = set()
+        self._wake = asyncio.Event()
+        self._informers = [Informer(core, core_pb2.ResourcePath(version="v1", resource=resource),
+                                    _Queue(self, resource == "resourcequotas")) for resource in WATCHED]
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def quota_seen(self, namespace: str) -> None:
+        self._namespaces.add(namespace)
+
+    def queue(self, namespace: str) -> None:
+        if namespace in self._namespaces:
+            self._pending.add(namespace)
+            self._wake.set()
+
+    async def start(self) -> None:
+        """Returns once the quotas that exist now have their status."""
+        for informer in self._informers:
+            await informer.start()
+        batch, self._pending = self._pending, set()
+        for namespace in sorted(batch):
+            await self._sync_one(namespace)
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._work(), name="capstan-resourcequota-controller"),
+                       loop.create_task(self._resync(), name="capstan-resourcequota-resync")]
+        if self._pending:
+            self._wake.set()
+
+    async def stop(self) -> None:
+        for informer in self._informers:
+            await informer.stop()
+        await cancel_all(self._tasks)
+        self._tasks = []
+
+    def running(self) -> bool:
+        return bool(self._tasks) and not any(task.done() for task in self._tasks)
+
+    async def _work(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, set()
+            for namespace in sorted(batch):
+                await self._sync_one(namespace)
+
+    async def _resync(self) -> None:
+        while True:
+            await asyncio.sleep(RESYNC)
+            for namespace in list(self._namespaces):
+                self.queue(namespace)
+
+    async def _sync_one(self, namespace: str) -> None:
+        try:
+            await self._sync(namespace)
+        except errors.ApiError as err:
+            if err.status.code != 404:
+                log.info("resourcequota: syncing namespace %s: %s", namespace, err.status.message)
+                asyncio.get_running_loop().call_later(RETRY, self.queue, namespace)
+        except Exception:
+            log.exception("resourcequota: syncing namespace %s failed", namespace)
+            asyncio.get_running_loop().call_later(RETRY, self.queue, namespace)
+
+    async def _sync(self, namespace: str) -> None:
+        quotas = await self._list("", "v1", "resourcequotas", namespace)
+        if not quotas:
+            self._namespaces.discard(namespace)
+            return
+        listed: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for quota in quotas:
+            hard = (quota.get("spec") or {}).get("hard") or {}
+            used = await self._usage(namespace, quota, hard, listed)
+            status = {"hard": dict(sorted(hard.items())), "used": dump(used)}
+            if quota.get("status") == status:
+                continue
+            body = {**quota, "apiVersion": "v1", "kind": "ResourceQuota", "status": status}
+            request = core_pb2.UpdateRequest(
+                path=core_pb2.ResourcePath(version="v1", resource="resourcequotas", namespace=namespace,
+                                           name=quota["metadata"]["name"], subresource="status"),
+                object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(body)))
+            request.options.fieldManager = MANAGER
+            await self._core.update(request)
+
+    async def _usage(self, namespace: str, quota: dict[str, Any], hard: dict[str, Any],
+                     listed: dict[tuple[str, str], list[dict[str, Any]]]) -> ResourceList:
+        """quota.CalculateUsage: the previous status.used, with what each evaluator tracking a hard name
+        measures now over the namespace's objects the quota's scopes select, masked to the hard names."""
+        used = parse((quota.get("status") or {}).get("used"))
+        scopes = scope_selectors(quota)
+        for ev in self._evaluators(hard):
+            matched = ev.matching(list(hard))
+            total: ResourceList = {name: zero() for name in matched}
+            key = (ev.group, ev.resource)
+            if key not in listed:
+                listed[key] = await self._objects(ev, namespace)
+            for obj in listed[key]:
+                if all(ev.scope(s, obj) for s in scopes):
+                    total = add(total, mask(ev.usage(obj), matched))
+            used.update(total)
+        return mask(used, hard)
+
+    def _evaluators(self, hard: dict[str, Any]) -> list[Evaluator]:
+        found = [ev for ev in EVALUATORS.values() if ev.matching(list(hard))]
+        for name in hard:
+            target = counted(name)
+            if target is not None:
+                found.append(evaluator(*target))
+        return found
+
+    async def _objects(self, ev: Evaluator, namespace: str) -> list[dict[str, Any]]:
+        served = [r for r in self._core.registry.by_group_resource(ev.group, ev.resource) if r.namespaced]
+        if not served:
+            return []
+        objs = await self._list(ev.group, served[0].version, ev.resource, namespace)
+        if ev.resource == "pods" and not ev.group:
+            self._requeue_at_expiry(namespace, objs)
+        return objs
+
+    def _requeue_at_expiry(self, namespace: str, pods: list[dict[str, Any]]) -> None:
+        """A terminating Pod stops being charged when its grace period ends, without an event of its own."""
+        now = datetime.datetime.now(datetime.UTC)
+        loop = asyncio.get_running_loop()
+        for pod in pods:
+            expiry = deletion_expiry(pod)
+            if expiry is not None and expiry >= now:
+                loop.call_later((expiry - now).total_seconds() + 0.05, self.queue, namespace)
+
+    async def _list(self, group: str, version: str, resource: str, namespace: str) -> list[dict[str, Any]]:
+        listed = await self._core.list(core_pb2.ListRequest(path=core_pb2.ResourcePath(
+            group=group, version=version, resource=resource, namespace=namespace)))
+        return [orjson.loads(item) for item in listed.items]

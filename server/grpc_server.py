@@ -1,7 +1,8 @@
 """The core's gRPC server: where outside clients (any language) reach Capstan natively.
 
 It always carries the standard health service (grpc.health.v1) and server
-reflection, so grpcurl-style tools discover everything without .proto files.
+reflection (grpc.reflection.v1 and v1alpha), so grpcurl-style tools discover
+everything without .proto files.
 Besides its services, the health service answers the core's named checks
 (server/health.py) as "healthz/<check>", run when asked: Check("healthz/etcd")
 reads the store; List names every service and check. That is how a gateway
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from server.health import HealthChecks
 
@@ -151,7 +153,7 @@ async def start_grpc(listen: str, port: int, registrars: list[Registrar] | None 
     names.append(health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
     health_servicer = _HealthServicer(checks or HealthChecks(), names)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], server)
+    _serve_reflection(server, names)
     mtls_port: int | None = None
     if tls is None:
         bound = server.add_insecure_port(f"{listen}:{port}")
@@ -164,6 +166,50 @@ async def start_grpc(listen: str, port: int, registrars: list[Registrar] | None 
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return RunningGrpc(server, bound, health_servicer, tls is not None, mtls_port)
+
+
+REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"
+
+
+def _serve_reflection(server: grpc.aio.Server, names: list[str]) -> None:
+    """Server reflection under both its names: grpc.reflection.v1 (what current tools ask first, some only)
+    and v1alpha. grpcio-reflection ships v1alpha alone; v1's messages are v1alpha's under another package,
+    field for field, so one servicer answers both, and v1's file is described from v1alpha's."""
+    _register_reflection_v1()
+    servicer = reflection.aio.ReflectionServicer([*names, reflection.SERVICE_NAME, REFLECTION_V1])
+    handlers = {"ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString)}
+    for service in (reflection.SERVICE_NAME, REFLECTION_V1):
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        server.add_registered_method_handlers(service, handlers)
+
+
+def _register_reflection_v1() -> None:
+    """grpc/reflection/v1/reflection.proto in the default pool (once), so reflection describes itself."""
+    pool = descriptor_pool.Default()
+    name = "grpc/reflection/v1/reflection.proto"
+    try:
+        pool.FindFileByName(name)
+        return
+    except KeyError:
+        pass
+    v1 = descriptor_pb2.FileDescriptorProto()
+    reflection_pb2.DESCRIPTOR.CopyToProto(v1)
+    v1.name, v1.package = name, "grpc.reflection.v1"
+
+    def moved(type_name: str) -> str:
+        return type_name.replace(".grpc.reflection.v1alpha.", ".grpc.reflection.v1.")
+
+    for message in v1.message_type:
+        for field in message.field:
+            if field.HasField("type_name"):
+                field.type_name = moved(field.type_name)
+    for service in v1.service:
+        for method in service.method:
+            method.input_type, method.output_type = moved(method.input_type), moved(method.output_type)
+    pool.Add(v1)
 
 
 def _credentials(key_pair: KeyPair, client_ca: bytes) -> grpc.ServerCredentials:

@@ -34,6 +34,7 @@ from server.fields.managers import manager_from_user_agent
 from server.limits import flow
 from server.limits.config import Kind
 from server.limits.limiter import Limiter
+from server.objects import body, render
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +128,9 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
     ) -> AsyncIterator[core_pb2.WatchResponse]:
         try:
             stream = await self._guard.watch(request, self.credentials(context))
+            text = request.accept == render.JSON_TEXT
             async for response in stream:
-                yield response
+                yield render.as_text(response) if text else response
         except errors.ApiError as err:
             await _abort(context, err)
         except Exception as err:  # the wire gets a Status, the log gets the traceback
@@ -140,7 +142,11 @@ async def _unary(
     call: Callable[[Req, Credentials], Awaitable[Resp]], request: Req, credentials: Credentials, context: Ctx
 ) -> Resp:
     try:
-        return await call(request, credentials)
+        # A body given as JSON text is read as bytes before anything else sees it (audit, admission), and
+        # refused, like a request that is no message (_parse), before authentication when malformed.
+        body.from_text(request)
+        answer = await call(request, credentials)
+        return render.as_text(answer) if getattr(request, "accept", None) == render.JSON_TEXT else answer
     except errors.ApiError as err:
         await _abort(context, err)
     except Exception as err:

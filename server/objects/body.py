@@ -14,6 +14,10 @@ their order are kube 1.28's (test/integration/apiserver/field_validation_test.go
                           set in map, unknown field "spec.unknown1"     (as warnings: one per line)
 
 YAML is read here rather than in the gateway, so that the keys it repeats reach fieldValidation.
+
+A body may also come as JSON text (RawObject.json, PatchRequest.patch_text) from clients that speak proto3
+JSON, such as grpcurl: from_text turns it into the JSON bytes every other path reads, once, as the call
+arrives.
 """
 
 from __future__ import annotations
@@ -37,8 +41,43 @@ from server.schema import JsonSchema, SchemaError
 _KEY = re.compile(rb'"\s*:')  # at least one match per JSON key; more when a string holds `":`
 
 
+_TEXT_ENCODINGS = (core_pb2.ENCODING_UNSPECIFIED, core_pb2.ENCODING_JSON, core_pb2.ENCODING_JSON_TEXT)
+
+
+def bytes_form(raw: core_pb2.RawObject) -> core_pb2.RawObject:
+    """The object `raw` carries with its JSON text as bytes: RawObject{ENCODING_JSON, data} for a json
+    (with ENCODING_JSON_TEXT, or no encoding, or ENCODING_JSON); `raw` itself when it holds no text.
+    400 when it holds both json and data, or json under ENCODING_PROTOBUF or ENCODING_YAML."""
+    if not raw.json and raw.encoding != core_pb2.ENCODING_JSON_TEXT:
+        return raw
+    if raw.data and raw.json:
+        raise errors.bad_request("the object is given twice: a RawObject holds it in data or in json, not both")
+    if raw.data:
+        raise errors.bad_request("with ENCODING_JSON_TEXT the object is RawObject.json, but data is set instead")
+    if raw.encoding not in _TEXT_ENCODINGS:
+        raise errors.bad_request(f"RawObject.json holds JSON text, but the encoding is "
+                                 f"{core_pb2.Encoding.Name(raw.encoding)}: use ENCODING_JSON_TEXT")
+    return core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=raw.json.encode())
+
+
+def from_text(request: object) -> None:
+    """A request's body given as text, in place as bytes: a Create's or Update's RawObject.json, a Patch's
+    patch_text. 400 as bytes_form, or for a patch given both as bytes and as text."""
+    if isinstance(request, core_pb2.CreateRequest | core_pb2.UpdateRequest) and request.HasField("object"):
+        raw = bytes_form(request.object)
+        if raw is not request.object:
+            request.object.CopyFrom(raw)
+    elif isinstance(request, core_pb2.PatchRequest) and request.patch_text:
+        if request.patch:
+            raise errors.bad_request("the patch is given twice: a PatchRequest holds it in patch or in "
+                                     "patch_text, not both")
+        request.patch = request.patch_text.encode()
+        request.ClearField("patch_text")
+
+
 def decode(resource: Resource, raw: core_pb2.RawObject, field_validation: str) -> tuple[Obj, list[str]]:
     """(the normalized object, warnings). Raises ApiError 400 for malformed or mistyped bodies."""
+    raw = bytes_form(raw)
     if raw.encoding == core_pb2.ENCODING_PROTOBUF:
         if not resource.schema.proto_message:
             raise errors.ApiError(errors.status(

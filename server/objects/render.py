@@ -2,13 +2,16 @@
 
 A write renders the object once (JSON and, for kinds with a schema, protobuf);
 reads splice in the resourceVersion. See server/stored.py for the value layout.
+An answer asked for as ENCODING_JSON_TEXT is rendered as JSON and turned into text
+last (as_text), so the byte path every other client takes costs nothing more.
 """
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar
 
 import orjson
+from google.protobuf.message import Message
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import stored
@@ -19,6 +22,7 @@ from server.registry import Obj, Resource
 Encoding: TypeAlias = core_pb2.Encoding
 JSON: Encoding = core_pb2.ENCODING_JSON
 PROTOBUF: Encoding = core_pb2.ENCODING_PROTOBUF
+JSON_TEXT: Encoding = core_pb2.ENCODING_JSON_TEXT
 
 
 def to_value(resource: Resource, obj: Obj) -> bytes:
@@ -139,3 +143,40 @@ def raw_unstored(resource: Resource, obj: Obj, accept: Encoding, revision: int =
         return core_pb2.RawObject(encoding=encoding, data=resource.schema.to_proto(obj))
     data = b"{" + type_prefix(resource) + go_json(obj)[1:]
     return core_pb2.RawObject(encoding=encoding, data=data)
+
+
+Answer = TypeVar("Answer")
+
+
+def as_text(answer: Answer) -> Answer:
+    """`answer` with its JSON objects as text, for a request whose accept is ENCODING_JSON_TEXT: every JSON
+    RawObject becomes {encoding: ENCODING_JSON_TEXT, json} and a JSON ListResponse's items its json_items, at
+    any depth (a Delete's object, a DeleteCollection's list, each watch event). Objects in protobuf stay bytes.
+
+    Changes `answer` in place and returns it, except a WatchResponse, which may be shared with other watchers
+    (server/objects/watch.py): that one is copied first."""
+    if isinstance(answer, core_pb2.WatchResponse):
+        copy = core_pb2.WatchResponse()
+        copy.CopyFrom(answer)
+        answer = copy  # type: ignore[assignment]  # the same type as the argument's
+    if isinstance(answer, Message):
+        _texts(answer)
+    return answer
+
+
+def _texts(message: Message) -> None:
+    if isinstance(message, core_pb2.RawObject):
+        if message.encoding == JSON:
+            message.json = message.data.decode()
+            message.encoding = JSON_TEXT
+            message.ClearField("data")
+        return
+    if isinstance(message, core_pb2.ListResponse) and message.encoding == JSON:
+        message.json_items.extend(item.decode() for item in message.items)
+        message.ClearField("items")
+        message.encoding = JSON_TEXT
+    for field, value in message.ListFields():
+        if field.message_type is None or field.message_type.file is not core_pb2.DESCRIPTOR:
+            continue  # Kubernetes messages (ListMeta, a Delete's Status) hold no RawObject
+        for item in value if field.is_repeated else (value,):
+            _texts(item)

@@ -15,6 +15,7 @@ class Encoding(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ENCODING_JSON: _ClassVar[Encoding]
     ENCODING_PROTOBUF: _ClassVar[Encoding]
     ENCODING_YAML: _ClassVar[Encoding]
+    ENCODING_JSON_TEXT: _ClassVar[Encoding]
 
 class View(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -34,6 +35,7 @@ ENCODING_UNSPECIFIED: Encoding
 ENCODING_JSON: Encoding
 ENCODING_PROTOBUF: Encoding
 ENCODING_YAML: Encoding
+ENCODING_JSON_TEXT: Encoding
 VIEW_UNSPECIFIED: View
 VIEW_TABLE: View
 VIEW_PARTIAL_OBJECT_METADATA: View
@@ -61,12 +63,14 @@ class ResourcePath(_message.Message):
     def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., subresource: _Optional[str] = ...) -> None: ...
 
 class RawObject(_message.Message):
-    __slots__ = ("encoding", "data")
+    __slots__ = ("encoding", "data", "json")
     ENCODING_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
     encoding: Encoding
     data: bytes
-    def __init__(self, encoding: _Optional[_Union[Encoding, str]] = ..., data: _Optional[bytes] = ...) -> None: ...
+    json: str
+    def __init__(self, encoding: _Optional[_Union[Encoding, str]] = ..., data: _Optional[bytes] = ..., json: _Optional[str] = ...) -> None: ...
 
 class ViewOptions(_message.Message):
     __slots__ = ("view", "api_version", "include_object")
@@ -129,20 +133,22 @@ class ListRequest(_message.Message):
     def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class ListResponse(_message.Message):
-    __slots__ = ("metadata", "encoding", "items", "kind", "api_version", "converted")
+    __slots__ = ("metadata", "encoding", "items", "kind", "api_version", "converted", "json_items")
     METADATA_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     API_VERSION_FIELD_NUMBER: _ClassVar[int]
     CONVERTED_FIELD_NUMBER: _ClassVar[int]
+    JSON_ITEMS_FIELD_NUMBER: _ClassVar[int]
     metadata: _meta_pb2.ListMeta
     encoding: Encoding
     items: _containers.RepeatedScalarFieldContainer[bytes]
     kind: str
     api_version: str
     converted: RawObject
-    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., kind: _Optional[str] = ..., api_version: _Optional[str] = ..., converted: _Optional[_Union[RawObject, _Mapping]] = ...) -> None: ...
+    json_items: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., kind: _Optional[str] = ..., api_version: _Optional[str] = ..., converted: _Optional[_Union[RawObject, _Mapping]] = ..., json_items: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateRequest(_message.Message):
     __slots__ = ("path", "object", "options", "accept")
@@ -167,18 +173,20 @@ class UpdateResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
 
 class PatchRequest(_message.Message):
-    __slots__ = ("path", "type", "patch", "options", "accept")
+    __slots__ = ("path", "type", "patch", "options", "accept", "patch_text")
     PATH_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     PATCH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    PATCH_TEXT_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     type: PatchType
     patch: bytes
     options: _meta_pb2.PatchOptions
     accept: Encoding
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., type: _Optional[_Union[PatchType, str]] = ..., patch: _Optional[bytes] = ..., options: _Optional[_Union[_meta_pb2.PatchOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    patch_text: str
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., type: _Optional[_Union[PatchType, str]] = ..., patch: _Optional[bytes] = ..., options: _Optional[_Union[_meta_pb2.PatchOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., patch_text: _Optional[str] = ...) -> None: ...
 
 class PatchResponse(_message.Message):
     __slots__ = ("object", "warnings", "created")

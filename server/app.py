@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from server import admission, bootstrap, health, service, system_objects
+from server import admission, bootstrap, flowcontrol_bootstrap, health, service, system_objects
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import Security, start_security
@@ -97,6 +97,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
     await system_objects.ensure_kubernetes_endpoints(core, listen)
     await system_objects.ensure_system_priority_classes(core)
+    await flowcontrol_bootstrap.ensure_apf_configuration(core)
     namespaces = NamespaceController(core)
     namespaces.start()
     garbage_collector = GarbageCollector(core)

@@ -5,13 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from server.printing import certificate_kinds, columns, core_kinds, platform_kinds, storage_kinds, workloads
+from server.printing import (
+    certificate_kinds,
+    columns,
+    core_kinds,
+    flowcontrol_kinds,
+    platform_kinds,
+    storage_kinds,
+    workloads,
+)
 from server.registry import Column, Resource
 
 # Built-in printers by (group, resource): kube registers them by Go type, for every version.
 BUILTIN: Mapping[tuple[str, str], tuple[Column, ...]] = {
     **columns.CONFIG, **core_kinds.COLUMNS, **workloads.COLUMNS, **storage_kinds.COLUMNS,
-    **certificate_kinds.COLUMNS, **platform_kinds.COLUMNS,
+    **certificate_kinds.COLUMNS, **platform_kinds.COLUMNS, **flowcontrol_kinds.COLUMNS,
     # events.k8s.io Events are stored and printed in core form: kube prints both APIs' Events with one printer.
     ("events.k8s.io", "events"): core_kinds.EVENT_COLUMNS,
 }

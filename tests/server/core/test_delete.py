@@ -13,6 +13,7 @@ from server.kinds import BUILTIN
 from tests.server.core import kube
 from tests.server.core import test_kinds_certificates as certificate_kinds
 from tests.server.core import test_kinds_core as core_kinds
+from tests.server.core import test_kinds_flowcontrol as flowcontrol_kinds
 from tests.server.core import test_kinds_platform as platform_kinds
 from tests.server.core import test_kinds_storage as storage_kinds
 from tests.server.core import test_kinds_workloads as workload_kinds
@@ -126,6 +127,8 @@ DELETES: dict[tuple[str, str], tuple[str, str]] = {
     ("scheduling.k8s.io", "priorityclasses"): ("status", "DeleteDependents"),
     ("node.k8s.io", "runtimeclasses"): ("status", "DeleteDependents"),
     ("discovery.k8s.io", "endpointslices"): ("status", "DeleteDependents"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): ("status", "DeleteDependents"),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): ("status", "DeleteDependents"),
 }
 KIND_IDS = [f"{g or 'core'}/{r}" for g, r in DELETES]
 
@@ -139,6 +142,7 @@ def kind_body(group: str, resource: str) -> tuple[core_pb2.ResourcePath, Obj]:
     bodies.update({(storage_kinds.GROUP, r): storage_kinds.body(r) for r in storage_kinds.KINDS})
     bodies[(certificate_kinds.GROUP, "certificatesigningrequests")] = certificate_kinds.body("web")
     bodies.update({(g, r): platform_kinds.body(r) for r, (g, _, _) in platform_kinds.KINDS.items()})
+    bodies.update({(flowcontrol_kinds.GROUP, r): flowcontrol_kinds.body(r) for r in flowcontrol_kinds.KINDS})
     bodies.update({
         ("", "namespaces"): {"metadata": {"name": "gone"}},
         ("", "configmaps"): {"metadata": {"name": "a"}, "data": {"k": "v"}},
@@ -147,7 +151,7 @@ def kind_body(group: str, resource: str) -> tuple[core_pb2.ResourcePath, Obj]:
             "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}},
         ("apiextensions.k8s.io", "customresourcedefinitions"): crd_body(),
     })
-    return path(resource, namespace, group=group), copy.deepcopy(bodies[(group, resource)])
+    return path(resource, namespace, group=group, version=builtin.version), copy.deepcopy(bodies[(group, resource)])
 
 
 def test_the_table_has_every_builtin_kind_as_registered() -> None:
@@ -165,7 +169,7 @@ async def test_what_a_delete_answers_kind_by_kind(client: Client, group: str, re
     at, body = kind_body(group, resource)
     created = await client.create(at, body)
     name = created["metadata"]["name"]
-    one = path(at.resource, at.namespace, name, group=group)
+    one = path(at.resource, at.namespace, name, group=group, version=at.version)
     answer = await client.delete(one, propagationPolicy="Background")
     if answer_kind == "status":
         details = {"name": name, "kind": resource, "uid": created["metadata"]["uid"]}
@@ -188,7 +192,7 @@ async def test_a_dry_run_delete_answers_as_the_kind_does_and_stores_nothing(
     answer_kind, _ = DELETES[(group, resource)]
     at, body = kind_body(group, resource)
     created = await client.create(at, body)
-    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group)
+    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group, version=at.version)
     if resource == "customresourcedefinitions":  # the CRD controller's writes are over
         await established(client, created["metadata"]["name"])
     stored = await client.get(one)
@@ -215,7 +219,7 @@ async def test_a_delete_without_options_follows_the_kinds_default_propagation(
     answer_kind, policy = DELETES[(group, resource)]
     at, body = kind_body(group, resource)
     created = await client.create(at, body)
-    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group)
+    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group, version=at.version)
     answer = await client.delete(one)
     if policy == "OrphanDependents":
         assert answer["metadata"]["finalizers"] == ["orphan"] and "deletionTimestamp" in answer["metadata"]
@@ -235,7 +239,7 @@ async def test_foreground_deletion_waits_except_where_the_kind_supports_no_propa
     _, policy = DELETES[(group, resource)]
     at, body = kind_body(group, resource)
     created = await client.create(at, body)
-    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group)
+    one = path(at.resource, at.namespace, created["metadata"]["name"], group=group, version=at.version)
     answer = await client.delete(one, propagationPolicy="Foreground")
     if policy == "Unsupported":
         assert answer["status"] == "Success"

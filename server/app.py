@@ -18,7 +18,7 @@ from server import admission, bootstrap, flowcontrol_bootstrap, health, service,
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import Security, start_security
-from server.controllers import csrsigning
+from server.controllers import apiservices, csrsigning
 from server.controllers.crds import CrdController
 from server.controllers.election import ElectionConfig, LeaderElector, Singleton, awaitable
 from server.controllers.gc import GarbageCollector
@@ -113,6 +113,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         Singleton("CrdController", crds.lead, crds.unlead),
         *secured.singletons,
         *csrsigning.singletons(core, security),
+        *apiservices.singletons(core),
         # kube-controller-manager's resourcequota controller; left out with the per-namespace ones, as envtest runs
         # no controller-manager.
         *([Singleton("ResourceQuotaController", quotas.start, quotas.stop)] if namespace_controllers else []),

@@ -53,7 +53,8 @@ LIST_META = (
 META = "k8s.io.apimachinery.pkg.apis.meta.v1."
 
 # Proto package prefix -> OpenAPI name prefix (the Go import path's domain, reversed).
-_PACKAGES = (("k8s.io.apiextensions_apiserver.", "io.k8s.apiextensions-apiserver."), ("k8s.io.", "io.k8s."))
+_PACKAGES = (("k8s.io.apiextensions_apiserver.", "io.k8s.apiextensions-apiserver."),
+             ("k8s.io.kube_aggregator.", "io.k8s.kube-aggregator."), ("k8s.io.", "io.k8s."))
 
 # The messages of server/codec/wellknown.py whose JSON is a string or an opaque value: each is a
 # component of kube's own shape for the Go type, never an object of the message's fields.

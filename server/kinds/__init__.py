@@ -7,11 +7,23 @@ columns live in server/printing.
 
 from __future__ import annotations
 
-from server.kinds import apiextensions, certificates, config, core, flowcontrol, platform, reviews, storage, workloads
+from server.kinds import (
+    apiextensions,
+    certificates,
+    config,
+    core,
+    extensions,
+    flowcontrol,
+    platform,
+    reviews,
+    storage,
+    workloads,
+)
 from server.kinds.config import CONFIG_MAPS, NAMESPACE_FINALIZER, NAMESPACES, SECRETS
 from server.registry import Resource
 
 BUILTIN: tuple[Resource, ...] = (*config.KINDS, *core.KINDS, *workloads.KINDS, *apiextensions.KINDS, *reviews.KINDS,
-                                  *storage.KINDS, *certificates.KINDS, *platform.KINDS, *flowcontrol.KINDS)
+                                  *storage.KINDS, *certificates.KINDS, *platform.KINDS, *flowcontrol.KINDS,
+                                  *extensions.KINDS)
 
 __all__ = ["BUILTIN", "CONFIG_MAPS", "NAMESPACES", "NAMESPACE_FINALIZER", "SECRETS"]

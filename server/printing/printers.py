@@ -9,6 +9,7 @@ from server.printing import (
     certificate_kinds,
     columns,
     core_kinds,
+    extension_kinds,
     flowcontrol_kinds,
     platform_kinds,
     storage_kinds,
@@ -20,6 +21,7 @@ from server.registry import Column, Resource
 BUILTIN: Mapping[tuple[str, str], tuple[Column, ...]] = {
     **columns.CONFIG, **core_kinds.COLUMNS, **workloads.COLUMNS, **storage_kinds.COLUMNS,
     **certificate_kinds.COLUMNS, **platform_kinds.COLUMNS, **flowcontrol_kinds.COLUMNS,
+    **extension_kinds.COLUMNS,
     # events.k8s.io Events are stored and printed in core form: kube prints both APIs' Events with one printer.
     ("events.k8s.io", "events"): core_kinds.EVENT_COLUMNS,
 }

@@ -23,15 +23,6 @@ GROUP_VERSIONS: dict[str, list[Obj]] = {gv: doc["resources"] for gv, doc in RECO
 
 # (group/version, resource) rows kube 1.28 serves that Capstan does not serve yet.
 EXPECTED_MISSING: frozenset[tuple[str, str]] = frozenset({
-    # Groups being added in parallel under issue 16.
-    ("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"),
-    ("admissionregistration.k8s.io/v1", "validatingwebhookconfigurations"),
-    ("apiregistration.k8s.io/v1", "apiservices"),
-    ("apiregistration.k8s.io/v1", "apiservices/status"),
-    ("autoscaling/v2", "horizontalpodautoscalers"),
-    ("autoscaling/v2", "horizontalpodautoscalers/status"),
-    ("autoscaling/v1", "horizontalpodautoscalers"),
-    ("autoscaling/v1", "horizontalpodautoscalers/status"),
     # flowcontrol v1beta2 differs from v1beta3 on the wire (assuredConcurrencyShares): only v1beta3 is served.
     ("flowcontrol.apiserver.k8s.io/v1beta2", "flowschemas"),
     ("flowcontrol.apiserver.k8s.io/v1beta2", "flowschemas/status"),

@@ -13,6 +13,7 @@ from server.kinds import BUILTIN
 from tests.server.core import kube
 from tests.server.core import test_kinds_certificates as certificate_kinds
 from tests.server.core import test_kinds_core as core_kinds
+from tests.server.core import test_kinds_extensions as extension_kinds
 from tests.server.core import test_kinds_flowcontrol as flowcontrol_kinds
 from tests.server.core import test_kinds_platform as platform_kinds
 from tests.server.core import test_kinds_storage as storage_kinds
@@ -129,6 +130,10 @@ DELETES: dict[tuple[str, str], tuple[str, str]] = {
     ("discovery.k8s.io", "endpointslices"): ("status", "DeleteDependents"),
     ("flowcontrol.apiserver.k8s.io", "flowschemas"): ("status", "DeleteDependents"),
     ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): ("status", "DeleteDependents"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): ("status", "DeleteDependents"),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): ("status", "DeleteDependents"),
+    ("apiregistration.k8s.io", "apiservices"): ("status", "DeleteDependents"),
+    ("autoscaling", "horizontalpodautoscalers"): ("status", "DeleteDependents"),
 }
 KIND_IDS = [f"{g or 'core'}/{r}" for g, r in DELETES]
 
@@ -143,6 +148,7 @@ def kind_body(group: str, resource: str) -> tuple[core_pb2.ResourcePath, Obj]:
     bodies[(certificate_kinds.GROUP, "certificatesigningrequests")] = certificate_kinds.body("web")
     bodies.update({(g, r): platform_kinds.body(r) for r, (g, _, _) in platform_kinds.KINDS.items()})
     bodies.update({(flowcontrol_kinds.GROUP, r): flowcontrol_kinds.body(r) for r in flowcontrol_kinds.KINDS})
+    bodies.update({(g, r): extension_kinds.body(r) for r, (g, _, _, _) in extension_kinds.KINDS.items()})
     bodies.update({
         ("", "namespaces"): {"metadata": {"name": "gone"}},
         ("", "configmaps"): {"metadata": {"name": "a"}, "data": {"k": "v"}},

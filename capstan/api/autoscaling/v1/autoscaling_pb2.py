@@ -26,7 +26,7 @@ from capstan.api.meta.v1 import meta_pb2 as capstan_dot_api_dot_meta_dot_v1_dot_
 from capstan.options.v1 import options_pb2 as capstan_dot_options_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,capstan/api/autoscaling/v1/autoscaling.proto\x12\x19k8s.io.api.autoscaling.v1\x1a\x1e\x63\x61pstan/api/meta/v1/meta.proto\x1a capstan/options/v1/options.proto\"\xc9\x01\n\x05Scale\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x38\n\x04spec\x18\x02 \x01(\x0b\x32$.k8s.io.api.autoscaling.v1.ScaleSpecB\x04\xa0\xbb\x18\x01\x12<\n\x06status\x18\x03 \x01(\x0b\x32&.k8s.io.api.autoscaling.v1.ScaleStatusB\x04\xa0\xbb\x18\x01\"\x1d\n\tScaleSpec\x12\x10\n\x08replicas\x18\x01 \x01(\x05\"7\n\x0bScaleStatus\x12\x16\n\x08replicas\x18\x01 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12\x10\n\x08selector\x18\x02 \x01(\tB\x8f\x01\n\x1e\x64\x65v.capstan.api.autoscaling.v1P\x01ZNgithub.com/capstan-dev/capstan/gen/go/capstan/api/autoscaling/v1;autoscalingv1\xaa\x02\x1a\x43\x61pstan.Api.Autoscaling.V1')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,capstan/api/autoscaling/v1/autoscaling.proto\x12\x19k8s.io.api.autoscaling.v1\x1a\x1e\x63\x61pstan/api/meta/v1/meta.proto\x1a capstan/options/v1/options.proto\"\xc9\x01\n\x05Scale\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12\x38\n\x04spec\x18\x02 \x01(\x0b\x32$.k8s.io.api.autoscaling.v1.ScaleSpecB\x04\xa0\xbb\x18\x01\x12<\n\x06status\x18\x03 \x01(\x0b\x32&.k8s.io.api.autoscaling.v1.ScaleStatusB\x04\xa0\xbb\x18\x01\"\x1d\n\tScaleSpec\x12\x10\n\x08replicas\x18\x01 \x01(\x05\"7\n\x0bScaleStatus\x12\x16\n\x08replicas\x18\x01 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12\x10\n\x08selector\x18\x02 \x01(\t\"\xff\x01\n\x17HorizontalPodAutoscaler\x12H\n\x08metadata\x18\x01 \x01(\x0b\x32\x30.k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMetaB\x04\xa0\xbb\x18\x01\x12J\n\x04spec\x18\x02 \x01(\x0b\x32\x36.k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerSpecB\x04\xa0\xbb\x18\x01\x12N\n\x06status\x18\x03 \x01(\x0b\x32\x38.k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerStatusB\x04\xa0\xbb\x18\x01\"\xae\x01\n\x1bHorizontalPodAutoscalerList\x12\x46\n\x08metadata\x18\x01 \x01(\x0b\x32..k8s.io.apimachinery.pkg.apis.meta.v1.ListMetaB\x04\xa0\xbb\x18\x01\x12G\n\x05items\x18\x02 \x03(\x0b\x32\x32.k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerB\x04\xa0\xbb\x18\x01\"\xd7\x01\n\x1bHorizontalPodAutoscalerSpec\x12T\n\x0escaleTargetRef\x18\x01 \x01(\x0b\x32\x36.k8s.io.api.autoscaling.v1.CrossVersionObjectReferenceB\x04\xa0\xbb\x18\x01\x12\x19\n\x0bminReplicas\x18\x02 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12\x19\n\x0bmaxReplicas\x18\x03 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12,\n\x1etargetCPUUtilizationPercentage\x18\x04 \x01(\x05\x42\x04\xa0\xbb\x18\x01\"Y\n\x1b\x43rossVersionObjectReference\x12\x12\n\x04kind\x18\x01 \x01(\tB\x04\xa0\xbb\x18\x01\x12\x12\n\x04name\x18\x02 \x01(\tB\x04\xa0\xbb\x18\x01\x12\x12\n\napiVersion\x18\x03 \x01(\t\"\xf1\x01\n\x1dHorizontalPodAutoscalerStatus\x12 \n\x12observedGeneration\x18\x01 \x01(\x03\x42\x04\xa0\xbb\x18\x01\x12\x41\n\rlastScaleTime\x18\x02 \x01(\x0b\x32*.k8s.io.apimachinery.pkg.apis.meta.v1.Time\x12\x1d\n\x0f\x63urrentReplicas\x18\x03 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12\x1d\n\x0f\x64\x65siredReplicas\x18\x04 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x12-\n\x1f\x63urrentCPUUtilizationPercentage\x18\x05 \x01(\x05\x42\x04\xa0\xbb\x18\x01\x42\x8f\x01\n\x1e\x64\x65v.capstan.api.autoscaling.v1P\x01ZNgithub.com/capstan-dev/capstan/gen/go/capstan/api/autoscaling/v1;autoscalingv1\xaa\x02\x1a\x43\x61pstan.Api.Autoscaling.V1')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,10 +42,50 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SCALE'].fields_by_name['status']._serialized_options = b'\240\273\030\001'
   _globals['_SCALESTATUS'].fields_by_name['replicas']._loaded_options = None
   _globals['_SCALESTATUS'].fields_by_name['replicas']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALER'].fields_by_name['metadata']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALER'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALER'].fields_by_name['spec']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALER'].fields_by_name['spec']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALER'].fields_by_name['status']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALER'].fields_by_name['status']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERLIST'].fields_by_name['metadata']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERLIST'].fields_by_name['metadata']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERLIST'].fields_by_name['items']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERLIST'].fields_by_name['items']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERSPEC'].fields_by_name['scaleTargetRef']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERSPEC'].fields_by_name['scaleTargetRef']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERSPEC'].fields_by_name['minReplicas']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERSPEC'].fields_by_name['minReplicas']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERSPEC'].fields_by_name['maxReplicas']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERSPEC'].fields_by_name['maxReplicas']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERSPEC'].fields_by_name['targetCPUUtilizationPercentage']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERSPEC'].fields_by_name['targetCPUUtilizationPercentage']._serialized_options = b'\240\273\030\001'
+  _globals['_CROSSVERSIONOBJECTREFERENCE'].fields_by_name['kind']._loaded_options = None
+  _globals['_CROSSVERSIONOBJECTREFERENCE'].fields_by_name['kind']._serialized_options = b'\240\273\030\001'
+  _globals['_CROSSVERSIONOBJECTREFERENCE'].fields_by_name['name']._loaded_options = None
+  _globals['_CROSSVERSIONOBJECTREFERENCE'].fields_by_name['name']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS'].fields_by_name['observedGeneration']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS'].fields_by_name['observedGeneration']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS'].fields_by_name['currentReplicas']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS'].fields_by_name['currentReplicas']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS'].fields_by_name['desiredReplicas']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS'].fields_by_name['desiredReplicas']._serialized_options = b'\240\273\030\001'
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS'].fields_by_name['currentCPUUtilizationPercentage']._loaded_options = None
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS'].fields_by_name['currentCPUUtilizationPercentage']._serialized_options = b'\240\273\030\001'
   _globals['_SCALE']._serialized_start=142
   _globals['_SCALE']._serialized_end=343
   _globals['_SCALESPEC']._serialized_start=345
   _globals['_SCALESPEC']._serialized_end=374
   _globals['_SCALESTATUS']._serialized_start=376
   _globals['_SCALESTATUS']._serialized_end=431
+  _globals['_HORIZONTALPODAUTOSCALER']._serialized_start=434
+  _globals['_HORIZONTALPODAUTOSCALER']._serialized_end=689
+  _globals['_HORIZONTALPODAUTOSCALERLIST']._serialized_start=692
+  _globals['_HORIZONTALPODAUTOSCALERLIST']._serialized_end=866
+  _globals['_HORIZONTALPODAUTOSCALERSPEC']._serialized_start=869
+  _globals['_HORIZONTALPODAUTOSCALERSPEC']._serialized_end=1084
+  _globals['_CROSSVERSIONOBJECTREFERENCE']._serialized_start=1086
+  _globals['_CROSSVERSIONOBJECTREFERENCE']._serialized_end=1175
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS']._serialized_start=1178
+  _globals['_HORIZONTALPODAUTOSCALERSTATUS']._serialized_end=1419
 # @@protoc_insertion_point(module_scope)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import printing
+from server import errors, printing
 from server.objects import render
+from server.printing.table import API_VERSIONS
 from server.registry import Obj, Resource
 from storage import KeyValue
 
@@ -22,7 +23,11 @@ def _version(view: core_pb2.ViewOptions) -> str:
 
 
 def check(view: core_pb2.ViewOptions) -> str:
-    """The includeObject policy; 400 for an unknown one (checked before any object is read)."""
+    """The includeObject policy; 400 for an unknown one, 406 for a meta.k8s.io version without Tables (the
+    gateway's negotiation never asks for one; a gRPC client may). Checked before any object is read."""
+    if view.api_version and view.api_version not in API_VERSIONS:
+        raise errors.ApiError(errors.status(406, "NotAcceptable", f"no Table or PartialObjectMetadata in "
+                                            f"{view.api_version!r}: only {', '.join(API_VERSIONS)}"))
     return printing.table_options(view.include_object)
 
 

@@ -261,15 +261,12 @@ def http_problems(request: HttpRequest, answer: HttpAnswer) -> list[str]:
 def _kubes_own_smp_500(request: HttpRequest, answer: HttpAnswer) -> bool:
     if answer.status != 500 or request.method != "PATCH" or dict(request.headers).get("Content-Type") != SMP:
         return False
-    try:
-        doc = orjson.loads(answer.body)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(doc, dict) and "reason" not in doc and not str(doc.get("message", "")).startswith("Internal")
+    doc = _status_doc(answer)
+    return not doc.get("reason") and not str(doc.get("message", "")).startswith("Internal")
 
 
-def status_body_problem(answer: HttpAnswer) -> str:
-    """'' if the body is a Kubernetes Status carrying the answer's code, in the answer's Content-Type."""
+def _status_doc(answer: HttpAnswer) -> dict[str, Any]:
+    """The body as a Status document in the answer's Content-Type; ValueError if it is none."""
     kind = answer.headers.get("Content-Type", "").split(";")[0].strip()
     try:
         if kind == "application/json":
@@ -279,13 +276,24 @@ def status_body_problem(answer: HttpAnswer) -> str:
         elif kind == "application/vnd.kubernetes.protobuf":
             _, envelope_kind, raw = protobuf_codec.decode_envelope(answer.body)
             message = meta_pb2.Status.FromString(raw)
-            doc = {"kind": envelope_kind, "code": message.code}
+            doc = {"kind": envelope_kind, "code": message.code, "reason": message.reason, "message": message.message}
         else:
-            return f"{answer.status} answered as {kind!r}, not a Status: {answer.body[:200]!r}"
+            raise ValueError(f"answered as {kind!r}")
     except Exception as err:
-        return f"{answer.status} body is not a {kind} Status ({err}): {answer.body[:200]!r}"
-    if not isinstance(doc, dict) or doc.get("kind") != "Status" or doc.get("code") != answer.status:
-        return f"{answer.status} body is not a Status with its code: {answer.body[:200]!r}"
+        raise ValueError(f"body is not a {kind} Status ({err}): {answer.body[:200]!r}") from err
+    if not isinstance(doc, dict) or doc.get("kind") != "Status":
+        raise ValueError(f"body is not a Status: {answer.body[:200]!r}")
+    return doc
+
+
+def status_body_problem(answer: HttpAnswer) -> str:
+    """'' if the body is a Kubernetes Status carrying the answer's code, in the answer's Content-Type."""
+    try:
+        doc = _status_doc(answer)
+    except ValueError as err:
+        return f"{answer.status} {err}"
+    if doc.get("code") != answer.status:
+        return f"{answer.status} body is a Status with code {doc.get('code')}: {answer.body[:200]!r}"
     return ""
 
 

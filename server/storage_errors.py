@@ -2,7 +2,18 @@
 
 Compacted -> 410 Expired, RevisionTooLarge -> 504 with Retry-After (as the spec
 asks), StoreClosed -> 503, QuotaExceeded -> 507, DiskFailure -> 503 with Retry-After,
-anything else from the store -> 500.
+BackendUnavailable -> 504 Timeout with Retry-After, any other BackendFailure -> 500 with
+Retry-After, anything else from the store (InvalidArgument: a bug of ours) -> 500.
+
+An unreachable etcd: kube-apiserver's etcd client keeps retrying until the request's context
+expires, and the request then ends as kube's 504 "Timeout: request did not complete within requested
+timeout - context deadline exceeded" (endpoints/handlers/finisher.go; an error etcd itself returns,
+such as "etcdserver: request timed out", is a 500 with its text). Capstan answers the same Status as
+soon as a call fails or passes its bound (EtcdConfig.call_timeout), well inside the request's
+deadline, and adds Retry-After (kube's carries retryAfterSeconds 0): the outcome of a write is then
+unknown, as it is on kube, and a retry either applies it or meets it (409 AlreadyExists, or a
+Conflict on a resourceVersion), which client-go's retry on a 5xx with Retry-After handles. Every
+BackendFailure carries Retry-After, since the backend failing is the server's state, not the request's.
 
 The two storage-full answers are deliberate departures from kube-apiserver, which passes etcd's
 "etcdserver: mvcc: database space exceeded" (and a failed disk) on as a 500 InternalError:
@@ -25,6 +36,8 @@ from typing import TypeVar
 
 from server import errors
 from storage import (
+    BackendFailure,
+    BackendUnavailable,
     Compacted,
     DiskFailure,
     QuotaExceeded,
@@ -37,6 +50,8 @@ from storage import (
 T = TypeVar("T")
 
 DISK_RETRY_AFTER = 5  # seconds a client waits before retrying a write the disk refused
+BACKEND_RETRY_AFTER = 1  # seconds before retrying a call the backend did not answer (an etcd election is ~1 s)
+DEADLINE_MESSAGE = "Timeout: request did not complete within requested timeout - context deadline exceeded"
 
 
 def translate(err: StorageError) -> errors.ApiError:
@@ -56,7 +71,13 @@ def translate(err: StorageError) -> errors.ApiError:
     if isinstance(err, DiskFailure):
         return errors.ApiError(errors.status(
             503, "ServiceUnavailable", f"storage unavailable: {err}", retry_after=DISK_RETRY_AFTER))
-    return errors.internal(str(err))  # BackendFailure, or InvalidArgument: a bug of ours, not the client's
+    if isinstance(err, BackendUnavailable):
+        return errors.ApiError(errors.status(504, "Timeout", DEADLINE_MESSAGE, retry_after=BACKEND_RETRY_AFTER))
+    if isinstance(err, BackendFailure):
+        message = str(err)
+        return errors.ApiError(errors.status(500, "InternalError", f"Internal error occurred: {message}",
+                                             causes=[errors.Cause("", message)], retry_after=BACKEND_RETRY_AFTER))
+    return errors.internal(str(err))  # InvalidArgument: a bug of ours, not the client's
 
 
 async def store_call(awaitable: Awaitable[T]) -> T:

@@ -5,6 +5,7 @@ Callers use the `Store` protocol; `open_store` picks the LMDB backend.
 
 from storage.errors import (
     BackendFailure,
+    BackendUnavailable,
     Compacted,
     DiskFailure,
     InvalidArgument,
@@ -30,6 +31,7 @@ from storage.types import (
 __all__ = [
     "MAX_KEY_SIZE",
     "BackendFailure",
+    "BackendUnavailable",
     "Compacted",
     "CountResult",
     "DiskFailure",

@@ -53,6 +53,13 @@ class BackendFailure(StorageError):
     """The backend failed in a way the caller cannot fix (I/O error, corrupt file)."""
 
 
+class BackendUnavailable(BackendFailure):
+    """The backend did not answer in time (an etcd cluster down or without a leader).
+
+    A write may or may not have been applied; the same call is worth retrying once the backend is back.
+    """
+
+
 class QuotaExceeded(StorageError):
     """A create or update would take the store past its quota (StoreOptions.quota_bytes).
 

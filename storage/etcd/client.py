@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import grpc
 import grpc.aio
 
-from storage.errors import BackendFailure, InvalidArgument, StorageError
+from storage.errors import BackendFailure, BackendUnavailable, InvalidArgument, StorageError
 from storage.etcd.config import EtcdConfig
 from storage.etcd.pb.etcdserverpb import rpc_pb2_grpc
 
@@ -88,5 +88,5 @@ def failure(err: grpc.aio.AioRpcError) -> StorageError:
     """An etcd error the store cannot serve around, as a BackendFailure (the core answers 5xx)."""
     detail = err.details() or ""
     if err.code() in UNREACHABLE:
-        return BackendFailure(f"etcd is unreachable: {err.code().name}: {detail}")
+        return BackendUnavailable(f"etcd is unreachable: {err.code().name}: {detail}")
     return BackendFailure(f"etcd refused the call: {err.code().name}: {detail}")

@@ -26,6 +26,9 @@ class EtcdConfig:
     progress_interval: float = 1.0
     # Events the in-process watch window holds (see storage/etcd/feed.py).
     window_events: int = 100_000
+    # The key the cores' compactors take turns through (storage/etcd/compactor.py): kube-apiserver's,
+    # outside the prefix, since etcd's compaction is the whole cluster's.
+    compact_key: bytes = b"compact_rev_key"
 
     @property
     def root(self) -> bytes:

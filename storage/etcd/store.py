@@ -36,6 +36,7 @@ from storage.errors import (
     StoreClosed,
 )
 from storage.etcd.client import COMPACTED, FUTURE, NO_SPACE, Stubs, failure, open_channel
+from storage.etcd.compactor import EtcdCompactor
 from storage.etcd.config import EtcdConfig
 from storage.etcd.feed import Feed, to_kv
 from storage.etcd.keys import range_end
@@ -74,6 +75,12 @@ class EtcdStore:
         self._inflight = 0
         self._drained = asyncio.Event()
         self._drained.set()
+        # kube's --etcd-compaction-interval is the retention: a round compacts to the revision of the round
+        # before, so at least retention_seconds of history stay. compact_interval 0 turns it off, as for LMDB.
+        interval = options.retention_seconds if options.compact_interval > 0 else 0.0
+        self.compactor = EtcdCompactor(
+            config.compact_key, interval, options.retention_revisions, self._compaction_txn, self.compact
+        )
 
     @classmethod
     async def open(cls, config: EtcdConfig, options: StoreOptions | None = None) -> EtcdStore:
@@ -93,6 +100,7 @@ class EtcdStore:
             await channel.close()
             raise
         store._feed.start()
+        store.compactor.start()
         return store
 
     # -- calls -------------------------------------------------------------------
@@ -291,9 +299,16 @@ class EtcdStore:
         except _CompactedSomewhere:  # another process compacted further already
             await self._learn_compacted()
         self._compacted = max(self._compacted, revision)
+        # The window forgets only what the feed has delivered: let it catch up with the revision first, so
+        # a watch from below it is Compacted as a read is (a feed cut off from etcd forgets what it has).
+        with contextlib.suppress(RevisionTooLarge):
+            await self._feed.clock.wait_for(self._compacted, self._options.future_wait)
         self._feed.forget_before(self._compacted)
         await self._refresh_size()
         return self._acked.revision
+
+    async def _compaction_txn(self, txn: rpc_pb2.TxnRequest) -> rpc_pb2.TxnResponse:
+        return await self._call(self._stubs.kv.Txn, txn)
 
     async def _learn_compacted(self) -> int:
         self._compacted = max(self._compacted, await self._probe_compacted())
@@ -329,6 +344,10 @@ class EtcdStore:
         status = await self._call(self._stubs.maintenance.Status, rpc_pb2.StatusRequest())
         self._size = status.dbSizeInUse or status.dbSize
 
+    @property
+    def config(self) -> EtcdConfig:
+        return self._config
+
     def current_revision(self) -> int:
         return self._acked.revision
 
@@ -350,6 +369,7 @@ class EtcdStore:
         if self._closed:
             return
         self._closed = True
+        await self.compactor.stop()
         # Calls already sent finish (or time out) first, so none is acknowledged by etcd and lost here.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._drained.wait(), self._config.call_timeout)

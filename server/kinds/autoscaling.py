@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from capstan.api.autoscaling.v1 import autoscaling_pb2 as v1_pb2
-from capstan.api.autoscaling.v2 import autoscaling_pb2 as v2_pb2
+from capstan.api.autoscaling.v2 import autoscaling_v2_pb2 as v2_pb2
 from server.codec.quantity import QuantityError, parse_quantity
 from server.kinds import hpaconversion
 from server.kinds.templates import nonnegative, retyped

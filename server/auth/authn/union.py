@@ -76,14 +76,9 @@ class UnionAuthenticator:
 
     async def _find(self, credentials: Credentials) -> UserInfo | None:
         errors: list[Unauthorized] = []
-        for authenticator in self._connection:
-            try:
-                user = await authenticator.authenticate(credentials)
-            except Unauthorized as err:
-                errors.append(err)
-                continue
-            if user is not None:
-                return user
+        found = await _first(self._connection, credentials, errors)
+        if found is not None:
+            return found[1]
         token = credentials.token
         if token:
             if len(token) > MAX_TOKEN_BYTES:
@@ -91,17 +86,27 @@ class UnionAuthenticator:
             cached = self._cache.get(token)
             if cached is not None:
                 return cached
-            for authenticator in self._tokens:
-                try:
-                    user = await authenticator.authenticate(credentials)
-                except Unauthorized as err:
-                    errors.append(err)
-                    continue
-                if user is not None:
-                    if id(authenticator) in self._cacheable:
-                        self._cache.put(token, user)
-                    return user
-            raise Unauthorized("; ".join(e.why for e in errors) or "invalid bearer token")
+            found = await _first(self._tokens, credentials, errors)
+            if found is None:
+                raise Unauthorized("; ".join(e.why for e in errors) or "invalid bearer token")
+            authenticator, user = found
+            if id(authenticator) in self._cacheable:
+                self._cache.put(token, user)
+            return user
         if errors:
             raise errors[0]
         return None
+
+
+async def _first(authenticators: tuple[Authenticator, ...], credentials: Credentials,
+                 errors: list[Unauthorized]) -> tuple[Authenticator, UserInfo] | None:
+    """The first authenticator that answers a user, and the user; the others' errors are added to `errors`."""
+    for authenticator in authenticators:
+        try:
+            user = await authenticator.authenticate(credentials)
+        except Unauthorized as err:
+            errors.append(err)
+            continue
+        if user is not None:
+            return authenticator, user
+    return None

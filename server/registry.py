@@ -193,7 +193,8 @@ class Resource:
     # without it are deleted at once.
     grace_period: Callable[[Obj, int | None], int] | None = None
     # Subresources written with POST, by name: (context, resource, CreateRequest) -> CreateResponse (a Pod's
-    # /binding).
+    # /binding, /eviction). The name "" answers a create of the resource itself (core/v1 bindings, which bind
+    # the Pod the body names and are never stored).
     subresource_create: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
     # Create-only resources that are answered, never stored (the reviews: SubjectAccessReview, TokenReview, ...):
     # (context, resource, object) -> the object the client gets back with 201 Created. It gets the typed body

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.kinds import podspec
-from server.kinds.pods import PODS
+from server.kinds.pods import BINDINGS, PODS
 from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS, services
 from server.kinds.shaped import retype
@@ -432,5 +432,5 @@ SERVICES, _ = services()
 
 KINDS: tuple[Resource, ...] = (
     SERVICE_ACCOUNTS, SERVICES, ENDPOINTS, PODS, POD_TEMPLATES, NODES, EVENTS, PERSISTENT_VOLUMES,
-    PERSISTENT_VOLUME_CLAIMS, RESOURCE_QUOTAS, LIMIT_RANGES, REPLICATION_CONTROLLERS,
+    PERSISTENT_VOLUME_CLAIMS, RESOURCE_QUOTAS, LIMIT_RANGES, REPLICATION_CONTROLLERS, BINDINGS,
 )

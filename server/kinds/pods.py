@@ -23,6 +23,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec.quantity import parse_quantity
 from server.kinds import podspec
+from server.kinds.eviction import evict
 from server.kinds.shaped import retype
 from server.objects import body, meta, render
 from server.objects.context import Context
@@ -232,6 +233,33 @@ BINDING_KIND = Resource(group="", version="v1", resource="bindings", kind="Bindi
                         namespaced=True, schema=BINDING_SCHEMA, verbs=("create",))
 
 
+async def bind_legacy(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
+    """LegacyBindingREST: POST namespaces/{ns}/bindings binds the Pod the Binding names, as pods/{name}/binding
+    does (its namespace checked against the request's first, as kube's create handler checks it)."""
+    from server.objects import options  # the verbs' option parsing
+
+    binding, _ = body.decode(BINDING_KIND, req.object, options.field_validation(
+        req.options.fieldValidation, "CreateOptions"))
+    m = meta.meta(binding)
+    if m.get("namespace") and m["namespace"] != req.path.namespace:
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request")
+    pods = ctx.registry.get("", "v1", "pods")
+    assert pods is not None
+    path = core_pb2.ResourcePath(version="v1", resource="pods", namespace=req.path.namespace,
+                                 name=str(m.get("name", "")), subresource="binding")
+    bound = core_pb2.CreateRequest()
+    bound.CopyFrom(req)
+    bound.path.CopyFrom(path)
+    return await bind(ctx, pods, bound)
+
+
+# POST namespaces/{ns}/bindings: a Binding is never stored; the key "" of subresource_create writes it.
+BINDINGS = Resource(group="", version="v1", resource="bindings", kind="Binding", singular="binding",
+                    namespaced=True, schema=BINDING_SCHEMA, verbs=("create",),
+                    subresource_create={"": bind_legacy})
+
+
 async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """BindingREST.Create: set spec.nodeName (and the binding's annotations) on a Pod not yet bound, and its
     PodScheduled condition; answers a Success Status, 201. The Binding's uid and resourceVersion are
@@ -320,6 +348,8 @@ PODS = Resource(
         Subresource("status", "Pod", ("get", "patch", "update"), ("status",),
                     metadata_reset=("deletionTimestamp", "ownerReferences")),
         Subresource("binding", "Binding", ("create",), proto_message="k8s.io.api.core.v1.Binding"),
+        Subresource("eviction", "Eviction", ("create",), group="policy", version="v1",
+                    proto_message="k8s.io.api.policy.v1.Eviction"),
     ),
     field_getters=FIELD_GETTERS,
     default=default_pod,
@@ -327,5 +357,5 @@ PODS = Resource(
     validate=validate_pod,
     grace_period=grace_period,
     returns_deleted_object=True,
-    subresource_create={"binding": bind},
+    subresource_create={"binding": bind, "eviction": evict},
 )

@@ -18,8 +18,11 @@ GENERATE_NAME_ATTEMPTS = 8  # kube-apiserver retries a generated name that is ta
 async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """Decode, set server fields, admit (the namespace), name, validate, store — kube-apiserver's order."""
     resource = resolve(ctx.registry, req.path, "create")
-    if req.path.subresource:  # resolve admitted it: a subresource the kind writes with POST (pods/binding)
-        return await resource.subresource_create[req.path.subresource](ctx, resource, req)  # type: ignore[no-any-return]
+    # resolve admitted a subresource: one the kind writes with POST (pods/binding); "" is a resource written
+    # only through a hook (bindings).
+    hook = resource.subresource_create.get(req.path.subresource)
+    if hook is not None:
+        return await hook(ctx, resource, req)  # type: ignore[no-any-return]
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     mode = options.field_validation(req.options.fieldValidation, "CreateOptions")
     manager = options.field_manager(req.options.fieldManager, "CreateOptions")

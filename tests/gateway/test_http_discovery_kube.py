@@ -29,12 +29,10 @@ EXPECTED_MISSING: frozenset[tuple[str, str]] = frozenset({
     ("flowcontrol.apiserver.k8s.io/v1beta2", "prioritylevelconfigurations"),
     ("flowcontrol.apiserver.k8s.io/v1beta2", "prioritylevelconfigurations/status"),
     # core/v1 resources that need a kubelet or a component behind them, not served yet.
-    ("v1", "bindings"),
     ("v1", "componentstatuses"),
     ("v1", "nodes/proxy"),
     ("v1", "pods/attach"),
     ("v1", "pods/ephemeralcontainers"),
-    ("v1", "pods/eviction"),
     ("v1", "pods/exec"),
     ("v1", "pods/log"),
     ("v1", "pods/portforward"),

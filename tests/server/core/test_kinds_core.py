@@ -108,7 +108,7 @@ async def test_every_verb(client: Client, resource: str, namespaced: bool, obj: 
 async def test_discovery_offers_binding_and_status_but_no_kubelet_subresources(client: Client) -> None:
     discovered = await client.call(client.stub.Discover, core_pb2.DiscoverRequest())
     found = {r.resource: r for r in discovered.resources}
-    assert sorted(s.name for s in found["pods"].subresources) == ["binding", "status"]
+    assert sorted(s.name for s in found["pods"].subresources) == ["binding", "eviction", "status"]
     assert (found["pods"].short_names, found["pods"].categories) == (["po"], ["all"])
     assert {r: list(found[r].short_names) for r in ("services", "endpoints", "nodes", "events",
                                                     "persistentvolumes", "persistentvolumeclaims",

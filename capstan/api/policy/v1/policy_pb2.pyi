@@ -56,6 +56,14 @@ class PodDisruptionBudgetStatus(_message.Message):
     conditions: _containers.RepeatedCompositeFieldContainer[_meta_pb2.Condition]
     def __init__(self, observedGeneration: _Optional[int] = ..., disruptedPods: _Optional[_Mapping[str, _meta_pb2.Time]] = ..., disruptionsAllowed: _Optional[int] = ..., currentHealthy: _Optional[int] = ..., desiredHealthy: _Optional[int] = ..., expectedPods: _Optional[int] = ..., conditions: _Optional[_Iterable[_Union[_meta_pb2.Condition, _Mapping]]] = ...) -> None: ...
 
+class Eviction(_message.Message):
+    __slots__ = ("metadata", "deleteOptions")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    DELETEOPTIONS_FIELD_NUMBER: _ClassVar[int]
+    metadata: _meta_pb2.ObjectMeta
+    deleteOptions: _meta_pb2.DeleteOptions
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., deleteOptions: _Optional[_Union[_meta_pb2.DeleteOptions, _Mapping]] = ...) -> None: ...
+
 class PodDisruptionBudgetList(_message.Message):
     __slots__ = ("metadata", "items")
     METADATA_FIELD_NUMBER: _ClassVar[int]

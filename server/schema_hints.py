@@ -56,6 +56,13 @@ BATCH_V1 = "k8s.io.api.batch.v1."
 EVENTS_V1 = "k8s.io.api.events.v1."
 RBAC_V1 = "k8s.io.api.rbac.v1."
 AUTOSCALING_V1 = "k8s.io.api.autoscaling.v1."
+AUTOSCALING_V2 = "k8s.io.api.autoscaling.v2."
+ADMISSION_V1 = "k8s.io.api.admissionregistration.v1."
+APIREG_V1 = "k8s.io.kube_aggregator.pkg.apis.apiregistration.v1."
+POLICY_V1 = "k8s.io.api.policy.v1."
+CERTIFICATES_V1 = "k8s.io.api.certificates.v1."
+FLOWCONTROL_V1BETA3 = "k8s.io.api.flowcontrol.v1beta3."
+STORAGE_V1 = "k8s.io.api.storage.v1."
 
 ATOMIC = FieldHint(list_type="atomic")
 
@@ -231,6 +238,22 @@ FIELDS: Mapping[tuple[str, str], FieldHint] = MappingProxyType({
     (RBAC_V1 + "AggregationRule", "clusterRoleSelectors"): ATOMIC,
     (RBAC_V1 + "RoleBinding", "subjects"): ATOMIC,
     (RBAC_V1 + "ClusterRoleBinding", "subjects"): ATOMIC,
+    # The kinds of issue 16, from the patchMergeKey/patchStrategy and listType markers of their types.go. The other
+    # groups served (networking, discovery, scheduling, node) declare no merge key: their lists are replaced whole.
+    (ADMISSION_V1 + "ValidatingWebhookConfiguration", "webhooks"): BY_NAME,
+    (ADMISSION_V1 + "MutatingWebhookConfiguration", "webhooks"): BY_NAME,
+    (ADMISSION_V1 + "ValidatingWebhook", "matchConditions"): BY_NAME,
+    (ADMISSION_V1 + "MutatingWebhook", "matchConditions"): BY_NAME,
+    (APIREG_V1 + "APIServiceStatus", "conditions"): BY_TYPE,
+    (AUTOSCALING_V2 + "HorizontalPodAutoscalerStatus", "conditions"): BY_TYPE,
+    (POLICY_V1 + "PodDisruptionBudgetStatus", "conditions"): BY_TYPE,
+    # A map for server-side apply but no patch strategy: a strategic merge patch replaces the list.
+    (CERTIFICATES_V1 + "CertificateSigningRequestStatus", "conditions"): FieldHint(
+        list_type="map", list_map_keys=("type",)),
+    (FLOWCONTROL_V1BETA3 + "FlowSchemaStatus", "conditions"): BY_TYPE,
+    (FLOWCONTROL_V1BETA3 + "PriorityLevelConfigurationStatus", "conditions"): BY_TYPE,
+    # CSINodeSpec.drivers carries patchStrategy=merge by name without a list type.
+    (STORAGE_V1 + "CSINodeSpec", "drivers"): FieldHint(patch_strategy="merge", patch_merge_key="name"),
 })
 
 MESSAGES: Mapping[str, MessageHint] = MappingProxyType({

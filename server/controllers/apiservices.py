@@ -49,9 +49,10 @@ AVAILABLE = {
 }
 
 # kube-apiserver 1.28's apiVersionPriorities: (group, version) -> (groupPriorityMinimum, versionPriority).
+# apiregistration.k8s.io is not in it: the aggregator serves that group itself and lists it first in discovery
+# without an APIService, so kube has no v1.apiregistration.k8s.io object and neither do we.
 PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("", "v1"): (18000, 1),
-    ("apiregistration.k8s.io", "v1"): (18000, 15),
     ("apps", "v1"): (17800, 15),
     ("events.k8s.io", "v1"): (17750, 15),
     ("authentication.k8s.io", "v1"): (17700, 15),

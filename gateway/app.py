@@ -66,6 +66,8 @@ async def _verb(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         return await read.list_(client, call)
     if verb == "watch":
         return await watch.watch(client, call, http)
+    if verb == "create" and call.connects:
+        return await read.get(client, call)  # a connecter answers POST as GET, from the query
     if verb == "create":
         return await write.create(client, call, http)
     if verb == "update":

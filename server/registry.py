@@ -196,6 +196,11 @@ class Resource:
     # /binding, /eviction). The name "" answers a create of the resource itself (core/v1 bindings, which bind
     # the Pod the body names and are never stored).
     subresource_create: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
+    # Subresources read with GET whose answer is not an object of the store (kube's getters and connecters:
+    # pods/log, pods/exec, pods/attach, pods/portforward), by name: (context, resource, GetRequest) ->
+    # GetResponse, where GetRequest.query carries the request's query (the connecter's options) and a response
+    # without an object answers 204 No Content. A connecter answered so is reached by GET and by POST alike.
+    subresource_get: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
     # Create-only resources that are answered, never stored (the reviews: SubjectAccessReview, TokenReview, ...):
     # (context, resource, object) -> the object the client gets back with 201 Created. It gets the typed body
     # after kube's create handler has placed its namespace and recorded its managed fields, and runs as the

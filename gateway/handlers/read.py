@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 from aiohttp import web
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
@@ -12,10 +13,15 @@ from gateway.handlers.request import Call
 
 
 async def get(client: CoreClient, call: Call) -> web.Response:
+    """A subresource's GET carries its query: kube's getters and connecters (pods/log, pods/exec) take their
+    options from it. An answer without an object is kube's empty one: 204 No Content."""
     call.admit()
+    query = orjson.dumps(call.query) if call.info.subresource else b""
     got = await call.within_deadline(client.get(core_pb2.GetRequest(
         path=call.path, options=params.get_options(call.query), accept=respond.core_accept(call.out),
-        view=call.view())))
+        view=call.view(), query=query)))
+    if not got.HasField("object"):
+        return web.Response(status=204)
     return respond.document(call.out, got.object, api_version=call.api_version, kind=call.resource.kind)
 
 

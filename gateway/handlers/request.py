@@ -49,6 +49,13 @@ class Call:
         r = self.resource
         return f"{r.group}/{r.version}" if r.group else r.version
 
+    @property
+    def connects(self) -> bool:
+        """A connecter's subresource (pods/exec, pods/attach, pods/portforward): kube names its kind for the
+        options it decodes from the query (PodExecOptions), and it takes no body."""
+        sub = next((s for s in self.resource.subresources if s.name == self.info.subresource), None)
+        return sub is not None and sub.kind.endswith("Options")
+
     def view(self) -> core_pb2.ViewOptions:
         conversion = self.out.conversion
         if conversion is None:

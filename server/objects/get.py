@@ -15,6 +15,9 @@ async def get(ctx: Context, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
     N: not older than N — after waiting for N to arrive, else 504 Too large resource version.
     """
     resource = resolve(ctx.registry, req.path, "get")
+    hook = resource.subresource_get.get(req.path.subresource) if req.path.subresource else None
+    if hook is not None:  # a getter or connecter answered from data, not read from the store (pods/log)
+        return await hook(ctx, resource, req)  # type: ignore[no-any-return]
     key = resource.key(req.path.namespace, req.path.name)
     rv = req.options.resourceVersion
     if rv not in ("", "0"):

@@ -31,11 +31,7 @@ EXPECTED_MISSING: frozenset[tuple[str, str]] = frozenset({
     # core/v1 resources that need a kubelet or a component behind them, not served yet.
     ("v1", "componentstatuses"),
     ("v1", "nodes/proxy"),
-    ("v1", "pods/attach"),
     ("v1", "pods/ephemeralcontainers"),
-    ("v1", "pods/exec"),
-    ("v1", "pods/log"),
-    ("v1", "pods/portforward"),
     ("v1", "pods/proxy"),
     ("v1", "services/proxy"),
     # Registered with a token issuer only: these tests run the insecure core (capstan serve has one).

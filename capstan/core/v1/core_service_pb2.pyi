@@ -103,16 +103,18 @@ class CreateResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetRequest(_message.Message):
-    __slots__ = ("path", "options", "accept", "view")
+    __slots__ = ("path", "options", "accept", "view", "query")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.GetOptions
     accept: Encoding
     view: ViewOptions
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.GetOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
+    query: bytes
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.GetOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ..., query: _Optional[bytes] = ...) -> None: ...
 
 class GetResponse(_message.Message):
     __slots__ = ("object",)

@@ -105,10 +105,11 @@ async def test_every_verb(client: Client, resource: str, namespaced: bool, obj: 
     assert failed.status == kube.not_found(resource, name)
 
 
-async def test_discovery_offers_binding_and_status_but_no_kubelet_subresources(client: Client) -> None:
+async def test_discovery_offers_the_pod_subresources_but_no_proxy(client: Client) -> None:
     discovered = await client.call(client.stub.Discover, core_pb2.DiscoverRequest())
     found = {r.resource: r for r in discovered.resources}
-    assert sorted(s.name for s in found["pods"].subresources) == ["binding", "eviction", "status"]
+    assert sorted(s.name for s in found["pods"].subresources) == [
+        "attach", "binding", "eviction", "exec", "log", "portforward", "status"]
     assert (found["pods"].short_names, found["pods"].categories) == (["po"], ["all"])
     assert {r: list(found[r].short_names) for r in ("services", "endpoints", "nodes", "events",
                                                     "persistentvolumes", "persistentvolumeclaims",
@@ -121,7 +122,7 @@ async def test_discovery_offers_binding_and_status_but_no_kubelet_subresources(c
         "services", "pods", "replicationcontrollers"]
     assert (found["nodes"].namespaced, found["persistentvolumes"].namespaced) == (False, False)
     await client.create(path("pods", NS), pod())
-    for sub in ("log", "exec", "attach", "portforward", "proxy"):
+    for sub in ("proxy",):  # the kubelet's other subresources: tests/gateway/test_http_pod_subresources.py
         failed = await refused(client.get(path("pods", NS, "web", subresource=sub)))
         assert failed.status["code"] == 404, sub
 

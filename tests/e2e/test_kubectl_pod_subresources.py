@@ -1,0 +1,34 @@
+"""kubectl against pods/log and pods/eviction: `kubectl logs` of a Pod on no node prints nothing and succeeds, as
+against kube-apiserver 1.28 (its 204), and `kubectl drain` cordons a Node and evicts the Pods bound to it."""
+
+from __future__ import annotations
+
+from tests.e2e.conftest import Capstan, Kubectl
+
+
+def _pod(capstan: Capstan, namespace: str, name: str) -> None:
+    capstan.create(f"/api/v1/namespaces/{namespace}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+
+
+def test_logs_of_an_unbound_pod_are_empty(capstan: Capstan, kubectl: Kubectl, namespace: str) -> None:
+    _pod(capstan, namespace, "p")
+    ran = kubectl("logs", "p", "-n", namespace)
+    assert (ran.code, ran.out) == (0, ""), ran.err
+
+
+def test_drain_evicts_the_pods_of_a_node(capstan: Capstan, kubectl: Kubectl, namespace: str) -> None:
+    node = f"drain-{namespace}"
+    capstan.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    for name in ("a", "b"):
+        _pod(capstan, namespace, name)
+        capstan.create(f"/api/v1/namespaces/{namespace}/pods/{name}/binding", {
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+            "target": {"kind": "Node", "name": node}})
+    ran = kubectl("drain", node, "--force", "--grace-period=1", "--timeout=60s")
+    assert ran.code == 0, ran.err
+    assert f"evicting pod {namespace}/a" in ran.err + ran.out
+    assert f"node/{node} drained" in ran.out
+    assert capstan.get(f"/api/v1/namespaces/{namespace}/pods/a")[0] == 404
+    assert capstan.get(f"/api/v1/nodes/{node}")[1]["spec"]["unschedulable"] is True

@@ -18,7 +18,7 @@ from server import admission, bootstrap, flowcontrol_bootstrap, health, service,
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import Security, start_security
-from server.controllers import apiservices, csrsigning
+from server.controllers import apiservices, csrsigning, endpoints, endpointslicemirroring, endpointslices
 from server.controllers.crds import CrdController
 from server.controllers.election import ElectionConfig, LeaderElector, Singleton, awaitable
 from server.controllers.gc import GarbageCollector
@@ -117,6 +117,10 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         # kube-controller-manager's resourcequota controller; left out with the per-namespace ones, as envtest runs
         # no controller-manager.
         *([Singleton("ResourceQuotaController", quotas.start, quotas.stop)] if namespace_controllers else []),
+        # kube-controller-manager's endpoint, endpointslice and endpointslicemirroring controllers, likewise.
+        *(endpoints.singletons(core) if namespace_controllers else []),
+        *(endpointslices.singletons(core) if namespace_controllers else []),
+        *(endpointslicemirroring.singletons(core) if namespace_controllers else []),
     ])
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
                        crds=crds, leading=singletons.leading)

@@ -101,3 +101,15 @@ def _list(r: core_pb2.Resource, list_kind: str, kind_ref: str, list_meta_ref: st
         "x-kubernetes-group-version-kind": [{"group": r.group, "kind": list_kind, "version": r.version}],
     }
 
+
+
+def bare_in_v2(swagger: Doc) -> Doc:
+    """/openapi/v2 as apiextensions-apiserver's builder writes it for a kind whose schema preserves unknown fields
+    at its root (a CRD without a real schema): a bare object naming its group version kind and nothing else, since
+    kubectl would take listed properties as the only ones allowed. /openapi/v3 keeps the schema."""
+    definitions: Doc = swagger["definitions"]
+    for name, schema in definitions.items():
+        if schema.get("x-kubernetes-preserve-unknown-fields") is True and "x-kubernetes-group-version-kind" in schema:
+            definitions[name] = {"type": "object",
+                                 "x-kubernetes-group-version-kind": schema["x-kubernetes-group-version-kind"]}
+    return swagger

@@ -35,7 +35,7 @@ from capstan.api.events.v1 import events_pb2 as _events_v1  # noqa: F401
 from capstan.api.meta.v1 import meta_pb2 as _meta_v1  # noqa: F401
 from capstan.api.rbac.v1 import rbac_pb2 as _rbac_v1  # noqa: F401
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway.openapi import comments, custom, gnostic, paths, swagger
+from gateway.openapi import comments, custom, gnostic, objectmeta, paths, swagger
 from gateway.openapi.schemas import GVK, META, SchemaSet
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def build(discovered: core_pb2.DiscoverResponse, *, version: str) -> Documents:
     v3 = {key(g, v): _group_version(g, v, resources, gvks, version) for (g, v), resources in by_gv.items()}
     docs = {name: Document.of(doc) for name, doc in v3.items()}
     index = {"paths": {name: {"serverRelativeURL": server_relative_url(name, doc.etag)} for name, doc in docs.items()}}
-    v2 = swagger.swagger(v3.values(), version=version)
+    v2 = custom.bare_in_v2(swagger.swagger(v3.values(), version=version))
     return Documents(Document.of(index), docs, Document.of(v2), gnostic.document(v2), formatdate(usegmt=True))
 
 
@@ -166,6 +166,7 @@ def _group_version(group: str, version: str, resources: list[core_pb2.Resource],
         if refs is not None:
             served.append((r, refs))
     operations = paths.build(group, version, served, meta)
+    objectmeta.describe(schemas.schemas)
     if resources and not any(r.proto_message for r in resources):
         operations = custom.json_only(operations)  # custom resources: JSON and YAML only
     return {

@@ -31,7 +31,7 @@ import capstan.api
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.inprocess import InProcessClient
 from gateway.app import build_app, start_http
-from gateway.openapi import comments, documents, gnostic, paths, schemas, swagger
+from gateway.openapi import comments, documents, gnostic, objectmeta, paths, schemas, swagger
 from server.auth.guard import unguarded
 from server.codec.wellknown import WELL_KNOWN as CODEC_WELL_KNOWN
 from server.core import Core
@@ -271,10 +271,13 @@ SCHEMA_FIELDS = [
     (CORE + "ConfigMapList", "items", {"items": {"allOf": [{"$ref": REF + CORE + "ConfigMap"}], "default": {}},
                                        "type": "array"}),
     (CORE + "NamespaceCondition", "lastTransitionTime", {"$ref": REF + META + "Time"}),
-    (META + "ObjectMeta", "generation", {"description": "Incremented by the server on each change to the desired "
-                                                        "state.", "format": "int64", "type": "integer"}),
-    (META + "ObjectMeta", "creationTimestamp", {"$ref": REF + META + "Time"}),
-    (META + "ObjectMeta", "labels", {"additionalProperties": {"default": "", "type": "string"}, "type": "object"}),
+    # ObjectMeta carries kube's descriptions (gateway/openapi/objectmeta.py), a described $ref wrapped in allOf.
+    (META + "ObjectMeta", "generation", {"description": objectmeta.FIELDS["generation"], "format": "int64",
+                                         "type": "integer"}),
+    (META + "ObjectMeta", "creationTimestamp", {"allOf": [{"$ref": REF + META + "Time"}],
+                                                "description": objectmeta.FIELDS["creationTimestamp"]}),
+    (META + "ObjectMeta", "labels", {"additionalProperties": {"default": "", "type": "string"},
+                                     "description": objectmeta.FIELDS["labels"], "type": "object"}),
     (META + "Status", "code", {"description": "Suggested HTTP status code; 0 when unset.", "format": "int32",
                                "type": "integer"}),
     (META + "Status", "metadata", {"allOf": [{"$ref": REF + META + "ListMeta"}], "default": {},
@@ -642,7 +645,7 @@ def test_kubectl(binary: str, kubeconfig: Path, tmp_path: Path) -> None:
                      explained)
     field = _kubectl(binary, kubeconfig, tmp_path, "explain", "configmap.metadata.name")
     assert re.search(r"FIELD:\s+name <string>", field)
-    assert "Unique within the namespace (or cluster, for cluster-scoped kinds)." in field
+    assert "Name must be unique within a namespace." in field  # kube's ObjectMeta text
     name = "c-" + re.sub(r"[^0-9a-z]", "-", os.path.basename(binary).lower())
     created = _kubectl(binary, kubeconfig, tmp_path, "create", "-f", "-", stdin=CONFIG_MAP.format(name=name))
     assert created.strip() == f"configmap/{name} created"

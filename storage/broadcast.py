@@ -9,6 +9,11 @@ then it is failed with WatcherTooSlow and forgotten, so its client re-lists. The
 keeps only what some live watcher has not read, bounded in events and in bytes, so a
 slow reader can hold up neither the writer nor the other watchers, and its memory
 comes back when it is dropped or leaves.
+
+A watcher takes the events one published batch at a time, as that batch's tuple: the same
+object for every watcher of the prefix, so the layers above do per-batch work (rendering,
+framing) once and share it by the batch's identity, however many watchers read it and
+however far behind each is.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ class _Log:
     three unread; once nobody is at 10, event 10 is popped and first becomes 11.
     """
 
-    __slots__ = ("at", "bytes", "events", "first", "prefix", "sizes", "subscribers", "waiting")
+    __slots__ = ("at", "batches", "bytes", "events", "first", "prefix", "sizes", "subscribers", "waiting")
 
     def __init__(self, prefix: bytes) -> None:
         self.prefix = prefix
@@ -53,6 +58,7 @@ class _Log:
         self.at: dict[int, set[Subscriber]] = {}
         self.waiting: set[Subscriber] = set()
         self.subscribers = 0
+        self.batches: dict[int, tuple[Event, ...]] = {}  # the held events as published, by number of their first
 
     @property
     def end(self) -> int:
@@ -77,9 +83,20 @@ class _Log:
             self.first += 1
         if not self.events:
             self.bytes = 0
+        self.forget_batches()
+
+    def forget_batches(self) -> None:
+        """Forget the batches whose events have all been popped."""
+        batches = self.batches
+        while batches:
+            start, batch = next(iter(batches.items()))
+            if start + len(batch) > self.first:
+                break
+            del batches[start]
 
     def append(self, events: Sequence[Event], count_limit: int, byte_limit: int) -> None:
         """Add a batch, then fail the watchers it leaves more than a bound behind."""
+        self.batches[self.end] = tuple(events)
         for event in events:
             size = event_size(event)
             self.events.append(event)
@@ -92,6 +109,7 @@ class _Log:
             self.events.popleft()
             self.bytes -= self.sizes.popleft()
             self.first += 1
+        self.forget_batches()
         if dropped:
             error = WatcherTooSlow(f"watcher fell more than {count_limit} events or {byte_limit} bytes behind")
             for sub in dropped:
@@ -153,20 +171,24 @@ class Subscriber:
         if self._error is not None:
             raise self._error
 
-    def take_nowait(self) -> list[Event]:
-        """Everything unread now (possibly nothing); raises the failure, if any."""
+    def take_nowait(self) -> Sequence[Event]:
+        """The next batch published that this watcher has not read (empty if none); raises the failure, if any.
+
+        The batch is the tuple every watcher of the prefix gets for it (`is` the same object)."""
         self.check()
         log = self._log
         if self.closed or self.cursor == log.end:
-            return []
-        items = list(islice(log.events, self.cursor - log.first, None))
+            return ()
+        items: Sequence[Event] | None = log.batches.get(self.cursor)
+        if items is None:  # not at a batch's start (no path leaves a live watcher there): everything unread
+            items = list(islice(log.events, self.cursor - log.first, None))
         log.lift(self)
-        log.place(self, log.end)
+        log.place(self, self.cursor + len(items))
         log.pop_unneeded()
         return items
 
-    async def take(self) -> list[Event]:
-        """At least one event, waiting if needed; [] only when closed without error."""
+    async def take(self) -> Sequence[Event]:
+        """The next batch, waiting if needed; empty only when closed without error."""
         while True:
             items = self.take_nowait()
             if items or self.closed:

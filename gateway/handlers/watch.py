@@ -3,7 +3,8 @@
 Without timeoutSeconds a watch lasts a random 30-60 minutes, as kube-apiserver's
 (kubectl get -w exits when the server closes it). A client that disconnects ends the
 watch and the core's watch with it: at once where aiohttp cancels handlers on disconnect
-(handler_cancellation), else within DISCONNECT_POLL, as an idle stream checks its connection.
+(handler_cancellation), else within DISCONNECT_POLL, as one timer per event loop checks every
+idle stream's connection (`_Disconnects`: a watch waiting for events costs no timer of its own).
 
 When to answer 200: kube-apiserver refuses a malformed watch with a plain error, and once the
 watch has started reports failures as an ERROR event (the cacher's errWatcher). The core has no
@@ -23,6 +24,8 @@ import asyncio
 import contextlib
 import random
 import socket
+import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 
 import orjson
@@ -60,6 +63,7 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         path=path, options=options, accept=respond.core_accept(call.out), view=call.view()))
     first = asyncio.ensure_future(_next(stream))
     response: web.StreamResponse | None = None
+    gone = _Disconnects.of_loop().watch(http)
     try:
         done, _ = await asyncio.wait({first}, timeout=ACCEPT_WINDOW)
         batch = first.result() if done else None  # a refusal raises here, before any streaming
@@ -67,11 +71,12 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         response.enable_chunked_encoding()
         await response.prepare(http)
         _bound_send_buffer(http)
-        if not done:
-            batch = await _unless_gone(first, http)
-        while batch is not None:
-            await _write(response, http, b"".join(_frame(call, event) for event in batch.events))
-            batch = await _unless_gone(asyncio.ensure_future(_next(stream)), http)
+        with gone:  # from here the client's disconnect cancels this task, within DISCONNECT_POLL
+            if not done:
+                batch = await first
+            while batch is not None:
+                await gone.write(response, _framed.of(call, batch))
+                batch = await _next(stream)
     except CoreError as err:
         if response is None:
             raise
@@ -81,6 +86,14 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         if response is None:
             raise
         return response  # the client went away, or stopped reading: nothing more to write
+    except asyncio.CancelledError:
+        if not gone.fired:
+            raise
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        assert response is not None  # registered only once the response had started
+        return response  # the client went away or stopped reading: nothing more to write
     finally:
         if not first.done():
             first.cancel()
@@ -122,22 +135,115 @@ async def _next(stream: AsyncIterator[core_pb2.WatchResponse]) -> core_pb2.Watch
     return await anext(stream, None)
 
 
-async def _unless_gone(
-    pending: asyncio.Future[core_pb2.WatchResponse | None], http: web.Request
-) -> core_pb2.WatchResponse | None:
-    """The next batch, or ConnectionResetError once the client has disconnected while waiting for it."""
-    try:
-        while True:
-            done, _ = await asyncio.wait({pending}, timeout=DISCONNECT_POLL)
-            if done:
-                return pending.result()
-            if http.transport is None or http.transport.is_closing():
-                raise ConnectionResetError("the watch's client disconnected")
-    finally:
-        if not pending.done():
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, CoreError):
-                await pending
+class _Gone:
+    """One watch's registration with its loop's `_Disconnects`, while it is a context manager's body."""
+
+    __slots__ = ("_owner", "fired", "http", "task", "writing_since")
+
+    def __init__(self, owner: _Disconnects, http: web.Request) -> None:
+        self._owner = owner
+        self.http = http
+        self.task = asyncio.current_task()
+        self.fired = False  # this watch's task was cancelled because its client had gone or stopped reading
+        self.writing_since: float | None = None  # the loop's time when the write under way began
+
+    async def write(self, response: web.StreamResponse, data: bytes) -> None:
+        """`_write`'s contract, its WRITE_TIMEOUT enforced by the sweep (give or take DISCONNECT_POLL), so a
+        write that does not wait costs no timer."""
+        self.writing_since = self._owner.loop.time()
+        try:
+            await response.write(data)
+        finally:
+            self.writing_since = None
+
+    def stalled(self, now: float) -> bool:
+        """Whether the client has gone, or not taken a write's bytes within WRITE_TIMEOUT (then it is aborted)."""
+        transport = self.http.transport
+        if transport is None or transport.is_closing():
+            return True
+        if self.writing_since is not None and now - self.writing_since > WRITE_TIMEOUT:
+            transport.abort()
+            return True
+        return False
+
+    def __enter__(self) -> _Gone:
+        self._owner.add(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._owner.discard(self)
+
+
+class _Disconnects:
+    """The watches of one event loop that wait for their client to go: one timer checks them all.
+
+    Every DISCONNECT_POLL, a watch whose connection is gone, or whose write has waited WRITE_TIMEOUT for its
+    client (the connection is then aborted), has its task cancelled (`_Gone.fired` tells that cancellation
+    from any other); the timer runs only while some watch is registered.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._watches: set[_Gone] = set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def of_loop(cls) -> _Disconnects:
+        loop = asyncio.get_running_loop()
+        found = _disconnects.get(loop)
+        if found is None:
+            found = _disconnects[loop] = cls(loop)
+        return found
+
+    def watch(self, http: web.Request) -> _Gone:
+        return _Gone(self, http)
+
+    def add(self, gone: _Gone) -> None:
+        self._watches.add(gone)
+        if self._timer is None:
+            self._timer = self.loop.call_later(DISCONNECT_POLL, self._sweep)
+
+    def discard(self, gone: _Gone) -> None:
+        self._watches.discard(gone)
+
+    def _sweep(self) -> None:
+        self._timer = None
+        now = self.loop.time()
+        for gone in [g for g in self._watches if g.stalled(now)]:
+            self._watches.discard(gone)
+            if gone.task is not None and not gone.task.done():
+                gone.fired = True
+                gone.task.cancel()
+        if self._watches:
+            self._timer = self.loop.call_later(DISCONNECT_POLL, self._sweep)
+
+
+class _Framed:
+    """The bytes of the WatchResponses framed last, by (message, output) identity: the watchers the core handed
+    the same message (server/objects/watch.py) write the same bytes, framed once.
+
+    Contract: an entry holds its message, so the message's id cannot be reused while it is cached.
+    """
+
+    SIZE = 64  # messages: more than the distinct (collection, output) pairs watched at one time
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[int, str, str, str], tuple[core_pb2.WatchResponse, bytes]] = OrderedDict()
+
+    def of(self, call: Call, batch: core_pb2.WatchResponse) -> bytes:
+        key = (id(batch), call.out.codec.value, call.api_version, call.resource.kind)
+        found = self._entries.get(key)
+        if found is not None and found[0] is batch:
+            return found[1]
+        data = b"".join(_frame(call, event) for event in batch.events)
+        self._entries[key] = (batch, data)
+        if len(self._entries) > self.SIZE:
+            self._entries.popitem(last=False)
+        return data
+
+
+_disconnects: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Disconnects] = weakref.WeakKeyDictionary()
+_framed = _Framed()
 
 
 def _name_selector(selector: str, name: str) -> str:

@@ -7,12 +7,18 @@ Where it starts (the spec's watch table):
   annotated `k8s.io/initial-events-end: "true"`, then changes.
 Selectors apply to both sides of a change: an object entering the selection is an
 ADDED for this watcher, one leaving it a DELETED (the old object at the new revision).
+
+What one event costs does not grow with the watchers that see it: the watchers of a collection
+that read a published batch as it came (storage hands them one shared batch) and want it whole
+(no selector, no view) get the very same WatchResponse messages, built once per batch, resource
+and encoding (`_Shared`); the transports can then frame them once as well.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 
 import orjson
@@ -97,8 +103,8 @@ async def watch(
                 yield core_pb2.WatchResponse(events=[stream.bookmark(max(last, changes.progress()))])
                 continue
             last = events[-1].revision
-            for chunk in _chunks(stream.translate(events)):
-                yield core_pb2.WatchResponse(events=chunk)
+            for response in stream.responses(events):
+                yield response
     finally:
         if closer is not None:
             closer.cancel()
@@ -172,6 +178,34 @@ def _chunks(events: list[core_pb2.WatchEvent]) -> list[list[core_pb2.WatchEvent]
     return chunks
 
 
+class _Shared:
+    """The WatchResponses of the batches last translated whole, by (batch, resource, encoding) identity.
+
+    Contract: a cached value is only ever read (the messages are handed to many watchers as they are),
+    and an entry holds its batch and resource, so their ids cannot be reused while it is cached.
+    """
+
+    SIZE = 64  # batches: more than the distinct (resource, encoding) pairs watched at one time
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[int, int, int], tuple[object, object, list[core_pb2.WatchResponse]]] = (
+            OrderedDict())
+
+    def get(self, events: Sequence[Event], resource: Resource,
+            encoding: render.Encoding) -> list[core_pb2.WatchResponse] | None:
+        found = self._entries.get((id(events), id(resource), encoding))
+        return None if found is None else found[2]
+
+    def put(self, events: Sequence[Event], resource: Resource, encoding: render.Encoding,
+            responses: list[core_pb2.WatchResponse]) -> None:
+        self._entries[(id(events), id(resource), encoding)] = (events, resource, responses)
+        if len(self._entries) > self.SIZE:
+            self._entries.popitem(last=False)
+
+
+_shared = _Shared()
+
+
 class _Stream:
     """Store events -> watch events for one watcher: selection, rendering, bookmarks."""
 
@@ -189,6 +223,17 @@ class _Stream:
         self._encoding = encoding
         self._views = converter
         self._renderings = renderings
+
+    def responses(self, events: Sequence[Event]) -> list[core_pb2.WatchResponse]:
+        """The batch's messages; shared with every other watcher of the resource given the same batch
+        (a tuple: storage's shared batch) in the same encoding, when this one wants every event as is."""
+        if not (self._chosen.everything and self._views is None and isinstance(events, tuple)):
+            return [core_pb2.WatchResponse(events=chunk) for chunk in _chunks(self.translate(events))]
+        found = _shared.get(events, self._resource, self._encoding)
+        if found is None:
+            found = [core_pb2.WatchResponse(events=chunk) for chunk in _chunks(self.translate(events))]
+            _shared.put(events, self._resource, self._encoding, found)
+        return found
 
     def translate(self, events: Sequence[Event]) -> list[core_pb2.WatchEvent]:
         out: list[core_pb2.WatchEvent] = []

@@ -29,7 +29,7 @@ from storage import (
     Watch,
     WatcherTooSlow,
 )
-from storage.broadcast import Broadcaster
+from storage.broadcast import Broadcaster, Subscriber
 from tests.storage.conftest import (
     FAST,
     TIMEOUT,
@@ -438,7 +438,8 @@ async def test_a_stuck_watcher_is_bounded_in_events_and_bytes_then_freed(
         with pytest.raises(WatcherTooSlow):
             stuck.take_nowait()
     else:
-        assert [e.revision for e in stuck.take_nowait()] == list(range(1, count + 1))
+        batches = drain(stuck)  # one published batch at a time
+        assert [[e.revision for e in batch] for batch in batches] == [[i] for i in range(1, count + 1)]
     assert (broadcaster.held_events, broadcaster.held_bytes) == (0, 0)
     for sub in (stuck, reader, other):
         sub.close()
@@ -463,3 +464,39 @@ async def test_writers_pass_idle_watchers_that_are_dropped_and_forgotten(open_st
     for watch in idle:
         with pytest.raises(WatcherTooSlow):
             await within(watch.next_batch())
+
+
+def drain(sub: Subscriber) -> list[Sequence[Event]]:
+    """What take_nowait hands out until nothing is left."""
+    got = []
+    while batch := sub.take_nowait():
+        got.append(batch)
+    return got
+
+
+@pytest.mark.parametrize(("batches", "behind"), [
+    ([[1]], 0),
+    ([[1, 2, 3]], 0),
+    ([[1], [2, 3], [4]], 0),
+    ([[1], [2, 3], [4]], 2),  # a watcher two batches behind reads the same objects, later
+])
+def test_watchers_of_a_prefix_take_each_published_batch_as_one_shared_object(
+    batches: list[list[int]], behind: int
+) -> None:
+    """What the layers above do per batch (render, frame) they can do once for all the prefix's watchers: each
+    reads every batch as published, as the same object, however far behind it is."""
+    broadcaster = Broadcaster(100)
+    subs = [broadcaster.subscribe(b"/b/") for _ in range(3)]
+    late = broadcaster.subscribe(b"/b/")
+    taken: list[list[Sequence[Event]]] = [[] for _ in subs]
+    for number, published in enumerate(batches):
+        broadcaster.publish([put(i, 10) for i in published])
+        for sub, got in zip(subs, taken, strict=True):
+            got.append(sub.take_nowait())
+        if number + 1 == len(batches) - behind:
+            late_got = drain(late)
+    late_got.extend(drain(late))
+    assert [[e.revision for e in batch] for batch in late_got] == batches
+    for got in [*taken, late_got]:
+        assert all(mine is first for mine, first in zip(got, taken[0], strict=True))
+    assert (broadcaster.held_events, broadcaster.held_bytes) == (0, 0)

@@ -858,3 +858,37 @@ async def test_large_objects_fit_the_default_message_limit(
         got = await events.take(count)
     assert [r for _, _, r in summary(got)] == list(range(start + 1, start + count + 1))
     assert all(len(obj["data"]["k"]) == len(payload) for _, obj in got)
+
+
+SHARED = [
+    # the second watcher's options and encoding (the first's: none, JSON), whether it gets the first's messages
+    ({}, core_pb2.ENCODING_JSON, True),
+    ({"allowWatchBookmarks": True}, core_pb2.ENCODING_JSON, True),
+    ({}, core_pb2.ENCODING_PROTOBUF, False),  # its own rendering, shared with the other protobuf watchers
+    ({"labelSelector": "app=web"}, core_pb2.ENCODING_JSON, False),  # selected per watcher
+]
+
+
+@pytest.mark.parametrize(("options", "accept", "shared"), SHARED)
+async def test_watchers_of_a_collection_share_each_events_message(
+    client: Client, running: RunningCore, options: Obj, accept: core_pb2.Encoding, shared: bool
+) -> None:
+    """An event costs one message per encoding, not one per watcher: watchers that want every event of the
+    collection in the same encoding get the same WatchResponse objects, even the one that reads later."""
+    start = (await create(client, config_map("c0")))["metadata"]["resourceVersion"]
+    streams = [core_watch.watch(running.core.context, core_pb2.WatchRequest(
+        path=CM, options={"resourceVersion": start, **extra}, accept=encoding))
+        for extra, encoding in (({}, core_pb2.ENCODING_JSON), (options, accept))]
+    try:
+        first, second = (asyncio.ensure_future(anext(stream)) for stream in streams)
+        await asyncio.sleep(0.05)  # both watches are open before the writes
+        for i in (1, 2):
+            await create(client, config_map(f"c{i}", labels={"app": "web"}))
+        got = [[await within(first), await within(anext(streams[0]))],
+               [await within(second), await within(anext(streams[1]))]]  # the second reads once both are written
+    finally:
+        for stream in streams:
+            await stream.aclose()  # type: ignore[attr-defined]
+    assert [[(e.type, e.object.encoding) for r in mine for e in r.events] for mine in got] == [
+        [("ADDED", core_pb2.ENCODING_JSON)] * 2, [("ADDED", accept)] * 2]
+    assert [mine is theirs for mine, theirs in zip(got[0], got[1], strict=True)] == [shared, shared]

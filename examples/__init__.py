@@ -1,0 +1,1 @@
+"""Worked examples of Capstan in use, each run by `make test` as its own tests."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import access, health, limits, metrics, negotiation, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
@@ -34,6 +35,7 @@ _GO_RESTFUL = frozenset({"api", "apis", "version"})
 async def _dispatch(http: web.Request) -> web.StreamResponse:
     gateway = http.app[GATEWAY_KEY]
     out: negotiation.Output | None = None
+    resource: core_pb2.Resource | None = None
     try:
         info = requestinfo.parse(http.method, http.path, http.query)
         if info is None and http.path.split("/")[1] not in _GO_RESTFUL:
@@ -51,11 +53,19 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         resource = served_as(await gateway.resource(info.group, info.version, info.resource), info.subresource)
         out = output(http, resource, stream=info.verb == "watch")
         call = Call(info, resource, query_of(http), out)
-        return await _verb(access.caller_client(gateway.client, http), call, http)
+        return _deprecated(resource, await _verb(access.caller_client(gateway.client, http), call, http))
     except CoreError as err:
-        return respond.status(out, err.status)
+        return _deprecated(resource, respond.status(out, err.status))
     except negotiation.NegotiationError as err:
         return respond.status(None, failure(err.code, err.reason, err.message))
+
+
+def _deprecated(resource: core_pb2.Resource | None, response: web.StreamResponse) -> web.StreamResponse:
+    """Every answer about a deprecated kind carries its warning, as kube-apiserver's installer adds it."""
+    if resource is not None and resource.deprecation_warning and not response.prepared:
+        for header in respond.warning_headers([resource.deprecation_warning]):
+            response.headers.add(respond.WARNING_HEADER, header)
+    return response
 
 
 async def _verb(client: CoreClient, call: Call, http: web.Request) -> web.StreamResponse:
@@ -66,8 +76,8 @@ async def _verb(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         return await read.list_(client, call)
     if verb == "watch":
         return await watch.watch(client, call, http)
-    if verb == "create" and call.connects:
-        return await read.get(client, call)  # a connecter answers POST as GET, from the query
+    if verb in ("create", "update", "patch", "delete") and call.connects:
+        return await read.get(client, call)  # a connecter answers other methods as GET, from the query
     if verb == "create":
         return await write.create(client, call, http)
     if verb == "update":

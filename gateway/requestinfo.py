@@ -7,6 +7,7 @@ Examples:
   GET /api/v1/watch/namespaces/default/configmaps/a   -> watch configmaps "a" (the deprecated /watch/ paths)
   PUT /api/v1/namespaces/ns1/finalize           -> update namespaces "ns1", subresource finalize
   GET /apis/apps/v1                             -> discovery of the apps/v1 group version
+  GET /api/v1/namespaces/ns/services/x:80/proxy/a/b -> get services "x:80", subresource proxy, path "/a/b"
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ class RequestInfo:
     namespace: str = ""
     name: str = ""
     subresource: str = ""
+    # What follows a connecter's subresource that takes a path (kube's proxy subresources, whose
+    # NewConnectOptions names the "path" option): "/a/b" for .../proxy/a/b, "/" kept when the URL ends in one.
+    subpath: str = ""
+
+
+# Subresources whose routes take a trailing path (kube registers {resource}/{name}/proxy/{path:*}).
+SUBPATH_SUBRESOURCES = frozenset({"proxy"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,15 +82,20 @@ def parse(method: str, path: str, query: Mapping[str, str]) -> RequestInfo | Dis
             parts = parts[2:]
         else:
             namespace = ""  # the namespace object itself: /namespaces/{name}[/{sub}]
+    subpath = ""
     if len(parts) > 3:
-        return None
+        if parts[2] not in SUBPATH_SUBRESOURCES or watch_prefix:
+            return None
+        subpath = "/" + "/".join(parts[3:])
+    if len(parts) >= 3 and parts[2] in SUBPATH_SUBRESOURCES and path.endswith("/") and not subpath.endswith("/"):
+        subpath += "/"
     resource = parts[0]
     name = parts[1] if len(parts) > 1 else ""
     subresource = parts[2] if len(parts) > 2 else ""
     verb = _verb(method, bool(name), watch_prefix=watch_prefix, watch_query=_watch_query(query))
     if verb is None:
         return None
-    return RequestInfo(verb, group, version, resource, namespace, name, subresource)
+    return RequestInfo(verb, group, version, resource, namespace, name, subresource, subpath)
 
 
 def _watch_query(query: Mapping[str, str]) -> bool:

@@ -218,6 +218,15 @@ class Resource:
     # Applied to a stored value before it is rendered for an answer: a custom resource's schema defaults (and
     # prunes) objects read from storage, as kube-apiserver does, so a default added later shows on reads.
     read: Callable[[bytes], bytes] | None = None
+    # Objects computed on every read instead of stored (core/v1 componentstatuses, each the health of a
+    # component): (context) -> the objects, in order. get and list (and their Tables, selectors applied) answer
+    # from them (server/objects/computed.py); such a resource serves only those two verbs.
+    computed: Callable[[Any], Awaitable[list[Obj]]] | None = None
+    # What a get of a name that is not among the computed objects answers, when not the usual 404.
+    computed_missing: Callable[[str], Exception] | None = None
+    # The warning every answer about the resource carries, as kube-apiserver's installer adds one for a kind
+    # its prerelease lifecycle marks deprecated ("v1 ComponentStatus is deprecated in v1.19+"); "" for none.
+    deprecation_warning: str = ""
 
     def __post_init__(self) -> None:
         if self.scale is not None and self.subresource(SCALE.name) is None:

@@ -14,12 +14,17 @@ from gateway.handlers.request import Call
 
 async def get(client: CoreClient, call: Call) -> web.Response:
     """A subresource's GET carries its query: kube's getters and connecters (pods/log, pods/exec) take their
-    options from it. An answer without an object is kube's empty one: 204 No Content."""
+    options from it; a connecter reached by another method names its verb (GetRequest.connect_verb). An answer
+    without an object is kube's empty one: 204 No Content."""
     call.admit()
-    query = orjson.dumps(call.query) if call.info.subresource else b""
+    options = dict(call.query)
+    if call.info.subpath:  # a proxy's path: kube sets the connect options' "path" from the URL, over ?path
+        options["path"] = [call.info.subpath]
+    query = orjson.dumps(options) if call.info.subresource else b""
+    verb = call.info.verb
     got = await call.within_deadline(client.get(core_pb2.GetRequest(
         path=call.path, options=params.get_options(call.query), accept=respond.core_accept(call.out),
-        view=call.view(), query=query)))
+        view=call.view(), query=query, connect_verb="" if verb == "get" else verb)))
     if not got.HasField("object"):
         return web.Response(status=204)
     return respond.document(call.out, got.object, api_version=call.api_version, kind=call.resource.kind)

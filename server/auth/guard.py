@@ -157,7 +157,8 @@ class GuardedCore:
                                  method="Create", request=request)
 
     async def get(self, request: core_pb2.GetRequest, credentials: Credentials) -> core_pb2.GetResponse:
-        return await self._unary(credentials, lambda u: _path_attributes(u, "get", request.path, request.path.name),
+        return await self._unary(credentials, lambda u: _path_attributes(u, request.connect_verb or "get", request.path,
+                                                              request.path.name),
                                  lambda: self.core.get(request),
                                  method="Get", request=request)
 

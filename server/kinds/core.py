@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from server.kinds import podspec
+from server.kinds import podspec, proxy
+from server.kinds.componentstatuses import COMPONENT_STATUSES
 from server.kinds.pods import BINDINGS, PODS
 from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS, services
@@ -102,7 +103,8 @@ NODES = Resource(
     group="", version="v1", resource="nodes", kind="Node", singular="node", namespaced=False,
     schema=NODE_SCHEMA,
     short_names=("no",),
-    subresources=(_status_of("Node"),),
+    subresources=(_status_of("Node"), proxy.NODE_PROXY),
+    subresource_get={"proxy": proxy.node},
     field_getters={"spec.unschedulable": lambda o: "true" if _spec(o).get("unschedulable") else "false"},
     default=_typed(NODE_SCHEMA, default_node),
     validate=validate_node,
@@ -432,5 +434,5 @@ SERVICES, _ = services()
 
 KINDS: tuple[Resource, ...] = (
     SERVICE_ACCOUNTS, SERVICES, ENDPOINTS, PODS, POD_TEMPLATES, NODES, EVENTS, PERSISTENT_VOLUMES,
-    PERSISTENT_VOLUME_CLAIMS, RESOURCE_QUOTAS, LIMIT_RANGES, REPLICATION_CONTROLLERS, BINDINGS,
+    PERSISTENT_VOLUME_CLAIMS, RESOURCE_QUOTAS, LIMIT_RANGES, REPLICATION_CONTROLLERS, BINDINGS, COMPONENT_STATUSES,
 )

@@ -44,12 +44,12 @@ SUBRESOURCES = (
 
 async def log(ctx: Context, pods: Resource, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
     """LogLocation, then the kubelet's containerLogs: 204 for a Pod on no node."""
-    pod = await _pod(ctx, pods, req.path)
-    container = _container(pod, req.path.name, _query(req).get("container", [""])[0])
+    pod = await read_pod(ctx, pods, req.path)
+    container = _container(pod, req.path.name, connect_query(req).get("container", [""])[0])
     node = _node_name(pod)
     if not node:
         return core_pb2.GetResponse()
-    host, port = await _kubelet(ctx, node)
+    host, port = await kubelet(ctx, node)
     address = f"{host}:{port}"
     raise _unreachable(f'Get "https://{address}/containerLogs/{req.path.namespace}/{req.path.name}/{container}": '
                        f"dial tcp {address}: connect: connection refused")
@@ -57,17 +57,17 @@ async def log(ctx: Context, pods: Resource, req: core_pb2.GetRequest) -> core_pb
 
 async def stream(ctx: Context, pods: Resource, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
     """streamLocation (exec, attach) and PortForwardLocation, then the upgrade to the kubelet."""
-    pod = await _pod(ctx, pods, req.path)
+    pod = await read_pod(ctx, pods, req.path)
     if req.path.subresource != "portforward":
-        _container(pod, req.path.name, _query(req).get("container", [""])[0])
+        _container(pod, req.path.name, connect_query(req).get("container", [""])[0])
     node = _node_name(pod)
     if not node:
         raise errors.bad_request(f"pod {req.path.name} does not have a host assigned")
-    host, port = await _kubelet(ctx, node)
+    host, port = await kubelet(ctx, node)
     raise _unreachable(f"error dialing backend: dial tcp {host}:{port}: connect: connection refused")
 
 
-def _query(req: core_pb2.GetRequest) -> dict[str, list[str]]:
+def connect_query(req: core_pb2.GetRequest) -> dict[str, list[str]]:
     if not req.query:
         return {}
     try:
@@ -79,7 +79,7 @@ def _query(req: core_pb2.GetRequest) -> dict[str, list[str]]:
     return {str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in parsed.items()}
 
 
-async def _pod(ctx: Context, pods: Resource, path: core_pb2.ResourcePath) -> Obj:
+async def read_pod(ctx: Context, pods: Resource, path: core_pb2.ResourcePath) -> Obj:
     got = await store_call(ctx.store.get(pods.key(path.namespace, path.name)))
     if got.kv is None:
         raise errors.not_found(pods.resource, pods.group, path.name)
@@ -114,7 +114,7 @@ def _node_name(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("nodeName") or "")
 
 
-async def _kubelet(ctx: Context, node_name: str) -> tuple[str, int]:
+async def kubelet(ctx: Context, node_name: str) -> tuple[str, int]:
     """GetConnectionInfo: the node's preferred address and its kubelet's port."""
     nodes = ctx.registry.get("", "v1", "nodes")
     assert nodes is not None

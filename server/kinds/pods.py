@@ -22,7 +22,7 @@ from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec.quantity import parse_quantity
-from server.kinds import podconnect, podspec
+from server.kinds import podconnect, podspec, proxy
 from server.kinds.eviction import evict
 from server.kinds.shaped import retype
 from server.objects import body, meta, render
@@ -351,6 +351,7 @@ PODS = Resource(
         Subresource("eviction", "Eviction", ("create",), group="policy", version="v1",
                     proto_message="k8s.io.api.policy.v1.Eviction"),
         *podconnect.SUBRESOURCES,
+        proxy.POD_PROXY,
     ),
     field_getters=FIELD_GETTERS,
     default=default_pod,
@@ -359,5 +360,5 @@ PODS = Resource(
     grace_period=grace_period,
     returns_deleted_object=True,
     subresource_create={"binding": bind, "eviction": evict},
-    subresource_get=podconnect.HANDLERS,
+    subresource_get={**podconnect.HANDLERS, "proxy": proxy.pod},
 )

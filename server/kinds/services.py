@@ -25,7 +25,7 @@ from typing import Any
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server import errors
-from server.kinds import podspec
+from server.kinds import podspec, proxy
 from server.kinds.reservations import ATTEMPTS, Conflict, Reservations, exhausted
 from server.kinds.shaped import retype
 from server.objects import meta, render
@@ -451,7 +451,9 @@ SERVICES = Resource(
     schema=SCHEMA,
     short_names=("svc",),
     categories=("all",),
-    subresources=(Subresource("status", "Service", ("get", "patch", "update"), ("status",), metadata_reset=()),),
+    subresources=(Subresource("status", "Service", ("get", "patch", "update"), ("status",), metadata_reset=()),
+                  proxy.SERVICE_PROXY),
+    subresource_get={"proxy": proxy.service},
     name_rule=names.name_is_dns1035_label,
     returns_deleted_object=True,
     default=default_service,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import continuation, errors
-from server.objects import options, render, views
+from server.objects import computed, options, render, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
@@ -50,6 +50,8 @@ class Page:
 
 async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListResponse:
     resource = resolve(ctx.registry, req.path, "list")
+    if resource.computed is not None:
+        return await computed.list_(ctx, resource, req)
     page = await read_page(ctx, resource, req.path.namespace, req.options)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
         list_meta = {"resourceVersion": str(page.revision), "continue": page.continue_token,

@@ -26,6 +26,9 @@ def resolve(registry: Registry, path: core_pb2.ResourcePath, verb: str) -> Resou
             raise errors.resource_not_found()
         if verb not in sub.verbs:
             raise errors.method_not_allowed()
+    elif verb == "watch" and "watch" not in resource.verbs and "list" in resource.verbs:
+        # a lister that is no watcher: kube's list handler refuses ?watch itself (ListResource)
+        raise errors.method_not_supported(resource.resource, resource.group, "watch")
     elif verb not in resource.verbs:
         raise errors.method_not_allowed()
     return resource

@@ -687,7 +687,31 @@ POD_TEMPLATE_COLUMNS = (
             lambda o: format_labels(_dict(_dict(o.get("template")).get("metadata")).get("labels"))),
 )
 
+def _component_healthy(obj: Obj) -> Obj:
+    """The component's Healthy condition ({} without one)."""
+    return next((c for c in obj.get("conditions") or [] if isinstance(c, dict) and c.get("type") == "Healthy"), {})
+
+
+def _component_status(obj: Obj) -> str:
+    condition = _component_healthy(obj)
+    if not condition:
+        return "Unknown"
+    return "Healthy" if condition.get("status") == "True" else "Unhealthy"
+
+
+# printComponentStatus: the Healthy condition's status, message and error.
+COMPONENT_STATUS_COLUMNS = (
+    NAME,
+    Column("Status", "string", "Status of the component conditions", _component_status),
+    Column("Message", "string", "Message of the component conditions",
+           lambda obj: str(_component_healthy(obj).get("message") or "")),
+    Column("Error", "string", "Error of the component conditions",
+           lambda obj: str(_component_healthy(obj).get("error") or "")),
+)
+
+
 COLUMNS: Mapping[tuple[str, str], tuple[Column, ...]] = {
+    ("", "componentstatuses"): COMPONENT_STATUS_COLUMNS,
     ("", "pods"): POD_COLUMNS,
     ("", "podtemplates"): POD_TEMPLATE_COLUMNS,
     ("", "services"): SERVICE_COLUMNS,

@@ -75,6 +75,7 @@ def test_version_reports_server_1_32(kubectl: Kubectl, version: str | None) -> N
 API_RESOURCES = [  # the core/v1 kinds; the named groups' follow them
     {"NAME": name, "SHORTNAMES": short, "APIVERSION": "v1", "NAMESPACED": namespaced, "KIND": kind}
     for name, short, namespaced, kind in [
+        ("bindings", "", "true", "Binding"), ("componentstatuses", "cs", "false", "ComponentStatus"),
         ("configmaps", "cm", "true", "ConfigMap"), ("endpoints", "ep", "true", "Endpoints"),
         ("events", "ev", "true", "Event"), ("limitranges", "limits", "true", "LimitRange"),
         ("namespaces", "ns", "false", "Namespace"), ("nodes", "no", "false", "Node"),

@@ -32,3 +32,23 @@ def test_drain_evicts_the_pods_of_a_node(capstan: Capstan, kubectl: Kubectl, nam
     assert f"node/{node} drained" in ran.out
     assert capstan.get(f"/api/v1/namespaces/{namespace}/pods/a")[0] == 404
     assert capstan.get(f"/api/v1/nodes/{node}")[1]["spec"]["unschedulable"] is True
+
+
+def test_get_componentstatuses(kubectl: Kubectl) -> None:
+    """`kubectl get cs` prints kube's columns and deprecation warning: no scheduler, the store healthy."""
+    ran = kubectl("get", "cs")
+    assert ran.code == 0, ran.err
+    assert "Warning: v1 ComponentStatus is deprecated in v1.19+" in ran.err
+    lines = ran.out.splitlines()
+    assert lines[0].split() == ["NAME", "STATUS", "MESSAGE", "ERROR"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert rows["etcd-0"] == ["Healthy", "ok"]
+    assert rows["scheduler"][:2] == ["Unhealthy", 'Get']
+    assert rows["controller-manager"][0] in ("Healthy", "Unhealthy")
+
+
+def test_proxy_to_a_pod_without_an_ip(capstan: Capstan, kubectl: Kubectl, namespace: str) -> None:
+    _pod(capstan, namespace, "p")
+    ran = kubectl("get", "--raw", f"/api/v1/namespaces/{namespace}/pods/p/proxy/healthz")
+    assert ran.code == 1
+    assert "address not allowed" in ran.err

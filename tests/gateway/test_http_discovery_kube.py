@@ -28,12 +28,8 @@ EXPECTED_MISSING: frozenset[tuple[str, str]] = frozenset({
     ("flowcontrol.apiserver.k8s.io/v1beta2", "flowschemas/status"),
     ("flowcontrol.apiserver.k8s.io/v1beta2", "prioritylevelconfigurations"),
     ("flowcontrol.apiserver.k8s.io/v1beta2", "prioritylevelconfigurations/status"),
-    # core/v1 resources that need a kubelet or a component behind them, not served yet.
-    ("v1", "componentstatuses"),
-    ("v1", "nodes/proxy"),
+    # core/v1: ephemeral containers are not served yet.
     ("v1", "pods/ephemeralcontainers"),
-    ("v1", "pods/proxy"),
-    ("v1", "services/proxy"),
     # Registered with a token issuer only: these tests run the insecure core (capstan serve has one).
     ("v1", "serviceaccounts/token"),
 })

@@ -103,18 +103,20 @@ class CreateResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetRequest(_message.Message):
-    __slots__ = ("path", "options", "accept", "view", "query")
+    __slots__ = ("path", "options", "accept", "view", "query", "connect_verb")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
+    CONNECT_VERB_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.GetOptions
     accept: Encoding
     view: ViewOptions
     query: bytes
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.GetOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ..., query: _Optional[bytes] = ...) -> None: ...
+    connect_verb: str
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.GetOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ..., query: _Optional[bytes] = ..., connect_verb: _Optional[str] = ...) -> None: ...
 
 class GetResponse(_message.Message):
     __slots__ = ("object",)
@@ -279,7 +281,7 @@ class DiscoverResponse(_message.Message):
     def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., generation: _Optional[int] = ..., unchanged: _Optional[bool] = ...) -> None: ...
 
 class Resource(_message.Message):
-    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema")
+    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema", "deprecation_warning")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -295,6 +297,7 @@ class Resource(_message.Message):
     SELECTABLE_FIELDS_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    DEPRECATION_WARNING_FIELD_NUMBER: _ClassVar[int]
     group: str
     version: str
     resource: str
@@ -310,7 +313,8 @@ class Resource(_message.Message):
     selectable_fields: _containers.RepeatedScalarFieldContainer[str]
     columns: _containers.RepeatedCompositeFieldContainer[_meta_pb2.TableColumnDefinition]
     json_schema: bytes
-    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: _Optional[bool] = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ...) -> None: ...
+    deprecation_warning: str
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: _Optional[bool] = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ..., deprecation_warning: _Optional[str] = ...) -> None: ...
 
 class Subresource(_message.Message):
     __slots__ = ("name", "kind", "verbs", "group", "version", "proto_message")

@@ -74,6 +74,10 @@ class Subresource:
 
     `prepare` is the rest of the subresource's strategy (PrepareForUpdate), run on (new, old) after the field
     was taken: a CSR's /approval and /status set their conditions' timestamps there.
+
+    `validate` is the subresource strategy's ValidateUpdate, run on (new, old) instead of the resource's own
+    validation when its strategy validates otherwise (pods/ephemeralcontainers: only additions to
+    spec.ephemeralContainers); None runs the resource's.
     """
 
     name: str
@@ -85,6 +89,7 @@ class Subresource:
     proto_message: str = ""
     metadata_reset: tuple[str, ...] | None = None
     prepare: Callable[[Obj, Obj], None] | None = None
+    validate: Callable[[Obj, Obj], Sequence[Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

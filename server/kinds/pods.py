@@ -22,7 +22,7 @@ from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec.quantity import parse_quantity
-from server.kinds import podconnect, podspec, proxy
+from server.kinds import ephemeral, podconnect, podspec, proxy
 from server.kinds.eviction import evict
 from server.kinds.shaped import retype
 from server.objects import body, meta, render
@@ -150,6 +150,8 @@ def validate_pod(obj: Obj, old: Obj | None) -> list[FieldError]:
         errs.extend(FieldError.invalid("spec.nodeName", node, m) for m in names.is_dns1123_subdomain(node))
     if old is not None:
         errs.extend(_validate_spec_update(spec, old.get("spec") or {}))
+    elif spec.get("ephemeralContainers"):  # ValidatePodCreate: only pods/ephemeralcontainers adds them
+        errs.append(FieldError.forbidden("spec.ephemeralContainers", "cannot be set on create"))
     return errs
 
 
@@ -350,6 +352,7 @@ PODS = Resource(
         Subresource("binding", "Binding", ("create",), proto_message="k8s.io.api.core.v1.Binding"),
         Subresource("eviction", "Eviction", ("create",), group="policy", version="v1",
                     proto_message="k8s.io.api.policy.v1.Eviction"),
+        ephemeral.EPHEMERAL_CONTAINERS,
         *podconnect.SUBRESOURCES,
         proxy.POD_PROXY,
     ),

@@ -199,6 +199,11 @@ ENV_VAR_NAME_ERROR = names.regex_error(
     "not start with a digit", "[-._a-zA-Z][-._a-zA-Z0-9]*", "my.env-name", "MY_ENV.NAME", "MyEnvName1",
 )
 PORT_RANGE = "must be between 1 and 65535, inclusive"
+# allowedEphemeralContainerFields leaves these out: set on an ephemeral container they are Forbidden, reported in
+# the Go struct's field order.
+EPHEMERAL_FORBIDDEN = ("ports", "resources", "resizePolicy", "restartPolicy", "livenessProbe", "readinessProbe",
+                       "startupProbe", "lifecycle")
+EPHEMERAL_FORBIDDEN_DETAIL = "cannot be set for an Ephemeral Container"
 
 
 def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
@@ -212,6 +217,8 @@ def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
     for field in CONTAINER_LISTS:
         for index, container in enumerate(spec.get(field) or []):
             _validate_container(container, f"{path}.{field}[{index}]", volumes, seen, errs)
+            if field == "ephemeralContainers":
+                _validate_ephemeral(container, f"{path}.{field}[{index}]", spec, errs)
     _one_of(spec.get("restartPolicy", ""), RESTART_POLICIES, f"{path}.restartPolicy", errs)
     _one_of(spec.get("dnsPolicy", ""), DNS_POLICIES, f"{path}.dnsPolicy", errs)
     errs.extend(names.validate_labels(spec.get("nodeSelector") or {}, f"{path}.nodeSelector"))
@@ -293,6 +300,31 @@ def _validate_container(container: Obj, path: str, volumes: set[str], seen: set[
             f"{path}.terminationMessagePolicy", errs)
     _one_of(container.get("imagePullPolicy", ""), PULL_POLICIES, f"{path}.imagePullPolicy", errs)
     _validate_resources(container.get("resources") or {}, f"{path}.resources", errs)
+
+
+def _validate_ephemeral(container: Obj, path: str, spec: Obj, errs: list[FieldError]) -> None:
+    """validateEphemeralContainers beyond the common container rules: the target is a regular or init
+    container, the fields kube's allow list leaves out stay unset, and no volume mount has a subPath."""
+    target = container.get("targetContainerName") or ""
+    if target and not any(c.get("name") == target
+                          for field in ("containers", "initContainers") for c in spec.get(field) or []):
+        errs.append(FieldError.not_found(f"{path}.targetContainerName", target))
+    for field in EPHEMERAL_FORBIDDEN:
+        value = container.get(field)
+        if _is_set(value) if field == "resources" else value not in (None, []):
+            errs.append(FieldError.forbidden(f"{path}.{field}", EPHEMERAL_FORBIDDEN_DETAIL))
+    for index, mount in enumerate(container.get("volumeMounts") or []):
+        for field in ("subPath", "subPathExpr"):
+            if mount.get(field):
+                errs.append(FieldError.forbidden(f"{path}.volumeMounts[{index}].{field}", EPHEMERAL_FORBIDDEN_DETAIL))
+
+
+def _is_set(value: object) -> bool:
+    """Go's non-zero for a struct the allow list checks (resources): with only empty lists and maps inside it is
+    zero; the other fields are pointers and lists, set when present and non-empty."""
+    if isinstance(value, dict):
+        return any(_is_set(v) for v in value.values())
+    return value not in (None, "", 0, False, [])
 
 
 def _validate_probe(probe: Obj, path: str, errs: list[FieldError]) -> None:

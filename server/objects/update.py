@@ -96,7 +96,7 @@ async def guaranteed_update(
         new = prepare_for_update(resource, obj, old, path.subresource)
         if path.subresource:  # the subresource rule took metadata from the stored object
             _set_owners(new, owners)
-        validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old))
+        validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
         if resource.admit is not None and not path.subresource:
             await resource.admit(ctx, new, old, dry_run)
         value = render.to_value(resource, new)

@@ -18,7 +18,9 @@ def for_create(resource: Resource, obj: Obj) -> list[FieldError]:
     return errs
 
 
-def for_update(resource: Resource, new: Obj, old: Obj) -> list[FieldError]:
+def for_update(resource: Resource, new: Obj, old: Obj, subresource: str = "") -> list[FieldError]:
+    """An update's errors; through a subresource with its own validation (Subresource.validate), that one runs
+    instead of the kind's."""
     errs = _object_meta(resource, new)
     m, old_m = meta.meta(new), meta.meta(old)
     if m.get("uid") != old_m.get("uid"):
@@ -31,8 +33,10 @@ def for_update(resource: Resource, new: Obj, old: Obj) -> list[FieldError]:
                 "no new finalizers can be added if the object is being deleted, found new finalizers "
                 + "[]string{" + ", ".join(names.go_quote(f) for f in added) + "}",
             ))
-    if resource.validate is not None:
-        errs.extend(resource.validate(new, old))
+    sub = resource.subresource(subresource) if subresource else None
+    check = sub.validate if sub is not None and sub.validate is not None else resource.validate
+    if check is not None:
+        errs.extend(check(new, old))
     return errs
 
 

@@ -52,3 +52,20 @@ def test_proxy_to_a_pod_without_an_ip(capstan: Capstan, kubectl: Kubectl, namesp
     ran = kubectl("get", "--raw", f"/api/v1/namespaces/{namespace}/pods/p/proxy/healthz")
     assert ran.code == 1
     assert "address not allowed" in ran.err
+
+
+def test_debug_adds_an_ephemeral_container(capstan: Capstan, kubectl: Kubectl, namespace: str) -> None:
+    """`kubectl debug` (without -it) sends its strategic merge patch to pods/ephemeralcontainers; the Pod then
+    carries the defaulted container, targeting the one named; one named as the Pod's container is refused."""
+    _pod(capstan, namespace, "p")
+    ran = kubectl("debug", "pod/p", "-n", namespace, "--image=busybox:1.36", "-c", "dbg", "--target=c")
+    assert ran.code == 0, ran.err
+    code, pod = capstan.get(f"/api/v1/namespaces/{namespace}/pods/p")
+    assert code == 200
+    [added] = pod["spec"]["ephemeralContainers"]
+    assert (added["name"], added["image"], added["targetContainerName"]) == ("dbg", "busybox:1.36", "c")
+    assert (added["imagePullPolicy"], added["terminationMessagePath"]) == ("IfNotPresent", "/dev/termination-log")
+    assert [c["name"] for c in pod["spec"]["containers"]] == ["c"]
+    again = kubectl("debug", "pod/p", "-n", namespace, "--image=busybox", "-c", "c")
+    assert again.code == 1
+    assert 'spec.ephemeralContainers[1].name: Duplicate value: "c"' in again.err

@@ -28,8 +28,6 @@ EXPECTED_MISSING: frozenset[tuple[str, str]] = frozenset({
     ("flowcontrol.apiserver.k8s.io/v1beta2", "flowschemas/status"),
     ("flowcontrol.apiserver.k8s.io/v1beta2", "prioritylevelconfigurations"),
     ("flowcontrol.apiserver.k8s.io/v1beta2", "prioritylevelconfigurations/status"),
-    # core/v1: ephemeral containers are not served yet.
-    ("v1", "pods/ephemeralcontainers"),
     # Registered with a token issuer only: these tests run the insecure core (capstan serve has one).
     ("v1", "serviceaccounts/token"),
 })

@@ -61,6 +61,7 @@ ADMISSION_V1 = "k8s.io.api.admissionregistration.v1."
 APIREG_V1 = "k8s.io.kube_aggregator.pkg.apis.apiregistration.v1."
 POLICY_V1 = "k8s.io.api.policy.v1."
 CERTIFICATES_V1 = "k8s.io.api.certificates.v1."
+FLOWCONTROL_V1BETA2 = "k8s.io.api.flowcontrol.v1beta2."
 FLOWCONTROL_V1BETA3 = "k8s.io.api.flowcontrol.v1beta3."
 STORAGE_V1 = "k8s.io.api.storage.v1."
 
@@ -252,6 +253,8 @@ FIELDS: Mapping[tuple[str, str], FieldHint] = MappingProxyType({
         list_type="map", list_map_keys=("type",)),
     (FLOWCONTROL_V1BETA3 + "FlowSchemaStatus", "conditions"): BY_TYPE,
     (FLOWCONTROL_V1BETA3 + "PriorityLevelConfigurationStatus", "conditions"): BY_TYPE,
+    (FLOWCONTROL_V1BETA2 + "FlowSchemaStatus", "conditions"): BY_TYPE,
+    (FLOWCONTROL_V1BETA2 + "PriorityLevelConfigurationStatus", "conditions"): BY_TYPE,
     # CSINodeSpec.drivers carries patchStrategy=merge by name without a list type.
     (STORAGE_V1 + "CSINodeSpec", "drivers"): FieldHint(patch_strategy="merge", patch_merge_key="name"),
 })

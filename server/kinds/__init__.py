@@ -14,6 +14,7 @@ from server.kinds import (
     core,
     extensions,
     flowcontrol,
+    flowcontrol_v1beta2,
     platform,
     reviews,
     storage,
@@ -24,6 +25,6 @@ from server.registry import Resource
 
 BUILTIN: tuple[Resource, ...] = (*config.KINDS, *core.KINDS, *workloads.KINDS, *apiextensions.KINDS, *reviews.KINDS,
                                   *storage.KINDS, *certificates.KINDS, *platform.KINDS, *flowcontrol.KINDS,
-                                  *extensions.KINDS)
+                                  *flowcontrol_v1beta2.KINDS, *extensions.KINDS)
 
 __all__ = ["BUILTIN", "CONFIG_MAPS", "NAMESPACES", "NAMESPACE_FINALIZER", "SECRETS"]

@@ -4,9 +4,8 @@ pkg/registry/flowcontrol).
 
 These objects are API Priority and Fairness' configuration. Capstan stores and serves them, and writes kube's
 mandatory and suggested objects at start (server/flowcontrol_bootstrap.py); its own load shedding
-(server/limits/) does not read them. Only v1beta3 is served: v1beta2 differs on the wire (field 1 of
-LimitedPriorityLevelConfiguration is assuredConcurrencyShares there), so serving it needs a conversion, not just
-a second name for the same storage.
+(server/limits/) does not read them. v1beta3 is the stored and preferred version; v1beta2 is served from the
+same storage through a conversion (server/kinds/flowcontrol_v1beta2.py).
 
 Both strategies drop status on create, keep it on update and count generations; their /status keeps the stored
 metadata and spec (flowSchemaStatusStrategy.PrepareForUpdate copies ObjectMeta and Spec from the old object).

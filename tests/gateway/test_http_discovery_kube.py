@@ -23,11 +23,6 @@ GROUP_VERSIONS: dict[str, list[Obj]] = {gv: doc["resources"] for gv, doc in RECO
 
 # (group/version, resource) rows kube 1.28 serves that Capstan does not serve yet.
 EXPECTED_MISSING: frozenset[tuple[str, str]] = frozenset({
-    # flowcontrol v1beta2 differs from v1beta3 on the wire (assuredConcurrencyShares): only v1beta3 is served.
-    ("flowcontrol.apiserver.k8s.io/v1beta2", "flowschemas"),
-    ("flowcontrol.apiserver.k8s.io/v1beta2", "flowschemas/status"),
-    ("flowcontrol.apiserver.k8s.io/v1beta2", "prioritylevelconfigurations"),
-    ("flowcontrol.apiserver.k8s.io/v1beta2", "prioritylevelconfigurations/status"),
     # Registered with a token issuer only: these tests run the insecure core (capstan serve has one).
     ("v1", "serviceaccounts/token"),
 })

@@ -10,10 +10,16 @@ cores, and the probe's latency is the server's, not a crowded client's:
 - the hammer: `--clients` aiohttp clients in one process, bench.overload's loop (nine GETs of a small ConfigMap
   for one merge PATCH, a 429 honoured by waiting Retry-After);
 - the watchers: bench.watchers' holder, `--watchers` HTTP watches of a quiet namespace that read nothing;
-- the lister: un-paged LISTs of `--objects` ~1 KiB ConfigMaps (bench.biglist's), one after another;
-- the probe: every 50 ms a GET of /readyz, then a GET of one ConfigMap, each timed.
-Goal lines (bench/_util.py's shape): p99 of both under 100 ms; RSS back within 20% of the baseline 10 s after
-the load leaves. Figures are recorded in docs/performance.md.
+- the lister: a third client (127.0.0.3), un-paged LISTs of `--objects` ~1 KiB ConfigMaps (bench.biglist's),
+  one after another;
+- the probe: every 50 ms a GET of /readyz on the health port (`--health-port`) and on the serving port, a
+  GET of one ConfigMap from another client (its own flow: a connection from 127.0.0.2, as a second client
+  host is, since none of them carries a credential), and the same GET from the hammer's flow (127.0.0.1).
+The server runs under bench._looplag, so the event loop's lag and run-queue length during the load are
+printed too. `--serve-arg=--flag=value` (repeatable) passes a flag to `capstan serve`.
+Goal lines (bench/_util.py's shape): p99 of /readyz and of the other client's GET under 100 ms (the hammer's
+own GET waits its turn behind its own queue, as APF makes a flow wait: printed for comparison); RSS back
+within 20% of the baseline 10 s after the load leaves. Figures are recorded in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -22,19 +28,22 @@ import argparse
 import asyncio
 import json
 import re
+import signal
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
-from bench import biglist, overload, watchers
+from bench import _looplag, biglist, overload, watchers
 from bench._processes import Children
 from bench._util import at_most, context, emit, note
 
 LISTENING = re.compile(r"capstan serving: HTTP (http://\S+) gRPC (\S+)")
+HEALTH = re.compile(r"capstan health: (http://\S+)")
 SMALL = f"{overload.CM}/bench-0"
 PROBE_EVERY = 0.05  # seconds between probes
 SETTLE = 10.0  # seconds after the load leaves before memory is read again
@@ -44,35 +53,51 @@ def percentile(values: list[float], q: float) -> float:
     return overload.percentile(values, q)
 
 
-async def probe(url: str, duration: float) -> None:
-    """The --probe process: /readyz then the small GET every PROBE_EVERY; prints both latency lists (ms)."""
-    health: list[float] = []
-    small: list[float] = []
+OTHER_HOST = "127.0.0.2"  # the other client's source address: another flow for the server's fair queuing
+LISTER_HOST = "127.0.0.3"  # the lister's: a third client
+
+
+async def probe(url: str, health: str, duration: float) -> None:
+    """The --probe process: /readyz on the health port and on the serving port, the other client's GET and
+    the hammer flow's GET, every PROBE_EVERY; prints the latency lists (ms)."""
+    out: dict[str, list[float]] = {"readyz": [], "readyz_serving_port": [], "get": [], "get_hammer_flow": []}
     codes: dict[str, int] = {}
     deadline = time.monotonic() + duration
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+    timeout = aiohttp.ClientTimeout(total=60)
+    other = aiohttp.TCPConnector(local_addr=(OTHER_HOST, 0))
+    async with aiohttp.ClientSession(timeout=timeout, connector=other) as mine, \
+            aiohttp.ClientSession(timeout=timeout) as hammers:
         while time.monotonic() < deadline:
-            for path, out in (("/readyz", health), (SMALL, small)):
+            for name, session, target in (("readyz", mine, health + "/readyz"),
+                                          ("readyz_serving_port", mine, url + "/readyz"), ("get", mine, url + SMALL),
+                                          ("get_hammer_flow", hammers, url + SMALL)):
                 started = time.monotonic()
                 try:
-                    async with session.get(url + path) as resp:
+                    async with session.get(target) as resp:
                         await resp.read()
                         code = str(resp.status)
                 except (TimeoutError, aiohttp.ClientError):
                     code = "error"
-                out.append((time.monotonic() - started) * 1e3)
-                codes[f"{path} {code}"] = codes.get(f"{path} {code}", 0) + 1
+                out[name].append((time.monotonic() - started) * 1e3)
+                codes[f"{name} {code}"] = codes.get(f"{name} {code}", 0) + 1
             await asyncio.sleep(PROBE_EVERY)
-    print(json.dumps({"readyz": health, "get": small, "codes": codes}), flush=True)
+    print(json.dumps({**out, "codes": codes}), flush=True)
 
 
 async def lister(url: str, duration: float, objects: int) -> None:
-    """The --lister process: un-paged LISTs back to back; prints how many and their latencies (ms)."""
+    """The --lister process: un-paged LISTs back to back from a client host of its own (LISTER_HOST), a 429
+    waiting its Retry-After as client-go does; prints the latencies (ms) of the lists answered."""
     took: list[float] = []
     deadline = time.monotonic() + duration
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+    connector = aiohttp.TCPConnector(local_addr=(LISTER_HOST, 0))
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300), connector=connector) as session:
         while time.monotonic() < deadline:
-            took.append(await biglist.one_list(session, url, biglist.FORMS["json"], objects) * 1e3)
+            try:
+                took.append(await biglist.one_list(session, url, biglist.FORMS["json"], objects) * 1e3)
+            except RuntimeError as err:
+                if " 429:" not in str(err):
+                    raise
+                await asyncio.sleep(1.0)
     print(json.dumps(took), flush=True)
 
 
@@ -98,19 +123,25 @@ def run(args: argparse.Namespace) -> int:
     children = Children(root)
     ok = True
     try:
-        server = children.start("serve", "-m", "capstan", "serve", "--insecure", "--data-dir", str(root / "data"),
-                                "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1")
+        lag_file = str(root / "looplag.txt")
+        server = children.start("serve", "-m", "bench._looplag", lag_file, "serve", "--insecure", "--data-dir",
+                                str(root / "data"), "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1",
+                                "--health-port", "0", *args.serve_arg)
         url = server.listening(LISTENING)
+        health = server.listening(HEALTH)
         revision = asyncio.run(prepare(url, args.objects))
         time.sleep(2.0)
         baseline = rss(server.proc.pid)
+        server.proc.send_signal(signal.SIGUSR1)  # the live objects at the baseline, for comparison
         note(f"baseline RSS {baseline:.0f} MiB; {args.watchers} idle watchers ...")
         held = watchers.Watchers(children, "http", url, watchers.QUIET, args.watchers, revision)
         asyncio.run(held.ready())
         with_watchers = rss(server.proc.pid)
         note(f"load for {args.duration:g} s: {args.clients} clients, a large LIST, the probe ...")
         seconds = str(args.duration)
-        probe_child = children.start("probe", "-m", "bench.load", "--probe", url, "--duration", seconds, control=True)
+        load_start = time.time()
+        probe_child = children.start("probe", "-m", "bench.load", "--probe", url, "--health", health, "--duration",
+                                     seconds, control=True)
         lister_child = children.start("lister", "-m", "bench.load", "--lister", url, "--duration", seconds,
                                       "--objects", str(args.objects), control=True)
         hammer_child = children.start("hammer", "-m", "bench.load", "--hammer", url, "--duration", seconds,
@@ -122,19 +153,37 @@ def run(args: argparse.Namespace) -> int:
         outputs = [json.loads(child.proc.communicate(timeout=300)[0] or b"null")
                    for child in (probe_child, lister_child, hammer_child)]
         probed, lists, hammered = outputs
+        lags, ready = _looplag.read(lag_file, load_start, time.time())
+        pauses = _looplag.gc_pauses(lag_file, load_start, time.time())
         asyncio.run(held.leave())
         note(f"load gone; memory in {SETTLE:g} s ...")
         time.sleep(SETTLE)
         after = rss(server.proc.pid)
-        readyz, small = sorted(probed["readyz"]), sorted(probed["get"])
+        server.proc.send_signal(signal.SIGUSR1)  # bench._looplag: gc.collect() and malloc_trim(0)
+        time.sleep(1.0)
+        trimmed = rss(server.proc.pid)
+        readyz, small, own = sorted(probed["readyz"]), sorted(probed["get"]), sorted(probed["get_hammer_flow"])
+        serving_port = sorted(probed["readyz_serving_port"])
         shape = {"clients": args.clients, "watchers": args.watchers, "objects": args.objects,
-                 "seconds": args.duration}
+                 "seconds": args.duration, "serve_args": args.serve_arg}
         ok &= emit("readyz-under-load", "capstan-serve", "readyz_p99_ms", percentile(readyz, 0.99),
                    at_most(100, " ms"), readyz_p50_ms=round(statistics.median(readyz), 1),
                    readyz_max_ms=round(readyz[-1], 1), probes=len(readyz), **shape)
+        emit("readyz-serving-port", "capstan-serve", "readyz_p99_ms", percentile(serving_port, 0.99),
+             context("the serving port's /readyz"), readyz_p50_ms=round(statistics.median(serving_port), 1), **shape)
         ok &= emit("small-get-under-load", "capstan-serve", "get_p99_ms", percentile(small, 0.99),
                    at_most(100, " ms"), get_p50_ms=round(statistics.median(small), 1),
                    get_max_ms=round(small[-1], 1), probes=len(small), codes=probed["codes"], **shape)
+        emit("small-get-hammer-flow", "capstan-serve", "get_p99_ms", percentile(own, 0.99),
+             context("the hammer's own flow"), get_p50_ms=round(statistics.median(own), 1), **shape)
+        emit("loop-lag", "capstan-serve", "lag_p99_ms", percentile(lags, 0.99), context("under load"),
+             lag_p50_ms=round(percentile(lags, 0.5), 1), lag_max_ms=round(max(lags, default=0.0), 1),
+             wakeups=len(lags), ready_p50=percentile([float(n) for n in ready], 0.5),
+             ready_p99=percentile([float(n) for n in ready], 0.99), ready_max=max(ready, default=0), **shape)
+        collections: dict[str, Any] = {f"gen{g}_count": len(p) for g, p in pauses.items()}
+        collections |= {f"gen{g}_max_ms": round(max(p, default=0.0), 1) for g, p in pauses.items()}
+        emit("gc-pauses", "capstan-serve", "gen2_max_ms", max(pauses[2], default=0.0), context("under load"),
+             gen2_total_ms=round(sum(pauses[2]), 1), **collections, **shape)
         emit("hammer", "capstan-serve", "served", hammered["served"], context("2,000 clients"),
              **{k: round(v, 1) for k, v in hammered.items() if k != "served"}, **shape)
         emit("large-list", "capstan-serve", "list_p50_ms", statistics.median(lists) if lists else 0.0,
@@ -142,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
         ok &= emit("rss-after-load", "capstan-serve", "rss_ratio", after / baseline, at_most(1.2, "x baseline"),
                    baseline_mb=round(baseline), with_watchers_mb=round(with_watchers), peak_mb=round(peak),
                    after_mb=round(after), settle_s=SETTLE, **shape)
+        emit("rss-after-trim", "capstan-serve", "rss_ratio", trimmed / baseline, context("gc and malloc_trim"),
+             after_trim_mb=round(trimmed), **shape)
     finally:
         children.stop()
     return 0 if ok else 1
@@ -153,12 +204,14 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=2000)
     parser.add_argument("--watchers", type=int, default=2000)
     parser.add_argument("--objects", type=int, default=10_000)
+    parser.add_argument("--serve-arg", action="append", default=[], help="a flag for capstan serve (repeatable)")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
+    parser.add_argument("--health", help=argparse.SUPPRESS)
     parser.add_argument("--lister", help=argparse.SUPPRESS)
     parser.add_argument("--hammer", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
-        asyncio.run(probe(args.probe, args.duration))
+        asyncio.run(probe(args.probe, args.health, args.duration))
     elif args.lister:
         asyncio.run(lister(args.lister, args.duration, args.objects))
     elif args.hammer:

@@ -24,14 +24,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from aiohttp import web
+
+from capstan import gcpolicy, pki
 from capstan import kubeconfig as kubeconfigs
-from capstan import pki
 from capstan.inprocess import InProcessClient
 from capstan.tls import ServingFiles, front_proxy_credentials, server_context
 from gateway import hostcheck
 from gateway.app import build_app, start_http
 from gateway.client import CoreClient
 from gateway.connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, ConnectionLimits, raise_nofile_limit
+from gateway.health import HEALTH_KEY
+from gateway.health_listener import HealthListener
 from gateway.transport.grpc import GrpcClient
 from gateway.transport.pool import PoolClient
 from server.app import RunningCore, start_core
@@ -216,11 +220,24 @@ def _connection_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool
         parser.add_argument("--max-connections", type=int, default=0,
                             help="open HTTP connections; past it new ones are reset at once (default 0: half the "
                             "open file limit left after a reserve of 1024)")
+        parser.add_argument("--health-port", type=int, default=-1,
+                            help="also answer /healthz, /livez and /readyz on this plain HTTP port, from a thread "
+                            "of their own so a busy server answers them at once (default -1: none; 0 picks one)")
     if grpc:
         parser.add_argument("--http2-max-streams-per-connection", type=int,
                             default=MAX_STREAMS_PER_CONNECTION,
                             help="concurrent calls one gRPC connection may carry; more wait (default "
                             f"{MAX_STREAMS_PER_CONNECTION})")
+
+
+async def _start_health(app: web.Application, args: argparse.Namespace) -> HealthListener | None:
+    """The --health-port listener, when asked for, beside `app`'s port."""
+    if args.health_port < 0:
+        return None
+    listener = HealthListener(app[HEALTH_KEY], limits=_connection_limits(args))
+    port = await listener.start(args.bind_address, args.health_port)
+    log.info("capstan health: http://%s:%d", _host(args.bind_address), port)
+    return listener
 
 
 def _connection_limits(args: argparse.Namespace) -> ConnectionLimits:
@@ -427,10 +444,14 @@ async def serve(args: argparse.Namespace) -> None:
                                (("HTTPS", "https"), ("gRPC", "grpc"), ("gRPC-mTLS", "grpc-mtls")) if key in endpoints)
         kubeconfigs.write_endpoints(args.data_dir, endpoints)
         files.private_file(args.data_dir / ENDPOINTS_FILE)  # no secret in it, but the data dir's files are 0600
+        health_listener = await _start_health(app, args)
+        gcpolicy.after_start()
         log.info("capstan serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
         await stop.wait()
         log.info("capstan shutting down")
         await runner.cleanup()
+        if health_listener is not None:
+            await health_listener.stop()
         await core.stop()
     finally:
         await store.close()
@@ -453,6 +474,7 @@ async def core(args: argparse.Namespace) -> None:
             summary = f"gRPC {host}:{running.grpc_port} (TLS)"
             if running.grpc.mtls_port is not None:
                 summary += f" gRPC-mTLS {host}:{running.grpc.mtls_port}"
+        gcpolicy.after_start()
         log.info("capstan core serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
         await stop.wait()
         log.info("capstan core shutting down")
@@ -485,10 +507,14 @@ async def gateway(args: argparse.Namespace) -> None:
                                             server_context(_serving(args, certs), client_cas),
                                               connection_limits=_connection_limits(args))
             address = f"HTTPS https://{host}:{port}"
+        health_listener = await _start_health(app, args)
+        gcpolicy.after_start()
         log.info("capstan gateway serving: %s core %s", address, ",".join(args.core))
         await stop.wait()
         log.info("capstan gateway shutting down")
         await runner.cleanup()
+        if health_listener is not None:
+            await health_listener.stop()
     finally:
         await client.close()
 

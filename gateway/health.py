@@ -19,6 +19,9 @@ fails `etcd`, the check that stands for the gateway's storage.
 
 kube-apiserver registers these paths exactly (PathRecorderMux.Handle): /readyz/ or an unknown check
 name falls through to its NotFoundHandler, Go's http.NotFound.
+
+`--health-port` serves the same answers from a thread of its own (gateway/health_listener.py), from the core's
+checks as `Health.core` last returned them; `Health.assemble` lays out both.
 """
 
 from __future__ import annotations
@@ -63,7 +66,10 @@ class Health:
         self.shutting_down = False
 
     async def results(self, endpoint: str) -> list[Result]:
-        core = await self._core()
+        return self.assemble(endpoint, await self.core())
+
+    def assemble(self, endpoint: str, core: list[Result]) -> list[Result]:
+        """The endpoint's checks: the gateway's own around the core's `core` results."""
         if endpoint != "readyz":
             core = [r for r in core if r.name not in READINESS_ONLY]
         own = [Result("ping", True), _log_check()]
@@ -71,7 +77,8 @@ class Health:
             return [*own, *core, Result("shutdown", not self.shutting_down, "process is shutting down")]
         return [*own, *core]
 
-    async def _core(self) -> list[Result]:
+    async def core(self) -> list[Result]:
+        """The core's checks, asked now."""
         try:
             checks = await self._client.health()
         except CoreError as err:
@@ -121,10 +128,14 @@ def single(result: Result) -> web.Response:
     return _text(500, f"internal server error: {result.reason}\n", nosniff=True)
 
 
+HEALTH_KEY: web.AppKey[Health] = web.AppKey("health", Health)
+
+
 def add_routes(app: web.Application, client: CoreClient) -> Health:
     """Route the three endpoints and their checks on app, every method (kube's mux does not look at
     it); register before any catch-all route."""
     health = Health(client)
+    app[HEALTH_KEY] = health
 
     async def on_shutdown(_: web.Application) -> None:
         health.shutting_down = True

@@ -76,6 +76,7 @@ class Feed:
         self._observe = observe  # told every revision etcd reports, for current_revision()
         self.clock = RevisionClock(start)
         self.floor = start  # the window holds every event with a revision > floor
+        self.compacted = 0  # the store's compacted revision as forget_before last heard it
         self._window: deque[Event] = deque()
         self._task: asyncio.Task[None] | None = None
         self._subscribers: set[Subscriber] = set()  # the live ones, to fail when etcd compacts past the feed
@@ -101,6 +102,8 @@ class Feed:
     # -- the window, as ReplayingWatch's HistorySource ---------------------------
 
     def read_history(self, prefix: bytes, after: int, limit: int) -> HistoryPage:
+        if after < self.compacted:  # what a read below it answers, whether or not the feed has caught up
+            raise Compacted(after, self.compacted)
         if after < self.floor:
             raise Compacted(after, self.floor)
         window = self._window
@@ -119,6 +122,7 @@ class Feed:
         while self._window and self._window[0].revision <= revision:
             self._window.popleft()
         self.floor = max(self.floor, min(revision, self.clock.revision))
+        self.compacted = max(self.compacted, revision)
 
     # -- the etcd watch ------------------------------------------------------------
 

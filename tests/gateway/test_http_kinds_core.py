@@ -90,16 +90,6 @@ async def test_binding_over_http_in_json_and_protobuf(server: Server) -> None:
     assert nodes == {"a": "n1", "b": "n2"}
 
 
-@pytest.mark.parametrize("sub", ["proxy"])  # the others: test_http_pod_subresources.py
-async def test_kubelet_subresources_not_served_yet(server: Server, sub: str) -> None:
-    await server.create(PODS, {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
-    resp = await server.request("GET", f"{PODS}/web/{sub}")
-    assert resp.status == 404
-    listed = (await server.request("GET", "/api/v1")).json()["resources"]
-    assert f"pods/{sub}" not in {r["name"] for r in listed}
-    assert {"pods/binding", "pods/status"} <= {r["name"] for r in listed}
-
-
 async def test_discovery_lists_the_core_kinds(server: Server) -> None:
     listed = {r["name"]: r for r in (await server.request("GET", "/api/v1")).json()["resources"]}
     assert listed["pods"] | {"storageVersionHash": "-"} == {

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from google.protobuf.message import Message
 
 from capstan.api.core.v1 import core_pb2 as core

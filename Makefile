@@ -20,7 +20,7 @@ serve: install
 	$(BIN)/capstan serve --data-dir ./data
 
 test: install lint typecheck check-protos
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 # Regenerate the Python in capstan/api and capstan/core from protos/ (buf lint first).
 protos: install

@@ -36,7 +36,10 @@ def secure_endpoints(host: str, https_port: int, grpc_port: int, mtls_port: int 
 def write_endpoints(data_dir: Path, endpoints: dict[str, str]) -> None:
     path = data_dir / ENDPOINTS_FILE
     temporary = path.with_name(f".{ENDPOINTS_FILE}.{os.getpid()}")
-    temporary.write_text(json.dumps(endpoints) + "\n")
+    # Created 0600 like every file of the data dir, so a fresh start has nothing to tighten (or warn about).
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(endpoints) + "\n")
     os.replace(temporary, path)
 
 

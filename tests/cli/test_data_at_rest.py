@@ -34,6 +34,12 @@ def umask_022() -> Iterator[None]:
 
 
 def start(data_dir: Path, *flags: str) -> tuple[subprocess.Popen[str], int]:
+    proc, port, _ = start_logged(data_dir, *flags)
+    return proc, port
+
+
+def start_logged(data_dir: Path, *flags: str) -> tuple[subprocess.Popen[str], int, list[str]]:
+    """The server, its port, and what it logged before listening."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "capstan", "serve", "--insecure", "--sync", "false", "--data-dir", str(data_dir),
          "--http-port", "0", "--grpc-port", "0", *flags],
@@ -41,10 +47,12 @@ def start(data_dir: Path, *flags: str) -> tuple[subprocess.Popen[str], int]:
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert proc.stderr is not None
+    logged: list[str] = []
     for line in proc.stderr:
         match = LISTENING.search(line)
         if match:
-            return proc, int(match[1])
+            return proc, int(match[1]), logged
+        logged.append(line)
     raise AssertionError(f"capstan serve exited with {proc.wait()} before listening")
 
 
@@ -69,9 +77,11 @@ async def test_the_data_directory_is_private(tmp_path: Path, loose: bool) -> Non
         await stop(proc)
         for name in EXPECTED_MODES:
             os.chmod(data / name, 0o755 if (data / name).is_dir() else 0o644)
-    proc, _ = start(data)
+    proc, _, logged = start_logged(data)
     try:
         assert {name: mode(data / name) for name in EXPECTED_MODES} == EXPECTED_MODES
+        # A fresh data dir is created private: only an older, looser one is tightened, with a warning.
+        assert any("had permission" in line for line in logged) == loose, logged
     finally:
         await stop(proc)
 

@@ -195,17 +195,6 @@ async def self_subject_rules_review(ctx: Any, resource: Resource, obj: Obj) -> O
     return {"metadata": {}, "spec": {}, "status": status}
 
 
-def _user_info(user: UserInfo) -> Obj:
-    info: Obj = {"username": user.name}
-    if user.uid:
-        info["uid"] = user.uid
-    if user.groups:
-        info["groups"] = list(user.groups)
-    if user.extra:
-        info["extra"] = user.extra_dict()
-    return info
-
-
 async def token_review(ctx: Any, resource: Resource, obj: Obj) -> Obj:
     """spec.token as the only credential of a request (kube's fake request with just the Authorization header).
 
@@ -234,10 +223,10 @@ async def token_review(ctx: Any, resource: Resource, obj: Obj) -> Obj:
         status["user"] = {}
         status["error"] = err.why
     else:
-        status = {"authenticated": True, "user": _user_info(user), **({"audiences": accepted} if accepted else {})}
+        status = {"authenticated": True, "user": user.to_json(), **({"audiences": accepted} if accepted else {})}
     obj["status"] = status
     return obj
 
 
 async def self_subject_review(ctx: Any, resource: Resource, obj: Obj) -> Obj:
-    return {"metadata": {"creationTimestamp": meta.now()}, "status": {"userInfo": _user_info(caller.current().user)}}
+    return {"metadata": {"creationTimestamp": meta.now()}, "status": {"userInfo": caller.current().user.to_json()}}

@@ -25,6 +25,20 @@ class UserInfo:
     def extra_dict(self) -> dict[str, list[str]]:
         return {key: list(values) for key, values in self.extra}
 
+    def to_json(self) -> dict[str, object]:
+        """authentication.k8s.io/v1 UserInfo (reviews, audit): username, uid, groups, extra, each left out when
+        empty, as Go's omitempty prints them."""
+        out: dict[str, object] = {}
+        if self.name:
+            out["username"] = self.name
+        if self.uid:
+            out["uid"] = self.uid
+        if self.groups:
+            out["groups"] = list(self.groups)
+        if self.extra:
+            out["extra"] = self.extra_dict()
+        return out
+
     def with_authenticated(self) -> UserInfo:
         """Every authenticated user is also in system:authenticated (kube's AuthenticatedGroupAdder); anonymous
         is not."""

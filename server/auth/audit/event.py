@@ -25,18 +25,7 @@ def micro_time(seconds: float) -> str:
 
 def user_info(user: UserInfo | None) -> Json:
     """authentication/v1 UserInfo: username, uid, groups, extra, each left out when empty."""
-    out: Json = {}
-    if user is None:
-        return out
-    if user.name:
-        out["username"] = user.name
-    if user.uid:
-        out["uid"] = user.uid
-    if user.groups:
-        out["groups"] = list(user.groups)
-    if user.extra:
-        out["extra"] = user.extra_dict()
-    return out
+    return {} if user is None else user.to_json()
 
 
 def object_ref(attributes: Attributes) -> Json | None:

@@ -60,6 +60,9 @@ def open_channel(config: EtcdConfig) -> grpc.aio.Channel:
         ("grpc.max_receive_message_length", -1),  # a LIST of 5,000 objects is one Range answer
         ("grpc.max_send_message_length", 2 << 20),  # etcd's --max-request-bytes default is 1.5 MiB
         ("grpc.default_authority", authority),
+        # Every member takes calls in turn, as etcd's own clientv3 balances: with gRPC's default pick_first every
+        # core read from the first member listed, which then did several times the others' work.
+        ("grpc.lb_policy_name", "round_robin"),
         ("grpc.initial_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 1000),  # back within a second once etcd returns
         ("grpc.keepalive_time_ms", 10_000),

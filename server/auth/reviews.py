@@ -31,12 +31,9 @@ from server.objects import meta
 from server.registry import Obj, Resource
 from server.validation import names
 from server.validation.names import FieldError, GoValue
+from server.values import dict_of as _dict
 
 AUTHORIZATION_GROUP = "authorization.k8s.io"
-
-
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
 
 
 def _go_string_map(value: Any) -> str:

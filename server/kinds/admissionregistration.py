@@ -24,6 +24,9 @@ from server.schema import ProtoSchema
 from server.selectors import labels
 from server.validation import names
 from server.validation.names import FieldError, GoValue
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _text
 
 GROUP = "admissionregistration.k8s.io"
 FAILURE_POLICIES = ("Fail", "Ignore")
@@ -33,18 +36,6 @@ REINVOCATION_POLICIES = ("IfNeeded", "Never")
 OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 SCOPES = ("*", "Cluster", "Namespaced")
 REVIEW_VERSIONS = ("v1", "v1beta1")
-
-
-def _dict(value: object) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 # -- defaults ------------------------------------------------------------------------------------------------------

@@ -19,18 +19,12 @@ from server.registry import Obj, Resource, Subresource
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError
+from server.values import dict_of as _dict
+from server.values import text_of as _text
 
 GROUP = "apiregistration.k8s.io"
 MAX_GROUP_PRIORITY = 20000
 MAX_VERSION_PRIORITY = 1000
-
-
-def _dict(value: object) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def default_api_service(obj: Obj) -> None:

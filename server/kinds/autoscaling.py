@@ -10,8 +10,6 @@ per 15 s), the policies chosen by Max.
 
 from __future__ import annotations
 
-from typing import Any
-
 from capstan.api.autoscaling.v1 import autoscaling_pb2 as v1_pb2
 from capstan.api.autoscaling.v2 import autoscaling_v2_pb2 as v2_pb2
 from server.codec.quantity import QuantityError, parse_quantity
@@ -21,6 +19,9 @@ from server.registry import Obj, Resource, StoredAs, Subresource
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _text
 
 DEFAULT_CPU_UTILIZATION = 80
 METRIC_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
@@ -29,18 +30,6 @@ SELECT_POLICIES = ("Disabled", "Max", "Min")
 POLICY_TYPES = ("Percent", "Pods")
 MAX_STABILIZATION_SECONDS = 3600
 MAX_PERIOD_SECONDS = 1800
-
-
-def _dict(value: object) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _int(value: object) -> int | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -30,6 +29,9 @@ from server.registry import Obj, Resource, Subresource
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError, GoValue
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _text
 
 GROUP = "certificates.k8s.io"
 APPROVED, DENIED, FAILED = "Approved", "Denied", "Failed"
@@ -43,18 +45,6 @@ USAGES = tuple(sorted((
     "microsoft sgc", "netscape sgc")))
 PEM_TYPE_ERROR = "PEM block type must be CERTIFICATE REQUEST"
 SCHEMA = ProtoSchema(certificates_pb2.CertificateSigningRequest)
-
-
-def _dict(value: object) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _bytes(value: object) -> bytes:

@@ -20,15 +20,12 @@ from server.registry import Obj, Resource, Schema, StoredAs
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError
+from server.values import text_of as _text
 
 LENGTH_LIMIT = 128  # reportingInstance, action and reason
 NOTE_LENGTH_LIMIT = 1024
 EVENT_TYPES = ("Normal", "Warning")
 UNSET = "needs to be unset"
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _legacy_errors(obj: Obj) -> list[FieldError]:

@@ -21,6 +21,8 @@ from server.registry import Obj, Resource, Subresource
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError
+from server.values import dict_of as _dict
+from server.values import list_of as _list
 
 GROUP = "flowcontrol.apiserver.k8s.io"
 VERSION = "v1beta3"
@@ -33,14 +35,6 @@ LIMIT_RESPONSE_TYPES = ("Queue", "Reject")
 MAX_MATCHING_PRECEDENCE = 10000
 # pkg/apis/flowcontrol/validation: the verbs a ResourcePolicyRule may name besides "*".
 SUPPORTED_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "proxy", "update", "watch")
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 # --- defaults (SetDefaults_*) ------------------------------------------------------------------------------------

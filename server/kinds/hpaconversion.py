@@ -24,6 +24,8 @@ from typing import Any
 
 from server import errors
 from server.registry import Obj
+from server.values import dict_of as _dict
+from server.values import list_of as _list
 
 METRICS = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS = "autoscaling.alpha.kubernetes.io/current-metrics"
@@ -32,14 +34,6 @@ BEHAVIOR = "autoscaling.alpha.kubernetes.io/behavior"
 ROUND_TRIP = (METRICS, BEHAVIOR, CURRENT_METRICS, CONDITIONS)
 DEFAULT_CPU_UTILIZATION = 80
 ZERO = "0"  # a Go non-pointer Quantity's zero value
-
-
-def _dict(value: object) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _set(out: Obj, key: str, value: object) -> Obj:

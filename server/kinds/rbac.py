@@ -17,13 +17,10 @@ from server.schema import ProtoSchema
 from server.selectors import labels
 from server.validation import names
 from server.validation.names import FieldError
+from server.values import text_of as _text
 
 GROUP = "rbac.authorization.k8s.io"
 SERVICE_ACCOUNT, USER, GROUP_KIND = "ServiceAccount", "User", "Group"
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def default_binding(obj: Obj) -> None:

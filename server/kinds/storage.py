@@ -12,7 +12,6 @@ attachers read and write. A StorageClass answers its DELETE with the deleted obj
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from capstan.api.storage.v1 import storage_pb2
 from server.codec.quantity import parse_quantity
@@ -23,6 +22,9 @@ from server.schema import ProtoSchema
 from server.selectors import labels
 from server.validation import names
 from server.validation.names import FieldError, GoValue
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _text
 
 GROUP = "storage.k8s.io"
 RECLAIM_POLICIES = ("Delete", "Retain")
@@ -43,18 +45,6 @@ CSI_DRIVER_SCHEMA = ProtoSchema(storage_pb2.CSIDriver)
 CSI_NODE_SCHEMA = ProtoSchema(storage_pb2.CSINode)
 CAPACITY_SCHEMA = ProtoSchema(storage_pb2.CSIStorageCapacity)
 ATTACHMENT_SCHEMA = ProtoSchema(storage_pb2.VolumeAttachment)
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _dict(value: object) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _go_struct(fields: list[tuple[str, object]]) -> GoValue:

@@ -33,6 +33,7 @@ from server.registry import SCALE, Obj, Resource
 from server.schema import ProtoSchema
 from server.selectors import labels
 from server.validation import names
+from server.values import text_of as _text
 
 # The Scale kind, to decode, type, render and print Scales with (it is no resource of its own).
 SCALE_KIND = Resource(
@@ -203,10 +204,6 @@ def _raw(scale: Obj, accept: render.Encoding) -> core_pb2.RawObject:
     if accept == render.PROTOBUF:
         return core_pb2.RawObject(encoding=render.PROTOBUF, data=SCALE_KIND.schema.to_proto(scale))
     return core_pb2.RawObject(encoding=render.JSON, data=render.go_json(scale))
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _at(obj: Obj, path: tuple[str, ...]) -> object:

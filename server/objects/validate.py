@@ -9,6 +9,7 @@ from server.objects import meta
 from server.registry import Obj, Resource
 from server.validation import names
 from server.validation.names import FieldError
+from server.values import text_of as _text
 
 
 def for_create(resource: Resource, obj: Obj) -> list[FieldError]:
@@ -61,5 +62,3 @@ def _object_meta(resource: Resource, obj: Obj) -> list[FieldError]:
     )
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""

@@ -10,6 +10,7 @@ from typing import Any
 from server.printing.columns import AGE, NAME
 from server.printing.duration import SECOND, human_duration
 from server.registry import Column, Obj
+from server.values import dict_of as _dict
 
 # certificatesv1beta1 SwaggerDoc of each column's field.
 SIGNER_NAME_DESCRIPTION = (
@@ -31,10 +32,6 @@ DURATION_DESCRIPTION = (
     "is longer than the requested duration\n\nThe minimum valid value for expirationSeconds is 600, i.e. 10 "
     "minutes.")
 CONDITION_DESCRIPTION = "Conditions applied to the request, such as approval or denial."
-
-
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _spec(obj: Obj) -> Mapping[str, Any]:

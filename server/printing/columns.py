@@ -18,6 +18,7 @@ from typing import Any
 from server.codec import gotime
 from server.printing.duration import ZERO_TIME_SECONDS, Since
 from server.registry import Column, Obj
+from server.values import text_of as _str
 
 # metav1.ObjectMeta{}.SwaggerDoc()["name"] and ["creationTimestamp"].
 NAME_DESCRIPTION = (
@@ -53,10 +54,6 @@ NAMESPACE_STATUS_DESCRIPTION = "The status of the namespace"
 def _meta(obj: Obj) -> Mapping[str, Any]:
     value = obj.get("metadata")
     return value if isinstance(value, dict) else {}
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _count(value: object) -> int:

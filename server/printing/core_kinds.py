@@ -17,6 +17,9 @@ from typing import Any
 from server.printing.columns import AGE, NAME
 from server.printing.duration import Since, since
 from server.registry import Column, Obj
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _str
 
 # --- descriptions (k8s.io/api core/v1 SwaggerDoc, and the printers' own) -------------------------------------------
 
@@ -202,18 +205,6 @@ STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
-
-
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> Sequence[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:

@@ -13,6 +13,8 @@ from typing import Any
 
 from server.printing.columns import AGE, NAME
 from server.registry import Column, Obj
+from server.values import dict_of as _dict
+from server.values import list_of as _list
 
 WEBHOOKS_DESCRIPTION = "Webhooks indicates the number of webhooks registered in this configuration"
 SERVICE_DESCRIPTION = "The reference to the service that hosts this API endpoint."
@@ -44,14 +46,6 @@ HPA_REPLICAS_DESCRIPTION = (
 )
 UNKNOWN = "<unknown>"
 MAX_METRICS = 2  # formatHPAMetrics prints two, then "+ N more..."
-
-
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _webhooks(obj: Obj) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 from server.printing.columns import AGE, NAME
 from server.registry import Column, Obj
+from server.values import dict_of as _dict
 
 GROUP = "flowcontrol.apiserver.k8s.io"
 PRIORITY_LEVEL_DESCRIPTION = "`name` is the name of the priority level configuration being referenced Required."
@@ -55,10 +56,6 @@ QUEUE_LENGTH_LIMIT_DESCRIPTION = (
     "level at a time; excess requests are rejected.  This value must be positive.  If not specified, it will be "
     "defaulted to 50.")
 NONE = "<none>"
-
-
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _spec(obj: Obj) -> Mapping[str, Any]:

@@ -15,6 +15,8 @@ from typing import Any
 from server.printing.columns import AGE, NAME
 from server.printing.workloads import format_label_selector
 from server.registry import Column, Obj
+from server.values import dict_of as _dict
+from server.values import list_of as _list
 
 PDB_MIN_AVAILABLE_DESCRIPTION = "The minimum number of pods that must be available."
 PDB_MAX_UNAVAILABLE_DESCRIPTION = "The maximum number of pods that may be unavailable."
@@ -57,14 +59,6 @@ PRIORITY_CLASS_PREEMPTION_POLICY_DESCRIPTION = (
     "Defaults to PreemptLowerPriority if unset.")
 
 MORE_AFTER = 3  # the printers list three items, then "+ N more..."
-
-
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _spec(obj: Obj) -> Mapping[str, Any]:

@@ -15,6 +15,8 @@ from typing import Any
 from server.codec.quantity import canonical
 from server.printing.columns import AGE, NAME, NAME_DESCRIPTION, name
 from server.registry import Column, Obj
+from server.values import dict_of as _dict
+from server.values import text_of as _str
 
 DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
@@ -69,14 +71,6 @@ CAPACITY_DESCRIPTION = (
     "topology and parameters that match the previous fields.\n\nThe semantic is currently (CSI spec 1.2) defined "
     "as: The available capacity, in bytes, of the storage that can be used to provision volumes. If not set, that "
     "information is currently unavailable and treated like zero capacity.")
-
-
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _bool(value: object, default: bool) -> bool:

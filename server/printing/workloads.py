@@ -19,6 +19,9 @@ from server.printing.columns import AGE, CREATION_TIMESTAMP_DESCRIPTION, NAME, N
 from server.printing.duration import SECOND, Since, human_duration
 from server.registry import Column, Obj
 from server.selectors import labels
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _str
 
 # The printers' own descriptions.
 READY_DESCRIPTION = "Number of the pod with ready state"
@@ -110,20 +113,8 @@ SCALE_DESIRED_DESCRIPTION = "replicas is the desired number of instances for the
 SCALE_AVAILABLE_DESCRIPTION = "replicas is the actual number of observed instances of the scaled object."
 
 
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> Sequence[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _spec(obj: Obj) -> Mapping[str, Any]:

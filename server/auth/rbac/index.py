@@ -24,6 +24,7 @@ from typing import Any
 from server.auth.rbac.rules import PolicyRule, rules_of
 from server.auth.user import service_account_username
 from server.validation.names import go_quote
+from server.values import text_of as _text
 
 Obj = dict[str, Any]
 RoleKey = tuple[str, str]  # (namespace, name); namespace "" for a ClusterRole
@@ -101,10 +102,6 @@ class Binding:
             elif s.kind == SERVICE_ACCOUNT and (s.namespace or self.namespace):
                 keys.append((False, service_account_username(s.namespace or self.namespace, s.name)))
         return list(dict.fromkeys(keys))
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def binding_of(kind: str, obj: Obj) -> Binding:

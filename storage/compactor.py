@@ -16,7 +16,6 @@ compare-and-swap on a compaction key, so a cluster is compacted once per interva
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import deque
@@ -24,6 +23,7 @@ from typing import Protocol
 
 from storage.errors import StorageError
 from storage.options import StoreOptions
+from storage.tasks import cancel
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +50,7 @@ class AutoCompactor:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel(task)
 
     def target(self, now: float) -> int:
         """The revision to compact to now (0: nothing to do)."""

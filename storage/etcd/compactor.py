@@ -25,12 +25,12 @@ Its value is the revision the winner compacts to, as kube writes it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from storage.errors import StorageError
 from storage.etcd.pb.etcdserverpb import rpc_pb2
+from storage.tasks import cancel
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,7 @@ class EtcdCompactor:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel(task)
 
     async def round(self) -> int:
         """One round: the revision compacted to, or 0 when another core won it or there was nothing to do."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from storage.etcd.config import EtcdConfig
 from storage.etcd.keys import range_end
 from storage.etcd.pb.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 from storage.etcd.pb.mvccpb import kv_pb2
+from storage.tasks import cancel
 from storage.types import Event, EventType, KeyValue
 from storage.watch import HistoryPage
 
@@ -93,10 +93,7 @@ class Feed:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel(task)
         self.clock.close()
 
     # -- the window, as ReplayingWatch's HistorySource ---------------------------

@@ -38,13 +38,11 @@ LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 ENDPOINTS = util.path("endpoints", "")
 
 
-class EndpointsController(util.KeyedController):
+class EndpointsController(util.ServiceEndpointsController):
     name = "endpoint-controller"
 
     def __init__(self, core: Core) -> None:
         super().__init__(core)
-        self.services = self.watch(util.path("services", ""), self._service_changed)
-        self.pods = self.watch(util.path("pods", ""), self._pod_changed)
         self.endpoints = self.watch(ENDPOINTS, self._endpoints_changed)
         self._triggers = util.TriggerTimes()
         self._started = False
@@ -55,15 +53,6 @@ class EndpointsController(util.KeyedController):
         for key, endpoints in self.endpoints.objects.items():
             if LEADER_ANNOTATION not in ((endpoints.get("metadata") or {}).get("annotations") or {}):
                 self.queue(key)
-
-    def _service_changed(self, old: Obj | None, new: Obj | None) -> None:
-        self.queue(util.key_of(new or old or {}))
-
-    def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
-        for service in self.services.in_namespace(util.key_of(new or old or {})[0]):
-            wanted = util.selector(service)
-            if wanted and any(util.selects(wanted, util.labels_of(p)) for p in (old, new) if p is not None):
-                self.queue(util.key_of(service))
 
     def _endpoints_changed(self, old: Obj | None, new: Obj | None) -> None:
         if new is None and old is not None and self._started:

@@ -65,24 +65,13 @@ def slice_labels(service: Obj) -> dict[str, str]:
     return labels
 
 
-class EndpointSliceController(util.KeyedController):
+class EndpointSliceController(util.ServiceEndpointsController):
     name = "endpointslice-controller"
 
     def __init__(self, core: Core) -> None:
         super().__init__(core)
-        self.services = self.watch(util.path("services", ""), self._service_changed)
-        self.pods = self.watch(util.path("pods", ""), self._pod_changed)
         self.slices = self.watch(slice_path(""), self._slice_changed)
         self._triggers = util.TriggerTimes()
-
-    def _service_changed(self, old: Obj | None, new: Obj | None) -> None:
-        self.queue(util.key_of(new or old or {}))
-
-    def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
-        for service in self.services.in_namespace(util.key_of(new or old or {})[0]):
-            wanted = util.selector(service)
-            if wanted and any(util.selects(wanted, util.labels_of(p)) for p in (old, new) if p is not None):
-                self.queue(util.key_of(service))
 
     def _slice_changed(self, old: Obj | None, new: Obj | None) -> None:
         """A managed slice changed or deleted by anyone: its Service is synced again (a no-op for our own)."""

@@ -300,3 +300,23 @@ def _named(path: core_pb2.ResourcePath, name: str) -> core_pb2.ResourcePath:
 
 def path(resource: str, namespace: str, *, group: str = "") -> core_pb2.ResourcePath:
     return core_pb2.ResourcePath(group=group, version="v1", resource=resource, namespace=namespace)
+
+
+class ServiceEndpointsController(KeyedController):
+    """A KeyedController keyed by Service that follows Services and the Pods they select (the endpoint and
+    endpointslice controllers): a Service's change queues it, a Pod's change queues every Service of its
+    namespace whose selector matched the Pod before or after."""
+
+    def __init__(self, core: Core) -> None:
+        super().__init__(core)
+        self.services = self.watch(path("services", ""), self._service_changed)
+        self.pods = self.watch(path("pods", ""), self._pod_changed)
+
+    def _service_changed(self, old: Obj | None, new: Obj | None) -> None:
+        self.queue(key_of(new or old or {}))
+
+    def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
+        for service in self.services.in_namespace(key_of(new or old or {})[0]):
+            wanted = selector(service)
+            if wanted and any(selects(wanted, labels_of(p)) for p in (old, new) if p is not None):
+                self.queue(key_of(service))

@@ -23,7 +23,7 @@ What each call is authorized as (kube's RequestInfo):
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
@@ -150,47 +150,42 @@ class GuardedCore:
             audit.completed(response)
         return response
 
+    async def _on_path(self, credentials: Credentials, verb: str, request: Any, name: str,
+                       call: Callable[[], Awaitable[Resp]], *, method: str) -> Resp:
+        """A verb on the request's path and `name` (kube's RequestInfo for a resource request)."""
+        return await self._unary(credentials, lambda u: _path_attributes(u, verb, request.path, name), call,
+                                 method=method, request=request)
+
     async def create(self, request: core_pb2.CreateRequest, credentials: Credentials) -> core_pb2.CreateResponse:
         name = request.path.name if request.path.subresource else ""
-        return await self._unary(credentials, lambda u: _path_attributes(u, "create", request.path, name),
-                                 lambda: self.core.create(request),
-                                 method="Create", request=request)
+        return await self._on_path(credentials, "create", request, name, lambda: self.core.create(request),
+                                   method="Create")
 
     async def get(self, request: core_pb2.GetRequest, credentials: Credentials) -> core_pb2.GetResponse:
-        return await self._unary(credentials, lambda u: _path_attributes(u, request.connect_verb or "get", request.path,
-                                                              request.path.name),
-                                 lambda: self.core.get(request),
-                                 method="Get", request=request)
+        return await self._on_path(credentials, request.connect_verb or "get", request, request.path.name,
+                                   lambda: self.core.get(request), method="Get")
 
     async def list(self, request: core_pb2.ListRequest, credentials: Credentials) -> core_pb2.ListResponse:
         name = _selected_name(request.options.fieldSelector)
-        return await self._unary(credentials, lambda u: _path_attributes(u, "list", request.path, name),
-                                 lambda: self.core.list(request),
-                                 method="List", request=request)
+        return await self._on_path(credentials, "list", request, name, lambda: self.core.list(request),
+                                   method="List")
 
     async def update(self, request: core_pb2.UpdateRequest, credentials: Credentials) -> core_pb2.UpdateResponse:
-        return await self._unary(credentials,
-                                 lambda u: _path_attributes(u, "update", request.path, request.path.name),
-                                 lambda: self.core.update(request),
-                                 method="Update", request=request)
+        return await self._on_path(credentials, "update", request, request.path.name,
+                                   lambda: self.core.update(request), method="Update")
 
     async def patch(self, request: core_pb2.PatchRequest, credentials: Credentials) -> core_pb2.PatchResponse:
-        return await self._unary(credentials,
-                                 lambda u: _path_attributes(u, "patch", request.path, request.path.name),
-                                 lambda: self.core.patch(request),
-                                 method="Patch", request=request)
+        return await self._on_path(credentials, "patch", request, request.path.name,
+                                   lambda: self.core.patch(request), method="Patch")
 
     async def delete(self, request: core_pb2.DeleteRequest, credentials: Credentials) -> core_pb2.DeleteResponse:
-        return await self._unary(credentials,
-                                 lambda u: _path_attributes(u, "delete", request.path, request.path.name),
-                                 lambda: self.core.delete(request),
-                                 method="Delete", request=request)
+        return await self._on_path(credentials, "delete", request, request.path.name,
+                                   lambda: self.core.delete(request), method="Delete")
 
     async def delete_collection(self, request: core_pb2.DeleteCollectionRequest,
                                 credentials: Credentials) -> core_pb2.DeleteCollectionResponse:
-        return await self._unary(credentials, lambda u: _path_attributes(u, "deletecollection", request.path, ""),
-                                 lambda: self.core.delete_collection(request),
-                                 method="DeleteCollection", request=request)
+        return await self._on_path(credentials, "deletecollection", request, "",
+                                   lambda: self.core.delete_collection(request), method="DeleteCollection")
 
     async def discover(self, request: core_pb2.DiscoverRequest,
                        credentials: Credentials) -> core_pb2.DiscoverResponse:

@@ -12,6 +12,7 @@ it and whether it was met, e.g.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import operator
@@ -22,7 +23,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -171,3 +172,13 @@ def run_workloads(
     if failed:
         note(f"failed: {','.join(failed)}")
     return 1 if failed else 0
+
+
+def check_choices(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                  **known: Sequence[str]) -> None:
+    """Refuse, with the parser's usage error, a comma-separated flag (e.g. --only, --impls) naming values that
+    are not among its `known` ones."""
+    for flag, values in known.items():
+        unknown = set(getattr(args, flag).split(",")) - set(values)
+        if unknown:
+            parser.error(f"unknown --{flag} {sorted(unknown)}; choose from {','.join(values)}")

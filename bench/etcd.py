@@ -56,7 +56,7 @@ import grpc.aio
 
 from bench import http
 from bench._processes import START_TIMEOUT, Child, Children
-from bench._util import Goal, at_least, at_most, context, emit, note
+from bench._util import Goal, at_least, at_most, check_choices, context, emit, note
 from storage.etcd.keys import range_end
 from storage.etcd.pb.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
@@ -315,10 +315,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(OPS), help=f"comma-separated workloads (default {','.join(OPS)})")
     parser.add_argument("--impls", default=",".join(IMPLS), help=f"comma-separated layouts (default {','.join(IMPLS)})")
     args = parser.parse_args(argv)
-    for flag, known in (("only", OPS), ("impls", IMPLS)):
-        unknown = set(getattr(args, flag).split(",")) - set(known)
-        if unknown:
-            parser.error(f"unknown --{flag} {sorted(unknown)}; choose from {','.join(known)}")
+    check_choices(parser, args, only=OPS, impls=IMPLS)
     return args
 
 

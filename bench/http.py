@@ -89,7 +89,7 @@ import orjson
 from aiohttp import web
 
 from bench._processes import Child, Children
-from bench._util import Goal, at_least, at_most, emit, note
+from bench._util import Goal, at_least, at_most, check_choices, emit, note
 
 IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
 OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "crd", "pods", "watch")
@@ -1153,10 +1153,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--impls", default=",".join(IMPLS), help=f"comma-separated servers (default {','.join(IMPLS)})")
     parser.add_argument("--serve", choices=("kmock", "ceiling"), help=argparse.SUPPRESS)  # internal: a server process
     args = parser.parse_args(argv)
-    for flag, known in (("only", OPS), ("impls", IMPLS)):
-        unknown = set(getattr(args, flag).split(",")) - set(known)
-        if unknown:
-            parser.error(f"unknown --{flag} {sorted(unknown)}; choose from {','.join(known)}")
+    check_choices(parser, args, only=OPS, impls=IMPLS)
     return args
 
 

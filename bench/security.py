@@ -57,7 +57,7 @@ from aiohttp import web
 
 from bench import _admission as admission
 from bench._processes import Child, Children
-from bench._util import CEILING, Goal, at_most, context, emit, note
+from bench._util import CEILING, Goal, at_most, check_choices, context, emit, note
 from bench.http import CONFIGMAPS, JSON, Ceiling, config_map, failure, stdin_reader
 from capstan import pki
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
@@ -357,10 +357,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--serve", choices=("ceiling-http", "ceiling-https"), help=argparse.SUPPRESS)  # internal
     parser.add_argument("--cert-dir", type=Path, default=None, help=argparse.SUPPRESS)  # internal: ceiling-https's
     args = parser.parse_args(argv)
-    for flag, known in (("only", OPS), ("impls", IMPLS)):
-        unknown = set(getattr(args, flag).split(",")) - set(known)
-        if unknown:
-            parser.error(f"unknown --{flag} {sorted(unknown)}; choose from {','.join(known)}")
+    check_choices(parser, args, only=OPS, impls=IMPLS)
     return args
 
 

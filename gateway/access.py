@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway import requestinfo
+from gateway import parsed, requestinfo
 from gateway.client import CoreClient, CoreError
 from gateway.credentials import of_request
 from gateway.handlers import respond
@@ -35,7 +35,7 @@ def middleware(client: CoreClient) -> Middleware:
         http = request
         credentials = of_request(http)
         http[CREDENTIALS_KEY] = credentials
-        info = requestinfo.parse(http.method, http.path, http.query)
+        info = parsed.info_of(http)
         if not isinstance(info, requestinfo.RequestInfo):
             verb = "get" if http.method == "HEAD" else http.method.lower()
             try:

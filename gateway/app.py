@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway import access, health, limits, metrics, negotiation, requestinfo
+from gateway import access, health, limits, metrics, negotiation, parsed, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
 from gateway.handlers import delete, discovery, issuer, openapi, read, respond, watch, write
@@ -37,7 +37,7 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
     out: negotiation.Output | None = None
     resource: core_pb2.Resource | None = None
     try:
-        info = requestinfo.parse(http.method, http.path, http.query)
+        info = parsed.info_of(http)
         if info is None and http.path.split("/")[1] not in _GO_RESTFUL:
             return respond.go_not_found()
         if info is None:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from gateway import metrics, requestinfo
+from gateway import metrics, parsed, requestinfo
 from gateway.credentials import of_request
 from gateway.handlers import respond
 from server import errors
@@ -31,7 +31,7 @@ def kind_of(http: web.Request) -> Kind | None:
     """The request's kind, or None for a request the limits do not count."""
     if any(http.path == probe or http.path.startswith(probe + "/") for probe in _PROBES):
         return None
-    info = requestinfo.parse(http.method, http.path, http.query)
+    info = parsed.info_of(http)
     if isinstance(info, requestinfo.RequestInfo):
         if info.verb == "watch":
             return None

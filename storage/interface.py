@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
-from storage.types import CountResult, Event, GetResult, ListResult, WriteResult
+from storage.types import CountResult, Event, GetResult, KeyValue, ListResult, WriteResult
 
 MAX_KEY_SIZE = 511  # LMDB's default key bound; the same for every backend so callers see one rule
 
@@ -92,6 +92,17 @@ class Store(Protocol):
 
     async def get(self, key: bytes, *, at_revision: int | None = None) -> GetResult:
         """The key as of `at_revision` (latest when None); kv None when absent at that revision."""
+        ...
+
+    def recent(self, key: bytes) -> KeyValue | None:
+        """The key as this store last saw it change, without asking its backend; None when it keeps no such
+        memory of the key (a local store whose get is as cheap keeps none at all).
+
+        Possibly stale: a write by another process may not have reached this one yet. So it is only a hint
+        for a compare-and-swap (update or delete with expected_mod_revision), whose compare catches the
+        difference and answers the current key; what the caller concludes from the hint alone (a conflict,
+        a write that changes nothing, a refusal) must be checked against a get first.
+        """
         ...
 
     async def list(

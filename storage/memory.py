@@ -53,6 +53,9 @@ class MemoryStore:
 
     # -- reads -------------------------------------------------------------
 
+    def recent(self, key: bytes) -> KeyValue | None:
+        return None  # a get is local and as cheap: nothing to remember
+
     async def get(self, key: bytes, *, at_revision: int | None = None) -> GetResult:
         validate.check_key(key)
         rev = await self._read_revision(validate.check_read_revision(at_revision))

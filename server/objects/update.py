@@ -18,7 +18,7 @@ from server.objects.resolve import resolve
 from server.patch.values import copy_json
 from server.registry import SCALE, Obj, Resource
 from server.storage_errors import store_call
-from storage import Outcome
+from storage import KeyValue, Outcome, WriteResult
 
 MAX_RETRIES = 16
 
@@ -78,14 +78,47 @@ async def guaranteed_update(
     the field manager to record an Update for (None: produce sets managedFields, as apply does).
     """
     key = resource.key(path.namespace, path.name)
+    # The store's recent memory of the key (etcd: its watch's window) stands in for the first read, as
+    # kube-apiserver's watch cache hands GuaranteedUpdate the object it probably is: the write's compare
+    # catches a stale one and answers the current key. Whatever the stale object alone would decide (a
+    # conflict, a refusal, a write that changes nothing) is decided again from a fresh read.
+    kv = None if dry_run else ctx.store.recent(key)
+    fresh = kv is None
+    if fresh:
+        kv = (await store_call(ctx.store.get(key))).kv
     for _ in range(MAX_RETRIES):
-        got = await store_call(ctx.store.get(key))
-        if got.kv is None:
+        if kv is None:
             raise errors.not_found(resource.resource, resource.group, path.name)
-        old = render.load_as(resource, got.kv.value)
-        obj, warnings = produce(_as_seen(resource, old, got.kv.mod_revision))
+        outcome = await _attempt(ctx, resource, path, produce, kv, dry_run=dry_run, accept=accept,
+                                 manager=manager, fresh=fresh)
+        if isinstance(outcome, core_pb2.UpdateResponse):
+            return outcome
+        if outcome is None:  # decided from a stale object: read it
+            kv, fresh = (await store_call(ctx.store.get(key))).kv, True
+        else:  # the compare failed: the write's answer is the current key
+            kv, fresh = outcome.current, True
+    raise errors.conflict(resource.resource, resource.group, path.name)
+
+
+async def _attempt(
+    ctx: Context,
+    resource: Resource,
+    path: core_pb2.ResourcePath,
+    produce: Produce,
+    kv: KeyValue,
+    *,
+    dry_run: bool,
+    accept: render.Encoding,
+    manager: str | None,
+    fresh: bool,
+) -> core_pb2.UpdateResponse | WriteResult | None:
+    """One round of guaranteed_update over `kv`: the answer, the write that lost a race (its current key), or
+    None when a stale (not `fresh`) `kv` would answer without writing."""
+    try:
+        old = render.load_as(resource, kv.value)
+        obj, warnings = produce(_as_seen(resource, old, kv.mod_revision))
         precondition = meta.meta(obj).get("resourceVersion") or ""
-        if precondition and precondition != str(got.kv.mod_revision):
+        if precondition and precondition != str(kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, path.name)
         _check_uid(resource, path, obj, old)
         if resource.default is not None:
@@ -100,19 +133,24 @@ async def guaranteed_update(
         if resource.admit is not None and not path.subresource:
             await resource.admit(ctx, new, old, dry_run)
         value = render.to_value(resource, new)
-        if value == got.kv.value:
-            return _response(resource, got.kv.value, got.kv.mod_revision, accept, warnings)
-        if dry_run:
-            return core_pb2.UpdateResponse(
-                object=render.raw_unstored(resource, new, accept, got.kv.mod_revision), warnings=warnings)
-        if _deletion_complete(resource, new):
-            result = await store_call(ctx.store.delete(key, expected_mod_revision=got.kv.mod_revision))
-        else:
-            size.check(value)
-            result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
-        if result.outcome is Outcome.OK:
-            return _response(resource, value, result.revision, accept, warnings)
-    raise errors.conflict(resource.resource, resource.group, path.name)
+    except errors.ApiError:  # refused: by the object as it is, not as it may have been
+        if fresh:
+            raise
+        return None
+    if value == kv.value:
+        return _response(resource, kv.value, kv.mod_revision, accept, warnings) if fresh else None
+    if dry_run:
+        return core_pb2.UpdateResponse(
+            object=render.raw_unstored(resource, new, accept, kv.mod_revision), warnings=warnings)
+    key = kv.key
+    if _deletion_complete(resource, new):
+        result = await store_call(ctx.store.delete(key, expected_mod_revision=kv.mod_revision))
+    else:
+        size.check(value)
+        result = await store_call(ctx.store.update(key, value, expected_mod_revision=kv.mod_revision))
+    if result.outcome is Outcome.OK:
+        return _response(resource, value, result.revision, accept, warnings)
+    return result
 
 
 def _as_seen(resource: Resource, obj: Obj, revision: int) -> Obj:

@@ -9,6 +9,10 @@ than `floor`, starting at the revision the store opened at and bounded by
 `EtcdConfig.window_events`. A watch from before the window is answered as the cacher answers
 one: Compacted ("too old resource version"), so its client re-lists.
 
+`latest` indexes the window by key: each key's newest event in it, as a KeyValue (None for a deletion is
+not kept), which is EtcdStore.recent()'s memory; the store also records its own writes there as they are
+acknowledged, since its watch event may come a moment later.
+
 `clock` is how far the feed has delivered: every change up to clock.revision has been
 published. It rises with each batch of events and with etcd's progress responses, which etcd
 sends only once the watch has caught up with the store; that is what store watches report as
@@ -78,6 +82,7 @@ class Feed:
         self.floor = start  # the window holds every event with a revision > floor
         self.compacted = 0  # the store's compacted revision as forget_before last heard it
         self._window: deque[Event] = deque()
+        self.latest: dict[bytes, KeyValue] = {}  # each key's newest value in the window (or written since)
         self._task: asyncio.Task[None] | None = None
         self._subscribers: set[Subscriber] = set()  # the live ones, to fail when etcd compacts past the feed
         self.connected = False
@@ -117,7 +122,7 @@ class Feed:
     def forget_before(self, revision: int) -> None:
         """Compaction to `revision`: watches from before it are Compacted, as reads are."""
         while self._window and self._window[0].revision <= revision:
-            self._window.popleft()
+            self._forget(self._window.popleft())
         self.floor = max(self.floor, min(revision, self.clock.revision))
         self.compacted = max(self.compacted, revision)
 
@@ -177,8 +182,12 @@ class Feed:
         if response.events:
             batch = [to_event(self._root, e) for e in response.events]
             self._window.extend(batch)
+            for event in batch:
+                self.remember(event.kv if event.type is EventType.PUT else None, event.kv.key, event.revision)
             while len(self._window) > self._config.window_events:
-                self.floor = self._window.popleft().revision
+                oldest = self._window.popleft()
+                self._forget(oldest)
+                self.floor = oldest.revision
             self._broadcaster.publish(batch)
             self.clock.advance(batch[-1].revision)
             self._observe(batch[-1].revision)
@@ -186,6 +195,22 @@ class Feed:
             # A progress response: etcd sends one only when the watch has caught up with the store.
             self.clock.advance(response.header.revision)
             self._observe(response.header.revision)
+
+    def remember(self, kv: KeyValue | None, key: bytes, revision: int) -> None:
+        """The key changed at `revision` (kv None: deleted), unless `latest` already holds a later change."""
+        known = self.latest.get(key)
+        if known is not None and known.mod_revision >= revision:
+            return
+        if kv is None:
+            self.latest.pop(key, None)
+        else:
+            self.latest[key] = kv
+
+    def _forget(self, event: Event) -> None:
+        """`event` left the window: its key is forgotten unless it changed again since."""
+        known = self.latest.get(event.kv.key)
+        if known is not None and known.mod_revision <= event.revision:
+            del self.latest[event.kv.key]
 
     def _restart_at(self, compact_revision: int) -> None:
         """The next revision to deliver was compacted: what lies between is lost to every watcher."""
@@ -195,5 +220,6 @@ class Feed:
         for sub in list(self._subscribers):
             sub.fail(error)
         self._window.clear()
+        self.latest.clear()
         self.floor = resumed
         self.clock.advance(resumed)

@@ -161,6 +161,11 @@ class EtcdStore:
 
     # -- reads -------------------------------------------------------------------
 
+    def recent(self, key: bytes) -> KeyValue | None:
+        """From the feed's window (and this store's own acknowledged writes): what kube-apiserver's watch
+        cache hands GuaranteedUpdate as the object it probably is, saving a Range before a compare-and-swap."""
+        return self._feed.latest.get(key)
+
     async def get(self, key: bytes, *, at_revision: int | None = None) -> GetResult:
         validate.check_key(key)
         at = validate.check_read_revision(at_revision)
@@ -210,7 +215,9 @@ class EtcdStore:
         )
         rev = response.header.revision
         if response.succeeded:
-            return WriteResult(Outcome.OK, rev, KeyValue(key, value, rev, rev, 1), None)
+            created = KeyValue(key, value, rev, rev, 1)
+            self._feed.remember(created, key, rev)
+            return WriteResult(Outcome.OK, rev, created, None)
         return WriteResult(Outcome.EXISTS, rev, self._current(response))
 
     async def update(
@@ -226,7 +233,9 @@ class EtcdStore:
         if not response.succeeded:
             return self._failed(response)
         prev = to_kv(self._root, response.responses[0].response_put.prev_kv)
-        return WriteResult(Outcome.OK, rev, KeyValue(key, value, prev.create_revision, rev, prev.version + 1), prev)
+        updated = KeyValue(key, value, prev.create_revision, rev, prev.version + 1)
+        self._feed.remember(updated, key, rev)
+        return WriteResult(Outcome.OK, rev, updated, prev)
 
     async def delete(self, key: bytes, *, expected_mod_revision: int | None = None) -> WriteResult:
         validate.check_key(key)
@@ -237,6 +246,7 @@ class EtcdStore:
         if not response.succeeded:
             return self._failed(response)
         prev = to_kv(self._root, response.responses[0].response_delete_range.prev_kvs[0])
+        self._feed.remember(None, key, response.header.revision)
         return WriteResult(Outcome.OK, response.header.revision, None, prev)
 
     @staticmethod

@@ -72,6 +72,9 @@ class LmdbStore:
         except lmdb.Error as err:
             raise BackendFailure(f"read failed: {err}") from err
 
+    def recent(self, key: bytes) -> KeyValue | None:
+        return None  # a get is local and as cheap: nothing to remember
+
     async def get(self, key: bytes, *, at_revision: int | None = None) -> GetResult:
         validate.check_key(key)
         if at_revision is None and not self._closed:

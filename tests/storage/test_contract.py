@@ -578,3 +578,33 @@ async def test_no_quota_when_none(open_store: OpenStore, backend: str) -> None:
     for i in range(2 * QUOTA // len(VALUE)):
         assert (await within(store.create(b"/q/%04d" % i, VALUE))).ok
     assert store.size_bytes() > QUOTA
+
+
+# ---------------------------------------------------------------- recent: a hint, never a read
+
+async def _recent_becomes(store: Store, key: bytes, expected: KeyValue | None) -> None:
+    """store.recent(key) reaches `expected` (a store learns other processes' writes from its watch)."""
+    deadline = time.monotonic() + 5
+    while store.recent(key) != expected:
+        assert time.monotonic() < deadline, f"recent({key!r}) = {store.recent(key)}, not {expected}"
+        await asyncio.sleep(0.01)
+
+
+async def test_recent_is_none_or_a_key_as_it_stood(open_store: OpenStore, backend: str) -> None:
+    """recent() answers None (the store remembers nothing: LMDB, memory) or the key as the store last saw it
+    change: its own writes at once, another process's once its watch delivers them, nothing once deleted."""
+    store = await open_store()
+    other = await open_store() if backend == "etcd" else store  # etcd: another process over the same keys
+    created = await within(store.create(KEY, b"v1"))
+    assert created.outcome is Outcome.OK
+    remembers = backend == "etcd"
+    assert store.recent(KEY) == (created.current if remembers else None)
+    updated = await within(other.update(KEY, b"v2", expected_mod_revision=created.revision))
+    assert updated.outcome is Outcome.OK and updated.current is not None
+    await _recent_becomes(store, KEY, updated.current if remembers else None)
+    conflict = await within(store.update(KEY, b"v3", expected_mod_revision=created.revision))
+    assert (conflict.outcome, conflict.current) == (Outcome.CONFLICT, updated.current)  # the hint's compare
+    deleted = await within(store.delete(KEY))
+    assert deleted.outcome is Outcome.OK
+    assert store.recent(KEY) is None
+    await _recent_becomes(other, KEY, None)

@@ -10,6 +10,10 @@ From one `capstan serve --insecure` on loopback (a child process, so its RSS and
    - `stuck`: they watch `bench`, the namespace written to, and never read: the server writes each one's
      events until its socket buffers are full (the HTTP client's receive buffer is set to 4 KiB; gRPC's is
      its flow-control window), then it must cost nothing until it is dropped.
+   Transports: `http`, `grpc` (grpc-python's client: its transport keeps reading every stream into the
+   client's own memory although the application reads nothing, so to the server it is a watcher that keeps
+   up), and `grpc-stopped` (the same process stopped with SIGSTOP once the calls are open: a hung client
+   that reads nothing from its sockets, which the server's flow control must hold back).
    Each figure is the median of `--rounds` alternating rounds (no watchers, then with), the ratio is
    with/without; the 2 shared cores move single rounds by 10-20%.
 2. the server's RSS before the watchers, at its highest while they sit there, and once they have left;
@@ -17,7 +21,7 @@ From one `capstan serve --insecure` on loopback (a child process, so its RSS and
    ConfigMaps, clients that never read, sampled for a few seconds, then after they leave.
 One JSON line per figure on stdout (bench/_util.py's shape); progress on stderr.
 
-    python -m bench.watchers --hold http|grpc ADDRESS NAMESPACE COUNT REVISION
+    python -m bench.watchers --hold http|grpc|grpc-stopped ADDRESS NAMESPACE COUNT REVISION
 
 is the watchers' process: it opens COUNT watches, prints "ready", and holds them until its stdin closes.
 """
@@ -28,6 +32,7 @@ import argparse
 import asyncio
 import re
 import resource
+import signal
 import socket
 import statistics
 import sys
@@ -134,7 +139,7 @@ async def hold_grpc(address: str, namespace: str, count: int, revision: str) -> 
 
 async def hold(args: argparse.Namespace) -> None:
     kind, address, namespace, count, revision = args.hold
-    opener = hold_http if kind == "http" else hold_grpc
+    opener = hold_http if kind == "http" else hold_grpc  # grpc-stopped: the bench stops this process
     held = await opener(address, namespace, int(count), revision)
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
@@ -149,15 +154,20 @@ class Watchers:
     def __init__(self, children: Children, kind: str, address: str, namespace: str, count: int, revision: str):
         self.child: Child = children.start(f"watchers-{kind}-{namespace}", "-m", "bench.watchers", "--hold", kind,
                                            address, namespace, str(count), revision, control=True)
+        self.stopped = kind == "grpc-stopped"
 
     async def ready(self) -> None:
         assert self.child.proc.stdout is not None
         line = await asyncio.get_running_loop().run_in_executor(None, self.child.proc.stdout.readline)
         if line.strip() != b"ready":
             raise RuntimeError(f"watchers did not open: {self.child.log.read_text()[-2000:]}")
+        if self.stopped:
+            self.child.proc.send_signal(signal.SIGSTOP)
 
     async def leave(self) -> None:
         assert self.child.proc.stdin is not None
+        if self.stopped:
+            self.child.proc.send_signal(signal.SIGCONT)
         self.child.proc.stdin.close()
         await asyncio.get_running_loop().run_in_executor(None, self.child.proc.wait)
 
@@ -219,7 +229,7 @@ async def run(args: argparse.Namespace, root: Path) -> None:
         address = serve.listening(LISTENING)
         found = LISTENING.search(serve.log.read_text(errors="replace"))
         assert found is not None
-        endpoints = {"http": address, "grpc": found[2]}
+        endpoints = {"http": address, "grpc": found[2], "grpc-stopped": found[2]}
         pid = serve.proc.pid
         connector = aiohttp.TCPConnector(limit=WRITERS * 2)
         async with aiohttp.ClientSession(connector=connector) as session:
@@ -270,7 +280,7 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=2_000)
     parser.add_argument("--writes", type=int, default=2_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--transports", default="http,grpc", help="http, grpc or both (comma-separated)")
+    parser.add_argument("--transports", default="http,grpc", help="http, grpc, grpc-stopped (comma-separated)")
     parser.add_argument("--where", default="quiet,stuck", help="quiet, stuck or both (comma-separated)")
     parser.add_argument("--objects", type=int, default=20_000)
     parser.add_argument("--initial", type=int, default=10)

@@ -10,6 +10,9 @@ out fails the test without tearing the stream down, and "nothing arrives" can be
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -892,3 +895,61 @@ async def test_watchers_of_a_collection_share_each_events_message(
     assert [[(e.type, e.object.encoding) for r in mine for e in r.events] for mine in got] == [
         [("ADDED", core_pb2.ENCODING_JSON)] * 2, [("ADDED", accept)] * 2]
     assert [mine is theirs for mine, theirs in zip(got[0], got[1], strict=True)] == [shared, shared]
+
+
+HUNG_CLIENT = """
+import asyncio, os, signal, sys
+import grpc
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+
+async def main() -> None:
+    async with grpc.aio.insecure_channel(sys.argv[1]) as channel:
+        call = core_pb2_grpc.CoreServiceStub(channel).Watch(core_pb2.WatchRequest(
+            path=core_pb2.ResourcePath(version="v1", resource="configmaps", namespace="default"),
+            options={"resourceVersion": sys.argv[2]}, accept=core_pb2.ENCODING_JSON))
+        await asyncio.sleep(0.5)  # the call starts by itself (no message comes before an event)
+        print("open", flush=True)
+        os.kill(os.getpid(), signal.SIGSTOP)  # hung: reads nothing from its socket, answers no ping
+
+asyncio.run(main())
+"""
+
+
+async def test_a_hung_grpc_watcher_costs_writers_nothing_and_is_dropped(small_queues: RunningCore) -> None:
+    """A gRPC client that stops reading altogether (its process stopped: unlike grpc-python's client, whose
+    transport keeps reading a stream nobody reads into the client's memory) is held back by HTTP/2 flow
+    control, so the server buffers a bounded amount for it (grpc's per-stream write buffer), its writers never
+    wait, and its watch is dropped once it is QUEUE events behind: nothing is held for it past the log's bound.
+    (Its connection goes when the keepalive ping goes unanswered, GrpcLimits.keepalive_time + _timeout.)"""
+    running = small_queues
+    broadcaster = running.core.context.store._broadcaster  # type: ignore[attr-defined]
+    baseline = broadcaster.subscriber_count
+    hung = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", HUNG_CLIENT, f"127.0.0.1:{running.grpc_port}", str(current(running)),
+        stdout=asyncio.subprocess.PIPE)
+    try:
+        assert hung.stdout is not None
+        assert await asyncio.wait_for(hung.stdout.readline(), 30) == b"open\n"
+        deadline = time.monotonic() + TIMEOUT
+        while broadcaster.subscriber_count != baseline + 1:  # its watch is open on the server
+            assert time.monotonic() < deadline, "the hung client's watch never opened"
+            await asyncio.sleep(0.05)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
+            client = Client(core_pb2_grpc.CoreServiceStub(channel), running)  # type: ignore[no-untyped-call]
+            writes, payload = 400, "x" * 16_384  # 6.5 MB: far past flow control's window and grpc's buffer
+            started = time.monotonic()
+            for first in range(0, writes, WRITERS):
+                await within(asyncio.gather(*(create(client, config_map(f"h{i:03}", data={"k": payload}))
+                                              for i in range(first, first + WRITERS))))
+            assert time.monotonic() - started < 10  # the writers never waited for the hung reader
+        assert broadcaster.held_events <= QUEUE + WRITERS  # nothing held for it past the log's bound
+        deadline = time.monotonic() + 15
+        while broadcaster.subscriber_count != baseline:  # the unanswered ping ends its call
+            assert time.monotonic() < deadline, "the hung watcher's call was never ended"
+            await asyncio.sleep(0.1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            hung.send_signal(signal.SIGCONT)
+            hung.kill()
+        await hung.wait()

@@ -12,9 +12,10 @@ cores, and the probe's latency is the server's, not a crowded client's:
 - the watchers: bench.watchers' holder, `--watchers` HTTP watches of a quiet namespace that read nothing;
 - the lister: a third client (127.0.0.3), un-paged LISTs of `--objects` ~1 KiB ConfigMaps (bench.biglist's),
   one after another;
-- the probe: every 50 ms a GET of /readyz on the health port (`--health-port`) and on the serving port, a
-  GET of one ConfigMap from another client (its own flow: a connection from 127.0.0.2, as a second client
-  host is, since none of them carries a credential), and the same GET from the hammer's flow (127.0.0.1).
+- the probe: four loops, each every 50 ms: a GET of /readyz on the health port (`--health-port`) and on the
+  serving port, a GET of one ConfigMap from another client (its own flow: a connection from 127.0.0.2, as a
+  second client host is, since none of them carries a credential), and the same GET from the hammer's flow
+  (127.0.0.1).
 The server runs under bench._looplag, so the event loop's lag and run-queue length during the load are
 printed too. `--serve-arg=--flag=value` (repeatable) passes a flag to `capstan serve`.
 Goal lines (bench/_util.py's shape): p99 of /readyz and of the other client's GET under 100 ms (the hammer's
@@ -59,28 +60,32 @@ LISTER_HOST = "127.0.0.3"  # the lister's: a third client
 
 async def probe(url: str, health: str, duration: float) -> None:
     """The --probe process: /readyz on the health port and on the serving port, the other client's GET and
-    the hammer flow's GET, every PROBE_EVERY; prints the latency lists (ms)."""
+    the hammer flow's GET, each in a loop of its own every PROBE_EVERY (so a slow one does not thin out the
+    others' samples); prints the latency lists (ms)."""
     out: dict[str, list[float]] = {"readyz": [], "readyz_serving_port": [], "get": [], "get_hammer_flow": []}
     codes: dict[str, int] = {}
     deadline = time.monotonic() + duration
     timeout = aiohttp.ClientTimeout(total=60)
+
+    async def every(name: str, session: aiohttp.ClientSession, target: str) -> None:
+        while time.monotonic() < deadline:
+            started = time.monotonic()
+            try:
+                async with session.get(target) as resp:
+                    await resp.read()
+                    code = str(resp.status)
+            except (TimeoutError, aiohttp.ClientError):
+                code = "error"
+            out[name].append((time.monotonic() - started) * 1e3)
+            codes[f"{name} {code}"] = codes.get(f"{name} {code}", 0) + 1
+            await asyncio.sleep(PROBE_EVERY)
+
     other = aiohttp.TCPConnector(local_addr=(OTHER_HOST, 0))
     async with aiohttp.ClientSession(timeout=timeout, connector=other) as mine, \
             aiohttp.ClientSession(timeout=timeout) as hammers:
-        while time.monotonic() < deadline:
-            for name, session, target in (("readyz", mine, health + "/readyz"),
-                                          ("readyz_serving_port", mine, url + "/readyz"), ("get", mine, url + SMALL),
-                                          ("get_hammer_flow", hammers, url + SMALL)):
-                started = time.monotonic()
-                try:
-                    async with session.get(target) as resp:
-                        await resp.read()
-                        code = str(resp.status)
-                except (TimeoutError, aiohttp.ClientError):
-                    code = "error"
-                out[name].append((time.monotonic() - started) * 1e3)
-                codes[f"{name} {code}"] = codes.get(f"{name} {code}", 0) + 1
-            await asyncio.sleep(PROBE_EVERY)
+        await asyncio.gather(every("readyz", mine, health + "/readyz"),
+                             every("readyz_serving_port", mine, url + "/readyz"), every("get", mine, url + SMALL),
+                             every("get_hammer_flow", hammers, url + SMALL))
     print(json.dumps({**out, "codes": codes}), flush=True)
 
 

@@ -43,7 +43,7 @@ from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.controllers.election import LEASE_NAME, ElectionConfig
 from server.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
-from server.limits.config import Limits
+from server.limits.config import DEFAULT, Limits
 from server.limits.limiter import Limiter
 from storage import StorageError, Store, StoreOptions, files
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
@@ -183,10 +183,12 @@ def _election(args: argparse.Namespace) -> ElectionConfig:
 
 
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-requests-inflight", type=int, default=400,
-                        help="read-only requests served at once, watches aside (default 400; 0: no limit)")
-    parser.add_argument("--max-mutating-requests-inflight", type=int, default=200,
-                        help="mutating requests served at once (default 200; 0: no limit)")
+    parser.add_argument("--max-requests-inflight", type=int, default=DEFAULT.max_requests_inflight,
+                        help=f"read-only requests served at once, watches aside (default "
+                        f"{DEFAULT.max_requests_inflight}, kube's 400 shared by one event loop; 0: no limit)")
+    parser.add_argument("--max-mutating-requests-inflight", type=int, default=DEFAULT.max_mutating_requests_inflight,
+                        help=f"mutating requests served at once (default {DEFAULT.max_mutating_requests_inflight}, "
+                        "kube's 200 shared by one event loop; 0: no limit)")
     parser.add_argument("--enable-priority-and-fairness", type=_bool, default=True,
                         help="over a limit, queue each client's requests fairly (default true); false: answer "
                         "429 at once")

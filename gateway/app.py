@@ -22,11 +22,13 @@ from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, Limi
 from gateway.handlers import delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
+from gateway.parking import ParkingLot
 from server.limits.limiter import Limiter
 
 log = logging.getLogger(__name__)
 
 GATEWAY_KEY = web.AppKey("gateway", Gateway)
+PARKING_KEY = web.AppKey("parking", ParkingLot)  # the connections parked for flooding (gateway/parking.py)
 # Paths go-restful serves in kube-apiserver (its web services /api..., /apis..., /version); a path under
 # them that nothing serves is its 404 Status. Any other unknown path reaches the NotFoundHandler.
 _GO_RESTFUL = frozenset({"api", "apis", "version"})
@@ -125,9 +127,16 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     store beside the gateway, when there is one, for its size and quota on /metrics."""
     limiter = limiter or Limiter()
     counters = metrics.Metrics(limiter, storage)
+    lot = ParkingLot(limiter)
     app = web.Application(client_max_size=MAX_BODY + 1,
-                          middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter),
+                          middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter, lot),
                                        access.middleware(client), _compress])
+    app[PARKING_KEY] = lot
+
+    async def unpark(_: web.Application) -> None:
+        lot.close()
+
+    app.on_shutdown.append(unpark)
     app[GATEWAY_KEY] = Gateway(client, server_address)
     health.add_routes(app, client)
     # go-restful's CurlyRouter (v3.9, kube 1.28) splits a path trimmed of slashes, so the /version web

@@ -16,6 +16,7 @@ from aiohttp.typedefs import Middleware
 from gateway import metrics, parsed, requestinfo
 from gateway.credentials import of_request
 from gateway.handlers import respond
+from gateway.parking import ParkingLot
 from server import errors
 from server.limits import flow
 from server.limits.config import Kind
@@ -40,19 +41,26 @@ def kind_of(http: web.Request) -> Kind | None:
     return Kind.READ_ONLY if http.method in ("GET", "HEAD") else Kind.MUTATING
 
 
-def middleware(limiter: Limiter) -> Middleware:
+def middleware(limiter: Limiter, lot: ParkingLot | None = None) -> Middleware:
+    """`lot` parks the connections of flooding flows once answered (gateway/parking.py); None: none is."""
     @web.middleware
     async def limit(request: web.Request, handler: Handler) -> web.StreamResponse:
         kind = kind_of(request)
         if kind is None:
             return await handler(request)
+        key = flow.of(of_request(request))
         try:
-            await limiter.acquire(kind, flow.of(of_request(request)))
+            await limiter.acquire(kind, key)
         except errors.ApiError as err:
+            if lot is not None:
+                lot.answered(request, key)
             return respond.status(None, err.status)
         try:
             return await handler(request)
         finally:
             limiter.release(kind)
+            if lot is not None:
+                lot.answered(request, key)
+                lot.finished()
 
     return limit

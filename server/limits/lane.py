@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
+from dataclasses import dataclass
 from functools import lru_cache
 
 from server.limits.config import Limits
@@ -43,17 +44,26 @@ def hand(flow: int, deck: int, size: int) -> tuple[int, ...]:
     return tuple(cards)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _Waiter:
+    """A queued request: resolved when its turn comes; `flow` is whose it is."""
+
+    turn: asyncio.Future[None]
+    flow: int
+
+
 class Lane:
     """Counts one kind's requests; every admitted request must be released exactly once."""
 
     def __init__(self, limit: int, limits: Limits) -> None:
         self.limit = limit
         self._limits = limits
-        self._queues: list[deque[asyncio.Future[None]]] = [deque() for _ in range(max(limits.queues, 1))]
+        self._queues: list[deque[_Waiter]] = [deque() for _ in range(max(limits.queues, 1))]
         self._turn = 0  # the queue whose turn is next
         self.executing = 0
         self.queued = 0
         self.rejected: Counter[str] = Counter()
+        self.waiting: Counter[int] = Counter()  # requests queued, by flow (a flow with none is not a key)
 
     async def acquire(self, flow: int) -> None:
         """Returns once the request may run; raises Rejected when it may not."""
@@ -65,14 +75,16 @@ class Lane:
         queue = min((self._queues[i] for i in hand(flow, len(self._queues), self._limits.hand_size)), key=len)
         if len(queue) >= self._limits.queue_length:
             raise self._reject(QUEUE_FULL)
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(asyncio.get_running_loop().create_future(), flow)
         queue.append(waiter)
         self.queued += 1
+        self.waiting[flow] += 1
         timer = asyncio.get_running_loop().call_later(self._limits.queue_wait, self._expire, queue, waiter)
         try:
-            await waiter  # resolved by _dispatch, which counted the request as executing
+            await waiter.turn  # resolved by _dispatch, which counted the request as executing
         except asyncio.CancelledError:  # the client went away while waiting (or right after its turn came)
-            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+            turn = waiter.turn
+            if turn.done() and not turn.cancelled() and turn.exception() is None:
                 self.release()
             else:
                 self._unqueue(queue, waiter)
@@ -88,17 +100,25 @@ class Lane:
         self.rejected[reason] += 1
         return Rejected(reason)
 
-    def _unqueue(self, queue: deque[asyncio.Future[None]], waiter: asyncio.Future[None]) -> bool:
+    def _unqueue(self, queue: deque[_Waiter], waiter: _Waiter) -> bool:
         try:
             queue.remove(waiter)
         except ValueError:
             return False
-        self.queued -= 1
+        self._left(waiter)
         return True
 
-    def _expire(self, queue: deque[asyncio.Future[None]], waiter: asyncio.Future[None]) -> None:
-        if not waiter.done() and self._unqueue(queue, waiter):
-            waiter.set_exception(self._reject(TIME_OUT))
+    def _left(self, waiter: _Waiter) -> None:
+        self.queued -= 1
+        left = self.waiting[waiter.flow] - 1
+        if left:
+            self.waiting[waiter.flow] = left
+        else:
+            del self.waiting[waiter.flow]
+
+    def _expire(self, queue: deque[_Waiter], waiter: _Waiter) -> None:
+        if not waiter.turn.done() and self._unqueue(queue, waiter):
+            waiter.turn.set_exception(self._reject(TIME_OUT))
 
     def _dispatch(self) -> None:
         """Free slots go to the queues in turn, one request each."""
@@ -110,8 +130,8 @@ class Lane:
                     self._turn = (self._turn + step + 1) % count
                     break
             waiter = queue.popleft()
-            self.queued -= 1
-            if waiter.done():  # cancelled, not yet resumed to take itself out
+            self._left(waiter)
+            if waiter.turn.done():  # cancelled, not yet resumed to take itself out
                 continue
             self.executing += 1
-            waiter.set_result(None)
+            waiter.turn.set_result(None)

@@ -48,6 +48,10 @@ class Limiter:
     def release(self, kind: Kind) -> None:
         self._lanes[kind].release()
 
+    def waiting(self, flow: int) -> int:
+        """The flow's requests queued now, of every kind."""
+        return sum(lane.waiting.get(flow, 0) for lane in self._lanes.values())
+
     @contextlib.asynccontextmanager
     async def admit(self, kind: Kind, flow: int) -> AsyncIterator[None]:
         await self.acquire(kind, flow)

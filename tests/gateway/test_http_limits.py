@@ -17,8 +17,9 @@ import orjson
 import pytest
 
 from capstan.inprocess import InProcessClient
-from gateway.app import build_app, start_http
+from gateway.app import PARKING_KEY, build_app, start_http
 from gateway.client import CoreClient
+from gateway.parking import ParkingLot
 from gateway.transport.grpc import GrpcClient
 from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
@@ -43,6 +44,7 @@ class Limited:
     session: aiohttp.ClientSession
     core: RunningCore
     limiter: Limiter
+    lot: ParkingLot
 
     async def call(self, method: str, path: str, *, token: str = "", body: object = None
                    ) -> tuple[int, dict[str, str], bytes]:
@@ -79,9 +81,10 @@ async def make(request: pytest.FixtureRequest, tmp_path: Path
 
     async def start(limits: Limits) -> Limited:
         limiter = Limiter(limits)
-        runner, port = await start_http(build_app(client, limiter=limiter), "127.0.0.1", 0)
+        app = build_app(client, limiter=limiter)
+        runner, port = await start_http(app, "127.0.0.1", 0)
         runners.append(runner)
-        return Limited(f"http://127.0.0.1:{port}", session, core, limiter)
+        return Limited(f"http://127.0.0.1:{port}", session, core, limiter, app[PARKING_KEY])
 
     try:
         yield start
@@ -218,6 +221,34 @@ async def test_a_flooding_client_is_refused_and_queued_while_another_still_gets_
     # Served one at a time, queues taking turns: the quiet client within the first round, not after the flood.
     # (A slot is freed when a handler returns, before its answer is written: completions may swap by one.)
     assert finished.index(QUIET) - 3 <= HAND + 1, finished
+
+
+async def test_a_flooding_clients_connections_are_parked_until_its_queue_drains(
+        make: Callable[[Limits], Awaitable[Limited]]) -> None:
+    """Once a flow has a queue's worth waiting, its answered connections stop being read: the next request
+    waits in the socket, unparsed, and is read when the flow's waiting falls below it; another client's
+    connection is never parked."""
+    server = await make(Limits(max_requests_inflight=1, queues=QUEUES, hand_size=HAND, queue_length=LENGTH))
+    await server.limiter.acquire(Kind.READ_ONLY, ELSEWHERE)
+    flood = [asyncio.create_task(server.call("GET", CM, token=NOISY)) for _ in range(HAND * LENGTH)]
+    await until(lambda: server.state(Kind.READ_ONLY).queued == HAND * LENGTH)
+    quiet = asyncio.create_task(server.call("GET", CM, token=QUIET))
+    await until(lambda: server.state(Kind.READ_ONLY).queued == HAND * LENGTH + 1)
+    headers = {"Authorization": f"Bearer {NOISY}"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)) as one_connection:
+        async with one_connection.get(server.url + CM, headers=headers) as resp:
+            assert resp.status == 429  # its hand's queues are full: refused, answered, parked
+        assert (server.lot.parked, server.lot.parks) == (1, 1)
+        again = asyncio.create_task(one_connection.get(server.url + CM, headers=headers))
+        await asyncio.sleep(0.2)
+        assert server.state(Kind.READ_ONLY).rejected == {lane.QUEUE_FULL: 1}  # not read, so not refused
+        assert not again.done()
+        server.limiter.release(Kind.READ_ONLY)
+        async with await asyncio.wait_for(again, TIMEOUT) as resp:  # read once the flood's queue drained
+            assert resp.status == 200
+    assert (await quiet)[0] == 200
+    assert [answer[0] for answer in await asyncio.gather(*flood)] == [200] * (HAND * LENGTH)
+    assert server.lot.parked == 0
 
 
 async def test_without_fair_queuing_a_request_over_the_limit_is_refused_at_once(

@@ -15,7 +15,6 @@ from google.protobuf.message import Message
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import stored
-from server.bounded import Bounded
 from server.objects.meta import canonical
 from server.registry import Obj, Resource
 
@@ -90,6 +89,9 @@ def item_bytes(resource: Resource, value: bytes, resource_version: str, encoding
     return stored.render_json(value, resource_version, type_prefix(resource) if typed else b"")
 
 
+MAX_BYTES = 32 << 20  # of renderings one core keeps
+
+
 class Renderings:
     """Objects rendered once for every reader (as kube-apiserver's cachingObject and watch cache do):
     watch events for all watchers, and the items of lists that are read again and again.
@@ -97,15 +99,20 @@ class Renderings:
     Keyed by (apiVersion, kind, storage key, revision, encoding, old, typed): at one revision a key
     has one value, rendered as the new object or as the old one (`old`: a DELETED, or a watcher's
     selector no longer matching), with or without kind/apiVersion (`typed`; JSON list items of
-    built-in kinds go without). Bounded; the least recently added go first.
+    built-in kinds go without). Bounded in entries and in bytes (objects may be 1.5 MiB each: a count alone
+    would let 16,384 large ones hold gigabytes); the least recently added go first.
     """
 
-    def __init__(self, size: int = 16384) -> None:
-        self._cache: Bounded[tuple[str, str, bytes, int, int, bool, bool], bytes] = Bounded(size)
+    def __init__(self, size: int = 16384, max_bytes: int = MAX_BYTES) -> None:
+        self._size = size
+        self._max_bytes = max_bytes
+        self._cache: dict[tuple[str, str, bytes, int, int, bool, bool], bytes] = {}
+        self.bytes = 0  # of the renderings held
 
     def clear(self) -> None:
         """Forget every rendering (a custom resource's schema changed: reads may default differently)."""
         self._cache.clear()
+        self.bytes = 0
 
     def event(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, *,
               old: bool) -> bytes:
@@ -118,10 +125,15 @@ class Renderings:
     def _get(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, old: bool,
              typed: bool) -> bytes:
         entry = (resource.api_version, resource.kind, key, revision, int(encoding), old, typed)
-        data = self._cache.get(entry)
+        cache = self._cache
+        data = cache.get(entry)
         if data is None:
             data = item_bytes(resource, value, str(revision), encoding, typed)
-            self._cache.put(entry, data)
+            if len(data) <= self._max_bytes:
+                cache[entry] = data
+                self.bytes += len(data)
+                while len(cache) > self._size or self.bytes > self._max_bytes:
+                    self.bytes -= len(cache.pop(next(iter(cache))))
         return data
 
 

@@ -46,7 +46,6 @@ POD_UPDATE_FORBIDDEN = (
     "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
     "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
 )
-MAX_RETRIES = 16
 POD_SCHEMA = ProtoSchema(core_v1.Pod)
 
 
@@ -284,7 +283,7 @@ async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) ->
     if problems:  # kube returns the aggregate as a plain error: an internal error
         raise errors.internal(names.join_errors(problems))
     key = resource.key(req.path.namespace, name)
-    for _ in range(MAX_RETRIES):
+    while True:  # GuaranteedUpdate's loop: until the compare holds; the request's deadline bounds it
         got = await store_call(ctx.store.get(key))
         if got.kv is None:
             raise errors.not_found(resource.resource, resource.group, name)
@@ -309,8 +308,6 @@ async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) ->
                                                    expected_mod_revision=got.kv.mod_revision))
         if result.outcome is Outcome.OK:
             break
-    else:
-        raise errors.conflict(resource.resource, resource.group, name)
     status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
     return core_pb2.CreateResponse(object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON,
                                                              data=orjson.dumps(status)), warnings=warnings)

@@ -41,7 +41,6 @@ from server.registry import Obj, Resource
 from server.storage_errors import store_call
 from storage import KeyValue, Outcome
 
-MAX_RETRIES = 16
 ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents
 FOREGROUND_FINALIZER = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
 
@@ -70,7 +69,7 @@ async def delete_object(
         answer_deleted = resource.returns_deleted_object
     if resource.admit_delete is not None:
         resource.admit_delete(name)
-    for _ in range(MAX_RETRIES):
+    while True:  # GuaranteedUpdate's loop: until the compare holds; the request's deadline bounds it
         got = await store_call(ctx.store.get(key))
         if got.kv is None:
             raise errors.not_found(resource.resource, resource.group, name)
@@ -113,7 +112,6 @@ async def delete_object(
         if answer_deleted:
             return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(revision), accept))
         return core_pb2.DeleteResponse(status=success_status(resource, old))
-    raise errors.conflict(resource.resource, resource.group, name)
 
 
 def success_status(resource: Resource, obj: Obj) -> meta_pb2.Status:

@@ -20,8 +20,6 @@ from server.registry import SCALE, Obj, Resource
 from server.storage_errors import store_call
 from storage import KeyValue, Outcome, WriteResult
 
-MAX_RETRIES = 16
-
 
 async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
     resource = resolve(ctx.registry, req.path, "update")
@@ -86,7 +84,7 @@ async def guaranteed_update(
     fresh = kv is None
     if fresh:
         kv = (await store_call(ctx.store.get(key))).kv
-    for _ in range(MAX_RETRIES):
+    while True:  # GuaranteedUpdate's loop: until the compare holds; the request's deadline bounds it
         if kv is None:
             raise errors.not_found(resource.resource, resource.group, path.name)
         outcome = await _attempt(ctx, resource, path, produce, kv, dry_run=dry_run, accept=accept,
@@ -97,7 +95,6 @@ async def guaranteed_update(
             kv, fresh = (await store_call(ctx.store.get(key))).kv, True
         else:  # the compare failed: the write's answer is the current key
             kv, fresh = outcome.current, True
-    raise errors.conflict(resource.resource, resource.group, path.name)
 
 
 async def _attempt(

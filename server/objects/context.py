@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from server.objects.keygate import KeyGate
 from server.objects.render import Renderings
 from server.registry import Registry
 from server.storage_errors import store_call
@@ -46,6 +47,7 @@ class Context:
     registry: Registry
     namespaces: NamespaceIndex = field(default_factory=NamespaceIndex)
     renderings: Renderings = field(default_factory=Renderings)
+    writers: KeyGate = field(default_factory=KeyGate)  # turns of the writers of one object (keygate.py)
 
     def namespace_key(self, name: str) -> bytes:
         return NAMESPACES_KEY_PREFIX + name.encode()

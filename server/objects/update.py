@@ -76,6 +76,26 @@ async def guaranteed_update(
     the field manager to record an Update for (None: produce sets managedFields, as apply does).
     """
     key = resource.key(path.namespace, path.name)
+    held = False if dry_run else await ctx.writers.enter(key)  # this core's writers of the key take turns
+    try:
+        return await _until_written(ctx, resource, path, produce, key, dry_run=dry_run, accept=accept,
+                                    manager=manager)
+    finally:
+        if held:
+            ctx.writers.leave(key)
+
+
+async def _until_written(
+    ctx: Context,
+    resource: Resource,
+    path: core_pb2.ResourcePath,
+    produce: Produce,
+    key: bytes,
+    *,
+    dry_run: bool,
+    accept: render.Encoding,
+    manager: str | None,
+) -> core_pb2.UpdateResponse:
     # The store's recent memory of the key (etcd: its watch's window) stands in for the first read, as
     # kube-apiserver's watch cache hands GuaranteedUpdate the object it probably is: the write's compare
     # catches a stale one and answers the current key. Whatever the stale object alone would decide (a

@@ -115,15 +115,6 @@ def rss(pid: int) -> float:
     return watchers.rss_of(pid)
 
 
-def anonymous(pid: int) -> float:
-    """The process's anonymous memory in MiB (its heap: RSS without mapped files such as LMDB's map)."""
-    with open(f"/proc/{pid}/smaps_rollup") as rollup:
-        for line in rollup:
-            if line.startswith("Anonymous:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 async def prepare(url: str, objects: int) -> str:
     await overload.prepare(url)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -145,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         health = server.listening(HEALTH)
         revision = asyncio.run(prepare(url, args.objects))
         time.sleep(2.0)
-        baseline, baseline_anon = rss(server.proc.pid), anonymous(server.proc.pid)
+        baseline, baseline_anon = rss(server.proc.pid), watchers.anonymous_of(server.proc.pid)
         server.proc.send_signal(signal.SIGUSR1)  # the live objects at the baseline, for comparison
         note(f"baseline RSS {baseline:.0f} MiB; {args.watchers} idle watchers ...")
         held = watchers.Watchers(children, "http", url, watchers.QUIET, args.watchers, revision)
@@ -172,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(held.leave())
         note(f"load gone; memory in {SETTLE:g} s ...")
         time.sleep(SETTLE)
-        after, after_anon = rss(server.proc.pid), anonymous(server.proc.pid)
+        after, after_anon = rss(server.proc.pid), watchers.anonymous_of(server.proc.pid)
         server.proc.send_signal(signal.SIGUSR1)  # bench._looplag: gc.collect() and malloc_trim(0)
         time.sleep(1.0)
         trimmed = rss(server.proc.pid)

@@ -64,11 +64,20 @@ def configmaps(namespace: str) -> str:
 
 def rss_of(pid: int) -> float:
     """The process's resident set now, in MiB."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return _kib_field(f"/proc/{pid}/status", "VmRSS:") / 1024
+
+
+def anonymous_of(pid: int) -> float:
+    """The process's anonymous memory now in MiB (its heap: the resident set without mapped files)."""
+    return _kib_field(f"/proc/{pid}/smaps_rollup", "Anonymous:") / 1024
+
+
+def _kib_field(path: str, name: str) -> int:
+    with open(path) as lines:
+        for line in lines:
+            if line.startswith(name):
+                return int(line.split()[1])
+    return 0
 
 
 def body(name: str) -> bytes:

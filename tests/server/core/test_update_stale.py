@@ -11,7 +11,7 @@ behind) and expects what a core reading etcd first answers.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from server.auth.config import INSECURE
 from storage import StoreOptions
 from storage.etcd import EtcdConfig, EtcdStore
 from tests.server.core.client import Client, Failed, path
+from tests.storage.conftest import etcd_server  # noqa: F401  (the session's one etcd)
 from tests.storage.etcd_server import EtcdServer
 
 Obj = dict[str, Any]
@@ -33,19 +34,11 @@ CM = path("configmaps", "default", "stale")
 KEY = b"/core/configmaps/default/stale"  # its storage key
 
 
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
-    server = EtcdServer(tmp_path_factory.mktemp("etcd"))
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-async def cores(etcd: EtcdServer, tmp_path: Path) -> AsyncIterator[tuple[Client, Client, EtcdStore]]:
+async def cores(etcd_server: EtcdServer, tmp_path: Path) -> AsyncIterator[tuple[Client, Client, EtcdStore]]:  # noqa: F811
     """Clients of core A and core B over one prefix, and A's store."""
     prefix = "/stale-test/" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:16]
-    config = EtcdConfig(servers=(etcd.url,), prefix=prefix, compact_key=prefix.encode() + b"\x00compact")
+    config = EtcdConfig(servers=(etcd_server.url,), prefix=prefix, compact_key=prefix.encode() + b"\x00compact")
     options = StoreOptions(compact_interval=0, future_wait=0.5)
     stores = [await EtcdStore.open(config, options) for _ in range(2)]
     running = [await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE,

@@ -14,7 +14,9 @@ from server.kinds import BUILTIN
 from server.objects import render
 from server.registry import Registry
 
-CONFIG_MAPS = Registry(BUILTIN).get("", "v1", "configmaps")
+FOUND = Registry(BUILTIN).get("", "v1", "configmaps")
+assert FOUND is not None
+CONFIG_MAPS = FOUND
 
 
 def value(name: str, size: int) -> bytes:

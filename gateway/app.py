@@ -126,8 +126,8 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
     store beside the gateway, when there is one, for its size and quota on /metrics."""
     limiter = limiter or Limiter()
-    counters = metrics.Metrics(limiter, storage)
     lot = ParkingLot(limiter)
+    counters = metrics.Metrics(limiter, storage, lot)
     app = web.Application(client_max_size=MAX_BODY + 1,
                           middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter, lot),
                                        access.middleware(client), _compress])

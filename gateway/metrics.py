@@ -48,11 +48,21 @@ class StorageSize(Protocol):
     def quota_bytes(self) -> int | None: ...
 
 
+class Parked(Protocol):
+    """gateway/parking.py's ParkingLot, as /metrics reads it."""
+
+    parked: int
+    parks: int
+
+
 class Metrics:
-    def __init__(self, limiter: Limiter | None = None, storage: StorageSize | None = None) -> None:
+    def __init__(self, limiter: Limiter | None = None, storage: StorageSize | None = None,
+                 parked: Parked | None = None) -> None:
         self.registry = CollectorRegistry()
         if limiter is not None:
             self.registry.register(_LimiterCollector(limiter))
+        if parked is not None:
+            self.registry.register(_ParkingCollector(parked))
         if storage is not None:
             self.registry.register(_StorageCollector(storage))
         self.requests = Counter("apiserver_request", "Counter of apiserver requests broken out for each verb, "
@@ -120,6 +130,19 @@ class _LimiterCollector(Collector):
                 rejected.add_metric([kind, FLOW_SCHEMA, reason], count)
             dropped.add_metric([kind], sum(lane.rejected.values()))
         yield from (inflight, executing, inqueue, rejected, dropped)
+
+
+class _ParkingCollector(Collector):
+    """Capstan's own (kube-apiserver parks nothing): connections of flooding clients not being read."""
+
+    def __init__(self, parked: Parked) -> None:
+        self._parked = parked
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily("capstan_parked_connections", "HTTP connections of clients with a full queue, "
+                                "not read until it drains.", value=self._parked.parked)
+        yield CounterMetricFamily("capstan_connections_parked", "HTTP connections parked so far.",
+                                  value=self._parked.parks)
 
 
 class _StorageCollector(Collector):

@@ -289,6 +289,8 @@ async def test_metrics_show_in_flight_queued_and_refused_requests(
                  'priority_level="readOnly"} 0.0',
                  'apiserver_flowcontrol_rejected_requests_total{flow_schema="per-client",'
                  'priority_level="mutating",reason="queue-full"} 1.0',
+                 "capstan_parked_connections 0.0",
+                 "capstan_connections_parked_total 1.0",  # the refused POST's connection, read again since
                  'apiserver_dropped_requests_total{request_kind="mutating"} 1.0',
                  'apiserver_dropped_requests_total{request_kind="readOnly"} 0.0']:
         assert line in lines, body.decode()

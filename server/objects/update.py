@@ -1,9 +1,12 @@
 """Update (PUT): replace an object under optimistic concurrency.
 
 A resourceVersion in the body is a precondition (409 Conflict when stale); none
-means unconditional, retried against concurrent writers as kube-apiserver's
-GuaranteedUpdate does. Server-owned fields are carried over from the stored
-object; a write that changes nothing keeps the resourceVersion and emits no event.
+means unconditional, retried against concurrent writers until it lands, as
+kube-apiserver's GuaranteedUpdate does (this core's writers of one object take
+turns, keygate.py, so a hot object costs one attempt per write). Where the store
+remembers the object (etcd's watch), the first round starts from that memory
+instead of a read. Server-owned fields are carried over from the stored object;
+a write that changes nothing keeps the resourceVersion and emits no event.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """ResourceQuota status (kube-controller-manager's resourcequota controller): each quota's status.hard is its
-spec.hard and status.used what the namespace's objects use of it, recomputed whenever a quota or an object of
-a kind quota tracks (Pods, Services, PersistentVolumeClaims, ConfigMaps, Secrets, ReplicationControllers,
-ResourceQuotas) is added, changed or deleted in a namespace that has quotas, when a terminating Pod's grace
-period ends, and every RESYNC seconds for everything else (`count/<resource>.<group>` of other kinds), as
+spec.hard and status.used what the namespace's objects use of it, recomputed when a quota is new or its spec
+changes, when an object of a kind quota tracks (Pods, Services, PersistentVolumeClaims, ConfigMaps, Secrets,
+ReplicationControllers, ResourceQuotas) gives usage back (deleted; see _Queue), when a terminating Pod's
+grace period ends, and every RESYNC seconds for everything else (`count/<resource>.<group>` of other kinds), as
 kube's full resync does. Usage is measured as admission measures it (server/admission/usage.py), so what the
 controller writes is what admission charged, and what admission charged for a write that then failed is
 given back here.
@@ -24,7 +24,15 @@ import orjson
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.admission.quantities import ResourceList, add, dump, mask, parse, zero
-from server.admission.usage import EVALUATORS, Evaluator, counted, deletion_expiry, evaluator, scope_selectors
+from server.admission.usage import (
+    EVALUATORS,
+    Evaluator,
+    counted,
+    deletion_expiry,
+    evaluator,
+    pod_charged,
+    scope_selectors,
+)
 from server.auth.rbac.informer import Informer
 from server.controllers.tasks import cancel_all
 from server.core import Core
@@ -39,24 +47,44 @@ WATCHED = ("resourcequotas", "pods", "services", "persistentvolumeclaims", "conf
 
 
 class _Queue:
-    """Events of one kind: the object's namespace is synced again when it has quotas."""
+    """Events of one kind: which ones sync the object's namespace again (when it has quotas), as kube's.
 
-    def __init__(self, controller: ResourceQuotaController, quotas: bool) -> None:
+    Admission charges every write that uses more, so only what gives usage back is replenished (kube's
+    QuotaMonitor): a deletion, a Pod that stops being charged (terminal, or its grace period over), and a
+    Service or PersistentVolumeClaim changed (kube compares the old and new type or request; the event here
+    carries only the new object). A quota syncs when it is new or its spec.hard changed, never for a status
+    write (admission's charges and this controller's own). Recomputing on every write instead raced the
+    writes admission had charged but not yet stored: a recount that missed them wrote the charge back.
+    """
+
+    def __init__(self, controller: ResourceQuotaController, resource: str) -> None:
         self._controller = controller
-        self._quotas = quotas
+        self._resource = resource
 
     def replace(self, objs: list[dict[str, Any]]) -> None:
         for obj in objs:
-            self.put(obj)
+            self._sync(obj, True)
 
     def put(self, obj: dict[str, Any]) -> None:
-        namespace = str((obj.get("metadata") or {}).get("namespace", ""))
-        if self._quotas:
-            self._controller.quota_seen(namespace)
-        self._controller.queue(namespace)
+        self._sync(obj, self._gives_back(obj))
 
     def remove(self, obj: dict[str, Any]) -> None:
-        self.put(obj)
+        self._sync(obj, True)
+
+    def _gives_back(self, obj: dict[str, Any]) -> bool:
+        if self._resource == "resourcequotas":
+            return (obj.get("spec") or {}).get("hard") != (obj.get("status") or {}).get("hard") \
+                or "used" not in (obj.get("status") or {})
+        if self._resource == "pods":
+            return not pod_charged(obj)
+        return self._resource in ("services", "persistentvolumeclaims")
+
+    def _sync(self, obj: dict[str, Any], wanted: bool) -> None:
+        namespace = str((obj.get("metadata") or {}).get("namespace", ""))
+        if self._resource == "resourcequotas":
+            self._controller.quota_seen(namespace)
+        if wanted:
+            self._controller.queue(namespace)
 
 
 class ResourceQuotaController:
@@ -66,7 +94,7 @@ class ResourceQuotaController:
         self._pending: set[str] = set()
         self._wake = asyncio.Event()
         self._informers = [Informer(core, core_pb2.ResourcePath(version="v1", resource=resource),
-                                    _Queue(self, resource == "resourcequotas")) for resource in WATCHED]
+                                    _Queue(self, resource)) for resource in WATCHED]
         self._tasks: list[asyncio.Task[None]] = []
 
     def quota_seen(self, namespace: str) -> None:

@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import stored
+from server.bounded import Bounded
 from server.objects.meta import canonical
 from server.registry import Obj, Resource
 
@@ -104,15 +105,17 @@ class Renderings:
     """
 
     def __init__(self, size: int = 16384, max_bytes: int = MAX_BYTES) -> None:
-        self._size = size
-        self._max_bytes = max_bytes
-        self._cache: dict[tuple[str, str, bytes, int, int, bool, bool], bytes] = {}
-        self.bytes = 0  # of the renderings held
+        self._cache: Bounded[tuple[str, str, bytes, int, int, bool, bool], bytes] = Bounded(
+            size, max_bytes=max_bytes, weight=len)
+
+    @property
+    def held_bytes(self) -> int:
+        """What the renderings held weigh."""
+        return self._cache.bytes
 
     def clear(self) -> None:
         """Forget every rendering (a custom resource's schema changed: reads may default differently)."""
         self._cache.clear()
-        self.bytes = 0
 
     def event(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, *,
               old: bool) -> bytes:
@@ -125,15 +128,10 @@ class Renderings:
     def _get(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, old: bool,
              typed: bool) -> bytes:
         entry = (resource.api_version, resource.kind, key, revision, int(encoding), old, typed)
-        cache = self._cache
-        data = cache.get(entry)
+        data = self._cache.get(entry)
         if data is None:
             data = item_bytes(resource, value, str(revision), encoding, typed)
-            if len(data) <= self._max_bytes:
-                cache[entry] = data
-                self.bytes += len(data)
-                while len(cache) > self._size or self.bytes > self._max_bytes:
-                    self.bytes -= len(cache.pop(next(iter(cache))))
+            self._cache.put(entry, data)
         return data
 
 

@@ -38,6 +38,6 @@ def test_renderings_stay_within_both_bounds(count: int, size: int, entries: int,
         assert orjson.loads(first)["metadata"] == {"resourceVersion": str(i + 1), "name": f"c{i}",
                                                    "namespace": "default"}
         assert cache.item(CONFIG_MAPS, key, rendered_value, i + 1, render.JSON, False) == first
-        assert cache.bytes <= max_bytes
+        assert cache.held_bytes <= max_bytes
     assert len(cache._cache) <= held_at_most
-    assert cache.bytes == sum(len(data) for data in cache._cache.values())
+    assert cache.held_bytes == sum(len(data) for data in cache._cache.values())

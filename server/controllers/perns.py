@@ -1,7 +1,8 @@
 """A controller that keeps one object in every namespace (kube-controller-manager's serviceaccounts-controller
 and root-ca-cert-publisher share this shape): namespaces and the kept objects are watched through the core,
 and each namespace that appears, or whose object is deleted or changed, is queued once and synced by one
-worker. A failed sync is retried after RETRY seconds; a namespace that is gone or terminating is skipped.
+worker (nsqueue.py). A failed sync is retried after nsqueue.RETRY seconds; a namespace that is gone or
+terminating is skipped.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import Any
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.rbac.informer import Informer
+from server.controllers.nsqueue import NamespaceQueue
 from server.controllers.tasks import cancel_all
 from server.core import Core
 
 log = logging.getLogger(__name__)
 
-RETRY = 1.0
 NAMESPACES = core_pb2.ResourcePath(version="v1", resource="namespaces")
 
 Sync = Callable[[str], Awaitable[None]]
@@ -70,28 +71,22 @@ class PerNamespace:
         self._core = core
         self._sync = sync
         self._label = label
-        self._pending: set[str] = set()
-        self._wake = asyncio.Event()
+        self._queue = NamespaceQueue(self._sync_one)
         self._informers = (Informer(core, NAMESPACES, _Namespaces(self.queue)),
                            Informer(core, kept, _Kept(name, self.queue)))
         self._task: asyncio.Task[None] | None = None
 
     def queue(self, namespace: str) -> None:
         if namespace:
-            self._pending.add(namespace)
-            self._wake.set()
+            self._queue.add(namespace)
 
     async def start(self) -> None:
         """Returns once every namespace that exists now is synced, so a server that has started already has the
         kept object everywhere (later namespaces get theirs from the worker)."""
         for informer in self._informers:
             await informer.start()
-        batch, self._pending = self._pending, set()
-        for namespace in sorted(batch):
-            await self._sync_one(namespace)
-        self._task = asyncio.get_running_loop().create_task(self._work(), name=f"capstan-{self._label}")
-        if self._pending:
-            self._wake.set()
+        await self._queue.drain()
+        self._task = asyncio.get_running_loop().create_task(self._queue.run(), name=f"capstan-{self._label}")
 
     async def stop(self) -> None:
         for informer in self._informers:
@@ -101,14 +96,6 @@ class PerNamespace:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    async def _work(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            batch, self._pending = self._pending, set()
-            for namespace in sorted(batch):
-                await self._sync_one(namespace)
-
     async def _sync_one(self, namespace: str) -> None:
         try:
             await self._sync(namespace)
@@ -116,10 +103,7 @@ class PerNamespace:
             if err.status.code in (403, 404):
                 return  # the namespace is gone or terminating: nothing to keep there
             log.warning("%s: syncing namespace %s failed: %s", self._label, namespace, err.status.message)
-            self._retry(namespace)
+            self._queue.retry_later(namespace)
         except Exception:
             log.exception("%s: syncing namespace %s failed", self._label, namespace)
-            self._retry(namespace)
-
-    def _retry(self, namespace: str) -> None:
-        asyncio.get_running_loop().call_later(RETRY, self.queue, namespace)
+            self._queue.retry_later(namespace)

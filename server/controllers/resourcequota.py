@@ -34,6 +34,7 @@ from server.admission.usage import (
     scope_selectors,
 )
 from server.auth.rbac.informer import Informer
+from server.controllers.nsqueue import NamespaceQueue
 from server.controllers.tasks import cancel_all
 from server.core import Core
 
@@ -91,8 +92,7 @@ class ResourceQuotaController:
     def __init__(self, core: Core) -> None:
         self._core = core
         self._namespaces: set[str] = set()  # namespaces seen with a quota (a sync forgets those without)
-        self._pending: set[str] = set()
-        self._wake = asyncio.Event()
+        self._queue = NamespaceQueue(self._sync_one)
         self._informers = [Informer(core, core_pb2.ResourcePath(version="v1", resource=resource),
                                     _Queue(self, resource)) for resource in WATCHED]
         self._tasks: list[asyncio.Task[None]] = []
@@ -102,21 +102,16 @@ class ResourceQuotaController:
 
     def queue(self, namespace: str) -> None:
         if namespace in self._namespaces:
-            self._pending.add(namespace)
-            self._wake.set()
+            self._queue.add(namespace)
 
     async def start(self) -> None:
         """Returns once the quotas that exist now have their status."""
         for informer in self._informers:
             await informer.start()
-        batch, self._pending = self._pending, set()
-        for namespace in sorted(batch):
-            await self._sync_one(namespace)
+        await self._queue.drain()
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._work(), name="capstan-resourcequota-controller"),
+        self._tasks = [loop.create_task(self._queue.run(), name="capstan-resourcequota-controller"),
                        loop.create_task(self._resync(), name="capstan-resourcequota-resync")]
-        if self._pending:
-            self._wake.set()
 
     async def stop(self) -> None:
         for informer in self._informers:
@@ -126,14 +121,6 @@ class ResourceQuotaController:
 
     def running(self) -> bool:
         return bool(self._tasks) and not any(task.done() for task in self._tasks)
-
-    async def _work(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            batch, self._pending = self._pending, set()
-            for namespace in sorted(batch):
-                await self._sync_one(namespace)
 
     async def _resync(self) -> None:
         while True:

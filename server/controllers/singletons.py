@@ -2,12 +2,13 @@
 decides when): the garbage collector, the pod terminator, namespace finalization, the CRD status writer and
 cleanup, ClusterRole aggregation, the default ServiceAccount and the root CA publisher.
 
-They start in order and stop in reverse, each stop awaited, so a core that stops leading has stopped writing
+They start in order and stop all at once, every stop awaited, so a core that stops leading has stopped writing
 before it is a candidate again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -31,9 +32,14 @@ class Singletons:
         self._leading = True
 
     async def stop(self) -> None:
+        """Stops every part at once (they are independent: each cancels its own tasks), so none keeps
+        working for the time the others take to stop once leadership is lost."""
         self._leading = False
-        for part in reversed(self.parts):
-            try:
-                await part.stop()
-            except Exception:
-                log.exception("stopping %s failed", part.name)
+        await asyncio.gather(*(_stop(part) for part in self.parts))
+
+
+async def _stop(part: Singleton) -> None:
+    try:
+        await part.stop()
+    except Exception:
+        log.exception("stopping %s failed", part.name)

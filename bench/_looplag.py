@@ -6,9 +6,9 @@ wake-up appended to OUT. It reads asyncio's private run queue, which is why it l
 server. Each garbage collection's pause is recorded too (`gc time generation ms` lines): a collection holds
 the interpreter, every thread's turn included.
 
-SIGUSR1 asks it to measure what returning memory would take: gc.collect(), then glibc's malloc_trim(0),
-which hands the freed pages of malloc's heaps back to the kernel (the RSS is read by the bench before and
-after).
+It starts under the allocator `capstan serve` would (capstan/launch.py, CAPSTAN_ALLOCATOR). SIGUSR1 writes the
+allocators' statistics (glibc's mallinfo2 before and after gc.collect() and malloc_trim(0), the objects gc
+tracks, smaps_rollup) to OUT.objects and pymalloc's arenas (sys._debugmallocstats) to the server's stderr.
 """
 
 from __future__ import annotations
@@ -48,13 +48,30 @@ async def _probe(path: str) -> None:
             flushed = woke
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _mallinfo(libc: ctypes.CDLL) -> str:
+    """glibc's heap: bytes in use, free in its heaps, and in chunks mapped alone (MiB)."""
+    libc.mallinfo2.restype = _MallInfo2
+    info = libc.mallinfo2()
+    return (f"malloc: in use {info.uordblks / 2**20:.1f} MiB, free in heaps {info.fordblks / 2**20:.1f} MiB, "
+            f"heaps {info.arena / 2**20:.1f} MiB, mapped alone {info.hblkhd / 2**20:.1f} MiB\n")
+
+
 def _trim(path: str) -> None:
+    libc = ctypes.CDLL("libc.so.6")
+    before = _mallinfo(libc)
     gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    libc.malloc_trim(0)
     kinds = Counter(type(o).__name__ for o in gc.get_objects())
     with open(path + ".objects", "a") as out:
         out.write(f"--- {time.time():.0f}\n")
         out.write(f"{sum(kinds.values())} objects tracked by gc; {sys.getallocatedblocks()} blocks\n")
+        out.write("before trim: " + before + "after trim: " + _mallinfo(libc))
         out.writelines(f"{n} {name}\n" for name, n in kinds.most_common(25))
         with open("/proc/self/smaps_rollup") as smaps:
             out.write(smaps.read())
@@ -134,6 +151,9 @@ def _tune_gc() -> None:
 
 def main() -> None:
     path, *args = sys.argv[1:]
+    from capstan.launch import start_again
+
+    start_again(args)  # the allocator `capstan serve` runs under (CAPSTAN_ALLOCATOR)
     asyncio.set_event_loop_policy(_Policy(path))
     gc.callbacks.append(_gc_timer)
     from capstan.cli import main as capstan_main

@@ -2,11 +2,14 @@
 ConfigMap, side by side, while 2,000 clients hammer the server, 2,000 watchers sit idle and large LISTs
 stream; and the server's memory before, at its peak and after the load has left.
 
-    python -m bench.load [--duration 20] [--clients 2000] [--watchers 2000] [--objects 10000]
+    python -m bench.load [--duration 20] [--clients 2000] [--watchers 2000] [--objects 10000] [--rounds 2]
+                         [--allocators auto,python]
 
 The server is `capstan serve --insecure` on loopback with its default limits, in a process of its own (its RSS
-read from /proc). Each load runs in its own process so that no client starves another of CPU on the two shared
-cores, and the probe's latency is the server's, not a crowded client's:
+read from /proc), once per `--allocators` value (CAPSTAN_ALLOCATOR: `auto` is the default, jemalloc where
+installed; `python` is CPython's own allocator), one after the other. Each load runs in its own process so
+that no client starves another of CPU on the two shared cores, and the probe's latency is the server's, not a
+crowded client's:
 - the hammer: `--clients` aiohttp clients in one process, bench.overload's loop (nine GETs of a small ConfigMap
   for one merge PATCH, a 429 honoured by waiting Retry-After);
 - the watchers: bench.watchers' holder, `--watchers` HTTP watches of a quiet namespace that read nothing;
@@ -16,6 +19,9 @@ cores, and the probe's latency is the server's, not a crowded client's:
   serving port, a GET of one ConfigMap from another client (its own flow: a connection from 127.0.0.2, as a
   second client host is, since none of them carries a credential), and the same GET from the hammer's flow
   (127.0.0.1).
+The baseline is the server at rest after it has served each of the load's requests once (warm()); the RSS
+before anything was read is printed beside it. The load runs `--rounds` times in a row against the same server
+(memory must not grow from one to the next); the latency figures are the last round's.
 The server runs under bench._looplag, so the event loop's lag and run-queue length during the load are
 printed too. `--serve-arg=--flag=value` (repeatable) passes a flag to `capstan serve`.
 Goal lines (bench/_util.py's shape): p99 of /readyz and of the other client's GET under 100 ms (the hammer's
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import signal
 import statistics
@@ -123,10 +130,105 @@ async def prepare(url: str, objects: int) -> str:
         return await watchers.current_revision(session, url)
 
 
-def run(args: argparse.Namespace) -> int:
+async def warm(url: str, objects: int) -> None:
+    """Each of the load's requests once, lightly: a LIST of the collection, 20 of the hammer's clients for a
+    second (GETs and PATCHes), so the baseline is a server at rest that has served its data: LMDB's pages a
+    LIST reads are mapped and the renderings a LIST fills are cached (kube-apiserver's baseline holds its
+    watch cache of every object from its start), and what stays above it is what the load left."""
+    async with aiohttp.ClientSession() as session:
+        await biglist.one_list(session, url, biglist.FORMS["json"], objects)
+    await overload.load(url, 20, 1.0)
+
+
+def memory(pid: int) -> tuple[float, float]:
+    """The RSS and the anonymous memory (MiB) of a process."""
+    return rss(pid), watchers.anonymous_of(pid)
+
+
+def one_load(args: argparse.Namespace, children: Children, url: str, health: str, revision: str,
+             server: Any, lag_file: str) -> dict[str, Any]:
+    """One round: the watchers arrive, the load runs, everything leaves; the figures and the memory."""
+    held = watchers.Watchers(children, "http", url, watchers.QUIET, args.watchers, revision)
+    asyncio.run(held.ready())
+    with_watchers = rss(server.proc.pid)
+    note(f"load for {args.duration:g} s: {args.clients} clients, a large LIST, the probe ...")
+    seconds = str(args.duration)
+    load_start = time.time()
+    probe_child = children.start("probe", "-m", "bench.load", "--probe", url, "--health", health, "--duration",
+                                 seconds, control=True)
+    lister_child = children.start("lister", "-m", "bench.load", "--lister", url, "--duration", seconds,
+                                  "--objects", str(args.objects), control=True)
+    hammer_child = children.start("hammer", "-m", "bench.load", "--hammer", url, "--duration", seconds,
+                                  "--clients", str(args.clients), control=True)
+    peak = with_watchers
+    while hammer_child.proc.poll() is None or probe_child.proc.poll() is None:
+        peak = max(peak, rss(server.proc.pid))
+        time.sleep(0.25)
+    probed, lists, hammered = [json.loads(child.proc.communicate(timeout=300)[0] or b"null")
+                               for child in (probe_child, lister_child, hammer_child)]
+    lags, ready = _looplag.read(lag_file, load_start, time.time())
+    pauses = _looplag.gc_pauses(lag_file, load_start, time.time())
+    asyncio.run(held.leave())
+    note(f"load gone; memory in {SETTLE:g} s ...")
+    time.sleep(SETTLE)
+    after, after_anon = memory(server.proc.pid)
+    note(f"RSS with the watchers {with_watchers:.0f} MiB, peak {peak:.0f}, after {after:.0f} (anonymous "
+         f"{after_anon:.0f})")
+    return {"probed": probed, "lists": lists, "hammered": hammered, "lags": lags, "ready": ready,
+            "pauses": pauses, "with_watchers": with_watchers, "peak": peak, "after": after,
+            "after_anon": after_anon}
+
+
+def report(impl: str, args: argparse.Namespace, figures: dict[str, Any], memory_seen: dict[str, float]) -> bool:
+    """The figures' JSON lines; whether the goals were met."""
+    probed, lists, hammered = figures["probed"], figures["lists"], figures["hammered"]
+    lags, ready, pauses = figures["lags"], figures["ready"], figures["pauses"]
+    readyz, small, own = sorted(probed["readyz"]), sorted(probed["get"]), sorted(probed["get_hammer_flow"])
+    serving_port = sorted(probed["readyz_serving_port"])
+    shape = {"clients": args.clients, "watchers": args.watchers, "objects": args.objects,
+             "seconds": args.duration, "serve_args": args.serve_arg}
+    ok = emit("readyz-under-load", impl, "readyz_p99_ms", percentile(readyz, 0.99),
+              at_most(100, " ms"), readyz_p50_ms=round(statistics.median(readyz), 1),
+              readyz_max_ms=round(readyz[-1], 1), probes=len(readyz), **shape)
+    emit("readyz-serving-port", impl, "readyz_p99_ms", percentile(serving_port, 0.99),
+         context("the serving port's /readyz"), readyz_p50_ms=round(statistics.median(serving_port), 1), **shape)
+    ok &= emit("small-get-under-load", impl, "get_p99_ms", percentile(small, 0.99),
+               at_most(100, " ms"), get_p50_ms=round(statistics.median(small), 1),
+               get_max_ms=round(small[-1], 1), probes=len(small), codes=probed["codes"], **shape)
+    emit("small-get-hammer-flow", impl, "get_p99_ms", percentile(own, 0.99),
+         context("the hammer's own flow"), get_p50_ms=round(statistics.median(own), 1), **shape)
+    emit("loop-lag", impl, "lag_p99_ms", percentile(lags, 0.99), context("under load"),
+         lag_p50_ms=round(percentile(lags, 0.5), 1), lag_max_ms=round(max(lags, default=0.0), 1),
+         wakeups=len(lags), ready_p50=percentile([float(n) for n in ready], 0.5),
+         ready_p99=percentile([float(n) for n in ready], 0.99), ready_max=max(ready, default=0), **shape)
+    collections: dict[str, Any] = {f"gen{g}_count": len(p) for g, p in pauses.items()}
+    collections |= {f"gen{g}_max_ms": round(max(p, default=0.0), 1) for g, p in pauses.items()}
+    emit("gc-pauses", impl, "gen2_max_ms", max(pauses[2], default=0.0), context("under load"),
+         gen2_total_ms=round(sum(pauses[2]), 1), **collections, **shape)
+    emit("hammer", impl, "served", hammered["served"], context("2,000 clients"),
+         **{k: round(v, 1) for k, v in hammered.items() if k != "served"}, **shape)
+    emit("large-list", impl, "list_p50_ms", statistics.median(lists) if lists else 0.0,
+         context("back to back"), lists=len(lists), **shape)
+    baseline, after = memory_seen["baseline"], figures["after"]
+    ok &= emit("rss-after-load", impl, "rss_ratio", after / baseline, at_most(1.2, "x baseline"),
+               baseline_mb=round(baseline), with_watchers_mb=round(figures["with_watchers"]),
+               peak_mb=round(figures["peak"]), after_mb=round(after),
+               anonymous_baseline_mb=round(memory_seen["baseline_anon"]),
+               anonymous_after_mb=round(figures["after_anon"]),
+               anonymous_ratio=round(figures["after_anon"] / memory_seen["baseline_anon"], 2),
+               after_each_round_mb=memory_seen["rounds"], settle_s=SETTLE, **shape)
+    emit("rss-after-load-cold-baseline", impl, "rss_ratio", after / memory_seen["cold"],
+         context("over the RSS before anything was read"), cold_baseline_mb=round(memory_seen["cold"]),
+         cold_anonymous_mb=round(memory_seen["cold_anon"]), **shape)
+    return ok
+
+
+def run_with(args: argparse.Namespace, allocator: str) -> bool:
+    """The whole scenario against one `capstan serve` under CAPSTAN_ALLOCATOR=allocator, `--rounds` times."""
     root = Path(tempfile.mkdtemp(prefix="capstan-bench-load-"))
     children = Children(root)
-    ok = True
+    os.environ["CAPSTAN_ALLOCATOR"] = allocator
+    impl = "capstan-serve" if allocator == "auto" else f"capstan-serve-{allocator}"
     try:
         lag_file = str(root / "looplag.txt")
         server = children.start("serve", "-m", "bench._looplag", lag_file, "serve", "--insecure", "--data-dir",
@@ -136,72 +238,27 @@ def run(args: argparse.Namespace) -> int:
         health = server.listening(HEALTH)
         revision = asyncio.run(prepare(url, args.objects))
         time.sleep(2.0)
-        baseline, baseline_anon = rss(server.proc.pid), watchers.anonymous_of(server.proc.pid)
-        server.proc.send_signal(signal.SIGUSR1)  # the live objects at the baseline, for comparison
-        note(f"baseline RSS {baseline:.0f} MiB; {args.watchers} idle watchers ...")
-        held = watchers.Watchers(children, "http", url, watchers.QUIET, args.watchers, revision)
-        asyncio.run(held.ready())
-        with_watchers = rss(server.proc.pid)
-        note(f"load for {args.duration:g} s: {args.clients} clients, a large LIST, the probe ...")
-        seconds = str(args.duration)
-        load_start = time.time()
-        probe_child = children.start("probe", "-m", "bench.load", "--probe", url, "--health", health, "--duration",
-                                     seconds, control=True)
-        lister_child = children.start("lister", "-m", "bench.load", "--lister", url, "--duration", seconds,
-                                      "--objects", str(args.objects), control=True)
-        hammer_child = children.start("hammer", "-m", "bench.load", "--hammer", url, "--duration", seconds,
-                                      "--clients", str(args.clients), control=True)
-        peak = with_watchers
-        while hammer_child.proc.poll() is None or probe_child.proc.poll() is None:
-            peak = max(peak, rss(server.proc.pid))
-            time.sleep(0.25)
-        outputs = [json.loads(child.proc.communicate(timeout=300)[0] or b"null")
-                   for child in (probe_child, lister_child, hammer_child)]
-        probed, lists, hammered = outputs
-        lags, ready = _looplag.read(lag_file, load_start, time.time())
-        pauses = _looplag.gc_pauses(lag_file, load_start, time.time())
-        asyncio.run(held.leave())
-        note(f"load gone; memory in {SETTLE:g} s ...")
-        time.sleep(SETTLE)
-        after, after_anon = rss(server.proc.pid), watchers.anonymous_of(server.proc.pid)
-        server.proc.send_signal(signal.SIGUSR1)  # bench._looplag: gc.collect() and malloc_trim(0)
-        time.sleep(1.0)
-        trimmed = rss(server.proc.pid)
-        readyz, small, own = sorted(probed["readyz"]), sorted(probed["get"]), sorted(probed["get_hammer_flow"])
-        serving_port = sorted(probed["readyz_serving_port"])
-        shape = {"clients": args.clients, "watchers": args.watchers, "objects": args.objects,
-                 "seconds": args.duration, "serve_args": args.serve_arg}
-        ok &= emit("readyz-under-load", "capstan-serve", "readyz_p99_ms", percentile(readyz, 0.99),
-                   at_most(100, " ms"), readyz_p50_ms=round(statistics.median(readyz), 1),
-                   readyz_max_ms=round(readyz[-1], 1), probes=len(readyz), **shape)
-        emit("readyz-serving-port", "capstan-serve", "readyz_p99_ms", percentile(serving_port, 0.99),
-             context("the serving port's /readyz"), readyz_p50_ms=round(statistics.median(serving_port), 1), **shape)
-        ok &= emit("small-get-under-load", "capstan-serve", "get_p99_ms", percentile(small, 0.99),
-                   at_most(100, " ms"), get_p50_ms=round(statistics.median(small), 1),
-                   get_max_ms=round(small[-1], 1), probes=len(small), codes=probed["codes"], **shape)
-        emit("small-get-hammer-flow", "capstan-serve", "get_p99_ms", percentile(own, 0.99),
-             context("the hammer's own flow"), get_p50_ms=round(statistics.median(own), 1), **shape)
-        emit("loop-lag", "capstan-serve", "lag_p99_ms", percentile(lags, 0.99), context("under load"),
-             lag_p50_ms=round(percentile(lags, 0.5), 1), lag_max_ms=round(max(lags, default=0.0), 1),
-             wakeups=len(lags), ready_p50=percentile([float(n) for n in ready], 0.5),
-             ready_p99=percentile([float(n) for n in ready], 0.99), ready_max=max(ready, default=0), **shape)
-        collections: dict[str, Any] = {f"gen{g}_count": len(p) for g, p in pauses.items()}
-        collections |= {f"gen{g}_max_ms": round(max(p, default=0.0), 1) for g, p in pauses.items()}
-        emit("gc-pauses", "capstan-serve", "gen2_max_ms", max(pauses[2], default=0.0), context("under load"),
-             gen2_total_ms=round(sum(pauses[2]), 1), **collections, **shape)
-        emit("hammer", "capstan-serve", "served", hammered["served"], context("2,000 clients"),
-             **{k: round(v, 1) for k, v in hammered.items() if k != "served"}, **shape)
-        emit("large-list", "capstan-serve", "list_p50_ms", statistics.median(lists) if lists else 0.0,
-             context("back to back"), lists=len(lists), **shape)
-        ok &= emit("rss-after-load", "capstan-serve", "rss_ratio", after / baseline, at_most(1.2, "x baseline"),
-                   baseline_mb=round(baseline), with_watchers_mb=round(with_watchers), peak_mb=round(peak),
-                   after_mb=round(after), anonymous_baseline_mb=round(baseline_anon),
-                   anonymous_after_mb=round(after_anon), anonymous_ratio=round(after_anon / baseline_anon, 2),
-                   settle_s=SETTLE, **shape)
-        emit("rss-after-trim", "capstan-serve", "rss_ratio", trimmed / baseline, context("gc and malloc_trim"),
-             after_trim_mb=round(trimmed), **shape)
+        cold, cold_anon = memory(server.proc.pid)
+        asyncio.run(warm(url, args.objects))
+        time.sleep(2.0)
+        baseline, baseline_anon = memory(server.proc.pid)
+        note(f"{impl}: RSS {cold:.0f} MiB before anything was read, {baseline:.0f} MiB at the baseline")
+        seen: dict[str, Any] = {"cold": cold, "cold_anon": cold_anon, "baseline": baseline,
+                                "baseline_anon": baseline_anon, "rounds": []}
+        figures: dict[str, Any] = {}
+        for _ in range(args.rounds):
+            figures = one_load(args, children, url, health, revision, server, lag_file)
+            seen["rounds"].append(round(figures["after"]))
+        server.proc.send_signal(signal.SIGUSR1)  # bench._looplag: allocator statistics to its files
+        return report(impl, args, figures, seen)
     finally:
         children.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    ok = True
+    for allocator in args.allocators.split(","):
+        ok &= run_with(args, allocator)
     return 0 if ok else 1
 
 
@@ -212,6 +269,9 @@ def main() -> int:
     parser.add_argument("--watchers", type=int, default=2000)
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--serve-arg", action="append", default=[], help="a flag for capstan serve (repeatable)")
+    parser.add_argument("--rounds", type=int, default=2, help="loads in a row against the same server")
+    parser.add_argument("--allocators", default="auto,python",
+                        help="CAPSTAN_ALLOCATOR values, one server each, side by side (auto: jemalloc if installed)")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     parser.add_argument("--health", help=argparse.SUPPRESS)
     parser.add_argument("--lister", help=argparse.SUPPRESS)

@@ -1,3 +1,3 @@
-from capstan.cli import main
+from capstan.launch import main
 
 main()

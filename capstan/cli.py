@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import ipaddress
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from capstan import gcpolicy, pki
+from capstan import gcpolicy, launch, pki
 from capstan import kubeconfig as kubeconfigs
 from capstan.inprocess import InProcessClient
 from capstan.tls import ServingFiles, front_proxy_credentials, server_context
@@ -527,6 +528,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.info("memory allocator: %s", launch.describe(os.environ))
     raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
     run = {"serve": serve, "core": core, "gateway": gateway}[args.command]
     try:

@@ -3,8 +3,9 @@
 The core remembers things it computes often and can always compute again (the protobuf of a
 body's fields, managedFields entries encoded or read, rendered objects): a lost entry costs a
 recomputation, never a wrong answer, so a bound on memory is all these caches need. Where values can
-be large (objects are up to 1.5 MiB), a count alone bounds nothing: `max_bytes` with `weight` (a
-value's size) bounds their sum too, and a value heavier than the whole bound is not kept.
+be large (objects are up to 1.5 MiB), a count alone bounds nothing: `max_bytes` with `weight` (an entry's
+size, from its key and value: a key may be a whole object's JSON) bounds their sum too, and an entry heavier
+than the whole bound is not kept.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ V = TypeVar("V")
 
 
 class Bounded(Generic[K, V]):
-    def __init__(self, size: int, *, max_bytes: int = 0, weight: Callable[[V], int] | None = None) -> None:
+    def __init__(self, size: int, *, max_bytes: int = 0, weight: Callable[[K, V], int] | None = None) -> None:
         self._size = size
         self._max_bytes = max_bytes
         self._weight = weight if max_bytes else None
         self._entries: dict[K, V] = {}
-        self.bytes = 0  # the kept values' weight, when weighed
+        self.bytes = 0  # the kept entries' weight, when weighed
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -44,13 +45,14 @@ class Bounded(Generic[K, V]):
             if len(entries) > self._size:
                 del entries[next(iter(entries))]
             return
-        heft = weight(value)
+        heft = weight(key, value)
         if heft > self._max_bytes:
             return
         old = entries.get(key)
         if old is not None:
-            self.bytes -= weight(old)
+            self.bytes -= weight(key, old)
         entries[key] = value
         self.bytes += heft
         while len(entries) > self._size or self.bytes > self._max_bytes:
-            self.bytes -= weight(entries.pop(next(iter(entries))))
+            oldest = next(iter(entries))
+            self.bytes -= weight(oldest, entries.pop(oldest))

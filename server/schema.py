@@ -29,6 +29,7 @@ from server.validation.names import FieldError
 
 OBJECT_META = "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 TYPE_META = ("kind", "apiVersion")
+RESTS_MAX_BYTES = 16 << 20  # a remembered body's JSON and protobuf, summed over the remembered ones
 
 
 class SchemaError(Exception):
@@ -62,8 +63,9 @@ class ProtoSchema:
                             and metadata.message_type is not None and metadata.message_type.full_name == OBJECT_META)
         # The protobuf of recently normalized bodies' fields after metadata, by their JSON: equal JSON decodes
         # to equal messages, so a hit is exact. It only bridges a write's normalize and its to_proto, with a
-        # few hundred writes in flight at most.
-        self._rests: Bounded[bytes, bytes] = Bounded(256)
+        # few hundred writes in flight at most; bounded in bytes too (key and value are each up to an object's
+        # size, 1.5 MiB).
+        self._rests: Bounded[bytes, bytes] = Bounded(256, max_bytes=RESTS_MAX_BYTES, weight=_rest_weight)
 
     @property
     def proto_message(self) -> str:
@@ -108,6 +110,10 @@ class ProtoSchema:
         except TranscodeError as err:
             raise SchemaError(str(err)) from None
         return result.message, list(result.unknown)
+
+
+def _rest_weight(key: bytes, value: bytes) -> int:
+    return len(key) + len(value)
 
 
 def _rest(obj: Obj, skip: tuple[str, ...] = ()) -> Obj:

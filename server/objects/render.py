@@ -93,6 +93,10 @@ def item_bytes(resource: Resource, value: bytes, resource_version: str, encoding
 MAX_BYTES = 32 << 20  # of renderings one core keeps
 
 
+def _rendering_weight(_: object, data: bytes) -> int:
+    return len(data)
+
+
 class Renderings:
     """Objects rendered once for every reader (as kube-apiserver's cachingObject and watch cache do):
     watch events for all watchers, and the items of lists that are read again and again.
@@ -106,7 +110,7 @@ class Renderings:
 
     def __init__(self, size: int = 16384, max_bytes: int = MAX_BYTES) -> None:
         self._cache: Bounded[tuple[str, str, bytes, int, int, bool, bool], bytes] = Bounded(
-            size, max_bytes=max_bytes, weight=len)
+            size, max_bytes=max_bytes, weight=_rendering_weight)
 
     @property
     def held_bytes(self) -> int:

@@ -10,7 +10,7 @@ import pytest
 from capstan.api.apps.v1 import apps_pb2
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.codec import transcode
-from server.schema import ProtoSchema, SchemaError
+from server.schema import RESTS_MAX_BYTES, ProtoSchema, SchemaError
 
 ENTRY = {"manager": "m", "operation": "Update", "apiVersion": "v1", "time": "2026-01-02T03:04:05Z",
          "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:a": {}}}}
@@ -76,3 +76,18 @@ def test_bad_metadata_is_worded_as_for_the_whole_object() -> None:
     with pytest.raises(SchemaError) as caught:
         schema.to_proto(set_meta(normalized, managedFields=[{**ENTRY, "time": 5}]))
     assert "ManagedFieldsEntry.time" in str(caught.value) or "time" in str(caught.value)
+
+
+@pytest.mark.parametrize(("count", "size", "held_at_most"), [
+    (300, 100, 256),  # the entry bound binds
+    (20, 1 << 20, 7),  # the byte bound binds: a 1 MiB body's JSON and protobuf weigh ~2 MiB, 16 MiB in all
+])
+def test_remembered_bodies_stay_within_both_bounds(count: int, size: int, held_at_most: int) -> None:
+    schema = ProtoSchema(core_v1.ConfigMap)
+    for i in range(count):
+        body = {"metadata": {"name": f"c{i}"}, "data": {"k": f"{i:06}" + "x" * size}}
+        normalized, _ = schema.normalize(body)
+        assert schema.to_proto(normalized) == full(core_v1.ConfigMap, normalized)
+    assert len(schema._rests) <= held_at_most
+    assert schema._rests.bytes <= RESTS_MAX_BYTES
+    assert schema._rests.bytes == sum(len(key) + len(value) for key, value in schema._rests._entries.items())

@@ -14,6 +14,7 @@ From one `capstan serve --insecure` on loopback (a child process, so its RSS and
    client's own memory although the application reads nothing, so to the server it is a watcher that keeps
    up), and `grpc-stopped` (the same process stopped with SIGSTOP once the calls are open: a hung client
    that reads nothing from its sockets, which the server's flow control must hold back).
+   `--bookmarks`: the HTTP watchers ask for bookmarks (allowWatchBookmarks=true), as client-go's informers do.
    Each figure is the median of `--rounds` alternating rounds (no watchers, then with), the ratio is
    with/without; the 2 shared cores move single rounds by 10-20%.
 2. the server's RSS before the watchers, at its highest while they sit there, and once they have left;
@@ -102,10 +103,13 @@ async def create_many(session: aiohttp.ClientSession, base: str, names: list[str
 
 # The watchers' process.
 
-async def hold_http(address: str, namespace: str, count: int, revision: str) -> list[socket.socket]:
-    """Watches whose client reads the response headers and then nothing (a 4 KiB receive buffer)."""
+async def hold_http(address: str, namespace: str, count: int, revision: str, *,
+                    bookmarks: bool = False) -> list[socket.socket]:
+    """Watches whose client reads the response headers and then nothing (a 4 KiB receive buffer); with
+    `bookmarks`, they ask for bookmarks as client-go's informers do (allowWatchBookmarks=true)."""
     host, port = address.removeprefix("http://").split(":")
-    request = (f"GET {configmaps(namespace)}?watch=1&resourceVersion={revision} HTTP/1.1\r\n"
+    asked = "&allowWatchBookmarks=true" if bookmarks else ""
+    request = (f"GET {configmaps(namespace)}?watch=1&resourceVersion={revision}{asked} HTTP/1.1\r\n"
                f"Host: {host}\r\n\r\n").encode()
     loop = asyncio.get_running_loop()
     held: list[socket.socket] = []
@@ -148,8 +152,10 @@ async def hold_grpc(address: str, namespace: str, count: int, revision: str) -> 
 
 async def hold(args: argparse.Namespace) -> None:
     kind, address, namespace, count, revision = args.hold
-    opener = hold_http if kind == "http" else hold_grpc  # grpc-stopped: the bench stops this process
-    held = await opener(address, namespace, int(count), revision)
+    if kind == "http":
+        held: list[object] = list(await hold_http(address, namespace, int(count), revision, bookmarks=args.bookmarks))
+    else:  # grpc-stopped: the bench stops this process
+        held = await hold_grpc(address, namespace, int(count), revision)
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     del held
@@ -160,9 +166,11 @@ async def hold(args: argparse.Namespace) -> None:
 class Watchers:
     """A process holding idle watches; they go when it exits."""
 
-    def __init__(self, children: Children, kind: str, address: str, namespace: str, count: int, revision: str):
+    def __init__(self, children: Children, kind: str, address: str, namespace: str, count: int, revision: str, *,
+                 bookmarks: bool = False):
         self.child: Child = children.start(f"watchers-{kind}-{namespace}", "-m", "bench.watchers", "--hold", kind,
-                                           address, namespace, str(count), revision, control=True)
+                                           address, namespace, str(count), revision,
+                                           *(["--bookmarks"] if bookmarks else []), control=True)
         self.stopped = kind == "grpc-stopped"
 
     async def ready(self) -> None:
@@ -211,7 +219,8 @@ async def beside(args: argparse.Namespace, children: Children, session: aiohttp.
         alone.append(await create_many(session, endpoints["http"], [f"{prefix}-a{i}" for i in range(args.writes)]))
         before = await settled_rss(pid, 1.0)
         watchers = Watchers(children, kind, endpoints[kind], QUIET if where == "quiet" else WRITTEN,
-                            args.watchers, await current_revision(session, endpoints["http"]))
+                            args.watchers, await current_revision(session, endpoints["http"]),
+                           bookmarks=args.bookmarks)
         await watchers.ready()
         stop = asyncio.Event()
         sampler = asyncio.ensure_future(peak_rss(pid, stop))
@@ -293,6 +302,8 @@ def main() -> None:
     parser.add_argument("--where", default="quiet,stuck", help="quiet, stuck or both (comma-separated)")
     parser.add_argument("--objects", type=int, default=20_000)
     parser.add_argument("--initial", type=int, default=10)
+    parser.add_argument("--bookmarks", action="store_true",
+                        help="HTTP watchers ask for bookmarks (allowWatchBookmarks=true), as client-go's informers do")
     parser.add_argument("--hold", nargs=5, metavar=("KIND", "ADDRESS", "NAMESPACE", "COUNT", "REVISION"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -130,7 +130,7 @@ class Subscriber:
         self._log = log
         self.prefix = log.prefix
         self.cursor = 0
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[bool] | None = None
         self._error: BaseException | None = None
         self.closed = False
 
@@ -187,24 +187,37 @@ class Subscriber:
         log.pop_unneeded()
         return items
 
-    async def take(self) -> Sequence[Event]:
-        """The next batch, waiting if needed; empty only when closed without error."""
+    async def take(self, within: float | None = None) -> Sequence[Event]:
+        """The next batch, waiting if needed; empty when closed without error, or when `within` seconds
+        passed with nothing published (one timer for the wait, none when a batch is there already)."""
         while True:
             items = self.take_nowait()
             if items or self.closed:
                 return items
-            self._waiter = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[bool] = loop.create_future()
+            self._waiter = waiter
             self._log.waiting.add(self)
+            timer = None if within is None else loop.call_later(within, _expire, waiter)
             try:
-                await self._waiter
+                woken = await waiter
             finally:
+                if timer is not None:
+                    timer.cancel()
                 self._waiter = None
                 self._log.waiting.discard(self)
+            if not woken:
+                return ()
 
     def wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+            waiter.set_result(True)
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
 
 
 class Broadcaster:

@@ -61,9 +61,12 @@ class Watch(Protocol):
 
     async def __anext__(self) -> Event: ...
 
-    async def next_batch(self) -> Sequence[Event]:
+    async def next_batch(self, within: float | None = None) -> Sequence[Event]:
         """The events available now (at least one), waiting for one if there are none.
 
+        With `within` (seconds), an empty sequence when no event came in that time: the watch stays open and
+        nothing is lost (a watcher's time to send a bookmark). Only the wait for new events counts: a watch
+        from a future revision first waits for the store to reach it (up to StoreOptions.future_wait).
         Raises StopAsyncIteration when the watch was closed, WatcherTooSlow when dropped,
         StoreClosed when the store closed underneath it. After WatcherTooSlow or StoreClosed
         the watch is closed: later reads raise StopAsyncIteration.

@@ -70,16 +70,16 @@ class ReplayingWatch:
             self._pending.extend(await self.next_batch())
         return self._pending.popleft()
 
-    async def next_batch(self) -> Sequence[Event]:
+    async def next_batch(self, within: float | None = None) -> Sequence[Event]:
         if self._done:
             raise StopAsyncIteration
         try:
-            return await self._next_batch()
+            return await self._next_batch(within)
         except BaseException:
             self._finish()
             raise
 
-    async def _next_batch(self) -> Sequence[Event]:
+    async def _next_batch(self, within: float | None) -> Sequence[Event]:
         self._sub.check()  # dropped while replaying counts too: the client must re-list
         if not self._started:
             self._started = True
@@ -92,9 +92,11 @@ class ReplayingWatch:
             if page.events:
                 return page.events
         while True:
-            items = await self._sub.take()
+            items = await self._sub.take(within)
             if not items:
-                raise StopAsyncIteration
+                if self._sub.closed:
+                    raise StopAsyncIteration
+                return ()  # `within` passed
             if items[-1].revision <= self._position:
                 continue
             if items[0].revision <= self._position:

@@ -108,7 +108,6 @@ async def watch(
     finally:
         if closer is not None:
             closer.cancel()
-        reader.close()
         changes.close()
 
 
@@ -137,30 +136,19 @@ class _Snapshot:
 
 
 class _Reader:
-    """Batches from a store watch; with an interval, None when it passes first (time for a BOOKMARK).
+    """Batches from a store watch; with an interval, None when it passes with nothing (time for a BOOKMARK).
 
-    A read interrupted by the interval is not lost: it stays pending and is awaited next time.
-    """
+    The store's watch keeps its place: nothing is lost to a bookmark, and a batch that is there already
+    costs no timer."""
 
     def __init__(self, changes: Watch, interval: float | None) -> None:
         self._changes = changes
         self._interval = interval
-        self._pending: asyncio.Future[Sequence[Event]] | None = None
 
     async def next(self) -> Sequence[Event] | None:
         if self._interval is None:
             return await self._changes.next_batch()
-        if self._pending is None:
-            self._pending = asyncio.ensure_future(self._changes.next_batch())
-        done, _ = await asyncio.wait({self._pending}, timeout=self._interval)
-        if not done:
-            return None
-        finished, self._pending = self._pending, None
-        return finished.result()
-
-    def close(self) -> None:
-        if self._pending is not None:
-            self._pending.cancel()
+        return await self._changes.next_batch(self._interval) or None
 
 
 def _chunks(events: list[core_pb2.WatchEvent]) -> list[list[core_pb2.WatchEvent]]:

@@ -234,6 +234,40 @@ async def test_next_batch_and_async_iteration(store: Store) -> None:
     assert [e for b in batches for e in b] == events == [expected[r] for r in range(2 + d, 32 + d)]
 
 
+# (writes before the wait, writes during it): what next_batch(within) answers, then what the next call gets
+@pytest.mark.parametrize(("before", "during"), [(0, 0), (2, 0), (0, 1), (0, 3)])
+async def test_next_batch_within_a_time_answers_empty_and_loses_nothing(store: Store, before: int,
+                                                                         during: int) -> None:
+    watch = store.watch(b"/w/", from_revision=store.current_revision())
+    for i in range(before):
+        await within(store.create(b"/w/b%d" % i, b"v"))
+    got: list[Event] = list(await within(watch.next_batch(0.2)))
+    assert len(got) == min(before, len(got)) and bool(got) == bool(before)  # a batch already there: at once
+
+    async def write_later() -> None:
+        await asyncio.sleep(0.05)
+        for i in range(during):
+            await store.create(b"/w/d%d" % i, b"v")
+
+    writer = asyncio.ensure_future(write_later())
+    started = time.monotonic()
+    batch = await within(watch.next_batch(0.5))
+    waited = time.monotonic() - started
+    await within(writer)
+    if not before and not during:
+        assert batch == () and waited >= 0.45  # the time passed: empty, the watch still open
+    got += batch
+    for _ in range(10):  # whatever the first answers left is read after: nothing was lost
+        if len(got) == before + during:
+            break
+        got += await within(watch.next_batch(0.5))
+    assert [e.kv.key for e in got] == [b"/w/b%d" % i for i in range(before)] + [b"/w/d%d" % i for i in range(during)]
+    assert await within(watch.next_batch(0.05)) == ()
+    watch.close()
+    with pytest.raises(StopAsyncIteration):
+        await within(watch.next_batch(0.05))
+
+
 async def test_close_ends_iteration(store: Store) -> None:
     await within(store.create(b"/w/0", b"v"))
     closed = store.watch(b"/w/", from_revision=0)

@@ -86,8 +86,8 @@ def start_again(argv: Sequence[str]) -> None:
     except AllocatorError as err:
         print(f"capstan: {err}", file=sys.stderr)
         sys.exit(2)
-    if environ is None:
-        return
+    if environ is None or not sys.executable or len(sys.orig_argv) < 2:
+        return  # nothing to do, or no command line to run again (an embedded interpreter)
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -146,11 +146,11 @@ def memory(pid: int) -> tuple[float, float]:
 
 
 def one_load(args: argparse.Namespace, children: Children, url: str, health: str, revision: str,
-             server: Any, lag_file: str) -> dict[str, Any]:
+             pid: int, lag_file: str) -> dict[str, Any]:
     """One round: the watchers arrive, the load runs, everything leaves; the figures and the memory."""
     held = watchers.Watchers(children, "http", url, watchers.QUIET, args.watchers, revision)
     asyncio.run(held.ready())
-    with_watchers = rss(server.proc.pid)
+    with_watchers = rss(pid)
     note(f"load for {args.duration:g} s: {args.clients} clients, a large LIST, the probe ...")
     seconds = str(args.duration)
     load_start = time.time()
@@ -162,7 +162,7 @@ def one_load(args: argparse.Namespace, children: Children, url: str, health: str
                                   "--clients", str(args.clients), control=True)
     peak = with_watchers
     while hammer_child.proc.poll() is None or probe_child.proc.poll() is None:
-        peak = max(peak, rss(server.proc.pid))
+        peak = max(peak, rss(pid))
         time.sleep(0.25)
     probed, lists, hammered = [json.loads(child.proc.communicate(timeout=300)[0] or b"null")
                                for child in (probe_child, lister_child, hammer_child)]
@@ -171,7 +171,7 @@ def one_load(args: argparse.Namespace, children: Children, url: str, health: str
     asyncio.run(held.leave())
     note(f"load gone; memory in {SETTLE:g} s ...")
     time.sleep(SETTLE)
-    after, after_anon = memory(server.proc.pid)
+    after, after_anon = memory(pid)
     note(f"RSS with the watchers {with_watchers:.0f} MiB, peak {peak:.0f}, after {after:.0f} (anonymous "
          f"{after_anon:.0f})")
     return {"probed": probed, "lists": lists, "hammered": hammered, "lags": lags, "ready": ready,
@@ -247,7 +247,7 @@ def run_with(args: argparse.Namespace, allocator: str) -> bool:
                                 "baseline_anon": baseline_anon, "rounds": []}
         figures: dict[str, Any] = {}
         for _ in range(args.rounds):
-            figures = one_load(args, children, url, health, revision, server, lag_file)
+            figures = one_load(args, children, url, health, revision, server.proc.pid, lag_file)
             seen["rounds"].append(round(figures["after"]))
         server.proc.send_signal(signal.SIGUSR1)  # bench._looplag: allocator statistics to its files
         return report(impl, args, figures, seen)

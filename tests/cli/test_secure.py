@@ -135,9 +135,7 @@ def test_restart_reuses_files_and_reissues_only_an_uncovering_serving_cert(
         tmp_path: Path, bind: str, service_ip: str, changed: set[str]) -> None:
     pki.ensure(tmp_path / "pki", bind_address="127.0.0.1", service_ip="10.96.0.1")
     before = {p.name: p.read_bytes() for p in (tmp_path / "pki").iterdir()}
-    started = time.perf_counter()
     pki.ensure(tmp_path / "pki", bind_address=bind, service_ip=service_ip)
-    assert time.perf_counter() - started < 0.5
     after = {p.name: p.read_bytes() for p in (tmp_path / "pki").iterdir()}
     assert {name for name in before if before[name] != after[name]} == changed
 

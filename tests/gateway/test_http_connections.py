@@ -100,7 +100,7 @@ async def test_trickled_headers_do_not_extend_the_deadline(gateway: Gateway) -> 
         await asyncio.sleep(0.05)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(reader.read(1), 0.001)
-    assert 0.25 < time.monotonic() - start < 0.6
+    assert 0.25 < time.monotonic() - start < 1.5  # closed at the deadline, long before the 2 s trickle ends
     writer.close()
 
 

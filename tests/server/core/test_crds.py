@@ -105,7 +105,7 @@ def invalid_causes(failed: Failed) -> list[tuple[str, str, str]]:
 # --- the CRD and its controller --------------------------------------------------------------------------------
 
 
-async def test_a_crd_is_established_and_served_within_a_second(client: Client) -> None:
+async def test_a_crd_is_established_and_served_promptly(client: Client) -> None:
     started = time.monotonic()
     created = await client.create(CRDS, crd_body(shortNames=["wd"], categories=["all"]))
     assert created["status"] == {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]}
@@ -114,7 +114,7 @@ async def test_a_crd_is_established_and_served_within_a_second(client: Client) -
     assert created["spec"]["conversion"] == {"strategy": "None"}
     crd = await established(client, "widgets.example.com")
     await client.list(WIDGETS)  # served: the list answers
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0  # served promptly, not after a resync; the speed is bench's to measure
     conditions = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in crd["status"]["conditions"]]
     assert conditions == [
         {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found"},

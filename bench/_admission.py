@@ -4,7 +4,8 @@
 Two parts of the chain, each timed by calling it back to back on one event loop:
 - `GuardedCore._admit`, the core's link: authentication (a static token found in the token cache, or the admin's
   client certificate, whose verification is cached), impersonation (none asked) and the RBAC decision, on a core
-  started as `capstan serve` starts it (server.app.start_core with the command's SecurityConfig) whose index holds
+  started as `capstan serve` starts it (server.startup.app.start_core with the command's SecurityConfig) whose index
+  holds
   kube's bootstrap policy, the bench user's Role and RoleBinding in `default`, and BINDINGS more RoleBindings
   spread over other namespaces (written through the core, followed by the index's watch).
 - `gateway.credentials.of_request`, the gateway's link: collecting the credentials of a real aiohttp request
@@ -27,16 +28,16 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from capstan import pki
+from capstan.cli import pki
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.credentials import of_request
-from server.app import RunningCore, start_core
 from server.auth.attributes import Attributes, Decision
 from server.auth.config import SecurityConfig
-from server.auth.credentials import Credentials
 from server.auth.guard import GuardedCore
-from server.auth.user import UserInfo
-from server.core import Core
+from server.machinery.credentials import Credentials
+from server.machinery.user import UserInfo
+from server.objects.core import Core
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -59,7 +60,8 @@ class Figures:
 
 
 def bench_config(certs: pki.CertDir, token_file: Path) -> SecurityConfig:
-    """What `capstan serve --token-auth-file <token_file>` configures with a generated cert dir (capstan/cli.py)."""
+    """What `capstan serve --token-auth-file <token_file>` configures with a generated cert dir
+    (capstan/cli/commands.py)."""
     return SecurityConfig(client_ca_file=certs.ca_cert, token_auth_file=token_file,
                           service_account_key_files=(certs.sa_key,), service_account_signing_key_file=certs.sa_key,
                           requestheader_client_ca_file=certs.front_proxy_ca_cert,
@@ -169,7 +171,7 @@ async def bench_credentials(certs: pki.CertDir, *, calls: int, rounds: int) -> d
     server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_tls.load_cert_chain(certs.serving_cert, certs.serving_key)
     server_tls.load_verify_locations(certs.ca_cert)
-    server_tls.verify_mode = ssl.CERT_OPTIONAL  # as capstan/tls.py asks
+    server_tls.verify_mode = ssl.CERT_OPTIONAL  # as capstan/cli/tls.py asks
 
     async def handler(request: web.Request) -> web.Response:
         of_request(request)

@@ -1,12 +1,12 @@
 """A server under a loop-lag probe, for benchmarks only: `python -m bench._looplag OUT capstan-args...` runs
-`capstan` (capstan.cli.main) with a task on its event loop that asks to wake every PERIOD and records, each
+`capstan` (capstan.cli.commands.main) with a task on its event loop that asks to wake every PERIOD and records, each
 time it does, how late it woke (the loop's lag: what a request waiting for its next step waits beyond its own
 work) and how many callbacks were ready to run (the run queue's length), one `time lag_ms ready` line per
 wake-up appended to OUT. It reads asyncio's private run queue, which is why it lives in bench/ and not in the
 server. Each garbage collection's pause is recorded too (`gc time generation ms` lines): a collection holds
 the interpreter, every thread's turn included.
 
-It starts under the allocator `capstan serve` would (capstan/launch.py, CAPSTAN_ALLOCATOR). SIGUSR1 writes the
+It starts under the allocator `capstan serve` would (capstan/cli/launch.py, CAPSTAN_ALLOCATOR). SIGUSR1 writes the
 allocators' statistics (glibc's mallinfo2 before and after gc.collect() and malloc_trim(0), the objects gc
 tracks, smaps_rollup) to OUT.objects and pymalloc's arenas (sys._debugmallocstats) to the server's stderr.
 """
@@ -151,12 +151,12 @@ def _tune_gc() -> None:
 
 def main() -> None:
     path, *args = sys.argv[1:]
-    from capstan.launch import start_again
+    from capstan.cli.launch import start_again
 
     start_again(args)  # the allocator `capstan serve` runs under (CAPSTAN_ALLOCATOR)
     asyncio.set_event_loop_policy(_Policy(path))
     gc.callbacks.append(_gc_timer)
-    from capstan.cli import main as capstan_main
+    from capstan.cli.commands import main as capstan_main
 
     capstan_main(args)
 

@@ -16,7 +16,7 @@ Workloads (full sizes; --quick shrinks them for a smoke run):
                of 5 alternating rounds:
                the shared 2-core machine moves single rounds by ±40%).
   grpc-create  the same with Creates of such ConfigMaps (fsync on, as served).
-  get          `await core.get(request)` on server.core.Core in-process (no network, as the
+  get          `await core.get(request)` on server.objects.core.Core in-process (no network, as the
                gateway calls it), by 1 and by 64 callers: gets/s (the median of 5 rounds).
   create       in-process creates with StoreOptions(sync=True) by 64 callers: durable creates/s.
                Beside it, in the same run, the floor of this layout: the same callers and store,
@@ -52,11 +52,10 @@ import orjson
 from bench._util import CEILING, Timings, at_least, below, emit, note, run_workers, run_workloads
 from bench.storage import commits
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import stored
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
-from server.core import Core
-from server.objects import meta
+from server.machinery import meta, stored
+from server.objects.core import Core
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -339,7 +338,7 @@ async def bench_create_floor(path: Path, sizes: Sizes) -> None:
     store = await LmdbStore.open(path, StoreOptions(sync=True))
     bodies = [config_map(f"cm-{i:06}") for i in range(sizes.creates)]
     type_prefix = b'"kind":"ConfigMap","apiVersion":"v1",'
-    prefix = b"/core/configmaps/default/"  # the core's key layout (server/registry.py), so keys are as long
+    prefix = b"/core/configmaps/default/"  # the core's key layout (server/registry/resources.py), so keys are as long
 
     async def create(i: int) -> None:
         obj = orjson.loads(bodies[i])

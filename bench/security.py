@@ -59,7 +59,7 @@ from bench import _admission as admission
 from bench._processes import Child, Children
 from bench._util import CEILING, Goal, at_most, check_choices, context, emit, note
 from bench.http import CONFIGMAPS, JSON, Ceiling, config_map, failure, stdin_reader
-from capstan import pki
+from capstan.cli import pki
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 
 IMPLS = ("insecure", "token", "cert", "ceiling-http", "ceiling-https")

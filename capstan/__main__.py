@@ -1,3 +1,3 @@
-from capstan.launch import main
+from capstan.cli.launch import main
 
 main()

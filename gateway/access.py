@@ -17,7 +17,7 @@ from gateway import parsed, requestinfo
 from gateway.client import CoreClient, CoreError
 from gateway.credentials import of_request
 from gateway.handlers import respond
-from server.auth.credentials import Credentials
+from server.machinery.credentials import Credentials
 
 CREDENTIALS_KEY = web.RequestKey("capstan_credentials", Credentials)
 

@@ -23,7 +23,7 @@ from gateway.handlers import delete, discovery, issuer, openapi, read, respond, 
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
 from gateway.parking import ParkingLot
-from server.limits.limiter import Limiter
+from server.machinery.limits.limiter import Limiter
 
 log = logging.getLogger(__name__)
 

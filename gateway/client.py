@@ -13,7 +13,7 @@ from typing import Protocol
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.auth.credentials import Credentials
+from server.machinery.credentials import Credentials
 
 
 class CoreError(Exception):
@@ -58,7 +58,7 @@ class CoreClient(Protocol):
 
     async def health(self) -> dict[str, bool]:
         """The core's named health checks (etcd, informer-sync, poststarthook/...), run now: whether each
-        passes. Over gRPC this is grpc.health.v1's List (server/grpc_server.py)."""
+        passes. Over gRPC this is grpc.health.v1's List (server/service/grpc_server.py)."""
         ...
 
     async def issuer_document(self, request: core_pb2.IssuerDocumentRequest) -> core_pb2.IssuerDocumentResponse:

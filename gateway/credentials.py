@@ -1,4 +1,4 @@
-"""What an HTTP request presents, collected for the core to judge (server/auth/credentials.py): the bearer
+"""What an HTTP request presents, collected for the core to judge (server/machinery/credentials.py): the bearer
 token, the TLS client certificate, a front proxy's X-Remote-* assertion, Impersonate-* headers, and the facts
 audit records. The gateway decides nothing from them.
 
@@ -14,7 +14,7 @@ import urllib.parse
 
 from aiohttp import web
 
-from server.auth.credentials import Credentials, Impersonation, ProxyAssertion
+from server.machinery.credentials import Credentials, Impersonation, ProxyAssertion
 
 _EXTRA = "impersonate-extra-"
 _REMOTE_EXTRA = "x-remote-extra-"

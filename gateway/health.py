@@ -7,7 +7,7 @@ Each endpoint is a list of named checks, in kube-apiserver's order:
   /readyz            ping, log, etcd, etcd-readiness, informer-sync, poststarthook/..., shutdown
 
 ping, log and shutdown are the gateway's own (ping always passes; log flushes the log handlers;
-shutdown fails once the gateway is stopping). The others are the core's (server/health.py), asked
+shutdown fails once the gateway is stopping). The others are the core's (server/objects/health.py), asked
 through the CoreClient, so `capstan gateway --core` reports the same; a core that cannot be reached
 fails `etcd`, the check that stands for the gateway's storage.
 

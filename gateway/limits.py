@@ -1,4 +1,4 @@
-"""The first link of the gateway's chain after metrics: load shedding (server/limits/). Every request but
+"""The first link of the gateway's chain after metrics: load shedding (server/machinery/limits/). Every request but
 the long-running ones (watches, `?watch=true` lists) and the health probes (APF's exempt `probes` schema)
 is counted as read-only (GET/HEAD, get and list) or mutating before its credentials are judged, so a flood
 costs no authentication; over the limit it waits in its flow's queue or gets kube's 429 Status with
@@ -17,10 +17,10 @@ from gateway import metrics, parsed, requestinfo
 from gateway.credentials import of_request
 from gateway.handlers import respond
 from gateway.parking import ParkingLot
-from server import errors
-from server.limits import flow
-from server.limits.config import Kind
-from server.limits.limiter import Limiter
+from server.machinery import errors
+from server.machinery.limits import flow
+from server.machinery.limits.config import Kind
+from server.machinery.limits.limiter import Limiter
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

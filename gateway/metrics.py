@@ -4,7 +4,7 @@ apiserver_request_total counts requests by verb, group, version, resource,
 subresource, scope and HTTP code; apiserver_request_duration_seconds observes
 their latency (for a watch: how long it stayed open). Each app has its own
 registry, so several gateways in one process (tests) do not share counters.
-The load shedding's counts (server/limits/) are read from the limiter when
+The load shedding's counts (server/machinery/limits/) are read from the limiter when
 scraped, under kube's names: apiserver_current_inflight_requests,
 apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
 (priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
@@ -27,7 +27,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from gateway.requestinfo import RequestInfo
-from server.limits.limiter import Limiter
+from server.machinery.limits.limiter import Limiter
 
 INFO_KEY = web.RequestKey("capstan_request_info", RequestInfo)  # set by the dispatcher once it knows what was asked
 LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component", "code")
@@ -100,7 +100,7 @@ def _labels(info: RequestInfo) -> tuple[str, ...]:
             scope, "apiserver")
 
 
-FLOW_SCHEMA = "per-client"  # the one way requests are told apart: by credential (server/limits/flow.py)
+FLOW_SCHEMA = "per-client"  # the one way requests are told apart: by credential (server/machinery/limits/flow.py)
 
 
 class _LimiterCollector(Collector):

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from capstan.api.meta.v1 import meta_pb2
 from gateway.client import CoreError, failure
-from server.fields.managers import manager_from_user_agent
+from server.machinery.fields.managers import manager_from_user_agent
 
 Query = Mapping[str, Sequence[str]]  # every value of every parameter, in order
 

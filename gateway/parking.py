@@ -1,7 +1,7 @@
 """Parked connections: a client that already has requests waiting in the fair queues sends no more into the
 server until they drain.
 
-Fair queuing (server/limits/) decides whose request runs next, but only once a request has been read,
+Fair queuing (server/machinery/limits/) decides whose request runs next, but only once a request has been read,
 parsed and classified, and on one event loop that work is the server's: 2,000 clients of one flow arriving
 together cost 2,000 parses and, past the queues, 2,000 refusals, whose clients all come back one
 Retry-After later together. Every other client's request waits behind those callbacks, however fair the
@@ -25,7 +25,7 @@ from collections import deque
 
 from aiohttp import web
 
-from server.limits.limiter import Limiter
+from server.machinery.limits.limiter import Limiter
 
 MAX_PARK = 5.0  # seconds a connection stays parked at most
 SWEEP = 1.0  # seconds between looks for connections parked past MAX_PARK

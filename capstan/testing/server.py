@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ENDPOINTS_FILE = "endpoints.json"  # as capstan/kubeconfig.py names it; not imported, to keep the plugin light
+ENDPOINTS_FILE = "endpoints.json"  # as capstan/cli/kubeconfig.py names it; not imported, to keep the plugin light
 KUBECONFIG_FILE = "kubeconfig.yaml"
 POLL = 0.005  # seconds between looks for the endpoints file
 STOP_TIMEOUT = 10.0  # seconds for SIGTERM before SIGKILL
@@ -97,7 +97,7 @@ def write_private(path: Path, text: str) -> None:
 
 
 def _render_kubeconfig(data_dir: Path) -> str:
-    from capstan import kubeconfig  # the server's own renderer; imported late, it loads cryptography
+    from capstan.cli import kubeconfig
 
     return kubeconfig.render(data_dir)
 

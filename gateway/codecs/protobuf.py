@@ -26,7 +26,7 @@ import struct
 from collections.abc import Iterator
 
 from capstan.api.meta.v1 import meta_pb2
-from server.codec import wire
+from server.machinery.codec import wire
 
 MAGIC = b"k8s\x00"
 

@@ -7,10 +7,10 @@ at 80 columns, multi-line strings as ``|`` blocks, and a string that would read 
 else double-quoted: ``"true"``, ``"8080"``, ``"2024-01-01T00:00:00Z"`` (a timestamp), ``"1:20"``,
 ``""``. Numbers print as Go prints them (1.0 as ``1``, 1e6 as ``1e+06``).
 
-Reading is YAMLToJSON, done by the core's one YAML reader (server/codec/yamlread.py, which says what
+Reading is YAMLToJSON, done by the core's one YAML reader (server/machinery/codec/yamlread.py, which says what
 it accepts and refuses) so that a body reads the same whichever door it came in by; this module only
 hands it the bytes. The writer and the reader share yaml.v2's scalar resolution
-(server/codec/yamlresolve.py), so what is written unquoted reads back as written.
+(server/machinery/codec/yamlresolve.py), so what is written unquoted reads back as written.
 
 Events go to libyaml (PyYAML's C emitter) when present: yaml.v2 is a Go port of it, so style
 choices match; the pure-Python emitter stands in otherwise.
@@ -26,8 +26,8 @@ from typing import Any
 
 from yaml import events as ev
 
-from server.codec.yamlread import YAMLError, load, yaml_to_json
-from server.codec.yamlresolve import BASE60, STR, go_format_float, resolve_implicit
+from server.machinery.codec.yamlread import YAMLError, load, yaml_to_json
+from server.machinery.codec.yamlresolve import BASE60, STR, go_format_float, resolve_implicit
 
 try:
     from yaml._yaml import CEmitter as _Emitter

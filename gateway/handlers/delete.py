@@ -26,8 +26,8 @@ from gateway.handlers import request as req
 from gateway.handlers import respond
 from gateway.handlers.request import Call
 from gateway.negotiation import CodecName
-from server.codec import transcode
-from server.codec.errors import DecodeError
+from server.machinery.codec import transcode
+from server.machinery.codec.errors import DecodeError
 
 META_GROUP, META_VERSION, INTERNAL = "meta.k8s.io", "v1", "__internal"  # the handlers' default; the hub version
 OPTIONS_KIND = "DeleteOptions"

@@ -25,7 +25,7 @@ from gateway.handlers.context import Gateway
 from gateway.handlers.request import query_of
 from gateway.negotiation import JSON, CodecName, Output
 from gateway.requestinfo import DiscoveryInfo
-from server.codec import transcode
+from server.machinery.codec import transcode
 
 _MESSAGES: dict[str, type[Message]] = {
     "APIVersions": meta_pb2.APIVersions,

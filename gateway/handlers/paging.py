@@ -34,7 +34,7 @@ from gateway.codecs import yaml as yaml_codec
 from gateway.handlers import respond
 from gateway.handlers.request import Call
 from gateway.negotiation import JSON, CodecName, Output
-from server.codec import wire
+from server.machinery.codec import wire
 
 PAGE = 500  # items per core call while fetching a whole list
 ENCODE_SLICE = 50  # items re-encoded at a time into YAML or indented JSON

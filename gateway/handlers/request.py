@@ -133,7 +133,7 @@ async def body(request: web.Request, resource: core_pb2.Resource) -> core_pb2.Ra
                 f"object of kind {kind} in version {api_version}")))
         return core_pb2.RawObject(encoding=core_pb2.ENCODING_PROTOBUF, data=raw)
     if media.codec is CodecName.YAML:
-        # The core reads YAML itself (server/codec/yamlread.py): a key the YAML repeats is a strict
+        # The core reads YAML itself (server/machinery/codec/yamlread.py): a key the YAML repeats is a strict
         # decoding error or a warning there, and converting to JSON here would lose it.
         return core_pb2.RawObject(encoding=core_pb2.ENCODING_YAML, data=data)
     return core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=json_codec.decode(data))

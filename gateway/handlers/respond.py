@@ -16,8 +16,8 @@ from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec
 from gateway.codecs import yaml as yaml_codec
 from gateway.negotiation import JSON, CodecName, Output
-from server.codec import transcode
-from server.codec.wire import varint
+from server.machinery.codec import transcode
+from server.machinery.codec.wire import varint
 
 WARNING_HEADER = "Warning"
 

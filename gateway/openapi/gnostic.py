@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from server.codec import wire
+from server.machinery.codec import wire
 
 Doc = Mapping[str, Any]
 

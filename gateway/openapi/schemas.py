@@ -5,7 +5,7 @@ k8s.io.api.core.v1.ConfigMap -> io.k8s.api.core.v1.ConfigMap. Scalars map to Ope
 int64 formats, bytes as `format: byte`), maps to `additionalProperties`, repeated fields to arrays,
 message fields to `$ref`s; a `$ref` with siblings (a description, a default) is wrapped in `allOf`, as
 OpenAPI 3.0 ignores siblings of `$ref`. Descriptions come from the proto comments (comments.py), the
-required fields and list/merge markers from server/schema_hints.py; an inline field (json_inline, Go's
+required fields and list/merge markers from server/machinery/schema_hints.py; an inline field (json_inline, Go's
 embedded struct) contributes its struct's fields as properties of the enclosing schema, as openapi-gen
 flattens embedded structs; and `default` follows openapi-gen:
 `{}` for a struct Go always prints, the zero value for a required scalar and for list and map elements.
@@ -23,8 +23,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from capstan.options.v1 import options_pb2
 from gateway.openapi.comments import Comments
-from server.codec.gojson import json_fields, map_value, message_type
-from server.schema_hints import field_hint, message_hint
+from server.machinery.codec.gojson import json_fields, map_value, message_type
+from server.machinery.schema_hints import field_hint, message_hint
 
 Schema = dict[str, Any]
 GVK = tuple[str, str, str]  # (group, version, kind)
@@ -56,7 +56,7 @@ META = "k8s.io.apimachinery.pkg.apis.meta.v1."
 _PACKAGES = (("k8s.io.apiextensions_apiserver.", "io.k8s.apiextensions-apiserver."),
              ("k8s.io.kube_aggregator.", "io.k8s.kube-aggregator."), ("k8s.io.", "io.k8s."))
 
-# The messages of server/codec/wellknown.py whose JSON is a string or an opaque value: each is a
+# The messages of server/machinery/codec/wellknown.py whose JSON is a string or an opaque value: each is a
 # component of kube's own shape for the Go type, never an object of the message's fields.
 WELL_KNOWN: Mapping[str, Schema] = {
     META + "Time": {
@@ -87,7 +87,7 @@ WELL_KNOWN: Mapping[str, Schema] = {
                        "to have, for example, a JSON field that can accept a name or number.",
         "format": "int-or-string", "oneOf": [{"type": "integer"}, {"type": "string"}],
     },
-    # Its JSON names ($ref, x-kubernetes-...) are not the proto's (server/codec/jsonschemaprops.py).
+    # Its JSON names ($ref, x-kubernetes-...) are not the proto's (server/machinery/codec/jsonschemaprops.py).
     "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps": {
         "description": "JSONSchemaProps is a JSON-Schema following Specification Draft 4 (http://json-schema.org/).",
         "type": "object",

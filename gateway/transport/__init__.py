@@ -1,1 +1,1 @@
-"""The gRPC transport of the gateway's CoreClient (the in-process one is capstan/inprocess.py)."""
+"""The gRPC transport of the gateway's CoreClient (the in-process one is capstan/cli/inprocess.py)."""

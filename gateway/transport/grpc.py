@@ -20,8 +20,8 @@ from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from gateway.client import CoreError, failure
-from server.auth import metadata
-from server.auth.credentials import Credentials
+from server.machinery import grpcmetadata as metadata
+from server.machinery.credentials import Credentials
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ _UNANSWERED = {
 }
 
 MAX_MESSAGE = 64 * 1024 * 1024  # a whole LIST page travels as one message
-# The core's health checks in grpc.health.v1 are the "services" named with this prefix (server/grpc_server.py).
+# The core's health checks in grpc.health.v1 are the "services" named with this prefix (server/service/grpc_server.py).
 HEALTH_CHECK_PREFIX = "healthz/"
 HEALTH_TIMEOUT = 5.0  # seconds: the core runs its store check within 2
 _SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -76,7 +76,7 @@ async def _call(awaitable: Awaitable[T]) -> T:
 class GrpcClient:
     """The core over a gRPC channel: TLS with `credentials` (the split form's gateway presents its front-proxy
     client certificate), plaintext without. `as_caller` shares the channel and sends one request's credentials
-    as metadata, marked as forwarded (server/auth/metadata.py)."""
+    as metadata, marked as forwarded (server/machinery/grpcmetadata.py)."""
 
     def __init__(self, target: str, credentials: grpc.ChannelCredentials | None = None, *,
                  options: Sequence[tuple[str, Any]] = ()) -> None:

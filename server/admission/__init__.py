@@ -18,9 +18,11 @@ from typing import Any
 from server.admission import limitranger, quota, serviceaccount
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
-from server.objects import meta, validate
+from server.machinery import meta
+from server.machinery.values import Obj
+from server.objects import validate
 from server.objects.context import Context
-from server.registry import Obj, Resource
+from server.registry.resources import Resource
 
 Admit = Callable[[Any, Obj, Obj | None, bool], Awaitable[None]]
 

@@ -12,14 +12,15 @@ cannot change), nor objects already being deleted.
 
 from __future__ import annotations
 
-from server import errors
 from server.admission.quantities import ResourceList, milli, parse, value
 from server.admission.usage import pod_totals
-from server.codec.quantity import Quantity
-from server.objects import meta, render
+from server.machinery import errors, meta
+from server.machinery.codec.quantity import Quantity
+from server.machinery.values import Obj
+from server.objects import render
 from server.objects.context import Context
-from server.registry import Obj, Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 
 ANNOTATION = "kubernetes.io/limit-ranger"
 MAX_MILLI_VALUE = ((1 << 63) - 1) // 1000  # resource.MaxMilliValue

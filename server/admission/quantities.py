@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from server.codec.quantity import DECIMAL_SI, Quantity, QuantityError, parse_quantity
+from server.machinery.codec.quantity import DECIMAL_SI, Quantity, QuantityError, parse_quantity
 
 ResourceList = dict[str, Quantity]
 

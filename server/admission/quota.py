@@ -15,7 +15,6 @@ from __future__ import annotations
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.admission.quantities import (
     ResourceList,
     add,
@@ -28,10 +27,12 @@ from server.admission.quantities import (
     subtract_non_negative,
 )
 from server.admission.usage import Evaluator, evaluator
-from server.objects import meta, render, update
+from server.machinery import errors, meta
+from server.machinery.values import Obj
+from server.objects import render, update
 from server.objects.context import Context
-from server.registry import Obj, Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 
 ATTEMPTS = 10  # kube's quota evaluator retries failed status writes this often
 QUOTA_PREFIX = "/core/resourcequotas/"

@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import random
 
-from server import errors
-from server.objects import meta, render
+from server.machinery import errors, meta
+from server.machinery.values import Obj
+from server.objects import render
 from server.objects.context import Context
-from server.registry import Obj, Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 
 DEFAULT = "default"
 VOLUME_PREFIX = "kube-api-access-"

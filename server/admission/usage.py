@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.admission.quantities import ResourceList, add, larger, one, parse, plus
-from server.codec.quantity import Quantity
-from server.registry import Obj
+from server.machinery.codec.quantity import Quantity
+from server.machinery.values import Obj
 
 STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
 LEGACY = ("configmaps", "secrets", "replicationcontrollers", "resourcequotas")

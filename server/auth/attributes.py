@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from server.auth.user import UserInfo
+from server.machinery.user import UserInfo
 
 
 class Decision(enum.Enum):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from server.auth.attributes import Attributes, Decision
-from server.auth.user import UserInfo
+from server.machinery.user import UserInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from server.auth.authorizer import AlwaysAllow, Authorizer
-from server.auth.user import SYSTEM, UserInfo
+from server.machinery.user import SYSTEM, UserInfo
 
 if TYPE_CHECKING:
     from server.auth.guard import Authenticator

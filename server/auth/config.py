@@ -1,5 +1,5 @@
 """How the core's security is configured: kube-apiserver's authentication, authorization and audit flags as
-one frozen value, filled by the `capstan` command (capstan/cli.py) and read once when the core starts.
+one frozen value, filled by the `capstan` command (capstan/cli/commands.py) and read once when the core starts.
 
 Files are paths the command resolved (the generated cert dir's defaults included); an empty path means the
 feature is off. `insecure` is `capstan serve --insecure`: every request runs as system:unsecured

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from server.auth.attributes import Attributes
-from server.errors import ApiError, qualified, status
+from server.machinery.errors import ApiError, qualified, status
 
 
 class Unauthorized(Exception):

@@ -28,18 +28,18 @@ from typing import Any, Protocol, TypeVar
 from google.protobuf.message import Message
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth import caller as current_caller
 from server.auth.attributes import Attributes, Decision
 from server.auth.audit.auditor import AuditedRequest, Auditor
 from server.auth.authorizer import AlwaysAllow, Authorizer
-from server.auth.credentials import Credentials
 from server.auth.errors import Unauthorized, forbidden, unauthorized
 from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
 from server.auth.serviceaccounts.oidc import Documents
-from server.auth.user import ANONYMOUS_USER, UNSECURED, UserInfo
-from server.core import Core
+from server.machinery import errors
+from server.machinery.credentials import Credentials
+from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
+from server.objects.core import Core
 
 Resp = TypeVar("Resp")
 

@@ -10,12 +10,12 @@ system:authenticated unless it is anonymous or a group says system:unauthenticat
 
 from __future__ import annotations
 
-from server import errors
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import Authorizer
-from server.auth.credentials import Impersonation
 from server.auth.errors import forbidden
-from server.auth.user import (
+from server.machinery import errors
+from server.machinery.credentials import Impersonation
+from server.machinery.user import (
     ANONYMOUS,
     AUTHENTICATED,
     SERVICE_ACCOUNT_PREFIX,

@@ -1,7 +1,7 @@
 """The review APIs' answers: what the authorizer and the authenticators say, asked through the API itself
 (kube's pkg/registry/authorization/* and pkg/registry/authentication/* REST Create).
 
-Each answer is a Resource's `answer_create` (server/registry.py): it gets the typed request body and answers
+Each answer is a Resource's `answer_create` (server/registry/resources.py): it gets the typed request body and answers
 the object the client gets back with 201 Created; nothing is stored. It runs as the call's caller
 (caller.current()): the user the guard authenticated (impersonation applied) and the authorizer that admitted
 the call, so what a review says is what the request path does.
@@ -21,17 +21,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from server import errors
 from server.auth import caller
 from server.auth.attributes import Attributes, Decision
-from server.auth.credentials import Credentials
 from server.auth.errors import Unauthorized
-from server.auth.user import UserInfo
-from server.objects import meta
-from server.registry import Obj, Resource
-from server.validation import names
-from server.validation.names import FieldError, GoValue
-from server.values import dict_of as _dict
+from server.machinery import errors, meta
+from server.machinery.credentials import Credentials
+from server.machinery.user import UserInfo
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.registry.resources import Resource
 
 AUTHORIZATION_GROUP = "authorization.k8s.io"
 

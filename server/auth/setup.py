@@ -16,7 +16,6 @@ from server.auth.audit.policy import PolicyError
 from server.auth.audit.start import start_audit
 from server.auth.authn import Authenticator as PartAuthenticator
 from server.auth.authn import tokenfile
-from server.auth.authn.pem import Verifier, load_bundle
 from server.auth.authn.requestheader import RequestHeaderAuthenticator
 from server.auth.authn.union import UnionAuthenticator
 from server.auth.authn.x509 import X509Authenticator
@@ -25,7 +24,8 @@ from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore, unguarded
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
 from server.controllers.election import Singleton, awaitable
-from server.core import Core
+from server.machinery.pem import Verifier, load_bundle
+from server.objects.core import Core
 
 MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
 

@@ -25,13 +25,12 @@ from collections.abc import Iterable
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.controllers.election import Singleton
 from server.controllers.tasks import cancel_all
-from server.core import Core
 from server.kinds import BUILTIN
-from server.objects import meta
-from server.registry import Obj
+from server.machinery import errors, meta
+from server.machinery.values import Obj
+from server.objects.core import Core
 
 log = logging.getLogger(__name__)
 

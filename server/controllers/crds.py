@@ -38,13 +38,15 @@ import orjson
 from google.protobuf.descriptor import Descriptor
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.controllers.tasks import cancel_all
-from server.core import Core
-from server.crd import definition, protos
+from server.crd import definition
 from server.crd.resource import Lifecycle, resources
 from server.kinds.apiextensions import CLEANUP_FINALIZER, CUSTOM_RESOURCE_DEFINITIONS, set_condition
-from server.registry import Obj, Resource
+from server.machinery import errors
+from server.machinery.values import Obj
+from server.objects import descriptors as protos
+from server.objects.core import Core
+from server.registry.resources import Resource
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +230,7 @@ class CrdController:
 
     def _message(self, crd: Obj) -> Descriptor | None:
         """The protobuf message the CRD names, if it can carry the kind; a ProtobufServed condition says which
-        (server/crd/protos.py)."""
+        (server/objects/descriptors.py)."""
         full_name = ((crd.get("metadata") or {}).get("annotations") or {}).get(protos.ANNOTATION)
         if not full_name:
             return None

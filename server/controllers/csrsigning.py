@@ -28,14 +28,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.config import SecurityConfig
 from server.controllers.election import Singleton, awaitable
 from server.controllers.tasks import cancel_all
-from server.core import Core
 from server.kinds.certificates import APPROVED, DENIED, FAILED, conditions
-from server.objects import meta
-from server.registry import Obj
+from server.machinery import errors, meta
+from server.machinery.values import Obj
+from server.objects.core import Core
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ import orjson
 from server.controllers import endpointutil as util
 from server.controllers.election import Singleton
 from server.controllers.endpointutil import Key, Obj
-from server.core import Core
+from server.objects.core import Core
 
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 ENDPOINTS = util.path("endpoints", "")

@@ -31,9 +31,9 @@ from server.controllers.election import Singleton
 from server.controllers.endpoints import LEADER_ANNOTATION
 from server.controllers.endpointslices import managed_slices, slice_path
 from server.controllers.endpointutil import Key, Obj
-from server.core import Core
 from server.kinds.discovery import MANAGED_BY_LABEL, SERVICE_NAME_LABEL
-from server.system_objects import SKIP_MIRROR_LABEL
+from server.objects.core import Core
+from server.startup.system_objects import SKIP_MIRROR_LABEL
 
 CONTROLLER_NAME = "endpointslicemirroring-controller.k8s.io"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

@@ -32,8 +32,8 @@ import orjson
 from server.controllers import endpointutil as util
 from server.controllers.election import Singleton
 from server.controllers.endpointutil import Key, Obj
-from server.core import Core
 from server.kinds.discovery import MANAGED_BY_LABEL, SERVICE_NAME_LABEL
+from server.objects.core import Core
 
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 GROUP = "discovery.k8s.io"

@@ -25,10 +25,10 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.rbac.informer import Informer
 from server.controllers.tasks import cancel_all
-from server.core import Core
+from server.machinery import errors
+from server.objects.core import Core
 
 log = logging.getLogger(__name__)
 

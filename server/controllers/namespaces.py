@@ -19,10 +19,10 @@ import logging
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.controllers.tasks import cancel_all
-from server.core import Core
 from server.kinds import NAMESPACE_FINALIZER
+from server.machinery import errors
+from server.objects.core import Core
 from server.objects.namespaces import is_terminating
 
 log = logging.getLogger(__name__)

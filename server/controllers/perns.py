@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.rbac.informer import Informer
 from server.controllers.nsqueue import NamespaceQueue
 from server.controllers.tasks import cancel_all
-from server.core import Core
+from server.machinery import errors
+from server.objects.core import Core
 
 log = logging.getLogger(__name__)
 

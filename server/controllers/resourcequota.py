@@ -22,7 +22,6 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.admission.quantities import ResourceList, add, dump, mask, parse, zero
 from server.admission.usage import (
     EVALUATORS,
@@ -36,7 +35,8 @@ from server.admission.usage import (
 from server.auth.rbac.informer import Informer
 from server.controllers.nsqueue import NamespaceQueue
 from server.controllers.tasks import cancel_all
-from server.core import Core
+from server.machinery import errors
+from server.objects.core import Core
 
 log = logging.getLogger(__name__)
 

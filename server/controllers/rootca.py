@@ -10,9 +10,9 @@ from __future__ import annotations
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.controllers.perns import PerNamespace
-from server.core import Core
+from server.machinery import errors
+from server.objects.core import Core
 
 NAME = "kube-root-ca.crt"
 DESCRIPTION_ANNOTATION = "kubernetes.io/description"

@@ -21,10 +21,10 @@ import orjson
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.codec import gotime
 from server.controllers.tasks import cancel_all
-from server.core import Core
+from server.machinery import errors
+from server.machinery.codec import gotime
+from server.objects.core import Core
 
 log = logging.getLogger(__name__)
 

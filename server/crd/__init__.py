@@ -7,9 +7,9 @@
     values.py       OpenAPI value validation of an object, worded as kube-openapi words it
     formats.py      the string formats kube-openapi checks
     columns.py      additionalPrinterColumns as Table columns (JSONPath)
-    resource.py     a CRD version as a server.registry.Resource
+    resource.py     a CRD version as a server.registry.resources.Resource
     protos.py       beyond Kubernetes: registered protobuf messages a CRD may name, to be served in protobuf
 
 The controller that turns stored CRDs into served resources is server/controllers/crds.py; the schema
-object the core uses for a custom resource is server/schema.py's JsonSchema.
+object the core uses for a custom resource is server/machinery/schema.py's JsonSchema.
 """

@@ -20,9 +20,10 @@ from typing import Any
 from jsonpath_ng import JSONPath
 from jsonpath_ng.ext.parser import parse
 
-from server.printing.columns import CREATION_TIMESTAMP_DESCRIPTION, NAME
-from server.printing.duration import Since
-from server.registry import Column, Obj
+from server.machinery.values import Obj
+from server.registry.printing.columns import CREATION_TIMESTAMP_DESCRIPTION, NAME
+from server.registry.printing.duration import Since
+from server.registry.resources import Column
 
 AGE = {"name": "Age", "type": "date", "description": CREATION_TIMESTAMP_DESCRIPTION,
        "jsonPath": ".metadata.creationTimestamp"}

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.crd import schemacheck
-from server.crd.cel import rules as cel_rules
-from server.registry import Obj
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery.crdschema import schemacheck
+from server.machinery.crdschema.cel import rules as cel_rules
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
 
 PRINTER_COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")
 PRINTER_COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")

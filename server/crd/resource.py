@@ -1,8 +1,8 @@
-"""A CustomResourceDefinition's served versions as server.registry.Resources: what the core serves for a CRD.
+"""A CustomResourceDefinition's served versions as server.registry.resources.Resources: what the core serves for a CRD.
 
 Each served version becomes one Resource under the CRD's accepted names (status.acceptedNames): its
 scope, kube's verbs for custom resources, the status subresource when the version asks for it, the
-version's schema (server/schema.py JsonSchema: pruning, defaulting, value validation), printer columns
+version's schema (server/machinery/schema.py JsonSchema: pruning, defaulting, value validation), printer columns
 (columns.py) and selectable fields. All versions share the storage keys (/<group>/<plural>/...), so with
 conversion None an object written in one version reads in another with only apiVersion changed.
 
@@ -20,15 +20,16 @@ from typing import Any
 import orjson
 from google.protobuf.descriptor import Descriptor
 
-from server import errors, stored
 from server.crd import columns, definition
-from server.crd.cel import rules as cel_rules
-from server.crd.protos import ProtoJsonSchema
-from server.crd.structural import parse
-from server.objects import meta, render
-from server.registry import SCALE, Obj, Resource, ScaleRule, Subresource
-from server.schema import JsonSchema
-from server.validation.names import ErrorType, FieldError, GoValue
+from server.machinery import errors, meta, stored
+from server.machinery.crdschema.cel import rules as cel_rules
+from server.machinery.crdschema.structural import parse
+from server.machinery.schema import JsonSchema
+from server.machinery.validation.names import ErrorType, FieldError, GoValue
+from server.machinery.values import Obj
+from server.objects import render
+from server.objects.descriptors import ProtoJsonSchema
+from server.registry.resources import SCALE, Resource, ScaleRule, Subresource
 
 # apiextensions-apiserver's crdHandler serves custom resources with these verbs, in this order.
 VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
@@ -60,7 +61,7 @@ def served_versions(crd: Obj) -> list[dict[str, Any]]:
 
 def resources(crd: Obj, lifecycle: Lifecycle, message: Descriptor | None = None) -> list[Resource]:
     """The Resources of every served version, preferred first; `message`: the protobuf message the CRD names
-    (capstan.dev/protobuf-message, server/crd/protos.py), when it can carry the kind."""
+    (capstan.dev/protobuf-message, server/objects/descriptors.py), when it can carry the kind."""
     return [resource(crd, version, lifecycle, message) for version in served_versions(crd)]
 
 

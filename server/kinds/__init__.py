@@ -2,7 +2,7 @@
 
 Adding a kind is a protobuf message (protos/capstan/api/...) and an entry in one of these
 modules: its names, scope, subresources, field selectors, defaults and validation; its Table
-columns live in server/printing.
+columns live in server/registry/printing.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from server.kinds import (
     workloads,
 )
 from server.kinds.config import CONFIG_MAPS, NAMESPACE_FINALIZER, NAMESPACES, SECRETS
-from server.registry import Resource
+from server.registry.resources import Resource
 
 BUILTIN: tuple[Resource, ...] = (*config.KINDS, *core.KINDS, *workloads.KINDS, *apiextensions.KINDS, *reviews.KINDS,
                                   *storage.KINDS, *certificates.KINDS, *platform.KINDS, *flowcontrol.KINDS,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from capstan.api.apiextensions.v1 import apiextensions_pb2 as apiextensions_v1
 from server.crd import definition
-from server.objects import meta
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
+from server.machinery import meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.values import Obj
+from server.registry.resources import Resource, Subresource
 
 GROUP = "apiextensions.k8s.io"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"

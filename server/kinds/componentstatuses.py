@@ -5,7 +5,7 @@ kube-apiserver 1.28 answers get and list by probing each component (pkg/registry
 one `Healthy` condition: True with the message `ok`, or False with the probe's error and no message. The kind
 is deprecated (every answer carries `v1 ComponentStatus is deprecated in v1.19+`); a name it does not probe is
 a plain error (500, no reason: `Component not found: x`). Capstan probes nothing over the network:
-- etcd-0 is the store, read as the core's `etcd` health check reads it (server/health.py's store_check);
+- etcd-0 is the store, read as the core's `etcd` health check reads it (server/objects/health.py's store_check);
 - controller-manager: Capstan's controllers run in the core elected through the `capstan-controllers` Lease in
   kube-system (server/controllers/election.py), so it is Healthy while a holder's lease is current, and otherwise
   answers the error kube shows for a controller-manager that is not running;
@@ -18,13 +18,14 @@ import datetime
 import time
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from server import errors, health
 from server.controllers.election import LEASE_NAME, LEASE_NAMESPACE
-from server.objects import render
+from server.machinery import errors
+from server.machinery.schema import ProtoSchema
+from server.machinery.values import Obj
+from server.objects import health, render
 from server.objects.context import Context
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 
 SCHEDULER_DOWN = ('Get "https://127.0.0.1:10259/healthz": dial tcp 127.0.0.1:10259: connect: connection refused')
 CONTROLLER_MANAGER_DOWN = ('Get "https://127.0.0.1:10257/healthz": '

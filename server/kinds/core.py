@@ -18,11 +18,12 @@ from server.kinds.pods import BINDINGS, PODS
 from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS, services
 from server.kinds.shaped import retype
-from server.objects import meta
-from server.registry import Obj, Resource, ScaleRule, Subresource
-from server.schema import ProtoSchema
-from server.validation import names
-from server.validation.names import FieldError, GoValue
+from server.machinery import meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.values import Obj
+from server.registry.resources import Resource, ScaleRule, Subresource
 
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
@@ -304,7 +305,7 @@ def default_quota(obj: Obj) -> None:
 
 
 def _non_negative(values: dict[str, str], path: str) -> list[FieldError]:
-    from server.codec.quantity import parse_quantity
+    from server.machinery.codec.quantity import parse_quantity
 
     return [FieldError.invalid(f"{path}[{k}]", v, "must be greater than or equal to 0")
             for k, v in values.items() if parse_quantity(v).sign() < 0]
@@ -429,7 +430,7 @@ REPLICATION_CONTROLLERS = Resource(
     scale=ScaleRule(selector="Set"),  # spec.selector is a plain label map
 )
 
-# Services allocating from the default range; each core replaces it with its own (server/app.py).
+# Services allocating from the default range; each core replaces it with its own (server/startup/app.py).
 SERVICES, _ = services()
 
 KINDS: tuple[Resource, ...] = (

@@ -17,8 +17,8 @@ import re
 import zoneinfo
 from dataclasses import dataclass
 
-from server.codec import gotime
-from server.validation.names import go_quote
+from server.machinery.codec import gotime
+from server.machinery.validation.names import go_quote
 
 
 @dataclass(frozen=True, slots=True)

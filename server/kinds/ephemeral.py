@@ -15,9 +15,10 @@ Example: a Pod with {"ephemeralContainers": [{"name": "dbg", "image": "busybox"}
 from __future__ import annotations
 
 from server.kinds import podspec
-from server.registry import Obj, Subresource
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Subresource
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 FIELD = "spec.ephemeralContainers"

@@ -33,14 +33,15 @@ from google.protobuf import json_format
 from capstan.api.meta.v1 import meta_pb2
 from capstan.api.policy.v1 import policy_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.kinds.policy import PODDISRUPTIONBUDGETS
-from server.objects import body, delete, meta, options, render
+from server.machinery import errors, meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.selectors import labels
+from server.machinery.values import Obj
+from server.objects import body, delete, options, render
 from server.objects.context import Context
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 from storage import Outcome
 
 EVICTION_SCHEMA = ProtoSchema(policy_pb2.Eviction)

@@ -5,6 +5,6 @@ here."""
 from __future__ import annotations
 
 from server.kinds import admissionregistration, apiregistration, autoscaling
-from server.registry import Resource
+from server.registry.resources import Resource
 
 KINDS: tuple[Resource, ...] = (*apiregistration.KINDS, *autoscaling.KINDS, *admissionregistration.KINDS)

@@ -3,8 +3,8 @@ validation, as kube-apiserver 1.28's (pkg/apis/flowcontrol/v1beta3/defaults.go, 
 pkg/registry/flowcontrol).
 
 These objects are API Priority and Fairness' configuration. Capstan stores and serves them, and writes kube's
-mandatory and suggested objects at start (server/flowcontrol_bootstrap.py); its own load shedding
-(server/limits/) does not read them. v1beta3 is the stored and preferred version; v1beta2 is served from the
+mandatory and suggested objects at start (server/startup/flowcontrol_bootstrap.py); its own load shedding
+(server/machinery/limits/) does not read them. v1beta3 is the stored and preferred version; v1beta2 is served from the
 same storage through a conversion (server/kinds/flowcontrol_v1beta2.py).
 
 Both strategies drop status on create, keep it on update and count generations; their /status keeps the stored
@@ -17,12 +17,13 @@ from typing import Any
 
 from capstan.api.flowcontrol.v1beta3 import flowcontrol_pb2
 from server.kinds.templates import get
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.validation import names
-from server.validation.names import FieldError
-from server.values import dict_of as _dict
-from server.values import list_of as _list
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.machinery.values import list_of as _list
+from server.registry.resources import Resource, Subresource
 
 GROUP = "flowcontrol.apiserver.k8s.io"
 VERSION = "v1beta3"

@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server import errors
-from server.registry import Obj
-from server.values import dict_of as _dict
-from server.values import list_of as _list
+from server.machinery import errors
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.machinery.values import list_of as _list
 
 METRICS = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS = "autoscaling.alpha.kubernetes.io/current-metrics"

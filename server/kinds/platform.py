@@ -5,7 +5,7 @@ group priority order, which /apis lists them in."""
 from __future__ import annotations
 
 from server.kinds import discovery, networking, nodeclasses, policy, scheduling
-from server.registry import Resource
+from server.registry.resources import Resource
 
 KINDS: tuple[Resource, ...] = (*networking.KINDS, *policy.KINDS, *scheduling.KINDS, *nodeclasses.KINDS,
                                *discovery.KINDS)

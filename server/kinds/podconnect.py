@@ -24,11 +24,12 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
+from server.machinery import errors
+from server.machinery.values import Obj
 from server.objects import render
 from server.objects.context import Context
-from server.registry import Obj, Resource, Subresource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource, Subresource
 
 KUBELET_PORT = 10250
 # kube-apiserver's default --kubelet-preferred-address-types.

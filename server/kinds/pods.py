@@ -20,18 +20,19 @@ import orjson
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.codec.quantity import parse_quantity
 from server.kinds import ephemeral, podconnect, podspec, proxy
 from server.kinds.eviction import evict
 from server.kinds.shaped import retype
-from server.objects import body, meta, render
+from server.machinery import errors, meta
+from server.machinery.codec.quantity import parse_quantity
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.objects import body, render
 from server.objects.context import Context
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.storage_errors import store_call
-from server.validation import names
-from server.validation.names import FieldError
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource, Subresource
 from storage import Outcome
 
 DEFAULT_SERVICE_ACCOUNT = "default"
@@ -237,7 +238,7 @@ BINDING_KIND = Resource(group="", version="v1", resource="bindings", kind="Bindi
 async def bind_legacy(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """LegacyBindingREST: POST namespaces/{ns}/bindings binds the Pod the Binding names, as pods/{name}/binding
     does (its namespace checked against the request's first, as kube's create handler checks it)."""
-    from server.objects import options  # the verbs' option parsing
+    from server.objects import options
 
     binding, _ = body.decode(BINDING_KIND, req.object, options.field_validation(
         req.options.fieldValidation, "CreateOptions"))
@@ -265,7 +266,7 @@ async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) ->
     """BindingREST.Create: set spec.nodeName (and the binding's annotations) on a Pod not yet bound, and its
     PodScheduled condition; answers a Success Status, 201. The Binding's uid and resourceVersion are
     preconditions on the Pod."""
-    from server.objects import options  # the verbs' option parsing
+    from server.objects import options
 
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     binding, warnings = body.decode(BINDING_KIND, req.object, options.field_validation(

@@ -24,10 +24,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from server.codec.quantity import QuantityError, parse_quantity
-from server.registry import Obj
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery.codec.quantity import QuantityError, parse_quantity
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 DEFAULT_MODE = 0o644  # 420: Secret, ConfigMap, DownwardAPI and Projected volumes

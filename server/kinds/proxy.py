@@ -24,12 +24,13 @@ from __future__ import annotations
 import ipaddress
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.kinds import podconnect
+from server.machinery import errors
+from server.machinery.values import Obj
 from server.objects import render
 from server.objects.context import Context
-from server.registry import Obj, Resource, Subresource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource, Subresource
 
 PROXY_VERBS = ("create", "delete", "get", "patch", "update")
 POD_PROXY = Subresource("proxy", "PodProxyOptions", PROXY_VERBS)

@@ -31,8 +31,8 @@ from typing import Any
 
 import orjson
 
-from server import errors
-from server.storage_errors import store_call
+from server.machinery import errors
+from server.objects.storeerrors import store_call
 from storage import Outcome, Store
 
 HOLD = 60.0  # seconds: longer than any request runs (kube-apiserver's --request-timeout, 1m)

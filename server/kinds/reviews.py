@@ -17,8 +17,9 @@ from google.protobuf.message import Message
 from capstan.api.authentication.v1 import authentication_pb2 as authentication_v1
 from capstan.api.authorization.v1 import authorization_pb2 as authorization_v1
 from server.auth import reviews
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
+from server.machinery.schema import ProtoSchema
+from server.machinery.values import Obj
+from server.registry.resources import Resource
 
 AUTHORIZATION = "authorization.k8s.io"
 AUTHENTICATION = "authentication.k8s.io"

@@ -12,11 +12,12 @@ never be deleted:
 from __future__ import annotations
 
 from capstan.api.scheduling.v1 import scheduling_pb2
-from server import errors
 from server.kinds.templates import immutable
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.validation.names import FieldError
+from server.machinery import errors
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource
 
 GROUP = "scheduling.k8s.io"
 SYSTEM_PREFIX = "system-"

@@ -24,17 +24,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from server import errors
 from server.kinds import podspec, proxy
 from server.kinds.reservations import ATTEMPTS, Conflict, Reservations, exhausted
 from server.kinds.shaped import retype
-from server.objects import meta, render
+from server.machinery import errors, meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.values import Obj
+from server.objects import render
 from server.objects.context import Context
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.storage_errors import store_call
-from server.validation import names
-from server.validation.names import FieldError, GoValue
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource, Subresource
 
 DEFAULT_SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
 NODE_PORTS = range(30000, 32768)

@@ -8,7 +8,8 @@ is stored.
 
 from __future__ import annotations
 
-from server.registry import Obj, Schema
+from server.machinery.values import Obj
+from server.registry.resources import Schema
 
 
 def retype(schema: Schema, obj: Obj) -> None:

@@ -17,10 +17,11 @@ from typing import Any
 
 from server.kinds.podspec import default_pod_spec, validate_pod_spec
 from server.kinds.shaped import retype
-from server.registry import Obj, Schema
-from server.selectors import labels
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery.selectors import labels
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Schema
 
 NEGATIVE = "must be greater than or equal to 0"  # apimachinery's IsNegativeErrorMsg
 IMMUTABLE = "field is immutable"

@@ -5,6 +5,6 @@ order, which /apis lists them in."""
 from __future__ import annotations
 
 from server.kinds import apps, batch, coordination, events, rbac
-from server.registry import Resource
+from server.registry.resources import Resource
 
 KINDS: tuple[Resource, ...] = (*apps.KINDS, *events.KINDS, *batch.KINDS, *rbac.KINDS, *coordination.KINDS)

@@ -18,18 +18,19 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.codec import depth, yamlread
-from server.codec.gojson import json_kind
-from server.fields import updater
-from server.fields.managers import APPLY, Managed, Owner
-from server.fields.path import to_string
-from server.objects import body, create, lastapplied, managed, meta
+from server.machinery import errors, meta
+from server.machinery.codec import depth, yamlread
+from server.machinery.codec.gojson import json_kind
+from server.machinery.fields import updater
+from server.machinery.fields.managers import APPLY, Managed, Owner
+from server.machinery.fields.path import to_string
+from server.machinery.patch.values import copy_json
+from server.machinery.values import Obj
+from server.objects import body, create, lastapplied, managed
 from server.objects.context import Context
+from server.objects.storeerrors import store_call
 from server.objects.update import check_patched_name, guaranteed_update
-from server.patch.values import copy_json
-from server.registry import Obj, Resource
-from server.storage_errors import store_call
+from server.registry.resources import Resource
 
 
 async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, manager: str, *, dry_run: bool,

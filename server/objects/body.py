@@ -30,13 +30,14 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.codec import depth, yamlread
-from server.codec.errors import EncodeError
-from server.codec.gojson import json_kind
-from server.patch.gofmt import go_quote
-from server.registry import Obj, Resource
-from server.schema import JsonSchema, SchemaError
+from server.machinery import errors
+from server.machinery.codec import depth, yamlread
+from server.machinery.codec.errors import EncodeError
+from server.machinery.codec.gojson import json_kind
+from server.machinery.gofmt import go_quote
+from server.machinery.schema import JsonSchema, SchemaError
+from server.machinery.values import Obj
+from server.registry.resources import Resource
 
 _KEY = re.compile(rb'"\s*:')  # at least one match per JSON key; more when a string holds `":`
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors, printing
+from server.machinery import errors
+from server.machinery.meta import canonical
+from server.machinery.values import Obj
 from server.objects import render, views
 from server.objects.context import Context
-from server.objects.meta import canonical
 from server.objects.selection import selection
-from server.registry import Obj, Resource
+from server.registry import printing
+from server.registry.resources import Resource
 
 
 async def _objects(ctx: Context, resource: Resource) -> list[Obj]:

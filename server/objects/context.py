@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from server.objects.keygate import KeyGate
 from server.objects.render import Renderings
-from server.registry import Registry
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Registry
 from storage import Store
 
 NAMESPACES_KEY_PREFIX = b"/core/namespaces/"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.objects import body, managed, meta, options, render, size, validate
+from server.machinery import errors, meta
+from server.machinery.values import Obj
+from server.objects import body, managed, options, render, size, validate
 from server.objects.context import Context
 from server.objects.namespaces import require_active_namespace
 from server.objects.resolve import resolve
-from server.registry import Obj, Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 from storage import Outcome
 
 GENERATE_NAME_ATTEMPTS = 8  # kube-apiserver retries a generated name that is taken

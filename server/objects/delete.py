@@ -32,13 +32,14 @@ import time
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.codec import gotime
-from server.objects import meta, options, render
+from server.machinery import errors, meta
+from server.machinery.codec import gotime
+from server.machinery.values import Obj
+from server.objects import options, render
 from server.objects.context import Context
 from server.objects.resolve import resolve
-from server.registry import Obj, Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 from storage import KeyValue, Outcome
 
 ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents

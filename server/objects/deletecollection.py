@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
+from server.machinery import errors
 from server.objects import options, render
 from server.objects.context import Context
 from server.objects.delete import delete_object
 from server.objects.list import read_page
 from server.objects.resolve import resolve
-from server.registry import Resource
+from server.registry.resources import Resource
 
 
 async def delete_collection(ctx: Context, req: core_pb2.DeleteCollectionRequest) -> core_pb2.DeleteCollectionResponse:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
+from server.machinery import errors
 from server.objects import computed, options, render, scale, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
 
 # The verbs a connecter's request is made with besides get (GetRequest.connect_verb): its HTTP method's.
 CONNECT_VERBS = frozenset({"", "create", "update", "patch", "delete"})

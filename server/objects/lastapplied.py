@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import orjson
 
-from server.fields import typed
-from server.fields.fieldset import FieldSet
-from server.fields.shapes import Shape
-from server.objects import meta
-from server.patch.values import copy_json
-from server.registry import Obj
+from server.machinery import meta
+from server.machinery.fields import typed
+from server.machinery.fields.fieldset import FieldSet
+from server.machinery.fields.shapes import Shape
+from server.machinery.patch.values import copy_json
+from server.machinery.values import Obj
 
 ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 KUBECTL = "kubectl"

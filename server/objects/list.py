@@ -16,14 +16,21 @@ from dataclasses import dataclass
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import continuation, errors
+from server.machinery import continuation, errors
+from server.machinery.values import Obj
 from server.objects import computed, options, render, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
-from server.printing.table import META_V1, partial_object_metadata, partial_object_metadata_list, table_head, table_rows
-from server.registry import Obj, Resource
-from server.storage_errors import translate
+from server.objects.storeerrors import translate
+from server.registry.printing.table import (
+    META_V1,
+    partial_object_metadata,
+    partial_object_metadata_list,
+    table_head,
+    table_rows,
+)
+from server.registry.resources import Resource
 from storage import Compacted, KeyValue, ListResult, StorageError
 
 CHUNK = 500  # keys read per store call while filling a filtered page

@@ -1,11 +1,11 @@
 """metadata.managedFields kept on every write, as kube-apiserver's field manager keeps them.
 
 A create, an update (PUT) and a non-apply patch record an Update entry for their manager with the
-fields they added or changed (server/fields/updater.py); managedFields sent in the body are taken
+fields they added or changed (server/machinery/fields/updater.py); managedFields sent in the body are taken
 as the new starting point when they are a valid non-empty list (so clients may edit them), a list
 of one empty entry clears them, and anything else keeps the stored ones. Through a subresource the
 body's managedFields are never taken, and the writer gains only the subresource's field and the metadata it
-keeps (server/registry.py Subresource.metadata_reset).
+keeps (server/registry/resources.py Subresource.metadata_reset).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from server.fields import created, managers, updater
-from server.fields.fieldset import FieldSet
-from server.fields.managers import Managed, Owner
-from server.fields.shapes import UNTYPED, Shape, of_message
-from server.objects import meta
-from server.registry import Obj, Resource, Schema
-from server.schema import JsonSchema
+from server.machinery import meta
+from server.machinery.fields import created, managers, updater
+from server.machinery.fields.fieldset import FieldSet
+from server.machinery.fields.managers import Managed, Owner
+from server.machinery.fields.shapes import UNTYPED, Shape, of_message
+from server.machinery.schema import JsonSchema
+from server.machinery.values import Obj
+from server.registry.resources import Resource, Schema
 
 
 def shape(resource: Resource) -> Shape:

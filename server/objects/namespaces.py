@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from server import errors
-from server.objects import meta, render
+from server.machinery import errors, meta
+from server.machinery.values import Obj
+from server.objects import render
 from server.objects.context import Context
-from server.registry import Obj, Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 
 
 async def require_active_namespace(ctx: Context, resource: Resource, obj: Obj) -> None:

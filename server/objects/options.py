@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from capstan.api.meta.v1 import meta_pb2
-from server import errors
-from server.fields.managers import FIELD_MANAGER_MAX_LENGTH
-from server.validation.names import FieldError, join_errors
+from server.machinery import errors
+from server.machinery.fields.managers import FIELD_MANAGER_MAX_LENGTH
+from server.machinery.validation.names import FieldError, join_errors
 
 DRY_RUN_VALUES = ("All",)
 FIELD_VALIDATION_VALUES = ("", "Ignore", "Strict", "Warn")

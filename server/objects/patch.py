@@ -18,17 +18,18 @@ import jsonpointer
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.codec import depth
+from server.machinery import errors
+from server.machinery.codec import depth
+from server.machinery.gofmt import go_v
+from server.machinery.patch import strategic
+from server.machinery.patch.values import copy_json
+from server.machinery.schema import JsonSchema
+from server.machinery.values import Obj
 from server.objects import apply, body, options, scale
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.update import check_patched_name, guaranteed_update
-from server.patch import strategic
-from server.patch.gofmt import go_v
-from server.patch.values import copy_json
-from server.registry import Obj, Resource
-from server.schema import JsonSchema
+from server.registry.resources import Resource
 
 _TYPES = {
     core_pb2.PATCH_TYPE_JSON: "application/json-patch+json",
@@ -110,7 +111,7 @@ def _strict_problems(kind: int, data: bytes) -> list[str]:
 def _patcher(resource: Resource, kind: int, data: bytes) -> Any:
     """The function that applies this patch to an object; the patch is parsed once, up front (400 if malformed)."""
     # Strategic merge patch needs a built-in kind's merge keys: never for custom resources, as in Kubernetes
-    # (even those served in protobuf, server/crd/protos.py).
+    # (even those served in protobuf, server/objects/descriptors.py).
     strategic_ok = bool(resource.schema.proto_message) and not isinstance(resource.schema, JsonSchema)
     accepted = [t for k, t in _TYPES.items() if k != core_pb2.PATCH_TYPE_STRATEGIC_MERGE or strategic_ok]
     if kind == core_pb2.PATCH_TYPE_JSON:

@@ -1,7 +1,7 @@
 """Objects to and from stored values, and stored values to response bytes.
 
 A write renders the object once (JSON and, for kinds with a schema, protobuf);
-reads splice in the resourceVersion. See server/stored.py for the value layout.
+reads splice in the resourceVersion. See server/machinery/stored.py for the value layout.
 An answer asked for as ENCODING_JSON_TEXT is rendered as JSON and turned into text
 last (as_text), so the byte path every other client takes costs nothing more.
 """
@@ -14,10 +14,11 @@ import orjson
 from google.protobuf.message import Message
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import stored
-from server.bounded import Bounded
-from server.objects.meta import canonical
-from server.registry import Obj, Resource
+from server.machinery import stored
+from server.machinery.bounded import Bounded
+from server.machinery.meta import canonical
+from server.machinery.values import Obj
+from server.registry.resources import Resource
 
 Encoding: TypeAlias = core_pb2.Encoding
 JSON: Encoding = core_pb2.ENCODING_JSON

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.registry import Registry, Resource
+from server.machinery import errors
+from server.registry.resources import Registry, Resource
 
 # Verbs that address one named object.
 OBJECT_VERBS = frozenset({"get", "update", "patch", "delete"})

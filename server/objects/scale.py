@@ -1,6 +1,6 @@
 """/scale: a resource's replica count read and written as an autoscaling/v1 Scale (kube-apiserver's ScaleREST).
 
-Any resource with a ScaleRule (server/registry.py) serves it; nothing here is written per kind. The
+Any resource with a ScaleRule (server/registry/resources.py) serves it; nothing here is written per kind. The
 Scale is a view of the stored object, never stored itself. For a Deployment with spec.replicas 3,
 status.replicas 2 and spec.selector {matchLabels: {app: web}} it is
 
@@ -24,16 +24,18 @@ import orjson
 
 from capstan.api.autoscaling.v1 import autoscaling_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors, printing
-from server.objects import apply, body, meta, options, render, validate, views
+from server.machinery import errors, meta
+from server.machinery.patch.values import copy_json
+from server.machinery.schema import ProtoSchema
+from server.machinery.selectors import labels
+from server.machinery.validation import names
+from server.machinery.values import Obj
+from server.machinery.values import text_of as _text
+from server.objects import apply, body, options, render, validate, views
 from server.objects.context import Context
 from server.objects.update import check_name, guaranteed_update
-from server.patch.values import copy_json
-from server.registry import SCALE, Obj, Resource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.validation import names
-from server.values import text_of as _text
+from server.registry import printing
+from server.registry.resources import SCALE, Resource
 
 # The Scale kind, to decode, type, render and print Scales with (it is no resource of its own).
 SCALE_KIND = Resource(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server import errors
-from server.registry import Obj, Resource
-from server.selectors import fields as field_selectors
-from server.selectors import labels as label_selectors
+from server.machinery import errors
+from server.machinery.selectors import fields as field_selectors
+from server.machinery.selectors import labels as label_selectors
+from server.machinery.values import Obj
+from server.registry.resources import Resource
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ reach the store. Request bodies over 3 MiB are refused earlier, by the gateway.
 
 from __future__ import annotations
 
-from server import errors, stored
+from server.machinery import errors, stored
 
 MAX_OBJECT_BYTES = 1536 * 1024  # etcd's default --max-request-bytes
 

@@ -14,20 +14,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.objects import body, create, managed, meta, options, render, size, validate
+from server.machinery import errors, meta
+from server.machinery.patch.values import copy_json
+from server.machinery.values import Obj
+from server.objects import body, create, managed, options, render, size, validate
 from server.objects.context import Context
 from server.objects.resolve import resolve
-from server.patch.values import copy_json
-from server.registry import SCALE, Obj, Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import SCALE, Resource
 from storage import KeyValue, Outcome, WriteResult
 
 
 async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
     resource = resolve(ctx.registry, req.path, "update")
     if resource.scale is not None and req.path.subresource == SCALE.name:
-        from server.objects import scale  # it writes through guaranteed_update below: imported late, no cycle
+        from server.objects import scale
 
         return await scale.update(ctx, resource, req)
     dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")

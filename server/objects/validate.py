@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from server import errors
-from server.objects import meta
-from server.registry import Obj, Resource
-from server.validation import names
-from server.validation.names import FieldError
-from server.values import text_of as _text
+from server.machinery import errors, meta
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.machinery.values import text_of as _text
+from server.registry.resources import Resource
 
 
 def for_create(resource: Resource, obj: Obj) -> list[FieldError]:

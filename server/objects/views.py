@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors, printing
+from server.machinery import errors
+from server.machinery.values import Obj
 from server.objects import render
-from server.printing.table import API_VERSIONS
-from server.registry import Obj, Resource
+from server.registry import printing
+from server.registry.printing.table import API_VERSIONS
+from server.registry.resources import Resource
 from storage import KeyValue
 
 JSON = core_pb2.ENCODING_JSON

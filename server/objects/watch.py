@@ -25,14 +25,15 @@ import orjson
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.codec import transcode
+from server.machinery import errors
+from server.machinery.codec import transcode
+from server.machinery.values import Obj
 from server.objects import options, render, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
-from server.registry import Obj, Resource
-from server.storage_errors import store_call, translate
+from server.objects.storeerrors import store_call, translate
+from server.registry.resources import Resource
 from storage import Compacted, Event, EventType, KeyValue, StorageError, StoreClosed, Watch, WatcherTooSlow
 
 BOOKMARK_INTERVAL = 60.0  # seconds between BOOKMARK events, as kube-apiserver's watch cache sends them

@@ -1,4 +1,4 @@
-"""capstan/gcpolicy.py: once started, a serving process collects rarely and never walks what it loaded."""
+"""capstan/cli/gcpolicy.py: once started, a serving process collects rarely and never walks what it loaded."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from capstan import gcpolicy
+from capstan.cli import gcpolicy
 
 
 @pytest.fixture

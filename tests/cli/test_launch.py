@@ -1,4 +1,4 @@
-"""The `capstan` command's allocator step (capstan/launch.py): which commands start again under jemalloc, with
+"""The `capstan` command's allocator step (capstan/cli/launch.py): which commands start again under jemalloc, with
 what environment, and a real `capstan serve` process that does (its memory maps name the library)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from capstan.launch import JEMALLOC_CONF, AllocatorError, describe, find_jemalloc, plan
+from capstan.cli.launch import JEMALLOC_CONF, AllocatorError, describe, find_jemalloc, plan
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"

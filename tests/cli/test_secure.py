@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from capstan import pki
+from capstan.cli import pki
 from gateway.hostcheck import is_loopback_host
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from capstan.cli import parse_args
+from capstan.cli.commands import parse_args
 
 
 @pytest.mark.parametrize("command", ["serve", "core"])

@@ -37,10 +37,10 @@ from kubernetes.client import (
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from capstan.inprocess import InProcessClient
+from capstan.cli.inprocess import InProcessClient
 from gateway.app import build_app, start_http
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.e2e.conftest import Obj, bounded, dns_label

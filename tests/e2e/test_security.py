@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client
 
-from capstan import pki
+from capstan.cli import pki
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from gateway.transport.grpc import status_of

@@ -28,13 +28,13 @@ from hypothesis import HealthCheck, settings
 from yarl import URL
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.inprocess import InProcessClient
+from capstan.cli.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from gateway.client import CoreClient
 from gateway.codecs import protobuf as protobuf_codec
 from gateway.transport.grpc import GrpcClient
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -52,7 +52,7 @@ QUOTA_5XX = 507
 # map[string]interface {}", "does not contain declared merge key") is returned as is, so kube answers 500 with
 # no reason (ErrorToAPIStatus of a plain error); Capstan answers the same.
 SMP = "application/strategic-merge-patch+json"
-# The gRPC codes those map to (server/errors.py); INTERNAL and UNKNOWN are a 500 by another name.
+# The gRPC codes those map to (server/machinery/errors.py); INTERNAL and UNKNOWN are a 500 by another name.
 ALLOWED_GRPC_FAILURES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 NEVER_GRPC = frozenset({grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.DATA_LOSS})
 

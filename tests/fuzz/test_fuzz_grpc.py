@@ -1,6 +1,6 @@
 """Bent gRPC requests to every CoreService method of a real grpc.aio core: arbitrary bytes, valid requests
 with their bytes bent, and well-formed messages holding any field values. A failure is always a code kube's
-Status maps to (server/errors.py) with the Status in the rich error details, never INTERNAL or UNKNOWN (a
+Status maps to (server/machinery/errors.py) with the Status in the rich error details, never INTERNAL or UNKNOWN (a
 500), nothing is logged with a traceback, and /readyz stays fast.
 """
 

@@ -20,12 +20,12 @@ import orjson
 import pytest
 
 import gateway.handlers.watch
-from capstan.inprocess import InProcessClient
+from capstan.cli.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from gateway.client import CoreClient
 from gateway.transport.grpc import GrpcClient
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

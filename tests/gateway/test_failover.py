@@ -23,9 +23,9 @@ from gateway.app import build_app, start_http
 from gateway.client import CoreError
 from gateway.transport import resume
 from gateway.transport.pool import PoolClient
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
-from server.grpc_server import stop_grpc
+from server.service.grpc_server import stop_grpc
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.memory import MemoryStore
 from tests.gateway.conftest import TIMEOUT, Response, Stream

@@ -20,13 +20,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from capstan.inprocess import InProcessClient
+from capstan.cli.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from gateway.connections import KUBE_LIMITS
 from gateway.health import HEALTH_KEY
 from gateway.health_listener import HealthListener
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

@@ -14,12 +14,12 @@ from capstan.api.core.v1 import core_pb2 as core
 from capstan.api.meta.v1 import meta_pb2
 from gateway.codecs import protobuf as protobuf_codec
 from gateway.handlers.respond import warning_headers
-from server.codec.depth import MAX_DEPTH
-from server.codec.quantity import ERR_FORMAT
-from server.codec.wire import varint
+from server.machinery.codec.depth import MAX_DEPTH
+from server.machinery.codec.quantity import ERR_FORMAT
+from server.machinery.codec.wire import varint
 from server.objects.size import MAX_OBJECT_BYTES
 from tests.gateway.conftest import Server
-from tests.server.codec.test_yamlread import BOMB
+from tests.server.machinery.codec.test_yamlread import BOMB
 
 CMS = "/api/v1/namespaces/default/configmaps"
 JSON = "application/json"

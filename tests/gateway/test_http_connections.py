@@ -20,11 +20,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from capstan.inprocess import InProcessClient
+from capstan.cli.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from gateway.connections import MAX_HEADER_BYTES, ConnectionLimits
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

@@ -9,8 +9,8 @@ import pytest
 
 from capstan.api.meta.v1 import meta_pb2
 from gateway.codecs import protobuf as protobuf_codec
-from server.registry import Resource
-from server.schema import JsonSchema
+from server.machinery.schema import JsonSchema
+from server.registry.resources import Resource
 from tests.gateway import kube
 from tests.gateway.conftest import Server
 

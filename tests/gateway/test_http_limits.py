@@ -1,4 +1,4 @@
-"""Load shedding over REST (server/limits/ through gateway/limits.py): kube's 429 Status with Retry-After past
+"""Load shedding over REST (server/machinery/limits/ through gateway/limits.py): kube's 429 Status with Retry-After past
 the in-flight limits, read-only and mutating counted apart, watches and probes exempt, fair queuing across
 clients, and the counts on /metrics. Limits are 1 or 2 so a request held in flight — a real GET waiting for a
 resourceVersion the store has not reached, or a slot taken through the limiter's own acquire — fills them;
@@ -16,17 +16,17 @@ import aiohttp
 import orjson
 import pytest
 
-from capstan.inprocess import InProcessClient
+from capstan.cli.inprocess import InProcessClient
 from gateway.app import PARKING_KEY, build_app, start_http
 from gateway.client import CoreClient
 from gateway.parking import ParkingLot
 from gateway.transport.grpc import GrpcClient
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
-from server.auth.credentials import Credentials
-from server.limits import flow, lane
-from server.limits.config import Kind, Limits
-from server.limits.limiter import Limiter
+from server.machinery.credentials import Credentials
+from server.machinery.limits import flow, lane
+from server.machinery.limits.config import Kind, Limits
+from server.machinery.limits.limiter import Limiter
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

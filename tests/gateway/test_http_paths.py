@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from server.registry import Resource
-from server.schema import JsonSchema
+from server.machinery.schema import JsonSchema
+from server.registry.resources import Resource
 from tests.gateway import kube
 from tests.gateway.conftest import Server
 

@@ -28,17 +28,17 @@ import pytest
 from google.protobuf import descriptor_pool
 
 import capstan.api
+from capstan.cli.inprocess import InProcessClient
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from capstan.inprocess import InProcessClient
 from gateway.app import build_app, start_http
 from gateway.openapi import comments, documents, gnostic, objectmeta, paths, schemas, swagger
 from server.auth.guard import unguarded
-from server.codec.wellknown import WELL_KNOWN as CODEC_WELL_KNOWN
-from server.core import Core
-from server.discovery import discover
 from server.kinds import BUILTIN, config
-from server.registry import Registry
-from server.schema_hints import FIELDS, MESSAGES
+from server.machinery.codec.wellknown import WELL_KNOWN as CODEC_WELL_KNOWN
+from server.machinery.schema_hints import FIELDS, MESSAGES
+from server.objects.core import Core
+from server.registry.discovery import discover
+from server.registry.resources import Registry
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

@@ -16,8 +16,8 @@ from capstan.api.networking.v1 import networking_pb2 as networking
 from capstan.api.node.v1 import node_pb2 as node
 from capstan.api.policy.v1 import policy_pb2 as policy
 from capstan.api.scheduling.v1 import scheduling_pb2 as scheduling
-from server.registry import Obj
-from server.schema import ProtoSchema
+from server.machinery.schema import ProtoSchema
+from server.machinery.values import Obj
 from tests.protos.test_wire import entry, int_field, len_field
 
 META = len_field(1, len_field(1, "web"))  # ObjectMeta{name: web}

@@ -1,4 +1,4 @@
-"""The core's gRPC connection limits (server/grpc_server.py GrpcLimits), observed from real clients on
+"""The core's gRPC connection limits (server/service/grpc_server.py GrpcLimits), observed from real clients on
 127.0.0.1 with small limits: a connection that never finishes its HTTP/2 handshake is closed after the
 handshake timeout, calls past the per-connection stream cap wait until a stream ends, and an idle
 connection is sent away (its channel goes idle and reconnects on the next call)."""
@@ -14,7 +14,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from server.grpc_server import GrpcLimits, RunningGrpc, start_grpc, stop_grpc
+from server.service.grpc_server import GrpcLimits, RunningGrpc, start_grpc, stop_grpc
 
 LIMITS = GrpcLimits(handshake_timeout=0.3, idle_timeout=0.5, max_streams_per_connection=2)
 

@@ -9,8 +9,8 @@ import pytest
 
 from capstan.api.apps.v1 import apps_pb2
 from capstan.api.core.v1 import core_pb2 as core_v1
-from server.codec import transcode
-from server.schema import RESTS_MAX_BYTES, ProtoSchema, SchemaError
+from server.machinery.codec import transcode
+from server.machinery.schema import RESTS_MAX_BYTES, ProtoSchema, SchemaError
 
 ENTRY = {"manager": "m", "operation": "Update", "apiVersion": "v1", "time": "2026-01-02T03:04:05Z",
          "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:a": {}}}}

@@ -26,7 +26,6 @@ from google.protobuf.message import Message
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.attributes import Attributes, Decision
 from server.auth.audit import objects
 from server.auth.audit.backend import Backend
@@ -41,9 +40,10 @@ from server.auth.audit.event import (
 )
 from server.auth.audit.policy import NOT_AUDITED, Level, Policy
 from server.auth.audit.policy import Decision as LevelDecision
-from server.auth.credentials import Credentials
-from server.auth.user import UserInfo
-from server.registry import Registry
+from server.machinery import errors
+from server.machinery.credentials import Credentials
+from server.machinery.user import UserInfo
+from server.registry.resources import Registry
 
 SERVICE = "/capstan.core.v1.CoreService/"
 DECISION = "authorization.k8s.io/decision"

@@ -12,7 +12,7 @@ from typing import Any
 
 from capstan.api.meta.v1 import meta_pb2
 from server.auth.attributes import Attributes
-from server.auth.user import UserInfo
+from server.machinery.user import UserInfo
 
 Json = dict[str, Any]
 

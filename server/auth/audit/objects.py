@@ -16,8 +16,8 @@ from google.protobuf.message import Message
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.audit.event import Json, status_object
-from server.codec import yamlread
-from server.registry import Registry
+from server.machinery.codec import yamlread
+from server.registry.resources import Registry
 
 
 def _decoded(registry: Registry, path: core_pb2.ResourcePath, raw: core_pb2.RawObject) -> Json | None:

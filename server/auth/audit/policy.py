@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from server.auth.attributes import Attributes
-from server.auth.user import UserInfo
-from server.codec import yamlread
+from server.machinery.codec import yamlread
+from server.machinery.user import UserInfo
 
 API_VERSION = "audit.k8s.io/v1"
 

@@ -7,7 +7,7 @@ from server.auth.audit.auditor import Auditor
 from server.auth.audit.backend import LogBackend
 from server.auth.audit.policy import load
 from server.auth.config import SecurityConfig
-from server.registry import Registry
+from server.registry.resources import Registry
 
 
 def start_audit(config: SecurityConfig, registry: Registry) -> Auditor | None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from server.auth.credentials import Credentials
-from server.auth.user import UserInfo
+from server.machinery.credentials import Credentials
+from server.machinery.user import UserInfo
 
 
 class Authenticator(Protocol):

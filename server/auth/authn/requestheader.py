@@ -8,10 +8,10 @@ with a certificate the server does not trust for that.
 
 from __future__ import annotations
 
-from server.auth.authn.pem import Verifier, common_name
-from server.auth.credentials import Credentials
 from server.auth.errors import Unauthorized
-from server.auth.user import UserInfo
+from server.machinery.credentials import Credentials
+from server.machinery.pem import Verifier, common_name
+from server.machinery.user import UserInfo
 
 
 class RequestHeaderAuthenticator:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from server.auth.credentials import Credentials
-from server.auth.user import UserInfo
+from server.machinery.credentials import Credentials
+from server.machinery.user import UserInfo
 
 
 class TokenFileError(ValueError):

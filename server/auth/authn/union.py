@@ -21,9 +21,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from server.auth.authn import Authenticator
-from server.auth.credentials import Credentials
 from server.auth.errors import Unauthorized
-from server.auth.user import ANONYMOUS_USER, UserInfo
+from server.machinery.credentials import Credentials
+from server.machinery.user import ANONYMOUS_USER, UserInfo
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,10 @@ not issue is an error (401), so a bad certificate never falls through to anonymo
 
 from __future__ import annotations
 
-from server.auth.authn.pem import Verifier, common_name, organizations
-from server.auth.credentials import Credentials
 from server.auth.errors import Unauthorized
-from server.auth.user import UserInfo
+from server.machinery.credentials import Credentials
+from server.machinery.pem import Verifier, common_name, organizations
+from server.machinery.user import UserInfo
 
 
 class X509Authenticator:

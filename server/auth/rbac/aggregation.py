@@ -21,11 +21,11 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.rbac.index import RbacIndex
 from server.controllers.tasks import cancel_all
-from server.core import Core
-from server.selectors import labels
+from server.machinery import errors
+from server.machinery.selectors import labels
+from server.objects.core import Core
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import NonResourceRule, ResourceRule, Rules
 from server.auth.rbac.index import RbacIndex
 from server.auth.rbac.rules import PolicyRule
-from server.auth.user import UserInfo
+from server.machinery.user import UserInfo
 
 
 def aggregate(messages: list[str]) -> str:

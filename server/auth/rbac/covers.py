@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from server.auth.rbac.rules import ALL, PolicyRule
-from server.validation.names import go_quote
+from server.machinery.validation.names import go_quote
 
 
 def breakdown(rule: PolicyRule) -> list[PolicyRule]:

@@ -23,14 +23,14 @@ from typing import Any
 
 import orjson
 
-from server import errors, stored
 from server.auth import caller as calls
 from server.auth.attributes import Attributes, Decision
 from server.auth.rbac.covers import compact, compact_string, uncovered
 from server.auth.rbac.rules import PolicyRule, rules_of
-from server.auth.user import MASTERS
-from server.storage_errors import store_call
-from server.validation.names import go_quote
+from server.machinery import errors, stored
+from server.machinery.user import MASTERS
+from server.machinery.validation.names import go_quote
+from server.objects.storeerrors import store_call
 
 GROUP = "rbac.authorization.k8s.io"
 Obj = dict[str, Any]

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.auth.rbac.rules import PolicyRule, rules_of
-from server.auth.user import service_account_username
-from server.validation.names import go_quote
-from server.values import text_of as _text
+from server.machinery.user import service_account_username
+from server.machinery.validation.names import go_quote
+from server.machinery.values import text_of as _text
 
 Obj = dict[str, Any]
 RoleKey = tuple[str, str]  # (namespace, name); namespace "" for a ClusterRole

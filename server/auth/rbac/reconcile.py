@@ -18,11 +18,11 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.rbac.covers import uncovered
 from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP
 from server.auth.rbac.rules import rules_of
-from server.core import Core
+from server.machinery import errors
+from server.objects.core import Core
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from server.auth.rbac.authorizer import RbacAuthorizer
 from server.auth.rbac.cache import RbacCache
 from server.auth.rbac.index import RbacIndex
 from server.auth.rbac.reconcile import reconcile
-from server.core import Core
+from server.objects.core import Core
 
 
 class RunningRbac(RbacAuthorizer):

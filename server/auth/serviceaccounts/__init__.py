@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.config import SecurityConfig
 from server.auth.rbac.informer import Informer
 from server.auth.serviceaccounts import keys, oidc, tokenrequest
@@ -27,7 +26,8 @@ from server.auth.serviceaccounts.index import Entry, ObjectIndex
 from server.auth.serviceaccounts.issuer import TokenIssuer
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
-from server.core import Core
+from server.machinery import errors
+from server.objects.core import Core
 
 WATCHED = ("serviceaccounts", "pods", "secrets")
 

@@ -25,11 +25,11 @@ from typing import Any
 
 import jwt
 
-from server.auth.credentials import Credentials
 from server.auth.errors import Unauthorized
 from server.auth.serviceaccounts.index import Entry
 from server.auth.serviceaccounts.keys import VerificationKey
-from server.auth.user import UserInfo, service_account_groups, service_account_username
+from server.machinery.credentials import Credentials
+from server.machinery.user import UserInfo, service_account_groups, service_account_username
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 import jwt
 
 from server.auth.serviceaccounts.keys import PrivateKey, algorithm, key_id
-from server.auth.user import service_account_username
+from server.machinery.user import service_account_username
 
 
 @dataclass(frozen=True, slots=True)

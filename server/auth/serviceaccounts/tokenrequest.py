@@ -18,15 +18,16 @@ from typing import Any
 
 from capstan.api.authentication.v1 import authentication_pb2 as authentication_v1
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.serviceaccounts.issuer import Account, ObjectRef, TokenIssuer
-from server.objects import body, meta, options, render
+from server.machinery import errors, meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.objects import body, options, render
 from server.objects.context import Context
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.storage_errors import store_call
-from server.validation import names
-from server.validation.names import FieldError
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource, Subresource
 
 GROUP = "authentication.k8s.io"
 DEFAULT_EXPIRATION = 3600

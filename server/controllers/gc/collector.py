@@ -16,14 +16,14 @@ import asyncio
 import logging
 import re
 
-from server import errors, stored
 from server.controllers.gc.graph import Graph, Identity, Node, Work, node_of
 from server.controllers.gc.queue import WorkQueue
 from server.controllers.gc.work import Retry, Unresolvable, Worker
 from server.controllers.tasks import cancel_all
-from server.core import Core
+from server.machinery import errors, stored
 from server.objects import render
-from server.registry import Resource
+from server.objects.core import Core
+from server.registry.resources import Resource
 from storage import Compacted, Event, EventType, KeyValue, StorageError, StoreClosed, WatcherTooSlow
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ RELIST_DELAY = 0.1  # seconds before listing again after a failed list or watch
 PERMANENT = frozenset({400, 403, 404, 405, 422})
 # Most objects name no owner and are not being deleted: their node is their uid and name alone, read
 # from the start of their stored JSON when it is metadata's plain (unescaped) name, generateName,
-# namespace and uid, in the order server/stored.py keeps (anything else is parsed). The two keys'
+# namespace and uid, in the order server/machinery/stored.py keeps (anything else is parsed). The two keys'
 # bytes can appear unescaped only as keys, so their absence means no owners and no deletion.
 _PLAIN_START = re.compile(
     re.escape(stored.JSON_PREFIX)
@@ -134,7 +134,7 @@ class GarbageCollector:
     def _node(self, kv: KeyValue) -> Node | None:
         """The graph's node for a stored object; None for a key no served resource owns.
 
-        Keys are /<group or "core">/<resource>/[<namespace>/]<name> (server/registry.py).
+        Keys are /<group or "core">/<resource>/[<namespace>/]<name> (server/registry/resources.py).
         """
         prefix = kv.key[:kv.key.find(b"/", kv.key.find(b"/", 1) + 1) + 1]
         resource = self._resources.get(prefix) or self._resource(prefix)

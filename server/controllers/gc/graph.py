@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from server.machinery.values import Obj
 from server.objects.delete import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
-from server.registry import Obj
 
 # Identity, OwnerRef and Node are NamedTuples rather than frozen dataclasses because every write in the store
 # builds them (a tuple builds several times faster), as storage's KeyValue explains.

@@ -17,11 +17,11 @@ import orjson
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.controllers.gc.graph import Check, Graph, Identity, Orphan, OwnerRef, Work, owner_refs
-from server.core import Core
+from server.machinery import errors
+from server.machinery.values import Obj
+from server.objects.core import Core
 from server.objects.delete import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
-from server.registry import Obj
 
 FIELD_MANAGER = "kube-controller-manager"  # what kube-apiserver records for the collector's writes
 PATCH_ATTEMPTS = 5  # reads and patches of one object before the item is retried later

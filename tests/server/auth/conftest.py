@@ -12,13 +12,13 @@ import orjson
 import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import bootstrap
 from server.auth import caller
 from server.auth.rbac.start import RunningRbac, start_rbac
-from server.auth.user import UserInfo
-from server.core import Core
 from server.kinds import BUILTIN
-from server.registry import Registry
+from server.machinery.user import UserInfo
+from server.objects.core import Core
+from server.registry.resources import Registry
+from server.startup import bootstrap
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

@@ -17,10 +17,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import SecurityConfig
-from server.auth.credentials import Credentials
 from server.auth.setup import Security, start_security
-from server.core import Core
-from server.errors import ApiError
+from server.machinery.credentials import Credentials
+from server.machinery.errors import ApiError
+from server.objects.core import Core
 
 Obj = dict[str, Any]
 ADMIN, ALICE = "admin-token", "alice-token"
@@ -163,7 +163,7 @@ async def test_forbidden(start: Start, tmp_path: Path) -> None:
 
 
 async def test_impersonated_user(start: Start, tmp_path: Path) -> None:
-    from server.auth.credentials import Impersonation
+    from server.machinery.credentials import Impersonation
 
     security = await start({"level": "Metadata"})
     creds = Credentials(token=ADMIN, request_uri=URI, impersonation=Impersonation(user="bob", requested=True))

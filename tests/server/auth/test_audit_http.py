@@ -13,10 +13,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from capstan.inprocess import InProcessClient
+from capstan.cli.inprocess import InProcessClient
 from gateway.app import build_app, start_http
-from server.app import start_core
 from server.auth.config import SecurityConfig
+from server.startup.app import start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

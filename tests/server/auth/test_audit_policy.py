@@ -14,8 +14,8 @@ from server.auth.attributes import Attributes
 from server.auth.audit.policy import Level, PolicyError, load, parse
 from server.auth.config import SecurityConfig
 from server.auth.setup import ConfigError, start_security
-from server.auth.user import UserInfo
-from server.core import Core
+from server.machinery.user import UserInfo
+from server.objects.core import Core
 
 ALICE = UserInfo("alice", groups=("team-a", "system:authenticated"))
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from server import errors
 from server.auth.rbac.start import RunningRbac
-from server.auth.user import UserInfo
-from server.core import Core
+from server.machinery import errors
+from server.machinery.user import UserInfo
+from server.objects.core import Core
 from tests.server.auth.conftest import binding, create, eventually, role, user
 
 Obj = dict[str, Any]

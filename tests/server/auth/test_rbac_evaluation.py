@@ -11,8 +11,8 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import NonResourceRule, ResourceRule
 from server.auth.rbac.start import RunningRbac
-from server.auth.user import UserInfo
-from server.core import Core
+from server.machinery.user import UserInfo
+from server.objects.core import Core
 from tests.server.auth.conftest import binding, create, eventually, group, path, raw, role, service_account, user
 
 CLUSTER_ROLES = [

@@ -16,12 +16,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.config import SecurityConfig
-from server.auth.credentials import Credentials
 from server.auth.setup import Security, start_security
-from server.auth.user import UserInfo
-from server.core import Core
+from server.machinery import errors
+from server.machinery.credentials import Credentials
+from server.machinery.user import UserInfo
+from server.objects.core import Core
 from tests.server.auth.conftest import binding, create, eventually, role, user
 
 Obj = dict[str, Any]

@@ -12,11 +12,11 @@ import orjson
 import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.config import SecurityConfig
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
 from server.controllers.rootca import DESCRIPTION
-from server.core import Core
+from server.machinery import errors
+from server.objects.core import Core
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 WAIT = 5.0

@@ -21,15 +21,15 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
 from server.auth.authn.union import UnionAuthenticator
 from server.auth.config import SecurityConfig
-from server.auth.credentials import Credentials
 from server.auth.errors import Unauthorized
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
 from server.auth.serviceaccounts.issuer import Account
-from server.auth.user import AUTHENTICATED, UserInfo
-from server.core import Core
+from server.machinery import errors
+from server.machinery.credentials import Credentials
+from server.machinery.user import AUTHENTICATED, UserInfo
+from server.objects.core import Core
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 NS = "default"

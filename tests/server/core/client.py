@@ -21,7 +21,7 @@ from grpc_status import rpc_status
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server.app import RunningCore
+from server.startup.app import RunningCore
 
 JSON = core_pb2.ENCODING_JSON
 PROTOBUF = core_pb2.ENCODING_PROTOBUF

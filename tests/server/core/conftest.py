@@ -10,8 +10,8 @@ import grpc
 import pytest
 
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core.client import Client

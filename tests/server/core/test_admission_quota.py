@@ -16,7 +16,6 @@ import pytest
 
 from tests.server.core import kube
 from tests.server.core.client import Client, Failed, Obj, path, refused
-from tests.server.core.managed import managed_client_fixture  # noqa: F401  (the managed_client fixture)
 
 NS = "default"
 

@@ -13,7 +13,6 @@ import pytest
 
 from tests.server.core import kube
 from tests.server.core.client import Client, Obj, path, refused
-from tests.server.core.managed import managed_client_fixture  # noqa: F401  (the managed_client fixture)
 
 NS = "default"
 MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from tests.server.codec.test_yamlread import BOMB
 from tests.server.core import kube
 from tests.server.core.client import Client, path, refused
+from tests.server.machinery.codec.test_yamlread import BOMB
 
 A = path("configmaps", "default", "a")
 HEAD = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"

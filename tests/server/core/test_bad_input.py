@@ -13,11 +13,11 @@ import orjson
 import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.codec.depth import MAX_DEPTH
-from server.codec.wire import varint
+from server.machinery.codec.depth import MAX_DEPTH
+from server.machinery.codec.wire import varint
 from server.objects.size import MAX_OBJECT_BYTES
-from tests.server.codec.test_yamlread import BOMB
 from tests.server.core.client import JSON, PROTOBUF, Client, path, refused
+from tests.server.machinery.codec.test_yamlread import BOMB
 
 CM = path("configmaps", "default", "c")
 CMS = path("configmaps", "default")

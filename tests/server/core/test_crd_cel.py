@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from server.crd.cel import rules
+from server.machinery.crdschema.cel import rules
 from tests.server.core.client import Client, refused
 from tests.server.core.test_crds import CRDS, WIDGETS, crd_body, install, invalid_causes
 

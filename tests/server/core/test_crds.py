@@ -20,8 +20,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server.app import start_core
 from server.auth.config import INSECURE
+from server.startup.app import start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core.client import PROTOBUF, Client, Failed, path, raw, refused

@@ -17,7 +17,7 @@ import pytest
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.objects import meta
+from server.machinery import meta
 from tests.server.core import kube
 from tests.server.core.client import JSON, PROTOBUF, Client, Obj, path, raw, refused
 

@@ -13,12 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
-from capstan.cli import _election, parse_args
+from capstan.cli.commands import _election, parse_args
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
 from server.controllers.election import LEASE_NAME, ElectionConfig
+from server.machinery import errors
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.memory import MemoryStore
 

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from tests.server.core.client import Client, Obj, path
-from tests.server.core.managed import managed_client_fixture  # noqa: F401  (the managed_client fixture)
 
 NS = "default"
 SLICES = "discovery.k8s.io"

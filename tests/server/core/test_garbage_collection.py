@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.app import RunningCore
 from server.controllers.gc.graph import Identity, node_of
 from server.objects import render
+from server.startup.app import RunningCore
 from storage import KeyValue
 from tests.server.core import kube
 from tests.server.core.client import Client, Failed, Obj, path, refused

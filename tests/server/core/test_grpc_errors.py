@@ -13,7 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.app import RunningCore
+from server.startup.app import RunningCore
 from tests.server.core.client import Client, path, refused, status_of
 
 CM = path("configmaps", "default")
@@ -62,7 +62,7 @@ async def watch_unknown_resource(client: Client) -> object:
     return None
 
 
-# What the Status code becomes on the wire (server/errors.py's table): the nearest gRPC meaning.
+# What the Status code becomes on the wire (server/machinery/errors.py's table): the nearest gRPC meaning.
 MAPPING: list[tuple[str, Trigger, int, grpc.StatusCode]] = [
     ("400 BadRequest", bad_request, 400, grpc.StatusCode.INVALID_ARGUMENT),
     ("403 Forbidden", forbidden, 403, grpc.StatusCode.PERMISSION_DENIED),

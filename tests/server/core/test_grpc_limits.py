@@ -1,4 +1,5 @@
-"""Load shedding at the gRPC front (server/service.py over server/limits/): past a limit a call fails with
+"""Load shedding at the gRPC front (server/service/servicer.py over server/machinery/limits/): past a limit a call
+fails with
 RESOURCE_EXHAUSTED carrying kube's 429 Status, read calls and writes are counted apart, Watch is never
 counted, and each call is in the flow of the credential it presents. Limits of 1 filled through the
 limiter's own acquire: nothing is timed.
@@ -16,12 +17,12 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
-from server.auth.credentials import Credentials
-from server.limits import flow, lane
-from server.limits.config import Kind, Limits
-from server.limits.limiter import Limiter
+from server.machinery.credentials import Credentials
+from server.machinery.limits import flow, lane
+from server.machinery.limits.config import Kind, Limits
+from server.machinery.limits.limiter import Limiter
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core.client import JSON, path, raw, status_of

@@ -10,7 +10,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 
-from server.app import RunningCore
+from server.startup.app import RunningCore
 
 Request = reflection_pb2.ServerReflectionRequest
 Response = reflection_pb2.ServerReflectionResponse

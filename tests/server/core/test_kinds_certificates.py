@@ -21,11 +21,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from capstan import pki
+from capstan.cli import pki
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
-from server.auth.user import UNSECURED
+from server.machinery.user import UNSECURED
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core import kube

@@ -22,8 +22,8 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core import kube
@@ -537,11 +537,11 @@ async def test_a_restart_leaves_the_kubernetes_service_alone(tmp_path: Path, cap
                                                               ) -> None:
     async with _core(tmp_path, "10.0.0.0/29") as client:
         first = await client.get(path("services", NS, "kubernetes"))
-    with caplog.at_level(logging.WARNING, logger="server.bootstrap"):
+    with caplog.at_level(logging.WARNING, logger="server.startup.bootstrap"):
         async with _core(tmp_path, "10.0.0.0/29") as client:
             again = await client.get(path("services", NS, "kubernetes"))
     assert again["metadata"] == first["metadata"]
-    assert [r.getMessage() for r in caplog.records if r.name == "server.bootstrap"] == []
+    assert [r.getMessage() for r in caplog.records if r.name == "server.startup.bootstrap"] == []
 
 
 # ---------------------------------------------------------------- graceful deletion

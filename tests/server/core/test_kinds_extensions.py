@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.app import RunningCore
 from server.controllers.apiservices import APIServiceController
+from server.startup.app import RunningCore
 from tests.server.core import kube
 from tests.server.core.client import Client, Obj, path, refused
 

@@ -20,8 +20,8 @@ import pytest
 from capstan.api.flowcontrol.v1beta3 import flowcontrol_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc
-from server.app import start_core
 from server.auth.config import INSECURE
+from server.startup.app import start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core import kube

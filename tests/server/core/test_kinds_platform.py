@@ -16,7 +16,7 @@ import pytest
 
 from capstan.api.networking.v1 import networking_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.system_objects import advertise_address
+from server.startup.system_objects import advertise_address
 from tests.server.core import kube
 from tests.server.core.client import PROTOBUF, Client, Obj, path, refused
 

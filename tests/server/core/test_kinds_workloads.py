@@ -18,7 +18,7 @@ import pytest
 from capstan.api.apps.v1 import apps_pb2
 from capstan.api.autoscaling.v1 import autoscaling_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.validation import names
+from server.machinery.validation import names
 from tests.server.core import kube
 from tests.server.core.client import PROTOBUF, Client, Obj, path, refused
 

@@ -15,8 +15,8 @@ import pytest
 import server.objects.list
 import storage.lmdb.store
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.app import RunningCore
 from server.objects import views
+from server.startup.app import RunningCore
 from tests.server.core.client import Client, path
 
 COUNT = 60

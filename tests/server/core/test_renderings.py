@@ -9,10 +9,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from server import stored
 from server.kinds import BUILTIN
+from server.machinery import stored
 from server.objects import render
-from server.registry import Registry
+from server.registry.resources import Registry
 
 FOUND = Registry(BUILTIN).get("", "v1", "configmaps")
 assert FOUND is not None

@@ -21,12 +21,11 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server.app import start_core
 from server.auth.config import INSECURE
+from server.startup.app import start_core
 from storage import StoreOptions
 from storage.etcd import EtcdConfig, EtcdStore
 from tests.server.core.client import Client, Failed, path
-from tests.storage.conftest import etcd_server  # noqa: F401  (the session's one etcd)
 from tests.storage.etcd_server import EtcdServer
 
 Obj = dict[str, Any]
@@ -35,7 +34,7 @@ KEY = b"/core/configmaps/default/stale"  # its storage key
 
 
 @pytest.fixture
-async def cores(etcd_server: EtcdServer, tmp_path: Path) -> AsyncIterator[tuple[Client, Client, EtcdStore]]:  # noqa: F811
+async def cores(etcd_server: EtcdServer, tmp_path: Path) -> AsyncIterator[tuple[Client, Client, EtcdStore]]:
     """Clients of core A and core B over one prefix, and A's store."""
     prefix = "/stale-test/" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:16]
     config = EtcdConfig(servers=(etcd_server.url,), prefix=prefix, compact_key=prefix.encode() + b"\x00compact")

@@ -28,10 +28,10 @@ from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server import errors
-from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
+from server.machinery import errors
 from server.objects import watch as core_watch
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.core.client import Client, Failed, path

@@ -1,0 +1,538 @@
+"""The `capstan` command.
+
+  capstan serve      store, gRPC core and HTTP gateway in one process (the default way to run)
+  capstan core       store and gRPC core only, for gateways in other processes
+  capstan gateway    an HTTP gateway in front of a core reached over gRPC (--core HOST:PORT)
+  capstan kubeconfig a kubeconfig for the running server, for kubectl and client libraries
+
+Secure by default, with kube-apiserver's flags: HTTPS on --secure-port, TLS gRPC on --grpc-port (and mutual
+TLS on --grpc-mtls-port), certificates from --cert-dir (generated on first start, capstan/cli/pki.py).
+`--insecure` is the throwaway mode: plain HTTP and gRPC that trust every caller, on loopback only.
+
+Every server exits cleanly on SIGTERM or SIGINT: listeners stop first, then
+acknowledged writes are committed and LMDB is closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from aiohttp import web
+
+from capstan.cli import gcpolicy, launch, pki
+from capstan.cli import kubeconfig as kubeconfigs
+from capstan.cli.inprocess import InProcessClient
+from capstan.cli.tls import ServingFiles, front_proxy_credentials, server_context
+from gateway import hostcheck
+from gateway.app import build_app, start_http
+from gateway.client import CoreClient
+from gateway.connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, ConnectionLimits, raise_nofile_limit
+from gateway.health import HEALTH_KEY
+from gateway.health_listener import HealthListener
+from gateway.transport.grpc import GrpcClient
+from gateway.transport.pool import PoolClient
+from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
+from server.controllers.election import LEASE_NAME, ElectionConfig
+from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
+from server.machinery.limits.config import DEFAULT, Limits
+from server.machinery.limits.limiter import Limiter
+from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
+from server.startup.app import RunningCore, start_core
+from storage import StorageError, Store, StoreOptions, files
+from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
+from storage.etcd import EtcdConfig, EtcdStore
+from storage.lmdb import LmdbStore
+from storage.options import DEFAULT_QUOTA_BYTES
+
+log = logging.getLogger("capstan")
+
+ENDPOINTS_FILE = kubeconfigs.ENDPOINTS_FILE
+AUTHORIZATION_MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
+INSECURE_WARNING = (
+    "\n*** capstan is running with --insecure: plain HTTP and gRPC, no authentication, no authorization. ***"
+    "\n*** Anyone who reaches %s can read every Secret and write anything. For tests and demos only.  ***"
+)
+
+
+class UsageError(Exception):
+    """A command line that parses but cannot be served (exit 1 with its message)."""
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
+
+
+def _cidr(text: str) -> str:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _ip(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an IP address") from None
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    modes = tuple(mode.strip() for mode in text.split(",") if mode.strip())
+    unknown = [mode for mode in modes if mode not in AUTHORIZATION_MODES]
+    if unknown or not modes:
+        raise argparse.ArgumentTypeError(
+            f"authorization-mode {','.join(unknown) or text!r} is not a valid mode ({', '.join(AUTHORIZATION_MODES)})")
+    return modes
+
+
+def _cores(text: str) -> tuple[str, ...]:
+    cores = _names(text)
+    if not cores:
+        raise argparse.ArgumentTypeError("expected HOST:PORT[,HOST:PORT...]")
+    return cores
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _store_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=Path("data"), help="data directory (default ./data)")
+    parser.add_argument(
+        "--sync", type=_bool, default=True,
+        help="fsync every acknowledged write (default true). false is UNSAFE: for tests only,"
+        " a crash may lose acknowledged writes",
+    )
+    parser.add_argument(
+        "--quota-backend-bytes", type=int, default=DEFAULT_QUOTA_BYTES, metavar="BYTES",
+        help=f"the most data the store holds, as etcd's flag (default {DEFAULT_QUOTA_BYTES}, 2 GiB; 0: the default;"
+        " negative: no quota). Past it creates and updates answer 507 InsufficientStorage; reads and deletes"
+        " still work, and /readyz's etcd-quota check fails",
+    )
+    etcd = parser.add_argument_group(
+        "etcd (kube-apiserver's flags; without --etcd-servers the store is LMDB in --data-dir)")
+    etcd.add_argument("--etcd-servers", type=_names, default=(), metavar="URL[,URL...]",
+                      help="etcd members' client URLs (http:// or https://): store everything in that cluster, "
+                      "shared with any other Capstan core on it")
+    etcd.add_argument("--etcd-prefix", default=ETCD_PREFIX,
+                      help=f"the prefix of every key in etcd (default {ETCD_PREFIX}); Capstans sharing a cluster "
+                      "use prefixes that are not prefixes of one another")
+    etcd.add_argument("--etcd-cafile", type=Path, help="CA bundle that verifies the etcd servers' certificates")
+    etcd.add_argument("--etcd-certfile", type=Path, help="client certificate presented to etcd")
+    etcd.add_argument("--etcd-keyfile", type=Path, help="the client certificate's private key")
+
+
+async def _open_store(args: argparse.Namespace) -> Store:
+    """The data directory and its store, private to this user (storage/files.py), the default cert dir too.
+
+    With --etcd-servers the store is that etcd cluster (the data directory keeps only the certificates
+    and the endpoints file); otherwise LMDB in the data directory.
+    """
+    files.private_dir(args.data_dir)
+    if (args.data_dir / "pki").is_dir():
+        files.private_dir(args.data_dir / "pki")
+    quota = args.quota_backend_bytes or DEFAULT_QUOTA_BYTES  # etcd's reading of the flag: 0 is the default
+    options = StoreOptions(sync=args.sync, quota_bytes=quota if quota > 0 else None)
+    if args.etcd_servers:
+        config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
+                            certfile=args.etcd_certfile, keyfile=args.etcd_keyfile)
+        return await EtcdStore.open(config, options)
+    return await LmdbStore.open(args.data_dir / "lmdb", options)
+
+
+def _core_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--service-cluster-ip-range", type=_cidr, default=DEFAULT_SERVICE_CLUSTER_IP_RANGE, metavar="CIDR",
+        help=f"the range Services' cluster IPs are allocated from (default {DEFAULT_SERVICE_CLUSTER_IP_RANGE}, "
+        "as kube-apiserver's); its first address is the `kubernetes` Service's",
+    )
+    # kube-controller-manager's leader election flags and defaults (server/controllers/election.py)
+    parser.add_argument("--leader-elect", type=_bool, default=True,
+                        help="run the controllers only while this core holds the Lease kube-system/"
+                        f"{LEASE_NAME}, so that one of several cores over one store runs them (default true)")
+    parser.add_argument("--leader-elect-lease-duration", type=_seconds, default=15.0, metavar="SECONDS",
+                        help="how long a standby waits after the last renewal it saw before taking over (default 15s)")
+    parser.add_argument("--leader-elect-renew-deadline", type=_seconds, default=10.0, metavar="SECONDS",
+                        help="how long the leader tries to renew before it stops leading (default 10s)")
+    parser.add_argument("--leader-elect-retry-period", type=_seconds, default=2.0, metavar="SECONDS",
+                        help="time between tries to acquire or renew (default 2s)")
+
+
+def _election(args: argparse.Namespace) -> ElectionConfig:
+    """SystemExit with client-go's words for timings that cannot elect."""
+    config = ElectionConfig(enabled=args.leader_elect, lease_duration=args.leader_elect_lease_duration,
+                            renew_deadline=args.leader_elect_renew_deadline,
+                            retry_period=args.leader_elect_retry_period)
+    problems = config.problems() if config.enabled else []
+    if problems:
+        raise SystemExit(f"capstan: leader election: {'; '.join(problems)}")
+    return config
+
+
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-requests-inflight", type=int, default=DEFAULT.max_requests_inflight,
+                        help=f"read-only requests served at once, watches aside (default "
+                        f"{DEFAULT.max_requests_inflight}, kube's 400 shared by one event loop; 0: no limit)")
+    parser.add_argument("--max-mutating-requests-inflight", type=int, default=DEFAULT.max_mutating_requests_inflight,
+                        help=f"mutating requests served at once (default {DEFAULT.max_mutating_requests_inflight}, "
+                        "kube's 200 shared by one event loop; 0: no limit)")
+    parser.add_argument("--enable-priority-and-fairness", type=_bool, default=True,
+                        help="over a limit, queue each client's requests fairly (default true); false: answer "
+                        "429 at once")
+
+
+def _limiter(args: argparse.Namespace) -> Limiter:
+    return Limiter(Limits(max_requests_inflight=args.max_requests_inflight,
+                          max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+                          fair_queuing=args.enable_priority_and_fairness))
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text.removesuffix("s"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, not {text!r}") from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, not {text!r}")
+    return seconds
+
+
+def _connection_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) -> None:
+    """kube-apiserver's connection limits (secure_serving.go), as flags where kube has none."""
+    parser.add_argument("--read-header-timeout", type=_seconds, default=READ_HEADER_TIMEOUT, metavar="SECONDS",
+                        help=f"close a connection that has not sent its request headers (HTTP) or finished its "
+                        f"handshake (gRPC) in time (default {READ_HEADER_TIMEOUT:g}, kube-apiserver's)")
+    parser.add_argument("--idle-timeout", type=_seconds, default=IDLE_TIMEOUT, metavar="SECONDS",
+                        help=f"close a keep-alive connection idle this long (default {IDLE_TIMEOUT:g}, "
+                        "kube-apiserver's)")
+    if http:
+        parser.add_argument("--max-connections", type=int, default=0,
+                            help="open HTTP connections; past it new ones are reset at once (default 0: half the "
+                            "open file limit left after a reserve of 1024)")
+        parser.add_argument("--health-port", type=int, default=-1,
+                            help="also answer /healthz, /livez and /readyz on this plain HTTP port, from a thread "
+                            "of their own so a busy server answers them at once (default -1: none; 0 picks one)")
+    if grpc:
+        parser.add_argument("--http2-max-streams-per-connection", type=int,
+                            default=MAX_STREAMS_PER_CONNECTION,
+                            help="concurrent calls one gRPC connection may carry; more wait (default "
+                            f"{MAX_STREAMS_PER_CONNECTION})")
+
+
+async def _start_health(app: web.Application, args: argparse.Namespace) -> HealthListener | None:
+    """The --health-port listener, when asked for, beside `app`'s port."""
+    if args.health_port < 0:
+        return None
+    listener = HealthListener(app[HEALTH_KEY], limits=_connection_limits(args))
+    port = await listener.start(args.bind_address, args.health_port)
+    log.info("capstan health: http://%s:%d", _host(args.bind_address), port)
+    return listener
+
+
+def _connection_limits(args: argparse.Namespace) -> ConnectionLimits:
+    return ConnectionLimits(read_header_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
+                            max_connections=args.max_connections)
+
+
+def _grpc_limits(args: argparse.Namespace) -> GrpcLimits:
+    return GrpcLimits(handshake_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
+                      max_streams_per_connection=args.http2_max_streams_per_connection)
+
+
+def _listen_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) -> None:
+    parser.add_argument("--bind-address", type=_ip, default="127.0.0.1",
+                        help="the IP address to serve on (default 127.0.0.1; 0.0.0.0 for every interface)")
+    parser.add_argument("--listen", type=_ip, dest="bind_address", help="deprecated: use --bind-address")
+    parser.add_argument("--insecure", action="store_true",
+                        help="UNSAFE, for tests and demos: plain HTTP and gRPC, every caller trusted; loopback only")
+    parser.add_argument("--cert-dir", type=Path, default=None,
+                        help="where generated certificates and keys live (default <data-dir>/pki)")
+    parser.add_argument("--tls-cert-file", type=Path, default=None,
+                        help="the serving certificate (chain), instead of the generated one; reloaded when it changes")
+    parser.add_argument("--tls-private-key-file", type=Path, default=None, help="the --tls-cert-file's key")
+    parser.add_argument("--client-ca-file", type=Path, default=None,
+                        help="CA bundle for client certificates (default: the cert dir's ca.crt)")
+    parser.add_argument("--requestheader-client-ca-file", type=Path, default=None,
+                        help="CA bundle for front proxies' client certificates (default: front-proxy-ca.crt)")
+    if http:
+        parser.add_argument("--secure-port", type=int, default=6443, help="HTTPS port (default 6443; 0 picks one)")
+        parser.add_argument("--http-port", type=int, default=8080,
+                            help="plain HTTP port with --insecure (default 8080; 0 picks one)")
+    if grpc:
+        parser.add_argument("--grpc-port", type=int, default=50051,
+                            help="gRPC port, TLS without client certificates (default 50051; 0 picks one)")
+        parser.add_argument("--grpc-mtls-port", type=int, default=50052,
+                            help="gRPC port requiring a client certificate (default 50052; 0 picks one; -1 none)")
+
+
+def _security_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--token-auth-file", type=Path, default=None, help="static bearer tokens (kube's CSV)")
+    parser.add_argument("--anonymous-auth", type=_bool, default=True,
+                        help="requests with no credential run as system:anonymous (default true)")
+    parser.add_argument("--authorization-mode", type=_modes, default=("RBAC",),
+                        help="comma list of RBAC, AlwaysAllow, AlwaysDeny (default RBAC)")
+    parser.add_argument("--service-account-issuer", default=DEFAULT_ISSUER,
+                        help=f"the iss of service account tokens (default {DEFAULT_ISSUER})")
+    parser.add_argument("--service-account-key-file", type=Path, action="append", default=[],
+                        help="a public (or private) key verifying service account tokens; repeatable")
+    parser.add_argument("--service-account-signing-key-file", type=Path, default=None,
+                        help="the private key signing service account tokens (default: the cert dir's sa.key)")
+    parser.add_argument("--requestheader-allowed-names", type=_names, default=(pki.FRONT_PROXY_CLIENT,),
+                        help=f"front proxies' common names, comma list (default {pki.FRONT_PROXY_CLIENT})")
+    parser.add_argument("--audit-log-path", default="", help="audit events as JSON lines; - is standard output")
+    parser.add_argument("--audit-policy-file", type=Path, default=None, help="an audit.k8s.io/v1 Policy")
+    parser.add_argument("--audit-log-maxsize", type=int, default=0, help="megabytes before rotating (0: never)")
+    parser.add_argument("--audit-log-maxbackup", type=int, default=0, help="rotated files kept (0: all)")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="capstan", description=(__doc__ or "").splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run store, gRPC core and HTTP gateway in one process")
+    _store_flags(serve)
+    _listen_flags(serve, http=True, grpc=True)
+    _connection_flags(serve, http=True, grpc=True)
+    _security_flags(serve)
+    _core_flags(serve)
+    _limit_flags(serve)
+
+    core = commands.add_parser("core", help="run the store and the gRPC core only")
+    _store_flags(core)
+    _listen_flags(core, http=False, grpc=True)
+    _connection_flags(core, http=False, grpc=True)
+    _security_flags(core)
+    _core_flags(core)
+    _limit_flags(core)
+
+    gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
+    gateway.add_argument("--core", required=True, type=_cores, metavar="HOST:PORT[,HOST:PORT...]",
+                         help="the cores' gRPC addresses: each one's --grpc-mtls-port (--grpc-port with --insecure);"
+                              " several are balanced and failed over (gateway/transport/pool.py)")
+    gateway.add_argument("--data-dir", type=Path, default=Path("data"),
+                         help="where the cert dir is by default (default ./data: the core's, on one machine)")
+    _listen_flags(gateway, http=True, grpc=False)
+    _connection_flags(gateway, http=True, grpc=False)
+    gateway.add_argument("--proxy-client-cert-file", type=Path, default=None,
+                         help="the certificate proving this gateway to the core (default front-proxy-client.crt)")
+    gateway.add_argument("--proxy-client-key-file", type=Path, default=None, help="its key")
+    _limit_flags(gateway)
+
+    kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
+    kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
+                            help="the server's data directory, to find its address (default ./data)")
+    kubeconfig.add_argument("--server", default="", help="the server's address, e.g. https://127.0.0.1:6443")
+    args = parser.parse_args(argv)
+    if args.command != "kubeconfig" and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        parser.error("--tls-cert-file and --tls-private-key-file go together")
+    return args
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def _check_insecure(args: argparse.Namespace) -> None:
+    if args.insecure and not ipaddress.ip_address(args.bind_address).is_loopback:
+        raise UsageError(
+            f"--insecure serves plain HTTP and gRPC that trust every caller, so it binds only a loopback address,"
+            f" not {args.bind_address}: use --bind-address 127.0.0.1, or drop --insecure to serve TLS")
+    if args.insecure:
+        log.warning(INSECURE_WARNING, args.bind_address)
+
+
+def _cert_dir(args: argparse.Namespace) -> pki.CertDir:
+    service_ip = Allocator(getattr(args, "service_cluster_ip_range", DEFAULT_SERVICE_CLUSTER_IP_RANGE)).first_ip
+    return pki.ensure(args.cert_dir or args.data_dir / "pki", bind_address=args.bind_address,
+                      service_ip=service_ip, serving=args.tls_cert_file is None)
+
+
+def _serving(args: argparse.Namespace, certs: pki.CertDir) -> ServingFiles:
+    return ServingFiles(args.tls_cert_file or certs.serving_cert, args.tls_private_key_file or certs.serving_key)
+
+
+def _client_cas(args: argparse.Namespace, certs: pki.CertDir) -> tuple[Path, Path]:
+    return (args.client_ca_file or certs.ca_cert,
+            args.requestheader_client_ca_file or certs.front_proxy_ca_cert)
+
+
+def _bundle(files: tuple[Path, ...]) -> bytes:
+    return b"".join(path.read_bytes().rstrip(b"\n") + b"\n" for path in files)
+
+
+def _security(args: argparse.Namespace, certs: pki.CertDir) -> SecurityConfig:
+    client_ca, requestheader_ca = _client_cas(args, certs)
+    signing = args.service_account_signing_key_file or certs.sa_key
+    return SecurityConfig(
+        authorization_modes=args.authorization_mode,
+        anonymous_auth=args.anonymous_auth,
+        client_ca_file=client_ca,
+        token_auth_file=args.token_auth_file,
+        service_account_issuer=args.service_account_issuer,
+        service_account_key_files=tuple(args.service_account_key_file) or (signing,),
+        service_account_signing_key_file=signing,
+        requestheader_client_ca_file=requestheader_ca,
+        requestheader_allowed_names=args.requestheader_allowed_names,
+        root_ca_file=certs.ca_cert if args.tls_cert_file is None else None,
+        cluster_signing_cert_file=certs.ca_cert,  # the cert dir's CA, which --client-ca-file trusts by default
+        cluster_signing_key_file=certs.ca_key,
+        audit_log_path=args.audit_log_path,
+        audit_policy_file=args.audit_policy_file,
+        audit_log_maxsize=args.audit_log_maxsize,
+        audit_log_maxbackup=args.audit_log_maxbackup,
+    )
+
+
+def _host(address: str) -> str:
+    reachable = pki.reachable_address(address)
+    return f"[{reachable}]" if ":" in reachable else reachable
+
+
+async def _start_core(store: Store, args: argparse.Namespace, security: SecurityConfig,
+                      tls: GrpcTls | None = None, limiter: Limiter | None = None) -> RunningCore:
+    return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
+                            service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
+                            limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
+                            election=_election(args))
+
+
+async def serve(args: argparse.Namespace) -> None:
+    _check_insecure(args)
+    stop = _stop_event()
+    host = _host(args.bind_address)
+    store = await _open_store(args)
+    limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
+    try:
+        if args.insecure:
+            core = await _start_core(store, args, INSECURE, limiter=limiter)
+            app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
+                            limiter=limiter, storage=store)
+            hostcheck.guard(app)
+            runner, http_port = await start_http(app, args.bind_address, args.http_port,
+                                              connection_limits=_connection_limits(args))
+            endpoints = {"http": f"http://{host}:{http_port}", "grpc": f"{host}:{core.grpc_port}"}
+            summary = f"HTTP {endpoints['http']} gRPC {endpoints['grpc']}"
+        else:
+            certs = _cert_dir(args)
+            serving = _serving(args, certs)
+            client_cas = _bundle(_client_cas(args, certs))
+            core = await _start_core(store, args, _security(args, certs),
+                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter)
+            app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
+                            limiter=limiter, storage=store)
+            runner, https_port = await start_http(app, args.bind_address, args.secure_port,
+                                                  server_context(serving, client_cas),
+                                              connection_limits=_connection_limits(args))
+            endpoints = kubeconfigs.secure_endpoints(host, https_port, core.grpc_port, core.grpc.mtls_port, certs,
+                                                     generated_serving=args.tls_cert_file is None)
+            summary = " ".join(f"{name} {endpoints[key]}" for name, key in
+                               (("HTTPS", "https"), ("gRPC", "grpc"), ("gRPC-mTLS", "grpc-mtls")) if key in endpoints)
+        kubeconfigs.write_endpoints(args.data_dir, endpoints)
+        files.private_file(args.data_dir / ENDPOINTS_FILE)  # no secret in it, but the data dir's files are 0600
+        health_listener = await _start_health(app, args)
+        gcpolicy.after_start()
+        log.info("capstan serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
+        await stop.wait()
+        log.info("capstan shutting down")
+        await runner.cleanup()
+        if health_listener is not None:
+            await health_listener.stop()
+        await core.stop()
+    finally:
+        await store.close()
+
+
+async def core(args: argparse.Namespace) -> None:
+    _check_insecure(args)
+    stop = _stop_event()
+    host = _host(args.bind_address)
+    store = await _open_store(args)
+    try:
+        if args.insecure:
+            running = await _start_core(store, args, INSECURE)
+            summary = f"gRPC {host}:{running.grpc_port}"
+        else:
+            certs = _cert_dir(args)
+            running = await _start_core(store, args, _security(args, certs),
+                                        GrpcTls(_serving(args, certs), _bundle(_client_cas(args, certs)),
+                                                args.grpc_mtls_port))
+            summary = f"gRPC {host}:{running.grpc_port} (TLS)"
+            if running.grpc.mtls_port is not None:
+                summary += f" gRPC-mTLS {host}:{running.grpc.mtls_port}"
+        gcpolicy.after_start()
+        log.info("capstan core serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
+        await stop.wait()
+        log.info("capstan core shutting down")
+        await running.stop()
+    finally:
+        await store.close()
+
+
+async def gateway(args: argparse.Namespace) -> None:
+    _check_insecure(args)
+    stop = _stop_event()
+    host = _host(args.bind_address)
+    credentials = None
+    if not args.insecure:
+        certs = _cert_dir(args)
+        credentials = front_proxy_credentials(certs, args.proxy_client_cert_file, args.proxy_client_key_file)
+    client: CoreClient = (GrpcClient(args.core[0], credentials) if len(args.core) == 1
+                          else PoolClient(args.core, credentials))
+    try:
+        if args.insecure:
+            app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args))
+            hostcheck.guard(app)
+            runner, port = await start_http(app, args.bind_address, args.http_port,
+                                              connection_limits=_connection_limits(args))
+            address = f"HTTP http://{host}:{port}"
+        else:
+            client_cas = _bundle(_client_cas(args, certs))
+            app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args))
+            runner, port = await start_http(app, args.bind_address, args.secure_port,
+                                            server_context(_serving(args, certs), client_cas),
+                                              connection_limits=_connection_limits(args))
+            address = f"HTTPS https://{host}:{port}"
+        health_listener = await _start_health(app, args)
+        gcpolicy.after_start()
+        log.info("capstan gateway serving: %s core %s", address, ",".join(args.core))
+        await stop.wait()
+        log.info("capstan gateway shutting down")
+        await runner.cleanup()
+        if health_listener is not None:
+            await health_listener.stop()
+    finally:
+        await client.close()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.command == "kubeconfig":
+        sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
+        return
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.info("memory allocator: %s", launch.describe(os.environ))
+    raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
+    run = {"serve": serve, "core": core, "gateway": gateway}[args.command]
+    try:
+        asyncio.run(run(args))
+    except (StorageError, OSError, UsageError) as err:
+        print(f"capstan: {err}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,118 @@
+"""Per-message plans: everything the transcoder needs about a message type, worked out once.
+
+A Plan is built the first time a message type is seen and cached for the life of the process. It
+holds, per field, a ready-made decoder (server/machinery/codec/decoding.py) and encoder entry
+(server/machinery/codec/encoding.py), so the hot loops never inspect a descriptor or read an option. Plans
+being built are visible to their own fields, so recursive message types resolve, and a whole build
+is published at once, so no thread sees a half-built plan.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from capstan.options.v1 import options_pb2
+from server.machinery.codec.decoding import Decoder, field_decoder
+from server.machinery.codec.encoding import INLINE, field_encoder
+from server.machinery.codec.gojson import is_inline, message_type
+from server.machinery.codec.wellknown import WELL_KNOWN
+
+
+class Plan:
+    """One message type, ready for both loops: decoders by JSON name, encoders by field descriptor."""
+
+    __slots__ = ("always", "decoders", "descriptor", "encoders", "go_name", "inline", "message_class", "order",
+                 "reorder", "type_meta")
+
+    def __init__(self, descriptor: Descriptor) -> None:
+        self.descriptor = descriptor
+        self.message_class: type[Message] = message_factory.GetMessageClass(descriptor)
+        self.go_name = descriptor.name  # the Go struct, as decode errors name it
+        self.decoders: dict[str, Decoder] = {}  # JSON name -> decoder
+        self.encoders: dict[FieldDescriptor, tuple[str, int, bool, Any]] = {}  # (name, mode, emit_zero, aux)
+        self.always: tuple[tuple[str, Callable[[], Any]], ...] = ()  # emit_zero fields printed when absent
+        self.order: tuple[str, ...] = ()  # JSON names in Go's struct order (the protos declare fields in it)
+        # Go's order is not field-number order (Container: terminationMessagePolicy = 20 comes before
+        # imagePullPolicy = 14), so printed objects are put in `order` (ListFields goes by number).
+        self.reorder = False
+        self.type_meta: tuple[str, ...] = ()  # "apiVersion", "kind" unless the message has such fields
+        # Inline fields (json_inline): (field name, the JSON keys that belong to it, its plan). Their struct's
+        # decoders sit in `decoders` beside this message's own; decoding regroups the values (decoding.nest).
+        self.inline: tuple[tuple[str, frozenset[str], Plan], ...] = ()
+
+
+_EMIT_ZERO: Any = options_pb2.emit_zero  # typed as a plain FieldDescriptor by the generated stub
+_PLANS: dict[Descriptor, Plan] = {}
+_BUILDING: dict[Descriptor, Plan] = {}  # plans being filled, so recursive message types resolve
+_LOCK = threading.RLock()
+
+
+def plan_for(descriptor: Descriptor) -> Plan:
+    """The cached plan of an object message type; TypeError for a well-known type (a JSON value)."""
+    plan = _PLANS.get(descriptor)
+    if plan is not None:
+        return plan
+    with _LOCK:
+        plan = _PLANS.get(descriptor) or _BUILDING.get(descriptor)
+        if plan is not None:
+            return plan
+        if descriptor.full_name in WELL_KNOWN:
+            raise TypeError(f"{descriptor.full_name} is a JSON value, not an object")
+        outermost = not _BUILDING
+        plan = _BUILDING[descriptor] = Plan(descriptor)
+        try:
+            _fill(plan)
+        except BaseException:
+            if outermost:
+                _BUILDING.clear()
+            raise
+        if outermost:  # publish every plan of this build at once: no thread ever sees a half-built plan
+            _PLANS.update(_BUILDING)
+            _BUILDING.clear()
+        return plan
+
+
+def _fill(plan: Plan) -> None:
+    """Decoders and encoders of every field. An inline field's struct lends its decoders, its printed-when-absent
+    fields and its names (in place, for the printing order) to this plan; this message's own fields win a clash."""
+    always: list[tuple[str, Callable[[], Any]]] = []
+    order: list[str] = []
+    inline = []
+    for field in plan.descriptor.fields:
+        name = field.name  # Capstan's Kubernetes protos use the JSON names as field names
+        emit_zero = bool(field.GetOptions().Extensions[_EMIT_ZERO])
+        if is_inline(field):
+            sub = plan_for(message_type(field))
+            inline.append((name, sub))
+            plan.encoders[field] = (name, INLINE, emit_zero, sub)
+            always.extend(sub.always)
+            order.extend(sub.order)
+            continue
+        mode, aux, zero = field_encoder(field, _sub_plan)
+        plan.decoders[name] = field_decoder(field, name, _sub_plan)
+        plan.encoders[field] = (name, mode, emit_zero, aux)
+        if emit_zero and zero is not None:
+            always.append((name, zero))
+        order.append(name)
+    own = set(plan.decoders)
+    for name, sub in inline:
+        keys = frozenset(key for key in sub.decoders if key not in own)
+        plan.decoders.update((key, sub.decoders[key]) for key in keys)
+        plan.inline += ((name, keys, sub),)
+    plan.always = tuple(always)
+    plan.order = tuple(dict.fromkeys(order))
+    numbers = [field.number for field in plan.descriptor.fields]
+    plan.reorder = numbers != sorted(numbers)
+    plan.type_meta = tuple(key for key in ("apiVersion", "kind") if key not in plan.decoders)
+
+
+def _sub_plan(field: FieldDescriptor) -> Plan | None:
+    if field.type != FieldDescriptor.TYPE_MESSAGE or message_type(field).full_name in WELL_KNOWN:
+        return None
+    return plan_for(message_type(field))

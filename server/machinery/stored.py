@@ -1,0 +1,95 @@
+"""How one object revision is stored: its JSON and protobuf renderings, made once at write time.
+
+Reads never transcode: a GET, a LIST page or a watch event splices the
+resourceVersion (which is the store's revision, never stored inside the object)
+into bytes rendered when the object was written — as kube-apiserver caches the
+serializations of watch events.
+
+Value layout: VERSION (1 byte) | json_len, head_len, tail_len (3 x u32 big-endian)
+| json | proto_meta_head | proto_meta_tail | proto_rest
+
+- json: the object without kind, apiVersion and metadata.resourceVersion, with
+  "metadata" as its first key and never empty (it always holds the name), so it
+  starts with b'{"metadata":{' and the version goes right after that.
+- proto: the kind's message without metadata.resourceVersion, split so the
+  version (ObjectMeta field 6) is inserted in field order: head holds ObjectMeta's
+  fields 1-5, tail fields 7 and up, rest the object's fields after metadata.
+  Empty for kinds without a protobuf schema.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from server.machinery.codec.wire import read_varint, varint
+
+VERSION = 1
+HEADER = struct.Struct(">BIII")
+JSON_PREFIX = b'{"metadata":{'
+RESOURCE_VERSION_FIELD = 6  # ObjectMeta.resourceVersion
+
+
+def pack(json: bytes, proto: bytes) -> bytes:
+    """The stored value for an object rendered as `json` and `proto` (both without resourceVersion)."""
+    if not json.startswith(JSON_PREFIX):
+        raise ValueError("stored JSON must start with a non-empty metadata object")
+    head = tail = rest = b""
+    if proto:
+        head, tail, rest = _split(proto)
+    return HEADER.pack(VERSION, len(json), len(head), len(tail)) + json + head + tail + rest
+
+
+def json_of(value: bytes) -> bytes:
+    """Just the JSON rendering (without resourceVersion)."""
+    _, json_len, _, _ = HEADER.unpack_from(value)
+    return value[HEADER.size : HEADER.size + json_len]
+
+
+def render_json(value: bytes, resource_version: str, type_prefix: bytes = b"") -> bytes:
+    """The object's JSON with its resourceVersion; `type_prefix` is e.g. b'"kind":"ConfigMap","apiVersion":"v1",'."""
+    json = json_of(value)
+    return b"{" + type_prefix + b'"metadata":{"resourceVersion":"' + resource_version.encode() + b'",' + json[13:]
+
+
+def render_proto(value: bytes, resource_version: str) -> bytes:
+    """The kind's protobuf message bytes with metadata.resourceVersion set (a LIST calls this per item)."""
+    _, json_len, head_len, tail_len = HEADER.unpack_from(value)
+    head_at = HEADER.size + json_len
+    tail_at = head_at + head_len
+    rest_at = tail_at + tail_len
+    rv = resource_version.encode()
+    field = bytes((RESOURCE_VERSION_FIELD << 3 | 2,)) + varint(len(rv)) + rv
+    return b"".join((
+        b"\x0a", varint(head_len + len(field) + tail_len), value[head_at:tail_at], field,
+        value[tail_at:rest_at], value[rest_at:],
+    ))
+
+
+def _split(proto: bytes) -> tuple[bytes, bytes, bytes]:
+    """(meta head, meta tail, rest) of a message whose first field is ObjectMeta (field 1)."""
+    if not proto or proto[0] != 0x0A:
+        raise ValueError("the object's protobuf must start with metadata (field 1)")
+    length, at = read_varint(proto, 1)
+    meta, rest = proto[at : at + length], proto[at + length :]
+    pos = 0
+    while pos < len(meta):
+        tag, after_tag = read_varint(meta, pos)
+        if tag >> 3 > RESOURCE_VERSION_FIELD:
+            break
+        if tag >> 3 == RESOURCE_VERSION_FIELD:
+            raise ValueError("the stored protobuf must not carry a resourceVersion")
+        pos = _skip(meta, after_tag, tag & 7)
+    return meta[:pos], meta[pos:], rest
+
+
+def _skip(data: bytes, pos: int, wire_type: int) -> int:
+    if wire_type == 0:
+        return read_varint(data, pos)[1]
+    if wire_type == 1:
+        return pos + 8
+    if wire_type == 2:
+        length, pos = read_varint(data, pos)
+        return pos + length
+    if wire_type == 5:
+        return pos + 4
+    raise ValueError(f"unsupported protobuf wire type {wire_type}")

@@ -1,0 +1,43 @@
+"""What the core serves, as data for discovery: one Resource message per registered resource.
+
+The answer carries the registry's generation; a caller that already holds the current one gets just that
+back (`unchanged`), so the gateway can check its discovery cache on every discovery request.
+"""
+
+from __future__ import annotations
+
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.machinery.schema import JsonSchema
+from server.registry.resources import Registry
+
+
+def discover(registry: Registry, known_generation: int = 0) -> core_pb2.DiscoverResponse:
+    if known_generation and known_generation == registry.generation:
+        return core_pb2.DiscoverResponse(generation=registry.generation, unchanged=True)
+    out = core_pb2.DiscoverResponse(generation=registry.generation)
+    for r in registry:
+        entry = out.resources.add(
+            group=r.group,
+            version=r.version,
+            resource=r.resource,
+            kind=r.kind,
+            singular=r.singular,
+            list_kind=r.list_kind,
+            namespaced=r.namespaced,
+            verbs=r.verbs,
+            short_names=r.short_names,
+            categories=r.categories,
+            proto_message=r.schema.proto_message,
+            selectable_fields=r.selectable_fields(),
+            json_schema=r.schema.openapi if isinstance(r.schema, JsonSchema) else b"",
+            deprecation_warning=r.deprecation_warning,
+        )
+        for sub in r.subresources:
+            entry.subresources.add(name=sub.name, kind=sub.kind, verbs=sub.verbs, group=sub.group, version=sub.version,
+                                   proto_message=sub.proto_message)
+        for column in r.columns:
+            entry.columns.add(
+                name=column.name, type=column.type, format=column.format,
+                description=column.description, priority=column.priority,
+            )
+    return out

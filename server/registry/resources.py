@@ -1,0 +1,331 @@
+"""Resources as data: group/version/resource <-> kind <-> schema, scope, verbs, subresources.
+
+Every route the gateway serves and every rule the core applies is looked up
+here; nothing in the core is written per kind. Built-in kinds are registered
+from server/kinds/; custom resources will be registered from CRDs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from google.protobuf.descriptor import Descriptor
+
+from server.machinery.values import Obj
+
+READ_VERBS = ("get", "list", "watch")
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+# What a delete without a propagation policy does with the object's dependents (rest.GarbageCollectionPolicy):
+# DeleteDependents lets the garbage collector delete them in the background; OrphanDependents adds the
+# `orphan` finalizer (the legacy default of extensions/v1beta1 and apps/v1beta1 workloads); Unsupported never
+# adds a garbage collector finalizer.
+GarbageCollectionPolicy = Literal["DeleteDependents", "OrphanDependents", "Unsupported"]
+
+
+class Schema(Protocol):
+    """How a kind's objects are checked and encoded. Implementations: server/machinery/schema.py."""
+
+    @property
+    def proto_message(self) -> str:
+        """Full protobuf message name, or "" for kinds that are JSON only."""
+        ...
+
+    @property
+    def descriptor(self) -> Descriptor | None:
+        """The kind's protobuf message descriptor (None for JSON-only kinds): merge keys and list types."""
+        ...
+
+    def normalize(self, obj: Obj) -> tuple[Obj, list[str]]:
+        """The object as the schema types it (unknown fields dropped), and the unknown fields' paths.
+
+        Raises server.machinery.schema.SchemaError for a value of the wrong type.
+        """
+        ...
+
+    def from_proto(self, data: bytes) -> Obj:
+        """Decode the kind's protobuf message into the JSON form."""
+        ...
+
+    def to_proto(self, obj: Obj) -> bytes:
+        """Encode a normalized object as the kind's protobuf message ("" kinds: b"")."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Subresource:
+    """A subresource; an update through it changes only the field at `field_path` (e.g. ("status",)) and, when
+    `metadata_reset` is not None, the object's metadata.
+
+    `metadata_reset` is what the kind's status strategy (PrepareForUpdate) does with the request's metadata. None
+    keeps none of it: metadata stays as stored (/scale; a custom resource's /status, whose strategy copies the
+    stored object and sets only status). A tuple keeps the request's metadata, as built-in status strategies do
+    (an annotation or label added through /status stays), except the metadata fields named, which stay as stored
+    and which no manager gains there (GetResetFields): ("labels",) for a Deployment's /status. uid,
+    creationTimestamp, deletionTimestamp, generation and a set deletionGracePeriodSeconds always stay as stored,
+    as rest.BeforeUpdate keeps them on any update.
+
+    `group`, `version` and `proto_message` name the subresource's kind when it is not one of the resource's
+    own group version (/scale answers autoscaling/v1 Scale); empty means the resource's.
+
+    `prepare` is the rest of the subresource's strategy (PrepareForUpdate), run on (new, old) after the field
+    was taken: a CSR's /approval and /status set their conditions' timestamps there.
+
+    `validate` is the subresource strategy's ValidateUpdate, run on (new, old) instead of the resource's own
+    validation when its strategy validates otherwise (pods/ephemeralcontainers: only additions to
+    spec.ephemeralContainers); None runs the resource's.
+    """
+
+    name: str
+    kind: str
+    verbs: tuple[str, ...]
+    field_path: tuple[str, ...] = ()
+    group: str = ""
+    version: str = ""
+    proto_message: str = ""
+    metadata_reset: tuple[str, ...] | None = None
+    prepare: Callable[[Obj, Obj], None] | None = None
+    validate: Callable[[Obj, Obj], Sequence[Any]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleRule:
+    """How a resource reads and writes as an autoscaling/v1 Scale through its /scale subresource
+    (server/objects/scale.py): Scale.spec.replicas is the object's spec.replicas, Scale.status.replicas its
+    status.replicas, and Scale.status.selector its spec.selector as a label query (`app=web,tier in (db)`).
+
+    selector: how spec.selector is written: "LabelSelector" (apps/v1 kinds) or "Set", a plain label map
+    (core/v1 ReplicationController), or "String": already a label query (a custom resource's
+    labelSelectorPath).
+
+    The paths are where the three live; a custom resource's CRD names them (specReplicasPath,
+    statusReplicasPath, labelSelectorPath; an empty label_selector means none: Scale.status.selector "").
+    """
+
+    selector: Literal["LabelSelector", "Set", "String"] = "LabelSelector"
+    spec_replicas: tuple[str, ...] = ("spec", "replicas")
+    status_replicas: tuple[str, ...] = ("status", "replicas")
+    label_selector: tuple[str, ...] = ("spec", "selector")
+
+
+# The /scale subresource a resource with a ScaleRule serves; an update through it changes spec.replicas only.
+SCALE = Subresource("scale", "Scale", ("get", "patch", "update"), ("spec", "replicas"),
+                    group="autoscaling", version="v1", proto_message="k8s.io.api.autoscaling.v1.Scale")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAs:
+    """Where and in which form a resource kept in another resource's storage is stored, as kube-apiserver keeps
+    events.k8s.io/v1 Events in the core/v1 Event storage: an object written through either API is read through
+    both. `group` and `resource` name the storage keys, `schema` types the stored (the other resource's) form;
+    `to_storage` and `from_storage` convert an object's JSON form between the two, each answering an object typed
+    by the schema of its side. Field selectors and Tables work on the stored form (kube selects and prints the
+    internal object), so a resource stored so names its field getters and columns in the stored form's fields.
+    """
+
+    group: str
+    resource: str
+    schema: Schema
+    to_storage: Callable[[Obj], Obj]
+    from_storage: Callable[[Obj], Obj]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A Table column; `cell` computes its value from the object."""
+
+    name: str
+    type: str
+    description: str
+    cell: Callable[[Obj], object]
+    format: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    resource: str  # plural
+    kind: str
+    singular: str
+    namespaced: bool
+    schema: Schema
+    verbs: tuple[str, ...] = ALL_VERBS
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[Subresource, ...] = ()
+    # Extra fieldSelector fields beyond metadata.name/metadata.namespace: name -> value getter.
+    field_getters: Mapping[str, Callable[[Obj], str]] = field(default_factory=dict)
+    columns: tuple[Column, ...] = ()
+    # metadata.generation starts at 1 and rises when anything but metadata and status changes.
+    tracks_generation: bool = False
+    # PUT to a missing object creates it (201).
+    create_on_update: bool = False
+    # DELETE answers with the deleted object rather than a Success Status.
+    returns_deleted_object: bool = False
+    # Marks an object for deletion beyond metadata (e.g. a namespace's phase) and says whether
+    # anything besides metadata.finalizers still holds it (a namespace's spec.finalizers).
+    holds_deletion: Callable[[Obj], bool] | None = None
+    mark_deleting: Callable[[Obj], None] | None = None
+    # Admission of a delete by name (raise ApiError to refuse), e.g. namespaces that may never go.
+    admit_delete: Callable[[str], None] | None = None
+    # Deleting an object already being deleted (and still held) answers 409 Conflict with this detail
+    # instead of the object; and precondition conflicts are worded "Precondition failed: ..." against
+    # the resource (namespaces' own REST delete) rather than rest.BeforeDelete's way.
+    redelete_conflict: str = ""
+    legacy_preconditions: bool = False
+    # How names are checked: name_rule(name, prefix) -> error details; None means DNS-1123 subdomain.
+    name_rule: Callable[[str, bool], list[str]] | None = None
+    # Static defaults (kube's SetDefaults_*), applied in place to every object a client sends: create
+    # and update bodies, patch results, apply results. Fields they set belong to the writer's manager.
+    default: Callable[[Obj], None] | None = None
+    # The kind's strategy (PrepareForCreate/PrepareForUpdate; old is None on create) and validation: run
+    # after field ownership is recorded, so what prepare sets is nobody's.
+    prepare: Callable[[Obj, Obj | None], None] | None = None
+    validate: Callable[[Obj, Obj | None], Sequence[Any]] | None = None
+    garbage_collection: GarbageCollectionPolicy = "DeleteDependents"
+    # Asynchronous admission after validation, before the write, on create and update (old is None on
+    # create): (context, object, old, dry_run). It may set server-allocated fields (a Service's clusterIP and
+    # nodePorts) or refuse with an ApiError.
+    admit: Callable[[Any, Obj, Obj | None, bool], Awaitable[None]] | None = None
+    # Graceful deletion (rest.RESTGracefulDeleteStrategy): given the object and the DeleteOptions'
+    # gracePeriodSeconds (None when unset), the grace period the object gets; 0 deletes at once. Kinds
+    # without it are deleted at once.
+    grace_period: Callable[[Obj, int | None], int] | None = None
+    # Subresources written with POST, by name: (context, resource, CreateRequest) -> CreateResponse (a Pod's
+    # /binding, /eviction). The name "" answers a create of the resource itself (core/v1 bindings, which bind
+    # the Pod the body names and are never stored).
+    subresource_create: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
+    # Subresources read with GET whose answer is not an object of the store (kube's getters and connecters:
+    # pods/log, pods/exec, pods/attach, pods/portforward), by name: (context, resource, GetRequest) ->
+    # GetResponse, where GetRequest.query carries the request's query (the connecter's options) and a response
+    # without an object answers 204 No Content. A connecter answered so is reached by GET and by POST alike.
+    subresource_get: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
+    # Create-only resources that are answered, never stored (the reviews: SubjectAccessReview, TokenReview, ...):
+    # (context, resource, object) -> the object the client gets back with 201 Created. It gets the typed body
+    # after kube's create handler has placed its namespace and recorded its managed fields, and runs as the
+    # call's caller (server.auth.caller); nothing of the stored-object path (defaults, names, uid) applies.
+    # A dry run is answered the same way: there is nothing to store either way.
+    answer_create: Callable[[Any, Resource, Obj], Awaitable[Obj]] | None = None
+    # A new object keeps the status it is created with (a Node registering); others start with none.
+    keeps_status_on_create: bool = False
+    # Serves /scale (SCALE is added to `subresources`): how the object reads and writes as a Scale.
+    scale: ScaleRule | None = None
+    # The list kind when it is not kind + "List" (a CRD's names.listKind).
+    custom_list_kind: str = ""
+    # Kept in another resource's storage, in that resource's form (events.k8s.io/v1 Events).
+    stored_as: StoredAs | None = None
+    # Applied to a stored value before it is rendered for an answer: a custom resource's schema defaults (and
+    # prunes) objects read from storage, as kube-apiserver does, so a default added later shows on reads.
+    read: Callable[[bytes], bytes] | None = None
+    # Objects computed on every read instead of stored (core/v1 componentstatuses, each the health of a
+    # component): (context) -> the objects, in order. get and list (and their Tables, selectors applied) answer
+    # from them (server/objects/computed.py); such a resource serves only those two verbs.
+    computed: Callable[[Any], Awaitable[list[Obj]]] | None = None
+    # What a get of a name that is not among the computed objects answers, when not the usual 404.
+    computed_missing: Callable[[str], Exception] | None = None
+    # The warning every answer about the resource carries, as kube-apiserver's installer adds one for a kind
+    # its prerelease lifecycle marks deprecated ("v1 ComponentStatus is deprecated in v1.19+"); "" for none.
+    deprecation_warning: str = ""
+
+    def __post_init__(self) -> None:
+        if self.scale is not None and self.subresource(SCALE.name) is None:
+            object.__setattr__(self, "subresources", (*self.subresources, SCALE))
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return self.custom_list_kind or self.kind + "List"
+
+    @property
+    def has_status(self) -> bool:
+        return any(s.name == "status" for s in self.subresources)
+
+    def subresource(self, name: str) -> Subresource | None:
+        return next((s for s in self.subresources if s.name == name), None)
+
+    def key_prefix(self, namespace: str = "") -> bytes:
+        """Storage keys: /<group or "core">/<resource>/[<namespace>/]<name>. Versions share keys, and so do
+        resources stored as another (`stored_as`)."""
+        group, resource = (self.group, self.resource) if self.stored_as is None else (
+            self.stored_as.group, self.stored_as.resource)
+        base = f"/{group or 'core'}/{resource}/"
+        if self.namespaced and namespace:
+            base += namespace + "/"
+        return base.encode()
+
+    def key(self, namespace: str, name: str) -> bytes:
+        return self.key_prefix(namespace) + name.encode()
+
+    def selectable_fields(self) -> tuple[str, ...]:
+        base = ("metadata.name", "metadata.namespace") if self.namespaced else ("metadata.name",)
+        return (*base, *self.field_getters)
+
+    def field_values(self, obj: Obj) -> dict[str, str]:
+        meta = obj.get("metadata") or {}
+        values = {"metadata.name": meta.get("name", "")}
+        if self.namespaced:
+            values["metadata.namespace"] = meta.get("namespace", "")
+        for name, getter in self.field_getters.items():
+            values[name] = getter(obj)
+        return values
+
+
+class Registry:
+    """Resources by (group, version, resource), and the versions of each group.
+
+    `generation` rises with every change to what is served (CRDs come and go at run time), so discovery
+    caches can tell whether they are current.
+    """
+
+    def __init__(self, resources: Iterable[Resource] = ()) -> None:
+        self._by_gvr: dict[tuple[str, str, str], Resource] = {}
+        self.generation = 1
+        for resource in resources:
+            self.add(resource)
+
+    def add(self, resource: Resource) -> None:
+        self._by_gvr[(resource.group, resource.version, resource.resource)] = resource
+        self.generation += 1
+
+    def remove(self, group: str, version: str, resource: str) -> None:
+        if self._by_gvr.pop((group, version, resource), None) is not None:
+            self.generation += 1
+
+    def replace(self, old: Iterable[Resource], new: Iterable[Resource]) -> None:
+        """Stop serving `old` and serve `new` in one step (a CRD's versions after it changed); `new` keeps its
+        order, after everything else (discovery lists a group's versions in registration order)."""
+        for resource in old:
+            self._by_gvr.pop((resource.group, resource.version, resource.resource), None)
+        for resource in new:
+            self._by_gvr[(resource.group, resource.version, resource.resource)] = resource
+        self.generation += 1
+
+    def get(self, group: str, version: str, resource: str) -> Resource | None:
+        return self._by_gvr.get((group, version, resource))
+
+    def by_group_resource(self, group: str, resource: str) -> list[Resource]:
+        return [r for r in self._by_gvr.values() if r.group == group and r.resource == resource]
+
+    def by_kind(self, group: str, version: str, kind: str) -> Resource | None:
+        """The resource of a kind in one group/version (what an ownerReference names), None if none is served."""
+        return next((r for r in self._by_gvr.values()
+                     if r.kind == kind and r.group == group and r.version == version), None)
+
+    def namespaced(self) -> list[Resource]:
+        """One entry per stored resource (the first version of each group/resource)."""
+        seen: dict[tuple[str, str], Resource] = {}
+        for r in self._by_gvr.values():
+            if r.namespaced:
+                seen.setdefault((r.group, r.resource), r)
+        return list(seen.values())
+
+    def __iter__(self) -> Any:
+        return iter(list(self._by_gvr.values()))

@@ -1,0 +1,1 @@
+"""The gRPC service: the CoreService servicer and the server that carries it."""

@@ -1,0 +1,1 @@
+"""Composition of the core: what is created and started when a core starts."""

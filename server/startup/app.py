@@ -1,0 +1,163 @@
+"""Assembling the core: registry, Core, default namespaces and the `kubernetes` Service, built-in controllers
+(namespaces, garbage collection, the pod terminator), gRPC server.
+
+`capstan serve` and the tests start the core through here, so both run the same parts.
+
+Every core serves every verb and keeps what serving needs (the CRD registry, the namespace index, the
+authentication and RBAC indexes). The singletons (server/controllers/singletons.py) run only while this core
+leads: at once when it runs alone (election None), else when it holds the Lease
+(server/controllers/election.py); they stop the moment it stops leading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from server import admission
+from server.auth.config import SecurityConfig
+from server.auth.guard import GuardedCore
+from server.auth.setup import Security, start_security
+from server.controllers import apiservices, csrsigning, endpoints, endpointslicemirroring, endpointslices
+from server.controllers.crds import CrdController
+from server.controllers.election import ElectionConfig, LeaderElector, Singleton, awaitable
+from server.controllers.gc import GarbageCollector
+from server.controllers.namespaces import NamespaceController
+from server.controllers.resourcequota import ResourceQuotaController
+from server.controllers.singletons import Singletons
+from server.controllers.terminator import PodTerminator
+from server.kinds import BUILTIN
+from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
+from server.machinery.limits.limiter import Limiter
+from server.objects import health
+from server.objects.core import Core
+from server.registry.resources import Registry
+from server.service import servicer as service
+from server.service.grpc_server import KUBE_GRPC_LIMITS, GrpcLimits, GrpcTls, RunningGrpc, start_grpc, stop_grpc
+from server.startup import bootstrap, flowcontrol_bootstrap, system_objects
+from storage import Store
+
+
+@dataclass
+class RunningCore:
+    core: Core
+    grpc: RunningGrpc
+    namespaces: NamespaceController
+    garbage_collector: GarbageCollector
+    terminator: PodTerminator
+    crds: CrdController | None = None  # serves CustomResourceDefinitions (server/controllers/crds.py)
+    security: Security | None = None  # the chain every CoreService call passes (server/auth/)
+    singletons: Singletons | None = None  # what runs while this core leads
+    election: LeaderElector | None = None  # None: this core leads alone, unelected
+
+    @property
+    def guard(self) -> GuardedCore:
+        """The core behind authentication and authorization: what the gRPC servicer and the in-process
+        gateway call."""
+        assert self.security is not None
+        return self.security.guard
+
+    @property
+    def grpc_port(self) -> int:
+        return self.grpc.port
+
+    async def stop(self) -> None:
+        """Stop serving, then leading (the Lease released for a standby), then everything else."""
+        await stop_grpc(self.grpc)
+        if self.election is not None:
+            await self.election.stop()
+        elif self.singletons is not None:
+            await self.singletons.stop()
+        await self.namespaces.stop()
+        await self.garbage_collector.stop()
+        await self.terminator.stop()
+        if self.crds is not None:
+            await self.crds.stop()
+        if self.security is not None:
+            await self.security.stop()
+
+
+async def start_core(store: Store, *, listen: str, grpc_port: int, security: SecurityConfig,
+                     service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+                     tls: GrpcTls | None = None, namespace_controllers: bool = True,
+                     limiter: Limiter | None = None, grpc_limits: GrpcLimits = KUBE_GRPC_LIMITS,
+                     election: ElectionConfig | None = None) -> RunningCore:
+    """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
+    cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
+    is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
+    puts in every namespace (the default ServiceAccount, kube-root-ca.crt), as envtest does: tests that count
+    revisions use it. `limiter` sheds the gRPC port's load (server/machinery/limits/; kube's defaults when None):
+    `capstan
+    serve` passes the one its HTTP gateway uses too. `grpc_limits` bound each gRPC connection (grpc_server.py).
+    `election`: campaign for the singletons on its Lease (several cores over one store); None or not enabled:
+    this core runs them alone, as a kube-controller-manager with --leader-elect=false. Either way a core that
+    can lead leads before start_core returns."""
+    service_resource, allocator = services(service_cluster_ip_range)
+    # The admission plugins (server/admission/) around every built-in kind; ServiceAccount admission only
+    # where the default ServiceAccount is kept (as envtest disables it).
+    registry = Registry(admission.chain((*BUILTIN, service_resource), service_accounts=namespace_controllers))
+    core = Core(store, registry)
+    await bootstrap.ensure_default_namespaces(core)
+    await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
+    await system_objects.ensure_kubernetes_endpoints(core, listen)
+    await system_objects.ensure_system_priority_classes(core)
+    await flowcontrol_bootstrap.ensure_apf_configuration(core)
+    namespaces = NamespaceController(core)
+    namespaces.start()
+    garbage_collector = GarbageCollector(core)
+    terminator = PodTerminator(core)
+    quotas = ResourceQuotaController(core)
+    crds = CrdController(core)
+    await crds.start()
+    secured = await start_security(core, security, controllers=namespace_controllers, elected=True)
+    singletons = Singletons([
+        Singleton("GarbageCollector", awaitable(garbage_collector.start), garbage_collector.stop),
+        Singleton("PodTerminator", awaitable(terminator.start), terminator.stop),
+        Singleton("NamespaceController", awaitable(namespaces.lead), namespaces.unlead),
+        Singleton("CrdController", crds.lead, crds.unlead),
+        *secured.singletons,
+        *csrsigning.singletons(core, security),
+        *apiservices.singletons(core),
+        # kube-controller-manager's resourcequota controller; left out with the per-namespace ones, as envtest runs
+        # no controller-manager.
+        *([Singleton("ResourceQuotaController", quotas.start, quotas.stop)] if namespace_controllers else []),
+        # kube-controller-manager's endpoint, endpointslice and endpointslicemirroring controllers, likewise.
+        *(endpoints.singletons(core) if namespace_controllers else []),
+        *(endpointslices.singletons(core) if namespace_controllers else []),
+        *(endpointslicemirroring.singletons(core) if namespace_controllers else []),
+    ])
+    _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
+                       crds=crds, leading=singletons.leading)
+    elector = None
+    if election is not None and election.enabled:
+        elector = LeaderElector(core, election, on_started=singletons.start, on_stopped=singletons.stop)
+        await elector.start()
+    else:
+        await singletons.start()
+    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
+    running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
+                               limits=grpc_limits)
+    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured, singletons, elector)
+
+
+def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,
+                       collector: GarbageCollector, terminator: PodTerminator, crds: CrdController,
+                       leading: Callable[[], bool]) -> None:
+    """The checks of what start_core started, under kube-apiserver's names where kube has the same part
+    (the namespace controller and the garbage collector are kube-controller-manager's there, and are
+    named here by their controller names; the pod terminator stands in for the kubelets). A standby core
+    runs no singleton: their checks pass while another core leads."""
+
+    def led(part: Callable[[], bool]) -> Callable[[], bool]:
+        return lambda: not leading() or part()
+
+    checks.add("informer-sync", health.condition(led(collector.synced), "the garbage collector has not listed yet"))
+    checks.add("poststarthook/start-system-namespaces-controller", health.done())  # ensure_default_namespaces
+    checks.add("poststarthook/bootstrap-controller", health.done())  # ensure_kubernetes_service and its endpoints
+    checks.add("poststarthook/scheduling/bootstrap-system-priority-classes", health.done())
+    checks.add("poststarthook/crd-informer-synced", health.done())  # CrdController.start served the stored CRDs
+    checks.add("poststarthook/start-apiextensions-controllers", health.condition(crds.running, "not running"))
+    checks.add("poststarthook/start-namespace-controller", health.condition(namespaces.running, "not running"))
+    checks.add("poststarthook/start-garbage-collector-controller",
+               health.condition(led(collector.running), "not running"))
+    checks.add("poststarthook/start-pod-terminator", health.condition(led(terminator.running), "not running"))

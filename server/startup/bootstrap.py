@@ -1,0 +1,65 @@
+"""What exists from first start: the namespaces every Kubernetes cluster has, and the `kubernetes` Service.
+
+kube-apiserver's bootstrap controller keeps a Service named `kubernetes` in `default`: cluster IP the first
+address of the service range, port 443 ("https") to the apiserver's secure port, no selector (its Endpoints
+name the apiservers; none are published here). Capstan creates it once, as kube does, and leaves it alone
+afterwards; a deleted one comes back at the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.machinery import errors
+from server.objects.core import Core
+
+log = logging.getLogger(__name__)
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+KUBERNETES_SERVICE_PORT = 443
+KUBERNETES_TARGET_PORT = 6443  # kube-apiserver's default secure port
+
+
+async def _create(core: Core, path: core_pb2.ResourcePath, obj: dict[str, object], *, tolerate: int = 409) -> None:
+    """Create obj unless it exists (or the create fails with `tolerate`, which is logged)."""
+    try:
+        await core.create(core_pb2.CreateRequest(
+            path=path, object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(obj))))
+    except errors.ApiError as err:
+        if err.code not in (409, tolerate):
+            raise
+        if err.code != 409:
+            log.warning("not created: %s", err)
+
+
+async def ensure_default_namespaces(core: Core) -> None:
+    for name in DEFAULT_NAMESPACES:
+        await _create(core, core_pb2.ResourcePath(version="v1", resource="namespaces"),
+                      {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+async def ensure_kubernetes_service(core: Core, cluster_ip: str) -> None:
+    """The `kubernetes` Service in `default`, at `cluster_ip` (the first address of the service range)."""
+    service: dict[str, object] = {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+                     "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"clusterIP": cluster_ip, "sessionAffinity": "None", "type": "ClusterIP",
+                 "ports": [{"name": "https", "protocol": "TCP", "port": KUBERNETES_SERVICE_PORT,
+                            "targetPort": KUBERNETES_TARGET_PORT}]},
+    }
+    path = core_pb2.ResourcePath(version="v1", resource="services", namespace="default")
+    try:  # looked up first, as kube's bootstrap controller does: at a restart its own address is taken by itself
+        await core.get(core_pb2.GetRequest(path=core_pb2.ResourcePath(
+            version="v1", resource="services", namespace="default", name="kubernetes")))
+        return
+    except errors.ApiError as err:
+        if err.code != 404:
+            raise
+    # 422 when another Service holds that address (the range changed since): that one stays. The create runs
+    # in a task of its own: the allocator reserves the address for as long as the creating task runs.
+    await asyncio.create_task(_create(core, path, service, tolerate=422))

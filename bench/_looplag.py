@@ -6,7 +6,8 @@ wake-up appended to OUT. It reads asyncio's private run queue, which is why it l
 server. Each garbage collection's pause is recorded too (`gc time generation ms` lines): a collection holds
 the interpreter, every thread's turn included.
 
-It starts under the allocator `capstan serve` would (capstan/cli/launch.py, CAPSTAN_ALLOCATOR). SIGUSR1 writes the
+It starts under the allocator `capstan serve` would (capstan.cli.allocator.py, CAPSTAN_ALLOCATOR). SIGUSR1
+writes the
 allocators' statistics (glibc's mallinfo2 before and after gc.collect() and malloc_trim(0), the objects gc
 tracks, smaps_rollup) to OUT.objects and pymalloc's arenas (sys._debugmallocstats) to the server's stderr.
 """
@@ -151,7 +152,7 @@ def _tune_gc() -> None:
 
 def main() -> None:
     path, *args = sys.argv[1:]
-    from capstan.cli.launch import start_again
+    from capstan.cli.allocator import start_again
 
     start_again(args)  # the allocator `capstan serve` runs under (CAPSTAN_ALLOCATOR)
     asyncio.set_event_loop_policy(_Policy(path))

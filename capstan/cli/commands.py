@@ -27,7 +27,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from capstan.cli import gcpolicy, launch, pki
+from capstan.cli import allocator, gcpolicy, pki
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli.inprocess import InProcessClient
 from capstan.cli.tls import ServingFiles, front_proxy_credentials, server_context
@@ -528,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    log.info("memory allocator: %s", launch.describe(os.environ))
+    log.info("memory allocator: %s", allocator.describe(os.environ))
     raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
     run = {"serve": serve, "core": core, "gateway": gateway}[args.command]
     try:

@@ -97,7 +97,7 @@ def write_private(path: Path, text: str) -> None:
 
 
 def _render_kubeconfig(data_dir: Path) -> str:
-    from capstan.cli import kubeconfig
+    from capstan.cli import kubeconfig  # the server's own renderer; imported late, it loads cryptography
 
     return kubeconfig.render(data_dir)
 

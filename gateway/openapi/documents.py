@@ -26,6 +26,14 @@ from google.protobuf.descriptor import Descriptor
 
 # Imported for their side effect: they register the Kubernetes messages in the default descriptor pool (the
 # gateway may run without the core in its process).
+from capstan.api.apps.v1 import apps_pb2 as _apps_v1  # noqa: F401
+from capstan.api.autoscaling.v1 import autoscaling_pb2 as _autoscaling_v1  # noqa: F401
+from capstan.api.batch.v1 import batch_pb2 as _batch_v1  # noqa: F401
+from capstan.api.coordination.v1 import coordination_pb2 as _coordination_v1  # noqa: F401
+from capstan.api.core.v1 import core_pb2 as _core_v1  # noqa: F401
+from capstan.api.events.v1 import events_pb2 as _events_v1  # noqa: F401
+from capstan.api.meta.v1 import meta_pb2 as _meta_v1  # noqa: F401
+from capstan.api.rbac.v1 import rbac_pb2 as _rbac_v1  # noqa: F401
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.openapi import comments, custom, gnostic, objectmeta, paths, swagger
 from gateway.openapi.schemas import GVK, META, SchemaSet

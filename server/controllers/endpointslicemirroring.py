@@ -33,8 +33,9 @@ from server.controllers.endpointslices import managed_slices, slice_path
 from server.controllers.endpointutil import Key, Obj
 from server.kinds.discovery import MANAGED_BY_LABEL, SERVICE_NAME_LABEL
 from server.objects.core import Core
-from server.startup.system_objects import SKIP_MIRROR_LABEL
 
+# Endpoints carrying this label are not mirrored (the `kubernetes` Service's own Endpoints carry it).
+SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror"
 CONTROLLER_NAME = "endpointslicemirroring-controller.k8s.io"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 MAX_ENDPOINTS_PER_SLICE = 1000

@@ -238,7 +238,7 @@ BINDING_KIND = Resource(group="", version="v1", resource="bindings", kind="Bindi
 async def bind_legacy(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """LegacyBindingREST: POST namespaces/{ns}/bindings binds the Pod the Binding names, as pods/{name}/binding
     does (its namespace checked against the request's first, as kube's create handler checks it)."""
-    from server.objects import options
+    from server.objects import options  # the verbs' option parsing
 
     binding, _ = body.decode(BINDING_KIND, req.object, options.field_validation(
         req.options.fieldValidation, "CreateOptions"))
@@ -266,7 +266,7 @@ async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) ->
     """BindingREST.Create: set spec.nodeName (and the binding's annotations) on a Pod not yet bound, and its
     PodScheduled condition; answers a Success Status, 201. The Binding's uid and resourceVersion are
     preconditions on the Pod."""
-    from server.objects import options
+    from server.objects import options  # the verbs' option parsing
 
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     binding, warnings = body.decode(BINDING_KIND, req.object, options.field_validation(

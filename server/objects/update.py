@@ -28,7 +28,7 @@ from storage import KeyValue, Outcome, WriteResult
 async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
     resource = resolve(ctx.registry, req.path, "update")
     if resource.scale is not None and req.path.subresource == SCALE.name:
-        from server.objects import scale
+        from server.objects import scale  # it writes through guaranteed_update below: imported late, no cycle
 
         return await scale.update(ctx, resource, req)
     dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")

@@ -23,6 +23,7 @@ import socket
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.controllers.endpointslicemirroring import SKIP_MIRROR_LABEL
 from server.kinds.discovery import SERVICE_NAME_LABEL
 from server.kinds.scheduling import SYSTEM_PRIORITY_CLASSES, system_priority_class
 from server.machinery import errors
@@ -31,7 +32,6 @@ from server.startup.bootstrap import KUBERNETES_TARGET_PORT
 
 log = logging.getLogger(__name__)
 
-SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror"
 NAME, NAMESPACE = "kubernetes", "default"
 # Addresses never routed, used only to ask the kernel which local address a default route leaves from.
 PROBE_ADDRESSES = (("192.0.2.1", socket.AF_INET), ("2001:db8::1", socket.AF_INET6))

@@ -86,7 +86,7 @@ def success(name: str, kind: str, uid: str) -> Obj:
 
 def stamped(obj: Obj) -> Obj:
     """The server-set uid, creationTimestamp and managedFields of obj, checked for their form, to put in
-    an expectation (tests/server/core/test_managed_fields.py checks managedFields' content)."""
+    an expectation (tests/server/objects/test_managed_fields.py checks managedFields' content)."""
     meta = obj["metadata"]
     uuid.UUID(meta["uid"])
     assert RFC3339.fullmatch(meta["creationTimestamp"]), meta["creationTimestamp"]

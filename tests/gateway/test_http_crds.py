@@ -17,7 +17,7 @@ from google.protobuf import descriptor_pool, message_factory
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.codecs import protobuf as protobuf_codec
 from tests.gateway.conftest import Response, Server
-from tests.server.core.test_crds import gadget_descriptors
+from tests.server.crd.test_crds import gadget_descriptors
 
 Obj = dict[str, Any]
 

@@ -9,12 +9,10 @@ DecodeError (see State.fail). The contract is stated in server/machinery/codec/t
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
 
-from server.machinery.codec.errors import DecodeError
 from server.machinery.codec.gojson import (
     Invalid,
     decode_base64,
@@ -24,40 +22,9 @@ from server.machinery.codec.gojson import (
     message_type,
     mismatch,
     number_literal,
-    type_error_message,
 )
+from server.machinery.codec.planned import Decoder, Plan, Resolve, State
 from server.machinery.codec.wellknown import WELL_KNOWN, WellKnown
-
-if TYPE_CHECKING:
-    from server.machinery.codec.plan import Plan
-
-# The plan of a field's object type, or None for a scalar or well-known field.
-Resolve = Callable[[FieldDescriptor], "Plan | None"]
-
-
-class State:
-    """One decode call's findings: unknown field paths (in document order) and the first saved error."""
-
-    __slots__ = ("saved", "unknown")
-
-    def __init__(self) -> None:
-        self.unknown: list[str] = []
-        self.saved: DecodeError | None = None
-
-    def fail(self, error: Invalid, struct: str, key: str, path: str, go_path: str) -> None:
-        """Completes error found at field `key` of a Go `struct` object at path; raises it at once when fatal."""
-        where = (f"{path}.{key}" if path else key) + error.suffix
-        field = f"{go_path}.{key}" if go_path else key
-        failure = DecodeError(error.message or type_error_message(error.kind, error.go_type, struct, field), path=where)
-        if error.fatal:
-            raise failure
-        if self.saved is None:
-            self.saved = failure
-
-
-# A decoder: (JSON value, state, path and Go field path of the object that holds the value) -> constructor value.
-# It raises gojson.Invalid for a value it cannot take; the loop owning the field completes that error.
-Decoder = Callable[[Any, State, str, str], Any]
 
 
 def field_decoder(field: FieldDescriptor, name: str, resolve: Resolve) -> Decoder:

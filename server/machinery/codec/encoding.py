@@ -11,19 +11,14 @@ server/machinery/codec/transcode.py.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from server.machinery.codec.gojson import encode_base64, map_value, message_type
+from server.machinery.codec.planned import Plan, Resolve
 from server.machinery.codec.wellknown import WELL_KNOWN, ZERO
-
-if TYPE_CHECKING:
-    from server.machinery.codec.plan import Plan
-
-# The plan of a field's object type, or None for a scalar or well-known field.
-Resolve = Callable[[FieldDescriptor], "Plan | None"]
 
 # Encoder modes: one branch each in encode_object. INLINE prints a sub-message's fields into the enclosing object.
 SCALAR, MESSAGE, MAP, LIST, KNOWN, LIST_MESSAGE, MAP_MESSAGE, CONVERT, INLINE = range(9)

@@ -13,39 +13,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from google.protobuf.message import Message
 
 from capstan.options.v1 import options_pb2
-from server.machinery.codec.decoding import Decoder, field_decoder
+from server.machinery.codec.decoding import field_decoder
 from server.machinery.codec.encoding import INLINE, field_encoder
 from server.machinery.codec.gojson import is_inline, message_type
+from server.machinery.codec.planned import Plan
 from server.machinery.codec.wellknown import WELL_KNOWN
-
-
-class Plan:
-    """One message type, ready for both loops: decoders by JSON name, encoders by field descriptor."""
-
-    __slots__ = ("always", "decoders", "descriptor", "encoders", "go_name", "inline", "message_class", "order",
-                 "reorder", "type_meta")
-
-    def __init__(self, descriptor: Descriptor) -> None:
-        self.descriptor = descriptor
-        self.message_class: type[Message] = message_factory.GetMessageClass(descriptor)
-        self.go_name = descriptor.name  # the Go struct, as decode errors name it
-        self.decoders: dict[str, Decoder] = {}  # JSON name -> decoder
-        self.encoders: dict[FieldDescriptor, tuple[str, int, bool, Any]] = {}  # (name, mode, emit_zero, aux)
-        self.always: tuple[tuple[str, Callable[[], Any]], ...] = ()  # emit_zero fields printed when absent
-        self.order: tuple[str, ...] = ()  # JSON names in Go's struct order (the protos declare fields in it)
-        # Go's order is not field-number order (Container: terminationMessagePolicy = 20 comes before
-        # imagePullPolicy = 14), so printed objects are put in `order` (ListFields goes by number).
-        self.reorder = False
-        self.type_meta: tuple[str, ...] = ()  # "apiVersion", "kind" unless the message has such fields
-        # Inline fields (json_inline): (field name, the JSON keys that belong to it, its plan). Their struct's
-        # decoders sit in `decoders` beside this message's own; decoding regroups the values (decoding.nest).
-        self.inline: tuple[tuple[str, frozenset[str], Plan], ...] = ()
-
 
 _EMIT_ZERO: Any = options_pb2.emit_zero  # typed as a plain FieldDescriptor by the generated stub
 _PLANS: dict[Descriptor, Plan] = {}

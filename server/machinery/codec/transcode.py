@@ -41,11 +41,12 @@ import orjson
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-from server.machinery.codec.decoding import State, decode_object
+from server.machinery.codec.decoding import decode_object
 from server.machinery.codec.encoding import encode_object
 from server.machinery.codec.errors import DecodeError
 from server.machinery.codec.gojson import go_message_type, json_kind, type_error_message
 from server.machinery.codec.plan import plan_for
+from server.machinery.codec.planned import State
 
 M = TypeVar("M", bound=Message)
 

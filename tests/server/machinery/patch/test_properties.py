@@ -1,6 +1,6 @@
 """Properties of the merge patch and JSON patch engines, over random JSON documents.
 
-The tables in test_strategic.py and tests/server/core/test_patch.py hold the cases we thought of;
+The tables in test_strategic.py and tests/server/objects/test_patch.py hold the cases we thought of;
 these hold for every document hypothesis makes (nested objects of scalars and arrays, keys that need
 JSON pointer escaping):
 

@@ -1,0 +1,36 @@
+"""A real core for every test: LMDB in tmp_path, the CoreService on a grpc.aio server on port 0,
+and a client talking to it over a real channel."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+from tests.server.client import Client
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[RunningCore]:
+    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0, future_wait=0.5))
+    # No default ServiceAccount per namespace (kube-controller-manager's part, as envtest leaves it out): these
+    # tests count the store's revisions.
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False)
+    try:
+        yield core
+    finally:
+        await core.stop()
+        await store.close()
+
+
+@pytest.fixture
+async def client(running: RunningCore) -> AsyncIterator[Client]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
+        yield Client(core_pb2_grpc.CoreServiceStub(channel), running)  # type: ignore[no-untyped-call]

@@ -1,0 +1,630 @@
+"""The core/v1 kinds beyond config through a real core over gRPC: every verb per kind, kube-apiserver's defaults
+and validation (exact Status), field selectors, subresources (pods/status, pods/binding), cluster IP and node
+port allocation (across restarts and concurrent creates), and Pods' graceful deletion.
+
+Expected answers are written from kube-apiserver 1.32's source: pkg/apis/core/v1/defaults.go,
+pkg/apis/core/validation, pkg/registry/core/{pod,service,node,...}, plugin/pkg/admission.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import ipaddress
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import orjson
+import pytest
+
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server.auth.config import INSECURE
+from server.startup.app import RunningCore, start_core
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+from tests.server import kube
+from tests.server.client import Client, Obj, path, raw, refused
+
+NS = "default"
+
+
+def required(field: str, detail: str = "") -> Obj:
+    return kube.cause("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", field)
+
+
+def invalid(field: str, rendered: str, detail: str) -> Obj:
+    return kube.cause("FieldValueInvalid", f"Invalid value: {rendered}: {detail}", field)
+
+
+def duplicate(field: str, rendered: str) -> Obj:
+    return kube.cause("FieldValueDuplicate", f"Duplicate value: {rendered}", field)
+
+
+def not_found_value(field: str, rendered: str) -> Obj:
+    return kube.cause("FieldValueNotFound", f"Not found: {rendered}", field)
+
+
+def pod(name: str = "web", **spec: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}], **spec}}
+
+
+def service(name: str = "web", **spec: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}], **spec}}
+
+
+# A minimal valid object of each kind: (resource, namespaced, object).
+KINDS: list[tuple[str, bool, Obj]] = [
+    ("serviceaccounts", True, {"metadata": {"name": "robot"}}),
+    ("services", True, service()),
+    ("endpoints", True, {"metadata": {"name": "web"},
+                         "subsets": [{"addresses": [{"ip": "10.244.0.5"}], "ports": [{"port": 80}]}]}),
+    ("pods", True, pod()),
+    ("nodes", False, {"metadata": {"name": "node-1"}}),
+    ("events", True, {"metadata": {"name": "web.1"}, "involvedObject": {"kind": "Pod", "name": "web",
+                                                                      "namespace": NS},
+                      "reason": "Pulled", "message": "pulled", "type": "Normal"}),
+    ("persistentvolumes", False, {"metadata": {"name": "pv-1"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}}}),
+    ("persistentvolumeclaims", True, {"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+    ("resourcequotas", True, {"metadata": {"name": "quota"}, "spec": {"hard": {"pods": "10"}}}),
+    ("limitranges", True, {"metadata": {"name": "limits"}, "spec": {"limits": [{"type": "Container"}]}}),
+    ("replicationcontrollers", True, {"metadata": {"name": "web"}, "spec": {"template": {
+        "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}),
+]  # fmt: skip
+
+
+def _at(resource: str, namespaced: bool, name: str = "") -> Any:
+    return path(resource, NS if namespaced else "", name)
+
+
+@pytest.mark.parametrize(("resource", "namespaced", "obj"), KINDS, ids=[k[0] for k in KINDS])
+async def test_every_verb(client: Client, resource: str, namespaced: bool, obj: Obj) -> None:
+    name = obj["metadata"]["name"]
+    created = await client.create(_at(resource, namespaced), copy.deepcopy(obj))
+    rv = created["metadata"]["resourceVersion"]
+    assert created["metadata"]["name"] == name
+    assert await client.get(_at(resource, namespaced, name)) == created
+    assert name in await client.names(_at(resource, namespaced))
+    changed = copy.deepcopy(created)
+    changed["metadata"]["labels"] = {"touched": "yes"}
+    updated, was_created = await client.update(_at(resource, namespaced, name), changed)
+    assert not was_created and updated["metadata"]["labels"] == {"touched": "yes"}
+    events = await client.events(_at(resource, namespaced), lambda e: e[0] == "MODIFIED", resourceVersion=rv)
+    assert events[-1][1]["metadata"]["labels"] == {"touched": "yes"}
+    gone = await client.delete(_at(resource, namespaced, name), propagationPolicy="Background")  # as kubectl
+    # The Success Status or the deleted object, as the kind's store answers (test_delete.py has the table).
+    assert (gone.get("details") or gone["metadata"])["uid"] == created["metadata"]["uid"]
+    failed = await refused(client.get(_at(resource, namespaced, name)))
+    assert failed.status == kube.not_found(resource, name)
+
+
+async def test_discovery_offers_the_pod_subresources(client: Client) -> None:
+    discovered = await client.call(client.stub.Discover, core_pb2.DiscoverRequest())
+    found = {r.resource: r for r in discovered.resources}
+    assert sorted(s.name for s in found["pods"].subresources) == [
+        "attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "status"]
+    assert (found["pods"].short_names, found["pods"].categories) == (["po"], ["all"])
+    assert {r: list(found[r].short_names) for r in ("services", "endpoints", "nodes", "events",
+                                                    "persistentvolumes", "persistentvolumeclaims",
+                                                    "resourcequotas", "limitranges", "replicationcontrollers",
+                                                    "serviceaccounts")} == {
+        "services": ["svc"], "endpoints": ["ep"], "nodes": ["no"], "events": ["ev"], "persistentvolumes": ["pv"],
+        "persistentvolumeclaims": ["pvc"], "resourcequotas": ["quota"], "limitranges": ["limits"],
+        "replicationcontrollers": ["rc"], "serviceaccounts": ["sa"]}
+    assert [r for r in found if "all" in found[r].categories and not found[r].group] == [
+        "services", "pods", "replicationcontrollers"]
+    assert (found["nodes"].namespaced, found["persistentvolumes"].namespaced) == (False, False)
+
+
+# ---------------------------------------------------------------- defaults
+
+POD_DEFAULTED_SPEC: Obj = {
+    "containers": [{
+        "name": "app", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+        "resources": {"limits": {"cpu": "500m"}, "requests": {"cpu": "500m"}},
+        "livenessProbe": {"httpGet": {"path": "/", "port": 80, "scheme": "HTTP"}, "timeoutSeconds": 1,
+                          "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+        "imagePullPolicy": "Always",
+    }],
+    "volumes": [{"name": "config", "configMap": {"name": "cm", "defaultMode": 420}},
+                {"name": "scratch", "emptyDir": {}},
+                {"name": "token", "secret": {"secretName": "s", "defaultMode": 420}}],
+    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+    "serviceAccountName": "default", "serviceAccount": "default", "securityContext": {},
+    "schedulerName": "default-scheduler",
+    "tolerations": [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 300}],
+    "priority": 0, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
+}  # fmt: skip
+
+
+async def test_pod_defaults_match_kube_apiserver(client: Client) -> None:
+    given = pod(containers=[{"name": "app", "image": "nginx", "ports": [{"containerPort": 80}],
+                             "resources": {"limits": {"cpu": "0.5"}}, "livenessProbe": {"httpGet": {"port": 80}}}],
+                volumes=[{"name": "config", "configMap": {"name": "cm"}}, {"name": "scratch"},
+                         {"name": "token", "secret": {"secretName": "s"}}])
+    created = await client.create(path("pods", NS), given)
+    assert created["spec"] == POD_DEFAULTED_SPEC
+    assert list(created["spec"]["containers"][0]) == list(POD_DEFAULTED_SPEC["containers"][0])  # Go's field order
+    assert created["status"] == {"phase": "Pending", "qosClass": "Burstable"}
+
+
+@pytest.mark.parametrize(("image", "policy"), [
+    ("nginx", "Always"), ("nginx:latest", "Always"), ("nginx:1.27", "IfNotPresent"),
+    ("registry.example.com:5000/team/app", "Always"), ("registry.example.com:5000/team/app:v2", "IfNotPresent"),
+    ("nginx@sha256:" + "a" * 64, "IfNotPresent"), ("nginx:latest@sha256:" + "a" * 64, "Always"),
+    ("localhost/app", "Always"),
+])  # fmt: skip
+async def test_image_pull_policy_follows_the_tag(client: Client, image: str, policy: str) -> None:
+    created = await client.create(path("pods", NS), pod(containers=[{"name": "app", "image": image}]))
+    assert created["spec"]["containers"][0]["imagePullPolicy"] == policy
+
+
+@pytest.mark.parametrize(("resources", "qos"), [
+    ({}, "BestEffort"),
+    ({"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+    ({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}, "Burstable"),
+    ({"requests": {"memory": "1Gi"}}, "Burstable"),
+])  # fmt: skip
+async def test_pod_qos_class(client: Client, resources: Obj, qos: str) -> None:
+    created = await client.create(path("pods", NS), pod(containers=[{"name": "a", "image": "i",
+                                                                     "resources": resources}]))
+    assert created["status"]["qosClass"] == qos
+
+
+# (resource, namespaced, given, the fields expected in the created object)
+DEFAULTS: list[tuple[str, str, bool, Obj, Obj]] = [
+    ("service ClusterIP", "services", True, service(), {"spec": {
+        "ports": [{"protocol": "TCP", "port": 80, "targetPort": 80}], "type": "ClusterIP",
+        "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+        "internalTrafficPolicy": "Cluster"}, "status": {"loadBalancer": {}}}),
+    ("service ClientIP affinity", "services", True, service(sessionAffinity="ClientIP"), {"spec": {
+        "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 10800}}}}),
+    ("service LoadBalancer", "services", True, service(type="LoadBalancer"), {"spec": {
+        "externalTrafficPolicy": "Cluster", "allocateLoadBalancerNodePorts": True}}),
+    ("service ExternalName", "services", True, service(type="ExternalName", externalName="db.example.com", ports=[]),
+     {"spec": {"type": "ExternalName", "externalName": "db.example.com", "sessionAffinity": "None"}}),
+    ("endpoints port protocol", "endpoints", True, {"metadata": {"name": "e"}, "subsets": [
+        {"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]},
+     {"subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80, "protocol": "TCP"}]}]}),
+    ("pvc", "persistentvolumeclaims", True, KINDS[7][2], {"spec": {"volumeMode": "Filesystem"},
+                                                          "status": {"phase": "Pending"}}),
+    ("pv", "persistentvolumes", False, KINDS[6][2], {"spec": {
+        "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem",
+        "hostPath": {"path": "/data", "type": ""}},
+        "status": {"phase": "Pending"}}),
+    ("rc", "replicationcontrollers", True, KINDS[10][2], {"metadata": {"labels": {"app": "web"}, "generation": 1},
+     "spec": {"replicas": 1, "selector": {"app": "web"}}, "status": {"replicas": 0}}),
+    ("limitrange", "limitranges", True, {"metadata": {"name": "l"}, "spec": {"limits": [
+        {"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "64Mi"}}]}},
+     {"spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "64Mi"},
+                          "default": {"cpu": "2"}, "defaultRequest": {"cpu": "2", "memory": "64Mi"}}]}}),
+    ("node allocatable", "nodes", False, {"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}},
+     {"status": {"capacity": {"cpu": "2"}, "allocatable": {"cpu": "2"}}}),
+]  # fmt: skip
+
+
+def _contains(whole: Any, part: Any) -> bool:
+    if isinstance(part, dict):
+        return isinstance(whole, dict) and all(k in whole and _contains(whole[k], v) for k, v in part.items())
+    return bool(whole == part)
+
+
+@pytest.mark.parametrize(("resource", "namespaced", "given", "expected"), [d[1:] for d in DEFAULTS],
+                         ids=[d[0] for d in DEFAULTS])
+async def test_defaults(client: Client, resource: str, namespaced: bool, given: Obj, expected: Obj) -> None:
+    created = await client.create(_at(resource, namespaced), copy.deepcopy(given))
+    assert _contains(created, expected), created
+
+
+async def test_pv_status_on_create_records_the_phase_transition(client: Client) -> None:
+    created = await client.create(path("persistentvolumes"), copy.deepcopy(KINDS[6][2]))
+    assert set(created["status"]) == {"phase", "lastPhaseTransitionTime"}
+
+
+# ---------------------------------------------------------------- validation
+
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+             "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+
+VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
+    ("no containers", "pods", pod(containers=[]), "Pod", [required("spec.containers")]),
+    ("container name and image", "pods", pod(containers=[{}]), "Pod",
+     [required("spec.containers[0].name"), required("spec.containers[0].image")]),
+    ("container name not a label", "pods", pod(containers=[{"name": "App", "image": "i"}]), "Pod",
+     [invalid("spec.containers[0].name", '"App"', LABEL_MSG)]),
+    ("duplicate container names", "pods", pod(containers=[{"name": "a", "image": "i"}, {"name": "a", "image": "i"}]),
+     "Pod", [duplicate("spec.containers[1].name", '"a"')]),
+    ("port range", "pods", pod(containers=[{"name": "a", "image": "i", "ports": [{"containerPort": 70000}]}]),
+     "Pod", [invalid("spec.containers[0].ports[0].containerPort", "70000", PORT_RANGE)]),
+    ("restart policy", "pods", pod(restartPolicy="Sometimes"), "Pod",
+     [kube.field_not_supported("spec.restartPolicy", '"Sometimes"', ["Always", "OnFailure", "Never"])]),
+    ("mount of no volume", "pods", pod(containers=[{"name": "a", "image": "i",
+                                                    "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]),
+     "Pod", [not_found_value("spec.containers[0].volumeMounts[0].name", '"v"')]),
+    ("request above limit", "pods", pod(containers=[{"name": "a", "image": "i", "resources": {
+        "limits": {"cpu": "1"}, "requests": {"cpu": "2"}}}]), "Pod",
+     [invalid("spec.containers[0].resources.requests[cpu]", '"2"', "must be less than or equal to cpu limit of 1")]),
+    ("probe without handler", "pods", pod(containers=[{"name": "a", "image": "i", "readinessProbe": {
+        "periodSeconds": 5}}]), "Pod", [required("spec.containers[0].readinessProbe", "must specify a handler type")]),
+    ("service without ports", "services", service(ports=[]), "Service", [required("spec.ports")]),
+    ("service port range and names", "services", service(ports=[{"port": 0}, {"port": 81}]), "Service",
+     [required("spec.ports[0].name"), invalid("spec.ports[0].port", "0", PORT_RANGE),
+      invalid("spec.ports[0].targetPort", "0", PORT_RANGE), required("spec.ports[1].name")]),
+    ("service duplicate port", "services", service(ports=[{"name": "a", "port": 80}, {"name": "b", "port": 80}]),
+     "Service", [duplicate("spec.ports[1]", 'core.ServicePort{Name:"", Protocol:"TCP", AppProtocol:(*string)(nil), '
+                           'Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')]),
+    ("service type", "services", service(type="Magic"), "Service",
+     [kube.field_not_supported("spec.type", '"Magic"', ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"])]),
+    ("service nodePort on ClusterIP", "services", service(ports=[{"port": 80, "nodePort": 30080}]), "Service",
+     [kube.field_forbidden("spec.ports[0].nodePort", "may not be used when `type` is 'ClusterIP'")]),
+    ("rc selector mismatch", "replicationcontrollers", {"metadata": {"name": "r"}, "spec": {
+        "selector": {"app": "other"}, "template": {"metadata": {"labels": {"app": "web"}},
+                                                   "spec": {"containers": [{"name": "a", "image": "i"}]}}}},
+     "ReplicationController", [invalid("spec.template.metadata.labels", 'map[string]string{"app":"web"}',
+                                       "`selector` does not match template `labels`")]),
+    ("pvc without storage", "persistentvolumeclaims", {"metadata": {"name": "c"}, "spec": {}},
+     "PersistentVolumeClaim", [required("spec.accessModes", "at least 1 access mode is required"),
+                               required("spec.resources[storage]")]),
+    ("pv without source", "persistentvolumes", {"metadata": {"name": "p"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}}, "PersistentVolume",
+     [required("spec", "must specify a volume type")]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("resource", "obj", "kind", "causes"), [v[1:] for v in VALIDATION],
+                         ids=[v[0] for v in VALIDATION])
+async def test_validation(client: Client, resource: str, obj: Obj, kind: str, causes: list[Obj]) -> None:
+    namespaced = resource not in ("persistentvolumes", "nodes")
+    before = client.revision()
+    failed = await refused(client.create(_at(resource, namespaced), obj))
+    assert failed.status == kube.invalid(kind, obj["metadata"]["name"], causes)
+    assert client.revision() == before
+
+
+async def test_service_names_are_dns1035_labels(client: Client) -> None:
+    failed = await refused(client.create(path("services", NS), service("1web")))
+    assert failed.status["details"]["causes"][0]["message"].startswith(
+        'Invalid value: "1web": a DNS-1035 label must consist of lower case alphanumeric characters')
+
+
+async def test_pod_spec_is_mostly_immutable(client: Client) -> None:
+    created = await client.create(path("pods", NS), pod())
+    image = copy.deepcopy(created)
+    image["spec"]["containers"][0]["image"] = "nginx:1.28"
+    updated, _ = await client.update(path("pods", NS, "web"), image)
+    assert updated["spec"]["containers"][0]["image"] == "nginx:1.28"
+    policy = copy.deepcopy(updated)
+    policy["spec"]["restartPolicy"] = "Never"
+    failed = await refused(client.update(path("pods", NS, "web"), policy))
+    (cause,) = failed.status["details"]["causes"]
+    assert (cause["field"], cause["reason"]) == ("spec", "FieldValueForbidden")
+    assert cause["message"].startswith(
+        "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+        "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
+        "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n")
+
+
+async def test_service_cluster_ip_is_immutable(client: Client) -> None:
+    created = await client.create(path("services", NS), service())
+    moved = copy.deepcopy(created)
+    ip = created["spec"]["clusterIP"]
+    other = str(ipaddress.ip_address(ip) + 1)
+    moved["spec"]["clusterIP"] = other
+    moved["spec"]["clusterIPs"] = [other]
+    failed = await refused(client.update(path("services", NS, "web"), moved))
+    assert failed.status == kube.invalid("Service", "web", [
+        invalid("spec.clusterIPs[0]", f'[]string{{"{other}"}}', "may not change once set")])
+    # A PUT without the allocated values keeps them (patchAllocatedValues).
+    bare = copy.deepcopy(created)
+    del bare["spec"]["clusterIP"], bare["spec"]["clusterIPs"]
+    bare["metadata"]["labels"] = {"x": "y"}
+    kept, _ = await client.update(path("services", NS, "web"), bare)
+    assert (kept["spec"]["clusterIP"], kept["metadata"]["labels"]) == (ip, {"x": "y"})
+
+
+# ---------------------------------------------------------------- field selectors
+
+async def test_pod_field_selectors(client: Client) -> None:
+    await client.create(path("pods", NS), pod("a", nodeName="node-1"))
+    await client.create(path("pods", NS), pod("b", restartPolicy="Never", hostNetwork=True))
+    await client.create(path("pods", NS), pod("c", serviceAccountName="robot"))
+    cases = {
+        "spec.nodeName=node-1": ["a"], "spec.nodeName=": ["b", "c"], "spec.restartPolicy=Never": ["b"],
+        "spec.hostNetwork=true": ["b"], "spec.serviceAccountName=robot": ["c"], "status.phase=Pending": ["a", "b", "c"],
+        "spec.schedulerName=default-scheduler,metadata.name!=a": ["b", "c"], "status.podIP=": ["a", "b", "c"],
+        "status.nominatedNodeName=": ["a", "b", "c"],
+    }
+    for selector, names in cases.items():
+        assert await client.names(path("pods", NS), fieldSelector=selector) == names, selector
+    failed = await refused(client.list(path("pods", NS), fieldSelector="spec.image=x"))
+    assert failed.status["code"] == 400
+
+
+async def test_event_node_and_rc_field_selectors(client: Client) -> None:
+    await client.create(path("events", NS), copy.deepcopy(KINDS[5][2]))
+    other = copy.deepcopy(KINDS[5][2]) | {"reason": "Killing", "type": "Warning"}
+    other["metadata"] = {"name": "web.2"}
+    other["source"] = {"component": "kubelet"}
+    await client.create(path("events", NS), other)
+    for selector, names in {"involvedObject.kind=Pod": ["web.1", "web.2"], "reason=Killing": ["web.2"],
+                            "type=Normal": ["web.1"], "source=kubelet": ["web.2"],
+                            "involvedObject.name=web,involvedObject.namespace=default": ["web.1", "web.2"]}.items():
+        assert await client.names(path("events", NS), fieldSelector=selector) == names, selector
+    await client.create(path("nodes"), {"metadata": {"name": "cordoned"}, "spec": {"unschedulable": True}})
+    await client.create(path("nodes"), {"metadata": {"name": "open"}})
+    assert await client.names(path("nodes"), fieldSelector="spec.unschedulable=true") == ["cordoned"]
+    await client.create(path("replicationcontrollers", NS), copy.deepcopy(KINDS[10][2]))
+    assert await client.names(path("replicationcontrollers", NS), fieldSelector="status.replicas=0") == ["web"]
+
+
+# ---------------------------------------------------------------- subresources
+
+async def test_replication_controller_scale(client: Client) -> None:
+    """An RC's /scale reads its plain label-map selector as a query and writes spec.replicas."""
+    rc = copy.deepcopy(KINDS[10][2])
+    created = await client.create(path("replicationcontrollers", NS), rc)
+    scale_path = path("replicationcontrollers", NS, created["metadata"]["name"], subresource="scale")
+    scale = await client.get(scale_path)
+    selector = ",".join(f"{k}={v}" for k, v in sorted(created["spec"]["selector"].items()))
+    assert (scale["kind"], scale["apiVersion"], scale["spec"], scale["status"]) == (
+        "Scale", "autoscaling/v1", {"replicas": created["spec"]["replicas"]}, {"replicas": 0, "selector": selector})
+    scale["spec"]["replicas"] = 7
+    updated, _ = await client.update(scale_path, scale)
+    assert updated["spec"]["replicas"] == 7
+    stored = await client.get(path("replicationcontrollers", NS, created["metadata"]["name"]))
+    assert (stored["spec"]["replicas"], stored["metadata"]["generation"]) == (7, 2)
+
+
+async def test_pod_status_subresource_changes_only_status(client: Client) -> None:
+    created = await client.create(path("pods", NS), pod())
+    running = copy.deepcopy(created)
+    running["status"] = {"phase": "Running", "podIP": "10.244.0.9", "podIPs": [{"ip": "10.244.0.9"}]}
+    running["spec"]["containers"][0]["image"] = "changed"
+    updated, _ = await client.update(path("pods", NS, "web", subresource="status"), running)
+    assert updated["status"]["phase"] == "Running"
+    assert updated["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert await client.names(path("pods", NS), fieldSelector="status.podIP=10.244.0.9") == ["web"]
+
+
+async def test_binding_assigns_the_node_once(client: Client) -> None:
+    await client.create(path("pods", NS), pod())
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web", "annotations": {"a": "b"}},
+               "target": {"kind": "Node", "name": "node-1"}}
+    resp = await client.create_response(path("pods", NS, "web", subresource="binding"), raw(binding))
+    assert _json(resp.object.data) == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                       "code": 201}
+    bound = await client.get(path("pods", NS, "web"))
+    assert (bound["spec"]["nodeName"], bound["metadata"]["annotations"]) == ("node-1", {"a": "b"})
+    (scheduled,) = bound["status"]["conditions"]
+    assert (scheduled["type"], scheduled["status"], scheduled["lastProbeTime"]) == ("PodScheduled", "True", None)
+    again = await refused(client.create_response(path("pods", NS, "web", subresource="binding"), raw(binding)))
+    assert again.status == kube.conflict("pods/binding", "web", 'pod web is already assigned to node "node-1"')
+    wrong = await refused(client.create_response(path("pods", NS, "other", subresource="binding"), raw(binding)))
+    assert wrong.status == kube.bad_request("name in URL does not match name in Binding object")
+    missing = {**binding, "metadata": {"name": "nope"}}
+    absent = await refused(client.create_response(path("pods", NS, "nope", subresource="binding"), raw(missing)))
+    assert absent.status == kube.not_found("pods", "nope")
+
+
+def _json(data: bytes) -> Obj:
+    out: Obj = orjson.loads(data)
+    return out
+
+
+# ---------------------------------------------------------------- allocation
+
+
+async def test_kubernetes_service_is_created_at_bootstrap(client: Client) -> None:
+    svc = await client.get(path("services", NS, "kubernetes"))
+    assert (svc["spec"]["clusterIP"], svc["spec"]["ports"]) == (
+        "10.96.0.1", [{"name": "https", "protocol": "TCP", "port": 443, "targetPort": 6443}])
+    assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+    await client.delete(path("services", NS, "kubernetes"))  # its address is free again
+    again = await client.create(path("services", NS), service("mine", clusterIP="10.96.0.1"))
+    assert again["spec"]["clusterIP"] == "10.96.0.1"
+
+
+async def test_cluster_ip_allocation(client: Client) -> None:
+    network = ipaddress.ip_network("10.96.0.0/12")
+    created = await client.create(path("services", NS), service("a"))
+    ip = created["spec"]["clusterIP"]
+    assert ipaddress.ip_address(ip) in network and created["spec"]["clusterIPs"] == [ip]
+    chosen = await client.create(path("services", NS), service("b", clusterIP="10.96.0.10"))
+    assert chosen["spec"]["clusterIPs"] == ["10.96.0.10"]
+    taken = await refused(client.create(path("services", NS), service("c", clusterIP="10.96.0.10")))
+    assert taken.status == kube.invalid("Service", "c", [invalid(
+        "spec.clusterIPs", '[]string{"10.96.0.10"}',
+        "failed to allocate IP 10.96.0.10: provided IP is already allocated")])
+    outside = await refused(client.create(path("services", NS), service("d", clusterIP="10.0.0.5")))
+    assert outside.status == kube.invalid("Service", "d", [invalid(
+        "spec.clusterIPs", '[]string{"10.0.0.5"}', "failed to allocate IP 10.0.0.5: the provided IP (10.0.0.5) is not "
+        "in the valid range. The range of valid IPs is 10.96.0.0/12")])
+    headless = await client.create(path("services", NS), service("e", clusterIP="None"))
+    assert (headless["spec"]["clusterIPs"], headless["spec"]["ipFamilies"]) == (["None"], ["IPv4"])
+    await client.delete(path("services", NS, "b"))
+    again = await client.create(path("services", NS), service("f", clusterIP="10.96.0.10"))
+    assert again["spec"]["clusterIP"] == "10.96.0.10"  # freed by the delete
+
+
+async def test_node_port_allocation(client: Client) -> None:
+    created = await client.create(path("services", NS), service("a", type="NodePort", ports=[
+        {"name": "http", "port": 80}, {"name": "https", "port": 443, "nodePort": 30443}]))
+    ports = [p["nodePort"] for p in created["spec"]["ports"]]
+    assert ports[1] == 30443 and 30000 <= ports[0] <= 32767
+    taken = await refused(client.create(path("services", NS), service("b", type="NodePort", ports=[
+        {"port": 80, "nodePort": 30443}])))
+    assert taken.status == kube.invalid("Service", "b", [invalid("spec.ports[0].nodePort", "30443",
+                                                                 "provided port is already allocated")])
+    outside = await refused(client.create(path("services", NS), service("c", type="NodePort", ports=[
+        {"port": 80, "nodePort": 80}])))
+    assert outside.status == kube.invalid("Service", "c", [invalid(
+        "spec.ports[0].nodePort", "80", "provided port is not in the valid range. The range of valid ports is "
+        "30000-32767")])
+    # Back to ClusterIP: the node ports go with the type.
+    back = copy.deepcopy(created)
+    back["spec"]["type"] = "ClusterIP"
+    updated, _ = await client.update(path("services", NS, "a"), back)
+    assert [p.get("nodePort") for p in updated["spec"]["ports"]] == [None, None]
+
+
+@pytest.fixture
+async def small_range(tmp_path: Path) -> AsyncIterator[tuple[Client, Path]]:
+    """A core whose service range has 6 usable addresses (the first is the `kubernetes` Service's)."""
+    async with _core(tmp_path, "10.0.0.0/29") as client:
+        yield client, tmp_path
+
+
+class _core:
+    """A core on tmp_path's store, for tests that restart it."""
+
+    def __init__(self, directory: Path, cidr: str) -> None:
+        self.directory, self.cidr = directory, cidr
+
+    async def __aenter__(self) -> Client:
+        self.store = await LmdbStore.open(self.directory / "lmdb", StoreOptions(sync=False, compact_interval=0,
+                                                                               future_wait=0.5))
+        self.running: RunningCore = await start_core(self.store, listen="127.0.0.1", grpc_port=0, security=INSECURE,
+                                                     service_cluster_ip_range=self.cidr)
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.running.grpc_port}")
+        return Client(core_pb2_grpc.CoreServiceStub(self.channel), self.running)  # type: ignore[no-untyped-call]
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.channel.close()
+        await self.running.stop()
+        await self.store.close()
+
+
+async def test_concurrent_creates_never_share_an_address(small_range: tuple[Client, Path]) -> None:
+    client, _ = small_range
+    results = await asyncio.gather(*(client.create(path("services", NS), service(f"s{i}")) for i in range(5)),
+                                   return_exceptions=True)
+    ips = [r["spec"]["clusterIP"] for r in results if isinstance(r, dict)]
+    assert len(ips) == 5 == len(set(ips)) and "10.0.0.1" not in ips
+    full = await refused(client.create(path("services", NS), service("s5")))
+    assert full.status["code"] == 500
+    assert full.status["message"] == "Internal error occurred: failed to allocate a serviceIP: range is full"
+
+
+async def test_allocations_survive_a_restart(tmp_path: Path) -> None:
+    async with _core(tmp_path, "10.0.0.0/29") as client:
+        first = await client.create(path("services", NS), service("a", type="NodePort"))
+    async with _core(tmp_path, "10.0.0.0/29") as client:
+        ip, port = first["spec"]["clusterIP"], first["spec"]["ports"][0]["nodePort"]
+        taken = await refused(client.create(path("services", NS), service("b", clusterIP=ip)))
+        assert taken.status["details"]["causes"][0]["message"].endswith("provided IP is already allocated")
+        clash = await refused(client.create(path("services", NS), service("c", type="NodePort", ports=[
+            {"port": 80, "nodePort": port}])))
+        assert clash.status["details"]["causes"][0]["message"].endswith("provided port is already allocated")
+        others = await asyncio.gather(*(client.create(path("services", NS), service(f"d{i}")) for i in range(4)))
+        assert ip not in {o["spec"]["clusterIP"] for o in others}
+        assert (await client.get(path("services", NS, "kubernetes")))["spec"]["clusterIP"] == "10.0.0.1"
+
+
+async def test_a_restart_leaves_the_kubernetes_service_alone(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                                              ) -> None:
+    async with _core(tmp_path, "10.0.0.0/29") as client:
+        first = await client.get(path("services", NS, "kubernetes"))
+    with caplog.at_level(logging.WARNING, logger="server.startup.bootstrap"):
+        async with _core(tmp_path, "10.0.0.0/29") as client:
+            again = await client.get(path("services", NS, "kubernetes"))
+    assert again["metadata"] == first["metadata"]
+    assert [r.getMessage() for r in caplog.records if r.name == "server.startup.bootstrap"] == []
+
+
+# ---------------------------------------------------------------- graceful deletion
+
+
+async def test_an_unbound_pod_is_deleted_at_once(client: Client) -> None:
+    await client.create(path("pods", NS), pod())
+    gone = await client.delete(path("pods", NS, "web"))
+    assert (gone["kind"], gone["metadata"]["name"]) == ("Pod", "web")  # the pod store's ReturnDeletedObject
+    await refused(client.get(path("pods", NS, "web")))
+
+
+async def test_a_bound_pod_is_deleted_gracefully_then_for_good(client: Client) -> None:
+    created = await client.create(path("pods", NS), pod(nodeName="node-1", terminationGracePeriodSeconds=1))
+    rv = created["metadata"]["resourceVersion"]
+    marked = await client.delete(path("pods", NS, "web"))
+    m = marked["metadata"]
+    assert (m["deletionGracePeriodSeconds"], "deletionTimestamp" in m) == (1, True)
+    again = await client.delete(path("pods", NS, "web"))  # pending: the same object, no write
+    assert again["metadata"]["resourceVersion"] == m["resourceVersion"]
+    events = await client.events(path("pods", NS), lambda e: e[0] == "DELETED", resourceVersion=rv, timeout=5)
+    assert [e[0] for e in events] == ["MODIFIED", "DELETED"]
+    assert events[0][1]["metadata"]["deletionGracePeriodSeconds"] == 1
+
+
+async def test_grace_period_zero_deletes_a_bound_pod_at_once(client: Client) -> None:
+    await client.create(path("pods", NS), pod(nodeName="node-1"))
+    marked = await client.delete(path("pods", NS, "web"))
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 30
+    shorter = await client.delete(path("pods", NS, "web"), gracePeriodSeconds=10)
+    assert shorter["metadata"]["deletionGracePeriodSeconds"] == 10
+    gone = await client.delete(path("pods", NS, "web"), gracePeriodSeconds=0)
+    assert (gone["kind"], gone["metadata"]["name"]) == ("Pod", "web")
+    await refused(client.get(path("pods", NS, "web")))
+
+
+async def test_a_marked_pod_goes_after_a_restart(tmp_path: Path) -> None:
+    async with _core(tmp_path, "10.96.0.0/12") as client:
+        await client.create(path("pods", NS), pod(nodeName="node-1", terminationGracePeriodSeconds=1))
+        await client.delete(path("pods", NS, "web"))
+    await asyncio.sleep(1.2)
+    async with _core(tmp_path, "10.96.0.0/12") as client:
+        for _ in range(50):
+            if not await client.names(path("pods", NS)):
+                break
+            await asyncio.sleep(0.1)
+        assert await client.names(path("pods", NS)) == []
+
+
+async def test_a_patch_to_node_port_allocates_node_ports(client: Client) -> None:
+    await client.create(path("services", NS), service())
+    response = await client.call(client.stub.Patch, core_pb2.PatchRequest(
+        path=path("services", NS, "web"), type=core_pb2.PATCH_TYPE_STRATEGIC_MERGE,
+        patch=orjson.dumps({"spec": {"type": "NodePort"}})))
+    patched = _json(response.object.data)
+    assert patched["spec"]["type"] == "NodePort"
+    assert 30000 <= patched["spec"]["ports"][0]["nodePort"] <= 32767
+    assert patched["spec"]["externalTrafficPolicy"] == "Cluster"
+
+
+async def test_a_node_port_serves_one_port_over_two_protocols(client: Client) -> None:
+    dns = await client.create(path("services", NS), service("dns", type="NodePort", ports=[
+        {"name": "udp", "port": 53, "protocol": "UDP", "nodePort": 30053},
+        {"name": "tcp", "port": 53, "protocol": "TCP", "nodePort": 30053}]))
+    assert [p["nodePort"] for p in dns["spec"]["ports"]] == [30053, 30053]
+    twice = await refused(client.create(path("services", NS), service("twice", type="NodePort", ports=[
+        {"name": "a", "port": 80, "nodePort": 30080}, {"name": "b", "port": 81, "nodePort": 30080}])))
+    assert twice.status == kube.invalid("Service", "twice", [
+        invalid("spec.ports[1].nodePort", "30080", "provided port is already allocated")])
+
+
+async def test_server_side_apply_matches_ports_without_a_protocol(client: Client) -> None:
+    """structured-merge-diff defaults a list-map key it is missing: a port applied without a protocol is the
+    TCP one already stored, not a second port."""
+    manifest: Obj = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}}
+    for selector in ("web", "web2"):
+        manifest["spec"]["selector"] = {"app": selector}
+        response = await client.call(client.stub.Patch, core_pb2.PatchRequest(
+            path=path("services", NS, "web"), type=core_pb2.PATCH_TYPE_APPLY, patch=orjson.dumps(manifest),
+            options={"fieldManager": "tester"}))
+        applied = _json(response.object.data)
+    assert applied["spec"]["ports"] == [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 80}]
+    assert applied["spec"]["selector"] == {"app": "web2"}
+    owned = applied["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:ports"]
+    assert 'k:{"port":80,"protocol":"TCP"}' in owned

@@ -1,4 +1,4 @@
-"""Large lists under load (issue 14, item 6): while 20 clients each LIST 50,000 ConfigMaps (~1 KiB) un-paged,
+"""Large lists under load: while 20 clients each LIST 50,000 ConfigMaps (~1 KiB) un-paged,
 how long is a LIST, and how long does /readyz take meanwhile?
 
 A list that holds the event loop stalls every other request of the process; the health check, polled
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lists", type=int, default=20)
     parser.add_argument("--forms", default="json,table", help="comma-separated: json, table")
     parser.add_argument("--layout", choices=("serve", "split"), default="serve")
-    parser.add_argument("--tree", help="run the server from this checkout (e.g. a worktree of the old main)")
+    parser.add_argument("--tree", help="run the server from this checkout (e.g. a worktree of another commit)")
     parser.add_argument("--poll", help=argparse.SUPPRESS)  # internal: the /readyz poller's process
     args = parser.parse_args(argv)
     if args.poll:

@@ -7,7 +7,7 @@ Examples are split evenly over the families (HTTP bodies, query strings, media t
 requests, any field values) and drawn in chunks of CHUNK, each with its own seed, until the count or the time
 is up. Printed: answers by status code and by endpoint, every problem found (a 5xx kube would not answer, an
 error that is not a Status, a logged traceback, a stuck request) with a reproducer, and Goal lines
-(bench/_util.py's shape). Figures are recorded in docs/performance.md under "Hardening (issue 14)".
+(bench/_util.py's shape). Figures are recorded in docs/performance.md under bench.fuzz.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Health checks and small requests under mixed load (issue 14): the latency of /readyz and of a GET of one
+"""Health checks and small requests under mixed load: the latency of /readyz and of a GET of one
 ConfigMap, side by side, while 2,000 clients hammer the server, 2,000 watchers sit idle and large LISTs
 stream; and the server's memory before, at its peak and after the load has left.
 

@@ -1,12 +1,12 @@
 """Overload: what 500 and 2,000 concurrent clients see from `capstan serve --insecure` on loopback, with
-kube's limits (400 read-only / 200 mutating in flight, fair queuing: the defaults), with max-in-flight only
+the default limits (64 read-only / 32 mutating in flight, fair queuing, parked connections), with max-in-flight only
 (`--enable-priority-and-fairness=false`: refused at once) and with no limits (both 0), side by side.
 
 Each client loops for DURATION seconds: nine GETs of a small ConfigMap for one merge PATCH, each as soon as
 the last answered; a 429 is honoured as client-go honours it (wait Retry-After, then go on). A separate
 process asks /readyz every 50 ms meanwhile, so its latency is the server's, not this crowded client's.
 Printed per run (one JSON line): requests served, 429s, p50/p99 latency of the answered requests and of
-/readyz. Issue 14 item 4 (before the limits: p99 2.7 s at 2,000 clients, nothing refused).
+/readyz.
 
     python -m bench.overload [--duration 5] [--clients 500,2000]
 """

@@ -1,4 +1,4 @@
-"""What Capstan's security costs a request (issue 13): HTTPS, a bearer token and RBAC beside `--insecure` plain
+"""What Capstan's security costs a request: HTTPS, a bearer token and RBAC beside `--insecure` plain
 HTTP and beside bare aiohttp over HTTP and HTTPS, in one run, rounds alternated.
 
 Servers, each in its own process (this process is the client):
@@ -65,7 +65,7 @@ from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 IMPLS = ("insecure", "token", "cert", "ceiling-http", "ceiling-https")
 OPS = ("get", "create", "admit")
 SERVICE_IP = Allocator(DEFAULT_SERVICE_CLUSTER_IP_RANGE).first_ip  # as `capstan serve` names it: the cert dir is reused
-GOAL_US = 20.0  # authentication and authorization together, µs of server CPU a request (issue 13)
+GOAL_US = 20.0  # authentication and authorization together, µs of server CPU a request
 WORKERS = 16
 GET_NAME = "bench-get"
 LISTENING = {

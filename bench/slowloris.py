@@ -1,4 +1,4 @@
-"""Slowloris against `capstan serve --insecure` (issue 14): many connections that send half a request line
+"""Slowloris against `capstan serve --insecure`: many connections that send half a request line
 and then nothing, while a client asks /readyz on a fresh connection every 200 ms.
 
     python -m bench.slowloris [--connections 2000] [--seconds 10] [--read-header-timeout 5]

@@ -1,4 +1,4 @@
-"""What watchers that do not read cost a `capstan serve`: writers' rate and the server's memory (issue 14, items 2, 5).
+"""What watchers that do not read cost a `capstan serve`: writers' rate and the server's memory.
 
     python -m bench.watchers [--watchers 2000] [--writes 2000] [--transports http,grpc] [--objects 20000]
 

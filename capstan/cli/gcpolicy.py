@@ -1,12 +1,12 @@
-"""The garbage collector's settings for a serving process (issue 14: health and small requests under load).
+"""The garbage collector's settings for a serving process, so health checks and small requests stay prompt under load.
 
-CPython's defaults (700, 10, 10) suit short scripts: under bench.load's 2,000 clients a full collection
-ran 15 times in 20 s, 280 ms each (430 ms at most) over the process's ~1 million objects, 4.2 s in all, and
+CPython's defaults (700, 10, 10) suit short scripts: under bench.load's 2,000 clients they run a full collection
+15 times in 20 s, 280 ms each (430 ms at most) over the process's ~1 million objects, 4.2 s in all, and
 a collection holds the interpreter: the event loop and the health port's thread both stop for it. Once a
 server has started, what it loaded (modules, schemas, the registry: ~115,000 tracked objects) lives as long
 as the process, so it is frozen out of every collection (gc.freeze), and the young generation is collected
 every THRESHOLDS[0] allocations net rather than 700, the older ones rarely: under the same load no full
-collection ran and the loop's p99 lag halved (docs/performance.md, "Mixed load"). Cycles are still collected;
+collection runs and the loop's p99 lag is half (docs/performance.md, bench.load). Cycles are still collected;
 garbage that is not cyclic never waited for the collector.
 """
 

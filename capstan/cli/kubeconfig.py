@@ -2,7 +2,7 @@
 certificate and the admin credential (capstan/cli/pki.py), read from what `serve` wrote into the data dir.
 
 Contract: the server is never a wildcard address (a wildcard bind is named 127.0.0.1, which the serving
-certificate covers); an --insecure server gets today's kubeconfig (http, a named user with no credential).
+certificate covers); an --insecure server gets a plain kubeconfig (http, a named user with no credential).
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ class _Queue:
     QuotaMonitor): a deletion, a Pod that stops being charged (terminal, or its grace period over), and a
     Service or PersistentVolumeClaim changed (kube compares the old and new type or request; the event here
     carries only the new object). A quota syncs when it is new or its spec.hard changed, never for a status
-    write (admission's charges and this controller's own). Recomputing on every write instead raced the
-    writes admission had charged but not yet stored: a recount that missed them wrote the charge back.
+    write (admission's charges and this controller's own). Recomputing on every write would race the
+    writes admission has charged but not yet stored: a recount that missed them would write the charge back.
     """
 
     def __init__(self, controller: ResourceQuotaController, resource: str) -> None:

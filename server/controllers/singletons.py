@@ -1,6 +1,7 @@
 """The parts that run in one core per cluster, started and stopped together (server/controllers/election.py
-decides when): the garbage collector, the pod terminator, namespace finalization, the CRD status writer and
-cleanup, ClusterRole aggregation, the default ServiceAccount and the root CA publisher.
+decides when; server/app.py lists them): the garbage collector, the pod terminator, namespace finalization, the
+CRD status writer and cleanup, ClusterRole aggregation, the default ServiceAccount and the root CA publisher, CSR
+signing, APIService registration, and the resourcequota, endpoint, endpointslice and mirroring controllers.
 
 They start in order and stop all at once, every stop awaited, so a core that stops leading has stopped writing
 before it is a candidate again.

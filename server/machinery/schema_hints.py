@@ -92,7 +92,7 @@ FIELDS: Mapping[tuple[str, str], FieldHint] = MappingProxyType({
     (CORE_V1 + "NamespaceSpec", "finalizers"): ATOMIC,
     (CORE_V1 + "NamespaceStatus", "conditions"): FieldHint(
         list_type="map", list_map_keys=("type",), patch_strategy="merge", patch_merge_key="type"),
-    # The kinds of issue 6, from the markers of k8s.io/api (core, apps, batch, rbac) v1 types.go.
+    # core, apps, batch and rbac, from the markers of k8s.io/api v1 types.go.
     # Volumes
     (CORE_V1 + "RBDVolumeSource", "monitors"): ATOMIC,
     (CORE_V1 + "RBDPersistentVolumeSource", "monitors"): ATOMIC,
@@ -239,7 +239,8 @@ FIELDS: Mapping[tuple[str, str], FieldHint] = MappingProxyType({
     (RBAC_V1 + "AggregationRule", "clusterRoleSelectors"): ATOMIC,
     (RBAC_V1 + "RoleBinding", "subjects"): ATOMIC,
     (RBAC_V1 + "ClusterRoleBinding", "subjects"): ATOMIC,
-    # The kinds of issue 16, from the patchMergeKey/patchStrategy and listType markers of their types.go. The other
+    # admissionregistration, apiregistration, autoscaling, certificates, flowcontrol, policy and storage, from the
+    # patchMergeKey/patchStrategy and listType markers of their types.go. The other
     # groups served (networking, discovery, scheduling, node) declare no merge key: their lists are replaced whole.
     (ADMISSION_V1 + "ValidatingWebhookConfiguration", "webhooks"): BY_NAME,
     (ADMISSION_V1 + "MutatingWebhookConfiguration", "webhooks"): BY_NAME,
@@ -271,7 +272,7 @@ MESSAGES: Mapping[str, MessageHint] = MappingProxyType({
     CORE_V1 + "NamespaceList": MessageHint(required=("items",)),
     CORE_V1 + "ConfigMapList": MessageHint(required=("items",)),
     CORE_V1 + "SecretList": MessageHint(required=("items",)),
-    # The kinds of issue 6 (Go tags and markers of k8s.io/api v1 types.go): atomic structs, required fields.
+    # core, apps, batch and rbac (Go tags and markers of k8s.io/api v1 types.go): atomic structs, required fields.
     CORE_V1 + "ObjectReference": MessageHint(map_type="atomic"),
     CORE_V1 + "LocalObjectReference": MessageHint(map_type="atomic"),
     CORE_V1 + "TypedLocalObjectReference": MessageHint(required=("kind", "name"), map_type="atomic"),

@@ -2,7 +2,7 @@
 
 Upstream's meta/v1 messages (ListOptions, PatchOptions, DeleteOptions, ...) are proto2, whose parser does not
 check that a string is UTF-8: python's protobuf then hands the field over as bytes, where every option check
-expects text (a labelSelector of b"a\\xffb" was a 500). Go keeps such bytes in a string and mostly refuses them
+expects text (a labelSelector of b"a\\xffb" would be a 500). Go keeps such bytes in a string and mostly refuses them
 later as an invalid value; here the request is refused as soon as it is parsed, naming the field.
 """
 

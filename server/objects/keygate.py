@@ -4,7 +4,7 @@ A write without a precondition is retried until its compare-and-swap holds (upda
 GuaranteedUpdate). With n writers racing on one key, every round has one winner and n - 1 losers that redo
 their whole work (decode, patch, validate, render): n² attempts for n writes. Queueing them per key in the
 process makes the attempts n; the store's compare still decides, so writers in other cores (or a turn given
-up, below) are as safe as before, only back to racing.
+up, below) stay safe, only racing.
 
 A turn is waited for at most `max_wait`; past it the writer goes ahead without one and races as it would
 have. So no writer waits without bound and no nesting can deadlock: a write whose admission writes another

@@ -121,8 +121,8 @@ class GrpcLimits:
             ("grpc.http2.max_ping_strikes", 2),
             ("grpc.keepalive_time_ms", ms(self.keepalive_time)),
             ("grpc.keepalive_timeout_ms", ms(self.keepalive_timeout)),
-            # grpc refuses metadata past 8 KiB at random and past 16 KiB always (RESOURCE_EXHAUSTED), so a 10 KB
-            # bearer token failed now and then; kube reads 1 MiB of headers (MaxHeaderBytes)
+            # grpc's defaults refuse metadata past 8 KiB at random and past 16 KiB always (RESOURCE_EXHAUSTED), so
+            # a 10 KB bearer token would fail now and then; kube reads 1 MiB of headers (MaxHeaderBytes)
             ("grpc.max_metadata_size", self.max_metadata_bytes),
             ("grpc.absolute_max_metadata_size", self.max_metadata_bytes),
         ]

@@ -48,4 +48,4 @@ def test_every_layout_reports_every_op_with_its_processes_and_the_ratios() -> No
     assert {op for op, line in vs_kube.items() if "na" in line} == {"list-json", "list-protobuf"}  # not 5,000
     for line in ratios.values():
         assert ("na" in line) == (line["ratio"] is None) == (line["ok"] is None)
-    assert vs_kube["create"]["ratio_by_issue13"] > 0 and vs_kube["get"]["kube_apiserver"] == 1_306
+    assert vs_kube["create"]["ratio_by_lmdb_over_kube"] > 0 and vs_kube["get"]["kube_apiserver"] == 1_306

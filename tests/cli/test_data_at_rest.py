@@ -1,4 +1,4 @@
-"""`capstan serve` keeps its data private and within its quota, as a user runs it (issue 14, data at rest).
+"""`capstan serve` keeps its data private and within its quota, as a user runs it.
 
 The data directory, the store and the files beside it are 0700/0600 under the common umask 0o022; past
 --quota-backend-bytes creates answer 507 with etcd's words and the quota while reads and deletes work,

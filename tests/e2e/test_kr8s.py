@@ -1,4 +1,4 @@
-"""kr8s (issue 16's external client) against a secure `capstan serve` and the kubeconfig `capstan kubeconfig`
+"""kr8s, a third-party client, against a secure `capstan serve` and the kubeconfig `capstan kubeconfig`
 prints: kr8s asks `/version/` (with the trailing slash) before its calls, reads the user from the kubeconfig and
 speaks plain REST, so each step here is one thing kr8s users do first."""
 

@@ -1,4 +1,4 @@
-"""End to end, the security matrix of issue 13: one secure `capstan serve` (HTTPS, TLS gRPC, mutual TLS gRPC, RBAC,
+"""End to end, the security matrix: one secure `capstan serve` (HTTPS, TLS gRPC, mutual TLS gRPC, RBAC,
 static tokens, audit) driven by the real kubectl 1.28 and 1.32, the official Python client and gRPC stubs.
 
 The admin (the kubeconfig's system:masters certificate) sets up namespace `team`: ServiceAccount `bot` may

@@ -52,7 +52,7 @@ NOT_UTF8 = b"a\xffb"
 
 
 # upstream's meta/v1 options are proto2, whose strings python's protobuf hands over as bytes when they are not
-# UTF-8: each was a 500 (INTERNAL) before the CoreService refused them on parse.
+# UTF-8: the CoreService refuses each on parse, a 400 naming the field, never a 500 (INTERNAL).
 @pytest.mark.parametrize(("method", "options_field", "option", "name"), [
     ("Create", 3, 3, "options.fieldManager"),
     ("Create", 3, 1, "options.dryRun"),

@@ -1,4 +1,4 @@
-"""Whole lists fetched from the core in pages and written in chunks (issue 14, item 6 and lists over gRPC).
+"""Whole lists fetched from the core in pages and written in chunks, over both transports.
 
 Page, slice and message sizes are lowered so that a few dozen objects cross them: every answer must be the
 very bytes of the same list fetched in one core call (the page size raised past the collection), in every

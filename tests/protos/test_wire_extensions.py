@@ -1,5 +1,5 @@
 """Golden bytes and field numbers for admissionregistration.k8s.io/v1, apiregistration.k8s.io/v1 and autoscaling
-v1/v2 (issue 16).
+v1/v2.
 
 Every expectation is written by hand from upstream's protobuf tags (k8s.io/api admissionregistration/v1 and
 autoscaling/v1, v2 generated.proto; k8s.io/kube-aggregator apiregistration/v1 generated.proto), never derived from

@@ -1,4 +1,4 @@
-"""Golden bytes and field numbers for flowcontrol.apiserver.k8s.io/v1beta2 (issue 16).
+"""Golden bytes and field numbers for flowcontrol.apiserver.k8s.io/v1beta2.
 
 Every expectation is written by hand from upstream's protobuf tags (k8s.io/api/flowcontrol/v1beta2
 generated.proto), never derived from our descriptors: a renumbered or renamed field fails here. v1beta2 differs

@@ -1,4 +1,4 @@
-"""Golden bytes and field numbers for the kinds of issue 16's groups (storage.k8s.io, certificates.k8s.io, ...).
+"""Golden bytes and field numbers for the other groups' kinds (storage.k8s.io, certificates.k8s.io, ...).
 
 As in test_wire_kinds.py, every expectation is written by hand from upstream's numbers (the protobuf tags of
 k8s.io/api <group>/<version> generated.proto as of 1.28), never derived from our descriptors: a renumbered or

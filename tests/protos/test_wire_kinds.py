@@ -1,4 +1,4 @@
-"""Golden bytes for the built-in kinds of issue 6 (core, apps, batch, coordination, events, rbac, autoscaling).
+"""Golden bytes for the built-in kinds of core, apps, batch, coordination, events, rbac and autoscaling.
 
 As in test_wire.py, every expectation is written by hand from upstream's numbers (the protobuf tags of
 k8s.io/api <group>/v1 types.go), as tag = number << 3 | wire type, never derived from our descriptors:

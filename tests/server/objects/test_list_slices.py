@@ -1,5 +1,5 @@
-"""A large list is read, rendered and converted a slice at a time, yielding to the event loop between slices
-(issue 14, item 6), and answers the same bytes as in one go.
+"""A large list is read, rendered and converted a slice at a time, yielding to the event loop between slices,
+and answers the same bytes as in one go.
 
 Slice sizes are lowered so that a few dozen objects cross them. Whether the loop was free is measured by a
 ticker task counting its turns while one list runs: a list that held the loop leaves it none.

@@ -1,4 +1,5 @@
-"""The JSON <-> protobuf transcoder on the built-in kinds of issue 6, as kube-apiserver prints them.
+"""The JSON <-> protobuf transcoder on the built-in kinds of core, apps, batch, coordination,
+events and rbac, as kube-apiserver prints them.
 
 Each object is JSON in the shape kube-apiserver answers a GET with (defaults applied, every field Go
 always prints present), written by hand from the Go types of k8s.io/api. Decoding it, writing the

@@ -1,5 +1,5 @@
 """The parts that run in one core per cluster, started and stopped together (server/controllers/election.py
-decides when; server/app.py lists them): the garbage collector, the pod terminator, namespace finalization, the
+decides when; server/startup/app.py lists them): the garbage collector, the pod terminator, namespace finalization, the
 CRD status writer and cleanup, ClusterRole aggregation, the default ServiceAccount and the root CA publisher, CSR
 signing, APIService registration, and the resourcequota, endpoint, endpointslice and mirroring controllers.
 

@@ -1,5 +1,5 @@
 """Strategic merge patch over the other groups' kinds merges lists by the keys their Go types declare
-(patchMergeKey/patchStrategy in k8s.io/api and kube-aggregator types.go, server/schema_hints.py): webhooks and
+(patchMergeKey/patchStrategy in k8s.io/api and kube-aggregator types.go, server/machinery/schema_hints.py): webhooks and
 matchConditions by name, status conditions by type, CSINode drivers by name; a list upstream gives no patch
 strategy (CSR conditions, Ingress rules) is replaced whole."""
 

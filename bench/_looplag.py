@@ -6,7 +6,7 @@ wake-up appended to OUT. It reads asyncio's private run queue, which is why it l
 server. Each garbage collection's pause is recorded too (`gc time generation ms` lines): a collection holds
 the interpreter, every thread's turn included.
 
-It starts under the allocator `capstan serve` would (capstan.cli.allocator.py, CAPSTAN_ALLOCATOR). SIGUSR1
+It starts under the allocator `capstan serve` would (capstan/cli/allocator.py, CAPSTAN_ALLOCATOR). SIGUSR1
 writes the
 allocators' statistics (glibc's mallinfo2 before and after gc.collect() and malloc_trim(0), the objects gc
 tracks, smaps_rollup) to OUT.objects and pymalloc's arenas (sys._debugmallocstats) to the server's stderr.

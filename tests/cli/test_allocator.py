@@ -1,4 +1,4 @@
-"""The `capstan` command's allocator step (capstan.cli.allocator.py): which commands start again under
+"""The `capstan` command's allocator step (capstan/cli/allocator.py): which commands start again under
 jemalloc, with
 what environment, and a real `capstan serve` process that does (its memory maps name the library)."""
 

@@ -6,8 +6,9 @@ An ApiError becomes a gRPC status whose details carry the Kubernetes Status
 on the wire.
 
 Load shedding (server/limits/) is the first thing a call meets, before its bytes are parsed: Watch is
-long-running and exempt, the read calls count as read-only, every other call as mutating, each call in the
-flow of the credential it presents — a split gateway's forwarded call in its client's flow. The split form
+long-running and exempt, the read calls (the method table's read_only) count as read-only, every other call
+as mutating, each call in the flow of the credential it presents — a split gateway's forwarded call in its
+client's flow. The split form
 counts a REST request once in the gateway's process and once in the core's, each against its own process's
 limits; `capstan serve` shares one Limiter between its HTTP and gRPC fronts, and its in-process gateway
 never passes here.

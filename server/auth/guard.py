@@ -53,9 +53,7 @@ class Constant:
 
 
 def _attributes(user: UserInfo, asked: Authorization) -> Attributes:
-    return Attributes(user, asked.verb, resource_request=asked.resource_request, api_group=asked.api_group,
-                      api_version=asked.api_version, resource=asked.resource, subresource=asked.subresource,
-                      namespace=asked.namespace, name=asked.name, path=asked.path)
+    return Attributes(user, *asked)  # Authorization's fields are Attributes' after the user, in order
 
 
 class GuardedCore(Answerer[Credentials]):

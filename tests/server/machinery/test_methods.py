@@ -299,8 +299,7 @@ async def test_the_guard_authorizes_each_method_as_the_table_says(core: Core, na
     assert refused.value.status.code == 403
     assert authorizer.asked == [Attributes(USER, **expected)]
     table = method.authorization(request_)
-    assert Attributes(USER, **expected) == Attributes(USER, **{
-        field: getattr(table, field) for field in methods.Authorization.__dataclass_fields__})
+    assert Attributes(USER, **expected) == Attributes(USER, **table._asdict())
 
 
 # ---- the pool's retry rule

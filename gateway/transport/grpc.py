@@ -17,11 +17,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
-from capstan.core.v1 import core_service_pb2 as core_pb2
-from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from gateway.client import CoreError, failure
-from server.machinery import grpcmetadata as metadata
-from server.machinery.credentials import Credentials
+from gateway.client import CoreClient, CoreError, failure
+from server.auth import metadata
+from server.auth.credentials import Credentials
+from server.machinery.methods import METHODS, Method
 
 T = TypeVar("T")
 
@@ -73,7 +72,16 @@ async def _call(awaitable: Awaitable[T]) -> T:
         raise _error(err) from None
 
 
-class GrpcClient:
+def _multicallables(channel: grpc.aio.Channel) -> dict[str, Any]:
+    """One callable per CoreService method, by its name (what the generated stub builds, from the table)."""
+    open_: Any = channel  # the stubs lack _registered_method
+    return {method.name: (open_.unary_stream if method.streaming else open_.unary_unary)(
+                method.path, request_serializer=method.request.SerializeToString,
+                response_deserializer=method.response.FromString, _registered_method=True)
+            for method in METHODS}
+
+
+class GrpcClient(CoreClient):
     """The core over a gRPC channel: TLS with `credentials` (the split form's gateway presents its front-proxy
     client certificate), plaintext without. `as_caller` shares the channel and sends one request's credentials
     as metadata, marked as forwarded (server/machinery/grpcmetadata.py)."""
@@ -86,47 +94,18 @@ class GrpcClient:
             self._channel = grpc.aio.insecure_channel(target, options=options)
         else:
             self._channel = grpc.aio.secure_channel(target, credentials, options=options)
-        self._stub: Any = core_pb2_grpc.CoreServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._calls = _multicallables(self._channel)
         self._health: Any = health_pb2_grpc.HealthStub(self._channel)
         self._metadata: tuple[tuple[str, str | bytes], ...] = ()
 
     def as_caller(self, credentials: Credentials) -> GrpcClient:
         view = object.__new__(GrpcClient)
-        view._channel, view._stub, view._health = self._channel, self._stub, self._health
+        view._channel, view._calls, view._health = self._channel, self._calls, self._health
         view._metadata = tuple(metadata.to_metadata(credentials, forwarded=True))
         return view
 
-    async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
-        return await _call(self._stub.Create(request, metadata=self._metadata))
-
-    async def get(self, request: core_pb2.GetRequest) -> core_pb2.GetResponse:
-        return await _call(self._stub.Get(request, metadata=self._metadata))
-
-    async def list(self, request: core_pb2.ListRequest) -> core_pb2.ListResponse:
-        return await _call(self._stub.List(request, metadata=self._metadata))
-
-    async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
-        return await _call(self._stub.Update(request, metadata=self._metadata))
-
-    async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
-        return await _call(self._stub.Patch(request, metadata=self._metadata))
-
-    async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
-        return await _call(self._stub.Delete(request, metadata=self._metadata))
-
-    async def delete_collection(
-        self, request: core_pb2.DeleteCollectionRequest
-    ) -> core_pb2.DeleteCollectionResponse:
-        return await _call(self._stub.DeleteCollection(request, metadata=self._metadata))
-
-    async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse:
-        return await _call(self._stub.Discover(request, metadata=self._metadata))
-
-    async def access(self, request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
-        return await _call(self._stub.Access(request, metadata=self._metadata))
-
-    async def issuer_document(self, request: core_pb2.IssuerDocumentRequest) -> core_pb2.IssuerDocumentResponse:
-        return await _call(self._stub.IssuerDocument(request, metadata=self._metadata))
+    async def unary(self, method: Method, request: Any) -> Any:
+        return await _call(self._calls[method.name](request, metadata=self._metadata))
 
     async def health(self) -> dict[str, bool]:
         listed = await _call(self._health.List(_LISTING.HealthListRequest(), timeout=HEALTH_TIMEOUT))
@@ -158,8 +137,8 @@ class GrpcClient:
             return False
         return bool(answer.status == _SERVING)
 
-    async def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
-        call = self._stub.Watch(request, metadata=self._metadata)
+    async def stream(self, method: Method, request: Any) -> AsyncIterator[Any]:
+        call = self._calls[method.name](request, metadata=self._metadata)
         try:
             async for response in call:
                 yield response

@@ -14,16 +14,17 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway.client import CoreError, failure
+from gateway.client import CoreClient, CoreError, failure
 from gateway.transport import resume
 from gateway.transport.grpc import CoreUnreachable, GrpcClient
-from server.machinery.credentials import Credentials
+from server.auth.credentials import Credentials
+from server.machinery.methods import Method, Retry
 
 log = logging.getLogger("capstan.gateway.pool")
 
@@ -101,7 +102,7 @@ class _Pool:
             core.probe = None
 
 
-def retry_safe(request: object) -> bool:
+def retry_safe(method: Method | None, request: Any) -> bool:
     """Whether a call whose core died after the request may have reached it can be sent to another core.
 
     When the channel did not connect, nothing was sent and every call goes to the next core. Once a request
@@ -121,23 +122,22 @@ def retry_safe(request: object) -> bool:
     without preconditions (they would delete an object re-created in between), deletecollection, server-side
     apply and YAML bodies (not inspected). Those answer 504 Timeout without Retry-After, kube-apiserver's
     answer when it cannot tell whether a write completed, so no client retries them blindly.
+    Which rule a method follows is its line in the method table (server/machinery/methods.py: `Retry`); the
+    preconditions' tests are _PRECONDITIONS below. `method` None is a call outside the CoreService (health).
     """
-    if isinstance(request, core_pb2.CreateRequest):
-        return _dry_run(request.options.dryRun)
-    if isinstance(request, core_pb2.UpdateRequest):
-        return _dry_run(request.options.dryRun) or bool(resume.resource_version(request.object))
-    if isinstance(request, core_pb2.PatchRequest):
-        return _dry_run(request.options.dryRun) or _conditional_patch(request)
-    if isinstance(request, core_pb2.DeleteRequest):
-        conditions = request.options.preconditions
-        return (_dry_run(request.options.dryRun) or bool(conditions.uid) or bool(conditions.resourceVersion))
-    if isinstance(request, core_pb2.DeleteCollectionRequest):
-        return _dry_run(request.delete_options.dryRun)
-    return True
+    if method is None or method.retry is Retry.ALWAYS:
+        return True
+    if method.dry_run and _dry_run(getattr(request, method.dry_run).dryRun):
+        return True
+    return method.retry is Retry.PRECONDITIONED and _PRECONDITIONS[method.name](request)
 
 
 def _dry_run(modes: Sequence[str]) -> bool:
     return "All" in modes
+
+
+def _versioned_update(request: core_pb2.UpdateRequest) -> bool:
+    return bool(resume.resource_version(request.object))
 
 
 def _conditional_patch(request: core_pb2.PatchRequest) -> bool:
@@ -146,6 +146,19 @@ def _conditional_patch(request: core_pb2.PatchRequest) -> bool:
     if request.type == core_pb2.PATCH_TYPE_JSON:
         return resume.json_patch_sets_resource_version(request.patch)
     return False
+
+
+def _preconditioned_delete(request: core_pb2.DeleteRequest) -> bool:
+    conditions = request.options.preconditions
+    return bool(conditions.uid) or bool(conditions.resourceVersion)
+
+
+# The precondition that lets each Retry.PRECONDITIONED method apply at most once, by method name.
+_PRECONDITIONS: dict[str, Callable[[Any], bool]] = {
+    "Update": _versioned_update,
+    "Patch": _conditional_patch,
+    "Delete": _preconditioned_delete,
+}
 
 
 def _unavailable(message: str) -> meta_pb2.Status:
@@ -160,7 +173,7 @@ def _ambiguous(cause: meta_pb2.Status) -> meta_pb2.Status:
                                    " read the object before retrying")
 
 
-class PoolClient:
+class PoolClient(CoreClient):
     """CoreClient over several cores. `as_caller` views share the pool; `close` (of the pool itself) closes
     every channel."""
 
@@ -180,7 +193,7 @@ class PoolClient:
     def _client(self, core: _Core) -> GrpcClient:
         return core.client if self._credentials is None else core.client.as_caller(self._credentials)
 
-    async def _unary(self, request: object, send: Callable[[GrpcClient], Awaitable[T]]) -> T:
+    async def _send(self, method: Method | None, request: Any, send: Callable[[GrpcClient], Awaitable[T]]) -> T:
         for core in self._pool.order():
             if not await self._pool.connects(core):
                 continue
@@ -188,51 +201,24 @@ class PoolClient:
                 answer = await send(self._client(core))
             except CoreUnreachable as err:
                 self._pool.down(core)
-                if not retry_safe(request):
+                if not retry_safe(method, request):
                     raise CoreError(_ambiguous(err.status)) from None
                 continue
             self._pool.answered(core)
             return answer
         raise CoreError(_unavailable("no core is reachable"))
 
-    async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
-        return await self._unary(request, lambda client: client.create(request))
-
-    async def get(self, request: core_pb2.GetRequest) -> core_pb2.GetResponse:
-        return await self._unary(request, lambda client: client.get(request))
-
-    async def list(self, request: core_pb2.ListRequest) -> core_pb2.ListResponse:
-        return await self._unary(request, lambda client: client.list(request))
-
-    async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
-        return await self._unary(request, lambda client: client.update(request))
-
-    async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
-        return await self._unary(request, lambda client: client.patch(request))
-
-    async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
-        return await self._unary(request, lambda client: client.delete(request))
-
-    async def delete_collection(
-        self, request: core_pb2.DeleteCollectionRequest
-    ) -> core_pb2.DeleteCollectionResponse:
-        return await self._unary(request, lambda client: client.delete_collection(request))
-
-    async def discover(self, request: core_pb2.DiscoverRequest) -> core_pb2.DiscoverResponse:
-        return await self._unary(request, lambda client: client.discover(request))
-
-    async def access(self, request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
-        return await self._unary(request, lambda client: client.access(request))
-
-    async def issuer_document(self, request: core_pb2.IssuerDocumentRequest) -> core_pb2.IssuerDocumentResponse:
-        return await self._unary(request, lambda client: client.issuer_document(request))
+    async def unary(self, method: Method, request: Any) -> Any:
+        return await self._send(method, request, lambda client: client.unary(method, request))
 
     async def health(self) -> dict[str, bool]:
-        return await self._unary(None, lambda client: client.health())
+        return await self._send(None, None, lambda client: client.health())
 
-    async def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
+    async def stream(self, method: Method, request: Any) -> AsyncIterator[Any]:
         """A core that dies mid-watch is replaced by the next one, reopened where the watcher is
         (resume.Position); a refusal, or a core's ERROR, reaches the watcher as it would from one core."""
+        if not isinstance(request, core_pb2.WatchRequest):
+            raise TypeError(f"{method.name}: the pool knows how to resume a watch, no other stream")
         position = resume.Position(request, asyncio.get_running_loop().time())
         attempt: core_pb2.WatchRequest | None = request
         failures = 0
@@ -240,7 +226,7 @@ class PoolClient:
             core = await self._pool.first_connected()
             if core is None or failures > 2 * len(self._pool.cores):
                 raise CoreError(_unavailable("no core is reachable to continue the watch"))
-            stream = self._client(core).watch(attempt)
+            stream = self._client(core).stream(method, attempt)
             try:
                 async for batch in stream:
                     failures = 0

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from server.auth.authn import RequestAuthenticator
 from server.auth.authorizer import AlwaysAllow, Authorizer
 from server.machinery.user import SYSTEM, UserInfo
-
-if TYPE_CHECKING:
-    from server.auth.guard import Authenticator
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +22,7 @@ class Caller:
     user: UserInfo
     authorizer: Authorizer
     # The server's authenticators and API audiences, for TokenReview; None outside a call (nothing to ask).
-    authenticator: Authenticator | None = None
+    authenticator: RequestAuthenticator | None = None
     audiences: tuple[str, ...] = ()
 
 

@@ -10,20 +10,16 @@ A request that proves nobody is 401; one the authorizer does not allow is 403 wi
 kube's wording (errors.py). While the verb runs, caller.current() is the request's user and authorizer, for
 the parts of the core that decide by who asks (escalation checks, reviews, token requests).
 
-What each call is authorized as (kube's RequestInfo):
-- Create/Get/Update/Patch/Delete: the verb on the path's group/resource/subresource, namespace and name
-  (a Create names no object unless it writes a subresource: pods/binding, serviceaccounts/token).
-- List/Watch: list/watch; a field selector `metadata.name=x` names the object, as kube's RequestInfo does.
-- DeleteCollection: deletecollection. Discover: `get` on the non-resource path /apis (every authenticated user
-  may, by system:discovery). Access: the verb and path it asks about.
-- RegisterDescriptors: `create` on resource "descriptors" in group "capstan.dev" at the cluster scope: only
-  admins hold that (cluster-admin's wildcards).
+What each call is authorized as (kube's RequestInfo), whether it is audited, and whether the Core runs it or
+the guard answers it itself, is the CoreService method table's (server/machinery/methods.py); the guard has one
+path for every unary method and one for every stream, and gets each method's typed attribute
+(`guard.create(request, credentials)`) from the table.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from google.protobuf.message import Message
 
@@ -31,25 +27,17 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth import caller as current_caller
 from server.auth.attributes import Attributes, Decision
 from server.auth.audit.auditor import AuditedRequest, Auditor
+from server.auth.authn import RequestAuthenticator
 from server.auth.authorizer import AlwaysAllow, Authorizer
 from server.auth.errors import Unauthorized, forbidden, unauthorized
 from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
 from server.auth.serviceaccounts.oidc import Documents
-from server.machinery import errors
-from server.machinery.credentials import Credentials
-from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
-from server.objects.core import Core
+from server.auth.user import ANONYMOUS_USER, UNSECURED, UserInfo
+from server.core import Core
+from server.machinery.methods import METHODS, Answerer, Authorization, Method
 
-Resp = TypeVar("Resp")
-
-DESCRIPTORS_GROUP = "capstan.dev"
-
-
-class Authenticator(Protocol):
-    async def authenticate(self, credentials: Credentials) -> UserInfo:
-        """The request's user, or Unauthorized."""
-        ...
+Answer = Callable[[Any], Awaitable[Message]]
 
 
 class Constant:
@@ -62,32 +50,27 @@ class Constant:
         return self._user
 
 
-def _path_attributes(user: UserInfo, verb: str, path: core_pb2.ResourcePath, name: str) -> Attributes:
-    return Attributes(user, verb, api_group=path.group, api_version=path.version, resource=path.resource,
-                      subresource=path.subresource, namespace=path.namespace, name=name)
+def _attributes(user: UserInfo, asked: Authorization) -> Attributes:
+    return Attributes(user, *asked)  # Authorization's fields are Attributes' after the user, in order
 
 
-def _selected_name(field_selector: str) -> str:
-    """The name a list or watch is limited to by `metadata.name=x` (or ==), "" when none."""
-    for term in field_selector.split(","):
-        key, sep, value = term.partition("==") if "==" in term else term.partition("=")
-        if sep and key.strip() == "metadata.name" and not key.endswith("!"):
-            return value.strip()
-    return ""
-
-
-class GuardedCore:
+class GuardedCore(Answerer[Credentials]):
     """Core's verbs behind the chain: the same request messages, plus the caller's credentials."""
 
     auditor: Auditor | None = None  # set by start_security when --audit-policy-file asks for audit
 
-    def __init__(self, core: Core, authenticator: Authenticator, authorizer: Authorizer,
+    def __init__(self, core: Core, authenticator: RequestAuthenticator, authorizer: Authorizer,
                  documents: Documents | None = None, audiences: tuple[str, ...] = ()) -> None:
         self.core = core
         self.authenticator = authenticator
         self.authorizer = authorizer
         self.audiences = audiences  # the API audiences: what a TokenReview without spec.audiences asks for
         self.documents = documents  # the service account issuer's, when this server issues tokens
+        # What answers each unary method once a call is admitted: the Core's verb, or the guard's own answer.
+        own: dict[str, Answer] = {"Access": _granted, "IssuerDocument": self._issuer_document}
+        self._answers: dict[str, Answer] = {
+            method.name: getattr(core, method.python_name) if method.core else own[method.name]
+            for method in METHODS if not method.streaming}
 
     async def user(self, credentials: Credentials) -> UserInfo:
         """Who the credentials prove, impersonation applied (401/403 ApiError when not allowed)."""
@@ -126,16 +109,34 @@ class GuardedCore:
             raise forbidden(wanted, reason)
         return user
 
-    async def _unary(self, credentials: Credentials, attributes: Callable[[UserInfo], Attributes],
-                     call: Callable[[], Awaitable[Resp]], *, method: str, request: Message | None = None) -> Resp:
-        """`method` is the CoreService method's name, what audit records as a direct gRPC call's requestURI."""
-        audit = None if self.auditor is None else self.auditor.request(method, credentials, request)
+    def _audit(self, method: Method, request: Message, credentials: Credentials) -> AuditedRequest | None:
+        if self.auditor is None or not method.audited:
+            return None
+        return self.auditor.request(method.name, credentials, request)
+
+    def answer(self, method: Method, request: Any) -> Awaitable[Message]:
+        """A unary method's answer without the chain: for the server's own parts (the in-process gateway's own
+        calls), which may do anything."""
+        return self._answers[method.name](request)
+
+    def answer_stream(self, method: Method, request: Any) -> AsyncIterator[Message]:
+        """A streaming method's responses without the chain (see answer)."""
+        stream: AsyncIterator[Message] = getattr(self.core, method.python_name)(request)
+        return stream
+
+    async def unary(self, method: Method, request: Any, credentials: Credentials, /) -> Any:
+        asked = method.authorization(request)
+
+        def attributes(user: UserInfo) -> Attributes:
+            return _attributes(user, asked)
+
+        audit = self._audit(method, request, credentials)
         try:
             user = await self._admit(credentials, attributes, audit)
             token = current_caller.bind(current_caller.Caller(user, self.authorizer, self.authenticator,
                                                               self.audiences))
             try:
-                response = await call()
+                response = await self._answers[method.name](request)
             finally:
                 current_caller.unbind(token)
         except errors.ApiError as err:
@@ -146,68 +147,26 @@ class GuardedCore:
             if audit is not None:
                 audit.panicked(err)
             raise
-        if audit is not None and isinstance(response, Message):
+        if audit is not None:
             audit.completed(response)
         return response
 
-    async def _on_path(self, credentials: Credentials, verb: str, request: Any, name: str,
-                       call: Callable[[], Awaitable[Resp]], *, method: str) -> Resp:
-        """A verb on the request's path and `name` (kube's RequestInfo for a resource request)."""
-        return await self._unary(credentials, lambda u: _path_attributes(u, verb, request.path, name), call,
-                                 method=method, request=request)
+    async def stream(self, method: Method, request: Any, credentials: Credentials, /) -> AsyncIterator[Any]:
+        """The core's stream, authorized when it opens (401/403 before the first response)."""
+        asked = method.authorization(request)
+        audit = self._audit(method, request, credentials)
+        try:
+            await self._admit(credentials, lambda user: _attributes(user, asked), audit)
+        except errors.ApiError as err:
+            if audit is not None:
+                audit.failed(err.status)
+            raise
+        if audit is None:
+            return self.answer_stream(method, request)
+        audit.started()
+        return _audited_stream(self.answer_stream(method, request), audit)
 
-    async def create(self, request: core_pb2.CreateRequest, credentials: Credentials) -> core_pb2.CreateResponse:
-        name = request.path.name if request.path.subresource else ""
-        return await self._on_path(credentials, "create", request, name, lambda: self.core.create(request),
-                                   method="Create")
-
-    async def get(self, request: core_pb2.GetRequest, credentials: Credentials) -> core_pb2.GetResponse:
-        return await self._on_path(credentials, request.connect_verb or "get", request, request.path.name,
-                                   lambda: self.core.get(request), method="Get")
-
-    async def list(self, request: core_pb2.ListRequest, credentials: Credentials) -> core_pb2.ListResponse:
-        name = _selected_name(request.options.fieldSelector)
-        return await self._on_path(credentials, "list", request, name, lambda: self.core.list(request),
-                                   method="List")
-
-    async def update(self, request: core_pb2.UpdateRequest, credentials: Credentials) -> core_pb2.UpdateResponse:
-        return await self._on_path(credentials, "update", request, request.path.name,
-                                   lambda: self.core.update(request), method="Update")
-
-    async def patch(self, request: core_pb2.PatchRequest, credentials: Credentials) -> core_pb2.PatchResponse:
-        return await self._on_path(credentials, "patch", request, request.path.name,
-                                   lambda: self.core.patch(request), method="Patch")
-
-    async def delete(self, request: core_pb2.DeleteRequest, credentials: Credentials) -> core_pb2.DeleteResponse:
-        return await self._on_path(credentials, "delete", request, request.path.name,
-                                   lambda: self.core.delete(request), method="Delete")
-
-    async def delete_collection(self, request: core_pb2.DeleteCollectionRequest,
-                                credentials: Credentials) -> core_pb2.DeleteCollectionResponse:
-        return await self._on_path(credentials, "deletecollection", request, "",
-                                   lambda: self.core.delete_collection(request), method="DeleteCollection")
-
-    async def discover(self, request: core_pb2.DiscoverRequest,
-                       credentials: Credentials) -> core_pb2.DiscoverResponse:
-        return await self._unary(credentials, lambda u: Attributes(u, "get", resource_request=False, path="/apis"),
-                                 lambda: self.core.discover(request),
-                                 method="Discover", request=request)
-
-    async def register_descriptors(self, request: core_pb2.RegisterDescriptorsRequest,
-                                   credentials: Credentials) -> core_pb2.RegisterDescriptorsResponse:
-        return await self._unary(credentials,
-                                 lambda u: Attributes(u, "create", api_group=DESCRIPTORS_GROUP, resource="descriptors"),
-                                 lambda: self.core.register_descriptors(request),
-                                 method="RegisterDescriptors", request=request)
-
-    async def access(self, request: core_pb2.AccessRequest, credentials: Credentials) -> core_pb2.AccessResponse:
-        return await self._unary(credentials,
-                                 lambda u: Attributes(u, request.verb, resource_request=False, path=request.path),
-                                 _granted, method="Access")
-
-    async def issuer_document(self, request: core_pb2.IssuerDocumentRequest,
-                              credentials: Credentials) -> core_pb2.IssuerDocumentResponse:
-        await self._admit(credentials, lambda u: Attributes(u, "get", resource_request=False, path=request.path))
+    async def _issuer_document(self, request: core_pb2.IssuerDocumentRequest) -> core_pb2.IssuerDocumentResponse:
         docs = self.documents
         if docs is not None and request.path == oidc.CONFIGURATION_PATH:
             return core_pb2.IssuerDocumentResponse(content_type=oidc.CONFIGURATION_TYPE, data=docs.configuration)
@@ -215,30 +174,13 @@ class GuardedCore:
             return core_pb2.IssuerDocumentResponse(content_type=oidc.JWKS_TYPE, data=docs.jwks)
         raise errors.resource_not_found()
 
-    async def watch(self, request: core_pb2.WatchRequest,
-                    credentials: Credentials) -> AsyncIterator[core_pb2.WatchResponse]:
-        """The core's watch stream, authorized when it opens (401/403 before the first event)."""
-        name = _selected_name(request.options.fieldSelector)
-        audit = None if self.auditor is None else self.auditor.request("Watch", credentials, request)
-        try:
-            await self._admit(credentials, lambda u: _path_attributes(u, "watch", request.path, name), audit)
-        except errors.ApiError as err:
-            if audit is not None:
-                audit.failed(err.status)
-            raise
-        if audit is None:
-            return self.core.watch(request)
-        audit.started()
-        return _audited_stream(self.core.watch(request), audit)
 
-
-async def _granted() -> core_pb2.AccessResponse:
+async def _granted(request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
     return core_pb2.AccessResponse()
 
 
-async def _audited_stream(stream: AsyncIterator[core_pb2.WatchResponse],
-                          audit: AuditedRequest) -> AsyncIterator[core_pb2.WatchResponse]:
-    """The watch's stream, its ResponseComplete written when it ends: drained, failed, or closed by the client."""
+async def _audited_stream(stream: AsyncIterator[Message], audit: AuditedRequest) -> AsyncIterator[Message]:
+    """The stream, its ResponseComplete written when it ends: drained, failed, or closed by the client."""
     try:
         async for response in stream:
             yield response

@@ -5,9 +5,10 @@ An ApiError becomes a gRPC status whose details carry the Kubernetes Status
 (server/machinery/errors.py); anything unexpected becomes a 500 Status, never a traceback
 on the wire.
 
-Load shedding (server/machinery/limits/) is the first thing a call meets, before its bytes are parsed: Watch is
-long-running and exempt, the read calls count as read-only, every other call as mutating, each call in the
-flow of the credential it presents — a split gateway's forwarded call in its client's flow. The split form
+Load shedding (server/limits/) is the first thing a call meets, before its bytes are parsed: Watch is
+long-running and exempt, the read calls (the method table's read_only) count as read-only, every other call
+as mutating, each call in the flow of the credential it presents — a split gateway's forwarded call in its
+client's flow. The split form
 counts a REST request once in the gateway's process and once in the core's, each against its own process's
 limits; `capstan serve` shares one Limiter between its HTTP and gRPC fronts, and its in-process gateway
 never passes here.
@@ -17,30 +18,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any
 
 import grpc
-from google.protobuf import message_factory
 from google.protobuf.message import DecodeError, Message
 from grpc_status import rpc_status
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server import errors, wiretext
+from server.auth import metadata
+from server.auth.credentials import Credentials
 from server.auth.guard import GuardedCore
-from server.machinery import errors, wiretext
-from server.machinery import grpcmetadata as metadata
-from server.machinery.credentials import Credentials
-from server.machinery.fields.managers import manager_from_user_agent
-from server.machinery.limits import flow
-from server.machinery.limits.config import Kind
-from server.machinery.limits.limiter import Limiter
+from server.fields.managers import manager_from_user_agent
+from server.limits import flow
+from server.limits.config import Kind
+from server.limits.limiter import Limiter
+from server.machinery.methods import METHODS, SERVICE, Method
 from server.objects import body, render
 
 log = logging.getLogger(__name__)
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
 
 
 def _default_manager(options: Any, context: Ctx) -> None:
@@ -50,8 +49,9 @@ def _default_manager(options: Any, context: Ctx) -> None:
         options.fieldManager = manager_from_user_agent(str(agent))
 
 
-class CoreService(core_pb2_grpc.CoreServiceServicer):
-    """Every call goes through the guard with the credentials its metadata and TLS peer present."""
+class CoreService:
+    """Every call goes through the guard with the credentials its metadata and TLS peer present; which calls
+    there are, and what each is, is the method table's (server/machinery/methods.py)."""
 
     def __init__(self, guard: GuardedCore, is_proxy: Callable[[bytes], bool]) -> None:
         self._guard = guard
@@ -64,71 +64,28 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
         agent = next((str(v) for k, v in md if k == "user-agent"), "")
         return metadata.from_call(md, peer, agent, context.peer(), self._is_proxy)
 
-    async def Create(
-        self, request: core_pb2.CreateRequest, context: Ctx
-    ) -> core_pb2.CreateResponse:
-        _default_manager(request.options, context)
-        return await _unary(self._guard.create, request, self.credentials(context), context)
-
-    async def Get(
-        self, request: core_pb2.GetRequest, context: Ctx
-    ) -> core_pb2.GetResponse:
-        return await _unary(self._guard.get, request, self.credentials(context), context)
-
-    async def List(
-        self, request: core_pb2.ListRequest, context: Ctx
-    ) -> core_pb2.ListResponse:
-        return await _unary(self._guard.list, request, self.credentials(context), context)
-
-    async def Update(
-        self, request: core_pb2.UpdateRequest, context: Ctx
-    ) -> core_pb2.UpdateResponse:
-        _default_manager(request.options, context)
-        return await _unary(self._guard.update, request, self.credentials(context), context)
-
-    async def Patch(
-        self, request: core_pb2.PatchRequest, context: Ctx
-    ) -> core_pb2.PatchResponse:
-        if request.type != core_pb2.PATCH_TYPE_APPLY:  # an apply must name its manager
-            _default_manager(request.options, context)
-        return await _unary(self._guard.patch, request, self.credentials(context), context)
-
-    async def Delete(
-        self, request: core_pb2.DeleteRequest, context: Ctx
-    ) -> core_pb2.DeleteResponse:
-        return await _unary(self._guard.delete, request, self.credentials(context), context)
-
-    async def DeleteCollection(
-        self, request: core_pb2.DeleteCollectionRequest, context: Ctx
-    ) -> core_pb2.DeleteCollectionResponse:
-        return await _unary(self._guard.delete_collection, request, self.credentials(context), context)
-
-    async def Discover(
-        self, request: core_pb2.DiscoverRequest, context: Ctx
-    ) -> core_pb2.DiscoverResponse:
-        return await _unary(self._guard.discover, request, self.credentials(context), context)
-
-    async def RegisterDescriptors(
-        self, request: core_pb2.RegisterDescriptorsRequest, context: Ctx
-    ) -> core_pb2.RegisterDescriptorsResponse:
-        return await _unary(self._guard.register_descriptors, request, self.credentials(context), context)
-
-    async def Access(
-        self, request: core_pb2.AccessRequest, context: Ctx
-    ) -> core_pb2.AccessResponse:
-        return await _unary(self._guard.access, request, self.credentials(context), context)
-
-    async def IssuerDocument(
-        self, request: core_pb2.IssuerDocumentRequest, context: Ctx
-    ) -> core_pb2.IssuerDocumentResponse:
-        return await _unary(self._guard.issuer_document, request, self.credentials(context), context)
-
-    async def Watch(
-        self, request: core_pb2.WatchRequest, context: Ctx
-    ) -> AsyncIterator[core_pb2.WatchResponse]:
+    async def unary(self, method: Method, request: Any, context: Ctx) -> Message:
+        applying = isinstance(request, core_pb2.PatchRequest) and request.type == core_pb2.PATCH_TYPE_APPLY
+        if method.field_manager and not applying:  # an apply must name its manager
+            _default_manager(getattr(request, method.field_manager), context)
+        credentials = self.credentials(context)
         try:
-            stream = await self._guard.watch(request, self.credentials(context))
-            text = request.accept == render.JSON_TEXT
+            # A body given as JSON text is read as bytes before anything else sees it (audit, admission), and
+            # refused, like a request that is no message (_parse), before authentication when malformed.
+            body.from_text(request)
+            answer: Message = await self._guard.unary(method, request, credentials)
+            return render.as_text(answer) if getattr(request, "accept", None) == render.JSON_TEXT else answer
+        except errors.ApiError as err:
+            await _abort(context, err)
+        except Exception as err:
+            log.exception("request failed")
+            await _abort(context, errors.internal(str(err)))
+        raise AssertionError("unreachable: abort raises")
+
+    async def stream(self, method: Method, request: Any, context: Ctx) -> AsyncIterator[Message]:
+        try:
+            stream = await self._guard.stream(method, request, self.credentials(context))
+            text = getattr(request, "accept", None) == render.JSON_TEXT
             async for response in stream:
                 yield render.as_text(response) if text else response
         except errors.ApiError as err:
@@ -138,32 +95,11 @@ class CoreService(core_pb2_grpc.CoreServiceServicer):
             await _abort(context, errors.internal(str(err)))
 
 
-async def _unary(
-    call: Callable[[Req, Credentials], Awaitable[Resp]], request: Req, credentials: Credentials, context: Ctx
-) -> Resp:
-    try:
-        # A body given as JSON text is read as bytes before anything else sees it (audit, admission), and
-        # refused, like a request that is no message (_parse), before authentication when malformed.
-        body.from_text(request)
-        answer = await call(request, credentials)
-        return render.as_text(answer) if getattr(request, "accept", None) == render.JSON_TEXT else answer
-    except errors.ApiError as err:
-        await _abort(context, err)
-    except Exception as err:
-        log.exception("request failed")
-        await _abort(context, errors.internal(str(err)))
-    raise AssertionError("unreachable: abort raises")
-
-
 async def _abort(context: Ctx, err: errors.ApiError) -> None:
     await context.abort_with_status(rpc_status.to_status(errors.to_grpc_status(err)))
 
 
-SERVICE = core_pb2.DESCRIPTOR.services_by_name["CoreService"]
 Handler = Callable[[Any, Ctx], Any]
-
-
-READ_ONLY_CALLS = frozenset({"Get", "List", "Discover", "Access", "IssuerDocument"})
 
 
 def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: Limiter | None = None
@@ -179,15 +115,14 @@ def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: 
         servicer = CoreService(guard, is_proxy)
         shedding = limiter or Limiter()
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
-        for method in SERVICE.methods:
-            request_class = message_factory.GetMessageClass(method.input_type)
-            call = getattr(servicer, method.name)
-            if method.server_streaming:  # Watch: long-running, never counted
-                handlers[method.name] = grpc.unary_stream_rpc_method_handler(_bytes_stream(call, request_class))
+        for method in METHODS:
+            if method.streaming:  # Watch: long-running, never counted
+                handlers[method.name] = grpc.unary_stream_rpc_method_handler(
+                    _bytes_stream(partial(servicer.stream, method), method.request))
             else:
-                kind = Kind.READ_ONLY if method.name in READ_ONLY_CALLS else Kind.MUTATING
+                kind = Kind.READ_ONLY if method.read_only else Kind.MUTATING
                 handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-                    _limited(shedding, kind, servicer, _bytes_unary(call, request_class)))
+                    _limited(shedding, kind, servicer, _bytes_unary(partial(servicer.unary, method), method.request)))
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
         server.add_registered_method_handlers(SERVICE.full_name, handlers)
         return [SERVICE.full_name]

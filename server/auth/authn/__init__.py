@@ -15,3 +15,11 @@ from server.machinery.user import UserInfo
 
 class Authenticator(Protocol):
     async def authenticate(self, credentials: Credentials) -> UserInfo | None: ...
+
+
+class RequestAuthenticator(Protocol):
+    """What the guard asks (server/auth/guard.py): the user a request's credentials prove, after every
+    configured authenticator and anonymous (UnionAuthenticator), or one user whatever it sends (--insecure).
+    Never None: a request that proves nobody raises Unauthorized."""
+
+    async def authenticate(self, credentials: Credentials) -> UserInfo: ...

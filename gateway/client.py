@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 
 from capstan.api.meta.v1 import meta_pb2
-from server.auth.credentials import Credentials
+from server.machinery.credentials import Credentials
 from server.machinery.methods import Client
 
 
@@ -38,7 +38,7 @@ class CoreClient(Client):
     @abc.abstractmethod
     async def health(self) -> dict[str, bool]:
         """The core's named health checks (etcd, informer-sync, poststarthook/...), run now: whether each
-        passes. Over gRPC this is grpc.health.v1's List (server/grpc_server.py)."""
+        passes. Over gRPC this is grpc.health.v1's List (server/service/grpc_server.py)."""
 
     @abc.abstractmethod
     async def close(self) -> None: ...

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from gateway.client import CoreClient, CoreError
-from server.auth.credentials import Credentials
 from server.auth.guard import GuardedCore
-from server.errors import ApiError, internal
+from server.machinery.credentials import Credentials
+from server.machinery.errors import ApiError, internal
 from server.machinery.methods import Method
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
 from gateway.client import CoreClient, CoreError, failure
-from server.auth import metadata
-from server.auth.credentials import Credentials
+from server.machinery import grpcmetadata as metadata
+from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Method
 
 T = TypeVar("T")

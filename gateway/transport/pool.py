@@ -23,7 +23,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.client import CoreClient, CoreError, failure
 from gateway.transport import resume
 from gateway.transport.grpc import CoreUnreachable, GrpcClient
-from server.auth.credentials import Credentials
+from server.machinery.credentials import Credentials
 from server.machinery.methods import Method, Retry
 
 log = logging.getLogger("capstan.gateway.pool")

@@ -33,9 +33,11 @@ from server.auth.errors import Unauthorized, forbidden, unauthorized
 from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
 from server.auth.serviceaccounts.oidc import Documents
-from server.auth.user import ANONYMOUS_USER, UNSECURED, UserInfo
-from server.core import Core
+from server.machinery import errors
+from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
+from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
+from server.objects.core import Core
 
 Answer = Callable[[Any], Awaitable[Message]]
 

@@ -8,8 +8,8 @@ guard finds what it names (kube's RequestInfo), whether it only reads (load shed
 whether a gateway may send it again after its core died without answering (the pool's retry rule), whether
 the Core runs it or the guard answers it itself, and whether audit records it.
 
-The table drives the guard (server/auth/guard.py), the gRPC servicer (server/service.py), the gateway's
-CoreClient and its transports (gateway/client.py, gateway/transport/, capstan/inprocess.py). They name the
+The table drives the guard (server/auth/guard.py), the gRPC servicer (server/service/servicer.py), the gateway's
+CoreClient and its transports (gateway/client.py, gateway/transport/, capstan/cli/inprocess.py). They name the
 methods through `CoreMethods`, one typed attribute per method, checked against the table when this module is
 imported: `client.get(request)` is `client.unary(<Get>, request)`, typed GetRequest -> GetResponse. Adding an
 RPC is the proto, its line in `_FACTS` and its line in `CoreMethods` (and, for a method the Core runs, the

@@ -2,7 +2,7 @@
 
 The gRPC servicer (service.py) and the gateway's in-process transport call the
 same methods with the same messages, so both paths share every rule. Failures
-are raised as server.errors.ApiError carrying the Kubernetes Status.
+are raised as server.machinery.errors.ApiError carrying the Kubernetes Status.
 
 Its verbs are the CoreService methods the method table says the Core runs (server/machinery/methods.py,
 `Method.core`), each named by the table's python name and typed by its messages; the guard reaches them

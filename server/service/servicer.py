@@ -5,7 +5,7 @@ An ApiError becomes a gRPC status whose details carry the Kubernetes Status
 (server/machinery/errors.py); anything unexpected becomes a 500 Status, never a traceback
 on the wire.
 
-Load shedding (server/limits/) is the first thing a call meets, before its bytes are parsed: Watch is
+Load shedding (server/machinery/limits/) is the first thing a call meets, before its bytes are parsed: Watch is
 long-running and exempt, the read calls (the method table's read_only) count as read-only, every other call
 as mutating, each call in the flow of the credential it presents — a split gateway's forwarded call in its
 client's flow. The split form
@@ -26,14 +26,14 @@ from google.protobuf.message import DecodeError, Message
 from grpc_status import rpc_status
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors, wiretext
-from server.auth import metadata
-from server.auth.credentials import Credentials
 from server.auth.guard import GuardedCore
-from server.fields.managers import manager_from_user_agent
-from server.limits import flow
-from server.limits.config import Kind
-from server.limits.limiter import Limiter
+from server.machinery import errors, wiretext
+from server.machinery import grpcmetadata as metadata
+from server.machinery.credentials import Credentials
+from server.machinery.fields.managers import manager_from_user_agent
+from server.machinery.limits import flow
+from server.machinery.limits.config import Kind
+from server.machinery.limits.limiter import Limiter
 from server.machinery.methods import METHODS, SERVICE, Method
 from server.objects import body, render
 

@@ -16,25 +16,25 @@ import grpc
 import orjson
 import pytest
 
+from capstan.cli.inprocess import InProcessClient
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from capstan.inprocess import InProcessClient
 from gateway.client import CoreClient, CoreError
 from gateway.transport import pool
 from gateway.transport.grpc import GrpcClient
 from gateway.transport.pool import PoolClient, retry_safe
-from server.app import RunningCore, start_core
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import AlwaysAllow, Rules
 from server.auth.config import INSECURE
-from server.auth.credentials import Credentials
 from server.auth.guard import Constant, GuardedCore
-from server.auth.user import UserInfo
-from server.core import Core
-from server.errors import ApiError
 from server.kinds import BUILTIN
 from server.machinery import methods
+from server.machinery.credentials import Credentials
+from server.machinery.errors import ApiError
 from server.machinery.methods import BY_NAME, METHODS, SERVICE, Retry
-from server.registry import Registry
+from server.machinery.user import UserInfo
+from server.objects.core import Core
+from server.registry.resources import Registry
+from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

@@ -25,14 +25,13 @@ from server.codec.quantity import parse_quantity
 from server.kinds import ephemeral, podconnect, podspec, proxy
 from server.kinds.eviction import evict
 from server.kinds.shaped import retype
-from server.objects import body, meta, render
+from server.objects import body, meta, options, render
 from server.objects.context import Context
+from server.objects.update import guaranteed_update
 from server.registry import Obj, Resource, Subresource
 from server.schema import ProtoSchema
-from server.storage_errors import store_call
 from server.validation import names
 from server.validation.names import FieldError
-from storage import Outcome
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 # DefaultTolerationSeconds admission: every Pod tolerates a not-ready or unreachable node for 300 s.
@@ -237,8 +236,6 @@ BINDING_KIND = Resource(group="", version="v1", resource="bindings", kind="Bindi
 async def bind_legacy(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """LegacyBindingREST: POST namespaces/{ns}/bindings binds the Pod the Binding names, as pods/{name}/binding
     does (its namespace checked against the request's first, as kube's create handler checks it)."""
-    from server.objects import options  # the verbs' option parsing
-
     binding, _ = body.decode(BINDING_KIND, req.object, options.field_validation(
         req.options.fieldValidation, "CreateOptions"))
     m = meta.meta(binding)
@@ -265,8 +262,6 @@ async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) ->
     """BindingREST.Create: set spec.nodeName (and the binding's annotations) on a Pod not yet bound, and its
     PodScheduled condition; answers a Success Status, 201. The Binding's uid and resourceVersion are
     preconditions on the Pod."""
-    from server.objects import options  # the verbs' option parsing
-
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     binding, warnings = body.decode(BINDING_KIND, req.object, options.field_validation(
         req.options.fieldValidation, "CreateOptions"))
@@ -282,32 +277,27 @@ async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) ->
         problems.append(FieldError.required("target.name"))
     if problems:  # kube returns the aggregate as a plain error: an internal error
         raise errors.internal(names.join_errors(problems))
-    key = resource.key(req.path.namespace, name)
-    while True:  # GuaranteedUpdate's loop: until the compare holds; the request's deadline bounds it
-        got = await store_call(ctx.store.get(key))
-        if got.kv is None:
-            raise errors.not_found(resource.resource, resource.group, name)
-        pod = render.load(got.kv.value)
+
+    def produce(current: Obj) -> tuple[Obj, list[str]]:  # setPodHostAndAnnotations, on the Pod as it is now
+        pod = copy.deepcopy(current)
         pm = meta.meta(pod)
         if m.get("uid") and m["uid"] != pm.get("uid"):
             raise errors.conflict(resource.resource, resource.group, name, (
                 f"Precondition failed: UID in precondition: {m['uid']}, UID in object meta: {pm.get('uid')}"))
-        if m.get("resourceVersion") and m["resourceVersion"] != str(got.kv.mod_revision):
+        if m.get("resourceVersion") and m["resourceVersion"] != pm.get("resourceVersion"):
             raise errors.conflict(resource.resource, resource.group, name)
         refusal = _bind_refusal(pod, name)
         if refusal:
             raise errors.conflict("pods/binding", "", name, refusal)
-        spec = pod.setdefault("spec", {})
-        spec["nodeName"] = target["name"]
+        pod.setdefault("spec", {})["nodeName"] = target["name"]
         if m.get("annotations"):
             pm.setdefault("annotations", {}).update(m["annotations"])
         _set_scheduled(pod)
-        if dry_run:
-            break
-        result = await store_call(ctx.store.update(key, render.to_value(resource, pod),
-                                                   expected_mod_revision=got.kv.mod_revision))
-        if result.outcome is Outcome.OK:
-            break
+        return pod, warnings
+
+    # BindingREST writes through the storage's GuaranteedUpdate: the Pod's strategy does not run.
+    await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON, manager=None,
+                            direct=True)
     status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
     return core_pb2.CreateResponse(object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON,
                                                              data=orjson.dumps(status)), warnings=warnings)

@@ -70,6 +70,7 @@ async def guaranteed_update(
     dry_run: bool,
     accept: render.Encoding,
     manager: str | None,
+    direct: bool = False,
 ) -> core_pb2.UpdateResponse:
     """Read, produce the new object, write if unchanged since the read; retried as GuaranteedUpdate is.
 
@@ -77,12 +78,15 @@ async def guaranteed_update(
     PUT produces the request body (so a lost race with a resourceVersion is a conflict); PATCH
     applies its patch to the current object each time (so it is simply applied again). manager:
     the field manager to record an Update for (None: produce sets managedFields, as apply does).
+    direct: the produced object is stored as produced, as a subresource whose REST writes the storage's
+    GuaranteedUpdate itself (pods/binding): no defaults, strategy, validation or admission run; the writers'
+    turns, the no-op rule, the size limit and the rendering rules still do.
     """
     key = resource.key(path.namespace, path.name)
     held = False if dry_run else await ctx.writers.enter(key)  # this core's writers of the key take turns
     try:
         return await _until_written(ctx, resource, path, produce, key, dry_run=dry_run, accept=accept,
-                                    manager=manager)
+                                    manager=manager, direct=direct)
     finally:
         if held:
             ctx.writers.leave(key)
@@ -98,6 +102,7 @@ async def _until_written(
     dry_run: bool,
     accept: render.Encoding,
     manager: str | None,
+    direct: bool,
 ) -> core_pb2.UpdateResponse:
     # The store's recent memory of the key (etcd: its watch's window) stands in for the first read, as
     # kube-apiserver's watch cache hands GuaranteedUpdate the object it probably is: the write's compare
@@ -111,7 +116,7 @@ async def _until_written(
         if kv is None:
             raise errors.not_found(resource.resource, resource.group, path.name)
         outcome = await _attempt(ctx, resource, path, produce, kv, dry_run=dry_run, accept=accept,
-                                 manager=manager, fresh=fresh)
+                                 manager=manager, fresh=fresh, direct=direct)
         if isinstance(outcome, core_pb2.UpdateResponse):
             return outcome
         if outcome is None:  # decided from a stale object: read it
@@ -131,6 +136,7 @@ async def _attempt(
     accept: render.Encoding,
     manager: str | None,
     fresh: bool,
+    direct: bool,
 ) -> core_pb2.UpdateResponse | WriteResult | None:
     """One round of guaranteed_update over `kv`: the answer, the write that lost a race (its current key), or
     None when a stale (not `fresh`) `kv` would answer without writing."""
@@ -141,17 +147,10 @@ async def _attempt(
         if precondition and precondition != str(kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, path.name)
         _check_uid(resource, path, obj, old)
-        if resource.default is not None:
-            resource.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
-        if manager is not None:
-            managed.track_update(resource, path.subresource, old, obj, manager)
-        owners = meta.meta(obj).get("managedFields")
-        new = prepare_for_update(resource, obj, old, path.subresource)
-        if path.subresource:  # the subresource rule took metadata from the stored object
-            _set_owners(new, owners)
-        validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
-        if resource.admit is not None and not path.subresource:
-            await resource.admit(ctx, new, old, dry_run)
+        if direct:
+            new = obj
+        else:
+            new = await _through_strategy(ctx, resource, path, obj, old, dry_run=dry_run, manager=manager)
         value = render.to_value(resource, new)
     except errors.ApiError:  # refused: by the object as it is, not as it may have been
         if fresh:
@@ -171,6 +170,24 @@ async def _attempt(
     if result.outcome is Outcome.OK:
         return _response(resource, value, result.revision, accept, warnings)
     return result
+
+
+async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.ResourcePath, obj: Obj, old: Obj, *,
+                            dry_run: bool, manager: str | None) -> Obj:
+    """The produced object as the kind's (or its subresource's) update strategy makes it: defaulted, its
+    managed fields recorded, prepared, validated and admitted."""
+    if resource.default is not None:
+        resource.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
+    if manager is not None:
+        managed.track_update(resource, path.subresource, old, obj, manager)
+    owners = meta.meta(obj).get("managedFields")
+    new = prepare_for_update(resource, obj, old, path.subresource)
+    if path.subresource:  # the subresource rule took metadata from the stored object
+        _set_owners(new, owners)
+    validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
+    if resource.admit is not None and not path.subresource:
+        await resource.admit(ctx, new, old, dry_run)
+    return new
 
 
 def _as_seen(resource: Resource, obj: Obj, revision: int) -> Obj:

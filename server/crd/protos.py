@@ -29,7 +29,7 @@ from server.codec.errors import DecodeError as TranscodeError
 from server.crd.structural import Structural
 from server.registry import Obj
 from server.schema import JsonSchema, SchemaError, proto_to_json
-from storage import Outcome, Store
+from server.storage_errors import Store, create_unless_present
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +63,9 @@ class Descriptors:
             raise errors.bad_request(f"descriptors not registered: {err}") from None
         data = files.SerializeToString(deterministic=True)
         key = PREFIX + hashlib.sha256(data).hexdigest().encode()
-        result = await self._store.create(key, data)
-        if result.outcome not in (Outcome.OK, Outcome.EXISTS):
-            raise errors.internal(f"storing descriptors: {result.outcome}")
+        refused = await create_unless_present(self._store, key, data)
+        if refused:
+            raise errors.internal(f"storing descriptors: {refused}")
         for listener in self.listeners:
             listener()
         return messages

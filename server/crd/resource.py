@@ -25,8 +25,8 @@ from server.crd import columns, definition
 from server.crd.cel import rules as cel_rules
 from server.crd.protos import ProtoJsonSchema
 from server.crd.structural import parse
-from server.objects import meta, render
-from server.registry import SCALE, Obj, Resource, ScaleRule, Subresource
+from server.objects import meta, render, scale
+from server.registry import Obj, Resource, ScaleRule, Subresource
 from server.schema import JsonSchema
 from server.validation.names import ErrorType, FieldError, GoValue
 
@@ -88,8 +88,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
     scale_rule = _scale_rule(version)
     cel = cel_rules.compile_schema(openapi, "") if openapi is not None else cel_rules.Compiled(None, ())
     if scale_rule is not None:  # server/objects/scale.py serves it, with the CRD's paths
-        subresources.append(Subresource(SCALE.name, SCALE.kind, SUBRESOURCE_VERBS, scale_rule.spec_replicas,
-                                        group=SCALE.group, version=SCALE.version, proto_message=SCALE.proto_message))
+        subresources.append(scale.subresource(scale_rule, SUBRESOURCE_VERBS))
 
     def prepare(obj: Obj, old: Obj | None) -> None:
         if old is None and lifecycle.terminating:
@@ -114,7 +113,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         field_getters=_selectable(version.get("selectableFields") or []),
         columns=columns.columns(version.get("additionalPrinterColumns") or []),
         tracks_generation=True, prepare=prepare, validate=validate,
-        custom_list_kind=accepted.get("listKind") or "", scale=scale_rule,
+        custom_list_kind=accepted.get("listKind") or "",
     )
 
 

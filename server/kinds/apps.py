@@ -15,7 +15,7 @@ import re
 from capstan.api.apps.v1 import apps_pb2
 from server.kinds import templates
 from server.kinds.templates import dict_at, get, immutable, nonnegative, selector_errors, semantically_equal
-from server.objects import meta
+from server.objects import meta, scale
 from server.registry import Obj, Resource, ScaleRule, Subresource
 from server.schema import ProtoSchema
 from server.validation import names
@@ -392,21 +392,21 @@ DAEMON_SET_SCHEMA = ProtoSchema(apps_pb2.DaemonSet)
 DEPLOYMENTS = Resource(
     group="apps", version="v1", resource="deployments", kind="Deployment", singular="deployment", namespaced=True,
     schema=DEPLOYMENT_SCHEMA, short_names=("deploy",), categories=("all",),
-    subresources=(_status("Deployment", ("labels",)),), scale=ScaleRule(), tracks_generation=True,
+    subresources=(_status("Deployment", ("labels",)), scale.subresource(ScaleRule())), tracks_generation=True,
     default=templates.retyped(DEPLOYMENT_SCHEMA, default_deployment), prepare=prepare_deployment,
     validate=validate_deployment,
 )
 REPLICA_SETS = Resource(
     group="apps", version="v1", resource="replicasets", kind="ReplicaSet", singular="replicaset", namespaced=True,
     schema=REPLICA_SET_SCHEMA, short_names=("rs",), categories=("all",),
-    subresources=(_status("ReplicaSet"),), scale=ScaleRule(), tracks_generation=True,
+    subresources=(_status("ReplicaSet"), scale.subresource(ScaleRule())), tracks_generation=True,
     default=templates.retyped(REPLICA_SET_SCHEMA, default_replica_set), prepare=_new_status({"replicas": 0}),
     validate=validate_replica_set,
 )
 STATEFUL_SETS = Resource(
     group="apps", version="v1", resource="statefulsets", kind="StatefulSet", singular="statefulset", namespaced=True,
     schema=STATEFUL_SET_SCHEMA, short_names=("sts",), categories=("all",),
-    subresources=(_status("StatefulSet"),), scale=ScaleRule(), tracks_generation=True,
+    subresources=(_status("StatefulSet"), scale.subresource(ScaleRule())), tracks_generation=True,
     name_rule=names.name_is_dns_label,  # its name becomes the pods' hostnames
     default=templates.retyped(STATEFUL_SET_SCHEMA, default_stateful_set),
     prepare=_new_status({"replicas": 0, "availableReplicas": 0}), validate=validate_stateful_set,

@@ -10,6 +10,7 @@ pkg/apis/core/validation users hit most, worded as kube words it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.kinds import podspec, proxy
@@ -18,8 +19,8 @@ from server.kinds.pods import BINDINGS, PODS
 from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS, services
 from server.kinds.shaped import retype
-from server.objects import meta
-from server.registry import Obj, Resource, ScaleRule, Subresource
+from server.objects import meta, scale
+from server.registry import Handlers, Obj, Resource, ScaleRule, Subresource
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError, GoValue
@@ -103,8 +104,7 @@ NODES = Resource(
     group="", version="v1", resource="nodes", kind="Node", singular="node", namespaced=False,
     schema=NODE_SCHEMA,
     short_names=("no",),
-    subresources=(_status_of("Node"), proxy.NODE_PROXY),
-    subresource_get={"proxy": proxy.node},
+    subresources=(_status_of("Node"), replace(proxy.NODE_PROXY, handlers=Handlers(connect=proxy.node))),
     field_getters={"spec.unschedulable": lambda o: "true" if _spec(o).get("unschedulable") else "false"},
     default=_typed(NODE_SCHEMA, default_node),
     validate=validate_node,
@@ -419,14 +419,14 @@ REPLICATION_CONTROLLERS = Resource(
     singular="replicationcontroller", namespaced=True, schema=RC_SCHEMA,
     short_names=("rc",),
     categories=("all",),
-    subresources=(_status_of("ReplicationController"),),
+    # spec.selector is a plain label map
+    subresources=(_status_of("ReplicationController"), scale.subresource(ScaleRule(selector="Set"))),
     field_getters={"status.replicas": lambda o: str((o.get("status") or {}).get("replicas", 0))},
     tracks_generation=True,
     garbage_collection="OrphanDependents",  # rcStrategy: core/v1 keeps its pods by default, for compatibility
     default=_typed(RC_SCHEMA, default_rc),
     prepare=_new_status(RC_SCHEMA, lambda: {"replicas": 0}),  # replicas has no omitempty
     validate=validate_rc,
-    scale=ScaleRule(selector="Set"),  # spec.selector is a plain label map
 )
 
 # Services allocating from the default range; each core replaces it with its own (server/app.py).

@@ -14,6 +14,7 @@ defaulttolerationseconds), pkg/apis/core/helper/qos (GetPodQOS).
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -28,7 +29,7 @@ from server.kinds.shaped import retype
 from server.objects import body, meta, options, render
 from server.objects.context import Context
 from server.objects.update import guaranteed_update
-from server.registry import Obj, Resource, Subresource
+from server.registry import Handlers, Obj, Resource, Subresource
 from server.schema import ProtoSchema
 from server.validation import names
 from server.validation.names import FieldError
@@ -252,10 +253,10 @@ async def bind_legacy(ctx: Context, resource: Resource, req: core_pb2.CreateRequ
     return await bind(ctx, pods, bound)
 
 
-# POST namespaces/{ns}/bindings: a Binding is never stored; the key "" of subresource_create writes it.
+# POST namespaces/{ns}/bindings: a Binding is never stored; its create handler binds the Pod it names.
 BINDINGS = Resource(group="", version="v1", resource="bindings", kind="Binding", singular="binding",
                     namespaced=True, schema=BINDING_SCHEMA, verbs=("create",),
-                    subresource_create={"": bind_legacy})
+                    handlers=Handlers(create=bind_legacy))
 
 
 async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
@@ -336,12 +337,13 @@ PODS = Resource(
         # podStatusStrategy: ownerReferences stay as stored (old kubelets corrupted them).
         Subresource("status", "Pod", ("get", "patch", "update"), ("status",),
                     metadata_reset=("deletionTimestamp", "ownerReferences")),
-        Subresource("binding", "Binding", ("create",), proto_message="k8s.io.api.core.v1.Binding"),
+        Subresource("binding", "Binding", ("create",), proto_message="k8s.io.api.core.v1.Binding",
+                    handlers=Handlers(create=bind)),
         Subresource("eviction", "Eviction", ("create",), group="policy", version="v1",
-                    proto_message="k8s.io.api.policy.v1.Eviction"),
+                    proto_message="k8s.io.api.policy.v1.Eviction", handlers=Handlers(create=evict)),
         ephemeral.EPHEMERAL_CONTAINERS,
         *podconnect.SUBRESOURCES,
-        proxy.POD_PROXY,
+        replace(proxy.POD_PROXY, handlers=Handlers(connect=proxy.pod)),
     ),
     field_getters=FIELD_GETTERS,
     default=default_pod,
@@ -349,6 +351,4 @@ PODS = Resource(
     validate=validate_pod,
     grace_period=grace_period,
     returns_deleted_object=True,
-    subresource_create={"binding": bind, "eviction": evict},
-    subresource_get={**podconnect.HANDLERS, "proxy": proxy.pod},
 )

@@ -30,7 +30,7 @@ from server.kinds.reservations import ATTEMPTS, Conflict, Reservations, exhauste
 from server.kinds.shaped import retype
 from server.objects import meta, render
 from server.objects.context import Context
-from server.registry import Obj, Resource, Subresource
+from server.registry import Handlers, Obj, Resource, Subresource
 from server.schema import ProtoSchema
 from server.storage_errors import store_call
 from server.validation import names
@@ -452,8 +452,7 @@ SERVICES = Resource(
     short_names=("svc",),
     categories=("all",),
     subresources=(Subresource("status", "Service", ("get", "patch", "update"), ("status",), metadata_reset=()),
-                  proxy.SERVICE_PROXY),
-    subresource_get={"proxy": proxy.service},
+                  replace(proxy.SERVICE_PROXY, handlers=Handlers(connect=proxy.service))),
     name_rule=names.name_is_dns1035_label,
     returns_deleted_object=True,
     default=default_service,

@@ -18,11 +18,11 @@ GENERATE_NAME_ATTEMPTS = 8  # kube-apiserver retries a generated name that is ta
 async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """Decode, set server fields, admit (the namespace), name, validate, store — kube-apiserver's order."""
     resource = resolve(ctx.registry, req.path, "create")
-    # resolve admitted a subresource: one the kind writes with POST (pods/binding); "" is a resource written
-    # only through a hook (bindings).
-    hook = resource.subresource_create.get(req.path.subresource)
-    if hook is not None:
-        return await hook(ctx, resource, req)  # type: ignore[no-any-return]
+    # resolve admitted a subresource: one the kind writes with POST (pods/binding); or the resource has a
+    # create of its own (bindings, never stored).
+    handler = resource.handlers_of(req.path.subresource).create
+    if handler is not None:
+        return await handler(ctx, resource, req)
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     mode = options.field_validation(req.options.fieldValidation, "CreateOptions")
     manager = options.field_manager(req.options.fieldManager, "CreateOptions")

@@ -19,17 +19,16 @@ from server.objects import body, create, managed, meta, options, render, size, v
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.patch.values import copy_json
-from server.registry import SCALE, Obj, Resource
+from server.registry import Obj, Resource
 from server.storage_errors import store_call
 from storage import KeyValue, Outcome, WriteResult
 
 
 async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
     resource = resolve(ctx.registry, req.path, "update")
-    if resource.scale is not None and req.path.subresource == SCALE.name:
-        from server.objects import scale  # it writes through guaranteed_update below: imported late, no cycle
-
-        return await scale.update(ctx, resource, req)
+    handler = resource.handlers_of(req.path.subresource).update
+    if handler is not None:  # a subresource's own update (/scale), written through guaranteed_update below
+        return await handler(ctx, resource, req)
     dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")
     mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
     manager = options.field_manager(req.options.fieldManager, "UpdateOptions")

@@ -14,6 +14,9 @@ from typing import Any, Literal, Protocol
 from google.protobuf.descriptor import Descriptor
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.strategy import DEFAULT, Column, GarbageCollectionPolicy, Strategy
+
+__all__ = ["Column", "GarbageCollectionPolicy", "Strategy"]  # a kind's strategy and columns, named with it
 
 # A JSON-shaped object: the Kubernetes "unstructured" form the core works on.
 Obj = dict[str, Any]
@@ -21,13 +24,6 @@ Obj = dict[str, Any]
 READ_VERBS = ("get", "list", "watch")
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-
-# What a delete without a propagation policy does with the object's dependents (rest.GarbageCollectionPolicy):
-# DeleteDependents lets the garbage collector delete them in the background; OrphanDependents adds the
-# `orphan` finalizer (the legacy default of extensions/v1beta1 and apps/v1beta1 workloads); Unsupported never
-# adds a garbage collector finalizer.
-GarbageCollectionPolicy = Literal["DeleteDependents", "OrphanDependents", "Unsupported"]
-
 
 class Schema(Protocol):
     """How a kind's objects are checked and encoded. Implementations: server/schema.py."""
@@ -171,18 +167,6 @@ class StoredAs:
     from_storage: Callable[[Obj], Obj]
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
-    """A Table column; `cell` computes its value from the object."""
-
-    name: str
-    type: str
-    description: str
-    cell: Callable[[Obj], object]
-    format: str = ""
-    priority: int = 0
-
-
 @dataclass(frozen=True)
 class Resource:
     group: str
@@ -198,42 +182,8 @@ class Resource:
     subresources: tuple[Subresource, ...] = ()
     # Extra fieldSelector fields beyond metadata.name/metadata.namespace: name -> value getter.
     field_getters: Mapping[str, Callable[[Obj], str]] = field(default_factory=dict)
-    columns: tuple[Column, ...] = ()
-    # metadata.generation starts at 1 and rises when anything but metadata and status changes.
-    tracks_generation: bool = False
-    # PUT to a missing object creates it (201).
-    create_on_update: bool = False
-    # DELETE answers with the deleted object rather than a Success Status.
-    returns_deleted_object: bool = False
-    # Marks an object for deletion beyond metadata (e.g. a namespace's phase) and says whether
-    # anything besides metadata.finalizers still holds it (a namespace's spec.finalizers).
-    holds_deletion: Callable[[Obj], bool] | None = None
-    mark_deleting: Callable[[Obj], None] | None = None
-    # Admission of a delete by name (raise ApiError to refuse), e.g. namespaces that may never go.
-    admit_delete: Callable[[str], None] | None = None
-    # Deleting an object already being deleted (and still held) answers 409 Conflict with this detail
-    # instead of the object; and precondition conflicts are worded "Precondition failed: ..." against
-    # the resource (namespaces' own REST delete) rather than rest.BeforeDelete's way.
-    redelete_conflict: str = ""
-    legacy_preconditions: bool = False
-    # How names are checked: name_rule(name, prefix) -> error details; None means DNS-1123 subdomain.
-    name_rule: Callable[[str, bool], list[str]] | None = None
-    # Static defaults (kube's SetDefaults_*), applied in place to every object a client sends: create
-    # and update bodies, patch results, apply results. Fields they set belong to the writer's manager.
-    default: Callable[[Obj], None] | None = None
-    # The kind's strategy (PrepareForCreate/PrepareForUpdate; old is None on create) and validation: run
-    # after field ownership is recorded, so what prepare sets is nobody's.
-    prepare: Callable[[Obj, Obj | None], None] | None = None
-    validate: Callable[[Obj, Obj | None], Sequence[Any]] | None = None
-    garbage_collection: GarbageCollectionPolicy = "DeleteDependents"
-    # Asynchronous admission after validation, before the write, on create and update (old is None on
-    # create): (context, object, old, dry_run). It may set server-allocated fields (a Service's clusterIP and
-    # nodePorts) or refuse with an ApiError.
-    admit: Callable[[Any, Obj, Obj | None, bool], Awaitable[None]] | None = None
-    # Graceful deletion (rest.RESTGracefulDeleteStrategy): given the object and the DeleteOptions'
-    # gracePeriodSeconds (None when unset), the grace period the object gets; 0 deletes at once. Kinds
-    # without it are deleted at once.
-    grace_period: Callable[[Obj, int | None], int] | None = None
+    # The kind's rules (server/strategy.py): defaults, preparation, validation, admission, deletion.
+    strategy: Strategy = DEFAULT
     # Handlers that answer verbs of the resource itself instead of the generic verbs (core/v1 bindings: a create
     # that binds the Pod the body names, never stored); a subresource's are its own (Subresource.handlers).
     handlers: Handlers = NO_HANDLERS
@@ -243,8 +193,6 @@ class Resource:
     # call's caller (server.auth.caller); nothing of the stored-object path (defaults, names, uid) applies.
     # A dry run is answered the same way: there is nothing to store either way.
     answer_create: Callable[[Any, Resource, Obj], Awaitable[Obj]] | None = None
-    # A new object keeps the status it is created with (a Node registering); others start with none.
-    keeps_status_on_create: bool = False
     # The list kind when it is not kind + "List" (a CRD's names.listKind).
     custom_list_kind: str = ""
     # Kept in another resource's storage, in that resource's form (events.k8s.io/v1 Events).

@@ -22,6 +22,7 @@ from server.kinds.templates import retyped
 from server.registry import Obj, Resource
 from server.schema import ProtoSchema
 from server.selectors import labels
+from server.strategy import Declared
 from server.validation import names
 from server.validation.names import FieldError, GoValue
 from server.values import dict_of as _dict
@@ -316,9 +317,10 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     namespaced=False,
     schema=VALIDATING_SCHEMA,
     categories=("api-extensions",),
-    tracks_generation=True,
-    default=retyped(VALIDATING_SCHEMA, _defaults(mutating=False)),
-    validate=_validator(mutating=False),
+    strategy=Declared(
+        tracks_generation=True, defaults=retyped(VALIDATING_SCHEMA, _defaults(mutating=False)),
+        validation=_validator(mutating=False),
+    ),
 )
 
 MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
@@ -330,9 +332,10 @@ MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
     namespaced=False,
     schema=MUTATING_SCHEMA,
     categories=("api-extensions",),
-    tracks_generation=True,
-    default=retyped(MUTATING_SCHEMA, _defaults(mutating=True)),
-    validate=_validator(mutating=True),
+    strategy=Declared(
+        tracks_generation=True, defaults=retyped(MUTATING_SCHEMA, _defaults(mutating=True)),
+        validation=_validator(mutating=True),
+    ),
 )
 
 KINDS = (MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS)

@@ -17,6 +17,7 @@ from server.kinds.templates import retyped
 from server.objects import meta
 from server.registry import Obj, Resource, Subresource
 from server.schema import ProtoSchema
+from server.strategy import Declared
 from server.validation import names
 from server.validation.names import FieldError
 from server.values import dict_of as _dict
@@ -114,10 +115,10 @@ API_SERVICES = Resource(
             "status", "APIService", ("get", "patch", "update"), ("status",), metadata_reset=(), prepare=prepare_status
         ),
     ),
-    name_rule=names.validate_path_segment_name,
-    default=retyped(SCHEMA, default_api_service),
-    prepare=prepare_api_service,
-    validate=validate_api_service,
+    strategy=Declared(
+        name_rule=names.validate_path_segment_name, defaults=retyped(SCHEMA, default_api_service),
+        prepare=prepare_api_service, validation=validate_api_service,
+    ),
 )
 
 KINDS = (API_SERVICES,)

@@ -17,6 +17,7 @@ from server.kinds import hpaconversion
 from server.kinds.templates import nonnegative, retyped
 from server.registry import Obj, Resource, StoredAs, Subresource
 from server.schema import ProtoSchema
+from server.strategy import Declared
 from server.validation import names
 from server.validation.names import FieldError
 from server.values import dict_of as _dict
@@ -332,9 +333,7 @@ HORIZONTAL_POD_AUTOSCALERS_V2 = Resource(
     short_names=("hpa",),
     categories=("all",),
     subresources=(_status("HorizontalPodAutoscaler"),),
-    tracks_generation=True,
-    default=retyped(V2_SCHEMA, default_v2),
-    validate=validate_v2,
+    strategy=Declared(tracks_generation=True, defaults=retyped(V2_SCHEMA, default_v2), validation=validate_v2),
 )
 
 HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
@@ -348,9 +347,6 @@ HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
     short_names=("hpa",),
     categories=("all",),
     subresources=(_status("HorizontalPodAutoscaler"),),
-    tracks_generation=True,
-    default=retyped(V1_SCHEMA, default_v1),
-    validate=validate_v1,
     stored_as=StoredAs(
         group="autoscaling",
         resource="horizontalpodautoscalers",
@@ -358,6 +354,7 @@ HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
         to_storage=_to_storage,
         from_storage=_from_storage,
     ),
+    strategy=Declared(tracks_generation=True, defaults=retyped(V1_SCHEMA, default_v1), validation=validate_v1),
 )
 
 # v2 first: kube-apiserver's preferred autoscaling version, which discovery lists first.

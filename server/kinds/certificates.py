@@ -27,6 +27,7 @@ from server.kinds.shaped import retype
 from server.objects import meta
 from server.registry import Obj, Resource, Subresource
 from server.schema import ProtoSchema
+from server.strategy import Declared
 from server.validation import names
 from server.validation.names import FieldError, GoValue
 from server.values import dict_of as _dict
@@ -263,7 +264,7 @@ CERTIFICATE_SIGNING_REQUESTS = Resource(
                     metadata_reset=(), prepare=prepare_approval),
     ),
     field_getters={"spec.signerName": lambda obj: _text(_dict(obj.get("spec")).get("signerName"))},
-    name_rule=_any_name, prepare=prepare_csr, validate=validate_csr,
+    strategy=Declared(name_rule=_any_name, prepare=prepare_csr, validation=validate_csr),
 )
 
 KINDS = (CERTIFICATE_SIGNING_REQUESTS,)

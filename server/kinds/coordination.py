@@ -14,6 +14,7 @@ from capstan.api.coordination.v1 import coordination_pb2
 from server.kinds.templates import get
 from server.registry import Obj, Resource
 from server.schema import ProtoSchema
+from server.strategy import Declared
 from server.validation.names import FieldError
 
 GATED_FIELDS = ("strategy", "preferredHolder")  # CoordinatedLeaderElection
@@ -46,7 +47,8 @@ def validate_lease(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 LEASES = Resource(
     group="coordination.k8s.io", version="v1", resource="leases", kind="Lease", singular="lease", namespaced=True,
-    schema=ProtoSchema(coordination_pb2.Lease), prepare=prepare_lease, validate=validate_lease,
+    schema=ProtoSchema(coordination_pb2.Lease),
+    strategy=Declared(prepare=prepare_lease, validation=validate_lease),
 )
 
 KINDS = (LEASES,)

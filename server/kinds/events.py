@@ -18,6 +18,7 @@ from server.kinds.templates import get, immutable, semantically_equal
 from server.objects import meta
 from server.registry import Obj, Resource, Schema, StoredAs
 from server.schema import ProtoSchema
+from server.strategy import Declared
 from server.validation import names
 from server.validation.names import FieldError
 from server.values import text_of as _text
@@ -151,8 +152,8 @@ EVENTS = Resource(
     field_getters={label: CORE_EVENTS.field_getters[core] for label, core in FIELD_LABELS.items()},
     stored_as=StoredAs(group=CORE_EVENTS.group, resource=CORE_EVENTS.resource, schema=CORE_EVENTS.schema,
                        to_storage=to_core, from_storage=from_core),
-    garbage_collection="Unsupported",  # the same storage and eventStrategy as core/v1 events
-    validate=validate_event,
+    strategy=Declared(  # the same storage and eventStrategy as core/v1 events
+        garbage_collection="Unsupported", validation=validate_event),
 )
 
 KINDS = (EVENTS,)

@@ -22,6 +22,7 @@ from capstan.api.flowcontrol.v1beta2 import flowcontrol_v1beta2_pb2 as v1beta2_p
 from server.kinds import flowcontrol
 from server.registry import Obj, StoredAs
 from server.schema import ProtoSchema
+from server.strategy import Declared
 from server.validation.names import FieldError
 
 VERSION = "v1beta2"
@@ -75,7 +76,8 @@ FLOW_SCHEMAS = dataclasses.replace(
 
 PRIORITY_LEVEL_CONFIGURATIONS = dataclasses.replace(
     flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS, version=VERSION, schema=PRIORITY_LEVEL,
-    default=default_priority_level, validate=validate_priority_level,
+    strategy=Declared(tracks_generation=True, defaults=default_priority_level, prepare=flowcontrol.empty_status,
+                      validation=validate_priority_level),
     stored_as=StoredAs(
         group=flowcontrol.GROUP, resource="prioritylevelconfigurations",
         schema=flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS.schema,

@@ -13,6 +13,7 @@ from capstan.api.node.v1 import node_pb2
 from server.kinds.templates import get, immutable
 from server.registry import Obj, Resource
 from server.schema import ProtoSchema
+from server.strategy import Declared
 from server.validation import names
 from server.validation.names import FieldError
 
@@ -79,7 +80,8 @@ def validate_runtime_class(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 RUNTIME_CLASSES = Resource(
     group="node.k8s.io", version="v1", resource="runtimeclasses", kind="RuntimeClass", singular="runtimeclass",
-    namespaced=False, schema=ProtoSchema(node_pb2.RuntimeClass), validate=validate_runtime_class,
+    namespaced=False, schema=ProtoSchema(node_pb2.RuntimeClass),
+    strategy=Declared(validation=validate_runtime_class),
 )
 
 KINDS = (RUNTIME_CLASSES,)

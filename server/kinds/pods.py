@@ -14,7 +14,7 @@ defaulttolerationseconds), pkg/apis/core/helper/qos (GetPodQOS).
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -31,6 +31,7 @@ from server.objects.context import Context
 from server.objects.update import guaranteed_update
 from server.registry import Handlers, Obj, Resource, Subresource
 from server.schema import ProtoSchema
+from server.strategy import Declared
 from server.validation import names
 from server.validation.names import FieldError
 
@@ -214,19 +215,6 @@ FIELD_GETTERS = {
 }
 
 
-# --- graceful deletion -------------------------------------------------------------------------------------------
-
-
-def grace_period(obj: Obj, requested: int | None) -> int:
-    """podStrategy.CheckGracefulDelete: the requested period, else terminationGracePeriodSeconds; 0 for a Pod
-    on no node or already finished; a negative period is 1."""
-    spec, status = _spec(obj), _status(obj)
-    period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
-    if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
-        period = 0
-    return 1 if period < 0 else period
-
-
 # --- /binding ----------------------------------------------------------------------------------------------------
 
 BINDING_SCHEMA = ProtoSchema(core_v1.Binding)
@@ -328,6 +316,20 @@ def _set_scheduled(pod: Obj) -> None:
                        "lastTransitionTime": meta.now()})
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
+class PodStrategy(Declared):
+    """The Pod's rules: defaults, PrepareForCreate, validation (Declared) and graceful deletion."""
+
+    def grace_period(self, obj: Obj, requested: int | None) -> int:
+        """podStrategy.CheckGracefulDelete: the requested period, else terminationGracePeriodSeconds; 0 for a Pod
+        on no node or already finished; a negative period is 1."""
+        spec, status = _spec(obj), _status(obj)
+        period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return 1 if period < 0 else period
+
+
 PODS = Resource(
     group="", version="v1", resource="pods", kind="Pod", singular="pod", namespaced=True,
     schema=POD_SCHEMA,
@@ -346,9 +348,6 @@ PODS = Resource(
         replace(proxy.POD_PROXY, handlers=Handlers(connect=proxy.pod)),
     ),
     field_getters=FIELD_GETTERS,
-    default=default_pod,
-    prepare=prepare_pod,
-    validate=validate_pod,
-    grace_period=grace_period,
-    returns_deleted_object=True,
+    strategy=PodStrategy(defaults=default_pod, prepare=prepare_pod, validation=validate_pod,
+                         returns_deleted_object=True),
 )

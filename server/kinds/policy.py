@@ -18,6 +18,7 @@ from server.kinds.templates import nonnegative
 from server.registry import Obj, Resource, Subresource
 from server.schema import ProtoSchema
 from server.selectors import labels
+from server.strategy import Declared
 from server.validation.names import FieldError, GoValue
 
 EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
@@ -75,11 +76,11 @@ def validate_pdb(obj: Obj, old: Obj | None) -> list[FieldError]:
 PODDISRUPTIONBUDGETS = Resource(
     group="policy", version="v1", resource="poddisruptionbudgets", kind="PodDisruptionBudget",
     singular="poddisruptionbudget", namespaced=True, schema=ProtoSchema(policy_pb2.PodDisruptionBudget),
-    short_names=("pdb",), tracks_generation=True,
+    short_names=("pdb",),
     # podDisruptionBudgetStatusStrategy keeps the request's metadata and the stored spec.
     subresources=(Subresource("status", "PodDisruptionBudget", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
-    prepare=prepare_pdb, validate=validate_pdb,
+    strategy=Declared(tracks_generation=True, prepare=prepare_pdb, validation=validate_pdb),
 )
 
 KINDS = (PODDISRUPTIONBUDGETS,)

@@ -40,8 +40,7 @@ async def create_object(
 ) -> core_pb2.CreateResponse:
     """Store a new typed object. manager: the field manager to record an Update for (None when the
     caller has set managedFields itself, as server-side apply does)."""
-    if resource.default is not None:
-        resource.default(obj)
+    resource.strategy.default(obj)
     if manager is not None:
         managed.track_update(resource, "", None, obj, manager)
     prepare_for_create(resource, obj, namespace)
@@ -52,8 +51,8 @@ async def create_object(
     if generate:
         m["name"] = meta.generate_name(m["generateName"])
     validate.raise_if_invalid(resource, obj, validate.for_create(resource, obj))
-    if resource.admit is not None:
-        await resource.admit(ctx, obj, None, dry_run)
+    resource.strategy.canonicalize(obj)
+    await resource.strategy.admitted(ctx, obj, None, dry_run)
     for attempt in range(GENERATE_NAME_ATTEMPTS if generate else 1):
         if attempt:
             m["name"] = meta.generate_name(m["generateName"])
@@ -117,9 +116,8 @@ def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:
     m["creationTimestamp"] = meta.now()
     for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         m.pop(field, None)
-    if resource.tracks_generation:
+    if resource.strategy.tracks_generation:
         m["generation"] = 1
-    if resource.has_status and not resource.keeps_status_on_create:
-        obj.pop("status", None)
-    if resource.prepare is not None:
-        resource.prepare(obj, None)
+    if resource.has_status:
+        resource.strategy.reset_status(obj, None)
+    resource.strategy.prepare_for_create(obj)

@@ -34,7 +34,7 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
     manager = options.field_manager(req.options.fieldManager, "UpdateOptions")
     obj, warnings = body.decode(resource, req.object, mode)
     check_name(obj, req.path.name, req.path.namespace)
-    if resource.create_on_update and not req.path.subresource:
+    if resource.strategy.allow_create_on_update() and not req.path.subresource:
         got = await store_call(ctx.store.get(resource.key(req.path.namespace, req.path.name)))
         if got.kv is None:
             created = await create.create(ctx, core_pb2.CreateRequest(
@@ -175,8 +175,7 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
                             dry_run: bool, manager: str | None) -> Obj:
     """The produced object as the kind's (or its subresource's) update strategy makes it: defaulted, its
     managed fields recorded, prepared, validated and admitted."""
-    if resource.default is not None:
-        resource.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
+    resource.strategy.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
     if manager is not None:
         managed.track_update(resource, path.subresource, old, obj, manager)
     owners = meta.meta(obj).get("managedFields")
@@ -184,8 +183,9 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
     if path.subresource:  # the subresource rule took metadata from the stored object
         _set_owners(new, owners)
     validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
-    if resource.admit is not None and not path.subresource:
-        await resource.admit(ctx, new, old, dry_run)
+    if not path.subresource:
+        resource.strategy.canonicalize(new)
+        await resource.strategy.admitted(ctx, new, old, dry_run)
     return new
 
 
@@ -251,12 +251,8 @@ def prepare_for_update(resource: Resource, new: Obj, old: Obj, subresource: str)
         return taken
     _system_fields_kept(new, old)
     if resource.has_status:
-        if "status" in old:
-            new["status"] = old["status"]
-        else:
-            new.pop("status", None)
-    if resource.prepare is not None:
-        resource.prepare(new, old)
+        resource.strategy.reset_status(new, old)
+    resource.strategy.prepare_for_update(new, old)
     _bump_generation(resource, new, old)
     return new
 
@@ -278,7 +274,8 @@ def _system_fields_kept(new: Obj, old: Obj, reset: tuple[str, ...] = ()) -> dict
 
 
 def _bump_generation(resource: Resource, new: Obj, old: Obj) -> None:
-    if resource.tracks_generation and meta.body_without_meta_and_status(new) != meta.body_without_meta_and_status(old):
+    if resource.strategy.tracks_generation and \
+            meta.body_without_meta_and_status(new) != meta.body_without_meta_and_status(old):
         meta.meta(new)["generation"] = meta.meta(old).get("generation", 0) + 1
 
 
@@ -294,7 +291,7 @@ def _deletion_complete(resource: Resource, obj: Obj) -> bool:
     m = meta.meta(obj)
     if not m.get("deletionTimestamp") or m.get("finalizers"):
         return False
-    return resource.holds_deletion is None or not resource.holds_deletion(obj)
+    return not resource.strategy.holds_deletion(obj)
 
 
 def _response(

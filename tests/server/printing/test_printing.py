@@ -31,6 +31,7 @@ from server.printing import (
 from server.printing.columns import DEFAULT_COLUMNS
 from server.registry import Column, Obj, Resource
 from server.schema import JsonSchema
+from server.strategy import Strategy
 
 S = 10**9
 M = 60 * S
@@ -732,7 +733,7 @@ def test_columns_come_from_the_resource_then_the_builtin_printers_then_the_defau
         singular="widget",
         namespaced=True,
         schema=JsonSchema(),
-        columns=own,
+        strategy=Strategy(columns=own),
     )
     assert columns_for(sized) is own
     assert columns_for(WIDGETS) is DEFAULT_COLUMNS

@@ -3,7 +3,8 @@
 allocations, RBAC's escalation check), then the validating ones: LimitRanger's bounds and, last,
 ResourceQuota, which charges the object to the namespace's quotas just before it is written.
 
-`chain` wraps each namespaced resource's `admit` (Resource.admit) with them, so the core stays kind-agnostic.
+`chain` wraps each namespaced resource's own admission (Strategy.admit) with them (Strategy.admission), so
+the core stays kind-agnostic.
 A Pod the mutating plugins changed is validated again and its QoS class recomputed, as kube validates and
 prepares a Pod after mutating admission. Custom resources, registered later by the CRD controller, are not
 wrapped: quota counts only built-in kinds.
@@ -30,12 +31,12 @@ Admit = Callable[[Any, Obj, Obj | None, bool], Awaitable[None]]
 def chain(resources: Iterable[Resource], *, service_accounts: bool) -> list[Resource]:
     """The resources with the admission plugins around their own `admit`. service_accounts: run the
     ServiceAccount plugin (only where the default ServiceAccount is kept in every namespace)."""
-    return [replace(r, admit=_admit(r, service_accounts=service_accounts)) if r.namespaced else r
-            for r in resources]
+    return [replace(r, strategy=replace(r.strategy, admission=_admit(r, service_accounts=service_accounts)))
+            if r.namespaced else r for r in resources]
 
 
 def _admit(resource: Resource, *, service_accounts: bool) -> Admit:
-    own = resource.admit
+    own = resource.strategy.admit
     is_pod = resource.group == "" and resource.resource == "pods"
     ranged = resource.group == "" and resource.resource in ("pods", "persistentvolumeclaims")
 
@@ -44,8 +45,7 @@ def _admit(resource: Resource, *, service_accounts: bool) -> Admit:
         ranges = await limitranger.ranges_in(ctx, namespace) if ranged else []
         if is_pod and old is None:
             await _mutate_pod(ctx, resource, obj, ranges, service_accounts=service_accounts)
-        if own is not None:
-            await own(ctx, obj, old, dry_run)
+        await own(ctx, obj, old, dry_run)
         if ranges:
             limitranger.validate(resource, obj, old, ranges)
         await quota.admit(ctx, resource, obj, old, dry_run)

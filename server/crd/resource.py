@@ -21,15 +21,14 @@ import orjson
 from google.protobuf.descriptor import Descriptor
 
 from server.crd import columns, definition
-from server.machinery import errors, meta, stored
-from server.machinery.crdschema.cel import rules as cel_rules
-from server.machinery.crdschema.structural import parse
-from server.machinery.schema import JsonSchema
-from server.machinery.validation.names import ErrorType, FieldError, GoValue
-from server.machinery.values import Obj
-from server.objects import render
-from server.objects.descriptors import ProtoJsonSchema
-from server.registry.resources import SCALE, Resource, ScaleRule, Subresource
+from server.crd.cel import rules as cel_rules
+from server.crd.protos import ProtoJsonSchema
+from server.crd.structural import parse
+from server.objects import meta, render, scale
+from server.registry import Obj, Resource, ScaleRule, Subresource
+from server.schema import JsonSchema
+from server.strategy import Strategy
+from server.validation.names import ErrorType, FieldError, GoValue
 
 # apiextensions-apiserver's crdHandler serves custom resources with these verbs, in this order.
 VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
@@ -89,23 +88,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
     scale_rule = _scale_rule(version)
     cel = cel_rules.compile_schema(openapi, "") if openapi is not None else cel_rules.Compiled(None, ())
     if scale_rule is not None:  # server/objects/scale.py serves it, with the CRD's paths
-        subresources.append(Subresource(SCALE.name, SCALE.kind, SUBRESOURCE_VERBS, scale_rule.spec_replicas,
-                                        group=SCALE.group, version=SCALE.version, proto_message=SCALE.proto_message))
-
-    def prepare(obj: Obj, old: Obj | None) -> None:
-        if old is None and lifecycle.terminating:
-            raise errors.ApiError(errors.status(
-                405, "MethodNotAllowed", "create not allowed while custom resource definition is terminating",
-                group=group, kind=plural))
-
-    def validate(obj: Obj, old: Obj | None) -> list[FieldError]:
-        errs = schema.validate(obj)
-        if cel.root is not None:
-            errs.extend(_cel_errors(cel.root, obj, old, errs))
-        if scale_rule is not None:
-            errs.extend(_replicas_errors(obj, scale_rule.spec_replicas))
-            errs.extend(_replicas_errors(obj, scale_rule.status_replicas))
-        return errs
+        subresources.append(scale.subresource(scale_rule, SUBRESOURCE_VERBS))
 
     return Resource(
         group=group, version=version.get("name") or "", resource=plural, kind=kind, read=_reader(crd, schema),
@@ -113,10 +96,47 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         schema=schema, verbs=VERBS, short_names=tuple(accepted.get("shortNames") or ()),
         categories=tuple(accepted.get("categories") or ()), subresources=tuple(subresources),
         field_getters=_selectable(version.get("selectableFields") or []),
-        columns=columns.columns(version.get("additionalPrinterColumns") or []),
-        tracks_generation=True, prepare=prepare, validate=validate,
-        custom_list_kind=accepted.get("listKind") or "", scale=scale_rule,
+        custom_list_kind=accepted.get("listKind") or "",
+        strategy=CustomResourceStrategy(
+            columns=columns.columns(version.get("additionalPrinterColumns") or []), tracks_generation=True,
+            schema=schema, cel=cel.root, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural,
+        ),
     )
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class CustomResourceStrategy(Strategy):
+    """A custom resource's rules (apiextensions-apiserver's customResourceStrategy): no create while its CRD is
+    terminating; validation by the version's structural schema, its x-kubernetes-validations (CEL) and, with
+    /scale, the replica paths; the generation tracked; the CRD's printer columns."""
+
+    schema: JsonSchema
+    cel: cel_rules.Node | None
+    scale: ScaleRule | None
+    lifecycle: Lifecycle
+    group: str
+    plural: str
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        if self.lifecycle.terminating:
+            raise errors.ApiError(errors.status(
+                405, "MethodNotAllowed", "create not allowed while custom resource definition is terminating",
+                group=self.group, kind=self.plural))
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        return self._errors(obj, None)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        return self._errors(new, old)
+
+    def _errors(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = self.schema.validate(obj)
+        if self.cel is not None:
+            errs.extend(_cel_errors(self.cel, obj, old, errs))
+        if self.scale is not None:
+            errs.extend(_replicas_errors(obj, self.scale.spec_replicas))
+            errs.extend(_replicas_errors(obj, self.scale.status_replicas))
+        return errs
 
 
 def _cel_errors(root: cel_rules.Node, obj: Obj, old: Obj | None, schema_errs: list[FieldError]

@@ -19,15 +19,15 @@ from urllib.parse import urlsplit
 
 from capstan.api.admissionregistration.v1 import admissionregistration_pb2
 from server.kinds.templates import retyped
-from server.machinery.schema import ProtoSchema
-from server.machinery.selectors import labels
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError, GoValue
-from server.machinery.values import Obj
-from server.machinery.values import dict_of as _dict
-from server.machinery.values import list_of as _list
-from server.machinery.values import text_of as _text
-from server.registry.resources import Resource
+from server.registry import Obj, Resource
+from server.schema import ProtoSchema
+from server.selectors import labels
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError, GoValue
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _text
 
 GROUP = "admissionregistration.k8s.io"
 FAILURE_POLICIES = ("Fail", "Ignore")
@@ -317,9 +317,10 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     namespaced=False,
     schema=VALIDATING_SCHEMA,
     categories=("api-extensions",),
-    tracks_generation=True,
-    default=retyped(VALIDATING_SCHEMA, _defaults(mutating=False)),
-    validate=_validator(mutating=False),
+    strategy=Declared(
+        tracks_generation=True, defaults=retyped(VALIDATING_SCHEMA, _defaults(mutating=False)),
+        validation=_validator(mutating=False),
+    ),
 )
 
 MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
@@ -331,9 +332,10 @@ MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
     namespaced=False,
     schema=MUTATING_SCHEMA,
     categories=("api-extensions",),
-    tracks_generation=True,
-    default=retyped(MUTATING_SCHEMA, _defaults(mutating=True)),
-    validate=_validator(mutating=True),
+    strategy=Declared(
+        tracks_generation=True, defaults=retyped(MUTATING_SCHEMA, _defaults(mutating=True)),
+        validation=_validator(mutating=True),
+    ),
 )
 
 KINDS = (MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS)

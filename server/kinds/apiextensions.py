@@ -8,31 +8,37 @@ object of the kind and removes the finalizer, and the core deletes the CRD.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from capstan.api.apiextensions.v1 import apiextensions_pb2 as apiextensions_v1
 from server.crd import definition
-from server.machinery import meta
-from server.machinery.schema import ProtoSchema
-from server.machinery.values import Obj
-from server.registry.resources import Resource, Subresource
+from server.objects import meta
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
 
 GROUP = "apiextensions.k8s.io"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 
-def holds_deletion(crd: Obj) -> bool:
-    """A CRD not yet marked is held: the first delete marks it (and adds the cleanup finalizer)."""
-    return not meta.meta(crd).get("deletionTimestamp")
+@dataclass(frozen=True, kw_only=True, eq=False)
+class CustomResourceDefinitionStrategy(Declared):
+    """The CRD's rules: its deletion waits for its custom resources to go (the cleanup finalizer, removed by
+    server/controllers/crds.py once they are gone)."""
 
+    def holds_deletion(self, obj: Obj) -> bool:
+        """A CRD not yet marked is held: the first delete marks it (and adds the cleanup finalizer)."""
+        return not meta.meta(obj).get("deletionTimestamp")
 
-def mark_deleting(crd: Obj) -> None:
-    """The first delete: the cleanup finalizer and Terminating "InstanceDeletionPending"."""
-    finalizers = meta.meta(crd).setdefault("finalizers", [])
-    if CLEANUP_FINALIZER not in finalizers:
-        finalizers.append(CLEANUP_FINALIZER)
-    set_condition(crd, {
-        "type": "Terminating", "status": "True", "reason": "InstanceDeletionPending",
-        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
-    })
+    def mark_deleting(self, obj: Obj) -> None:
+        """The first delete: the cleanup finalizer and Terminating "InstanceDeletionPending"."""
+        finalizers = meta.meta(obj).setdefault("finalizers", [])
+        if CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CLEANUP_FINALIZER)
+        set_condition(obj, {
+            "type": "Terminating", "status": "True", "reason": "InstanceDeletionPending",
+            "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        })
 
 
 def set_condition(crd: Obj, condition: dict[str, str]) -> bool:
@@ -70,11 +76,8 @@ CUSTOM_RESOURCE_DEFINITIONS = Resource(
     # metadata changes through /status are kept.
     subresources=(Subresource("status", "CustomResourceDefinition", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
-    tracks_generation=True,
-    prepare=definition.prepare,
-    validate=definition.validate,
-    holds_deletion=holds_deletion,
-    mark_deleting=mark_deleting,
+    strategy=CustomResourceDefinitionStrategy(tracks_generation=True, prepare=definition.prepare,
+                                              validation=definition.validate),
 )
 
 KINDS = (CUSTOM_RESOURCE_DEFINITIONS,)

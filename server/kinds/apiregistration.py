@@ -14,14 +14,14 @@ from typing import Any
 from capstan.api.apiregistration.v1 import apiregistration_pb2
 from server.kinds.admissionregistration import _service_errors
 from server.kinds.templates import retyped
-from server.machinery import meta
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.machinery.values import dict_of as _dict
-from server.machinery.values import text_of as _text
-from server.registry.resources import Resource, Subresource
+from server.objects import meta
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
+from server.values import dict_of as _dict
+from server.values import text_of as _text
 
 GROUP = "apiregistration.k8s.io"
 MAX_GROUP_PRIORITY = 20000
@@ -115,10 +115,10 @@ API_SERVICES = Resource(
             "status", "APIService", ("get", "patch", "update"), ("status",), metadata_reset=(), prepare=prepare_status
         ),
     ),
-    name_rule=names.validate_path_segment_name,
-    default=retyped(SCHEMA, default_api_service),
-    prepare=prepare_api_service,
-    validate=validate_api_service,
+    strategy=Declared(
+        name_rule=names.validate_path_segment_name, defaults=retyped(SCHEMA, default_api_service),
+        prepare=prepare_api_service, validation=validate_api_service,
+    ),
 )
 
 KINDS = (API_SERVICES,)

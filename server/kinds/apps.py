@@ -15,12 +15,12 @@ import re
 from capstan.api.apps.v1 import apps_pb2
 from server.kinds import templates
 from server.kinds.templates import dict_at, get, immutable, nonnegative, selector_errors, semantically_equal
-from server.machinery import meta
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource, ScaleRule, Subresource
+from server.objects import meta, scale
+from server.registry import Obj, Resource, ScaleRule, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
 
 ROLLING_UPDATE, RECREATE, ON_DELETE = "RollingUpdate", "Recreate", "OnDelete"
 ORDERED_READY, PARALLEL = "OrderedReady", "Parallel"
@@ -393,36 +393,44 @@ DAEMON_SET_SCHEMA = ProtoSchema(apps_pb2.DaemonSet)
 DEPLOYMENTS = Resource(
     group="apps", version="v1", resource="deployments", kind="Deployment", singular="deployment", namespaced=True,
     schema=DEPLOYMENT_SCHEMA, short_names=("deploy",), categories=("all",),
-    subresources=(_status("Deployment", ("labels",)),), scale=ScaleRule(), tracks_generation=True,
-    default=templates.retyped(DEPLOYMENT_SCHEMA, default_deployment), prepare=prepare_deployment,
-    validate=validate_deployment,
+    subresources=(_status("Deployment", ("labels",)), scale.subresource(ScaleRule())),
+    strategy=Declared(
+        tracks_generation=True, defaults=templates.retyped(DEPLOYMENT_SCHEMA, default_deployment),
+        prepare=prepare_deployment, validation=validate_deployment,
+    ),
 )
 REPLICA_SETS = Resource(
     group="apps", version="v1", resource="replicasets", kind="ReplicaSet", singular="replicaset", namespaced=True,
     schema=REPLICA_SET_SCHEMA, short_names=("rs",), categories=("all",),
-    subresources=(_status("ReplicaSet"),), scale=ScaleRule(), tracks_generation=True,
-    default=templates.retyped(REPLICA_SET_SCHEMA, default_replica_set), prepare=_new_status({"replicas": 0}),
-    validate=validate_replica_set,
+    subresources=(_status("ReplicaSet"), scale.subresource(ScaleRule())),
+    strategy=Declared(
+        tracks_generation=True, defaults=templates.retyped(REPLICA_SET_SCHEMA, default_replica_set),
+        prepare=_new_status({"replicas": 0}), validation=validate_replica_set,
+    ),
 )
 STATEFUL_SETS = Resource(
     group="apps", version="v1", resource="statefulsets", kind="StatefulSet", singular="statefulset", namespaced=True,
     schema=STATEFUL_SET_SCHEMA, short_names=("sts",), categories=("all",),
-    subresources=(_status("StatefulSet"),), scale=ScaleRule(), tracks_generation=True,
-    name_rule=names.name_is_dns_label,  # its name becomes the pods' hostnames
-    default=templates.retyped(STATEFUL_SET_SCHEMA, default_stateful_set),
-    prepare=_new_status({"replicas": 0, "availableReplicas": 0}), validate=validate_stateful_set,
+    subresources=(_status("StatefulSet"), scale.subresource(ScaleRule())),
+    strategy=Declared(
+        tracks_generation=True, name_rule=names.name_is_dns_label,  # its name becomes the pods' hostnames
+        defaults=templates.retyped(STATEFUL_SET_SCHEMA, default_stateful_set),
+        prepare=_new_status({"replicas": 0, "availableReplicas": 0}), validation=validate_stateful_set,
+    ),
 )
 DAEMON_SETS = Resource(
     group="apps", version="v1", resource="daemonsets", kind="DaemonSet", singular="daemonset", namespaced=True,
     schema=DAEMON_SET_SCHEMA, short_names=("ds",), categories=("all",),
-    subresources=(_status("DaemonSet"),), tracks_generation=True,
-    default=templates.retyped(DAEMON_SET_SCHEMA, default_daemon_set), prepare=prepare_daemon_set,
-    validate=validate_daemon_set,
+    subresources=(_status("DaemonSet"),),
+    strategy=Declared(
+        tracks_generation=True, defaults=templates.retyped(DAEMON_SET_SCHEMA, default_daemon_set),
+        prepare=prepare_daemon_set, validation=validate_daemon_set,
+    ),
 )
 CONTROLLER_REVISIONS = Resource(
     group="apps", version="v1", resource="controllerrevisions", kind="ControllerRevision",
     singular="controllerrevision", namespaced=True, schema=ProtoSchema(apps_pb2.ControllerRevision),
-    validate=validate_controller_revision,
+    strategy=Declared(validation=validate_controller_revision),
 )
 
 KINDS = (DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS, DAEMON_SETS, CONTROLLER_REVISIONS)

@@ -14,15 +14,14 @@ from capstan.api.autoscaling.v1 import autoscaling_pb2 as v1_pb2
 from capstan.api.autoscaling.v2 import autoscaling_v2_pb2 as v2_pb2
 from server.kinds import hpaconversion
 from server.kinds.templates import nonnegative, retyped
-from server.machinery.codec.quantity import QuantityError, parse_quantity
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.machinery.values import dict_of as _dict
-from server.machinery.values import list_of as _list
-from server.machinery.values import text_of as _text
-from server.registry.resources import Resource, StoredAs, Subresource
+from server.registry import Obj, Resource, StoredAs, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _text
 
 DEFAULT_CPU_UTILIZATION = 80
 METRIC_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
@@ -333,9 +332,7 @@ HORIZONTAL_POD_AUTOSCALERS_V2 = Resource(
     short_names=("hpa",),
     categories=("all",),
     subresources=(_status("HorizontalPodAutoscaler"),),
-    tracks_generation=True,
-    default=retyped(V2_SCHEMA, default_v2),
-    validate=validate_v2,
+    strategy=Declared(tracks_generation=True, defaults=retyped(V2_SCHEMA, default_v2), validation=validate_v2),
 )
 
 HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
@@ -349,9 +346,6 @@ HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
     short_names=("hpa",),
     categories=("all",),
     subresources=(_status("HorizontalPodAutoscaler"),),
-    tracks_generation=True,
-    default=retyped(V1_SCHEMA, default_v1),
-    validate=validate_v1,
     stored_as=StoredAs(
         group="autoscaling",
         resource="horizontalpodautoscalers",
@@ -359,6 +353,7 @@ HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
         to_storage=_to_storage,
         from_storage=_from_storage,
     ),
+    strategy=Declared(tracks_generation=True, defaults=retyped(V1_SCHEMA, default_v1), validation=validate_v1),
 )
 
 # v2 first: kube-apiserver's preferred autoscaling version, which discovery lists first.

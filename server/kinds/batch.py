@@ -16,13 +16,13 @@ from capstan.api.batch.v1 import batch_pb2
 from server.kinds import cron, templates
 from server.kinds.shaped import retype
 from server.kinds.templates import dict_at, get, immutable, nonnegative, semantically_equal
-from server.machinery import meta
-from server.machinery.patch.values import copy_json
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource, Subresource
+from server.objects import meta
+from server.patch.values import copy_json
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
 
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"
@@ -399,15 +399,21 @@ def validate_cron_job(obj: Obj, old: Obj | None) -> list[FieldError]:
 JOBS = Resource(
     group="batch", version="v1", resource="jobs", kind="Job", singular="job", namespaced=True,
     schema=JOB_SCHEMA, categories=("all",), subresources=(_status("Job"),),
-    field_getters={"status.successful": _succeeded}, tracks_generation=True,
-    default=templates.retyped(JOB_SCHEMA, default_job), prepare=prepare_job, validate=validate_job,
-    garbage_collection="OrphanDependents",  # batch/v1 keeps its pods by default (jobStrategy, for compatibility)
+    field_getters={"status.successful": _succeeded},
+    strategy=Declared(
+        tracks_generation=True, defaults=templates.retyped(JOB_SCHEMA, default_job), prepare=prepare_job,
+        validation=validate_job,
+        garbage_collection="OrphanDependents",  # batch/v1 keeps its pods by default (jobStrategy, for compatibility)
+    ),
 )
 CRON_JOBS = Resource(
     group="batch", version="v1", resource="cronjobs", kind="CronJob", singular="cronjob", namespaced=True,
     schema=CRON_JOB_SCHEMA, short_names=("cj",), categories=("all",),
-    subresources=(_status("CronJob"),), tracks_generation=True,
-    default=templates.retyped(CRON_JOB_SCHEMA, default_cron_job), prepare=_new_status, validate=validate_cron_job,
+    subresources=(_status("CronJob"),),
+    strategy=Declared(
+        tracks_generation=True, defaults=templates.retyped(CRON_JOB_SCHEMA, default_cron_job), prepare=_new_status,
+        validation=validate_cron_job,
+    ),
 )
 
 KINDS = (JOBS, CRON_JOBS)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import base64
 import functools
 import re
+from dataclasses import dataclass
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from server.machinery import errors, meta
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource, Subresource
+from server import errors
+from server.objects import meta
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
 
 CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 CONFIG_KEY_ERROR = names.regex_error(
@@ -129,18 +131,29 @@ NAMESPACE_PURGING = (
 )
 
 
-def admit_namespace_delete(name: str) -> None:
-    """NamespaceLifecycle: the system namespaces may not be deleted."""
-    if name in IMMORTAL_NAMESPACES:
-        raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
+@dataclass(frozen=True, kw_only=True, eq=False)
+class NamespaceStrategy(Declared):
+    """The Namespace's rules, its deletion rules among them (namespaces' own REST delete): the system
+    namespaces never go; a delete marks the namespace Terminating, and spec.finalizers (the namespace
+    controller's, removed through /finalize) hold it besides metadata.finalizers; deleting it again while it
+    is held answers 409 with NAMESPACE_PURGING; precondition conflicts are worded against the resource."""
 
+    def admit_delete(self, name: str) -> None:
+        """NamespaceLifecycle: the system namespaces may not be deleted."""
+        if name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
 
-def namespace_holds_deletion(obj: Obj) -> bool:
-    return bool((obj.get("spec") or {}).get("finalizers"))
+    def holds_deletion(self, obj: Obj) -> bool:
+        return bool((obj.get("spec") or {}).get("finalizers"))
 
+    def mark_deleting(self, obj: Obj) -> None:
+        obj.setdefault("status", {})["phase"] = "Terminating"
 
-def mark_namespace_terminating(obj: Obj) -> None:
-    obj.setdefault("status", {})["phase"] = "Terminating"
+    def redelete_conflict(self) -> str:
+        return NAMESPACE_PURGING
+
+    def legacy_preconditions(self) -> bool:
+        return True
 
 
 def _status_phase(obj: Obj) -> str:
@@ -161,31 +174,24 @@ NAMESPACES = Resource(
         Subresource("finalize", "Namespace", ("update",), ("spec", "finalizers"), metadata_reset=()),
     ),
     field_getters={"status.phase": _status_phase},
-    name_rule=names.name_is_dns_label,
-    default=default_namespace,
-    prepare=prepare_namespace,
-    validate=validate_namespace,
-    holds_deletion=namespace_holds_deletion,
-    mark_deleting=mark_namespace_terminating,
-    admit_delete=admit_namespace_delete,
-    redelete_conflict=NAMESPACE_PURGING,
-    legacy_preconditions=True,
-    returns_deleted_object=True,
+    strategy=NamespaceStrategy(
+        name_rule=names.name_is_dns_label, defaults=default_namespace, prepare=prepare_namespace,
+        validation=validate_namespace, returns_deleted_object=True,
+    ),
 )
 
 CONFIG_MAPS = Resource(
     group="", version="v1", resource="configmaps", kind="ConfigMap", singular="configmap", namespaced=True,
     schema=ProtoSchema(core_v1.ConfigMap),
     short_names=("cm",),
-    validate=validate_config_map,
+    strategy=Declared(validation=validate_config_map),
 )
 
 SECRETS = Resource(
     group="", version="v1", resource="secrets", kind="Secret", singular="secret", namespaced=True,
     schema=ProtoSchema(core_v1.Secret),
     field_getters={"type": _type},
-    default=default_secret,
-    validate=validate_secret,
+    strategy=Declared(defaults=default_secret, validation=validate_secret),
 )
 
 KINDS = (NAMESPACES, CONFIG_MAPS, SECRETS)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from capstan.api.coordination.v1 import coordination_pb2
 from server.kinds.templates import get
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource
+from server.registry import Obj, Resource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation.names import FieldError
 
 GATED_FIELDS = ("strategy", "preferredHolder")  # CoordinatedLeaderElection
 
@@ -47,7 +47,8 @@ def validate_lease(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 LEASES = Resource(
     group="coordination.k8s.io", version="v1", resource="leases", kind="Lease", singular="lease", namespaced=True,
-    schema=ProtoSchema(coordination_pb2.Lease), prepare=prepare_lease, validate=validate_lease,
+    schema=ProtoSchema(coordination_pb2.Lease),
+    strategy=Declared(prepare=prepare_lease, validation=validate_lease),
 )
 
 KINDS = (LEASES,)

@@ -10,6 +10,7 @@ pkg/apis/core/validation users hit most, worded as kube words it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.kinds import podspec, proxy
@@ -18,12 +19,12 @@ from server.kinds.pods import BINDINGS, PODS
 from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS, services
 from server.kinds.shaped import retype
-from server.machinery import meta
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError, GoValue
-from server.machinery.values import Obj
-from server.registry.resources import Resource, ScaleRule, Subresource
+from server.objects import meta, scale
+from server.registry import Handlers, Obj, Resource, ScaleRule, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError, GoValue
 
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
@@ -100,16 +101,23 @@ def validate_node(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
+class NodeStrategy(Declared):
+    """The Node's rules: a new Node keeps the status it registers with (nodeStrategy.PrepareForCreate keeps
+    it), unlike other kinds with /status."""
+
+    def reset_status(self, new: Obj, old: Obj | None) -> None:
+        if old is not None:
+            super().reset_status(new, old)
+
+
 NODES = Resource(
     group="", version="v1", resource="nodes", kind="Node", singular="node", namespaced=False,
     schema=NODE_SCHEMA,
     short_names=("no",),
-    subresources=(_status_of("Node"), proxy.NODE_PROXY),
-    subresource_get={"proxy": proxy.node},
+    subresources=(_status_of("Node"), replace(proxy.NODE_PROXY, handlers=Handlers(connect=proxy.node))),
     field_getters={"spec.unschedulable": lambda o: "true" if _spec(o).get("unschedulable") else "false"},
-    default=_typed(NODE_SCHEMA, default_node),
-    validate=validate_node,
-    keeps_status_on_create=True,
+    strategy=NodeStrategy(defaults=_typed(NODE_SCHEMA, default_node), validation=validate_node),
 )
 
 
@@ -153,7 +161,6 @@ EVENTS = Resource(
     group="", version="v1", resource="events", kind="Event", singular="event", namespaced=True,
     schema=ProtoSchema(core_v1.Event),
     short_names=("ev",),
-    garbage_collection="Unsupported",  # eventStrategy: deleting an event never waits on or orphans dependents
     field_getters={
         **{f"involvedObject.{f}": _involved_getter(f) for f in (
             "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")},
@@ -162,7 +169,10 @@ EVENTS = Resource(
         "source": _event_source,
         "type": lambda o: str(o.get("type", "")),
     },
-    validate=validate_event,
+    strategy=Declared(
+        garbage_collection="Unsupported",  # eventStrategy: deleting an event never waits on or orphans dependents
+        validation=validate_event,
+    ),
 )
 
 
@@ -172,7 +182,7 @@ SERVICE_ACCOUNTS = Resource(
     group="", version="v1", resource="serviceaccounts", kind="ServiceAccount", singular="serviceaccount",
     namespaced=True, schema=ProtoSchema(core_v1.ServiceAccount),
     short_names=("sa",),
-    returns_deleted_object=True,
+    strategy=Declared(returns_deleted_object=True),
 )
 
 
@@ -273,11 +283,12 @@ PERSISTENT_VOLUMES = Resource(
     namespaced=False, schema=PV_SCHEMA,
     short_names=("pv",),
     subresources=(_status_of("PersistentVolume"),),
-    returns_deleted_object=True,
-    default=_typed(PV_SCHEMA, default_pv),
-    # PrepareForCreate, then the defaults kube applies to what it reads back (phase Pending).
-    prepare=_new_status(PV_SCHEMA, lambda: {"phase": "Pending", "lastPhaseTransitionTime": meta.now()}),
-    validate=validate_pv,
+    strategy=Declared(
+        returns_deleted_object=True, defaults=_typed(PV_SCHEMA, default_pv),
+        # PrepareForCreate, then the defaults kube applies to what it reads back (phase Pending).
+        prepare=_new_status(PV_SCHEMA, lambda: {"phase": "Pending", "lastPhaseTransitionTime": meta.now()}),
+        validation=validate_pv,
+    ),
 )
 
 PERSISTENT_VOLUME_CLAIMS = Resource(
@@ -285,10 +296,10 @@ PERSISTENT_VOLUME_CLAIMS = Resource(
     singular="persistentvolumeclaim", namespaced=True, schema=PVC_SCHEMA,
     short_names=("pvc",),
     subresources=(_status_of("PersistentVolumeClaim"),),
-    returns_deleted_object=True,
-    default=_typed(PVC_SCHEMA, default_pvc),
-    prepare=_new_status(PVC_SCHEMA, lambda: {"phase": "Pending"}),
-    validate=validate_pvc,
+    strategy=Declared(
+        returns_deleted_object=True, defaults=_typed(PVC_SCHEMA, default_pvc),
+        prepare=_new_status(PVC_SCHEMA, lambda: {"phase": "Pending"}), validation=validate_pvc,
+    ),
 )
 
 
@@ -350,18 +361,17 @@ RESOURCE_QUOTAS = Resource(
     namespaced=True, schema=QUOTA_SCHEMA,
     short_names=("quota",),
     subresources=(_status_of("ResourceQuota"),),
-    returns_deleted_object=True,
-    default=_typed(QUOTA_SCHEMA, default_quota),
-    prepare=_new_status(QUOTA_SCHEMA, dict),
-    validate=validate_quota,
+    strategy=Declared(
+        returns_deleted_object=True, defaults=_typed(QUOTA_SCHEMA, default_quota),
+        prepare=_new_status(QUOTA_SCHEMA, dict), validation=validate_quota,
+    ),
 )
 
 LIMIT_RANGES = Resource(
     group="", version="v1", resource="limitranges", kind="LimitRange", singular="limitrange", namespaced=True,
     schema=LIMIT_RANGE_SCHEMA,
     short_names=("limits",),
-    default=_typed(LIMIT_RANGE_SCHEMA, default_limit_range),
-    validate=validate_limit_range,
+    strategy=Declared(defaults=_typed(LIMIT_RANGE_SCHEMA, default_limit_range), validation=validate_limit_range),
 )
 
 
@@ -420,14 +430,15 @@ REPLICATION_CONTROLLERS = Resource(
     singular="replicationcontroller", namespaced=True, schema=RC_SCHEMA,
     short_names=("rc",),
     categories=("all",),
-    subresources=(_status_of("ReplicationController"),),
+    # spec.selector is a plain label map
+    subresources=(_status_of("ReplicationController"), scale.subresource(ScaleRule(selector="Set"))),
     field_getters={"status.replicas": lambda o: str((o.get("status") or {}).get("replicas", 0))},
-    tracks_generation=True,
-    garbage_collection="OrphanDependents",  # rcStrategy: core/v1 keeps its pods by default, for compatibility
-    default=_typed(RC_SCHEMA, default_rc),
-    prepare=_new_status(RC_SCHEMA, lambda: {"replicas": 0}),  # replicas has no omitempty
-    validate=validate_rc,
-    scale=ScaleRule(selector="Set"),  # spec.selector is a plain label map
+    strategy=Declared(
+        tracks_generation=True, defaults=_typed(RC_SCHEMA, default_rc),
+        garbage_collection="OrphanDependents",  # rcStrategy: core/v1 keeps its pods by default, for compatibility
+        prepare=_new_status(RC_SCHEMA, lambda: {"replicas": 0}),  # replicas has no omitempty
+        validation=validate_rc,
+    ),
 )
 
 # Services allocating from the default range; each core replaces it with its own (server/startup/app.py).

@@ -13,11 +13,11 @@ import ipaddress
 
 from capstan.api.discovery.v1 import discovery_pb2
 from server.kinds.templates import immutable
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource
+from server.registry import Obj, Resource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
 
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 PROTOCOLS = ("SCTP", "TCP", "UDP")
@@ -146,8 +146,10 @@ def validate_endpoint_slice(obj: Obj, old: Obj | None) -> list[FieldError]:
 ENDPOINT_SLICES = Resource(
     group="discovery.k8s.io", version="v1", resource="endpointslices", kind="EndpointSlice",
     singular="endpointslice", namespaced=True, schema=ProtoSchema(discovery_pb2.EndpointSlice),
-    tracks_generation=True, default=default_endpoint_slice, prepare=prepare_endpoint_slice,
-    validate=validate_endpoint_slice,
+    strategy=Declared(
+        tracks_generation=True, defaults=default_endpoint_slice, prepare=prepare_endpoint_slice,
+        validation=validate_endpoint_slice,
+    ),
 )
 
 KINDS = (ENDPOINT_SLICES,)

@@ -12,8 +12,9 @@ answers:
   kubectl drain report it by that message); exactly one is checked and charged:
   a budget its controller has not observed yet (status.observedGeneration < generation) or with
   disruptionsAllowed 0 answers 429 TooManyRequests with a DisruptionBudget cause; one allowing a disruption is
-  decremented and the Pod recorded in status.disruptedPods by compare-and-swap on the budget, retried on a
-  conflict; a Pod that is not Ready and whose budget is met (or says AlwaysAllow) is deleted without charging,
+  decremented and the Pod recorded in status.disruptedPods by an update of the budget's /status (the one
+  guaranteed-update path: decided again on the budget as it is when another writer got there first); a Pod
+  that is not Ready and whose budget is met (or says AlwaysAllow) is deleted without charging,
   on the condition that it did not change meanwhile.
 - the Pod is deleted with the Eviction's deleteOptions (graceful deletion as a DELETE does) and the answer is a
   Success Status, 201.
@@ -25,6 +26,7 @@ caught up.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import orjson
@@ -40,9 +42,11 @@ from server.machinery.selectors import labels
 from server.machinery.values import Obj
 from server.objects import body, delete, options, render
 from server.objects.context import Context
-from server.objects.storeerrors import store_call
-from server.registry.resources import Resource
-from storage import Outcome
+from server.objects.update import guaranteed_update
+from server.registry import Obj, Resource
+from server.schema import ProtoSchema
+from server.selectors import labels
+from server.storage_errors import store_call
 
 EVICTION_SCHEMA = ProtoSchema(policy_pb2.Eviction)
 EVICTION_V1 = Resource(group="policy", version="v1", resource="evictions", kind="Eviction", singular="eviction",
@@ -53,8 +57,6 @@ VIOLATES = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTIPLE_BUDGETS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 DISRUPTION_BUDGET_CAUSE = "DisruptionBudget"  # policyv1.DisruptionBudgetCause
 MAX_DISRUPTED_PODS = 2000  # MaxDisruptedPodSize
-# EvictionsRetry: 20 steps (kube waits ~0.5 s between them; a compare-and-swap here needs no wait).
-RETRIES = 20
 
 
 async def evict(ctx: Context, pods: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
@@ -182,29 +184,26 @@ async def _budgets_of(ctx: Context, pod: Obj, namespace: str) -> list[Obj]:
 
 
 async def _charge(ctx: Context, budget: Obj, namespace: str, pod_name: str, dry_run: bool) -> None:
-    """checkAndDecrement under RetryOnConflict: the budget re-read after each lost compare-and-swap."""
+    """checkAndDecrement, written as an update of the budget's /status: re-decided on the budget as it is
+    whenever another writer got there first (RetryOnConflict)."""
     name = meta.meta(budget).get("name", "")
-    key = PODDISRUPTIONBUDGETS.key(namespace, name)
-    for _ in range(RETRIES):
-        got = await store_call(ctx.store.get(key))
-        if got.kv is None:
-            raise errors.not_found("poddisruptionbudgets", "policy", name)
-        current = render.load(got.kv.value)
-        _check(current)
-        status = current.setdefault("status", {})
+    path = core_pb2.ResourcePath(group=PODDISRUPTIONBUDGETS.group, version=PODDISRUPTIONBUDGETS.version,
+                                 resource=PODDISRUPTIONBUDGETS.resource, namespace=namespace, name=name,
+                                 subresource="status")
+
+    def produce(current: Obj) -> tuple[Obj, list[str]]:
+        charged = copy.deepcopy(current)
+        _check(charged)
+        status = charged.setdefault("status", {})
         status["disruptionsAllowed"] = int(status.get("disruptionsAllowed") or 0) - 1
         if status["disruptionsAllowed"] == 0:
             _insufficient_pods(status)
-        if dry_run:
-            return
-        status.setdefault("disruptedPods", {})[pod_name] = meta.now()
-        result = await store_call(ctx.store.update(key, render.to_value(PODDISRUPTIONBUDGETS, current),
-                                                   expected_mod_revision=got.kv.mod_revision))
-        if result.outcome is Outcome.OK:
-            return
-    raise errors.ApiError(errors.status(
-        504, "Timeout", f'Timeout: couldn\'t update PodDisruptionBudget "{name}" due to conflicts',
-        retry_after=10))
+        if not dry_run:
+            status.setdefault("disruptedPods", {})[pod_name] = meta.now()
+        return charged, []
+
+    await guaranteed_update(ctx, PODDISRUPTIONBUDGETS, path, produce, dry_run=dry_run, accept=render.JSON,
+                            manager=None)
 
 
 def _check(budget: Obj) -> None:

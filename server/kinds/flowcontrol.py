@@ -17,13 +17,13 @@ from typing import Any
 
 from capstan.api.flowcontrol.v1beta3 import flowcontrol_pb2
 from server.kinds.templates import get
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.machinery.values import dict_of as _dict
-from server.machinery.values import list_of as _list
-from server.registry.resources import Resource, Subresource
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
+from server.values import dict_of as _dict
+from server.values import list_of as _list
 
 GROUP = "flowcontrol.apiserver.k8s.io"
 VERSION = "v1beta3"
@@ -264,17 +264,22 @@ def _status(kind: str) -> Subresource:
 
 FLOW_SCHEMAS = Resource(
     group=GROUP, version=VERSION, resource="flowschemas", kind="FlowSchema", singular="flowschema",
-    namespaced=False, schema=ProtoSchema(flowcontrol_pb2.FlowSchema), tracks_generation=True,
+    namespaced=False, schema=ProtoSchema(flowcontrol_pb2.FlowSchema),
     subresources=(_status("FlowSchema"),),
-    default=default_flow_schema, prepare=empty_status, validate=validate_flow_schema,
+    strategy=Declared(
+        tracks_generation=True, defaults=default_flow_schema, prepare=empty_status, validation=validate_flow_schema,
+    ),
 )
 
 PRIORITY_LEVEL_CONFIGURATIONS = Resource(
     group=GROUP, version=VERSION, resource="prioritylevelconfigurations", kind="PriorityLevelConfiguration",
     singular="prioritylevelconfiguration", namespaced=False,
-    schema=ProtoSchema(flowcontrol_pb2.PriorityLevelConfiguration), tracks_generation=True,
+    schema=ProtoSchema(flowcontrol_pb2.PriorityLevelConfiguration),
     subresources=(_status("PriorityLevelConfiguration"),),
-    default=default_priority_level, prepare=empty_status, validate=validate_priority_level,
+    strategy=Declared(
+        tracks_generation=True, defaults=default_priority_level, prepare=empty_status,
+        validation=validate_priority_level,
+    ),
 )
 
 KINDS = (FLOW_SCHEMAS, PRIORITY_LEVEL_CONFIGURATIONS)

@@ -20,10 +20,10 @@ from collections.abc import Callable
 
 from capstan.api.flowcontrol.v1beta2 import flowcontrol_v1beta2_pb2 as v1beta2_pb2
 from server.kinds import flowcontrol
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import StoredAs
+from server.registry import Obj, StoredAs
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation.names import FieldError
 
 VERSION = "v1beta2"
 V1BETA2 = "assuredConcurrencyShares"
@@ -76,7 +76,8 @@ FLOW_SCHEMAS = dataclasses.replace(
 
 PRIORITY_LEVEL_CONFIGURATIONS = dataclasses.replace(
     flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS, version=VERSION, schema=PRIORITY_LEVEL,
-    default=default_priority_level, validate=validate_priority_level,
+    strategy=Declared(tracks_generation=True, defaults=default_priority_level, prepare=flowcontrol.empty_status,
+                      validation=validate_priority_level),
     stored_as=StoredAs(
         group=flowcontrol.GROUP, resource="prioritylevelconfigurations",
         schema=flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS.schema,

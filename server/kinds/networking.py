@@ -18,12 +18,12 @@ import re
 from capstan.api.networking.v1 import networking_pb2
 from server.kinds.podspec import port_name_problems
 from server.kinds.templates import get
-from server.machinery.schema import ProtoSchema
-from server.machinery.selectors import labels
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource, Subresource
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.selectors import labels
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
 
 GROUP = "networking.k8s.io"
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
@@ -348,20 +348,20 @@ def validate_network_policy(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 INGRESSES = Resource(
     group=GROUP, version="v1", resource="ingresses", kind="Ingress", singular="ingress", namespaced=True,
-    schema=ProtoSchema(networking_pb2.Ingress), short_names=("ing",), tracks_generation=True,
+    schema=ProtoSchema(networking_pb2.Ingress), short_names=("ing",),
     # ingressStatusStrategy keeps the request's metadata and the stored spec.
     subresources=(Subresource("status", "Ingress", ("get", "patch", "update"), ("status",), metadata_reset=()),),
-    prepare=prepare_ingress, validate=validate_ingress,
+    strategy=Declared(tracks_generation=True, prepare=prepare_ingress, validation=validate_ingress),
 )
 INGRESS_CLASSES = Resource(
     group=GROUP, version="v1", resource="ingressclasses", kind="IngressClass", singular="ingressclass",
-    namespaced=False, schema=ProtoSchema(networking_pb2.IngressClass), tracks_generation=True,
-    default=default_ingress_class, validate=validate_ingress_class,
+    namespaced=False, schema=ProtoSchema(networking_pb2.IngressClass),
+    strategy=Declared(tracks_generation=True, defaults=default_ingress_class, validation=validate_ingress_class),
 )
 NETWORK_POLICIES = Resource(
     group=GROUP, version="v1", resource="networkpolicies", kind="NetworkPolicy", singular="networkpolicy",
     namespaced=True, schema=ProtoSchema(networking_pb2.NetworkPolicy), short_names=("netpol",),
-    tracks_generation=True, default=default_network_policy, validate=validate_network_policy,
+    strategy=Declared(tracks_generation=True, defaults=default_network_policy, validation=validate_network_policy),
 )
 
 KINDS = (INGRESSES, INGRESS_CLASSES, NETWORK_POLICIES)

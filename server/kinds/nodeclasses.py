@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from capstan.api.node.v1 import node_pb2
 from server.kinds.templates import get, immutable
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource
+from server.registry import Obj, Resource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
 
 OPERATORS = ("Equal", "Exists")
 EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
@@ -80,7 +80,8 @@ def validate_runtime_class(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 RUNTIME_CLASSES = Resource(
     group="node.k8s.io", version="v1", resource="runtimeclasses", kind="RuntimeClass", singular="runtimeclass",
-    namespaced=False, schema=ProtoSchema(node_pb2.RuntimeClass), validate=validate_runtime_class,
+    namespaced=False, schema=ProtoSchema(node_pb2.RuntimeClass),
+    strategy=Declared(validation=validate_runtime_class),
 )
 
 KINDS = (RUNTIME_CLASSES,)

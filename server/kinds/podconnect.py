@@ -28,19 +28,13 @@ from server.machinery import errors
 from server.machinery.values import Obj
 from server.objects import render
 from server.objects.context import Context
-from server.objects.storeerrors import store_call
-from server.registry.resources import Resource, Subresource
+from server.registry import Handlers, Obj, Resource, Subresource
+from server.storage_errors import store_call
 
 KUBELET_PORT = 10250
 # kube-apiserver's default --kubelet-preferred-address-types.
 PREFERRED_ADDRESS_TYPES = ("Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP")
 
-SUBRESOURCES = (
-    Subresource("log", "Pod", ("get",)),
-    Subresource("exec", "PodExecOptions", ("create", "get")),
-    Subresource("attach", "PodAttachOptions", ("create", "get")),
-    Subresource("portforward", "PodPortForwardOptions", ("create", "get")),
-)
 
 
 async def log(ctx: Context, pods: Resource, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
@@ -138,4 +132,9 @@ def _unreachable(message: str) -> errors.ApiError:
     return errors.ApiError(errors.status(500, "", message, with_details=False))
 
 
-HANDLERS = {"log": log, "exec": stream, "attach": stream, "portforward": stream}
+SUBRESOURCES = (
+    Subresource("log", "Pod", ("get",), handlers=Handlers(connect=log)),
+    Subresource("exec", "PodExecOptions", ("create", "get"), handlers=Handlers(connect=stream)),
+    Subresource("attach", "PodAttachOptions", ("create", "get"), handlers=Handlers(connect=stream)),
+    Subresource("portforward", "PodPortForwardOptions", ("create", "get"), handlers=Handlers(connect=stream)),
+)

@@ -14,6 +14,7 @@ defaulttolerationseconds), pkg/apis/core/helper/qos (GetPodQOS).
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -23,17 +24,14 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.kinds import ephemeral, podconnect, podspec, proxy
 from server.kinds.eviction import evict
 from server.kinds.shaped import retype
-from server.machinery import errors, meta
-from server.machinery.codec.quantity import parse_quantity
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.objects import body, render
+from server.objects import body, meta, options, render
 from server.objects.context import Context
-from server.objects.storeerrors import store_call
-from server.registry.resources import Resource, Subresource
-from storage import Outcome
+from server.objects.update import guaranteed_update
+from server.registry import Handlers, Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 # DefaultTolerationSeconds admission: every Pod tolerates a not-ready or unreachable node for 300 s.
@@ -215,19 +213,6 @@ FIELD_GETTERS = {
 }
 
 
-# --- graceful deletion -------------------------------------------------------------------------------------------
-
-
-def grace_period(obj: Obj, requested: int | None) -> int:
-    """podStrategy.CheckGracefulDelete: the requested period, else terminationGracePeriodSeconds; 0 for a Pod
-    on no node or already finished; a negative period is 1."""
-    spec, status = _spec(obj), _status(obj)
-    period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
-    if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
-        period = 0
-    return 1 if period < 0 else period
-
-
 # --- /binding ----------------------------------------------------------------------------------------------------
 
 BINDING_SCHEMA = ProtoSchema(core_v1.Binding)
@@ -238,8 +223,6 @@ BINDING_KIND = Resource(group="", version="v1", resource="bindings", kind="Bindi
 async def bind_legacy(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """LegacyBindingREST: POST namespaces/{ns}/bindings binds the Pod the Binding names, as pods/{name}/binding
     does (its namespace checked against the request's first, as kube's create handler checks it)."""
-    from server.objects import options  # the verbs' option parsing
-
     binding, _ = body.decode(BINDING_KIND, req.object, options.field_validation(
         req.options.fieldValidation, "CreateOptions"))
     m = meta.meta(binding)
@@ -256,18 +239,16 @@ async def bind_legacy(ctx: Context, resource: Resource, req: core_pb2.CreateRequ
     return await bind(ctx, pods, bound)
 
 
-# POST namespaces/{ns}/bindings: a Binding is never stored; the key "" of subresource_create writes it.
+# POST namespaces/{ns}/bindings: a Binding is never stored; its create handler binds the Pod it names.
 BINDINGS = Resource(group="", version="v1", resource="bindings", kind="Binding", singular="binding",
                     namespaced=True, schema=BINDING_SCHEMA, verbs=("create",),
-                    subresource_create={"": bind_legacy})
+                    handlers=Handlers(create=bind_legacy))
 
 
 async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """BindingREST.Create: set spec.nodeName (and the binding's annotations) on a Pod not yet bound, and its
     PodScheduled condition; answers a Success Status, 201. The Binding's uid and resourceVersion are
     preconditions on the Pod."""
-    from server.objects import options  # the verbs' option parsing
-
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     binding, warnings = body.decode(BINDING_KIND, req.object, options.field_validation(
         req.options.fieldValidation, "CreateOptions"))
@@ -283,32 +264,27 @@ async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) ->
         problems.append(FieldError.required("target.name"))
     if problems:  # kube returns the aggregate as a plain error: an internal error
         raise errors.internal(names.join_errors(problems))
-    key = resource.key(req.path.namespace, name)
-    while True:  # GuaranteedUpdate's loop: until the compare holds; the request's deadline bounds it
-        got = await store_call(ctx.store.get(key))
-        if got.kv is None:
-            raise errors.not_found(resource.resource, resource.group, name)
-        pod = render.load(got.kv.value)
+
+    def produce(current: Obj) -> tuple[Obj, list[str]]:  # setPodHostAndAnnotations, on the Pod as it is now
+        pod = copy.deepcopy(current)
         pm = meta.meta(pod)
         if m.get("uid") and m["uid"] != pm.get("uid"):
             raise errors.conflict(resource.resource, resource.group, name, (
                 f"Precondition failed: UID in precondition: {m['uid']}, UID in object meta: {pm.get('uid')}"))
-        if m.get("resourceVersion") and m["resourceVersion"] != str(got.kv.mod_revision):
+        if m.get("resourceVersion") and m["resourceVersion"] != pm.get("resourceVersion"):
             raise errors.conflict(resource.resource, resource.group, name)
         refusal = _bind_refusal(pod, name)
         if refusal:
             raise errors.conflict("pods/binding", "", name, refusal)
-        spec = pod.setdefault("spec", {})
-        spec["nodeName"] = target["name"]
+        pod.setdefault("spec", {})["nodeName"] = target["name"]
         if m.get("annotations"):
             pm.setdefault("annotations", {}).update(m["annotations"])
         _set_scheduled(pod)
-        if dry_run:
-            break
-        result = await store_call(ctx.store.update(key, render.to_value(resource, pod),
-                                                   expected_mod_revision=got.kv.mod_revision))
-        if result.outcome is Outcome.OK:
-            break
+        return pod, warnings
+
+    # BindingREST writes through the storage's GuaranteedUpdate: the Pod's strategy does not run.
+    await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON, manager=None,
+                            direct=True)
     status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
     return core_pb2.CreateResponse(object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON,
                                                              data=orjson.dumps(status)), warnings=warnings)
@@ -338,6 +314,20 @@ def _set_scheduled(pod: Obj) -> None:
                        "lastTransitionTime": meta.now()})
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
+class PodStrategy(Declared):
+    """The Pod's rules: defaults, PrepareForCreate, validation (Declared) and graceful deletion."""
+
+    def grace_period(self, obj: Obj, requested: int | None) -> int:
+        """podStrategy.CheckGracefulDelete: the requested period, else terminationGracePeriodSeconds; 0 for a Pod
+        on no node or already finished; a negative period is 1."""
+        spec, status = _spec(obj), _status(obj)
+        period = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            period = 0
+        return 1 if period < 0 else period
+
+
 PODS = Resource(
     group="", version="v1", resource="pods", kind="Pod", singular="pod", namespaced=True,
     schema=POD_SCHEMA,
@@ -347,19 +337,15 @@ PODS = Resource(
         # podStatusStrategy: ownerReferences stay as stored (old kubelets corrupted them).
         Subresource("status", "Pod", ("get", "patch", "update"), ("status",),
                     metadata_reset=("deletionTimestamp", "ownerReferences")),
-        Subresource("binding", "Binding", ("create",), proto_message="k8s.io.api.core.v1.Binding"),
+        Subresource("binding", "Binding", ("create",), proto_message="k8s.io.api.core.v1.Binding",
+                    handlers=Handlers(create=bind)),
         Subresource("eviction", "Eviction", ("create",), group="policy", version="v1",
-                    proto_message="k8s.io.api.policy.v1.Eviction"),
+                    proto_message="k8s.io.api.policy.v1.Eviction", handlers=Handlers(create=evict)),
         ephemeral.EPHEMERAL_CONTAINERS,
         *podconnect.SUBRESOURCES,
-        proxy.POD_PROXY,
+        replace(proxy.POD_PROXY, handlers=Handlers(connect=proxy.pod)),
     ),
     field_getters=FIELD_GETTERS,
-    default=default_pod,
-    prepare=prepare_pod,
-    validate=validate_pod,
-    grace_period=grace_period,
-    returns_deleted_object=True,
-    subresource_create={"binding": bind, "eviction": evict},
-    subresource_get={**podconnect.HANDLERS, "proxy": proxy.pod},
+    strategy=PodStrategy(defaults=default_pod, prepare=prepare_pod, validation=validate_pod,
+                         returns_deleted_object=True),
 )

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.kinds.templates import default_template, dict_at, pod_template_errors, retyped
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource
+from server.registry import Obj, Resource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation.names import FieldError
 
 POD_TEMPLATE_SCHEMA = ProtoSchema(core_v1.PodTemplate)
 
@@ -35,10 +35,10 @@ def validate_pod_template(obj: Obj, old: Obj | None) -> list[FieldError]:
 POD_TEMPLATES = Resource(
     group="", version="v1", resource="podtemplates", kind="PodTemplate", singular="podtemplate", namespaced=True,
     schema=POD_TEMPLATE_SCHEMA,
-    tracks_generation=True,
-    returns_deleted_object=True,
-    default=retyped(POD_TEMPLATE_SCHEMA, default_pod_template),
-    validate=validate_pod_template,
+    strategy=Declared(
+        tracks_generation=True, returns_deleted_object=True,
+        defaults=retyped(POD_TEMPLATE_SCHEMA, default_pod_template), validation=validate_pod_template,
+    ),
 )
 
 KINDS: tuple[Resource, ...] = (POD_TEMPLATES,)

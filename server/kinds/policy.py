@@ -15,11 +15,11 @@ import json
 from capstan.api.policy.v1 import policy_pb2
 from server.kinds.apps import _not_over_100_percent, _positive_int_or_percent
 from server.kinds.templates import nonnegative
-from server.machinery.schema import ProtoSchema
-from server.machinery.selectors import labels
-from server.machinery.validation.names import FieldError, GoValue
-from server.machinery.values import Obj
-from server.registry.resources import Resource, Subresource
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.selectors import labels
+from server.strategy import Declared
+from server.validation.names import FieldError, GoValue
 
 EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 NEW_STATUS = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
@@ -76,11 +76,11 @@ def validate_pdb(obj: Obj, old: Obj | None) -> list[FieldError]:
 PODDISRUPTIONBUDGETS = Resource(
     group="policy", version="v1", resource="poddisruptionbudgets", kind="PodDisruptionBudget",
     singular="poddisruptionbudget", namespaced=True, schema=ProtoSchema(policy_pb2.PodDisruptionBudget),
-    short_names=("pdb",), tracks_generation=True,
+    short_names=("pdb",),
     # podDisruptionBudgetStatusStrategy keeps the request's metadata and the stored spec.
     subresources=(Subresource("status", "PodDisruptionBudget", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
-    prepare=prepare_pdb, validate=validate_pdb,
+    strategy=Declared(tracks_generation=True, prepare=prepare_pdb, validation=validate_pdb),
 )
 
 KINDS = (PODDISRUPTIONBUDGETS,)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from capstan.api.rbac.v1 import rbac_pb2
 from server.auth.rbac import escalation
-from server.machinery.schema import ProtoSchema
-from server.machinery.selectors import labels
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.machinery.values import text_of as _text
-from server.registry.resources import Resource
+from server.registry import Obj, Resource
+from server.schema import ProtoSchema
+from server.selectors import labels
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError
+from server.values import text_of as _text
 
 GROUP = "rbac.authorization.k8s.io"
 SERVICE_ACCOUNT, USER, GROUP_KIND = "ServiceAccount", "User", "Group"
@@ -139,24 +139,34 @@ def validate_cluster_role_binding(obj: Obj, old: Obj | None) -> list[FieldError]
 
 ROLES = Resource(
     group=GROUP, version="v1", resource="roles", kind="Role", singular="role", namespaced=True,
-    schema=ProtoSchema(rbac_pb2.Role), name_rule=names.validate_path_segment_name,  # ValidateRBACName
-    validate=validate_role, admit=escalation.admit_role,
+    schema=ProtoSchema(rbac_pb2.Role), # ValidateRBACName
+    strategy=Declared(
+        name_rule=names.validate_path_segment_name, validation=validate_role, own_admission=escalation.admit_role,
+    ),
 )
 CLUSTER_ROLES = Resource(
     group=GROUP, version="v1", resource="clusterroles", kind="ClusterRole", singular="clusterrole", namespaced=False,
-    schema=ProtoSchema(rbac_pb2.ClusterRole), name_rule=names.validate_path_segment_name,
-    validate=validate_cluster_role, admit=escalation.admit_cluster_role,
+    schema=ProtoSchema(rbac_pb2.ClusterRole),
+    strategy=Declared(
+        name_rule=names.validate_path_segment_name, validation=validate_cluster_role,
+        own_admission=escalation.admit_cluster_role,
+    ),
 )
 ROLE_BINDINGS = Resource(
     group=GROUP, version="v1", resource="rolebindings", kind="RoleBinding", singular="rolebinding", namespaced=True,
-    schema=ProtoSchema(rbac_pb2.RoleBinding), name_rule=names.validate_path_segment_name,
-    default=default_binding, validate=validate_role_binding, admit=escalation.admit_role_binding,
+    schema=ProtoSchema(rbac_pb2.RoleBinding),
+    strategy=Declared(
+        name_rule=names.validate_path_segment_name, defaults=default_binding, validation=validate_role_binding,
+        own_admission=escalation.admit_role_binding,
+    ),
 )
 CLUSTER_ROLE_BINDINGS = Resource(
     group=GROUP, version="v1", resource="clusterrolebindings", kind="ClusterRoleBinding",
     singular="clusterrolebinding", namespaced=False, schema=ProtoSchema(rbac_pb2.ClusterRoleBinding),
-    name_rule=names.validate_path_segment_name, default=default_binding, validate=validate_cluster_role_binding,
-    admit=escalation.admit_cluster_role_binding,
+    strategy=Declared(
+        name_rule=names.validate_path_segment_name, defaults=default_binding,
+        validation=validate_cluster_role_binding, own_admission=escalation.admit_cluster_role_binding,
+    ),
 )
 
 KINDS = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)

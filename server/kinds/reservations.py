@@ -31,9 +31,8 @@ from typing import Any
 
 import orjson
 
-from server.machinery import errors
-from server.objects.storeerrors import store_call
-from storage import Outcome, Store
+from server import errors
+from server.storage_errors import Store, store_call, swap
 
 HOLD = 60.0  # seconds: longer than any request runs (kube-apiserver's --request-timeout, 1m)
 ATTEMPTS = 64  # reads and writes of the record before a create gives up (a 500 as kube's "failed to allocate")
@@ -101,15 +100,11 @@ class Reservations:
             for entry in added:
                 self._tasks.setdefault(entry.value, set()).add(task)
         try:
-            if record.mod_revision:
-                result = await store_call(self._store.update(self._key, body,
-                                                             expected_mod_revision=record.mod_revision))
-            else:
-                result = await store_call(self._store.create(self._key, body))
+            written = await swap(self._store, self._key, body, record.mod_revision)
         except BaseException:
             self._forget(added, task)
             raise
-        if result.outcome is not Outcome.OK:
+        if not written:
             self._forget(added, task)
             raise Conflict()
 

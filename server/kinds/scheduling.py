@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from capstan.api.scheduling.v1 import scheduling_pb2
 from server.kinds.templates import immutable
-from server.machinery import errors
-from server.machinery.schema import ProtoSchema
-from server.machinery.validation.names import FieldError
-from server.machinery.values import Obj
-from server.registry.resources import Resource
+from server.registry import Obj, Resource
+from server.schema import ProtoSchema
+from server.strategy import Declared
+from server.validation.names import FieldError
 
 GROUP = "scheduling.k8s.io"
 SYSTEM_PREFIX = "system-"
@@ -91,7 +90,9 @@ def admit_delete(name: str) -> None:
 PRIORITY_CLASSES = Resource(
     group=GROUP, version="v1", resource="priorityclasses", kind="PriorityClass", singular="priorityclass",
     namespaced=False, schema=ProtoSchema(scheduling_pb2.PriorityClass), short_names=("pc",),
-    default=default_priority_class, validate=validate_priority_class, admit_delete=admit_delete,
+    strategy=Declared(
+        defaults=default_priority_class, validation=validate_priority_class, delete_admission=admit_delete,
+    ),
 )
 
 KINDS = (PRIORITY_CLASSES,)

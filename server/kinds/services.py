@@ -34,8 +34,12 @@ from server.machinery.validation.names import FieldError, GoValue
 from server.machinery.values import Obj
 from server.objects import render
 from server.objects.context import Context
-from server.objects.storeerrors import store_call
-from server.registry.resources import Resource, Subresource
+from server.registry import Handlers, Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.storage_errors import store_call
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError, GoValue
 
 DEFAULT_SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
 NODE_PORTS = range(30000, 32768)
@@ -453,21 +457,18 @@ SERVICES = Resource(
     short_names=("svc",),
     categories=("all",),
     subresources=(Subresource("status", "Service", ("get", "patch", "update"), ("status",), metadata_reset=()),
-                  proxy.SERVICE_PROXY),
-    subresource_get={"proxy": proxy.service},
-    name_rule=names.name_is_dns1035_label,
-    returns_deleted_object=True,
-    default=default_service,
-    prepare=prepare_service,
-    validate=validate_service,
+                  replace(proxy.SERVICE_PROXY, handlers=Handlers(connect=proxy.service))),
+    strategy=(_SERVICE_STRATEGY := Declared(
+        name_rule=names.name_is_dns1035_label, returns_deleted_object=True, defaults=default_service,
+        prepare=prepare_service, validation=validate_service,
+    )),
 )
 
 ENDPOINTS = Resource(
     group="", version="v1", resource="endpoints", kind="Endpoints", singular="endpoints", namespaced=True,
     schema=ENDPOINTS_SCHEMA,
     short_names=("ep",),
-    default=default_endpoints,
-    validate=validate_endpoints,
+    strategy=Declared(defaults=default_endpoints, validation=validate_endpoints),
 )
 
 
@@ -475,7 +476,7 @@ def services(service_cluster_ip_range: str = DEFAULT_SERVICE_CLUSTER_IP_RANGE) -
     """The services resource allocating from `service_cluster_ip_range` (ValueError for a bad range), and its
     allocator. Every core gets its own."""
     allocator = Allocator(service_cluster_ip_range)
-    return replace(SERVICES, admit=allocator.admit), allocator
+    return replace(SERVICES, strategy=replace(_SERVICE_STRATEGY, own_admission=allocator.admit)), allocator
 
 
 def _port_and_protocol(port: Obj, here: str) -> list[FieldError]:

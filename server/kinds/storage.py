@@ -16,16 +16,15 @@ import json
 from capstan.api.storage.v1 import storage_pb2
 from server.kinds.shaped import retype
 from server.kinds.templates import dict_at, get, immutable, semantically_equal
-from server.machinery.codec.quantity import parse_quantity
-from server.machinery.schema import ProtoSchema
-from server.machinery.selectors import labels
-from server.machinery.validation import names
-from server.machinery.validation.names import FieldError, GoValue
-from server.machinery.values import Obj
-from server.machinery.values import dict_of as _dict
-from server.machinery.values import list_of as _list
-from server.machinery.values import text_of as _text
-from server.registry.resources import Resource, Subresource
+from server.registry import Obj, Resource, Subresource
+from server.schema import ProtoSchema
+from server.selectors import labels
+from server.strategy import Declared
+from server.validation import names
+from server.validation.names import FieldError, GoValue
+from server.values import dict_of as _dict
+from server.values import list_of as _list
+from server.values import text_of as _text
 
 GROUP = "storage.k8s.io"
 RECLAIM_POLICIES = ("Delete", "Retain")
@@ -351,20 +350,23 @@ def validate_volume_attachment(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 STORAGE_CLASSES = Resource(
     group=GROUP, version="v1", resource="storageclasses", kind="StorageClass", singular="storageclass",
-    namespaced=False, schema=SC_SCHEMA, short_names=("sc",), returns_deleted_object=True,
-    default=default_storage_class, validate=validate_storage_class,
+    namespaced=False, schema=SC_SCHEMA, short_names=("sc",),
+    strategy=Declared(returns_deleted_object=True, defaults=default_storage_class, validation=validate_storage_class),
 )
 CSI_DRIVERS = Resource(
     group=GROUP, version="v1", resource="csidrivers", kind="CSIDriver", singular="csidriver", namespaced=False,
-    schema=CSI_DRIVER_SCHEMA, default=default_csi_driver, validate=validate_csi_driver,
+    schema=CSI_DRIVER_SCHEMA,
+    strategy=Declared(defaults=default_csi_driver, validation=validate_csi_driver),
 )
 CSI_NODES = Resource(
     group=GROUP, version="v1", resource="csinodes", kind="CSINode", singular="csinode", namespaced=False,
-    schema=CSI_NODE_SCHEMA, validate=validate_csi_node,
+    schema=CSI_NODE_SCHEMA,
+    strategy=Declared(validation=validate_csi_node),
 )
 CSI_STORAGE_CAPACITIES = Resource(
     group=GROUP, version="v1", resource="csistoragecapacities", kind="CSIStorageCapacity",
-    singular="csistoragecapacity", namespaced=True, schema=CAPACITY_SCHEMA, validate=validate_csi_storage_capacity,
+    singular="csistoragecapacity", namespaced=True, schema=CAPACITY_SCHEMA,
+    strategy=Declared(validation=validate_csi_storage_capacity),
 )
 VOLUME_ATTACHMENTS = Resource(
     group=GROUP, version="v1", resource="volumeattachments", kind="VolumeAttachment", singular="volumeattachment",
@@ -372,7 +374,7 @@ VOLUME_ATTACHMENTS = Resource(
     # volumeAttachmentStatusStrategy keeps the request's metadata and resets spec.
     subresources=(Subresource("status", "VolumeAttachment", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
-    prepare=new_attachment_status, validate=validate_volume_attachment,
+    strategy=Declared(prepare=new_attachment_status, validation=validate_volume_attachment),
 )
 
 KINDS = (STORAGE_CLASSES, VOLUME_ATTACHMENTS, CSI_DRIVERS, CSI_NODES, CSI_STORAGE_CAPACITIES)

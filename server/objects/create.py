@@ -19,11 +19,11 @@ GENERATE_NAME_ATTEMPTS = 8  # kube-apiserver retries a generated name that is ta
 async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """Decode, set server fields, admit (the namespace), name, validate, store — kube-apiserver's order."""
     resource = resolve(ctx.registry, req.path, "create")
-    # resolve admitted a subresource: one the kind writes with POST (pods/binding); "" is a resource written
-    # only through a hook (bindings).
-    hook = resource.subresource_create.get(req.path.subresource)
-    if hook is not None:
-        return await hook(ctx, resource, req)  # type: ignore[no-any-return]
+    # resolve admitted a subresource: one the kind writes with POST (pods/binding); or the resource has a
+    # create of its own (bindings, never stored).
+    handler = resource.handlers_of(req.path.subresource).create
+    if handler is not None:
+        return await handler(ctx, resource, req)
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     mode = options.field_validation(req.options.fieldValidation, "CreateOptions")
     manager = options.field_manager(req.options.fieldManager, "CreateOptions")
@@ -41,8 +41,7 @@ async def create_object(
 ) -> core_pb2.CreateResponse:
     """Store a new typed object. manager: the field manager to record an Update for (None when the
     caller has set managedFields itself, as server-side apply does)."""
-    if resource.default is not None:
-        resource.default(obj)
+    resource.strategy.default(obj)
     if manager is not None:
         managed.track_update(resource, "", None, obj, manager)
     prepare_for_create(resource, obj, namespace)
@@ -53,8 +52,8 @@ async def create_object(
     if generate:
         m["name"] = meta.generate_name(m["generateName"])
     validate.raise_if_invalid(resource, obj, validate.for_create(resource, obj))
-    if resource.admit is not None:
-        await resource.admit(ctx, obj, None, dry_run)
+    resource.strategy.canonicalize(obj)
+    await resource.strategy.admitted(ctx, obj, None, dry_run)
     for attempt in range(GENERATE_NAME_ATTEMPTS if generate else 1):
         if attempt:
             m["name"] = meta.generate_name(m["generateName"])
@@ -118,9 +117,8 @@ def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:
     m["creationTimestamp"] = meta.now()
     for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         m.pop(field, None)
-    if resource.tracks_generation:
+    if resource.strategy.tracks_generation:
         m["generation"] = 1
-    if resource.has_status and not resource.keeps_status_on_create:
-        obj.pop("status", None)
-    if resource.prepare is not None:
-        resource.prepare(obj, None)
+    if resource.has_status:
+        resource.strategy.reset_status(obj, None)
+    resource.strategy.prepare_for_create(obj)

@@ -20,7 +20,7 @@ until a delete with a period of 0 (the kubelet's; here server/controllers/termin
 What a delete answers is kube-apiserver's registry store's (Store.Delete and finalizeDelete): a delete that
 only marks the object (a grace period starting or shortened, finalizers holding it) answers the object as
 stored; a completed delete, and a repeated delete while a graceful deletion is pending, answer the object for
-kinds whose store sets ReturnDeletedObject (Resource.returns_deleted_object: Pods, Services, Namespaces, ...)
+kinds whose store sets ReturnDeletedObject (Strategy.returns_deleted_object: Pods, Services, Namespaces, ...)
 and the Success Status for the others. The deleted object carries the revision of its deletion as its
 resourceVersion (the etcd3 store decodes it at the delete's revision), a dry run its current one.
 """
@@ -64,21 +64,21 @@ async def delete_object(
     answer_deleted: bool | None = None,
 ) -> core_pb2.DeleteResponse:
     """Delete one object; `answer_deleted` overrides whether a completed delete answers the object (default:
-    the kind's returns_deleted_object), for DeleteCollection, which lists what it read instead."""
+    the strategy's returns_deleted_object), for DeleteCollection, which lists what it read instead."""
     key = resource.key(namespace, name)
     if answer_deleted is None:
-        answer_deleted = resource.returns_deleted_object
-    if resource.admit_delete is not None:
-        resource.admit_delete(name)
+        answer_deleted = resource.strategy.returns_deleted_object
+    resource.strategy.admit_delete(name)
     while True:  # GuaranteedUpdate's loop: until the compare holds; the request's deadline bounds it
         got = await store_call(ctx.store.get(key))
         if got.kv is None:
             raise errors.not_found(resource.resource, resource.group, name)
         old = render.load(got.kv.value)
         _check_preconditions(resource, name, opts.preconditions, old, got.kv)
-        held = resource.holds_deletion is not None and resource.holds_deletion(old)
-        if held and resource.redelete_conflict and meta.meta(old).get("deletionTimestamp"):
-            raise errors.conflict(resource.resource, resource.group, name, resource.redelete_conflict)
+        held = resource.strategy.holds_deletion(old)
+        conflict = resource.strategy.redelete_conflict()
+        if held and conflict and meta.meta(old).get("deletionTimestamp"):
+            raise errors.conflict(resource.resource, resource.group, name, conflict)
         graceful = _graceful(resource, old, opts)
         if graceful is _PENDING:  # rest.BeforeDelete's pendingGraceful: finalizeDelete of the object unchanged
             if not answer_deleted:
@@ -145,7 +145,7 @@ def gc_finalizers(resource: Resource, obj: Obj, opts: meta_pb2.DeleteOptions) ->
 
 
 def _should_orphan_dependents(resource: Resource, finalizers: list[str], opts: meta_pb2.DeleteOptions) -> bool:
-    if resource.garbage_collection == "Unsupported":
+    if resource.strategy.garbage_collection == "Unsupported":
         return False
     if opts.HasField("orphanDependents"):
         return opts.orphanDependents
@@ -154,11 +154,11 @@ def _should_orphan_dependents(resource: Resource, finalizers: list[str], opts: m
     for f in finalizers:
         if f in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER):
             return f == ORPHAN_FINALIZER
-    return resource.garbage_collection == "OrphanDependents"
+    return resource.strategy.garbage_collection == "OrphanDependents"
 
 
 def _should_delete_dependents(resource: Resource, finalizers: list[str], opts: meta_pb2.DeleteOptions) -> bool:
-    if resource.garbage_collection == "Unsupported" or opts.HasField("orphanDependents"):
+    if resource.strategy.garbage_collection == "Unsupported" or opts.HasField("orphanDependents"):
         return False
     if opts.propagationPolicy:
         return opts.propagationPolicy == "Foreground"
@@ -180,11 +180,12 @@ def _graceful(resource: Resource, obj: Obj, opts: meta_pb2.DeleteOptions) -> Obj
     A later delete may only shorten the period: deletionTimestamp moves back by the difference. Negative
     periods count as 1 second.
     """
-    if resource.grace_period is None:
-        return None
     requested = opts.gracePeriodSeconds if opts.HasField("gracePeriodSeconds") else None
     if requested is not None and requested < 0:
         requested = 1
+    granted = resource.strategy.grace_period(obj, requested)
+    if granted is None:  # the kind has no graceful deletion
+        return None
     m = meta.meta(obj)
     if m.get("deletionTimestamp"):
         current = m.get("deletionGracePeriodSeconds")
@@ -195,7 +196,7 @@ def _graceful(resource: Resource, obj: Obj, opts: meta_pb2.DeleteOptions) -> Obj
         seconds, _ = gotime.parse(m["deletionTimestamp"], gotime.RFC3339)
         period, deadline = requested, seconds - current + requested
     else:
-        period = resource.grace_period(obj, requested)
+        period = granted
         if period <= 0:
             return None
         deadline = int(time.time()) + period
@@ -224,8 +225,7 @@ def _mark(resource: Resource, obj: Obj, finalizers: list[str]) -> Obj:
             m["generation"] += 1
         m["deletionTimestamp"] = meta.now()
     m["deletionGracePeriodSeconds"] = 0
-    if resource.mark_deleting is not None:
-        resource.mark_deleting(marked)
+    resource.strategy.mark_deleting(marked)
     return marked
 
 
@@ -239,7 +239,7 @@ def _check_preconditions(
     names the resource and says "Precondition failed: ...".
     """
     uid, rv = meta.meta(obj).get("uid", ""), str(kv.mod_revision)
-    if resource.legacy_preconditions:
+    if resource.strategy.legacy_preconditions():
         target = resource.resource
         uid_detail = f"Precondition failed: UID in precondition: {pre.uid}, UID in object meta: {uid}"
         rv_detail = (f"Precondition failed: ResourceVersion in precondition: {pre.resourceVersion}, "

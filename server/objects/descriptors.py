@@ -23,13 +23,13 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
-from server.machinery import errors
-from server.machinery.codec import transcode
-from server.machinery.codec.errors import DecodeError as TranscodeError
-from server.machinery.crdschema.structural import Structural
-from server.machinery.schema import JsonSchema, SchemaError, proto_to_json
-from server.machinery.values import Obj
-from storage import Outcome, Store
+from server import errors
+from server.codec import transcode
+from server.codec.errors import DecodeError as TranscodeError
+from server.crd.structural import Structural
+from server.registry import Obj
+from server.schema import JsonSchema, SchemaError, proto_to_json
+from server.storage_errors import Store, create_unless_present
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +63,9 @@ class Descriptors:
             raise errors.bad_request(f"descriptors not registered: {err}") from None
         data = files.SerializeToString(deterministic=True)
         key = PREFIX + hashlib.sha256(data).hexdigest().encode()
-        result = await self._store.create(key, data)
-        if result.outcome not in (Outcome.OK, Outcome.EXISTS):
-            raise errors.internal(f"storing descriptors: {result.outcome}")
+        refused = await create_unless_present(self._store, key, data)
+        if refused:
+            raise errors.internal(f"storing descriptors: {refused}")
         for listener in self.listeners:
             listener()
         return messages

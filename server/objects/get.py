@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.machinery import errors
-from server.objects import computed, options, render, scale, views
+from server import errors
+from server.objects import computed, options, render, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
-from server.objects.storeerrors import store_call
+from server.registry import Resource
+from server.storage_errors import store_call
+from storage import KeyValue
 
 # The verbs a connecter's request is made with besides get (GetRequest.connect_verb): its HTTP method's.
 CONNECT_VERBS = frozenset({"", "create", "update", "patch", "delete"})
@@ -21,22 +23,27 @@ async def get(ctx: Context, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
         raise errors.bad_request(f'connect_verb: Unsupported value: "{req.connect_verb}": supported values: '
                                  + ", ".join(f'"{v}"' for v in sorted(CONNECT_VERBS - {""})))
     resource = resolve(ctx.registry, req.path, req.connect_verb or "get")
-    hook = resource.subresource_get.get(req.path.subresource) if req.path.subresource else None
-    if req.connect_verb and hook is None:
+    handlers = resource.handlers_of(req.path.subresource)
+    if req.connect_verb and handlers.connect is None:
         raise errors.method_not_allowed()  # only a connecter answers other methods than GET
-    if hook is not None:  # a getter or connecter answered from data, not read from the store (pods/log)
-        return await hook(ctx, resource, req)  # type: ignore[no-any-return]
+    if handlers.connect is not None:  # a getter or connecter answered from data, not read from the store (pods/log)
+        return await handlers.connect(ctx, resource, req)
+    if handlers.get is not None:  # the subresource's own view of the object (/scale)
+        return await handlers.get(ctx, resource, req)
     if resource.computed is not None:
         return await computed.get(ctx, resource, req)
-    key = resource.key(req.path.namespace, req.path.name)
+    kv = await read(ctx, resource, req)
+    if req.view.view != core_pb2.VIEW_UNSPECIFIED:
+        return core_pb2.GetResponse(object=views.one(resource, req.view, kv))
+    return core_pb2.GetResponse(object=render.raw(resource, kv.value, str(kv.mod_revision), req.accept))
+
+
+async def read(ctx: Context, resource: Resource, req: core_pb2.GetRequest) -> KeyValue:
+    """The stored key a get names, at a revision not older than the one asked for; 404 when there is none."""
     rv = req.options.resourceVersion
     if rv not in ("", "0"):
         await reach(ctx, options.resource_version(rv))
-    got = await store_call(ctx.store.get(key))
+    got = await store_call(ctx.store.get(resource.key(req.path.namespace, req.path.name)))
     if got.kv is None:
         raise errors.not_found(resource.resource, resource.group, req.path.name)
-    if scale.serves(resource, req.path):
-        return core_pb2.GetResponse(object=scale.read(resource, got.kv.value, got.kv.mod_revision, req))
-    if req.view.view != core_pb2.VIEW_UNSPECIFIED:
-        return core_pb2.GetResponse(object=views.one(resource, req.view, got.kv))
-    return core_pb2.GetResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision), req.accept))
+    return got.kv

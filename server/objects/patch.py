@@ -18,14 +18,9 @@ import jsonpointer
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.machinery import errors
-from server.machinery.codec import depth
-from server.machinery.gofmt import go_v
-from server.machinery.patch import strategic
-from server.machinery.patch.values import copy_json
-from server.machinery.schema import JsonSchema
-from server.machinery.values import Obj
-from server.objects import apply, body, options, scale
+from server import errors
+from server.codec import depth
+from server.objects import apply, body, options
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.update import check_patched_name, guaranteed_update
@@ -41,17 +36,17 @@ _TYPES = {
 
 async def patch(ctx: Context, req: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
     resource = resolve(ctx.registry, req.path, "patch")
+    handler = resource.handlers_of(req.path.subresource).patch
+    if handler is not None:  # a subresource's own patch (/scale), written through guaranteed_update
+        return await handler(ctx, resource, req)
     dry_run = options.dry_run(req.options.dryRun, "PatchOptions")
     mode = options.field_validation(req.options.fieldValidation, "PatchOptions")
     is_apply = req.type == core_pb2.PATCH_TYPE_APPLY
     force = req.options.force if req.options.HasField("force") else None
     manager = options.field_manager(req.options.fieldManager, "PatchOptions", apply=is_apply, force=force)
-    if scale.serves(resource, req.path):
-        patcher = None if is_apply else _patcher(scale.SCALE_KIND, req.type, req.patch)
-        return await scale.patch(ctx, resource, req, patcher, manager=manager, dry_run=dry_run, mode=mode)
     if is_apply:
         return await apply.apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
-    patched = _patcher(resource, req.type, req.patch)
+    patched = patcher(resource, req.type, req.patch)
     problems = _strict_problems(req.type, req.patch) if mode != "Ignore" else []
     strategic_patch = req.type == core_pb2.PATCH_TYPE_STRATEGIC_MERGE
 
@@ -108,7 +103,7 @@ def _strict_problems(kind: int, data: bytes) -> list[str]:
     return out
 
 
-def _patcher(resource: Resource, kind: int, data: bytes) -> Any:
+def patcher(resource: Resource, kind: int, data: bytes) -> Any:
     """The function that applies this patch to an object; the patch is parsed once, up front (400 if malformed)."""
     # Strategic merge patch needs a built-in kind's merge keys: never for custom resources, as in Kubernetes
     # (even those served in protobuf, server/objects/descriptors.py).

@@ -1,7 +1,8 @@
 """/scale: a resource's replica count read and written as an autoscaling/v1 Scale (kube-apiserver's ScaleREST).
 
-Any resource with a ScaleRule (server/registry/resources.py) serves it; nothing here is written per kind. The
-Scale is a view of the stored object, never stored itself. For a Deployment with spec.replicas 3,
+A resource serves it by listing `subresource(rule)` among its subresources: the /scale Subresource with
+handlers for get, update and patch bound to the resource's ScaleRule (server/registry.py); nothing here is
+written per kind. The Scale is a view of the stored object, never stored itself. For a Deployment with spec.replicas 3,
 status.replicas 2 and spec.selector {matchLabels: {app: web}} it is
 
     {"kind": "Scale", "apiVersion": "autoscaling/v1",
@@ -19,6 +20,7 @@ The answer is the Scale of the object as stored.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import orjson
 
@@ -33,9 +35,15 @@ from server.machinery.values import Obj
 from server.machinery.values import text_of as _text
 from server.objects import apply, body, options, render, validate, views
 from server.objects.context import Context
+from server.objects.get import read as read_stored
+from server.objects.patch import patcher
 from server.objects.update import check_name, guaranteed_update
-from server.registry import printing
-from server.registry.resources import SCALE, Resource
+from server.patch.values import copy_json
+from server.registry import SCALE, Handlers, Obj, Resource, ScaleRule, Subresource
+from server.schema import ProtoSchema
+from server.selectors import labels
+from server.validation import names
+from server.values import text_of as _text
 
 # The Scale kind, to decode, type, render and print Scales with (it is no resource of its own).
 SCALE_KIND = Resource(
@@ -48,15 +56,87 @@ _SCALE_META = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp
 Patcher = Callable[[Obj], Obj]
 
 
-def serves(resource: Resource, path: core_pb2.ResourcePath) -> bool:
-    """True when the request is for the resource's /scale."""
-    return resource.scale is not None and path.subresource == SCALE.name
+def subresource(rule: ScaleRule, verbs: tuple[str, ...] = SCALE.verbs) -> Subresource:
+    """The /scale subresource of a resource whose object reads and writes as a Scale by `rule`."""
+    served = _ScaleREST(rule)
+    return replace(SCALE, verbs=verbs, field_path=rule.spec_replicas,
+                   handlers=Handlers(get=served.get, update=served.update, patch=served.patch))
 
 
-def of(resource: Resource, obj: Obj, resource_version: str) -> Obj:
+class _ScaleREST:
+    """kube-apiserver's ScaleREST for one ScaleRule: GET, PUT and PATCH of /scale."""
+
+    def __init__(self, rule: ScaleRule) -> None:
+        self.rule = rule
+
+    async def get(self, ctx: Context, resource: Resource, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
+        kv = await read_stored(ctx, resource, req)
+        return core_pb2.GetResponse(object=read(self.rule, kv.value, kv.mod_revision, req))
+
+    async def update(self, ctx: Context, resource: Resource, req: core_pb2.UpdateRequest
+                     ) -> core_pb2.UpdateResponse:
+        """PUT /scale: the body is a Scale; without a resourceVersion the write is unconditional."""
+        dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")
+        mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
+        manager = options.field_manager(req.options.fieldManager, "UpdateOptions")
+        sent, warnings = body.decode(SCALE_KIND, req.object, mode)
+        check_name(sent, req.path.name, req.path.namespace)
+
+        def produce(current: Obj) -> tuple[Obj, list[str]]:
+            return _scaled(self.rule, resource, req.path, current, copy_json(sent)), warnings
+
+        updated = await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON,
+                                          manager=manager)
+        return core_pb2.UpdateResponse(object=_answer(self.rule, updated.object, req.accept),
+                                       warnings=updated.warnings)
+
+    async def patch(self, ctx: Context, resource: Resource, req: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
+        """PATCH /scale: a JSON, merge or strategic merge patch applied to the Scale; server-side apply's
+        configuration is a Scale."""
+        dry_run = options.dry_run(req.options.dryRun, "PatchOptions")
+        mode = options.field_validation(req.options.fieldValidation, "PatchOptions")
+        is_apply = req.type == core_pb2.PATCH_TYPE_APPLY
+        force = req.options.force if req.options.HasField("force") else None
+        manager = options.field_manager(req.options.fieldManager, "PatchOptions", apply=is_apply, force=force)
+        if is_apply:
+            return await self._apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
+        patched: Patcher = patcher(SCALE_KIND, req.type, req.patch)
+
+        def produce(current: Obj) -> tuple[Obj, list[str]]:
+            scale, warnings = body.typed(SCALE_KIND, patched(of(self.rule, current, _revision(current))), mode)
+            _check_patched_name(scale, req.path)
+            return _scaled(self.rule, resource, req.path, current, scale), warnings
+
+        updated = await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON,
+                                          manager=manager)
+        return core_pb2.PatchResponse(object=_answer(self.rule, updated.object, req.accept),
+                                      warnings=updated.warnings)
+
+    async def _apply(self, ctx: Context, resource: Resource, req: core_pb2.PatchRequest, manager: str, *,
+                     dry_run: bool, mode: str) -> core_pb2.PatchResponse:
+        """Server-side apply of a Scale: applied to the object as the configuration {spec: {replicas}} of a
+        manager writing through subresource "scale", so it owns .spec.replicas and conflicts with whoever else
+        does."""
+        # Parsed and checked as apply checks any configuration: YAML or JSON, apiVersion autoscaling/v1.
+        scale, _ = body.typed(SCALE_KIND, apply.config(SCALE_KIND, req.patch), mode)
+        sent_meta = meta.meta(scale)
+        for field, value in (("name", req.path.name), ("namespace", req.path.namespace)):
+            sent_meta.setdefault(field, value)  # as merged onto the live Scale, which has both
+        _raise_if_invalid(req.path.name, scale)
+        parent_meta = {k: sent_meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if sent_meta.get(k)}
+        parent: Obj = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": parent_meta}
+        _put(parent, self.rule.spec_replicas, (scale.get("spec") or {}).get("replicas", 0))
+        as_parent = core_pb2.PatchRequest()
+        as_parent.CopyFrom(req)
+        as_parent.patch = orjson.dumps(parent)
+        as_parent.accept = render.JSON
+        applied = await apply.apply(ctx, resource, as_parent, manager, dry_run=dry_run, mode=mode)
+        return core_pb2.PatchResponse(object=_answer(self.rule, applied.object, req.accept),
+                                      warnings=applied.warnings)
+
+
+def of(rule: ScaleRule, obj: Obj, resource_version: str) -> Obj:
     """The Scale of an object (scaleFromDeployment and its siblings), typed: zero fields as the Scale prints them."""
-    rule = resource.scale
-    assert rule is not None
     m = meta.meta(obj)
     found = {**{k: m[k] for k in _SCALE_META if k in m}, "resourceVersion": resource_version}
     selector = _at(obj, rule.label_selector)
@@ -79,9 +159,9 @@ def of(resource: Resource, obj: Obj, resource_version: str) -> Obj:
     return {"kind": SCALE.kind, "apiVersion": SCALE_KIND.api_version, **typed}
 
 
-def read(resource: Resource, value: bytes, revision: int, req: core_pb2.GetRequest) -> core_pb2.RawObject:
+def read(rule: ScaleRule, value: bytes, revision: int, req: core_pb2.GetRequest) -> core_pb2.RawObject:
     """GET /scale: the Scale of a stored value, as JSON, protobuf, a Table or PartialObjectMetadata."""
-    scale = of(resource, render.load(value), str(revision))
+    scale = of(rule, render.load(value), str(revision))
     if req.view.view == core_pb2.VIEW_UNSPECIFIED:
         return _raw(scale, req.accept)
     include = views.check(req.view)
@@ -94,62 +174,7 @@ def read(resource: Resource, value: bytes, revision: int, req: core_pb2.GetReque
     raise printing.partial_shape_error(SCALE_KIND, list_requested=True)
 
 
-async def update(ctx: Context, resource: Resource, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
-    """PUT /scale: the body is a Scale; without a resourceVersion the write is unconditional."""
-    dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")
-    mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
-    manager = options.field_manager(req.options.fieldManager, "UpdateOptions")
-    sent, warnings = body.decode(SCALE_KIND, req.object, mode)
-    check_name(sent, req.path.name, req.path.namespace)
-
-    def produce(current: Obj) -> tuple[Obj, list[str]]:
-        return _scaled(resource, req.path, current, copy_json(sent)), warnings
-
-    updated = await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON,
-                                      manager=manager)
-    return core_pb2.UpdateResponse(object=_answer(resource, updated.object, req.accept), warnings=updated.warnings)
-
-
-async def patch(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, patched: Patcher | None, *,
-                manager: str, dry_run: bool, mode: str) -> core_pb2.PatchResponse:
-    """PATCH /scale: `patched` applies a JSON, merge or strategic merge patch to the Scale; None means
-    server-side apply, whose configuration is a Scale."""
-    if patched is None:
-        return await _apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
-
-    def produce(current: Obj) -> tuple[Obj, list[str]]:
-        scale, warnings = body.typed(SCALE_KIND, patched(of(resource, current, _revision(current))), mode)
-        _check_patched_name(scale, req.path)
-        return _scaled(resource, req.path, current, scale), warnings
-
-    updated = await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON,
-                                      manager=manager)
-    return core_pb2.PatchResponse(object=_answer(resource, updated.object, req.accept), warnings=updated.warnings)
-
-
-async def _apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, manager: str, *, dry_run: bool,
-                 mode: str) -> core_pb2.PatchResponse:
-    """Server-side apply of a Scale: applied to the object as the configuration {spec: {replicas}} of a manager
-    writing through subresource "scale", so it owns .spec.replicas and conflicts with whoever else does."""
-    # Parsed and checked as apply checks any configuration: YAML or JSON, apiVersion autoscaling/v1.
-    scale, _ = body.typed(SCALE_KIND, apply.config(SCALE_KIND, req.patch), mode)
-    sent_meta = meta.meta(scale)
-    for field, value in (("name", req.path.name), ("namespace", req.path.namespace)):
-        sent_meta.setdefault(field, value)  # as merged onto the live Scale, which has both
-    _raise_if_invalid(req.path.name, scale)
-    parent_meta = {k: sent_meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if sent_meta.get(k)}
-    parent: Obj = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": parent_meta}
-    assert resource.scale is not None
-    _put(parent, resource.scale.spec_replicas, (scale.get("spec") or {}).get("replicas", 0))
-    as_parent = core_pb2.PatchRequest()
-    as_parent.CopyFrom(req)
-    as_parent.patch = orjson.dumps(parent)
-    as_parent.accept = render.JSON
-    applied = await apply.apply(ctx, resource, as_parent, manager, dry_run=dry_run, mode=mode)
-    return core_pb2.PatchResponse(object=_answer(resource, applied.object, req.accept), warnings=applied.warnings)
-
-
-def _scaled(resource: Resource, path: core_pb2.ResourcePath, current: Obj, scale: Obj) -> Obj:
+def _scaled(rule: ScaleRule, resource: Resource, path: core_pb2.ResourcePath, current: Obj, scale: Obj) -> Obj:
     """The object with the Scale's replicas, and the Scale's resourceVersion as its precondition
     (scaleUpdatedObjectInfo.UpdatedObject): the Scale is validated first, then its uid precondition."""
     _raise_if_invalid(path.name, scale)
@@ -160,8 +185,7 @@ def _scaled(resource: Resource, path: core_pb2.ResourcePath, current: Obj, scale
                               f"Precondition failed: UID in precondition: {uid}, "
                               f"UID in object meta: {current_meta.get('uid', '')}")
     new: Obj = copy_json(current)
-    assert resource.scale is not None
-    _put(new, resource.scale.spec_replicas, (scale.get("spec") or {}).get("replicas", 0))
+    _put(new, rule.spec_replicas, (scale.get("spec") or {}).get("replicas", 0))
     rv = scale_meta.get("resourceVersion")
     if rv:
         meta.meta(new)["resourceVersion"] = rv
@@ -196,10 +220,10 @@ def _revision(obj: Obj) -> str:
     return str(meta.meta(obj).get("resourceVersion", ""))
 
 
-def _answer(resource: Resource, raw: core_pb2.RawObject, accept: render.Encoding) -> core_pb2.RawObject:
+def _answer(rule: ScaleRule, raw: core_pb2.RawObject, accept: render.Encoding) -> core_pb2.RawObject:
     """The Scale of the object a write answered with (JSON from update's loop), in the encoding asked for."""
     obj: Obj = orjson.loads(raw.data)
-    return _raw(of(resource, obj, _revision(obj)), accept)
+    return _raw(of(rule, obj, _revision(obj)), accept)
 
 
 def _raw(scale: Obj, accept: render.Encoding) -> core_pb2.RawObject:

@@ -40,12 +40,14 @@ from storage import (
     BackendUnavailable,
     Compacted,
     DiskFailure,
+    Outcome,
     QuotaExceeded,
     RevisionTooLarge,
     StorageError,
     StoreClosed,
     WatcherTooSlow,
 )
+from storage import Store as Store  # the store's interface, for the modules that keep records through the helpers
 
 T = TypeVar("T")
 
@@ -86,3 +88,20 @@ async def store_call(awaitable: Awaitable[T]) -> T:
         return await awaitable
     except StorageError as err:
         raise translate(err) from None
+
+
+async def swap(store: Store, key: bytes, value: bytes, expected_mod_revision: int) -> bool:
+    """Write `value` at `key` if the key is still at `expected_mod_revision` (0: if it does not exist); False when
+    another write came first. A record kept by compare-and-swap (service IP and port reservations) writes so."""
+    if expected_mod_revision:
+        result = await store_call(store.update(key, value, expected_mod_revision=expected_mod_revision))
+    else:
+        result = await store_call(store.create(key, value))
+    return result.outcome is Outcome.OK
+
+
+async def create_unless_present(store: Store, key: bytes, value: bytes) -> str:
+    """Create `key` unless it exists (content-addressed records: the same key holds the same value); "" when the
+    key holds a value afterwards, else the store's outcome. The store's errors pass through untranslated."""
+    result = await store.create(key, value)
+    return "" if result.outcome in (Outcome.OK, Outcome.EXISTS) else str(result.outcome)

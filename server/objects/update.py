@@ -20,23 +20,23 @@ from server.machinery.values import Obj
 from server.objects import body, create, managed, options, render, size, validate
 from server.objects.context import Context
 from server.objects.resolve import resolve
-from server.objects.storeerrors import store_call
-from server.registry.resources import SCALE, Resource
+from server.patch.values import copy_json
+from server.registry import Obj, Resource
+from server.storage_errors import store_call
 from storage import KeyValue, Outcome, WriteResult
 
 
 async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
     resource = resolve(ctx.registry, req.path, "update")
-    if resource.scale is not None and req.path.subresource == SCALE.name:
-        from server.objects import scale  # it writes through guaranteed_update below: imported late, no cycle
-
-        return await scale.update(ctx, resource, req)
+    handler = resource.handlers_of(req.path.subresource).update
+    if handler is not None:  # a subresource's own update (/scale), written through guaranteed_update below
+        return await handler(ctx, resource, req)
     dry_run = options.dry_run(req.options.dryRun, "UpdateOptions")
     mode = options.field_validation(req.options.fieldValidation, "UpdateOptions")
     manager = options.field_manager(req.options.fieldManager, "UpdateOptions")
     obj, warnings = body.decode(resource, req.object, mode)
     check_name(obj, req.path.name, req.path.namespace)
-    if resource.create_on_update and not req.path.subresource:
+    if resource.strategy.allow_create_on_update() and not req.path.subresource:
         got = await store_call(ctx.store.get(resource.key(req.path.namespace, req.path.name)))
         if got.kv is None:
             created = await create.create(ctx, core_pb2.CreateRequest(
@@ -71,6 +71,7 @@ async def guaranteed_update(
     dry_run: bool,
     accept: render.Encoding,
     manager: str | None,
+    direct: bool = False,
 ) -> core_pb2.UpdateResponse:
     """Read, produce the new object, write if unchanged since the read; retried as GuaranteedUpdate is.
 
@@ -78,12 +79,15 @@ async def guaranteed_update(
     PUT produces the request body (so a lost race with a resourceVersion is a conflict); PATCH
     applies its patch to the current object each time (so it is simply applied again). manager:
     the field manager to record an Update for (None: produce sets managedFields, as apply does).
+    direct: the produced object is stored as produced, as a subresource whose REST writes the storage's
+    GuaranteedUpdate itself (pods/binding): no defaults, strategy, validation or admission run; the writers'
+    turns, the no-op rule, the size limit and the rendering rules still do.
     """
     key = resource.key(path.namespace, path.name)
     held = False if dry_run else await ctx.writers.enter(key)  # this core's writers of the key take turns
     try:
         return await _until_written(ctx, resource, path, produce, key, dry_run=dry_run, accept=accept,
-                                    manager=manager)
+                                    manager=manager, direct=direct)
     finally:
         if held:
             ctx.writers.leave(key)
@@ -99,6 +103,7 @@ async def _until_written(
     dry_run: bool,
     accept: render.Encoding,
     manager: str | None,
+    direct: bool,
 ) -> core_pb2.UpdateResponse:
     # The store's recent memory of the key (etcd: its watch's window) stands in for the first read, as
     # kube-apiserver's watch cache hands GuaranteedUpdate the object it probably is: the write's compare
@@ -112,7 +117,7 @@ async def _until_written(
         if kv is None:
             raise errors.not_found(resource.resource, resource.group, path.name)
         outcome = await _attempt(ctx, resource, path, produce, kv, dry_run=dry_run, accept=accept,
-                                 manager=manager, fresh=fresh)
+                                 manager=manager, fresh=fresh, direct=direct)
         if isinstance(outcome, core_pb2.UpdateResponse):
             return outcome
         if outcome is None:  # decided from a stale object: read it
@@ -132,6 +137,7 @@ async def _attempt(
     accept: render.Encoding,
     manager: str | None,
     fresh: bool,
+    direct: bool,
 ) -> core_pb2.UpdateResponse | WriteResult | None:
     """One round of guaranteed_update over `kv`: the answer, the write that lost a race (its current key), or
     None when a stale (not `fresh`) `kv` would answer without writing."""
@@ -142,17 +148,10 @@ async def _attempt(
         if precondition and precondition != str(kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, path.name)
         _check_uid(resource, path, obj, old)
-        if resource.default is not None:
-            resource.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
-        if manager is not None:
-            managed.track_update(resource, path.subresource, old, obj, manager)
-        owners = meta.meta(obj).get("managedFields")
-        new = prepare_for_update(resource, obj, old, path.subresource)
-        if path.subresource:  # the subresource rule took metadata from the stored object
-            _set_owners(new, owners)
-        validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
-        if resource.admit is not None and not path.subresource:
-            await resource.admit(ctx, new, old, dry_run)
+        if direct:
+            new = obj
+        else:
+            new = await _through_strategy(ctx, resource, path, obj, old, dry_run=dry_run, manager=manager)
         value = render.to_value(resource, new)
     except errors.ApiError:  # refused: by the object as it is, not as it may have been
         if fresh:
@@ -172,6 +171,24 @@ async def _attempt(
     if result.outcome is Outcome.OK:
         return _response(resource, value, result.revision, accept, warnings)
     return result
+
+
+async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.ResourcePath, obj: Obj, old: Obj, *,
+                            dry_run: bool, manager: str | None) -> Obj:
+    """The produced object as the kind's (or its subresource's) update strategy makes it: defaulted, its
+    managed fields recorded, prepared, validated and admitted."""
+    resource.strategy.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
+    if manager is not None:
+        managed.track_update(resource, path.subresource, old, obj, manager)
+    owners = meta.meta(obj).get("managedFields")
+    new = prepare_for_update(resource, obj, old, path.subresource)
+    if path.subresource:  # the subresource rule took metadata from the stored object
+        _set_owners(new, owners)
+    validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
+    if not path.subresource:
+        resource.strategy.canonicalize(new)
+        await resource.strategy.admitted(ctx, new, old, dry_run)
+    return new
 
 
 def _as_seen(resource: Resource, obj: Obj, revision: int) -> Obj:
@@ -236,12 +253,8 @@ def prepare_for_update(resource: Resource, new: Obj, old: Obj, subresource: str)
         return taken
     _system_fields_kept(new, old)
     if resource.has_status:
-        if "status" in old:
-            new["status"] = old["status"]
-        else:
-            new.pop("status", None)
-    if resource.prepare is not None:
-        resource.prepare(new, old)
+        resource.strategy.reset_status(new, old)
+    resource.strategy.prepare_for_update(new, old)
     _bump_generation(resource, new, old)
     return new
 
@@ -263,7 +276,8 @@ def _system_fields_kept(new: Obj, old: Obj, reset: tuple[str, ...] = ()) -> dict
 
 
 def _bump_generation(resource: Resource, new: Obj, old: Obj) -> None:
-    if resource.tracks_generation and meta.body_without_meta_and_status(new) != meta.body_without_meta_and_status(old):
+    if resource.strategy.tracks_generation and \
+            meta.body_without_meta_and_status(new) != meta.body_without_meta_and_status(old):
         meta.meta(new)["generation"] = meta.meta(old).get("generation", 0) + 1
 
 
@@ -279,7 +293,7 @@ def _deletion_complete(resource: Resource, obj: Obj) -> bool:
     m = meta.meta(obj)
     if not m.get("deletionTimestamp") or m.get("finalizers"):
         return False
-    return resource.holds_deletion is None or not resource.holds_deletion(obj)
+    return not resource.strategy.holds_deletion(obj)
 
 
 def _response(

@@ -14,8 +14,7 @@ from server.registry.resources import Resource
 
 def for_create(resource: Resource, obj: Obj) -> list[FieldError]:
     errs = _object_meta(resource, obj)
-    if resource.validate is not None:
-        errs.extend(resource.validate(obj, None))
+    errs.extend(resource.strategy.validate(obj))
     return errs
 
 
@@ -35,9 +34,10 @@ def for_update(resource: Resource, new: Obj, old: Obj, subresource: str = "") ->
                 + "[]string{" + ", ".join(names.go_quote(f) for f in added) + "}",
             ))
     sub = resource.subresource(subresource) if subresource else None
-    check = sub.validate if sub is not None and sub.validate is not None else resource.validate
-    if check is not None:
-        errs.extend(check(new, old))
+    if sub is not None and sub.validate is not None:
+        errs.extend(sub.validate(new, old))
+    else:
+        errs.extend(resource.strategy.validate_update(new, old))
     return errs
 
 
@@ -56,7 +56,7 @@ def _object_meta(resource: Resource, obj: Obj) -> list[FieldError]:
         generate_name=_text(m.get("generateName")),
         namespace=_text(m.get("namespace")),
         namespaced=resource.namespaced,
-        name_fn=resource.name_rule or names.name_is_dns_subdomain,
+        name_fn=resource.strategy.validate_name,
         labels=m.get("labels") or {},
         annotations=m.get("annotations") or {},
     )

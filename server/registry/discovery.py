@@ -35,7 +35,7 @@ def discover(registry: Registry, known_generation: int = 0) -> core_pb2.Discover
         for sub in r.subresources:
             entry.subresources.add(name=sub.name, kind=sub.kind, verbs=sub.verbs, group=sub.group, version=sub.version,
                                    proto_message=sub.proto_message)
-        for column in r.columns:
+        for column in r.strategy.columns:
             entry.columns.add(
                 name=column.name, type=column.type, format=column.format,
                 description=column.description, priority=column.priority,

@@ -13,18 +13,17 @@ from typing import Any, Literal, Protocol
 
 from google.protobuf.descriptor import Descriptor
 
-from server.machinery.values import Obj
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.strategy import DEFAULT, Column, GarbageCollectionPolicy, Strategy
+
+__all__ = ["Column", "GarbageCollectionPolicy", "Strategy"]  # a kind's strategy and columns, named with it
+
+# A JSON-shaped object: the Kubernetes "unstructured" form the core works on.
+Obj = dict[str, Any]
 
 READ_VERBS = ("get", "list", "watch")
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-
-# What a delete without a propagation policy does with the object's dependents (rest.GarbageCollectionPolicy):
-# DeleteDependents lets the garbage collector delete them in the background; OrphanDependents adds the
-# `orphan` finalizer (the legacy default of extensions/v1beta1 and apps/v1beta1 workloads); Unsupported never
-# adds a garbage collector finalizer.
-GarbageCollectionPolicy = Literal["DeleteDependents", "OrphanDependents", "Unsupported"]
-
 
 class Schema(Protocol):
     """How a kind's objects are checked and encoded. Implementations: server/machinery/schema.py."""
@@ -55,6 +54,38 @@ class Schema(Protocol):
         ...
 
 
+# The handlers of one (resource, subresource), each given (context, resource, request). The context is the
+# verbs' (server.objects.context.Context), a layer above this one.
+GetHandler = Callable[[Any, "Resource", core_pb2.GetRequest], Awaitable[core_pb2.GetResponse]]
+CreateHandler = Callable[[Any, "Resource", core_pb2.CreateRequest], Awaitable[core_pb2.CreateResponse]]
+UpdateHandler = Callable[[Any, "Resource", core_pb2.UpdateRequest], Awaitable[core_pb2.UpdateResponse]]
+PatchHandler = Callable[[Any, "Resource", core_pb2.PatchRequest], Awaitable[core_pb2.PatchResponse]]
+
+
+@dataclass(frozen=True, slots=True)
+class Handlers:
+    """What answers a verb on one (resource, subresource) instead of the generic verb, as kube-apiserver installs
+    a subresource's own REST storage: /scale's ScaleREST, pods/binding's BindingREST, pods/log's LogREST. A
+    handler that writes an object writes it through the one guaranteed-update path (server/objects/update.py).
+
+    `get` answers GET (/scale). `connect` answers a getter or connecter whose answer is not an object of the
+    store (pods/log, pods/exec, pods/proxy): it is reached by GET and, through GetRequest.connect_verb, by the
+    other methods the subresource serves; GetRequest.query carries the request's query (the connecter's
+    options) and a response without an object answers 204 No Content. `create` answers POST (pods/binding,
+    pods/eviction, serviceaccounts/token; on the resource itself, core/v1 bindings, which are never stored).
+    `update` and `patch` answer PUT and PATCH (/scale). A verb without a handler is the generic verb's.
+    """
+
+    get: GetHandler | None = None
+    connect: GetHandler | None = None
+    create: CreateHandler | None = None
+    update: UpdateHandler | None = None
+    patch: PatchHandler | None = None
+
+
+NO_HANDLERS = Handlers()
+
+
 @dataclass(frozen=True, slots=True)
 class Subresource:
     """A subresource; an update through it changes only the field at `field_path` (e.g. ("status",)) and, when
@@ -77,6 +108,8 @@ class Subresource:
     `validate` is the subresource strategy's ValidateUpdate, run on (new, old) instead of the resource's own
     validation when its strategy validates otherwise (pods/ephemeralcontainers: only additions to
     spec.ephemeralContainers); None runs the resource's.
+
+    `handlers` answer the subresource's verbs that are not the generic update of `field_path` (Handlers).
     """
 
     name: str
@@ -89,6 +122,7 @@ class Subresource:
     metadata_reset: tuple[str, ...] | None = None
     prepare: Callable[[Obj, Obj], None] | None = None
     validate: Callable[[Obj, Obj], Sequence[Any]] | None = None
+    handlers: Handlers = NO_HANDLERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +145,7 @@ class ScaleRule:
     label_selector: tuple[str, ...] = ("spec", "selector")
 
 
-# The /scale subresource a resource with a ScaleRule serves; an update through it changes spec.replicas only.
+# The /scale subresource (its handlers: server/objects/scale.py); an update through it changes spec.replicas only.
 SCALE = Subresource("scale", "Scale", ("get", "patch", "update"), ("spec", "replicas"),
                     group="autoscaling", version="v1", proto_message="k8s.io.api.autoscaling.v1.Scale")
 
@@ -133,18 +167,6 @@ class StoredAs:
     from_storage: Callable[[Obj], Obj]
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
-    """A Table column; `cell` computes its value from the object."""
-
-    name: str
-    type: str
-    description: str
-    cell: Callable[[Obj], object]
-    format: str = ""
-    priority: int = 0
-
-
 @dataclass(frozen=True)
 class Resource:
     group: str
@@ -160,61 +182,17 @@ class Resource:
     subresources: tuple[Subresource, ...] = ()
     # Extra fieldSelector fields beyond metadata.name/metadata.namespace: name -> value getter.
     field_getters: Mapping[str, Callable[[Obj], str]] = field(default_factory=dict)
-    columns: tuple[Column, ...] = ()
-    # metadata.generation starts at 1 and rises when anything but metadata and status changes.
-    tracks_generation: bool = False
-    # PUT to a missing object creates it (201).
-    create_on_update: bool = False
-    # DELETE answers with the deleted object rather than a Success Status.
-    returns_deleted_object: bool = False
-    # Marks an object for deletion beyond metadata (e.g. a namespace's phase) and says whether
-    # anything besides metadata.finalizers still holds it (a namespace's spec.finalizers).
-    holds_deletion: Callable[[Obj], bool] | None = None
-    mark_deleting: Callable[[Obj], None] | None = None
-    # Admission of a delete by name (raise ApiError to refuse), e.g. namespaces that may never go.
-    admit_delete: Callable[[str], None] | None = None
-    # Deleting an object already being deleted (and still held) answers 409 Conflict with this detail
-    # instead of the object; and precondition conflicts are worded "Precondition failed: ..." against
-    # the resource (namespaces' own REST delete) rather than rest.BeforeDelete's way.
-    redelete_conflict: str = ""
-    legacy_preconditions: bool = False
-    # How names are checked: name_rule(name, prefix) -> error details; None means DNS-1123 subdomain.
-    name_rule: Callable[[str, bool], list[str]] | None = None
-    # Static defaults (kube's SetDefaults_*), applied in place to every object a client sends: create
-    # and update bodies, patch results, apply results. Fields they set belong to the writer's manager.
-    default: Callable[[Obj], None] | None = None
-    # The kind's strategy (PrepareForCreate/PrepareForUpdate; old is None on create) and validation: run
-    # after field ownership is recorded, so what prepare sets is nobody's.
-    prepare: Callable[[Obj, Obj | None], None] | None = None
-    validate: Callable[[Obj, Obj | None], Sequence[Any]] | None = None
-    garbage_collection: GarbageCollectionPolicy = "DeleteDependents"
-    # Asynchronous admission after validation, before the write, on create and update (old is None on
-    # create): (context, object, old, dry_run). It may set server-allocated fields (a Service's clusterIP and
-    # nodePorts) or refuse with an ApiError.
-    admit: Callable[[Any, Obj, Obj | None, bool], Awaitable[None]] | None = None
-    # Graceful deletion (rest.RESTGracefulDeleteStrategy): given the object and the DeleteOptions'
-    # gracePeriodSeconds (None when unset), the grace period the object gets; 0 deletes at once. Kinds
-    # without it are deleted at once.
-    grace_period: Callable[[Obj, int | None], int] | None = None
-    # Subresources written with POST, by name: (context, resource, CreateRequest) -> CreateResponse (a Pod's
-    # /binding, /eviction). The name "" answers a create of the resource itself (core/v1 bindings, which bind
-    # the Pod the body names and are never stored).
-    subresource_create: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
-    # Subresources read with GET whose answer is not an object of the store (kube's getters and connecters:
-    # pods/log, pods/exec, pods/attach, pods/portforward), by name: (context, resource, GetRequest) ->
-    # GetResponse, where GetRequest.query carries the request's query (the connecter's options) and a response
-    # without an object answers 204 No Content. A connecter answered so is reached by GET and by POST alike.
-    subresource_get: Mapping[str, Callable[[Any, Resource, Any], Awaitable[Any]]] = field(default_factory=dict)
+    # The kind's rules (server/strategy.py): defaults, preparation, validation, admission, deletion.
+    strategy: Strategy = DEFAULT
+    # Handlers that answer verbs of the resource itself instead of the generic verbs (core/v1 bindings: a create
+    # that binds the Pod the body names, never stored); a subresource's are its own (Subresource.handlers).
+    handlers: Handlers = NO_HANDLERS
     # Create-only resources that are answered, never stored (the reviews: SubjectAccessReview, TokenReview, ...):
     # (context, resource, object) -> the object the client gets back with 201 Created. It gets the typed body
     # after kube's create handler has placed its namespace and recorded its managed fields, and runs as the
     # call's caller (server.auth.caller); nothing of the stored-object path (defaults, names, uid) applies.
     # A dry run is answered the same way: there is nothing to store either way.
     answer_create: Callable[[Any, Resource, Obj], Awaitable[Obj]] | None = None
-    # A new object keeps the status it is created with (a Node registering); others start with none.
-    keeps_status_on_create: bool = False
-    # Serves /scale (SCALE is added to `subresources`): how the object reads and writes as a Scale.
-    scale: ScaleRule | None = None
     # The list kind when it is not kind + "List" (a CRD's names.listKind).
     custom_list_kind: str = ""
     # Kept in another resource's storage, in that resource's form (events.k8s.io/v1 Events).
@@ -232,10 +210,6 @@ class Resource:
     # its prerelease lifecycle marks deprecated ("v1 ComponentStatus is deprecated in v1.19+"); "" for none.
     deprecation_warning: str = ""
 
-    def __post_init__(self) -> None:
-        if self.scale is not None and self.subresource(SCALE.name) is None:
-            object.__setattr__(self, "subresources", (*self.subresources, SCALE))
-
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
@@ -250,6 +224,13 @@ class Resource:
 
     def subresource(self, name: str) -> Subresource | None:
         return next((s for s in self.subresources if s.name == name), None)
+
+    def handlers_of(self, subresource: str) -> Handlers:
+        """The handlers registered for (this resource, subresource); "" names the resource itself."""
+        if not subresource:
+            return self.handlers
+        sub = self.subresource(subresource)
+        return NO_HANDLERS if sub is None else sub.handlers
 
     def key_prefix(self, namespace: str = "") -> bytes:
         """Storage keys: /<group or "core">/<resource>/[<namespace>/]<name>. Versions share keys, and so do

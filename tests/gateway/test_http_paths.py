@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from server.machinery.schema import JsonSchema
-from server.registry.resources import Resource
+from server.registry import Resource
+from server.schema import JsonSchema
+from server.strategy import Strategy
 from tests.gateway import kube
 from tests.gateway.conftest import Server
 
@@ -152,12 +153,19 @@ async def test_watch_query_on_one_object_is_a_get(server: Server, query: str) ->
     assert (resp.status, resp.headers.get("Transfer-Encoding"), resp.json()) == (200, None, created)
 
 
+class CreatesOnUpdate(Strategy):
+    """kube's default strategy, except that a PUT to a missing object creates it (AllowCreateOnUpdate)."""
+
+    def allow_create_on_update(self) -> bool:
+        return True
+
+
 @pytest.fixture
 def widgets(server: Server) -> Resource:
     """A kind in a named API group with no protobuf schema (as custom resources are) that creates on
     update and answers DELETE with the deleted object, registered before the gateway's first request."""
     widget = Resource(group=WIDGETS_GROUP, version="v1", resource="widgets", kind="Widget", singular="widget",
-                      namespaced=True, schema=JsonSchema(), create_on_update=True, returns_deleted_object=True)
+                      namespaced=True, schema=JsonSchema(), strategy=CreatesOnUpdate(returns_deleted_object=True))
     server.core.core.registry.add(widget)
     return widget
 

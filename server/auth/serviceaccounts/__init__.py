@@ -26,8 +26,8 @@ from server.auth.serviceaccounts.index import Entry, ObjectIndex
 from server.auth.serviceaccounts.issuer import TokenIssuer
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
-from server.machinery import errors
-from server.objects.core import Core
+from server.core import Core
+from server.registry import Handlers
 
 WATCHED = ("serviceaccounts", "pods", "secrets")
 
@@ -102,8 +102,8 @@ async def start_service_accounts(core: Core, config: SecurityConfig, *, controll
         served = core.registry.get("", "v1", "serviceaccounts")
         if served is not None:
             core.registry.add(dataclasses.replace(
-                served, subresources=(*served.subresources, tokenrequest.TOKEN),
-                subresource_create={**served.subresource_create, "token": tokenrequest.handler(issuer)}))
+                served, subresources=(*served.subresources, dataclasses.replace(
+                    tokenrequest.TOKEN, handlers=Handlers(create=tokenrequest.handler(issuer))))))
     authenticator = documents = lookups = None
     if verification:  # the indexes serve the authenticator alone: without keys nothing reads them
         lookups = Lookups(core)

@@ -28,4 +28,4 @@ BUILTIN: Mapping[tuple[str, str], tuple[Column, ...]] = {
 
 
 def columns_for(resource: Resource) -> tuple[Column, ...]:
-    return resource.columns or BUILTIN.get((resource.group, resource.resource), columns.DEFAULT_COLUMNS)
+    return resource.strategy.columns or BUILTIN.get((resource.group, resource.resource), columns.DEFAULT_COLUMNS)

@@ -26,8 +26,8 @@ from server.auth.config import INSECURE
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
-from tests.server import kube
-from tests.server.client import Client, Obj, path, raw, refused
+from tests.server.core import kube
+from tests.server.core.client import Client, Failed, Obj, path, raw, refused
 
 NS = "default"
 
@@ -417,6 +417,29 @@ async def test_binding_assigns_the_node_once(client: Client) -> None:
     missing = {**binding, "metadata": {"name": "nope"}}
     absent = await refused(client.create_response(path("pods", NS, "nope", subresource="binding"), raw(missing)))
     assert absent.status == kube.not_found("pods", "nope")
+
+
+@pytest.mark.parametrize("binders", [2, 8])
+async def test_concurrent_bindings_take_turns_and_one_wins(client: Client, binders: int) -> None:
+    # BindingREST writes through the one guaranteed-update path: the binders of one Pod take turns, so exactly
+    # one assigns it and every other one is refused as binding an assigned Pod.
+    await client.create(path("pods", NS), pod())
+
+    async def bind(node: str) -> Any:
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"},
+                   "target": {"kind": "Node", "name": node}}
+        try:
+            return await client.create_response(path("pods", NS, "web", subresource="binding"), raw(binding))
+        except Failed as err:
+            return err
+
+    answers = await asyncio.gather(*(bind(f"node-{i}") for i in range(binders)))
+    won = [i for i, answer in enumerate(answers) if not isinstance(answer, Failed)]
+    assert len(won) == 1
+    bound = await client.get(path("pods", NS, "web"))
+    assert bound["spec"]["nodeName"] == f"node-{won[0]}"
+    assert [answers[i].status for i in range(binders) if i not in won] == [kube.conflict(
+        "pods/binding", "web", f'pod web is already assigned to node "node-{won[0]}"')] * (binders - 1)
 
 
 def _json(data: bytes) -> Obj:

@@ -161,8 +161,8 @@ def kind_body(group: str, resource: str) -> tuple[core_pb2.ResourcePath, Obj]:
 
 
 def test_the_table_has_every_builtin_kind_as_registered() -> None:
-    registered = {(r.group, r.resource): (r.returns_deleted_object, r.garbage_collection) for r in BUILTIN
-                  if "delete" in r.verbs}  # reviews are answered, never stored: nothing to delete
+    registered = {(r.group, r.resource): (r.strategy.returns_deleted_object, r.strategy.garbage_collection)
+                  for r in BUILTIN if "delete" in r.verbs}  # reviews are answered, never stored: nothing to delete
     expected = {k: (answer == "object" or k == ("", "namespaces"), gc) for k, (answer, gc) in DELETES.items()}
     assert registered == expected
 

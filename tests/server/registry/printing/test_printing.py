@@ -30,8 +30,10 @@ from server.registry.printing import (
     table,
     table_options,
 )
-from server.registry.printing.columns import DEFAULT_COLUMNS
-from server.registry.resources import Column, Resource
+from server.printing.columns import DEFAULT_COLUMNS
+from server.registry import Column, Obj, Resource
+from server.schema import JsonSchema
+from server.strategy import Strategy
 
 S = 10**9
 M = 60 * S
@@ -733,7 +735,7 @@ def test_columns_come_from_the_resource_then_the_builtin_printers_then_the_defau
         singular="widget",
         namespaced=True,
         schema=JsonSchema(),
-        columns=own,
+        strategy=Strategy(columns=own),
     )
     assert columns_for(sized) is own
     assert columns_for(WIDGETS) is DEFAULT_COLUMNS

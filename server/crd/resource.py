@@ -21,14 +21,16 @@ import orjson
 from google.protobuf.descriptor import Descriptor
 
 from server.crd import columns, definition
-from server.crd.cel import rules as cel_rules
-from server.crd.protos import ProtoJsonSchema
-from server.crd.structural import parse
-from server.objects import meta, render, scale
-from server.registry import Obj, Resource, ScaleRule, Subresource
-from server.schema import JsonSchema
-from server.strategy import Strategy
-from server.validation.names import ErrorType, FieldError, GoValue
+from server.machinery import errors, meta, stored
+from server.machinery.crdschema.cel import rules as cel_rules
+from server.machinery.crdschema.structural import parse
+from server.machinery.schema import JsonSchema
+from server.machinery.validation.names import ErrorType, FieldError, GoValue
+from server.machinery.values import Obj
+from server.objects import render, scale
+from server.objects.descriptors import ProtoJsonSchema
+from server.registry.resources import Resource, ScaleRule, Subresource
+from server.registry.strategy import Strategy
 
 # apiextensions-apiserver's crdHandler serves custom resources with these verbs, in this order.
 VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")

@@ -19,15 +19,16 @@ from urllib.parse import urlsplit
 
 from capstan.api.admissionregistration.v1 import admissionregistration_pb2
 from server.kinds.templates import retyped
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError, GoValue
-from server.values import dict_of as _dict
-from server.values import list_of as _list
-from server.values import text_of as _text
+from server.machinery.schema import ProtoSchema
+from server.machinery.selectors import labels
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.machinery.values import list_of as _list
+from server.machinery.values import text_of as _text
+from server.registry.resources import Resource
+from server.registry.strategy import Declared
 
 GROUP = "admissionregistration.k8s.io"
 FAILURE_POLICIES = ("Fail", "Ignore")

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from capstan.api.apiextensions.v1 import apiextensions_pb2 as apiextensions_v1
 from server.crd import definition
-from server.objects import meta
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
+from server.machinery import meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.values import Obj
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 GROUP = "apiextensions.k8s.io"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"

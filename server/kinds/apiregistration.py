@@ -14,14 +14,15 @@ from typing import Any
 from capstan.api.apiregistration.v1 import apiregistration_pb2
 from server.kinds.admissionregistration import _service_errors
 from server.kinds.templates import retyped
-from server.objects import meta
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
-from server.values import dict_of as _dict
-from server.values import text_of as _text
+from server.machinery import meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.machinery.values import text_of as _text
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 GROUP = "apiregistration.k8s.io"
 MAX_GROUP_PRIORITY = 20000

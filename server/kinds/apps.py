@@ -15,12 +15,14 @@ import re
 from capstan.api.apps.v1 import apps_pb2
 from server.kinds import templates
 from server.kinds.templates import dict_at, get, immutable, nonnegative, selector_errors, semantically_equal
-from server.objects import meta, scale
-from server.registry import Obj, Resource, ScaleRule, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery import meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.objects import scale
+from server.registry.resources import Resource, ScaleRule, Subresource
+from server.registry.strategy import Declared
 
 ROLLING_UPDATE, RECREATE, ON_DELETE = "RollingUpdate", "Recreate", "OnDelete"
 ORDERED_READY, PARALLEL = "OrderedReady", "Parallel"

@@ -14,14 +14,16 @@ from capstan.api.autoscaling.v1 import autoscaling_pb2 as v1_pb2
 from capstan.api.autoscaling.v2 import autoscaling_v2_pb2 as v2_pb2
 from server.kinds import hpaconversion
 from server.kinds.templates import nonnegative, retyped
-from server.registry import Obj, Resource, StoredAs, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
-from server.values import dict_of as _dict
-from server.values import list_of as _list
-from server.values import text_of as _text
+from server.machinery.codec.quantity import QuantityError, parse_quantity
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.machinery.values import list_of as _list
+from server.machinery.values import text_of as _text
+from server.registry.resources import Resource, StoredAs, Subresource
+from server.registry.strategy import Declared
 
 DEFAULT_CPU_UTILIZATION = 80
 METRIC_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")

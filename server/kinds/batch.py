@@ -16,13 +16,14 @@ from capstan.api.batch.v1 import batch_pb2
 from server.kinds import cron, templates
 from server.kinds.shaped import retype
 from server.kinds.templates import dict_at, get, immutable, nonnegative, semantically_equal
-from server.objects import meta
-from server.patch.values import copy_json
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery import meta
+from server.machinery.patch.values import copy_json
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 JOB_NAME = "batch.kubernetes.io/job-name"

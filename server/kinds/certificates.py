@@ -24,15 +24,16 @@ from cryptography.exceptions import InvalidSignature
 from capstan.api.certificates.v1 import certificates_pb2
 from server.auth import caller
 from server.kinds.shaped import retype
-from server.objects import meta
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError, GoValue
-from server.values import dict_of as _dict
-from server.values import list_of as _list
-from server.values import text_of as _text
+from server.machinery import meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.machinery.values import list_of as _list
+from server.machinery.values import text_of as _text
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 GROUP = "certificates.k8s.io"
 APPROVED, DENIED, FAILED = "Approved", "Denied", "Failed"

@@ -8,13 +8,13 @@ import re
 from dataclasses import dataclass
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from server import errors
-from server.objects import meta
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery import errors, meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 CONFIG_KEY_ERROR = names.regex_error(

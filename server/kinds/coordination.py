@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from capstan.api.coordination.v1 import coordination_pb2
 from server.kinds.templates import get
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation.names import FieldError
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource
+from server.registry.strategy import Declared
 
 GATED_FIELDS = ("strategy", "preferredHolder")  # CoordinatedLeaderElection
 

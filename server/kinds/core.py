@@ -19,12 +19,14 @@ from server.kinds.pods import BINDINGS, PODS
 from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS, services
 from server.kinds.shaped import retype
-from server.objects import meta, scale
-from server.registry import Handlers, Obj, Resource, ScaleRule, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError, GoValue
+from server.machinery import meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.values import Obj
+from server.objects import scale
+from server.registry.resources import Handlers, Resource, ScaleRule, Subresource
+from server.registry.strategy import Declared
 
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")

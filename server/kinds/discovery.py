@@ -13,11 +13,12 @@ import ipaddress
 
 from capstan.api.discovery.v1 import discovery_pb2
 from server.kinds.templates import immutable
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource
+from server.registry.strategy import Declared
 
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 PROTOCOLS = ("SCTP", "TCP", "UDP")

@@ -15,13 +15,14 @@ from __future__ import annotations
 from capstan.api.events.v1 import events_pb2
 from server.kinds.core import EVENTS as CORE_EVENTS
 from server.kinds.templates import get, immutable, semantically_equal
-from server.objects import meta
-from server.registry import Obj, Resource, Schema, StoredAs
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
-from server.values import text_of as _text
+from server.machinery import meta
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.machinery.values import text_of as _text
+from server.registry.resources import Resource, Schema, StoredAs
+from server.registry.strategy import Declared
 
 LENGTH_LIMIT = 128  # reportingInstance, action and reason
 NOTE_LENGTH_LIMIT = 1024

@@ -42,11 +42,9 @@ from server.machinery.selectors import labels
 from server.machinery.values import Obj
 from server.objects import body, delete, options, render
 from server.objects.context import Context
+from server.objects.storeerrors import store_call
 from server.objects.update import guaranteed_update
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.storage_errors import store_call
+from server.registry.resources import Resource
 
 EVICTION_SCHEMA = ProtoSchema(policy_pb2.Eviction)
 EVICTION_V1 = Resource(group="policy", version="v1", resource="evictions", kind="Eviction", singular="eviction",

@@ -17,13 +17,14 @@ from typing import Any
 
 from capstan.api.flowcontrol.v1beta3 import flowcontrol_pb2
 from server.kinds.templates import get
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
-from server.values import dict_of as _dict
-from server.values import list_of as _list
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.machinery.values import list_of as _list
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 GROUP = "flowcontrol.apiserver.k8s.io"
 VERSION = "v1beta3"

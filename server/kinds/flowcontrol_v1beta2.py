@@ -20,10 +20,11 @@ from collections.abc import Callable
 
 from capstan.api.flowcontrol.v1beta2 import flowcontrol_v1beta2_pb2 as v1beta2_pb2
 from server.kinds import flowcontrol
-from server.registry import Obj, StoredAs
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation.names import FieldError
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import StoredAs
+from server.registry.strategy import Declared
 
 VERSION = "v1beta2"
 V1BETA2 = "assuredConcurrencyShares"

@@ -18,12 +18,13 @@ import re
 from capstan.api.networking.v1 import networking_pb2
 from server.kinds.podspec import port_name_problems
 from server.kinds.templates import get
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery.schema import ProtoSchema
+from server.machinery.selectors import labels
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 GROUP = "networking.k8s.io"
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")

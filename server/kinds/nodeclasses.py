@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from capstan.api.node.v1 import node_pb2
 from server.kinds.templates import get, immutable
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource
+from server.registry.strategy import Declared
 
 OPERATORS = ("Equal", "Exists")
 EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")

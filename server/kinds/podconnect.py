@@ -28,8 +28,8 @@ from server.machinery import errors
 from server.machinery.values import Obj
 from server.objects import render
 from server.objects.context import Context
-from server.registry import Handlers, Obj, Resource, Subresource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Handlers, Resource, Subresource
 
 KUBELET_PORT = 10250
 # kube-apiserver's default --kubelet-preferred-address-types.

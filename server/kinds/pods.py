@@ -24,14 +24,17 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.kinds import ephemeral, podconnect, podspec, proxy
 from server.kinds.eviction import evict
 from server.kinds.shaped import retype
-from server.objects import body, meta, options, render
+from server.machinery import errors, meta
+from server.machinery.codec.quantity import parse_quantity
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.objects import body, options, render
 from server.objects.context import Context
 from server.objects.update import guaranteed_update
-from server.registry import Handlers, Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
+from server.registry.resources import Handlers, Resource, Subresource
+from server.registry.strategy import Declared
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 # DefaultTolerationSeconds admission: every Pod tolerates a not-ready or unreachable node for 300 s.

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.kinds.templates import default_template, dict_at, pod_template_errors, retyped
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation.names import FieldError
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource
+from server.registry.strategy import Declared
 
 POD_TEMPLATE_SCHEMA = ProtoSchema(core_v1.PodTemplate)
 

@@ -15,11 +15,12 @@ import json
 from capstan.api.policy.v1 import policy_pb2
 from server.kinds.apps import _not_over_100_percent, _positive_int_or_percent
 from server.kinds.templates import nonnegative
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.strategy import Declared
-from server.validation.names import FieldError, GoValue
+from server.machinery.schema import ProtoSchema
+from server.machinery.selectors import labels
+from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.values import Obj
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 NEW_STATUS = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}

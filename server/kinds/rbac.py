@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from capstan.api.rbac.v1 import rbac_pb2
 from server.auth.rbac import escalation
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError
-from server.values import text_of as _text
+from server.machinery.schema import ProtoSchema
+from server.machinery.selectors import labels
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.machinery.values import text_of as _text
+from server.registry.resources import Resource
+from server.registry.strategy import Declared
 
 GROUP = "rbac.authorization.k8s.io"
 SERVICE_ACCOUNT, USER, GROUP_KIND = "ServiceAccount", "User", "Group"

@@ -31,8 +31,8 @@ from typing import Any
 
 import orjson
 
-from server import errors
-from server.storage_errors import Store, store_call, swap
+from server.machinery import errors
+from server.objects.storeerrors import Store, store_call, swap
 
 HOLD = 60.0  # seconds: longer than any request runs (kube-apiserver's --request-timeout, 1m)
 ATTEMPTS = 64  # reads and writes of the record before a create gives up (a 500 as kube's "failed to allocate")

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from capstan.api.scheduling.v1 import scheduling_pb2
 from server.kinds.templates import immutable
-from server.registry import Obj, Resource
-from server.schema import ProtoSchema
-from server.strategy import Declared
-from server.validation.names import FieldError
+from server.machinery import errors
+from server.machinery.schema import ProtoSchema
+from server.machinery.validation.names import FieldError
+from server.machinery.values import Obj
+from server.registry.resources import Resource
+from server.registry.strategy import Declared
 
 GROUP = "scheduling.k8s.io"
 SYSTEM_PREFIX = "system-"

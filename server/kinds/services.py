@@ -34,12 +34,9 @@ from server.machinery.validation.names import FieldError, GoValue
 from server.machinery.values import Obj
 from server.objects import render
 from server.objects.context import Context
-from server.registry import Handlers, Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.storage_errors import store_call
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError, GoValue
+from server.objects.storeerrors import store_call
+from server.registry.resources import Handlers, Resource, Subresource
+from server.registry.strategy import Declared
 
 DEFAULT_SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/12"
 NODE_PORTS = range(30000, 32768)

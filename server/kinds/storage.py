@@ -16,15 +16,17 @@ import json
 from capstan.api.storage.v1 import storage_pb2
 from server.kinds.shaped import retype
 from server.kinds.templates import dict_at, get, immutable, semantically_equal
-from server.registry import Obj, Resource, Subresource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.strategy import Declared
-from server.validation import names
-from server.validation.names import FieldError, GoValue
-from server.values import dict_of as _dict
-from server.values import list_of as _list
-from server.values import text_of as _text
+from server.machinery.codec.quantity import parse_quantity
+from server.machinery.schema import ProtoSchema
+from server.machinery.selectors import labels
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.values import Obj
+from server.machinery.values import dict_of as _dict
+from server.machinery.values import list_of as _list
+from server.machinery.values import text_of as _text
+from server.registry.resources import Resource, Subresource
+from server.registry.strategy import Declared
 
 GROUP = "storage.k8s.io"
 RECLAIM_POLICIES = ("Delete", "Retain")

@@ -23,13 +23,13 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError, Message
 
-from server import errors
-from server.codec import transcode
-from server.codec.errors import DecodeError as TranscodeError
-from server.crd.structural import Structural
-from server.registry import Obj
-from server.schema import JsonSchema, SchemaError, proto_to_json
-from server.storage_errors import Store, create_unless_present
+from server.machinery import errors
+from server.machinery.codec import transcode
+from server.machinery.codec.errors import DecodeError as TranscodeError
+from server.machinery.crdschema.structural import Structural
+from server.machinery.schema import JsonSchema, SchemaError, proto_to_json
+from server.machinery.values import Obj
+from server.objects.storeerrors import Store, create_unless_present
 
 log = logging.getLogger(__name__)
 

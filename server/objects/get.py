@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
+from server.machinery import errors
 from server.objects import computed, options, render, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
-from server.registry import Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 from storage import KeyValue
 
 # The verbs a connecter's request is made with besides get (GetRequest.connect_verb): its HTTP method's.

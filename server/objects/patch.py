@@ -18,8 +18,13 @@ import jsonpointer
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server import errors
-from server.codec import depth
+from server.machinery import errors
+from server.machinery.codec import depth
+from server.machinery.gofmt import go_v
+from server.machinery.patch import strategic
+from server.machinery.patch.values import copy_json
+from server.machinery.schema import JsonSchema
+from server.machinery.values import Obj
 from server.objects import apply, body, options
 from server.objects.context import Context
 from server.objects.resolve import resolve

@@ -1,7 +1,7 @@
 """/scale: a resource's replica count read and written as an autoscaling/v1 Scale (kube-apiserver's ScaleREST).
 
 A resource serves it by listing `subresource(rule)` among its subresources: the /scale Subresource with
-handlers for get, update and patch bound to the resource's ScaleRule (server/registry.py); nothing here is
+handlers for get, update and patch bound to the resource's ScaleRule (server/registry/resources.py); nothing here is
 written per kind. The Scale is a view of the stored object, never stored itself. For a Deployment with spec.replicas 3,
 status.replicas 2 and spec.selector {matchLabels: {app: web}} it is
 
@@ -38,12 +38,8 @@ from server.objects.context import Context
 from server.objects.get import read as read_stored
 from server.objects.patch import patcher
 from server.objects.update import check_name, guaranteed_update
-from server.patch.values import copy_json
-from server.registry import SCALE, Handlers, Obj, Resource, ScaleRule, Subresource
-from server.schema import ProtoSchema
-from server.selectors import labels
-from server.validation import names
-from server.values import text_of as _text
+from server.registry import printing
+from server.registry.resources import SCALE, Handlers, Resource, ScaleRule, Subresource
 
 # The Scale kind, to decode, type, render and print Scales with (it is no resource of its own).
 SCALE_KIND = Resource(

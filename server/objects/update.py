@@ -20,9 +20,8 @@ from server.machinery.values import Obj
 from server.objects import body, create, managed, options, render, size, validate
 from server.objects.context import Context
 from server.objects.resolve import resolve
-from server.patch.values import copy_json
-from server.registry import Obj, Resource
-from server.storage_errors import store_call
+from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 from storage import KeyValue, Outcome, WriteResult
 
 

@@ -14,12 +14,11 @@ from typing import Any, Literal, Protocol
 from google.protobuf.descriptor import Descriptor
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.strategy import DEFAULT, Column, GarbageCollectionPolicy, Strategy
+from server.machinery.values import Obj
+from server.registry.strategy import DEFAULT, Column, GarbageCollectionPolicy, Strategy
 
 __all__ = ["Column", "GarbageCollectionPolicy", "Strategy"]  # a kind's strategy and columns, named with it
 
-# A JSON-shaped object: the Kubernetes "unstructured" form the core works on.
-Obj = dict[str, Any]
 
 READ_VERBS = ("get", "list", "watch")
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -182,7 +181,7 @@ class Resource:
     subresources: tuple[Subresource, ...] = ()
     # Extra fieldSelector fields beyond metadata.name/metadata.namespace: name -> value getter.
     field_getters: Mapping[str, Callable[[Obj], str]] = field(default_factory=dict)
-    # The kind's rules (server/strategy.py): defaults, preparation, validation, admission, deletion.
+    # The kind's rules (server/registry/strategy.py): defaults, preparation, validation, admission, deletion.
     strategy: Strategy = DEFAULT
     # Handlers that answer verbs of the resource itself instead of the generic verbs (core/v1 bindings: a create
     # that binds the Pod the body names, never stored); a subresource's are its own (Subresource.handlers).

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from server.registry import Resource
-from server.schema import JsonSchema
-from server.strategy import Strategy
+from server.machinery.schema import JsonSchema
+from server.registry.resources import Resource
+from server.registry.strategy import Strategy
 from tests.gateway import kube
 from tests.gateway.conftest import Server
 

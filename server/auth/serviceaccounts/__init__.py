@@ -26,8 +26,9 @@ from server.auth.serviceaccounts.index import Entry, ObjectIndex
 from server.auth.serviceaccounts.issuer import TokenIssuer
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
-from server.core import Core
-from server.registry import Handlers
+from server.machinery import errors
+from server.objects.core import Core
+from server.registry.resources import Handlers
 
 WATCHED = ("serviceaccounts", "pods", "secrets")
 

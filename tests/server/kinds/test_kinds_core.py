@@ -26,8 +26,8 @@ from server.auth.config import INSECURE
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
-from tests.server.core import kube
-from tests.server.core.client import Client, Failed, Obj, path, raw, refused
+from tests.server import kube
+from tests.server.client import Client, Failed, Obj, path, raw, refused
 
 NS = "default"
 

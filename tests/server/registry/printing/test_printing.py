@@ -30,10 +30,9 @@ from server.registry.printing import (
     table,
     table_options,
 )
-from server.printing.columns import DEFAULT_COLUMNS
-from server.registry import Column, Obj, Resource
-from server.schema import JsonSchema
-from server.strategy import Strategy
+from server.registry.printing.columns import DEFAULT_COLUMNS
+from server.registry.resources import Column, Resource
+from server.registry.strategy import Strategy
 
 S = 10**9
 M = 60 * S

@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from server.validation import names
-from server.validation.names import FieldError
+from server.machinery.validation import names
+from server.machinery.validation.names import FieldError
 
 Obj = dict[str, Any]
 
@@ -54,7 +54,7 @@ class Strategy:
     tracks_generation: metadata.generation starts at 1 and rises when anything but metadata and status
     changes. returns_deleted_object: a completed DELETE answers the deleted object rather than a Success
     Status (the store's ReturnDeletedObject). garbage_collection: the default propagation of a delete.
-    columns: the kind's Table columns when they are not the built-in printers' (server/printing: a custom
+    columns: the kind's Table columns when they are not the built-in printers' (server/registry/printing: a custom
     resource's additionalPrinterColumns). admission: the admission plugins around the kind's own `admit`
     (set by server/admission for the namespaced kinds); None runs `admit` alone.
     """

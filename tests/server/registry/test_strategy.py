@@ -1,4 +1,5 @@
-"""The strategies' answers without a server: kube's defaults (server/strategy.py) and the built-in kinds' own rules
+"""The strategies' answers without a server: kube's defaults (server/registry/strategy.py) and the built-in kinds' own
+rules
 that differ from them (Namespace, Pod, Node), as the generic verbs ask them."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 from server.kinds import BUILTIN, NAMESPACES
 from server.kinds.core import NODES
 from server.kinds.pods import PODS
-from server.strategy import Declared, Strategy
+from server.registry.strategy import Declared, Strategy
 
 DEFAULT = Strategy()
 

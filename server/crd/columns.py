@@ -23,7 +23,7 @@ from jsonpath_ng.ext.parser import parse
 from server.machinery.values import Obj
 from server.registry.printing.columns import CREATION_TIMESTAMP_DESCRIPTION, NAME
 from server.registry.printing.duration import Since
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 AGE = {"name": "Age", "type": "date", "description": CREATION_TIMESTAMP_DESCRIPTION,
        "jsonPath": ".metadata.creationTimestamp"}

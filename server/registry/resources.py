@@ -15,10 +15,7 @@ from google.protobuf.descriptor import Descriptor
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery.values import Obj
-from server.registry.strategy import DEFAULT, Column, GarbageCollectionPolicy, Strategy
-
-__all__ = ["Column", "GarbageCollectionPolicy", "Strategy"]  # a kind's strategy and columns, named with it
-
+from server.registry.strategy import DEFAULT, Strategy
 
 READ_VERBS = ("get", "list", "watch")
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")

@@ -11,7 +11,7 @@ from server.machinery.values import Obj
 from server.machinery.values import dict_of as _dict
 from server.registry.printing.columns import AGE, NAME
 from server.registry.printing.duration import SECOND, human_duration
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 # certificatesv1beta1 SwaggerDoc of each column's field.
 SIGNER_NAME_DESCRIPTION = (

@@ -19,7 +19,7 @@ from server.machinery.codec import gotime
 from server.machinery.values import Obj
 from server.machinery.values import text_of as _str
 from server.registry.printing.duration import ZERO_TIME_SECONDS, Since
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 # metav1.ObjectMeta{}.SwaggerDoc()["name"] and ["creationTimestamp"].
 NAME_DESCRIPTION = (

@@ -20,7 +20,7 @@ from server.machinery.values import list_of as _list
 from server.machinery.values import text_of as _str
 from server.registry.printing.columns import AGE, NAME
 from server.registry.printing.duration import Since, since
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 # --- descriptions (k8s.io/api core/v1 SwaggerDoc, and the printers' own) -------------------------------------------
 

@@ -15,7 +15,7 @@ from server.machinery.values import Obj
 from server.machinery.values import dict_of as _dict
 from server.machinery.values import list_of as _list
 from server.registry.printing.columns import AGE, NAME
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 WEBHOOKS_DESCRIPTION = "Webhooks indicates the number of webhooks registered in this configuration"
 SERVICE_DESCRIPTION = "The reference to the service that hosts this API endpoint."

@@ -14,7 +14,7 @@ from typing import Any
 from server.machinery.values import Obj
 from server.machinery.values import dict_of as _dict
 from server.registry.printing.columns import AGE, NAME
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 GROUP = "flowcontrol.apiserver.k8s.io"
 PRIORITY_LEVEL_DESCRIPTION = "`name` is the name of the priority level configuration being referenced Required."

@@ -17,7 +17,7 @@ from server.machinery.values import dict_of as _dict
 from server.machinery.values import list_of as _list
 from server.registry.printing.columns import AGE, NAME
 from server.registry.printing.workloads import format_label_selector
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 PDB_MIN_AVAILABLE_DESCRIPTION = "The minimum number of pods that must be available."
 PDB_MAX_UNAVAILABLE_DESCRIPTION = "The maximum number of pods that may be unavailable."

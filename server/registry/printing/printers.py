@@ -15,7 +15,8 @@ from server.registry.printing import (
     storage_kinds,
     workloads,
 )
-from server.registry.resources import Column, Resource
+from server.registry.resources import Resource
+from server.registry.strategy import Column
 
 # Built-in printers by (group, resource): kube registers them by Go type, for every version.
 BUILTIN: Mapping[tuple[str, str], tuple[Column, ...]] = {

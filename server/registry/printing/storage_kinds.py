@@ -17,7 +17,7 @@ from server.machinery.values import Obj
 from server.machinery.values import dict_of as _dict
 from server.machinery.values import text_of as _str
 from server.registry.printing.columns import AGE, NAME, NAME_DESCRIPTION, name
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")

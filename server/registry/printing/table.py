@@ -32,7 +32,8 @@ from server.machinery.values import Obj
 from server.registry.printing.columns import DEFAULT_COLUMNS, definition
 from server.registry.printing.duration import Since, since
 from server.registry.printing.printers import columns_for
-from server.registry.resources import Column, Resource
+from server.registry.resources import Resource
+from server.registry.strategy import Column
 
 META_V1 = "meta.k8s.io/v1"
 META_V1BETA1 = "meta.k8s.io/v1beta1"

@@ -22,7 +22,7 @@ from server.machinery.values import list_of as _list
 from server.machinery.values import text_of as _str
 from server.registry.printing.columns import AGE, CREATION_TIMESTAMP_DESCRIPTION, NAME, NAME_DESCRIPTION
 from server.registry.printing.duration import SECOND, Since, human_duration
-from server.registry.resources import Column
+from server.registry.strategy import Column
 
 # The printers' own descriptions.
 READY_DESCRIPTION = "Number of the pod with ready state"

@@ -31,8 +31,8 @@ from server.registry.printing import (
     table_options,
 )
 from server.registry.printing.columns import DEFAULT_COLUMNS
-from server.registry.resources import Column, Resource
-from server.registry.strategy import Strategy
+from server.registry.resources import Resource
+from server.registry.strategy import Column, Strategy
 
 S = 10**9
 M = 60 * S

@@ -4,9 +4,9 @@
 `capstan serve` and the tests start the core through here, so both run the same parts.
 
 Every core serves every verb and keeps what serving needs (the CRD registry, the namespace index, the
-authentication and RBAC indexes). The singletons (server/controllers/singletons.py) run only while this core
+authentication and RBAC indexes). The singletons (server/runtime/singletons.py) run only while this core
 leads: at once when it runs alone (election None), else when it holds the Lease
-(server/controllers/election.py); they stop the moment it stops leading.
+(server/runtime/election.py); they stop the moment it stops leading.
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ from server.auth.guard import GuardedCore
 from server.auth.setup import Security, start_security
 from server.controllers import apiservices, csrsigning, endpoints, endpointslicemirroring, endpointslices
 from server.controllers.crds import CrdController
-from server.controllers.election import ElectionConfig, LeaderElector, Singleton, awaitable
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
 from server.controllers.resourcequota import ResourceQuotaController
-from server.controllers.singletons import Singletons
 from server.controllers.terminator import PodTerminator
 from server.core import Core
 from server.grpc_server import KUBE_GRPC_LIMITS, GrpcLimits, GrpcTls, RunningGrpc, start_grpc, stop_grpc
@@ -32,6 +30,8 @@ from server.kinds import BUILTIN
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
 from server.limits.limiter import Limiter
 from server.registry import Registry
+from server.runtime.election import ElectionConfig, LeaderElector, Singleton, awaitable
+from server.runtime.singletons import Singletons
 from storage import Store
 
 

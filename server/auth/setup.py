@@ -24,8 +24,8 @@ from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, Union
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore, unguarded
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
-from server.controllers.election import Singleton, awaitable
 from server.core import Core
+from server.runtime.election import Singleton, awaitable
 
 MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
 

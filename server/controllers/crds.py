@@ -20,7 +20,7 @@ For every CRD it sees (one list at start, then a watch from that list's revision
 Status writes go through the CRD's /status subresource with the resourceVersion read as precondition; a
 lost race is retried from the next event, which the write that won brings.
 
-Serving is every core's, writing is elected (server/controllers/election.py): every core registers the CRDs
+Serving is every core's, writing is elected (server/runtime/election.py): every core registers the CRDs
 it sees (so a CRD established through one core is served by all), but only the leader writes their status
 and runs the deletion cleanup. A leader that starts reconciles every CRD, so a cleanup begun under a leader
 that died completes under the next.
@@ -39,12 +39,12 @@ from google.protobuf.descriptor import Descriptor
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
-from server.controllers.tasks import cancel_all
 from server.core import Core
 from server.crd import definition, protos
 from server.crd.resource import Lifecycle, resources
 from server.kinds.apiextensions import CLEANUP_FINALIZER, CUSTOM_RESOURCE_DEFINITIONS, set_condition
 from server.registry import Obj, Resource
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

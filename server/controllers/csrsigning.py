@@ -8,7 +8,7 @@ and extensions, the usages asked for, and lasts expirationSeconds (at most a yea
 five minutes as kube's signing policy does. Usages beyond client auth, digital signature and key encipherment
 mark the request Failed (reason SignerValidationFailure) instead. Certificates are written through /status.
 
-A singleton (server/controllers/election.py): one core signs, the elected one; a leader that starts lists the
+A singleton (server/runtime/election.py): one core signs, the elected one; a leader that starts lists the
 requests first, so one approved under a leader that died is signed by the next.
 """
 
@@ -30,12 +30,12 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.config import SecurityConfig
-from server.controllers.election import Singleton, awaitable
-from server.controllers.tasks import cancel_all
 from server.core import Core
 from server.kinds.certificates import APPROVED, DENIED, FAILED, conditions
 from server.objects import meta
 from server.registry import Obj
+from server.runtime.election import Singleton, awaitable
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

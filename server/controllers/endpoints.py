@@ -17,7 +17,7 @@ last-change-trigger-time annotation carries the earliest unsynced change; over-c
 without a Service is (checkLeftoverEndpoints; leader-election records excepted). Services without a selector
 or of type ExternalName are left alone.
 
-A singleton: one per cluster, run by the elected core (server/controllers/election.py) as
+A singleton: one per cluster, run by the elected core (server/runtime/election.py) as
 kube-controller-manager runs it under leader election; it follows Services, Pods and Endpoints by informer
 and syncs within a moment of a change.
 """
@@ -30,9 +30,9 @@ from typing import Any
 import orjson
 
 from server.controllers import endpointutil as util
-from server.controllers.election import Singleton
 from server.controllers.endpointutil import Key, Obj
 from server.core import Core
+from server.runtime.election import Singleton
 
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 ENDPOINTS = util.path("endpoints", "")

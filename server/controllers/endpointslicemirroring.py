@@ -17,7 +17,7 @@ deleted) when the Endpoints is labelled endpointslice.kubernetes.io/skip-mirror=
 record, or its Service has a selector (the endpointslice controller writes that Service's slices) or is gone;
 an Endpoints deleted takes its slices with it.
 
-A singleton: one per cluster, run by the elected core (server/controllers/election.py) as
+A singleton: one per cluster, run by the elected core (server/runtime/election.py) as
 kube-controller-manager runs it under leader election; it follows Endpoints, Services and EndpointSlices by
 informer and syncs within a moment of a change.
 """
@@ -27,12 +27,12 @@ from __future__ import annotations
 import orjson
 
 from server.controllers import endpointutil as util
-from server.controllers.election import Singleton
 from server.controllers.endpoints import LEADER_ANNOTATION
 from server.controllers.endpointslices import managed_slices, slice_path
 from server.controllers.endpointutil import Key, Obj
 from server.core import Core
 from server.kinds.discovery import MANAGED_BY_LABEL, SERVICE_NAME_LABEL
+from server.runtime.election import Singleton
 from server.system_objects import SKIP_MIRROR_LABEL
 
 CONTROLLER_NAME = "endpointslicemirroring-controller.k8s.io"

@@ -18,7 +18,7 @@ endpoints; existing slices with the same ports are reused, the rest deleted. End
 earliest unsynced change. Topology (zones from Nodes, hints) is not filled. Only slices managed by this
 controller are touched; Services without a selector or of type ExternalName are left alone.
 
-A singleton: one per cluster, run by the elected core (server/controllers/election.py) as
+A singleton: one per cluster, run by the elected core (server/runtime/election.py) as
 kube-controller-manager runs it under leader election; it follows Services, Pods and EndpointSlices by informer
 and syncs within a moment of a change.
 """
@@ -30,10 +30,10 @@ from typing import Any
 import orjson
 
 from server.controllers import endpointutil as util
-from server.controllers.election import Singleton
 from server.controllers.endpointutil import Key, Obj
 from server.core import Core
 from server.kinds.discovery import MANAGED_BY_LABEL, SERVICE_NAME_LABEL
+from server.runtime.election import Singleton
 
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 GROUP = "discovery.k8s.io"

@@ -5,7 +5,7 @@ object in it is deleted; objects held by finalizers are waited for. Once nothing
 is left, the `kubernetes` finalizer is removed through the `finalize`
 subresource, and the core deletes the namespace when no finalizer remains.
 
-Elected (server/controllers/election.py): every core keeps the index of terminating namespaces from the
+Elected (server/runtime/election.py): every core keeps the index of terminating namespaces from the
 watch (the core refuses creates in them), but only the leader empties them. A leader that starts finalizes
 every namespace already terminating, so a deletion begun under a leader that died completes under the next.
 """
@@ -20,10 +20,10 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
-from server.controllers.tasks import cancel_all
 from server.core import Core
 from server.kinds import NAMESPACE_FINALIZER
 from server.objects.namespaces import is_terminating
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

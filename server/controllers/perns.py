@@ -14,10 +14,10 @@ from typing import Any
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
-from server.auth.rbac.informer import Informer
 from server.controllers.nsqueue import NamespaceQueue
-from server.controllers.tasks import cancel_all
 from server.core import Core
+from server.runtime.informer import Informer
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ kube's full resync does. Usage is measured as admission measures it (server/admi
 controller writes is what admission charged, and what admission charged for a write that then failed is
 given back here.
 
-A singleton: one per cluster, run by the elected core only (server/controllers/election.py), as
+A singleton: one per cluster, run by the elected core only (server/runtime/election.py), as
 kube-controller-manager runs it under leader election. Status is written with the quota's resourceVersion as
 precondition; a conflict (admission charged meanwhile) syncs the namespace again.
 """
@@ -33,10 +33,10 @@ from server.admission.usage import (
     pod_charged,
     scope_selectors,
 )
-from server.auth.rbac.informer import Informer
 from server.controllers.nsqueue import NamespaceQueue
-from server.controllers.tasks import cancel_all
 from server.core import Core
+from server.runtime.informer import Informer
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

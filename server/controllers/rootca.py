@@ -1,7 +1,7 @@
 """The `kube-root-ca.crt` ConfigMap in every namespace (kube-controller-manager's root-ca-cert-publisher):
 `data: {ca.crt: <the root CA PEM>}` with kube's description annotation, created when a namespace appears and
 put back when deleted, or when its data or annotation is changed (other annotations and labels are kept).
-A singleton: one per cluster, run by the elected core only (server/controllers/election.py) when a root CA is
+A singleton: one per cluster, run by the elected core only (server/runtime/election.py) when a root CA is
 configured (--insecure has none).
 """
 

@@ -1,6 +1,6 @@
 """The `default` ServiceAccount in every namespace (kube-controller-manager's serviceaccounts-controller):
 created when a namespace appears, created again when deleted. A singleton: one per cluster, run by the elected
-core only (server/controllers/election.py), as kube-controller-manager runs it under leader election.
+core only (server/runtime/election.py), as kube-controller-manager runs it under leader election.
 """
 
 from __future__ import annotations

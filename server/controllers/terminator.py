@@ -7,7 +7,7 @@ it watches Pods and, when a marked Pod's deletionTimestamp comes, deletes it wit
 uid as precondition. A Pod still held by finalizers then waits for them, as anywhere else. Because it works
 from a watch (which starts with a list), Pods marked before a restart are deleted after it.
 
-Elected (server/controllers/election.py): it runs in the leading core only; a new leader's watch starts with
+Elected (server/runtime/election.py): it runs in the leading core only; a new leader's watch starts with
 a list, so Pods marked under the previous leader are deleted by the next.
 """
 
@@ -23,8 +23,8 @@ from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec import gotime
-from server.controllers.tasks import cancel_all
 from server.core import Core
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ is deprecated (every answer carries `v1 ComponentStatus is deprecated in v1.19+`
 a plain error (500, no reason: `Component not found: x`). Capstan probes nothing over the network:
 - etcd-0 is the store, read as the core's `etcd` health check reads it (server/health.py's store_check);
 - controller-manager: Capstan's controllers run in the core elected through the `capstan-controllers` Lease in
-  kube-system (server/controllers/election.py), so it is Healthy while a holder's lease is current, and otherwise
+  kube-system (server/runtime/election.py), so it is Healthy while a holder's lease is current, and otherwise
   answers the error kube shows for a controller-manager that is not running;
 - scheduler: Capstan has none, so it always answers the error kube shows for a scheduler that is not running.
 """
@@ -19,10 +19,10 @@ import time
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server import errors, health
-from server.controllers.election import LEASE_NAME, LEASE_NAMESPACE
 from server.objects import render
 from server.objects.context import Context
 from server.registry import Obj, Resource
+from server.runtime.election import LEASE_NAME, LEASE_NAMESPACE
 from server.schema import ProtoSchema
 from server.storage_errors import store_call
 

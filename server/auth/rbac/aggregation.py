@@ -8,7 +8,7 @@ its selectors match, selector by selector, roles by name, each distinct rule onc
 It reads the ClusterRoles the RBAC index holds and runs after any of them changes (several changes
 together make one pass). Writes are updates as the core itself (system:masters) with the read
 resourceVersion; one that loses a race is redone on the change that won it. Elected: it runs in the leading
-core only (server/controllers/election.py), over that core's own index; a new leader's first pass
+core only (server/runtime/election.py), over that core's own index; a new leader's first pass
 aggregates whatever changed meanwhile.
 """
 
@@ -23,8 +23,8 @@ import orjson
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.rbac.index import RbacIndex
-from server.controllers.tasks import cancel_all
 from server.core import Core
+from server.runtime.tasks import cancel_all
 from server.selectors import labels
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ from typing import Any
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.rbac.index import CLUSTER_ROLE_BINDING, ROLE_BINDING, RbacIndex
-from server.auth.rbac.informer import Informer
 from server.core import Core
+from server.runtime.informer import Informer
 
 GROUP, VERSION = "rbac.authorization.k8s.io", "v1"
 Objs = list[dict[str, Any]]

@@ -20,7 +20,6 @@ import orjson
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.auth.config import SecurityConfig
-from server.auth.rbac.informer import Informer
 from server.auth.serviceaccounts import keys, oidc, tokenrequest
 from server.auth.serviceaccounts.authenticator import ServiceAccountAuthenticator
 from server.auth.serviceaccounts.index import Entry, ObjectIndex
@@ -28,6 +27,7 @@ from server.auth.serviceaccounts.issuer import TokenIssuer
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
 from server.core import Core
+from server.runtime.informer import Informer
 
 WATCHED = ("serviceaccounts", "pods", "secrets")
 

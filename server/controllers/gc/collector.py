@@ -20,10 +20,10 @@ from server import errors, stored
 from server.controllers.gc.graph import Graph, Identity, Node, Work, node_of
 from server.controllers.gc.queue import WorkQueue
 from server.controllers.gc.work import Retry, Unresolvable, Worker
-from server.controllers.tasks import cancel_all
 from server.core import Core
 from server.objects import render
 from server.registry import Resource
+from server.runtime.tasks import cancel_all
 from storage import Compacted, Event, EventType, KeyValue, StorageError, StoreClosed, WatcherTooSlow
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.app import RunningCore, start_core
 from server.auth.config import INSECURE
-from server.controllers.election import ElectionConfig
 from server.kinds.reservations import KEYS
+from server.runtime.election import ElectionConfig
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 

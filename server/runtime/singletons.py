@@ -1,4 +1,4 @@
-"""The parts that run in one core per cluster, started and stopped together (server/controllers/election.py
+"""The parts that run in one core per cluster, started and stopped together (server/runtime/election.py
 decides when): the garbage collector, the pod terminator, namespace finalization, the CRD status writer and
 cleanup, ClusterRole aggregation, the default ServiceAccount and the root CA publisher.
 
@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from server.controllers.election import Singleton
+from server.runtime.election import Singleton
 
 log = logging.getLogger(__name__)
 

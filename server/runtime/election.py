@@ -39,8 +39,8 @@ import orjson
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec import gotime
-from server.controllers.tasks import cancel_all
 from server.core import Core
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

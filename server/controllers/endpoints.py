@@ -33,6 +33,7 @@ from server.controllers import endpointutil as util
 from server.controllers.endpointutil import Key, Obj
 from server.core import Core
 from server.runtime.election import Singleton
+from server.runtime.informer import SharedInformers
 
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 ENDPOINTS = util.path("endpoints", "")
@@ -41,8 +42,8 @@ ENDPOINTS = util.path("endpoints", "")
 class EndpointsController(util.ServiceEndpointsController):
     name = "endpoint-controller"
 
-    def __init__(self, core: Core) -> None:
-        super().__init__(core)
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
+        super().__init__(core, informers)
         self.endpoints = self.watch(ENDPOINTS, self._endpoints_changed)
         self._triggers = util.TriggerTimes()
         self._started = False
@@ -50,7 +51,7 @@ class EndpointsController(util.ServiceEndpointsController):
     def started(self) -> None:
         """checkLeftoverEndpoints: every Endpoints is looked at once, so one without a Service is deleted."""
         self._started = True
-        for key, endpoints in self.endpoints.objects.items():
+        for key, endpoints in self.endpoints.items():
             if LEADER_ANNOTATION not in ((endpoints.get("metadata") or {}).get("annotations") or {}):
                 self.queue(key)
 
@@ -60,7 +61,7 @@ class EndpointsController(util.ServiceEndpointsController):
 
     async def sync(self, key: Key) -> None:
         namespace, name = key
-        service = self.services.objects.get(key)
+        service = self.services.get(key)
         if service is None:
             await self.delete(util.path("endpoints", namespace), name)
             self._triggers.forget(key)
@@ -72,7 +73,7 @@ class EndpointsController(util.ServiceEndpointsController):
         trigger = self._triggers.compute(service, pods)
         subsets = repack(list(_subsets(service, pods)))
         labels = util.labels_of(service)
-        current = self.endpoints.objects.get(key)
+        current = self.endpoints.get(key)
         if current is not None:
             compared = {k: v for k, v in util.labels_of(current).items() if k != util.HEADLESS_LABEL}
             if (current.get("subsets") or []) == subsets and compared == labels:
@@ -169,6 +170,6 @@ def _address_order(address: Obj) -> tuple[int, int, str]:
     return ip.version, int(ip), str((address.get("targetRef") or {}).get("uid", ""))
 
 
-def singletons(core: Core) -> list[Singleton]:
-    controller = EndpointsController(core)
+def singletons(core: Core, informers: SharedInformers | None = None) -> list[Singleton]:
+    controller = EndpointsController(core, informers)
     return [Singleton("EndpointsController", controller.start, controller.stop)]

@@ -33,6 +33,7 @@ from server.controllers.endpointutil import Key, Obj
 from server.core import Core
 from server.kinds.discovery import MANAGED_BY_LABEL, SERVICE_NAME_LABEL
 from server.runtime.election import Singleton
+from server.runtime.informer import SharedInformers
 from server.system_objects import SKIP_MIRROR_LABEL
 
 CONTROLLER_NAME = "endpointslicemirroring-controller.k8s.io"
@@ -43,8 +44,8 @@ MAX_ENDPOINTS_PER_SLICE = 1000
 class EndpointSliceMirroringController(util.KeyedController):
     name = "endpointslicemirroring-controller"
 
-    def __init__(self, core: Core) -> None:
-        super().__init__(core)
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
+        super().__init__(core, informers)
         self.endpoints = self.watch(util.path("endpoints", ""), self._changed)
         self.services = self.watch(util.path("services", ""), self._changed)
         self.slices = self.watch(slice_path(""), self._slice_changed)
@@ -60,10 +61,10 @@ class EndpointSliceMirroringController(util.KeyedController):
     async def sync(self, key: Key) -> None:
         namespace, name = key
         existing = managed_slices(self.slices, namespace, name, CONTROLLER_NAME)
-        service = self.services.objects.get(key)
+        service = self.services.get(key)
         if service is None:
             return  # the Service's creation syncs again
-        endpoints = self.endpoints.objects.get(key)
+        endpoints = self.endpoints.get(key)
         if (service.get("spec") or {}).get("selector") or endpoints is None or not _mirrored(endpoints):
             for slice_ in existing:
                 await self.delete(slice_path(namespace), util.key_of(slice_)[1])
@@ -153,6 +154,6 @@ def _port(port: Obj) -> Obj:
     return out
 
 
-def singletons(core: Core) -> list[Singleton]:
-    controller = EndpointSliceMirroringController(core)
+def singletons(core: Core, informers: SharedInformers | None = None) -> list[Singleton]:
+    controller = EndpointSliceMirroringController(core, informers)
     return [Singleton("EndpointSliceMirroringController", controller.start, controller.stop)]

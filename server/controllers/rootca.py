@@ -13,6 +13,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.controllers.perns import PerNamespace
 from server.core import Core
+from server.runtime.informer import SharedInformers
 
 NAME = "kube-root-ca.crt"
 DESCRIPTION_ANNOTATION = "kubernetes.io/description"
@@ -24,11 +25,11 @@ MANAGER = "kube-controller-manager"
 
 
 class RootCAPublisher:
-    def __init__(self, core: Core, root_ca: str) -> None:
+    def __init__(self, core: Core, root_ca: str, informers: SharedInformers | None = None) -> None:
         self._core = core
         self._data = {"ca.crt": root_ca}
         self._loop = PerNamespace(core, kept=CONFIG_MAPS, name=NAME, sync=self._sync,
-                                  label="root-ca-cert-publisher")
+                                  label="root-ca-cert-publisher", informers=informers)
 
     async def start(self) -> None:
         await self._loop.start()

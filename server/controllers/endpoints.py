@@ -44,7 +44,7 @@ class EndpointsController(util.ServiceEndpointsController):
 
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         super().__init__(core, informers)
-        self.endpoints = self.watch(ENDPOINTS, self._endpoints_changed)
+        self.endpoints = self.follow(ENDPOINTS, self._endpoints_changed)
         self._triggers = util.TriggerTimes()
         self._started = False
 

@@ -46,9 +46,9 @@ class EndpointSliceMirroringController(util.KeyedController):
 
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         super().__init__(core, informers)
-        self.endpoints = self.watch(util.path("endpoints", ""), self._changed)
-        self.services = self.watch(util.path("services", ""), self._changed)
-        self.slices = self.watch(slice_path(""), self._slice_changed)
+        self.endpoints = self.follow(util.path("endpoints", ""), self._changed)
+        self.services = self.follow(util.path("services", ""), self._changed)
+        self.slices = self.follow(slice_path(""), self._slice_changed)
 
     def _changed(self, old: Obj | None, new: Obj | None) -> None:
         self.queue(util.key_of(new or old or {}))

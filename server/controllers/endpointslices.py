@@ -71,7 +71,7 @@ class EndpointSliceController(util.ServiceEndpointsController):
 
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         super().__init__(core, informers)
-        self.slices = self.watch(slice_path(""), self._slice_changed)
+        self.slices = self.follow(slice_path(""), self._slice_changed)
         self._triggers = util.TriggerTimes()
 
     def _slice_changed(self, old: Obj | None, new: Obj | None) -> None:

@@ -189,7 +189,7 @@ class KeyedController:
         return Worker(WorkQueue(ExponentialBackoff(RETRY, RETRY)), self.sync, name=f"capstan-{self.name}",
                       retry=self._failed)
 
-    def watch(self, path: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None]) -> Indexer[Obj]:
+    def follow(self, path: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None]) -> Indexer[Obj]:
         """The cache of the resource's shared informer; `changed(old, new)` is called on every change while
         this controller runs (None for a side that does not exist)."""
         informer = self._shared.informer(path)
@@ -275,8 +275,8 @@ class ServiceEndpointsController(KeyedController):
 
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         super().__init__(core, informers)
-        self.services = self.watch(path("services", ""), self._service_changed)
-        self.pods = self.watch(path("pods", ""), self._pod_changed)
+        self.services = self.follow(path("services", ""), self._service_changed)
+        self.pods = self.follow(path("pods", ""), self._pod_changed)
 
     def _service_changed(self, old: Obj | None, new: Obj | None) -> None:
         self.queue(key_of(new or old or {}))

@@ -145,21 +145,28 @@ def _same(obj: Obj) -> Obj:
 
 
 class Informer(Generic[T]):
+    """`source` is what is listed and watched: the path through the core unless given (client-go's
+    ListerWatcher)."""
+
     @overload
     def __init__(self: Informer[Obj], core: Core, path: core_pb2.ResourcePath, *,
-                 indexers: Mapping[str, IndexFunc[Obj]] | None = None, resync: float = 0.0) -> None: ...
+                 indexers: Mapping[str, IndexFunc[Obj]] | None = None, resync: float = 0.0,
+                 source: CoreListWatch | None = None) -> None: ...
 
     @overload
     def __init__(self, core: Core, path: core_pb2.ResourcePath, *, transform: Callable[[Obj], T],
-                 indexers: Mapping[str, IndexFunc[T]] | None = None, resync: float = 0.0) -> None: ...
+                 indexers: Mapping[str, IndexFunc[T]] | None = None, resync: float = 0.0,
+                 source: CoreListWatch | None = None) -> None: ...
 
     def __init__(self, core: Core, path: core_pb2.ResourcePath, *, transform: Callable[[Obj], Any] = _same,
-                 indexers: Mapping[str, IndexFunc[Any]] | None = None, resync: float = 0.0) -> None:
+                 indexers: Mapping[str, IndexFunc[Any]] | None = None, resync: float = 0.0,
+                 source: CoreListWatch | None = None) -> None:
         self.path = path
         self.cache: Indexer[T] = Indexer(indexers or {})
         self._transform: Callable[[Obj], T] = transform
         self._resync = resync
-        self._reflector = Reflector(CoreListWatch(core, path), self, name=f"capstan-informer-{path.resource}")
+        self._reflector = Reflector(source or CoreListWatch(core, path), self,
+                                    name=f"capstan-informer-{path.resource}")
         self._handlers: list[Handlers[T]] = []
         self._users = 0
         self._initial = False  # handing over the list start() awaits

@@ -26,7 +26,7 @@ import orjson
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.core import Core
-from server.runtime.informer import Handlers, Indexer, Informer, SharedInformers, on_change
+from server.runtime.informer import Handlers, Indexer, SharedInformers, Subscriptions, on_change
 from server.runtime.worker import Worker
 from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
@@ -182,7 +182,7 @@ class KeyedController:
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         self.core = core
         self._shared = informers or SharedInformers(core)
-        self._watched: list[tuple[Informer[Obj], Handlers[Obj]]] = []
+        self._subscriptions = Subscriptions()
         self._worker = self._new_worker()
 
     def _new_worker(self) -> Worker[Key]:
@@ -192,9 +192,8 @@ class KeyedController:
     def follow(self, path: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None]) -> Indexer[Obj]:
         """The cache of the resource's shared informer; `changed(old, new)` is called on every change while
         this controller runs (None for a side that does not exist)."""
-        informer = self._shared.informer(path)
-        self._watched.append((informer, on_change(changed)))
-        return informer.cache
+        handlers: Handlers[Obj] = on_change(changed)
+        return self._subscriptions.add(self._shared.informer(path), handlers).cache
 
     def queue(self, key: Key) -> None:
         self._worker.queue.add(key)
@@ -203,9 +202,7 @@ class KeyedController:
         """Returns once the informers have listed and what they listed is synced."""
         if self._worker.queue.shutting_down():
             self._worker = self._new_worker()
-        for informer, handlers in self._watched:
-            informer.add_handlers(handlers)
-            await informer.start()
+        await self._subscriptions.start()
         self.started()
         await self._worker.drain()
         self._worker.start()
@@ -214,9 +211,7 @@ class KeyedController:
         """Called once the caches are filled, before the first sync."""
 
     async def stop(self) -> None:
-        for informer, handlers in self._watched:
-            informer.remove_handlers(handlers)
-            await informer.stop()
+        await self._subscriptions.stop()
         await self._worker.stop()
 
     def running(self) -> bool:

@@ -23,7 +23,7 @@ from server import errors
 from server.core import Core
 from server.kinds import NAMESPACE_FINALIZER
 from server.objects.namespaces import is_terminating
-from server.runtime.informer import Handlers, SharedInformers
+from server.runtime.informer import Handlers, SharedInformers, Subscriptions
 from server.runtime.worker import Worker
 from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
@@ -42,9 +42,10 @@ class NamespaceController:
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         self._core = core
         self._index = core.context.namespaces
-        self._informer = (informers or SharedInformers(core)).informer(NAMESPACES)
-        self._handlers: Handlers[Obj] = Handlers(on_add=lambda ns, _: self._seen(ns),
-                                                 on_update=lambda _, ns: self._seen(ns), on_delete=self._gone)
+        self._subscriptions = Subscriptions()
+        self._informer = self._subscriptions.add(
+            (informers or SharedInformers(core)).informer(NAMESPACES),
+            Handlers(on_add=lambda ns, _: self._seen(ns), on_update=lambda _, ns: self._seen(ns), on_delete=self._gone))
         self._terminating: set[str] = set()  # names seen with a deletionTimestamp
         self._attempts: dict[str, int] = {}  # looks at a namespace still holding objects, so far
         self._leading = False
@@ -56,12 +57,10 @@ class NamespaceController:
 
     async def start(self) -> None:
         """Follow the namespaces (the index, filled before returning); deleting them waits for lead()."""
-        self._informer.add_handlers(self._handlers)
-        await self._informer.start()
+        await self._subscriptions.start()
 
     async def stop(self) -> None:
-        self._informer.remove_handlers(self._handlers)
-        await self._informer.stop()
+        await self._subscriptions.stop()
         await self._worker.stop()
 
     def lead(self) -> None:

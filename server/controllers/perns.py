@@ -14,7 +14,7 @@ from typing import Any
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.core import Core
-from server.runtime.informer import Handlers, Informer, SharedInformers, resource_version
+from server.runtime.informer import Handlers, SharedInformers, Subscriptions, resource_version
 from server.runtime.worker import Worker
 from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
@@ -44,12 +44,11 @@ class PerNamespace:
         self._sync = sync
         self._label = label
         self._worker = self._new_worker()
-        self._informers: tuple[tuple[Informer[Obj], Handlers[Obj]], ...] = (
-            (informers.informer(NAMESPACES), Handlers(on_add=lambda ns, _: self._namespace_seen(ns),
-                                                      on_update=lambda _, ns: self._namespace_seen(ns))),
-            (informers.informer(kept), Handlers(on_add=self._kept_added, on_update=self._kept_updated,
-                                                on_delete=self._kept_changed)),
-        )
+        self._subscriptions = Subscriptions()
+        self._subscriptions.add(informers.informer(NAMESPACES), Handlers(
+            on_add=lambda ns, _: self._namespace_seen(ns), on_update=lambda _, ns: self._namespace_seen(ns)))
+        self._subscriptions.add(informers.informer(kept), Handlers(
+            on_add=self._kept_added, on_update=self._kept_updated, on_delete=self._kept_changed))
 
     def _new_worker(self) -> Worker[str]:
         return Worker(WorkQueue(ExponentialBackoff(RETRY, RETRY)), self._sync, name=f"capstan-{self._label}",
@@ -64,16 +63,12 @@ class PerNamespace:
         kept object everywhere (later namespaces get theirs from the worker)."""
         if self._worker.queue.shutting_down():
             self._worker = self._new_worker()
-        for informer, handlers in self._informers:
-            informer.add_handlers(handlers)
-            await informer.start()
+        await self._subscriptions.start()
         await self._worker.drain()
         self._worker.start()
 
     async def stop(self) -> None:
-        for informer, handlers in self._informers:
-            informer.remove_handlers(handlers)
-            await informer.stop()
+        await self._subscriptions.stop()
         await self._worker.stop()
 
     def running(self) -> bool:

@@ -33,7 +33,7 @@ from server.admission.usage import (
     scope_selectors,
 )
 from server.core import Core
-from server.runtime.informer import Handlers, Informer, SharedInformers
+from server.runtime.informer import Handlers, Informer, SharedInformers, Subscriptions
 from server.runtime.worker import Worker
 from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
@@ -95,8 +95,10 @@ class ResourceQuotaController:
         self._namespaces: set[str] = set()  # namespaces seen with a quota (a sync forgets those without)
         self._worker = self._new_worker()
         quotas = Informer(core, _path("resourcequotas"), resync=RESYNC)  # its own: the resync is this controller's
-        self._informers = [(quotas if resource == "resourcequotas" else informers.informer(_path(resource)),
-                            _Queue(self, resource).handlers()) for resource in WATCHED]
+        self._subscriptions = Subscriptions()
+        for resource in WATCHED:
+            self._subscriptions.add(quotas if resource == "resourcequotas" else informers.informer(_path(resource)),
+                                    _Queue(self, resource).handlers())
 
     def _new_worker(self) -> Worker[str]:
         return Worker(WorkQueue(ExponentialBackoff(RETRY, RETRY)), self._sync, name="capstan-resourcequota-controller",
@@ -113,20 +115,16 @@ class ResourceQuotaController:
         """Returns once the quotas that exist now have their status."""
         if self._worker.queue.shutting_down():
             self._worker = self._new_worker()
-        for informer, handlers in self._informers:
-            informer.add_handlers(handlers)
-            await informer.start()
+        await self._subscriptions.start()
         await self._worker.drain()
         self._worker.start()
 
     async def stop(self) -> None:
-        for informer, handlers in self._informers:
-            informer.remove_handlers(handlers)
-            await informer.stop()
+        await self._subscriptions.stop()
         await self._worker.stop()
 
     def running(self) -> bool:
-        return self._worker.running() and self._informers[0][0].running()
+        return self._worker.running() and self._subscriptions.running()
 
     def _failed(self, namespace: str, err: Exception) -> bool:
         if isinstance(err, errors.ApiError):

@@ -22,7 +22,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import errors
 from server.codec import gotime
 from server.core import Core
-from server.runtime.informer import Handlers, SharedInformers
+from server.runtime.informer import Handlers, SharedInformers, Subscriptions
 from server.runtime.worker import Worker
 from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
@@ -40,9 +40,10 @@ class PodTerminator:
 
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         self._core = core
-        self._informer = (informers or SharedInformers(core)).informer(PODS)
-        self._handlers: Handlers[Obj] = Handlers(on_add=lambda pod, _: self._consider(pod),
-                                                 on_update=lambda _, pod: self._consider(pod))
+        self._subscriptions = Subscriptions()
+        self._informer = self._subscriptions.add(
+            (informers or SharedInformers(core)).informer(PODS),
+            Handlers(on_add=lambda pod, _: self._consider(pod), on_update=lambda _, pod: self._consider(pod)))
         self._worker = self._new_worker()
 
     def _new_worker(self) -> Worker[Item]:
@@ -51,13 +52,11 @@ class PodTerminator:
     async def start(self) -> None:
         if self._worker.queue.shutting_down():
             self._worker = self._new_worker()  # a stopped terminator's queue was shut down
-        self._informer.add_handlers(self._handlers)
-        await self._informer.start()
+        await self._subscriptions.start()
         self._worker.start()
 
     async def stop(self) -> None:
-        self._informer.remove_handlers(self._handlers)
-        await self._informer.stop()
+        await self._subscriptions.stop()
         await self._worker.stop()
 
     def running(self) -> bool:

@@ -55,9 +55,10 @@ def resource_version(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Handlers(Generic[T]):
-    """client-go's ResourceEventHandlerFuncs: any of the three may be left out."""
+    """client-go's ResourceEventHandlerFuncs: any of the three may be left out. Registered and removed by
+    identity."""
 
     on_add: Callable[[T, bool], None] | None = None
     on_update: Callable[[T, T], None] | None = None
@@ -283,3 +284,38 @@ class SharedInformers:
         if found is None:
             found = self._informers[key] = Informer(self._core, path)
         return found
+
+
+class Subscriptions:
+    """One user's handlers on informers (shared or its own): start() registers each and starts its informer,
+    stop() undoes both for those it started, so a user stopped without having started (a singleton whose
+    leadership began with a failure) never stops an informer other users rely on."""
+
+    def __init__(self) -> None:
+        self._subscribed: list[tuple[Informer[Any], Handlers[Any]]] = []
+        self._started: list[tuple[Informer[Any], Handlers[Any]]] = []
+
+    def add(self, informer: Informer[T], handlers: Handlers[T]) -> Informer[T]:
+        self._subscribed.append((informer, handlers))
+        return informer
+
+    async def start(self) -> None:
+        for informer, handlers in self._subscribed:
+            if (informer, handlers) in self._started:
+                continue
+            informer.add_handlers(handlers)
+            try:
+                await informer.start()
+            except BaseException:
+                informer.remove_handlers(handlers)
+                raise
+            self._started.append((informer, handlers))
+
+    async def stop(self) -> None:
+        started, self._started = self._started, []
+        for informer, handlers in started:
+            informer.remove_handlers(handlers)
+            await informer.stop()
+
+    def running(self) -> bool:
+        return len(self._started) == len(self._subscribed) and all(i.running() for i, _ in self._started)

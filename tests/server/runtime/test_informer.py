@@ -14,7 +14,7 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.core import Core
-from server.runtime.informer import Handlers, Informer, SharedInformers, key_of
+from server.runtime.informer import Handlers, Informer, SharedInformers, Subscriptions, key_of
 from server.runtime.reflector import CoreListWatch, WatchEvent
 
 Obj = dict[str, Any]
@@ -233,3 +233,18 @@ async def test_one_informer_shared_by_its_users(core: Core) -> None:
     assert ("add", "default/c", False) not in early.events and second.running()
     await second.stop()
     assert not second.running() and len(second.cache) == 0
+
+
+async def test_a_user_stopped_before_it_started_leaves_the_others_running(core: Core) -> None:
+    """A singleton whose leadership began with a failure is stopped without having started: the informers it
+    shares keep running for the others."""
+    informers = SharedInformers(core)
+    running, never = Subscriptions(), Subscriptions()
+    shared = running.add(informers.informer(CONFIGMAPS), Recorder().handlers)
+    never.add(informers.informer(CONFIGMAPS), Recorder().handlers)
+    await running.start()
+    await never.stop()
+    assert shared.running() and running.running() and not never.running()
+    await running.start()  # started twice: once
+    await running.stop()
+    assert not shared.running()

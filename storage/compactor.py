@@ -7,7 +7,7 @@ current revision — so at least 5 minutes *and* at least 10,000 revisions of
 history stay by default. Samples live in memory, so after a restart nothing is
 compacted until a full retention period has passed (it errs towards keeping).
 
-Not elected (unlike the server's singletons, server/controllers/election.py): it belongs to the store, which
+Not elected (unlike the server's singletons, server/runtime/election.py): it belongs to the store, which
 the server never reaches past the Store protocol. An LMDB store has one process; on etcd every core's store
 runs one, as every kube-apiserver runs its compactor, and they coordinate through the backend's own
 compare-and-swap on a compaction key, so a cluster is compacted once per interval whichever cores live.

@@ -40,10 +40,10 @@ from gateway.health_listener import HealthListener
 from gateway.transport.grpc import GrpcClient
 from gateway.transport.pool import PoolClient
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
-from server.controllers.election import LEASE_NAME, ElectionConfig
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
+from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
 from server.startup.app import RunningCore, start_core
 from storage import StorageError, Store, StoreOptions, files
@@ -160,7 +160,7 @@ def _core_flags(parser: argparse.ArgumentParser) -> None:
         help=f"the range Services' cluster IPs are allocated from (default {DEFAULT_SERVICE_CLUSTER_IP_RANGE}, "
         "as kube-apiserver's); its first address is the `kubernetes` Service's",
     )
-    # kube-controller-manager's leader election flags and defaults (server/controllers/election.py)
+    # kube-controller-manager's leader election flags and defaults (server/runtime/election.py)
     parser.add_argument("--leader-elect", type=_bool, default=True,
                         help="run the controllers only while this core holds the Lease kube-system/"
                         f"{LEASE_NAME}, so that one of several cores over one store runs them (default true)")

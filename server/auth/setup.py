@@ -23,9 +23,9 @@ from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, Union
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore, unguarded
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
-from server.controllers.election import Singleton, awaitable
 from server.machinery.pem import Verifier, load_bundle
 from server.objects.core import Core
+from server.runtime.election import Singleton, awaitable
 
 MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
 
@@ -38,7 +38,7 @@ class ConfigError(ValueError):
 class Security:
     guard: GuardedCore
     is_proxy: Callable[[bytes], bool]
-    accounts: ServiceAccounts | None = None  # tokens, the issuer's documents, the per-namespace controllers
+    accounts: ServiceAccounts | None = None  # tokens and the issuer's documents
     stops: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     singletons: list[Singleton] = field(default_factory=list)  # elected=True: for the caller to start and stop
 
@@ -51,22 +51,19 @@ def _never(der: bytes) -> bool:
     return False
 
 
-async def start_security(core: Core, config: SecurityConfig, *, controllers: bool = True,
-                         elected: bool = False) -> Security:
-    """ConfigError when the configuration cannot start (an unknown mode, an unreadable file). `controllers`:
-    whether every namespace gets its default ServiceAccount and root CA ConfigMap. elected=True starts none of
-    the controllers (the default ServiceAccount, the root CA publisher, ClusterRole aggregation) but lists them
-    in Security.singletons, for the caller to run while it leads."""
+async def start_security(core: Core, config: SecurityConfig, *, elected: bool = False) -> Security:
+    """ConfigError when the configuration cannot start (an unknown mode, an unreadable file). elected=True
+    does not start the ClusterRole aggregation controller but lists it in Security.singletons, for the caller
+    to run while it leads."""
     try:
         auditor = start_audit(config, core.registry)  # first: a policy kube refuses starts nothing
     except PolicyError as err:
         raise ConfigError(str(err)) from None
     try:
-        accounts = await start_service_accounts(core, config, controllers=controllers, start_controllers=not elected)
+        accounts = await start_service_accounts(core, config)
     except (OSError, ValueError) as err:
         raise ConfigError(str(err)) from None
-    singletons = [Singleton(type(c).__name__, c.start, c.stop) for c in (accounts.accounts, accounts.root_ca)
-                  if elected and c is not None]
+    singletons: list[Singleton] = []
     if config.insecure:
         return _audited(Security(unguarded(core), _never, accounts, [accounts.stop], singletons), auditor)
     unknown = [m for m in config.authorization_modes if m not in MODES]

@@ -11,7 +11,7 @@ automanaged=true. Every one is Available:
                                          "message": "Local APIServices are always available"}]}}
 
 An automanaged APIService whose group version is no longer served (its CRD deleted) is deleted; one a user
-created (no automanaged label) is left alone. A singleton (server/controllers/election.py): the leader writes,
+created (no automanaged label) is left alone. A singleton (server/runtime/election.py): the leader writes,
 and every core's registry serves the same CRDs, so the leader's view is the cluster's. It syncs at start and
 whenever the registry's generation moves.
 """
@@ -25,12 +25,12 @@ from collections.abc import Iterable
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.election import Singleton
-from server.controllers.tasks import cancel_all
 from server.kinds import BUILTIN
 from server.machinery import errors, meta
 from server.machinery.values import Obj
 from server.objects.core import Core
+from server.runtime.election import Singleton
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

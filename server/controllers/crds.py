@@ -1,6 +1,6 @@
 """CustomResourceDefinitions made real: apiextensions-apiserver's naming, establishing and finalizing controllers.
 
-For every CRD it sees (one list at start, then a watch from that list's revision):
+For every CRD it sees (an informer, server/runtime/informer.py; each change queues the CRD for one worker):
 
 * names: the spec's plural, singular, short names, kind and list kind are accepted unless another CRD of
   the same group already serves one of them; status.acceptedNames and the NamesAccepted condition say so
@@ -20,7 +20,7 @@ For every CRD it sees (one list at start, then a watch from that list's revision
 Status writes go through the CRD's /status subresource with the resourceVersion read as precondition; a
 lost race is retried from the next event, which the write that won brings.
 
-Serving is every core's, writing is elected (server/controllers/election.py): every core registers the CRDs
+Serving is every core's, writing is elected (server/runtime/election.py): every core registers the CRDs
 it sees (so a CRD established through one core is served by all), but only the leader writes their status
 and runs the deletion cleanup. A leader that starts reconciles every CRD, so a cleanup begun under a leader
 that died completes under the next.
@@ -38,7 +38,6 @@ import orjson
 from google.protobuf.descriptor import Descriptor
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.tasks import cancel_all
 from server.crd import definition
 from server.crd.resource import Lifecycle, resources
 from server.kinds.apiextensions import CLEANUP_FINALIZER, CUSTOM_RESOURCE_DEFINITIONS, set_condition
@@ -47,11 +46,16 @@ from server.machinery.values import Obj
 from server.objects import descriptors as protos
 from server.objects.core import Core
 from server.registry.resources import Resource
+from server.runtime.informer import Handlers, Informer
+from server.runtime.tasks import cancel_all
+from server.runtime.worker import Worker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
 log = logging.getLogger(__name__)
 
 CRDS = core_pb2.ResourcePath(group=CUSTOM_RESOURCE_DEFINITIONS.group, version=CUSTOM_RESOURCE_DEFINITIONS.version,
                              resource=CUSTOM_RESOURCE_DEFINITIONS.resource)
+Item = tuple[str, str]  # (a CRD's name, its group: the others in it are reconciled after it)
 RECHECK = (0.05, 0.1, 0.2, 0.5, 1.0)  # seconds between looks at a kind whose objects are still being deleted
 NO_CONFLICTS = {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found"}
 ESTABLISHED = {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
@@ -68,30 +72,35 @@ WEBHOOK_UNSUPPORTED = {
 class CrdController:
     def __init__(self, core: Core) -> None:
         self._core = core
-        self._crds: dict[str, Obj] = {}  # by name, as last seen
+        self._crds: dict[str, Obj] = {}  # by name, as last seen (the informer's, or this controller's write)
         self._served: dict[str, tuple[bytes, list[Resource]]] = {}  # by name: (what they were built from, them)
         self._lifecycles: dict[str, Lifecycle] = {}
         self._cleanups: dict[str, asyncio.Task[None]] = {}
-        self._pending: set[asyncio.Task[None]] = set()  # reconciles started outside the watch loop
         self._leading = False
-        self._task: asyncio.Task[None] | None = None
+        self._informer = Informer(core, CRDS)
+        self._informer.add_handlers(Handlers(on_add=self._added, on_update=lambda _, crd: self._changed(crd),
+                                             on_delete=self._deleted))
+        self._worker = self._new_worker()
+
+    def _new_worker(self) -> Worker[Item]:
+        return Worker(WorkQueue(ExponentialBackoff()), self._sync, name="capstan-crd-controller")
 
     async def start(self) -> None:
         """Serve the CRDs already stored before returning (so a restarted server serves them at once), then
         follow changes in the background."""
+        if self._worker.queue.shutting_down():
+            self._worker = self._new_worker()
         await self._core.descriptors.load()
         self._core.descriptors.listeners.append(self._descriptors_registered)
-        listed = await self._core.list(core_pb2.ListRequest(path=CRDS))
-        for item in listed.items:
-            crd = orjson.loads(item)
-            self._crds[_name(crd)] = crd
+        await self._informer.start()
         for name in list(self._crds):
             await self._reconcile(name)
-        self._task = asyncio.get_running_loop().create_task(
-            self._run(listed.metadata.resourceVersion), name="capstan-crd-controller")
+        self._worker.start()
 
     async def stop(self) -> None:
-        await cancel_all((self._task, *self._cleanups.values(), *self._pending))
+        await self._informer.stop()
+        await self._worker.stop()
+        await cancel_all(self._cleanups.values())
 
     async def lead(self) -> None:
         """Write statuses and clean up deleted CRDs: every CRD is reconciled now, later ones as they come."""
@@ -106,39 +115,29 @@ class CrdController:
 
     def running(self) -> bool:
         """Started and not stopped or dead (its /healthz poststarthook check)."""
-        return self._task is not None and not self._task.done()
+        return self._informer.running() and self._worker.running()
 
-    async def _run(self, revision: str) -> None:
-        while True:
-            try:
-                request = core_pb2.WatchRequest(path=CRDS)
-                request.options.resourceVersion = revision
-                request.options.allowWatchBookmarks = True
-                async for response in self._core.watch(request):
-                    for event in response.events:
-                        crd = orjson.loads(event.object.data)
-                        revision = str((crd.get("metadata") or {}).get("resourceVersion") or revision)
-                        if event.type == "BOOKMARK":
-                            continue
-                        name = _name(crd)
-                        if event.type == "DELETED":
-                            self._crds.pop(name, None)
-                        else:
-                            self._crds[name] = crd
-                        await self._reconcile_group(crd)
-            except errors.ApiError as err:
-                log.warning("CRD watch ended: %s", err)
-                if err.code == 410:
-                    revision = ""
-            except Exception:
-                log.exception("CRD controller failed; watching again")
-            await asyncio.sleep(0.1)
+    def _added(self, crd: Obj, initial: bool) -> None:
+        if initial:
+            self._crds[_name(crd)] = crd  # start() reconciles what the first list holds
+        else:
+            self._changed(crd)
 
-    async def _reconcile_group(self, crd: Obj) -> None:
-        """The CRD, then the others of its group (a name it freed or took may change theirs)."""
-        group = definition.spec(crd).get("group")
-        name = _name(crd)
+    def _changed(self, crd: Obj) -> None:
+        self._crds[_name(crd)] = crd
+        self._worker.queue.add((_name(crd), definition.spec(crd).get("group") or ""))
+
+    def _deleted(self, crd: Obj) -> None:
+        self._crds.pop(_name(crd), None)
+        self._worker.queue.add((_name(crd), definition.spec(crd).get("group") or ""))
+
+    async def _sync(self, item: Item) -> None:
+        """The CRD, then the others of its group (a name it freed or took may change theirs); group "" is the
+        CRD alone (CRDs are never in the core group)."""
+        name, group = item
         await self._reconcile(name)
+        if not group:
+            return
         for other, seen in list(self._crds.items()):
             if other != name and definition.spec(seen).get("group") == group:
                 await self._reconcile(other)
@@ -246,12 +245,9 @@ class CrdController:
 
     def _descriptors_registered(self) -> None:
         """New messages: CRDs naming one may now be served in protobuf."""
-        loop = asyncio.get_running_loop()
         for name, crd in list(self._crds.items()):
             if protos.ANNOTATION in ((crd.get("metadata") or {}).get("annotations") or {}):
-                task = loop.create_task(self._reconcile(name))
-                self._pending.add(task)
-                task.add_done_callback(self._pending.discard)
+                self._worker.queue.add((name, ""))
 
     def _serve(self, name: str, crd: Obj, lifecycle: Lifecycle, message: Descriptor | None = None) -> None:
         """Register the CRD's served versions, unless what they are built from is unchanged."""

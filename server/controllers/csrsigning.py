@@ -8,14 +8,14 @@ and extensions, the usages asked for, and lasts expirationSeconds (at most a yea
 five minutes as kube's signing policy does. Usages beyond client auth, digital signature and key encipherment
 mark the request Failed (reason SignerValidationFailure) instead. Certificates are written through /status.
 
-A singleton (server/controllers/election.py): one core signs, the elected one; a leader that starts lists the
-requests first, so one approved under a leader that died is signed by the next.
+A singleton (server/runtime/election.py): one core signs, the elected one; a leader that starts lists the
+requests first (its informer's list), so one approved under a leader that died is signed by the next.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
+import copy
 import datetime
 import logging
 import secrets
@@ -29,12 +29,14 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import SecurityConfig
-from server.controllers.election import Singleton, awaitable
-from server.controllers.tasks import cancel_all
 from server.kinds.certificates import APPROVED, DENIED, FAILED, conditions
 from server.machinery import errors, meta
 from server.machinery.values import Obj
 from server.objects.core import Core
+from server.runtime.election import Singleton
+from server.runtime.informer import Handlers, Informer
+from server.runtime.worker import Worker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -120,36 +122,39 @@ def _key_usage(usages: list[str]) -> x509.KeyUsage:
 
 
 class CSRSigningController:
+    """An informer of the requests queues each added or changed one for one worker, which signs it if due."""
+
     def __init__(self, core: Core, authority: Authority) -> None:
         self._core = core
         self._authority = authority
-        self._task: asyncio.Task[None] | None = None
+        self._informer = Informer(core, CSRS)
+        self._informer.add_handlers(Handlers(on_add=lambda csr, _: self._queue(csr),
+                                             on_update=lambda _, csr: self._queue(csr)))
+        self._worker = self._new_worker()
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="capstan-csr-signing-controller")
+    def _new_worker(self) -> Worker[str]:
+        return Worker(WorkQueue(ExponentialBackoff()), self._sync, name="capstan-csr-signing-controller")
+
+    async def start(self) -> None:
+        if self._worker.queue.shutting_down():
+            self._worker = self._new_worker()
+        await self._informer.start()
+        self._worker.start()
 
     async def stop(self) -> None:
-        await cancel_all((self._task,))
-        self._task = None
+        await self._informer.stop()
+        await self._worker.stop()
 
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._informer.running() and self._worker.running()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                listed = await self._core.list(core_pb2.ListRequest(path=CSRS))
-                for item in listed.items:
-                    await self._consider(orjson.loads(item))
-                request = core_pb2.WatchRequest(path=CSRS)
-                request.options.resourceVersion = listed.metadata.resourceVersion
-                async for response in self._core.watch(request):
-                    for event in response.events:
-                        if event.type in ("ADDED", "MODIFIED"):
-                            await self._consider(orjson.loads(event.object.data))
-            except errors.ApiError as err:
-                log.warning("certificatesigningrequests watch ended: %s", err)
-            await asyncio.sleep(0.1)  # the watch ended (dropped as too slow, say): list and watch again
+    def _queue(self, csr: Obj) -> None:
+        self._worker.queue.add(str((csr.get("metadata") or {}).get("name") or ""))
+
+    async def _sync(self, name: str) -> None:
+        csr = self._informer.cache.get(("", name))
+        if csr is not None:
+            await self._consider(copy.deepcopy(csr))  # the cache's objects are shared, never changed
 
     async def _consider(self, csr: Obj) -> None:
         if not wants_certificate(csr):
@@ -182,4 +187,4 @@ def singletons(core: Core, security: SecurityConfig) -> list[Singleton]:
     if cert_file is None or key_file is None:
         return []
     signer = CSRSigningController(core, Authority(cert_file, key_file))
-    return [Singleton("CSRSigningController", awaitable(signer.start), signer.stop)]
+    return [Singleton("CSRSigningController", signer.start, signer.stop)]

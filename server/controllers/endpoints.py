@@ -17,7 +17,7 @@ last-change-trigger-time annotation carries the earliest unsynced change; over-c
 without a Service is (checkLeftoverEndpoints; leader-election records excepted). Services without a selector
 or of type ExternalName are left alone.
 
-A singleton: one per cluster, run by the elected core (server/controllers/election.py) as
+A singleton: one per cluster, run by the elected core (server/runtime/election.py) as
 kube-controller-manager runs it under leader election; it follows Services, Pods and Endpoints by informer
 and syncs within a moment of a change.
 """
@@ -30,9 +30,10 @@ from typing import Any
 import orjson
 
 from server.controllers import endpointutil as util
-from server.controllers.election import Singleton
 from server.controllers.endpointutil import Key, Obj
 from server.objects.core import Core
+from server.runtime.election import Singleton
+from server.runtime.informer import SharedInformers
 
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 ENDPOINTS = util.path("endpoints", "")
@@ -41,16 +42,16 @@ ENDPOINTS = util.path("endpoints", "")
 class EndpointsController(util.ServiceEndpointsController):
     name = "endpoint-controller"
 
-    def __init__(self, core: Core) -> None:
-        super().__init__(core)
-        self.endpoints = self.watch(ENDPOINTS, self._endpoints_changed)
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
+        super().__init__(core, informers)
+        self.endpoints = self.follow(ENDPOINTS, self._endpoints_changed)
         self._triggers = util.TriggerTimes()
         self._started = False
 
     def started(self) -> None:
         """checkLeftoverEndpoints: every Endpoints is looked at once, so one without a Service is deleted."""
         self._started = True
-        for key, endpoints in self.endpoints.objects.items():
+        for key, endpoints in self.endpoints.items():
             if LEADER_ANNOTATION not in ((endpoints.get("metadata") or {}).get("annotations") or {}):
                 self.queue(key)
 
@@ -60,7 +61,7 @@ class EndpointsController(util.ServiceEndpointsController):
 
     async def sync(self, key: Key) -> None:
         namespace, name = key
-        service = self.services.objects.get(key)
+        service = self.services.get(key)
         if service is None:
             await self.delete(util.path("endpoints", namespace), name)
             self._triggers.forget(key)
@@ -72,7 +73,7 @@ class EndpointsController(util.ServiceEndpointsController):
         trigger = self._triggers.compute(service, pods)
         subsets = repack(list(_subsets(service, pods)))
         labels = util.labels_of(service)
-        current = self.endpoints.objects.get(key)
+        current = self.endpoints.get(key)
         if current is not None:
             compared = {k: v for k, v in util.labels_of(current).items() if k != util.HEADLESS_LABEL}
             if (current.get("subsets") or []) == subsets and compared == labels:
@@ -169,6 +170,6 @@ def _address_order(address: Obj) -> tuple[int, int, str]:
     return ip.version, int(ip), str((address.get("targetRef") or {}).get("uid", ""))
 
 
-def singletons(core: Core) -> list[Singleton]:
-    controller = EndpointsController(core)
+def singletons(core: Core, informers: SharedInformers | None = None) -> list[Singleton]:
+    controller = EndpointsController(core, informers)
     return [Singleton("EndpointsController", controller.start, controller.stop)]

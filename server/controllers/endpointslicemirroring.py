@@ -17,7 +17,7 @@ deleted) when the Endpoints is labelled endpointslice.kubernetes.io/skip-mirror=
 record, or its Service has a selector (the endpointslice controller writes that Service's slices) or is gone;
 an Endpoints deleted takes its slices with it.
 
-A singleton: one per cluster, run by the elected core (server/controllers/election.py) as
+A singleton: one per cluster, run by the elected core (server/runtime/election.py) as
 kube-controller-manager runs it under leader election; it follows Endpoints, Services and EndpointSlices by
 informer and syncs within a moment of a change.
 """
@@ -27,12 +27,13 @@ from __future__ import annotations
 import orjson
 
 from server.controllers import endpointutil as util
-from server.controllers.election import Singleton
 from server.controllers.endpoints import LEADER_ANNOTATION
 from server.controllers.endpointslices import managed_slices, slice_path
 from server.controllers.endpointutil import Key, Obj
 from server.kinds.discovery import MANAGED_BY_LABEL, SERVICE_NAME_LABEL
 from server.objects.core import Core
+from server.runtime.election import Singleton
+from server.runtime.informer import SharedInformers
 
 # Endpoints carrying this label are not mirrored (the `kubernetes` Service's own Endpoints carry it).
 SKIP_MIRROR_LABEL = "endpointslice.kubernetes.io/skip-mirror"
@@ -44,11 +45,11 @@ MAX_ENDPOINTS_PER_SLICE = 1000
 class EndpointSliceMirroringController(util.KeyedController):
     name = "endpointslicemirroring-controller"
 
-    def __init__(self, core: Core) -> None:
-        super().__init__(core)
-        self.endpoints = self.watch(util.path("endpoints", ""), self._changed)
-        self.services = self.watch(util.path("services", ""), self._changed)
-        self.slices = self.watch(slice_path(""), self._slice_changed)
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
+        super().__init__(core, informers)
+        self.endpoints = self.follow(util.path("endpoints", ""), self._changed)
+        self.services = self.follow(util.path("services", ""), self._changed)
+        self.slices = self.follow(slice_path(""), self._slice_changed)
 
     def _changed(self, old: Obj | None, new: Obj | None) -> None:
         self.queue(util.key_of(new or old or {}))
@@ -61,10 +62,10 @@ class EndpointSliceMirroringController(util.KeyedController):
     async def sync(self, key: Key) -> None:
         namespace, name = key
         existing = managed_slices(self.slices, namespace, name, CONTROLLER_NAME)
-        service = self.services.objects.get(key)
+        service = self.services.get(key)
         if service is None:
             return  # the Service's creation syncs again
-        endpoints = self.endpoints.objects.get(key)
+        endpoints = self.endpoints.get(key)
         if (service.get("spec") or {}).get("selector") or endpoints is None or not _mirrored(endpoints):
             for slice_ in existing:
                 await self.delete(slice_path(namespace), util.key_of(slice_)[1])
@@ -154,6 +155,6 @@ def _port(port: Obj) -> Obj:
     return out
 
 
-def singletons(core: Core) -> list[Singleton]:
-    controller = EndpointSliceMirroringController(core)
+def singletons(core: Core, informers: SharedInformers | None = None) -> list[Singleton]:
+    controller = EndpointSliceMirroringController(core, informers)
     return [Singleton("EndpointSliceMirroringController", controller.start, controller.stop)]

@@ -18,7 +18,7 @@ endpoints; existing slices with the same ports are reused, the rest deleted. End
 earliest unsynced change. Topology (zones from Nodes, hints) is not filled. Only slices managed by this
 controller are touched; Services without a selector or of type ExternalName are left alone.
 
-A singleton: one per cluster, run by the elected core (server/controllers/election.py) as
+A singleton: one per cluster, run by the elected core (server/runtime/election.py) as
 kube-controller-manager runs it under leader election; it follows Services, Pods and EndpointSlices by informer
 and syncs within a moment of a change.
 """
@@ -30,10 +30,11 @@ from typing import Any
 import orjson
 
 from server.controllers import endpointutil as util
-from server.controllers.election import Singleton
 from server.controllers.endpointutil import Key, Obj
 from server.kinds.discovery import MANAGED_BY_LABEL, SERVICE_NAME_LABEL
 from server.objects.core import Core
+from server.runtime.election import Singleton
+from server.runtime.informer import Indexer, SharedInformers
 
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 GROUP = "discovery.k8s.io"
@@ -44,7 +45,7 @@ def slice_path(namespace: str) -> Any:
     return util.path("endpointslices", namespace, group=GROUP)
 
 
-def managed_slices(cache: util.Cache, namespace: str, service: str, manager: str) -> list[Obj]:
+def managed_slices(cache: Indexer[Obj], namespace: str, service: str, manager: str) -> list[Obj]:
     """The slices of one Service that `manager` wrote, by name."""
     wanted = {SERVICE_NAME_LABEL: service, MANAGED_BY_LABEL: manager}
     found = [s for s in cache.in_namespace(namespace) if util.selects(wanted, util.labels_of(s))]
@@ -68,9 +69,9 @@ def slice_labels(service: Obj) -> dict[str, str]:
 class EndpointSliceController(util.ServiceEndpointsController):
     name = "endpointslice-controller"
 
-    def __init__(self, core: Core) -> None:
-        super().__init__(core)
-        self.slices = self.watch(slice_path(""), self._slice_changed)
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
+        super().__init__(core, informers)
+        self.slices = self.follow(slice_path(""), self._slice_changed)
         self._triggers = util.TriggerTimes()
 
     def _slice_changed(self, old: Obj | None, new: Obj | None) -> None:
@@ -81,7 +82,7 @@ class EndpointSliceController(util.ServiceEndpointsController):
 
     async def sync(self, key: Key) -> None:
         namespace, name = key
-        service = self.services.objects.get(key)
+        service = self.services.get(key)
         if service is None:
             self._triggers.forget(key)  # its slices go with it (owner references)
             return
@@ -195,6 +196,6 @@ def _ports(service: Obj, pod: Obj) -> list[Obj]:
     return out
 
 
-def singletons(core: Core) -> list[Singleton]:
-    controller = EndpointSliceController(core)
+def singletons(core: Core, informers: SharedInformers | None = None) -> list[Singleton]:
+    controller = EndpointSliceController(core, informers)
     return [Singleton("EndpointSliceController", controller.start, controller.stop)]

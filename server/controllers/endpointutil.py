@@ -1,7 +1,7 @@
 """What the endpoints, EndpointSlice and mirroring controllers share (kube's pkg/controller/util/endpoint and
 endpointslice/util): which Pods a Service selects and which of them count, a Service port resolved against a
-Pod's container ports, the last-change trigger time, and the informer-fed cache and key queue each controller
-runs on.
+Pod's container ports, the last-change trigger time, and the controller shape each runs on (shared informers
+queueing keys for one worker).
 
 Contracts, as kube's:
 - a Service with no selector (absent or empty: stored selectors are never an empty map) or of type
@@ -16,7 +16,6 @@ Contracts, as kube's:
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 from collections.abc import Callable, Iterable
@@ -25,10 +24,11 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.auth.rbac.informer import Informer
-from server.controllers.tasks import cancel_all
 from server.machinery import errors
 from server.objects.core import Core
+from server.runtime.informer import Handlers, Indexer, SharedInformers, Subscriptions, on_change
+from server.runtime.worker import Worker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ Key = tuple[str, str]  # (namespace, name)
 MANAGER = "kube-controller-manager"
 TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time"
 HEADLESS_LABEL = "service.kubernetes.io/headless"
-RETRY = 0.5
+RETRY = 0.5  # seconds before a key whose sync failed is synced again
 
 
 def key_of(obj: Obj) -> Key:
@@ -172,96 +172,57 @@ class TriggerTimes:
         self._states.pop(key, None)
 
 
-class Cache:
-    """An informer's sink: the objects of one resource by key, calling `changed(old, new)` on every change
-    (None for a side that does not exist)."""
-
-    def __init__(self, changed: Callable[[Obj | None, Obj | None], None]) -> None:
-        self.objects: dict[Key, Obj] = {}
-        self._changed = changed
-
-    def replace(self, objs: list[Obj]) -> None:
-        fresh = {key_of(o): o for o in objs}
-        for key, old in list(self.objects.items()):
-            if key not in fresh:
-                del self.objects[key]
-                self._changed(old, None)
-        for obj in objs:
-            self.put(obj)
-
-    def put(self, obj: Obj) -> None:
-        key = key_of(obj)
-        old = self.objects.get(key)
-        self.objects[key] = obj
-        self._changed(old, obj)
-
-    def remove(self, obj: Obj) -> None:
-        old = self.objects.pop(key_of(obj), None)
-        self._changed(old, None)
-
-    def in_namespace(self, namespace: str) -> list[Obj]:
-        return [o for (ns, _), o in self.objects.items() if ns == namespace]
-
-
 class KeyedController:
-    """Informers feeding caches, and one worker syncing the queued keys (namespace, name) in batches; a key
-    whose sync fails is queued again after RETRY seconds. Subclasses say what to watch and how to sync."""
+    """Shared informers (server/runtime/informer.py) whose changes queue keys (namespace, name), and one worker
+    syncing the queued keys (server/runtime/worker.py); a key whose sync fails is queued again after RETRY
+    seconds. Subclasses say what to watch and how to sync."""
 
     name = "controller"
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         self.core = core
-        self._pending: set[Key] = set()
-        self._wake = asyncio.Event()
-        self._informers: list[Informer] = []
-        self._task: asyncio.Task[None] | None = None
+        self._shared = informers or SharedInformers(core)
+        self._subscriptions = Subscriptions()
+        self._worker = self._new_worker()
 
-    def watch(self, path: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None]) -> Cache:
-        cache = Cache(changed)
-        self._informers.append(Informer(self.core, path, cache))
-        return cache
+    def _new_worker(self) -> Worker[Key]:
+        return Worker(WorkQueue(ExponentialBackoff(RETRY, RETRY)), self.sync, name=f"capstan-{self.name}",
+                      retry=self._failed)
+
+    def follow(self, path: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None]) -> Indexer[Obj]:
+        """The cache of the resource's shared informer; `changed(old, new)` is called on every change while
+        this controller runs (None for a side that does not exist)."""
+        handlers: Handlers[Obj] = on_change(changed)
+        return self._subscriptions.add(self._shared.informer(path), handlers).cache
 
     def queue(self, key: Key) -> None:
-        self._pending.add(key)
-        self._wake.set()
+        self._worker.queue.add(key)
 
     async def start(self) -> None:
         """Returns once the informers have listed and what they listed is synced."""
-        for informer in self._informers:
-            await informer.start()
+        if self._worker.queue.shutting_down():
+            self._worker = self._new_worker()
+        await self._subscriptions.start()
         self.started()
-        await self._drain()
-        self._task = asyncio.get_running_loop().create_task(self._work(), name=f"capstan-{self.name}")
+        await self._worker.drain()
+        self._worker.start()
 
     def started(self) -> None:
         """Called once the caches are filled, before the first sync."""
 
     async def stop(self) -> None:
-        for informer in self._informers:
-            await informer.stop()
-        await cancel_all((self._task,))
-        self._task = None
+        await self._subscriptions.stop()
+        await self._worker.stop()
 
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._worker.running()
 
-    async def _work(self) -> None:
-        while True:
-            await self._wake.wait()
-            await self._drain()
-
-    async def _drain(self) -> None:
-        self._wake.clear()
-        batch, self._pending = self._pending, set()
-        for key in sorted(batch):
-            try:
-                await self.sync(key)
-            except errors.ApiError as err:
-                log.info("%s: syncing %s/%s: %s", self.name, *key, err.status.message)
-                asyncio.get_running_loop().call_later(RETRY, self.queue, key)
-            except Exception:
-                log.exception("%s: syncing %s/%s failed", self.name, *key)
-                asyncio.get_running_loop().call_later(RETRY, self.queue, key)
+    def _failed(self, key: Key, err: Exception) -> bool:
+        if isinstance(err, errors.ApiError):
+            log.info("%s: syncing %s/%s: %s", self.name, *key, err.status.message)
+        else:
+            log.error("%s: syncing %s/%s failed", self.name, *key, exc_info=err)
+        return True
 
     async def sync(self, key: Key) -> None:
         raise NotImplementedError
@@ -307,10 +268,10 @@ class ServiceEndpointsController(KeyedController):
     endpointslice controllers): a Service's change queues it, a Pod's change queues every Service of its
     namespace whose selector matched the Pod before or after."""
 
-    def __init__(self, core: Core) -> None:
-        super().__init__(core)
-        self.services = self.watch(path("services", ""), self._service_changed)
-        self.pods = self.watch(path("pods", ""), self._pod_changed)
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
+        super().__init__(core, informers)
+        self.services = self.follow(path("services", ""), self._service_changed)
+        self.pods = self.follow(path("pods", ""), self._pod_changed)
 
     def _service_changed(self, old: Obj | None, new: Obj | None) -> None:
         self.queue(key_of(new or old or {}))

@@ -5,104 +5,109 @@ object in it is deleted; objects held by finalizers are waited for. Once nothing
 is left, the `kubernetes` finalizer is removed through the `finalize`
 subresource, and the core deletes the namespace when no finalizer remains.
 
-Elected (server/controllers/election.py): every core keeps the index of terminating namespaces from the
-watch (the core refuses creates in them), but only the leader empties them. A leader that starts finalizes
+Elected (server/runtime/election.py): every core keeps the index of terminating namespaces from its
+informer (the core refuses creates in them), but only the leader empties them. A leader that starts finalizes
 every namespace already terminating, so a deletion begun under a leader that died completes under the next.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
+from typing import Any
 
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.tasks import cancel_all
 from server.kinds import NAMESPACE_FINALIZER
 from server.machinery import errors
 from server.objects.core import Core
 from server.objects.namespaces import is_terminating
+from server.runtime.informer import Handlers, SharedInformers, Subscriptions
+from server.runtime.worker import Worker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
 log = logging.getLogger(__name__)
 
 NAMESPACES = core_pb2.ResourcePath(version="v1", resource="namespaces")
 RECHECK = (0.05, 0.1, 0.2, 0.5, 1.0)  # seconds between looks at a namespace still holding objects
+WORKERS = 10  # namespaces emptied at once (kube-controller-manager's --concurrent-namespace-syncs)
+Obj = dict[str, Any]
 
 
 class NamespaceController:
-    def __init__(self, core: Core) -> None:
+    """The namespaces' informer keeps the index; while leading, each terminating namespace is queued for the
+    workers, which empty it and requeue it (RECHECK) while something is left."""
+
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         self._core = core
         self._index = core.context.namespaces
-        self._running: dict[str, asyncio.Task[None]] = {}
+        self._subscriptions = Subscriptions()
+        self._informer = self._subscriptions.add(
+            (informers or SharedInformers(core)).informer(NAMESPACES),
+            Handlers(on_add=lambda ns, _: self._seen(ns), on_update=lambda _, ns: self._seen(ns), on_delete=self._gone))
         self._terminating: set[str] = set()  # names seen with a deletionTimestamp
+        self._attempts: dict[str, int] = {}  # looks at a namespace still holding objects, so far
         self._leading = False
-        self._task: asyncio.Task[None] | None = None
+        self._worker = self._new_worker()
 
-    def start(self) -> None:
-        """Follow the namespaces (the index); deleting them waits for lead()."""
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="capstan-namespace-controller")
+    def _new_worker(self) -> Worker[str]:
+        return Worker(WorkQueue(ExponentialBackoff()), self._finalize, name="capstan-namespace-controller",
+                      count=WORKERS, retry=self._failed)
+
+    async def start(self) -> None:
+        """Follow the namespaces (the index, filled before returning); deleting them waits for lead()."""
+        await self._subscriptions.start()
 
     async def stop(self) -> None:
-        await cancel_all((self._task, *self._running.values()))
+        await self._subscriptions.stop()
+        await self._worker.stop()
 
     def lead(self) -> None:
         """Finalize terminating namespaces: those seen so far now, later ones as they come."""
         self._leading = True
+        if self._worker.queue.shutting_down():
+            self._worker = self._new_worker()
+        self._worker.start()
         for name in sorted(self._terminating):
-            self._finalize_soon(name)
+            self._worker.queue.add(name)
 
     async def unlead(self) -> None:
         """Stop finalizing at once (another core leads now)."""
         self._leading = False
-        await cancel_all(list(self._running.values()))
+        await self._worker.stop()
+        self._attempts.clear()
 
     def leading(self) -> bool:
         return self._leading
 
     def running(self) -> bool:
         """Started and not stopped or dead (its /healthz poststarthook check)."""
-        return self._task is not None and not self._task.done()
+        return self._informer.running()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                async for response in self._core.watch(core_pb2.WatchRequest(path=NAMESPACES)):
-                    for event in response.events:
-                        if event.type == "BOOKMARK":
-                            continue
-                        ns = orjson.loads(event.object.data)
-                        if event.type == "DELETED":
-                            self._index.forget(ns["metadata"]["name"])
-                            self._terminating.discard(ns["metadata"]["name"])
-                        elif event.type in ("ADDED", "MODIFIED"):
-                            self._index.observe(ns["metadata"]["name"], is_terminating(ns))
-                            self._consider(ns)
-            except errors.ApiError as err:
-                log.warning("namespace watch ended: %s", err)
-            await asyncio.sleep(0.1)  # the watch ended (dropped as too slow, say): watch again
-
-    def _consider(self, ns: dict[str, object]) -> None:
-        metadata = ns.get("metadata")
-        if not isinstance(metadata, dict) or not metadata.get("deletionTimestamp"):
+    def _seen(self, ns: Obj) -> None:
+        name = str((ns.get("metadata") or {}).get("name"))
+        self._index.observe(name, is_terminating(ns))
+        if not (ns.get("metadata") or {}).get("deletionTimestamp"):
             return
-        name = str(metadata.get("name"))
         self._terminating.add(name)
         if self._leading:
-            self._finalize_soon(name)
+            self._worker.queue.add(name)
 
-    def _finalize_soon(self, name: str) -> None:
-        if name not in self._running:
-            task = asyncio.get_running_loop().create_task(self._finalize(name))
-            self._running[name] = task
-            task.add_done_callback(lambda _: self._running.pop(name, None))
+    def _gone(self, ns: Obj) -> None:
+        name = str((ns.get("metadata") or {}).get("name"))
+        self._index.forget(name)
+        self._terminating.discard(name)
+        self._attempts.pop(name, None)
 
     async def _finalize(self, name: str) -> None:
-        attempt = 0
-        while await self._remaining(name):
-            await asyncio.sleep(RECHECK[min(attempt, len(RECHECK) - 1)])
-            attempt += 1
+        """Delete what is left; once nothing is, remove the `kubernetes` finalizer through /finalize."""
+        if await self._remaining(name):
+            attempt = self._attempts.get(name, 0)
+            self._attempts[name] = attempt + 1
+            self._worker.queue.add_after(name, RECHECK[min(attempt, len(RECHECK) - 1)])
+            return
+        self._attempts.pop(name, None)
         try:
             got = await self._core.get(core_pb2.GetRequest(path=_ns_path(name)))
         except errors.ApiError:
@@ -115,6 +120,10 @@ class NamespaceController:
         with contextlib.suppress(errors.ApiError):
             await self._core.update(core_pb2.UpdateRequest(
                 path=path, object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(ns))))
+
+    def _failed(self, name: str, err: Exception) -> bool:
+        log.warning("namespace %s: emptying it failed: %s", name, err)
+        return True
 
     async def _remaining(self, name: str) -> int:
         """Delete what is left in the namespace; how many objects still remain (held by finalizers)."""

@@ -1,20 +1,19 @@
 """ResourceQuota status (kube-controller-manager's resourcequota controller): each quota's status.hard is its
 spec.hard and status.used what the namespace's objects use of it, recomputed when a quota is new or its spec
 changes, when an object of a kind quota tracks (Pods, Services, PersistentVolumeClaims, ConfigMaps, Secrets,
-ReplicationControllers, ResourceQuotas) gives usage back (deleted; see _Queue), when a terminating Pod's
-grace period ends, and every RESYNC seconds for everything else (`count/<resource>.<group>` of other kinds), as
-kube's full resync does. Usage is measured as admission measures it (server/admission/usage.py), so what the
-controller writes is what admission charged, and what admission charged for a write that then failed is
-given back here.
+ReplicationControllers, ResourceQuotas) gives usage back (deleted; see _Queue), when a terminating Pod's grace
+period ends, and every RESYNC seconds (the quotas' informer's resync) for everything else
+(`count/<resource>.<group>` of other kinds), as kube's full resync does. Usage is measured as admission measures it
+(server/admission/usage.py), so what the controller writes is what admission charged, and what admission charged for
+a write that then failed is given back here.
 
-A singleton: one per cluster, run by the elected core only (server/controllers/election.py), as
+A singleton: one per cluster, run by the elected core only (server/runtime/election.py), as
 kube-controller-manager runs it under leader election. Status is written with the quota's resourceVersion as
 precondition; a conflict (admission charged meanwhile) syncs the namespace again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 from typing import Any
@@ -32,17 +31,18 @@ from server.admission.usage import (
     pod_charged,
     scope_selectors,
 )
-from server.auth.rbac.informer import Informer
-from server.controllers.nsqueue import NamespaceQueue
-from server.controllers.tasks import cancel_all
 from server.machinery import errors
 from server.objects.core import Core
+from server.runtime.informer import Handlers, Informer, SharedInformers, Subscriptions
+from server.runtime.worker import Worker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
 log = logging.getLogger(__name__)
 
 MANAGER = "kube-controller-manager"
 RETRY = 0.5
 RESYNC = 10.0
+Obj = dict[str, Any]
 WATCHED = ("resourcequotas", "pods", "services", "persistentvolumeclaims", "configmaps", "secrets",
            "replicationcontrollers")
 
@@ -52,27 +52,27 @@ class _Queue:
 
     Admission charges every write that uses more, so only what gives usage back is replenished (kube's
     QuotaMonitor): a deletion, a Pod that stops being charged (terminal, or its grace period over), and a
-    Service or PersistentVolumeClaim changed (kube compares the old and new type or request; the event here
-    carries only the new object). A quota syncs when it is new or its spec.hard changed, never for a status
-    write (admission's charges and this controller's own). Recomputing on every write would race the
-    writes admission has charged but not yet stored: a recount that missed them would write the charge back.
+    Service or PersistentVolumeClaim changed (kube compares the old and new type or request; here the new
+    object decides). A quota syncs when it is new or its spec.hard changed, never for a status write
+    (admission's charges and this controller's own), and at every resync of the quotas' informer. Recomputing
+    on every write instead raced the writes admission had charged but not yet stored: a recount that missed
+    them wrote the charge back. What the first list holds syncs its namespace.
     """
 
     def __init__(self, controller: ResourceQuotaController, resource: str) -> None:
         self._controller = controller
         self._resource = resource
 
-    def replace(self, objs: list[dict[str, Any]]) -> None:
-        for obj in objs:
-            self._sync(obj, True)
+    def handlers(self) -> Handlers[Obj]:
+        return Handlers(on_add=self._added, on_update=self._updated, on_delete=lambda obj: self._sync(obj, True))
 
-    def put(self, obj: dict[str, Any]) -> None:
-        self._sync(obj, self._gives_back(obj))
+    def _added(self, obj: Obj, initial: bool) -> None:
+        self._sync(obj, initial or self._gives_back(obj))
 
-    def remove(self, obj: dict[str, Any]) -> None:
-        self._sync(obj, True)
+    def _updated(self, old: Obj, new: Obj) -> None:
+        self._sync(new, old is new or self._gives_back(new))  # old is new: a resync
 
-    def _gives_back(self, obj: dict[str, Any]) -> bool:
+    def _gives_back(self, obj: Obj) -> bool:
         if self._resource == "resourcequotas":
             return (obj.get("spec") or {}).get("hard") != (obj.get("status") or {}).get("hard") \
                 or "used" not in (obj.get("status") or {})
@@ -80,7 +80,7 @@ class _Queue:
             return not pod_charged(obj)
         return self._resource in ("services", "persistentvolumeclaims")
 
-    def _sync(self, obj: dict[str, Any], wanted: bool) -> None:
+    def _sync(self, obj: Obj, wanted: bool) -> None:
         namespace = str((obj.get("metadata") or {}).get("namespace", ""))
         if self._resource == "resourcequotas":
             self._controller.quota_seen(namespace)
@@ -89,55 +89,51 @@ class _Queue:
 
 
 class ResourceQuotaController:
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
+        informers = informers or SharedInformers(core)
         self._core = core
         self._namespaces: set[str] = set()  # namespaces seen with a quota (a sync forgets those without)
-        self._queue = NamespaceQueue(self._sync_one)
-        self._informers = [Informer(core, core_pb2.ResourcePath(version="v1", resource=resource),
-                                    _Queue(self, resource)) for resource in WATCHED]
-        self._tasks: list[asyncio.Task[None]] = []
+        self._worker = self._new_worker()
+        quotas = Informer(core, _path("resourcequotas"), resync=RESYNC)  # its own: the resync is this controller's
+        self._subscriptions = Subscriptions()
+        for resource in WATCHED:
+            self._subscriptions.add(quotas if resource == "resourcequotas" else informers.informer(_path(resource)),
+                                    _Queue(self, resource).handlers())
+
+    def _new_worker(self) -> Worker[str]:
+        return Worker(WorkQueue(ExponentialBackoff(RETRY, RETRY)), self._sync, name="capstan-resourcequota-controller",
+                      retry=self._failed)
 
     def quota_seen(self, namespace: str) -> None:
         self._namespaces.add(namespace)
 
     def queue(self, namespace: str) -> None:
         if namespace in self._namespaces:
-            self._queue.add(namespace)
+            self._worker.queue.add(namespace)
 
     async def start(self) -> None:
         """Returns once the quotas that exist now have their status."""
-        for informer in self._informers:
-            await informer.start()
-        await self._queue.drain()
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._queue.run(), name="capstan-resourcequota-controller"),
-                       loop.create_task(self._resync(), name="capstan-resourcequota-resync")]
+        if self._worker.queue.shutting_down():
+            self._worker = self._new_worker()
+        await self._subscriptions.start()
+        await self._worker.drain()
+        self._worker.start()
 
     async def stop(self) -> None:
-        for informer in self._informers:
-            await informer.stop()
-        await cancel_all(self._tasks)
-        self._tasks = []
+        await self._subscriptions.stop()
+        await self._worker.stop()
 
     def running(self) -> bool:
-        return bool(self._tasks) and not any(task.done() for task in self._tasks)
+        return self._worker.running() and self._subscriptions.running()
 
-    async def _resync(self) -> None:
-        while True:
-            await asyncio.sleep(RESYNC)
-            for namespace in list(self._namespaces):
-                self.queue(namespace)
-
-    async def _sync_one(self, namespace: str) -> None:
-        try:
-            await self._sync(namespace)
-        except errors.ApiError as err:
-            if err.status.code != 404:
-                log.info("resourcequota: syncing namespace %s: %s", namespace, err.status.message)
-                asyncio.get_running_loop().call_later(RETRY, self.queue, namespace)
-        except Exception:
-            log.exception("resourcequota: syncing namespace %s failed", namespace)
-            asyncio.get_running_loop().call_later(RETRY, self.queue, namespace)
+    def _failed(self, namespace: str, err: Exception) -> bool:
+        if isinstance(err, errors.ApiError):
+            if err.status.code == 404:
+                return False
+            log.info("resourcequota: syncing namespace %s: %s", namespace, err.status.message)
+        else:
+            log.error("resourcequota: syncing namespace %s failed", namespace, exc_info=err)
+        return True
 
     async def _sync(self, namespace: str) -> None:
         quotas = await self._list("", "v1", "resourcequotas", namespace)
@@ -197,13 +193,16 @@ class ResourceQuotaController:
     def _requeue_at_expiry(self, namespace: str, pods: list[dict[str, Any]]) -> None:
         """A terminating Pod stops being charged when its grace period ends, without an event of its own."""
         now = datetime.datetime.now(datetime.UTC)
-        loop = asyncio.get_running_loop()
         for pod in pods:
             expiry = deletion_expiry(pod)
             if expiry is not None and expiry >= now:
-                loop.call_later((expiry - now).total_seconds() + 0.05, self.queue, namespace)
+                self._worker.queue.add_after(namespace, (expiry - now).total_seconds() + 0.05)
 
     async def _list(self, group: str, version: str, resource: str, namespace: str) -> list[dict[str, Any]]:
         listed = await self._core.list(core_pb2.ListRequest(path=core_pb2.ResourcePath(
             group=group, version=version, resource=resource, namespace=namespace)))
         return [orjson.loads(item) for item in listed.items]
+
+
+def _path(resource: str) -> core_pb2.ResourcePath:
+    return core_pb2.ResourcePath(version="v1", resource=resource)

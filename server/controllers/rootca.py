@@ -1,7 +1,7 @@
 """The `kube-root-ca.crt` ConfigMap in every namespace (kube-controller-manager's root-ca-cert-publisher):
 `data: {ca.crt: <the root CA PEM>}` with kube's description annotation, created when a namespace appears and
 put back when deleted, or when its data or annotation is changed (other annotations and labels are kept).
-A singleton: one per cluster, run by the elected core only (server/controllers/election.py) when a root CA is
+A singleton: one per cluster, run by the elected core only (server/runtime/election.py) when a root CA is
 configured (--insecure has none).
 """
 
@@ -13,6 +13,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.perns import PerNamespace
 from server.machinery import errors
 from server.objects.core import Core
+from server.runtime.informer import SharedInformers
 
 NAME = "kube-root-ca.crt"
 DESCRIPTION_ANNOTATION = "kubernetes.io/description"
@@ -24,11 +25,11 @@ MANAGER = "kube-controller-manager"
 
 
 class RootCAPublisher:
-    def __init__(self, core: Core, root_ca: str) -> None:
+    def __init__(self, core: Core, root_ca: str, informers: SharedInformers | None = None) -> None:
         self._core = core
         self._data = {"ca.crt": root_ca}
         self._loop = PerNamespace(core, kept=CONFIG_MAPS, name=NAME, sync=self._sync,
-                                  label="root-ca-cert-publisher")
+                                  label="root-ca-cert-publisher", informers=informers)
 
     async def start(self) -> None:
         await self._loop.start()

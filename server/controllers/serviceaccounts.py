@@ -1,6 +1,6 @@
 """The `default` ServiceAccount in every namespace (kube-controller-manager's serviceaccounts-controller):
 created when a namespace appears, created again when deleted. A singleton: one per cluster, run by the elected
-core only (server/controllers/election.py), as kube-controller-manager runs it under leader election.
+core only (server/runtime/election.py), as kube-controller-manager runs it under leader election.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.perns import PerNamespace
 from server.machinery import errors
 from server.objects.core import Core
+from server.runtime.informer import SharedInformers
 
 DEFAULT = "default"
 SERVICE_ACCOUNTS = core_pb2.ResourcePath(version="v1", resource="serviceaccounts")
@@ -18,10 +19,10 @@ MANAGER = "kube-controller-manager"
 
 
 class ServiceAccountsController:
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         self._core = core
         self._loop = PerNamespace(core, kept=SERVICE_ACCOUNTS, name=DEFAULT, sync=self._sync,
-                                  label="serviceaccounts-controller")
+                                  label="serviceaccounts-controller", informers=informers)
 
     async def start(self) -> None:
         await self._loop.start()

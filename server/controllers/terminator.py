@@ -1,87 +1,87 @@
 """The kubelet's last word on a Pod: once a gracefully deleted Pod's grace period ends, delete it for good.
 
-A Pod bound to a node is not deleted at once: kube-apiserver marks it (deletionTimestamp = now + its grace
-period, deletionGracePeriodSeconds) and the kubelet of that node stops its containers and then deletes it
-with a grace period of 0. No kubelet runs here, so this controller plays that part without the containers:
-it watches Pods and, when a marked Pod's deletionTimestamp comes, deletes it with gracePeriodSeconds=0 and its
-uid as precondition. A Pod still held by finalizers then waits for them, as anywhere else. Because it works
-from a watch (which starts with a list), Pods marked before a restart are deleted after it.
+A Pod bound to a node is not deleted at once: kube-apiserver marks it (deletionTimestamp = now + its grace period,
+deletionGracePeriodSeconds) and the kubelet of that node stops its containers and then deletes it with a grace
+period of 0. No kubelet runs here, so this controller plays that part without the containers: it follows Pods (a
+shared informer) and, when a marked Pod's deletionTimestamp comes, deletes it with gracePeriodSeconds=0 and its uid
+as precondition. A Pod still held by finalizers then waits for them, as anywhere else. Because its informer starts
+with a list, Pods marked before a restart are deleted after it.
 
-Elected (server/controllers/election.py): it runs in the leading core only; a new leader's watch starts with
-a list, so Pods marked under the previous leader are deleted by the next.
+Elected (server/runtime/election.py): it runs in the leading core only; a new leader's informer starts
+with a list, so Pods marked under the previous leader are deleted by the next.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-
-import orjson
+from typing import Any
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.tasks import cancel_all
 from server.machinery import errors
 from server.machinery.codec import gotime
 from server.objects.core import Core
+from server.runtime.informer import Handlers, SharedInformers, Subscriptions
+from server.runtime.worker import Worker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
 log = logging.getLogger(__name__)
 
 PODS = core_pb2.ResourcePath(version="v1", resource="pods")
+WORKERS = 8  # Pods deleted at once
+Obj = dict[str, Any]
+Item = tuple[str, str, str]  # a Pod's namespace, name and uid
 
 
 class PodTerminator:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-        self._timers: dict[str, asyncio.TimerHandle] = {}  # pod uid -> its deletion
-        self._deleting: set[asyncio.Task[None]] = set()
-        self._task: asyncio.Task[None] | None = None
+    """The Pods' informer queues each marked Pod for its deletionTimestamp (a delaying work queue); the workers
+    delete it then if the cache still holds that Pod (same uid) marked."""
 
-    def start(self) -> None:
-        self._timers = {}  # a stopped terminator's were cancelled
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="capstan-pod-terminator")
+    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
+        self._core = core
+        self._subscriptions = Subscriptions()
+        self._informer = self._subscriptions.add(
+            (informers or SharedInformers(core)).informer(PODS),
+            Handlers(on_add=lambda pod, _: self._consider(pod), on_update=lambda _, pod: self._consider(pod)))
+        self._worker = self._new_worker()
+
+    def _new_worker(self) -> Worker[Item]:
+        return Worker(WorkQueue(ExponentialBackoff()), self._sync, name="capstan-pod-terminator", count=WORKERS)
+
+    async def start(self) -> None:
+        if self._worker.queue.shutting_down():
+            self._worker = self._new_worker()  # a stopped terminator's queue was shut down
+        await self._subscriptions.start()
+        self._worker.start()
 
     async def stop(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        await cancel_all((self._task, *self._deleting))
+        await self._subscriptions.stop()
+        await self._worker.stop()
 
     def running(self) -> bool:
         """Started and not stopped or dead (its /healthz poststarthook check)."""
-        return self._task is not None and not self._task.done()
+        return self._informer.running() and self._worker.running()
 
-    async def _run(self) -> None:
-        while True:
-            try:
-                async for response in self._core.watch(core_pb2.WatchRequest(path=PODS)):
-                    for event in response.events:
-                        if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                            self._consider(event.type, orjson.loads(event.object.data))
-            except errors.ApiError as err:
-                log.warning("pod watch ended: %s", err)
-            await asyncio.sleep(0.1)  # the watch ended (dropped as too slow, say): watch again
+    def _consider(self, pod: Obj) -> None:
+        delay = _due_in(pod)
+        if delay is not None:
+            m = pod["metadata"]
+            self._worker.queue.add_after((str(m.get("namespace", "")), str(m.get("name", "")), str(m.get("uid", ""))),
+                                         delay)
 
-    def _consider(self, kind: str, pod: dict[str, object]) -> None:
-        m = pod.get("metadata")
-        if not isinstance(m, dict):
+    async def _sync(self, item: Item) -> None:
+        namespace, name, uid = item
+        pod = self._informer.cache.get((namespace, name))
+        if pod is None or str((pod.get("metadata") or {}).get("uid", "")) != uid:
+            return  # deleted, or another Pod by that name now
+        delay = _due_in(pod)
+        if delay is None:
             return
-        uid = str(m.get("uid", ""))
-        timer = self._timers.pop(uid, None)
-        if timer is not None:
-            timer.cancel()
-        if kind == "DELETED" or not m.get("deletionTimestamp") or not m.get("deletionGracePeriodSeconds"):
+        if delay > 0:  # queued for an earlier mark
+            self._worker.queue.add_after(item, delay)
             return
-        seconds, _ = gotime.parse(str(m["deletionTimestamp"]), gotime.RFC3339)
-        delay = max(0.0, seconds - time.time())
-        namespace, name = str(m.get("namespace", "")), str(m.get("name", ""))
-        self._timers[uid] = asyncio.get_running_loop().call_later(delay, self._delete, namespace, name, uid)
-
-    def _delete(self, namespace: str, name: str, uid: str) -> None:
-        self._timers.pop(uid, None)
-        task = asyncio.get_running_loop().create_task(self._delete_now(namespace, name, uid))
-        self._deleting.add(task)
-        task.add_done_callback(self._deleting.discard)
+        await self._delete_now(namespace, name, uid)
 
     async def _delete_now(self, namespace: str, name: str, uid: str) -> None:
         path = core_pb2.ResourcePath(version="v1", resource="pods", namespace=namespace, name=name)
@@ -91,3 +91,12 @@ class PodTerminator:
         except errors.ApiError as err:
             if err.code not in (404, 409):  # gone already, or another Pod by that name now
                 log.warning("deleting pod %s/%s after its grace period: %s", namespace, name, err)
+
+
+def _due_in(pod: Obj) -> float | None:
+    """Seconds until a marked Pod's grace period ends (0 when over); None for one not marked."""
+    m = pod.get("metadata")
+    if not isinstance(m, dict) or not m.get("deletionTimestamp") or not m.get("deletionGracePeriodSeconds"):
+        return None
+    seconds, _ = gotime.parse(str(m["deletionTimestamp"]), gotime.RFC3339)
+    return max(0.0, seconds - time.time())

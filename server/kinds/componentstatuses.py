@@ -7,7 +7,7 @@ is deprecated (every answer carries `v1 ComponentStatus is deprecated in v1.19+`
 a plain error (500, no reason: `Component not found: x`). Capstan probes nothing over the network:
 - etcd-0 is the store, read as the core's `etcd` health check reads it (server/objects/health.py's store_check);
 - controller-manager: Capstan's controllers run in the core elected through the `capstan-controllers` Lease in
-  kube-system (server/controllers/election.py), so it is Healthy while a holder's lease is current, and otherwise
+  kube-system (server/runtime/election.py), so it is Healthy while a holder's lease is current, and otherwise
   answers the error kube shows for a controller-manager that is not running;
 - scheduler: Capstan has none, so it always answers the error kube shows for a scheduler that is not running.
 """
@@ -18,7 +18,6 @@ import datetime
 import time
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from server.controllers.election import LEASE_NAME, LEASE_NAMESPACE
 from server.machinery import errors
 from server.machinery.schema import ProtoSchema
 from server.machinery.values import Obj
@@ -26,6 +25,7 @@ from server.objects import health, render
 from server.objects.context import Context
 from server.objects.storeerrors import store_call
 from server.registry.resources import Resource
+from server.runtime.election import LEASE_NAME, LEASE_NAMESPACE
 
 SCHEDULER_DOWN = ('Get "https://127.0.0.1:10259/healthz": dial tcp 127.0.0.1:10259: connect: connection refused')
 CONTROLLER_MANAGER_DOWN = ('Get "https://127.0.0.1:10257/healthz": '

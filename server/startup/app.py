@@ -4,9 +4,9 @@
 `capstan serve` and the tests start the core through here, so both run the same parts.
 
 Every core serves every verb and keeps what serving needs (the CRD registry, the namespace index, the
-authentication and RBAC indexes). The singletons (server/controllers/singletons.py) run only while this core
+authentication and RBAC indexes). The singletons (server/runtime/singletons.py) run only while this core
 leads: at once when it runs alone (election None), else when it holds the Lease
-(server/controllers/election.py); they stop the moment it stops leading.
+(server/runtime/election.py); they stop the moment it stops leading.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from server import admission
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
-from server.auth.setup import Security, start_security
+from server.auth.setup import ConfigError, Security, start_security
 from server.controllers import apiservices, csrsigning, endpoints, endpointslicemirroring, endpointslices
 from server.controllers.crds import CrdController
-from server.controllers.election import ElectionConfig, LeaderElector, Singleton, awaitable
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
 from server.controllers.resourcequota import ResourceQuotaController
-from server.controllers.singletons import Singletons
+from server.controllers.rootca import RootCAPublisher
+from server.controllers.serviceaccounts import ServiceAccountsController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
@@ -32,6 +32,9 @@ from server.machinery.limits.limiter import Limiter
 from server.objects import health
 from server.objects.core import Core
 from server.registry.resources import Registry
+from server.runtime.election import ElectionConfig, LeaderElector, Singleton, awaitable
+from server.runtime.informer import SharedInformers
+from server.runtime.singletons import Singletons
 from server.service import servicer as service
 from server.service.grpc_server import KUBE_GRPC_LIMITS, GrpcLimits, GrpcTls, RunningGrpc, start_grpc, stop_grpc
 from server.startup import bootstrap, flowcontrol_bootstrap, system_objects
@@ -102,29 +105,30 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     await system_objects.ensure_kubernetes_endpoints(core, listen)
     await system_objects.ensure_system_priority_classes(core)
     await flowcontrol_bootstrap.ensure_apf_configuration(core)
-    namespaces = NamespaceController(core)
-    namespaces.start()
+    informers = SharedInformers(core)  # one informer per resource for every controller of this core
+    namespaces = NamespaceController(core, informers)
+    await namespaces.start()
     garbage_collector = GarbageCollector(core)
-    terminator = PodTerminator(core)
-    quotas = ResourceQuotaController(core)
+    terminator = PodTerminator(core, informers)
     crds = CrdController(core)
     await crds.start()
-    secured = await start_security(core, security, controllers=namespace_controllers, elected=True)
+    per_namespace = _per_namespace(core, security, informers) if namespace_controllers else []
+    secured = await start_security(core, security, elected=True)
     singletons = Singletons([
         Singleton("GarbageCollector", awaitable(garbage_collector.start), garbage_collector.stop),
-        Singleton("PodTerminator", awaitable(terminator.start), terminator.stop),
+        Singleton("PodTerminator", terminator.start, terminator.stop),
         Singleton("NamespaceController", awaitable(namespaces.lead), namespaces.unlead),
         Singleton("CrdController", crds.lead, crds.unlead),
+        # kube-controller-manager's part in every namespace (the default ServiceAccount, kube-root-ca.crt, quota
+        # status, endpoints and slices); left out with namespace_controllers=False, as envtest runs no
+        # controller-manager.
+        *per_namespace,
         *secured.singletons,
         *csrsigning.singletons(core, security),
         *apiservices.singletons(core),
-        # kube-controller-manager's resourcequota controller; left out with the per-namespace ones, as envtest runs
-        # no controller-manager.
-        *([Singleton("ResourceQuotaController", quotas.start, quotas.stop)] if namespace_controllers else []),
-        # kube-controller-manager's endpoint, endpointslice and endpointslicemirroring controllers, likewise.
-        *(endpoints.singletons(core) if namespace_controllers else []),
-        *(endpointslices.singletons(core) if namespace_controllers else []),
-        *(endpointslicemirroring.singletons(core) if namespace_controllers else []),
+        *(endpoints.singletons(core, informers) if namespace_controllers else []),
+        *(endpointslices.singletons(core, informers) if namespace_controllers else []),
+        *(endpointslicemirroring.singletons(core, informers) if namespace_controllers else []),
     ])
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
                        crds=crds, leading=singletons.leading)
@@ -138,6 +142,21 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured, singletons, elector)
+
+
+def _per_namespace(core: Core, security: SecurityConfig, informers: SharedInformers) -> list[Singleton]:
+    """The default ServiceAccount controller, the root CA publisher (when a root CA file is configured) and the
+    resourcequota controller. ConfigError for a root CA file that cannot be read."""
+    accounts = ServiceAccountsController(core, informers)
+    parts = [Singleton("ServiceAccountsController", accounts.start, accounts.stop)]
+    if security.root_ca_file is not None:
+        try:
+            root_ca = RootCAPublisher(core, security.root_ca_file.read_text(), informers)
+        except (OSError, ValueError) as err:
+            raise ConfigError(str(err)) from None
+        parts.append(Singleton("RootCAPublisher", root_ca.start, root_ca.stop))
+    quotas = ResourceQuotaController(core, informers)
+    return [*parts, Singleton("ResourceQuotaController", quotas.start, quotas.stop)]
 
 
 def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,

@@ -5,11 +5,11 @@ its selectors match, selector by selector, roles by name, each distinct rule onc
     view (aggregate-to-view) <- system:aggregate-to-view's rules, then any custom role labelled
                                 rbac.authorization.k8s.io/aggregate-to-view: "true"
 
-It reads the ClusterRoles the RBAC index holds and runs after any of them changes (several changes
-together make one pass). Writes are updates as the core itself (system:masters) with the read
-resourceVersion; one that loses a race is redone on the change that won it. Elected: it runs in the leading
-core only (server/controllers/election.py), over that core's own index; a new leader's first pass
-aggregates whatever changed meanwhile.
+It reads the ClusterRoles the RBAC index holds and runs after any of them changes (several changes together make one
+pass: one item of a work queue). Writes are updates as the core itself (system:masters) with the read
+resourceVersion; one that loses a race is redone on the change that won it. Elected: it runs in the leading core
+only (server/runtime/election.py), over that core's own index; a new leader's first pass aggregates whatever changed
+meanwhile.
 """
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.rbac.index import RbacIndex
-from server.controllers.tasks import cancel_all
 from server.machinery import errors
 from server.machinery.selectors import labels
 from server.objects.core import Core
+from server.runtime.worker import Worker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
 log = logging.getLogger(__name__)
 
 GROUP = "rbac.authorization.k8s.io"
 FIELD_MANAGER = "clusterrole-aggregation-controller"
+PASS = "pass"  # the one work item
 Obj = dict[str, Any]
 
 
@@ -52,44 +54,50 @@ def aggregated_rules(role: Obj, roles: dict[str, Obj]) -> list[Obj]:
 
 
 class AggregationController:
+    """One work item, the whole pass: a change queued while a pass runs makes one more pass after it."""
+
     def __init__(self, core: Core, index: RbacIndex) -> None:
         self._core = core
         self._index = index
-        self._task: asyncio.Task[None] | None = None
-        self._again = False
+        self._worker = self._new_worker()
+
+    def _new_worker(self) -> Worker[str]:
+        return Worker(WorkQueue(ExponentialBackoff()), self._sync, name="capstan-clusterrole-aggregation",
+                      retry=self._failed)
 
     def start(self) -> None:
+        if self._worker.queue.shutting_down():
+            self._worker = self._new_worker()
+        self._worker.start()
         self._index.cluster_role_listeners.append(self._changed)
         self._changed()
 
     async def stop(self) -> None:
         if self._changed in self._index.cluster_role_listeners:
             self._index.cluster_role_listeners.remove(self._changed)
-        await cancel_all((self._task,))
+        await self._worker.stop()
 
     async def settled(self) -> None:
         """Wait for the pass in progress (and any it asked for) to finish."""
-        while self._task is not None and not self._task.done():
-            await asyncio.shield(self._task)
+        while not self._worker.queue.idle():
+            await asyncio.sleep(0.005)
 
     def _changed(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._again = True
-            return
-        self._task = asyncio.get_running_loop().create_task(self._sync(), name="capstan-clusterrole-aggregation")
+        self._worker.queue.add(PASS)
 
-    async def _sync(self) -> None:
-        self._again = True
-        while self._again:
-            self._again = False
-            await asyncio.sleep(0)  # let a burst of changes land in the index first
-            roles = dict(self._index.cluster_roles)
-            for role in roles.values():
-                if role.get("aggregationRule") is None:
-                    continue
-                rules = aggregated_rules(role, roles)
-                if rules != (role.get("rules") or []):
-                    await self._write(role, rules)
+    def _failed(self, item: str, err: Exception) -> bool:
+        log.exception("ClusterRole aggregation failed", exc_info=err)
+        return True
+
+    async def _sync(self, item: str) -> None:
+        await asyncio.sleep(0)  # let a burst of changes land in the index first
+        roles = dict(self._index.cluster_roles)
+        for role in roles.values():
+            if role.get("aggregationRule") is None:
+                continue
+            rules = aggregated_rules(role, roles)
+            if rules != (role.get("rules") or []):
+                await self._write(role, rules)
 
     async def _write(self, role: Obj, rules: list[Obj]) -> None:
         updated = {**role, "rules": rules}

@@ -12,7 +12,8 @@ A ServiceAccount subject without a namespace takes a RoleBinding's own, and in a
 to nobody (kube's appliesToUser). Buckets keep insertion order, so the first binding that allows a request is
 the same from one decision to the next.
 
-Mutated only by the informers (one event loop); decisions read it in between, never during a change.
+Mutated only by the informers' handlers (server/auth/rbac/cache.py, one event loop); decisions read it in
+between, never during a change.
 """
 
 from __future__ import annotations
@@ -142,11 +143,6 @@ class RbacIndex:
     def remove_role(self, obj: Obj) -> None:
         self.rules.pop(_name(obj), None)
 
-    def replace_roles(self, objs: list[Obj]) -> None:
-        self.rules = {key: rules for key, rules in self.rules.items() if not key[0]}
-        for obj in objs:
-            self.put_role(obj)
-
     def put_cluster_role(self, obj: Obj) -> None:
         name = _name(obj)[1]
         self.rules[("", name)] = rules_of(obj)
@@ -157,15 +153,6 @@ class RbacIndex:
         name = _name(obj)[1]
         self.rules.pop(("", name), None)
         self.cluster_roles.pop(name, None)
-        self._cluster_roles_changed()
-
-    def replace_cluster_roles(self, objs: list[Obj]) -> None:
-        self.rules = {key: rules for key, rules in self.rules.items() if key[0]}
-        self.cluster_roles = {}
-        for obj in objs:
-            name = _name(obj)[1]
-            self.rules[("", name)] = rules_of(obj)
-            self.cluster_roles[name] = obj
         self._cluster_roles_changed()
 
     def _cluster_roles_changed(self) -> None:
@@ -184,12 +171,6 @@ class RbacIndex:
     def remove_binding(self, kind: str, obj: Obj) -> None:
         namespace, name = _name(obj)
         self._unindex((kind, namespace, name))
-
-    def replace_bindings(self, kind: str, objs: list[Obj]) -> None:
-        for key in [key for key in self.bindings if key[0] == kind]:
-            self._unindex(key)
-        for obj in objs:
-            self.put_binding(kind, obj)
 
     def _locate(self, binding: Binding, is_group: bool, subject: str) -> tuple[dict[Any, dict[BindingKey, Binding]],
                                                                               Any]:

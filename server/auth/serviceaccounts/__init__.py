@@ -1,13 +1,12 @@
-"""Service accounts: their tokens (issued through serviceaccounts/token, verified on every request), the
-issuer's discovery documents, and the controllers that give every namespace its `default` ServiceAccount and
-its `kube-root-ca.crt` ConfigMap.
+"""Service accounts: their tokens (issued through serviceaccounts/token, verified on every request) and the
+issuer's discovery documents. (The controllers that give every namespace its `default` ServiceAccount and its
+`kube-root-ca.crt` ConfigMap are kube-controller-manager's: server/controllers/, started by server/startup/app.py.)
 
-start_service_accounts is the one constructor start_core calls; what it starts depends on the configuration:
+start_service_accounts is the one constructor start_security calls; what it starts depends on the configuration:
 - a signing key: serviceaccounts/token is served (the ServiceAccount resource is registered again with it)
   and tokens are issued with it; without one, POST .../token is 404 as on a kube-apiserver without an issuer;
-- verification keys (the signing key's public half always among them): the authenticator and the documents;
-- a root CA file: the kube-root-ca.crt publisher;
-- the `default` ServiceAccount controller always runs.
+- verification keys (the signing key's public half always among them): the authenticator, the documents and
+  the informers its lookups read.
 """
 
 from __future__ import annotations
@@ -19,39 +18,37 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import SecurityConfig
-from server.auth.rbac.informer import Informer
 from server.auth.serviceaccounts import keys, oidc, tokenrequest
 from server.auth.serviceaccounts.authenticator import ServiceAccountAuthenticator
-from server.auth.serviceaccounts.index import Entry, ObjectIndex
+from server.auth.serviceaccounts.index import Entry, entry_of
 from server.auth.serviceaccounts.issuer import TokenIssuer
-from server.controllers.rootca import RootCAPublisher
-from server.controllers.serviceaccounts import ServiceAccountsController
 from server.machinery import errors
 from server.objects.core import Core
 from server.registry.resources import Handlers
+from server.runtime.informer import Informer
 
 WATCHED = ("serviceaccounts", "pods", "secrets")
 
 
 class Lookups:
-    """Identity of ServiceAccounts, Pods and Secrets from watched indexes, a miss read from the core."""
+    """Identity of ServiceAccounts, Pods and Secrets from informers caching only that, a miss read from the
+    core."""
 
     def __init__(self, core: Core) -> None:
         self._core = core
-        self.indexes = {resource: ObjectIndex() for resource in WATCHED}
-        self._informers = [Informer(core, core_pb2.ResourcePath(version="v1", resource=resource), index)
-                           for resource, index in self.indexes.items()]
+        self.informers = {resource: Informer(core, core_pb2.ResourcePath(version="v1", resource=resource),
+                                             transform=entry_of) for resource in WATCHED}
 
     async def start(self) -> None:
-        for informer in self._informers:
+        for informer in self.informers.values():
             await informer.start()
 
     async def stop(self) -> None:
-        for informer in self._informers:
+        for informer in self.informers.values():
             await informer.stop()
 
     async def __call__(self, resource: str, namespace: str, name: str) -> Entry | None:
-        found = self.indexes[resource].get(namespace, name)
+        found = self.informers[resource].cache.get((namespace, name))
         if found is not None:
             return found
         path = core_pb2.ResourcePath(version="v1", resource=resource, namespace=namespace, name=name)
@@ -59,8 +56,7 @@ class Lookups:
             got = await self._core.get(core_pb2.GetRequest(path=path))
         except errors.ApiError:
             return None
-        m = orjson.loads(got.object.data).get("metadata") or {}
-        return Entry(str(m.get("uid", "")), str(m.get("deletionTimestamp") or ""))
+        return entry_of(orjson.loads(got.object.data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,24 +67,14 @@ class ServiceAccounts:
     issuer: TokenIssuer | None
     documents: oidc.Documents | None
     lookups: Lookups | None
-    accounts: ServiceAccountsController | None
-    root_ca: RootCAPublisher | None
 
     async def stop(self) -> None:
-        if self.root_ca is not None:
-            await self.root_ca.stop()
-        if self.accounts is not None:
-            await self.accounts.stop()
         if self.lookups is not None:
             await self.lookups.stop()
 
 
-async def start_service_accounts(core: Core, config: SecurityConfig, *, controllers: bool = True,
-                                 start_controllers: bool = True) -> ServiceAccounts:
-    """Raises keys.KeyFileError for an unreadable key file (the server must not start). Without `controllers`
-    no namespace gets its default ServiceAccount or root CA ConfigMap (kube-controller-manager's part, which
-    a test environment such as envtest leaves out). start_controllers=False makes them without starting them
-    (start_core starts them when elected)."""
+async def start_service_accounts(core: Core, config: SecurityConfig) -> ServiceAccounts:
+    """Raises keys.KeyFileError for an unreadable key file (the server must not start)."""
     audiences = (config.service_account_issuer,)
     signing = keys.load_signing_key(config.service_account_signing_key_file) \
         if config.service_account_signing_key_file else None
@@ -112,14 +98,4 @@ async def start_service_accounts(core: Core, config: SecurityConfig, *, controll
         authenticator = ServiceAccountAuthenticator(issuer=config.service_account_issuer, keys=verification,
                                                     audiences=audiences, lookup=lookups)
         documents = oidc.documents(config.service_account_issuer, verification)
-    accounts = None
-    if controllers:
-        accounts = ServiceAccountsController(core)
-        if start_controllers:
-            await accounts.start()
-    root_ca = None
-    if controllers and config.root_ca_file is not None:
-        root_ca = RootCAPublisher(core, config.root_ca_file.read_text())
-        if start_controllers:
-            await root_ca.start()
-    return ServiceAccounts(authenticator, issuer, documents, lookups, accounts, root_ca)
+    return ServiceAccounts(authenticator, issuer, documents, lookups)

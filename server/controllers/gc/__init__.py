@@ -12,9 +12,9 @@ the collector does the rest:
   dependent, then the finalizer.
 
 graph.py keeps who owns whom, collector.py keeps the graph from the store and runs the
-workers, work.py does one item through the core's verbs, queue.py is their work queue.
+workers (on server/runtime), work.py does one item through the core's verbs.
 
-Elected (server/controllers/election.py): it runs in the leading core only, started afresh (a new list of
+Elected (server/runtime/election.py): it runs in the leading core only, started afresh (a new list of
 the store, so it resumes whatever the previous leader left) each time that core becomes leader.
 """
 

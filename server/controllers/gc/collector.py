@@ -1,37 +1,36 @@
 """The garbage collector's loop: keep the graph from the store, hand its work to workers.
 
-The graph follows one watch of every key in the store, started at the revision of
-one list of every key, so it moves through the store's revisions in order, all
-kinds together: an owner's deletion is never seen before the creation of a
-dependent that preceded it, whatever their kinds (with one watch per resource, as
-informers have, an orphaned owner could be finalized before a dependent created
-just before it was seen). A watch that is dropped (too slow, compacted) is
-replaced by a new list, which the graph takes as a whole (what is missing from it
-was deleted meanwhile), then a new watch. Workers start once the first list is in.
+The graph follows one watch of every key in the store (a reflector over the store, server/runtime/reflector.py),
+started at the revision of one list of every key, so it moves through the store's revisions in order, all kinds
+together: an owner's deletion is never seen before the creation of a dependent that preceded it, whatever their
+kinds (with one watch per resource, as informers have, an orphaned owner could be finalized before a dependent
+created just before it was seen). A watch that is dropped (too slow, compacted) is replaced by a new list, which the
+graph takes as a whole (what is missing from it was deleted meanwhile), then a new watch. Workers
+(server/runtime/worker.py, over the rate-limited work queue) start once the first list is in.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
+from collections.abc import Sequence
 
 from server.controllers.gc.graph import Graph, Identity, Node, Work, node_of
-from server.controllers.gc.queue import WorkQueue
 from server.controllers.gc.work import Retry, Unresolvable, Worker
-from server.controllers.tasks import cancel_all
 from server.machinery import errors, stored
 from server.objects import render
 from server.objects.core import Core
 from server.registry.resources import Resource
-from storage import Compacted, Event, EventType, KeyValue, StorageError, StoreClosed, WatcherTooSlow
+from server.runtime.reflector import Reflector, StoreListWatch
+from server.runtime.worker import Worker as QueueWorker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
+from storage import Event, EventType, KeyValue
 
 log = logging.getLogger(__name__)
 
 EVERYTHING = b"/"
-LIST_PAGE = 1000  # keys per read while listing the store
 WORKERS = 8  # items worked on at once (kube-controller-manager runs 20 for deletes, 1 for orphaning)
-RELIST_DELAY = 0.1  # seconds before listing again after a failed list or watch
+BASE_DELAY, MAX_DELAY = 0.005, 30.0  # a failed item's retry: 5 ms doubled per failure, at most 30 s
 # Answers a retry would only repeat (a refused delete, a resource no longer served): the item is dropped
 # after a warning. Anything else (conflicts, timeouts, unavailability) is retried with backoff.
 PERMANENT = frozenset({400, 403, 404, 405, 422})
@@ -49,79 +48,58 @@ class GarbageCollector:
         self._core = core
         self._store = core.context.store
         self._graph = Graph()
-        self._queue: WorkQueue[Work] = WorkQueue()
-        self._worker = Worker(core, self._graph, self._queue.add)
         self._workers = workers
-        self._tasks: list[asyncio.Task[None]] = []  # the follower, then the workers once the first list is in
+        self._queue: WorkQueue[Work] = WorkQueue(ExponentialBackoff(BASE_DELAY, MAX_DELAY))
+        self._worker = Worker(self._core, self._graph, self._queue.add)
+        self._runner = QueueWorker(self._queue, self._do, name="capstan-gc-worker", count=workers, retry=self._failed)
+        self._reflector = Reflector(StoreListWatch(self._store, EVERYTHING, self._listed), self,
+                                    name="capstan-garbage-collector")
         self._revision = 0  # the newest revision the graph reflects
         self._resources: dict[bytes, Resource] = {}  # by key prefix
 
     def start(self) -> None:
         """Start from an empty graph and a new list of the store (so a stopped collector can start again)."""
         self._graph = Graph()
-        self._queue = WorkQueue()
+        self._queue = WorkQueue(ExponentialBackoff(BASE_DELAY, MAX_DELAY))
         self._worker = Worker(self._core, self._graph, self._queue.add)
+        self._runner = QueueWorker(self._queue, self._do, name="capstan-gc-worker", count=self._workers,
+                                   retry=self._failed)
         self._revision = 0
-        self._tasks = [asyncio.get_running_loop().create_task(self._follow(), name="capstan-garbage-collector")]
+        self._reflector.launch()
 
     async def stop(self) -> None:
-        await cancel_all(list(self._tasks))
-        self._queue.close()
+        await self._reflector.stop()
+        await self._runner.stop()
 
     def running(self) -> bool:
         """Started and not stopped or dead (its /healthz poststarthook check)."""
-        return bool(self._tasks) and not self._tasks[0].done()
+        return self._reflector.running()
 
     def synced(self) -> bool:
         """The first list of the store is in the graph (its /readyz informer-sync check)."""
-        return len(self._tasks) > 1
+        return self._reflector.synced()
 
     def idle(self) -> bool:
         """Caught up with the store, and nothing queued, in hand or waiting to be retried."""
         return self._revision >= self._store.current_revision() and self._queue.idle()
 
-    async def _follow(self) -> None:
-        while True:
-            try:
-                await self._watch(await self._list())
-            except StoreClosed:
-                return
-            except StorageError as err:
-                log.warning("garbage collector: the store's list or watch failed (%s); listing again", err)
-            await asyncio.sleep(RELIST_DELAY)
+    # The reflector's target.
 
-    async def _list(self) -> int:
-        page = await self._store.list(EVERYTHING, limit=LIST_PAGE)
-        revision, listed = page.revision, []
-        while True:
-            listed += [(kv.key, node) for kv in page.kvs if (node := self._node(kv)) is not None]
-            if not page.more:
-                break
-            page = await self._store.list(EVERYTHING, at_revision=revision, start_after=page.kvs[-1].key,
-                                          limit=LIST_PAGE)
+    def replace(self, listed: Sequence[tuple[bytes, Node]], revision: int) -> None:
+        """A (re)list of the store; workers start once the first is in."""
         self._enqueue(self._graph.replace(listed))
         self._revision = revision
-        if len(self._tasks) == 1:
-            loop = asyncio.get_running_loop()
-            self._tasks += [loop.create_task(self._work(), name=f"capstan-gc-worker-{i}") for i in range(self._workers)]
-        return revision
+        if not self._runner.running():
+            self._runner.start()
 
-    async def _watch(self, revision: int) -> None:
-        changes = self._store.watch(EVERYTHING, from_revision=revision)
-        try:
-            while True:
-                try:
-                    events = await changes.next_batch()
-                except (WatcherTooSlow, Compacted) as err:
-                    log.info("garbage collector: the watch ended (%s); listing again", err)
-                    return
-                except StopAsyncIteration:
-                    return
-                for event in events:
-                    self._apply(event)
-                self._revision = events[-1].revision
-        finally:
-            changes.close()
+    def apply(self, events: Sequence[Event], revision: int) -> None:
+        for event in events:
+            self._apply(event)
+        self._revision = revision
+
+    def _listed(self, kv: KeyValue) -> tuple[bytes, Node] | None:
+        node = self._node(kv)
+        return None if node is None else (kv.key, node)
 
     def _apply(self, event: Event) -> None:
         if event.type is EventType.DELETE:
@@ -168,27 +146,19 @@ class GarbageCollector:
         for item in work:
             self._queue.add(item)
 
-    async def _work(self) -> None:
-        while True:
-            item = await self._queue.get()
-            try:
-                await self._worker.do(item)
-            except Unresolvable as err:
-                log.warning("garbage collector: %s", err)
-                self._queue.forget(item)
-            except Retry as err:
-                log.info("garbage collector: %s; retrying", err)
-                self._queue.retry(item)
-            except errors.ApiError as err:
-                log.warning("garbage collector: %s: %s", item, err)
-                if err.code in PERMANENT:
-                    self._queue.forget(item)
-                else:
-                    self._queue.retry(item)
-            except Exception:
-                log.exception("garbage collector: %s failed; retrying", item)
-                self._queue.retry(item)
-            else:
-                self._queue.forget(item)
-            finally:
-                self._queue.done(item)
+    async def _do(self, item: Work) -> None:
+        await self._worker.do(item)
+
+    def _failed(self, item: Work, err: Exception) -> bool:
+        """Whether a failed item is retried (with backoff): not when a retry would only repeat the answer."""
+        if isinstance(err, Unresolvable):
+            log.warning("garbage collector: %s", err)
+            return False
+        if isinstance(err, Retry):
+            log.info("garbage collector: %s; retrying", err)
+            return True
+        if isinstance(err, errors.ApiError):
+            log.warning("garbage collector: %s: %s", item, err)
+            return err.code not in PERMANENT
+        log.error("garbage collector: %s failed; retrying", item, exc_info=err)
+        return True

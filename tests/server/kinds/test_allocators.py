@@ -13,9 +13,9 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
-from server.controllers.election import ElectionConfig
 from server.kinds.reservations import KEYS
 from server.machinery import errors
+from server.runtime.election import ElectionConfig
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore

@@ -1,4 +1,4 @@
-"""Several cores over one store elect one to run the singletons (server/controllers/election.py): one Lease
+"""Several cores over one store elect one to run the singletons (server/runtime/election.py): one Lease
 in kube-system as kube-controller-manager's, a dead leader replaced within the lease duration, a leader that
 cannot renew stopping at once, and the new leader resuming from the store."""
 
@@ -16,8 +16,8 @@ import pytest
 from capstan.cli.commands import _election, parse_args
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
-from server.controllers.election import LEASE_NAME, ElectionConfig
 from server.machinery import errors
+from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.memory import MemoryStore

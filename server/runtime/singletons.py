@@ -1,7 +1,6 @@
-"""The parts that run in one core per cluster, started and stopped together (server/controllers/election.py
-decides when; server/startup/app.py lists them): the garbage collector, the pod terminator, namespace finalization, the
-CRD status writer and cleanup, ClusterRole aggregation, the default ServiceAccount and the root CA publisher, CSR
-signing, APIService registration, and the resourcequota, endpoint, endpointslice and mirroring controllers.
+"""The parts that run in one core per cluster, started and stopped together (server/runtime/election.py
+decides when): the garbage collector, the pod terminator, namespace finalization, the CRD status writer and
+cleanup, ClusterRole aggregation, the default ServiceAccount and the root CA publisher.
 
 They start in order and stop all at once, every stop awaited, so a core that stops leading has stopped writing
 before it is a candidate again.
@@ -13,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from server.controllers.election import Singleton
+from server.runtime.election import Singleton
 
 log = logging.getLogger(__name__)
 

@@ -37,10 +37,10 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.tasks import cancel_all
 from server.machinery import errors
 from server.machinery.codec import gotime
 from server.objects.core import Core
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 

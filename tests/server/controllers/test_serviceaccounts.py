@@ -5,31 +5,34 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.auth.config import SecurityConfig
-from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
-from server.controllers.rootca import DESCRIPTION
+from server.controllers.rootca import DESCRIPTION, RootCAPublisher
+from server.controllers.serviceaccounts import ServiceAccountsController
 from server.machinery import errors
 from server.objects.core import Core
+from server.runtime.informer import SharedInformers
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 WAIT = 5.0
 
 
 @pytest.fixture
-async def started(core: Core, tmp_path: Path) -> AsyncIterator[ServiceAccounts]:
-    (tmp_path / "ca.crt").write_text(CA)
-    running = await start_service_accounts(core, SecurityConfig(root_ca_file=tmp_path / "ca.crt"))
+async def started(core: Core) -> AsyncIterator[None]:
+    """Both controllers on one set of shared informers, as server/startup/app.py starts them."""
+    informers = SharedInformers(core)
+    accounts, root_ca = ServiceAccountsController(core, informers), RootCAPublisher(core, CA, informers)
+    await accounts.start()
+    await root_ca.start()
     try:
-        yield running
+        yield
     finally:
-        await running.stop()
+        await root_ca.stop()
+        await accounts.stop()
 
 
 def _path(resource: str, namespace: str = "", name: str = "") -> core_pb2.ResourcePath:
@@ -52,7 +55,7 @@ async def _eventually(core: Core, resource: str, namespace: str, name: str,
 
 
 @pytest.mark.parametrize(("resource", "name"), [("serviceaccounts", "default"), ("configmaps", "kube-root-ca.crt")])
-async def test_kept_in_every_namespace(core: Core, started: ServiceAccounts, resource: str, name: str) -> None:
+async def test_kept_in_every_namespace(core: Core, started: None, resource: str, name: str) -> None:
     await _eventually(core, resource, "kube-system", name)  # namespaces that existed before the start
     await core.create(core_pb2.CreateRequest(path=_path("namespaces"), object=core_pb2.RawObject(
         encoding=core_pb2.ENCODING_JSON, data=b'{"metadata":{"name":"team"}}')))
@@ -65,7 +68,7 @@ async def test_kept_in_every_namespace(core: Core, started: ServiceAccounts, res
         assert again["metadata"]["annotations"] == {"kubernetes.io/description": DESCRIPTION}
 
 
-async def test_root_ca_repaired(core: Core, started: ServiceAccounts) -> None:
+async def test_root_ca_repaired(core: Core, started: None) -> None:
     cm = await _eventually(core, "configmaps", "default", "kube-root-ca.crt")
     cm["data"] = {"ca.crt": "tampered"}
     cm["metadata"]["annotations"] = {"mine": "kept"}
@@ -77,13 +80,17 @@ async def test_root_ca_repaired(core: Core, started: ServiceAccounts) -> None:
     assert repaired["metadata"]["annotations"] == {"mine": "kept", "kubernetes.io/description": DESCRIPTION}
 
 
-async def test_no_root_ca_no_configmap(core: Core, tmp_path: Path) -> None:
-    running = await start_service_accounts(core, SecurityConfig())
+async def test_stopped_and_started_again(core: Core) -> None:
+    """A controller stopped (leadership lost) and started again keeps every namespace's object."""
+    accounts = ServiceAccountsController(core)
+    await accounts.start()
+    await accounts.stop()
+    assert not accounts.running()
+    await core.create(core_pb2.CreateRequest(path=_path("namespaces"), object=core_pb2.RawObject(
+        encoding=core_pb2.ENCODING_JSON, data=b'{"metadata":{"name":"later"}}')))
+    await accounts.start()
     try:
-        await _eventually(core, "serviceaccounts", "default", "default")
-        assert running.root_ca is None and running.authenticator is None and running.issuer is None
-        with pytest.raises(errors.ApiError) as raised:
-            await core.get(core_pb2.GetRequest(path=_path("configmaps", "default", "kube-root-ca.crt")))
-        assert raised.value.status.code == 404
+        assert accounts.running()
+        await _eventually(core, "serviceaccounts", "later", "default")
     finally:
-        await running.stop()
+        await accounts.stop()

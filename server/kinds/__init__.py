@@ -11,7 +11,7 @@ from server.kinds import (
     apiextensions,
     certificates,
     config,
-    core,
+    corev1,
     extensions,
     flowcontrol,
     flowcontrol_v1beta2,
@@ -23,7 +23,7 @@ from server.kinds import (
 from server.kinds.config import CONFIG_MAPS, NAMESPACE_FINALIZER, NAMESPACES, SECRETS
 from server.registry.resources import Resource
 
-BUILTIN: tuple[Resource, ...] = (*config.KINDS, *core.KINDS, *workloads.KINDS, *apiextensions.KINDS, *reviews.KINDS,
+BUILTIN: tuple[Resource, ...] = (*config.KINDS, *corev1.KINDS, *workloads.KINDS, *apiextensions.KINDS, *reviews.KINDS,
                                   *storage.KINDS, *certificates.KINDS, *platform.KINDS, *flowcontrol.KINDS,
                                   *flowcontrol_v1beta2.KINDS, *extensions.KINDS)
 

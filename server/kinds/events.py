@@ -13,7 +13,7 @@ reports them so: involvedObject.namespace, message, ...
 from __future__ import annotations
 
 from capstan.api.events.v1 import events_pb2
-from server.kinds.core import EVENTS as CORE_EVENTS
+from server.kinds.corev1 import EVENTS as CORE_EVENTS
 from server.kinds.templates import get, immutable, semantically_equal
 from server.machinery import meta
 from server.machinery.schema import ProtoSchema

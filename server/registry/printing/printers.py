@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from server.registry.printing import (
     certificate_kinds,
     columns,
-    core_kinds,
+    corev1_kinds,
     extension_kinds,
     flowcontrol_kinds,
     platform_kinds,
@@ -20,11 +20,11 @@ from server.registry.strategy import Column
 
 # Built-in printers by (group, resource): kube registers them by Go type, for every version.
 BUILTIN: Mapping[tuple[str, str], tuple[Column, ...]] = {
-    **columns.CONFIG, **core_kinds.COLUMNS, **workloads.COLUMNS, **storage_kinds.COLUMNS,
+    **columns.CONFIG, **corev1_kinds.COLUMNS, **workloads.COLUMNS, **storage_kinds.COLUMNS,
     **certificate_kinds.COLUMNS, **platform_kinds.COLUMNS, **flowcontrol_kinds.COLUMNS,
     **extension_kinds.COLUMNS,
     # events.k8s.io Events are stored and printed in core form: kube prints both APIs' Events with one printer.
-    ("events.k8s.io", "events"): core_kinds.EVENT_COLUMNS,
+    ("events.k8s.io", "events"): corev1_kinds.EVENT_COLUMNS,
 }
 
 

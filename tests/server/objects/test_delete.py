@@ -14,7 +14,7 @@ from tests.server import kube
 from tests.server.client import Client, Obj, path, refused
 from tests.server.crd.test_crds import WIDGETS, crd_body, established, install, widget
 from tests.server.kinds import test_kinds_certificates as certificate_kinds
-from tests.server.kinds import test_kinds_core as core_kinds
+from tests.server.kinds import test_kinds_corev1 as core_kinds
 from tests.server.kinds import test_kinds_extensions as extension_kinds
 from tests.server.kinds import test_kinds_flowcontrol as flowcontrol_kinds
 from tests.server.kinds import test_kinds_platform as platform_kinds

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from server.kinds import BUILTIN, NAMESPACES
-from server.kinds.core import NODES
+from server.kinds.corev1 import NODES
 from server.kinds.pods import PODS
 from server.registry.strategy import Declared, Strategy
 

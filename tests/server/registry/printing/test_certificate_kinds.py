@@ -9,7 +9,7 @@ import pytest
 from server.kinds.certificates import CERTIFICATE_SIGNING_REQUESTS as CSRS
 from server.machinery.values import Obj
 from server.registry.printing import columns_for
-from tests.server.registry.printing.test_core_kinds import cells
+from tests.server.registry.printing.test_corev1_kinds import cells
 
 
 def test_headers() -> None:

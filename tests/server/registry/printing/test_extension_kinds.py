@@ -15,7 +15,7 @@ from server.kinds.autoscaling import HORIZONTAL_POD_AUTOSCALERS_V1, HORIZONTAL_P
 from server.machinery.values import Obj
 from server.registry.printing import columns_for
 from server.registry.resources import Resource
-from tests.server.registry.printing.test_core_kinds import cells
+from tests.server.registry.printing.test_corev1_kinds import cells
 
 WEBHOOK_HEADERS = [("Name", "string", "name"), ("Webhooks", "integer", ""), ("Age", "string", "")]
 HPA_HEADERS = [("Name", "string", "name"), ("Reference", "string", ""), ("Targets", "string", ""),

@@ -11,7 +11,7 @@ from server.kinds.storage import CSI_DRIVERS, CSI_NODES, CSI_STORAGE_CAPACITIES,
 from server.machinery.values import Obj
 from server.registry.printing import columns_for
 from server.registry.resources import Resource
-from tests.server.registry.printing.test_core_kinds import cells
+from tests.server.registry.printing.test_corev1_kinds import cells
 
 HEADERS = [
     (STORAGE_CLASSES, [("Name", "string", "name"), ("Provisioner", "string", ""), ("ReclaimPolicy", "string", ""),

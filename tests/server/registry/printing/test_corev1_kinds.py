@@ -1,4 +1,4 @@
-"""Table columns of the core/v1 kinds (server/registry/printing/core_kinds.py) against kube-apiserver's printers.go:
+"""Table columns of the core/v1 kinds (server/registry/printing/corev1_kinds.py) against kube-apiserver's printers.go:
 headers (name, type, format, priority), and the cells for objects in the states users see.
 
 Cells are compared whole, wide columns included (kube-apiserver always generates them; kubectl hides
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from server.kinds.core import (
+from server.kinds.corev1 import (
     EVENTS,
     LIMIT_RANGES,
     NODES,

@@ -13,14 +13,14 @@ automanaged=true. Every one is Available:
 An automanaged APIService whose group version is no longer served (its CRD deleted) is deleted; one a user
 created (no automanaged label) is left alone. A singleton (server/runtime/election.py): the leader writes,
 and every core's registry serves the same CRDs, so the leader's view is the cluster's. It syncs at start and
-whenever the registry's generation moves.
+whenever what the registry serves changes (one key on a work queue: changes while a sync runs make one more
+sync; a failed sync is retried with backoff).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import orjson
 
@@ -30,7 +30,8 @@ from server.machinery import errors, meta
 from server.machinery.values import Obj
 from server.objects.core import Core
 from server.runtime.election import Singleton
-from server.runtime.tasks import cancel_all
+from server.runtime.worker import Worker
+from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,6 @@ PATH = core_pb2.ResourcePath(group="apiregistration.k8s.io", version="v1", resou
 AUTOMANAGED = "kube-aggregator.kubernetes.io/automanaged"
 ON_START, CRD_MANAGED = "onstart", "true"
 CRD_GROUP_PRIORITY, CRD_VERSION_PRIORITY = 1000, 100
-POLL_SECONDS = 0.5
 BUILTIN_VERSIONS = frozenset((r.group, r.version) for r in BUILTIN) | {("", "v1")}
 AVAILABLE = {
     "type": "Available",
@@ -115,37 +115,37 @@ def _raw(obj: Obj) -> core_pb2.RawObject:
 
 
 class APIServiceController:
+    SYNC = "sync"  # the queue's one key: what is served as a whole
+
     def __init__(self, core: Core) -> None:
         self._core = core
-        self._task: asyncio.Task[None] | None = None
-        self._generation = -1
+        self._worker: Worker[str] | None = None
+        self._unsubscribe: Callable[[], None] | None = None
 
     async def start(self) -> None:
         """Sync once (so the APIServices are there when the core leads), then follow the registry."""
+        queue: WorkQueue[str] = WorkQueue(ExponentialBackoff(0.5, 30.0))
+        self._worker = Worker(queue, self._sync, name="capstan-apiservice-controller", retry=_retry)
+        self._unsubscribe = self._core.registry.on_change(lambda: queue.add(self.SYNC))
         await self.sync()
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="capstan-apiservice-controller")
+        self._worker.start()
 
     async def stop(self) -> None:
-        await cancel_all((self._task,))
-        self._task = None
-        self._generation = -1
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._worker is not None:
+            await self._worker.stop()
+            self._worker = None
 
     def _served(self) -> list[tuple[str, str, bool]]:
         return [(r.group, r.version, (r.group, r.version) not in BUILTIN_VERSIONS) for r in self._core.registry]
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            if self._core.registry.generation != self._generation:
-                try:
-                    await self.sync()
-                except errors.ApiError as err:  # a conflict with a concurrent writer: the next round retries
-                    log.warning("APIService sync failed: %s", err)
-                    self._generation = -1
+    async def _sync(self, key: str) -> None:
+        await self.sync()
 
     async def sync(self) -> None:
         """Create or update every wanted APIService, delete automanaged ones no longer served."""
-        self._generation = self._core.registry.generation
         wanted = desired(self._served())
         listed = await self._core.list(core_pb2.ListRequest(path=PATH))
         stored = {meta.meta(o).get("name", ""): o for o in map(orjson.loads, listed.items)}
@@ -190,6 +190,12 @@ class APIServiceController:
         path = _named(meta.meta(stored)["name"])
         path.subresource = "status"
         await self._core.update(core_pb2.UpdateRequest(path=path, object=_raw(stored)))
+
+
+def _retry(key: str, err: Exception) -> bool:
+    """A conflict with a concurrent writer is retried; so is any other failure, logged."""
+    log.warning("APIService sync failed: %s", err)
+    return True
 
 
 def _named(name: str) -> core_pb2.ResourcePath:

@@ -259,22 +259,34 @@ class Registry:
     """Resources by (group, version, resource), and the versions of each group.
 
     `generation` rises with every change to what is served (CRDs come and go at run time), so discovery
-    caches can tell whether they are current.
+    caches can tell whether they are current; the listeners `on_change` registers are called after each change
+    (synchronously: a listener queues work, it does not do it).
     """
 
     def __init__(self, resources: Iterable[Resource] = ()) -> None:
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
+        self._listeners: list[Callable[[], None]] = []
         self.generation = 1
         for resource in resources:
             self.add(resource)
 
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` after every change to what is served; the answer unregisters it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _changed(self) -> None:
+        self.generation += 1
+        for listener in list(self._listeners):
+            listener()
+
     def add(self, resource: Resource) -> None:
         self._by_gvr[(resource.group, resource.version, resource.resource)] = resource
-        self.generation += 1
+        self._changed()
 
     def remove(self, group: str, version: str, resource: str) -> None:
         if self._by_gvr.pop((group, version, resource), None) is not None:
-            self.generation += 1
+            self._changed()
 
     def replace(self, old: Iterable[Resource], new: Iterable[Resource]) -> None:
         """Stop serving `old` and serve `new` in one step (a CRD's versions after it changed); `new` keeps its
@@ -283,7 +295,7 @@ class Registry:
             self._by_gvr.pop((resource.group, resource.version, resource.resource), None)
         for resource in new:
             self._by_gvr[(resource.group, resource.version, resource.resource)] = resource
-        self.generation += 1
+        self._changed()
 
     def get(self, group: str, version: str, resource: str) -> Resource | None:
         return self._by_gvr.get((group, version, resource))

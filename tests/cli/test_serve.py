@@ -83,16 +83,31 @@ def test_readme_store_example_runs(tmp_path: Path) -> None:
     assert out.stdout.split("\n")[:2] == ["Outcome.OK", "EventType.DELETE b'v2'"]
 
 
+SECURE = re.compile(r"HTTPS https://\S+:(\d+) gRPC \S+:(\d+) gRPC-mTLS \S+:(\d+)")
+
+
 async def test_readme_grpc_example_runs(tmp_path: Path) -> None:
-    """The README's gRPC example, run as written against a real `capstan serve` (on a free port)."""
+    """The README's gRPC example, run as written (TLS with the cert dir's CA, a bearer token read from `token`) from
+    a directory holding `data/` of a real secure `capstan serve` (on free ports) whose static token file knows it."""
     readme = (ROOT / "README.md").read_text()
     examples = re.findall(r"```python\n(.*?)```", readme, re.S)
     grpc_example = next(code for code in examples if "CoreServiceStub" in code)
-    proc, _http_port, grpc_port = start(tmp_path / "data")
+    (tmp_path / "tokens.csv").write_text("readme-token,readme-admin,readme-admin-uid,system:masters\n")
+    (tmp_path / "token").write_text("readme-token\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capstan", "serve", "--data-dir", str(tmp_path / "data"), "--secure-port", "0",
+         "--grpc-port", "0", "--grpc-mtls-port", "0", "--sync", "false",
+         "--token-auth-file", str(tmp_path / "tokens.csv")],
+        cwd=ROOT, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stderr is not None
     try:
+        grpc_port = next(int(m.group(2)) for line in proc.stderr if (m := SECURE.search(line)))
         code = grpc_example.replace("127.0.0.1:50051", f"127.0.0.1:{grpc_port}")
         out = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+            subprocess.run, [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
     finally:
         proc.send_signal(signal.SIGTERM)

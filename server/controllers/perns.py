@@ -47,7 +47,7 @@ class PerNamespace:
         self._subscriptions = Subscriptions()
         self._subscriptions.add(informers.informer(NAMESPACES), Handlers(
             on_add=lambda ns, _: self._namespace_seen(ns), on_update=lambda _, ns: self._namespace_seen(ns)))
-        self._subscriptions.add(informers.informer(kept), Handlers(
+        self._subscriptions.add(informers.informer(kept, field_selector=f"metadata.name={name}"), Handlers(
             on_add=self._kept_added, on_update=self._kept_updated, on_delete=self._kept_changed))
 
     def _new_worker(self) -> Worker[str]:

@@ -276,13 +276,15 @@ class SharedInformers:
 
     def __init__(self, core: Core) -> None:
         self._core = core
-        self._informers: dict[tuple[str, str, str, str], Informer[Obj]] = {}
+        self._informers: dict[tuple[str, str, str, str, str], Informer[Obj]] = {}
 
-    def informer(self, path: core_pb2.ResourcePath) -> Informer[Obj]:
-        key = (path.group, path.version, path.resource, path.namespace)
+    def informer(self, path: core_pb2.ResourcePath, *, field_selector: str = "") -> Informer[Obj]:
+        """The informer of `path`'s objects (those `field_selector` selects, when given)."""
+        key = (path.group, path.version, path.resource, path.namespace, field_selector)
         found = self._informers.get(key)
         if found is None:
-            found = self._informers[key] = Informer(self._core, path)
+            found = self._informers[key] = Informer(
+                self._core, path, source=CoreListWatch(self._core, path, field_selector=field_selector))
         return found
 
 

@@ -137,18 +137,24 @@ class Reflector(Generic[I, E, R]):
 
 class CoreListWatch:
     """One resource (all namespaces, or the path's) through the core: objects as JSON, revisions as
-    resourceVersions; an ERROR event or a 410 is Expired."""
+    resourceVersions; an ERROR event or a 410 is Expired. A field selector (client-go's ListOptions tweak) keeps
+    only the matching objects: the core filters them before they are rendered, so a controller that needs one
+    object per namespace neither decodes nor caches the others."""
 
-    def __init__(self, core: Core, path: core_pb2.ResourcePath) -> None:
+    def __init__(self, core: Core, path: core_pb2.ResourcePath, *, field_selector: str = "") -> None:
         self._core = core
         self.path = path
+        self.field_selector = field_selector
 
     async def snapshot(self) -> tuple[list[Obj], str]:
-        listed = await self._core.list(core_pb2.ListRequest(path=self.path))
+        request = core_pb2.ListRequest(path=self.path)
+        request.options.fieldSelector = self.field_selector
+        listed = await self._core.list(request)
         return [orjson.loads(item) for item in listed.items], listed.metadata.resourceVersion
 
     async def watch(self, revision: str) -> AsyncGenerator[tuple[list[WatchEvent], str], None]:
         request = core_pb2.WatchRequest(path=self.path)
+        request.options.fieldSelector = self.field_selector
         request.options.resourceVersion = revision
         request.options.allowWatchBookmarks = True
         try:

@@ -273,10 +273,14 @@ class Broadcaster:
         """What the held events cost, as the byte bound counts them."""
         return sum(log.bytes for log in self._logs.values())
 
-    def close(self) -> None:
-        self._closed = True
+    def fail_all(self, error: BaseException) -> None:
+        """End every watcher with `error` (its next take() raises it); later subscribers are not affected."""
         for log in list(self._logs.values()):
             for subs in list(log.at.values()):
                 for sub in list(subs):
-                    sub.fail(StoreClosed("the store is closed"))
+                    sub.fail(error)
+
+    def close(self) -> None:
+        self._closed = True
+        self.fail_all(StoreClosed("the store is closed"))
         self._logs.clear()

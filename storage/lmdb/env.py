@@ -16,6 +16,8 @@ from storage.errors import BackendFailure, DiskFailure, StorageError
 from storage.lmdb import layout
 from storage.options import StoreOptions
 
+LMDB_DEFAULT_MAP_SIZE = 10 << 20  # py-lmdb's own default: a new map starts small and doubles as it fills
+
 
 @dataclass(frozen=True, slots=True)
 class Databases:
@@ -26,12 +28,15 @@ class Databases:
     meta: Any
 
 
-def open_env(path: Path, options: StoreOptions) -> Databases:
+def open_env(path: Path, options: StoreOptions, *, map_size: int | None = None) -> Databases:
     """Open (creating if needed) the environment in `path`.
 
     With options.sync the data and the meta page are fsynced at every commit, so
     a committed transaction survives a crash; otherwise a crash may lose the last ones.
     The directory is 0700 and its files 0600 (storage/files.py), looser ones are tightened.
+    `map_size` reserves that much address space at once (processes sharing the environment pass the same,
+    so that none has to adopt another's growth); without, the map starts small and doubles as it fills.
+    Readers other processes left behind when they died are cleared.
     """
     try:
         files.private_dir(path)
@@ -43,7 +48,9 @@ def open_env(path: Path, options: StoreOptions) -> Databases:
             metasync=options.sync,
             readahead=False,  # random reads of a large store should not pull whole pages of the file
             max_readers=512,
+            map_size=LMDB_DEFAULT_MAP_SIZE if map_size is None else map_size,
         )
+        env.reader_check()
         kv = env.open_db(layout.KV_DB)
         log = env.open_db(layout.LOG_DB)
         idx = env.open_db(layout.IDX_DB, dupsort=True, dupfixed=True)
@@ -86,6 +93,12 @@ def write_failure(err: BaseException) -> StorageError:
                                            and any(text in str(err) for text in _DISK_ERRORS)):
         return DiskFailure(f"the disk refused the write ({err}); nothing was written")
     return BackendFailure(f"write failed: {err}")
+
+
+def adopt_map_size(dbs: Databases) -> None:
+    """Take the map size another process set (after MapResizedError). Only call with no transaction open
+    anywhere in the process."""
+    dbs.env.set_mapsize(0)
 
 
 def grow(dbs: Databases) -> None:

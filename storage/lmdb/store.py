@@ -4,12 +4,24 @@ Reads run synchronously on the event loop thread, each in its own short read
 transaction (LMDB readers never block and never wait for the writer); a long list
 reads one snapshot a slice per transaction, yielding between; writes go
 through the group-commit writer thread. See layout.py for what is stored where.
+
+Several processes may serve one environment (`peers`, storage/lmdb/peers.py). Then each publishes to its
+watchers every process's writes, in revision order, from one position: `_published`, the newest revision
+whose events it has handed to its broadcaster. Its own batch is published from memory when it comes next;
+anything else (another process's writes, or its own after those) is read from the log, from `_published` on,
+when a peer's wake-up arrives or its own commit finds a gap. The clock follows `_published`, so a watch's
+progress never passes an event not yet handed out. A process that fell behind the compacted revision cannot
+read what it missed: its watchers end with Compacted (their clients re-list, 410 Expired) and it goes on from
+the current revision.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +31,16 @@ from storage import validate
 from storage.broadcast import Broadcaster
 from storage.clock import RevisionClock
 from storage.compactor import AutoCompactor
-from storage.errors import BackendFailure, Compacted, InvalidArgument, StoreClosed
+from storage.errors import BackendFailure, Compacted, InvalidArgument, StorageError, StoreClosed
 from storage.lmdb import compact, layout, reader
-from storage.lmdb.env import Databases, open_env, size
+from storage.lmdb.env import Databases, adopt_map_size, open_env, size
+from storage.lmdb.peers import Peers
 from storage.lmdb.writer import CREATE, DELETE, UPDATE, Job, WriteOp, Writer
 from storage.options import StoreOptions
 from storage.types import CountResult, Event, GetResult, KeyValue, ListResult, WriteResult
 from storage.watch import HistoryPage, ReplayingWatch
+
+log = logging.getLogger(__name__)
 
 HEADER = layout.HEADER
 HEADER_SIZE = layout.HEADER.size
@@ -33,29 +48,50 @@ HEADER_SIZE = layout.HEADER.size
 # of the event loop at most, whatever the collection's size.
 LIST_SLICE = 500
 COUNT_SLICE = 2_000
+# Log entries of other processes' writes read per read transaction while catching up.
+TAIL_SLICE = 1_000
 
 
 class LmdbStore:
-    def __init__(self, dbs: Databases, options: StoreOptions, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, dbs: Databases, options: StoreOptions, loop: asyncio.AbstractEventLoop, peers: Peers | None = None
+    ) -> None:
         self._dbs = dbs
         self._options = options
         self._closed = False
+        self._peers = peers
+        self._loop = loop
         with dbs.env.begin() as txn:
             revision, self._compacted = reader.revision(txn, dbs), reader.compacted(txn, dbs)
         self._clock = RevisionClock(revision)
+        self._published = revision
         self._broadcaster = Broadcaster(options.watch_queue_size)
         self._writer = Writer(
-            dbs, loop, max_batch=options.max_batch, quota=options.quota_bytes, on_commit=self._committed
+            dbs, loop, max_batch=options.max_batch, quota=options.quota_bytes, on_commit=self._committed,
+            on_durable=None if peers is None else peers.notify,
         )
         self._compactor = AutoCompactor(self, options)
         self._compact_lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: str | Path, options: StoreOptions | None = None) -> LmdbStore:
-        """Open the store in directory `path`; an unfinished compaction is resumed."""
+    async def open(
+        cls, path: str | Path, options: StoreOptions | None = None, *, peers: Peers | None = None
+    ) -> LmdbStore:
+        """Open the store in directory `path`; an unfinished compaction is resumed.
+
+        With `peers`, other processes serve the same environment: each is woken after this one commits, and
+        this one publishes their writes to its watchers when woken."""
         options = options or StoreOptions()
-        store = cls(open_env(Path(path), options), options, asyncio.get_running_loop())
+        map_size = None
+        if peers is not None:  # every process maps the same, large enough that none grows it under the others
+            map_size = max(options.initial_map_size, 2 * (options.quota_bytes or 0))
+        store = cls(open_env(Path(path), options, map_size=map_size), options, asyncio.get_running_loop(), peers)
         store._writer.start()
+        if peers is not None:
+            peers.drain()
+            store._loop.add_reader(peers.own, store._woken)
+            store._catch_up()  # what was committed between reading the revision and listening
+            peers.notify()  # a process that died between a commit and its wake-ups left the others unaware
         await store._finish_compaction()
         store._compactor.start()
         return store
@@ -67,10 +103,20 @@ class LmdbStore:
         if self._closed:
             raise StoreClosed("the store is closed")
         try:
-            with self._dbs.env.begin() as txn:
-                return fn(txn, self._dbs, *args)
+            try:
+                with self._dbs.env.begin() as txn:
+                    return fn(txn, self._dbs, *args)
+            except lmdb.MapResizedError:
+                self._adopt_map_size()
+                with self._dbs.env.begin() as txn:
+                    return fn(txn, self._dbs, *args)
         except lmdb.Error as err:
             raise BackendFailure(f"read failed: {err}") from err
+
+    def _adopt_map_size(self) -> None:
+        """Another process grew the map: take its size, with the writer thread outside any transaction."""
+        with self._writer.map_lock:
+            adopt_map_size(self._dbs)
 
     def recent(self, key: bytes) -> KeyValue | None:
         return None  # a get is local and as cheap: nothing to remember
@@ -84,6 +130,9 @@ class LmdbStore:
                 with dbs.env.begin() as txn:
                     revision = layout.unrev(txn.get(layout.META_REVISION, db=dbs.meta))
                     data = txn.get(key, db=dbs.kv)
+            except lmdb.MapResizedError:
+                revision, kv = self._read(_get, key, None)
+                return GetResult(revision, kv)
             except lmdb.Error as err:
                 raise BackendFailure(f"read failed: {err}") from err
             if data is None:
@@ -173,12 +222,57 @@ class LmdbStore:
     def _committed(
         self, revision: int, results: builtins.list[tuple[WriteOp, WriteResult]], events: builtins.list[Event]
     ) -> None:
-        """On the loop, after a batch is durable: acknowledge, then fan out."""
-        self._clock.advance(revision)
+        """On the loop, after a batch is durable: publish everything up to it in order, then acknowledge."""
+        if self._peers is None:
+            self._clock.advance(revision)
+            for op, result in results:
+                if not op.future.done():
+                    op.future.set_result(result)
+            self._broadcaster.publish(events)
+            return
+        if events and events[0].revision == self._published + 1:
+            self._publish(events)
+        if self._published < revision:
+            self._catch_up()  # others' writes came before this batch (and then the batch itself, from the log)
         for op, result in results:
             if not op.future.done():
                 op.future.set_result(result)
+
+    def _publish(self, events: Sequence[Event]) -> None:
         self._broadcaster.publish(events)
+        self._published = events[-1].revision
+        self._clock.advance(self._published)
+
+    def _woken(self) -> None:
+        """A peer committed (on the loop, from the eventfd's readiness)."""
+        assert self._peers is not None
+        if self._peers.drain() and not self._closed:
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Publish every committed write after `_published`, read from the log a slice per read transaction."""
+        while not self._closed:
+            try:
+                tail: _Tail = self._read(_tail, self._published, TAIL_SLICE)
+            except StorageError:
+                log.exception("reading the log of other processes' writes failed; retried at the next wake-up")
+                return
+            self._compacted = max(self._compacted, tail.compacted)
+            if tail.behind:
+                # What this process missed is compacted away: its watchers cannot be told it, so they end,
+                # and their clients re-list (410), as after any watch from a compacted revision.
+                log.warning("fell behind the compacted revision %d at %d: ending this process's watches",
+                            tail.compacted, self._published)
+                self._broadcaster.fail_all(Compacted(self._published, tail.compacted))
+                self._published = tail.current
+                self._clock.advance(tail.current)
+                return
+            if tail.events:
+                self._publish(tail.events)
+            if tail.complete:
+                self._published = max(self._published, tail.current)
+                self._clock.advance(self._published)
+                return
 
     # -- watch -------------------------------------------------------------
 
@@ -244,6 +338,8 @@ class LmdbStore:
         await self._compactor.stop()
         await self._writer.stop()
         await asyncio.sleep(0)  # let the writer's last acknowledgements run
+        if self._peers is not None:
+            self._loop.remove_reader(self._peers.own)
         self._closed = True
         self._clock.close()
         self._broadcaster.close()
@@ -283,6 +379,27 @@ def _count(txn: Any, dbs: Databases, prefix: bytes, wanted: int | None) -> tuple
         return revision, reader.count_latest(txn, dbs, prefix)
     _check_past(txn, dbs, wanted)
     return wanted, len(reader.list_at(txn, dbs, prefix, wanted, None, None)[0])
+
+
+@dataclass(frozen=True, slots=True)
+class _Tail:
+    """Committed writes after a revision, from one snapshot."""
+
+    events: Sequence[Event]  # every write in (after, through], in order
+    complete: bool  # the events reach the snapshot's current revision
+    current: int  # the snapshot's current revision
+    compacted: int
+    behind: bool  # `after` is below the compacted revision: the writes after it may be gone from the log
+
+
+def _tail(txn: Any, dbs: Databases, after: int, limit: int) -> _Tail:
+    current, compacted = reader.revision(txn, dbs), reader.compacted(txn, dbs)
+    if after < compacted:
+        return _Tail((), True, current, compacted, True)
+    if after >= current:
+        return _Tail((), True, current, compacted, False)
+    events, through = reader.history(txn, dbs, b"", after, limit, current)
+    return _Tail(events, through >= current, current, compacted, False)
 
 
 def _history(txn: Any, dbs: Databases, prefix: bytes, after: int, limit: int) -> HistoryPage:

@@ -11,6 +11,13 @@ between batches, one bounded transaction each, so writers wait at most one step.
 The quota is enforced here, per write, in the batch's transaction: the size in use when the
 batch starts, plus the cost of the puts accepted before it in the batch, plus its own cost must
 stay within the quota, else that write alone fails with QuotaExceeded (deletes always pass).
+
+Several processes may write one environment (storage/lmdb/peers.py): LMDB's write lock serialises their
+transactions, and each batch reads the current revision inside its own transaction, so every process's writes
+take the next revisions of one total order. After a commit with writes, `on_durable` runs on this thread (to
+wake the other processes) before the loop hears of it. When another process has grown the map, a transaction
+here fails with MapResizedError until this process adopts the new size, which happens on the loop (as growing
+does) with this thread outside any transaction (`map_lock`).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import lmdb
 
 from storage.errors import BackendFailure, QuotaExceeded, StoreClosed
 from storage.lmdb import layout, reader
-from storage.lmdb.env import Databases, grow, size, write_failure
+from storage.lmdb.env import Databases, adopt_map_size, grow, size, write_failure
 from storage.types import Event, EventType, KeyValue, Outcome, WriteResult
 
 log = logging.getLogger(__name__)
@@ -64,12 +71,16 @@ class Writer:
         max_batch: int,
         quota: int | None,
         on_commit: Callable[[int, list[tuple[WriteOp, WriteResult]], list[Event]], None],
+        on_durable: Callable[[], None] | None = None,
     ) -> None:
         self._dbs = dbs
         self._loop = loop
         self._max_batch = max_batch
         self._quota = quota
         self._on_commit = on_commit
+        self._on_durable = on_durable
+        # Held by this thread for each write transaction; taken by the loop to adopt a map another process grew.
+        self.map_lock = threading.Lock()
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="capstan-lmdb-writer", daemon=True)
         self._stopping = False
@@ -118,12 +129,14 @@ class Writer:
         """Run fn in a write transaction, growing the map and retrying when it fills."""
         while True:
             try:
-                with self._dbs.env.begin(write=True) as txn:
+                with self.map_lock, self._dbs.env.begin(write=True) as txn:
                     return fn(txn)
             except lmdb.MapFullError:
                 self._grow()
+            except lmdb.MapResizedError:
+                self._grow(adopt=True)
 
-    def _grow(self) -> None:
+    def _grow(self, *, adopt: bool = False) -> None:
         # set_mapsize needs no transaction open in the process; reads run only on the
         # loop thread and never across an await, so growing there, between callbacks, is safe.
         done = threading.Event()
@@ -131,7 +144,10 @@ class Writer:
 
         def on_loop() -> None:
             try:
-                grow(self._dbs)
+                if adopt:
+                    adopt_map_size(self._dbs)
+                else:
+                    grow(self._dbs)
             except BaseException as err:  # handed back to the writer thread
                 failure.append(err)
             finally:
@@ -143,7 +159,7 @@ class Writer:
                 raise BackendFailure("the event loop closed while the map was growing")
         if failure:
             raise failure[0]
-        log.info("LMDB map grown to %d bytes", self._dbs.env.info()["map_size"])
+        log.info("LMDB map %s %d bytes", "now" if adopt else "grown to", self._dbs.env.info()["map_size"])
 
     def _commit_batch(self, batch: list[WriteOp]) -> None:
         results: list[tuple[WriteOp, WriteResult]] = []
@@ -188,6 +204,8 @@ class Writer:
             self._loop.call_soon_threadsafe(_fail_all, [op.future for op in batch], failure)
             return
         assert isinstance(revision, int)
+        if events and self._on_durable is not None:
+            self._on_durable()
         for op, error in refused:
             self._loop.call_soon_threadsafe(_fail_all, [op.future], error)
         self._loop.call_soon_threadsafe(self._on_commit, revision, list(results), list(events))

@@ -151,10 +151,12 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
 
 
 async def start_http(app: web.Application, listen: str, port: int, ssl_context: ssl.SSLContext | None = None,
-                     *, connection_limits: ConnectionLimits = KUBE_LIMITS) -> tuple[web.AppRunner, int]:
+                     *, connection_limits: ConnectionLimits = KUBE_LIMITS,
+                     reuse_port: bool = False) -> tuple[web.AppRunner, int]:
     """Serve `app` on listen:port (0 picks a free port), over TLS with `ssl_context`, else plain HTTP, under
-    kube-apiserver's `connection_limits` (gateway/connections.py); returns the runner and the bound port."""
-    sock = socket.create_server((listen, port), family=_family(listen), reuse_port=False,
+    kube-apiserver's `connection_limits` (gateway/connections.py); returns the runner and the bound port.
+    With `reuse_port`, other processes serve the same port (SO_REUSEPORT: the kernel spreads connections)."""
+    sock = socket.create_server((listen, port), family=_family(listen), reuse_port=reuse_port,
                                 backlog=connection_limits.backlog or somaxconn())
     # aiohttp bounds each line and field; the request line and headers together are bounded by the site at
     # max_header_bytes, as Go's MaxHeaderBytes (a 10 KB bearer token or a long labelSelector fits).

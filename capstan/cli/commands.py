@@ -27,7 +27,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from capstan.cli import allocator, gcpolicy, pki
+from capstan.cli import allocator, gcpolicy, pki, workers
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli.inprocess import InProcessClient
 from capstan.cli.tls import ServingFiles, front_proxy_credentials, server_context
@@ -50,6 +50,7 @@ from storage import StorageError, Store, StoreOptions, files
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
 from storage.etcd import EtcdConfig, EtcdStore
 from storage.lmdb import LmdbStore
+from storage.lmdb.peers import Peers
 from storage.options import DEFAULT_QUOTA_BYTES
 
 log = logging.getLogger("capstan")
@@ -110,7 +111,20 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
+def _workers(text: str) -> int:
+    if text == "auto":
+        return workers.default_workers()
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of workers or auto, not {text!r}")
+    return int(text)
+
+
 def _store_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers", type=_workers, default=1, metavar="N",
+        help="serving processes sharing the ports and the store (default 1; auto: the usable cores, at most "
+        f"{workers.MAX_WORKERS}); a parent process supervises them (capstan/cli/workers.py)",
+    )
     parser.add_argument("--data-dir", type=Path, default=Path("data"), help="data directory (default ./data)")
     parser.add_argument(
         "--sync", type=_bool, default=True,
@@ -151,7 +165,7 @@ async def _open_store(args: argparse.Namespace) -> Store:
         config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
                             certfile=args.etcd_certfile, keyfile=args.etcd_keyfile)
         return await EtcdStore.open(config, options)
-    return await LmdbStore.open(args.data_dir / "lmdb", options)
+    return await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ))
 
 
 def _core_flags(parser: argparse.ArgumentParser) -> None:
@@ -250,7 +264,18 @@ def _connection_limits(args: argparse.Namespace) -> ConnectionLimits:
 
 def _grpc_limits(args: argparse.Namespace) -> GrpcLimits:
     return GrpcLimits(handshake_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
-                      max_streams_per_connection=args.http2_max_streams_per_connection)
+                      max_streams_per_connection=args.http2_max_streams_per_connection,
+                      reuse_port=_worker() is not None)
+
+
+def _worker_note() -> str:
+    index = _worker()
+    return "" if index is None else f" worker {index} pid {os.getpid()}"
+
+
+def _worker() -> int | None:
+    """This process's index among the workers sharing the ports and the store, or None when it is alone."""
+    return workers.worker_index(os.environ)
 
 
 def _listen_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) -> None:
@@ -427,7 +452,9 @@ async def serve(args: argparse.Namespace) -> None:
                             limiter=limiter, storage=store)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
-                                              connection_limits=_connection_limits(args))
+                                                 connection_limits=_connection_limits(args),
+                                                 reuse_port=_worker() is not None)
+            ports = {"http": http_port, "grpc": core.grpc_port}
             endpoints = {"http": f"http://{host}:{http_port}", "grpc": f"{host}:{core.grpc_port}"}
             summary = f"HTTP {endpoints['http']} gRPC {endpoints['grpc']}"
         else:
@@ -440,16 +467,22 @@ async def serve(args: argparse.Namespace) -> None:
                             limiter=limiter, storage=store)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
-                                              connection_limits=_connection_limits(args))
+                                                  connection_limits=_connection_limits(args),
+                                                  reuse_port=_worker() is not None)
+            ports = {"https": https_port, "grpc": core.grpc_port, "grpc_mtls": core.grpc.mtls_port or -1}
             endpoints = kubeconfigs.secure_endpoints(host, https_port, core.grpc_port, core.grpc.mtls_port, certs,
                                                      generated_serving=args.tls_cert_file is None)
             summary = " ".join(f"{name} {endpoints[key]}" for name, key in
                                (("HTTPS", "https"), ("gRPC", "grpc"), ("gRPC-mTLS", "grpc-mtls")) if key in endpoints)
-        kubeconfigs.write_endpoints(args.data_dir, endpoints)
-        files.private_file(args.data_dir / ENDPOINTS_FILE)  # no secret in it, but the data dir's files are 0600
-        health_listener = await _start_health(app, args)
+        health_listener = None
+        if not _worker():  # alone, or the first worker: the others share its ports and its endpoints
+            kubeconfigs.write_endpoints(args.data_dir, endpoints)
+            files.private_file(args.data_dir / ENDPOINTS_FILE)  # no secret in it, but the data dir's files are 0600
+            health_listener = await _start_health(app, args)
         gcpolicy.after_start()
-        log.info("capstan serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
+        log.info("capstan serving: %s data %s (revision %d)%s", summary, args.data_dir, store.current_revision(),
+                 _worker_note())
+        workers.report_ready(os.environ, ports)
         await stop.wait()
         log.info("capstan shutting down")
         await runner.cleanup()
@@ -469,16 +502,20 @@ async def core(args: argparse.Namespace) -> None:
         if args.insecure:
             running = await _start_core(store, args, INSECURE)
             summary = f"gRPC {host}:{running.grpc_port}"
+            ports = {"grpc": running.grpc_port}
         else:
             certs = _cert_dir(args)
             running = await _start_core(store, args, _security(args, certs),
                                         GrpcTls(_serving(args, certs), _bundle(_client_cas(args, certs)),
                                                 args.grpc_mtls_port))
             summary = f"gRPC {host}:{running.grpc_port} (TLS)"
+            ports = {"grpc": running.grpc_port, "grpc_mtls": running.grpc.mtls_port or -1}
             if running.grpc.mtls_port is not None:
                 summary += f" gRPC-mTLS {host}:{running.grpc.mtls_port}"
         gcpolicy.after_start()
-        log.info("capstan core serving: %s data %s (revision %d)", summary, args.data_dir, store.current_revision())
+        log.info("capstan core serving: %s data %s (revision %d)%s", summary, args.data_dir,
+                 store.current_revision(), _worker_note())
+        workers.report_ready(os.environ, ports)
         await stop.wait()
         log.info("capstan core shutting down")
         await running.stop()

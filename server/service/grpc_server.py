@@ -98,6 +98,8 @@ class GrpcLimits:
       data_ms, grpc.keepalive_permit_without_calls, grpc.http2.max_ping_strikes); the server pings a peer
       with calls open every keepalive_time and drops it when no answer comes within keepalive_timeout (kube's
       TCP keepalive period is 3 min), so a vanished watcher does not hold its stream.
+    - reuse_port: other processes serve the same ports (grpc.so_reuseport; `--workers`), the kernel spreading
+      connections over them.
     """
 
     handshake_timeout: float = 32.0
@@ -107,6 +109,7 @@ class GrpcLimits:
     keepalive_time: float = 180.0
     keepalive_timeout: float = 20.0
     max_metadata_bytes: int = 1 << 20
+    reuse_port: bool = False
 
     def options(self) -> list[tuple[str, int]]:
         def ms(seconds: float) -> int:
@@ -125,6 +128,7 @@ class GrpcLimits:
             # a 10 KB bearer token would fail now and then; kube reads 1 MiB of headers (MaxHeaderBytes)
             ("grpc.max_metadata_size", self.max_metadata_bytes),
             ("grpc.absolute_max_metadata_size", self.max_metadata_bytes),
+            *([("grpc.so_reuseport", 1)] if self.reuse_port else []),
         ]
 
 

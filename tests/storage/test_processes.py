@@ -117,8 +117,9 @@ async def test_writes_of_every_process_are_one_order_and_every_watch_sees_them(
                 results[key] = (await store.create(key, key[::-1])).revision
             return results
 
-        mine, *_ = await within(asyncio.gather(own(), *(peer.read_until(b"done") for peer in peers)), 60.0)
-        acked = dict(mine)
+        mine = asyncio.ensure_future(own())
+        await within(asyncio.gather(mine, *(peer.read_until(b"done") for peer in peers)), 60.0)
+        acked = mine.result()
         for peer in peers:
             acked.update(peer.acked)
         total = writers * count + own_writes

@@ -1,0 +1,215 @@
+"""`--workers N`: N serving processes over one LMDB environment and one set of ports, and the parent that
+supervises them.
+
+One Python process serves on one core at most. `capstan serve --workers N` (and `capstan core`) runs N copies
+of the same command as worker processes: each binds the same HTTPS and gRPC ports with SO_REUSEPORT, so the
+kernel spreads connections over them, and opens the same LMDB environment, whose write lock orders every
+worker's transactions into one sequence of revisions. The parent only supervises, so it imports nothing but
+the standard library:
+
+- It makes one eventfd per worker, inherited by every worker (a restarted one too), through which the workers
+  wake one another after each commit (storage/lmdb/peers.py).
+- It starts the workers one at a time, each once the one before serves: the first creates what is created
+  once (the generated certificates, the bootstrap objects) and picks any port given as 0; the others are
+  told the ports it bound, which they then share. A worker reports that it serves, and its ports, as one line
+  on a pipe (`CAPSTAN_WORKER_READY`).
+- A worker that exits while the server runs is started again (at most once a second); what it acknowledged
+  is on disk. If the first worker cannot start, the server cannot: the parent stops and exits as it did.
+- SIGTERM or SIGINT is passed to every worker, each drains as a single process does (listeners first, then
+  what was acknowledged is committed), and the parent exits once all have. Each worker dies with the parent
+  (PR_SET_PDEATHSIG), so none outlives a parent that was killed.
+
+`--workers 1` runs the command in this process, without any of this. Singletons (the controllers, the
+compactor's turns) need nothing here: they are elected through the store, as between cores.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+
+WORKER_ENV = "CAPSTAN_WORKER"  # the worker's index, in a worker's environment
+FDS_ENV = "CAPSTAN_WORKER_FDS"  # storage/lmdb/peers.py's: the worker's own eventfd, then the others'
+READY_ENV = "CAPSTAN_WORKER_READY"  # the pipe a worker writes its ports to, as one JSON line, once it serves
+COMMANDS = frozenset({"serve", "core"})
+MAX_WORKERS = 8
+START_TIMEOUT = 120.0  # seconds a worker may take to serve
+RESTART_INTERVAL = 1.0  # seconds at least between two starts of one worker
+PORT_FLAGS = {"https": "--secure-port", "http": "--http-port", "grpc": "--grpc-port", "grpc_mtls": "--grpc-mtls-port"}
+PR_SET_PDEATHSIG = 1
+
+
+def default_workers() -> int:
+    """The usable cores, at most MAX_WORKERS."""
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
+
+def workers_asked(argv: Sequence[str]) -> int:
+    """The worker count a `serve` or `core` command line asks for (1 for any other command, or for a value
+    the command's own parser will refuse); an absent --workers means 1."""
+    if _command(argv) not in COMMANDS:
+        return 1
+    value: str | None = None
+    for i, word in enumerate(argv):
+        if word == "--workers" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif word.startswith("--workers="):
+            value = word.partition("=")[2]
+    if value is None:
+        return 1
+    if value == "auto":
+        return default_workers()
+    return int(value) if value.isdigit() and int(value) >= 1 else 1
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def worker_index(environ: Mapping[str, str]) -> int | None:
+    """This process's index when it is a worker, else None."""
+    text = environ.get(WORKER_ENV)
+    return None if text is None else int(text)
+
+
+def report_ready(environ: Mapping[str, str], ports: Mapping[str, int]) -> None:
+    """In a worker: tell the parent it serves, on which ports."""
+    text = environ.get(READY_ENV)
+    if text is None:
+        return
+    fd = int(text)
+    os.write(fd, (json.dumps(dict(ports)) + "\n").encode())
+    os.close(fd)
+
+
+class Supervisor:
+    def __init__(self, count: int, argv: Sequence[str]) -> None:
+        self.count = count
+        self.argv = list(argv)  # the interpreter's command line, run again for each worker
+        self.eventfds = [os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(count)]
+        self.ports: dict[str, int] = {}
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.started: dict[int, float] = {}
+        self.stopping = False
+
+    def run(self) -> int:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._stop)
+        try:
+            failed = 0
+            for index in range(self.count):
+                if self.stopping:
+                    break
+                if not self._start(index):
+                    failed = self._reap(index)
+                    self._stop(signal.SIGTERM, None)
+                    break
+            return self._supervise() or failed
+        finally:
+            for fd in self.eventfds:
+                os.close(fd)
+
+    def _stop(self, signum: int, frame: object) -> None:
+        self.stopping = True
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+
+    def _command_line(self, index: int) -> list[str]:
+        extra = [word for key, flag in PORT_FLAGS.items() if key in self.ports
+                 for word in (flag, str(self.ports[key]))]
+        return [*self.argv, *extra]
+
+    def _start(self, index: int) -> bool:
+        """Start worker `index` and wait until it serves; False when it exited instead."""
+        read_end, write_end = os.pipe()
+        own = self.eventfds[index]
+        fds = [own, *(fd for i, fd in enumerate(self.eventfds) if i != index)]
+        env = {**os.environ, WORKER_ENV: str(index), FDS_ENV: ",".join(map(str, fds)), READY_ENV: str(write_end)}
+        self.started[index] = time.monotonic()
+        try:
+            proc = subprocess.Popen(self._command_line(index), env=env, pass_fds=(*self.eventfds, write_end),
+                                    preexec_fn=_die_with_parent)  # the parent has one thread
+        finally:
+            os.close(write_end)
+        self.procs[index] = proc
+        try:
+            line = _read_line(read_end, START_TIMEOUT)
+        finally:
+            os.close(read_end)
+        if not line:
+            return False
+        if not self.ports:
+            self.ports = {key: int(port) for key, port in json.loads(line).items() if key in PORT_FLAGS}
+        return True
+
+    def _reap(self, index: int) -> int:
+        """The exit code of worker `index`, which failed to start (killed if it is still trying)."""
+        proc = self.procs.pop(index)
+        if proc.poll() is None:
+            proc.kill()
+        code = proc.wait()
+        return code if code > 0 else 1
+
+    def _supervise(self) -> int:
+        """Wait for the workers, starting again any that exits while the server runs; the worst exit code."""
+        worst = 0
+        while self.procs:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
+            index = next((i for i, proc in self.procs.items() if proc.pid == pid), None)
+            if index is None:
+                continue
+            proc = self.procs.pop(index)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if self.stopping:
+                worst = worst or (proc.returncode if proc.returncode > 0 else 0)
+                continue
+            print(f"capstan: worker {index} exited ({proc.returncode}); starting it again", file=sys.stderr)
+            time.sleep(max(0.0, self.started[index] + RESTART_INTERVAL - time.monotonic()))
+            if not self.stopping and not self._start(index):
+                print(f"capstan: worker {index} did not start again; stopping", file=sys.stderr)
+                worst = self._reap(index)
+                self._stop(signal.SIGTERM, None)
+        return worst
+
+
+def _read_line(fd: int, timeout: float) -> bytes:
+    """One line from `fd`; b"" when the writer closed it first (the worker exited) or after `timeout`."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    while not data.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b""
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return b""
+            data += chunk
+    return data
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies (so a killed parent leaves no worker)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def supervise(argv: Sequence[str]) -> None:
+    """If this command line asks for several workers and this process is not one, supervise them and exit."""
+    if worker_index(os.environ) is not None:
+        return
+    count = workers_asked(argv)
+    if count <= 1 or not sys.executable or len(sys.orig_argv) < 2:
+        return
+    sys.exit(Supervisor(count, [sys.executable, *sys.orig_argv[1:]]).run())

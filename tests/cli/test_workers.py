@@ -1,0 +1,237 @@
+"""`capstan serve --workers 2` as a user runs it: two real worker processes under their parent, sharing one
+HTTP port (SO_REUSEPORT) and one LMDB environment with fsync.
+
+Which worker serves a connection is found from /proc (the server end of the TCP connection is a socket one
+worker holds), so each test talks to each worker on purpose, not by chance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientError, ClientSession, TCPConnector
+
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVING = re.compile(r"HTTP http://127\.0\.0\.1:(\d+) .* worker (\d+) pid (\d+)")
+LEADING = "acquired lease kube-system/capstan-controllers"
+TIMEOUT = 60.0
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[str]
+    port: int = 0
+    pids: dict[int, int] = field(default_factory=dict)  # worker index -> pid, the newest start of each
+    lines: list[str] = field(default_factory=list)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def follow(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self.changed:
+                self.lines.append(line)
+                match = SERVING.search(line)
+                if match:
+                    self.port = int(match[1])
+                    self.pids[int(match[2])] = int(match[3])
+                self.changed.notify_all()
+
+    def wait_for(self, predicate: Any, timeout: float = TIMEOUT) -> None:
+        with self.changed:
+            if not self.changed.wait_for(predicate, timeout):
+                raise AssertionError("capstan serve --workers did not get there:\n" + "".join(self.lines[-40:]))
+
+    def log_count(self, text: str) -> int:
+        with self.changed:
+            return sum(text in line for line in self.lines)
+
+
+@asynccontextmanager
+async def serving(data: Path, workers: int = 2) -> AsyncIterator[Server]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capstan", "serve", "--insecure", "--workers", str(workers), "--data-dir", str(data),
+         "--http-port", "0", "--grpc-port", "0", "--leader-elect-retry-period", "0.5"],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    server = Server(proc)
+    threading.Thread(target=server.follow, daemon=True).start()
+    try:
+        await asyncio.to_thread(server.wait_for, lambda: len(server.pids) == workers)
+        yield server
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # the workers die with their parent
+        proc.wait(10)
+
+
+def serving_pid(server_port: int, client_port: int) -> int:
+    """The process holding the server end of the loopback connection from `client_port`."""
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote = fields[1], fields[2]
+        if int(local.split(":")[1], 16) == server_port and int(remote.split(":")[1], 16) == client_port:
+            inode = fields[9]
+    assert inode is not None, "no such connection"
+    target = f"socket:[{inode}]"
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == target for fd in os.listdir(f"/proc/{pid}/fd")):
+                return int(pid)
+        except OSError:
+            continue
+    raise AssertionError("no process holds the connection")
+
+
+async def session_per_worker(server: Server) -> dict[int, ClientSession]:
+    """One HTTP session (one keep-alive connection) to each worker, by its index."""
+    by_pid = {pid: index for index, pid in server.pids.items()}
+    sessions: dict[int, ClientSession] = {}
+    for _ in range(64):
+        if len(sessions) == len(by_pid):
+            return sessions
+        with socket.socket() as probe:  # a free local port, so the connection's client end is known
+            probe.bind(("127.0.0.1", 0))
+            client_port = probe.getsockname()[1]
+        session = ClientSession(f"http://127.0.0.1:{server.port}",
+                                connector=TCPConnector(limit=1, local_addr=("127.0.0.1", client_port)))
+        async with session.get("/version") as resp:
+            await resp.read()
+        index = by_pid.get(serving_pid(server.port, client_port))
+        if index is None or index in sessions:
+            await session.close()
+        else:
+            sessions[index] = session
+    raise AssertionError("the kernel never handed a connection to every worker")
+
+
+async def create(session: ClientSession, ns: str, name: str) -> int:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": name}}
+    async with session.post(f"/api/v1/namespaces/{ns}/configmaps", json=body) as resp:
+        assert resp.status == 201, await resp.text()
+        return int((await resp.json())["metadata"]["resourceVersion"])
+
+
+async def watch(session: ClientSession, ns: str, from_rv: int, count: int) -> list[tuple[str, str, int]]:
+    """The first `count` events of a watch of the namespace's ConfigMaps named w-*: (type, name, revision)."""
+    events: list[tuple[str, str, int]] = []
+    async with session.get(f"/api/v1/namespaces/{ns}/configmaps",
+                           params={"watch": "1", "resourceVersion": str(from_rv)}) as resp:
+        assert resp.status == 200
+        async for line in resp.content:
+            event = json.loads(line)
+            meta = event["object"]["metadata"]
+            if meta["name"].startswith("w-"):
+                events.append((event["type"], meta["name"], int(meta["resourceVersion"])))
+            if len(events) == count:
+                return events
+    raise AssertionError(f"the watch ended after {len(events)} events")
+
+
+async def revision(session: ClientSession, ns: str) -> int:
+    async with session.get(f"/api/v1/namespaces/{ns}/configmaps") as resp:
+        return int((await resp.json())["metadata"]["resourceVersion"])
+
+
+@pytest.mark.parametrize("writes_per_worker", [40])
+async def test_every_worker_writes_one_order_that_every_worker_watches(
+        tmp_path: Path, writes_per_worker: int) -> None:
+    async with serving(tmp_path / "data") as server:
+        sessions = await session_per_worker(server)
+        watching = await session_per_worker(server)
+        try:
+            start = await revision(sessions[0], "default")
+            total = writes_per_worker * len(sessions)
+            watches = [asyncio.ensure_future(watch(s, "default", start, total)) for s in watching.values()]
+            await asyncio.sleep(0.3)  # both watches open: each worker serves one
+
+            async def writes(index: int, session: ClientSession) -> dict[str, int]:
+                names = [f"w-{index}-{n:03d}" for n in range(writes_per_worker)]
+                revisions = await asyncio.gather(*(create(session, "default", name) for name in names))
+                return dict(zip(names, revisions, strict=True))
+
+            acked: dict[str, int] = {}
+            for part in await asyncio.wait_for(asyncio.gather(*(writes(i, s) for i, s in sessions.items())), TIMEOUT):
+                acked.update(part)
+            assert len(set(acked.values())) == total  # one revision each: the workers share one order
+            expected = sorted((("ADDED", name, rv) for name, rv in acked.items()), key=lambda e: e[2])
+            for events in await asyncio.wait_for(asyncio.gather(*watches), TIMEOUT):
+                assert events == expected  # each worker's watch: every worker's writes, in order, once
+            # The controllers run in one worker only: one leader, however many workers.
+            await asyncio.to_thread(server.wait_for, lambda: server.log_count(LEADING) >= 1)
+            assert server.log_count(LEADING) == 1
+        finally:
+            for session in [*sessions.values(), *watching.values()]:
+                await session.close()
+        # SIGTERM drains every worker; the parent exits 0 once all have.
+        server.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(server.proc.wait, 30) == 0
+        for pid in server.pids.values():
+            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    store = await LmdbStore.open(tmp_path / "data" / "lmdb", StoreOptions(compact_interval=0))
+    try:
+        stored = {kv.key.rsplit(b"/", 1)[1].decode(): kv.mod_revision
+                  for kv in (await store.list(b"/core/configmaps/default/w-")).kvs}
+        assert stored == acked
+    finally:
+        await store.close()
+
+
+async def test_a_worker_killed_under_writes_loses_nothing_acknowledged_and_comes_back(tmp_path: Path) -> None:
+    async with serving(tmp_path / "data") as server:
+        sessions = await session_per_worker(server)
+        acked: dict[str, int] = {}
+        stop = asyncio.Event()
+
+        async def writes(index: int, session: ClientSession) -> None:
+            n = 0
+            while not stop.is_set():
+                name = f"w-{index}-{n:05d}"
+                n += 1
+                try:
+                    acked[name] = await create(session, "default", name)
+                except (ClientError, AssertionError):
+                    return  # the worker died under it: unacknowledged
+        try:
+            writers = [asyncio.ensure_future(writes(i, s)) for i, s in sessions.items()]
+            await asyncio.sleep(1.0)
+            victim = server.pids[1]
+            os.kill(victim, signal.SIGKILL)
+            await asyncio.sleep(0.5)
+            stop.set()
+            await asyncio.wait_for(asyncio.gather(*writers), TIMEOUT)
+            assert any(name.startswith("w-1-") for name in acked) and any(name.startswith("w-0-") for name in acked)
+            # The parent starts it again, and it serves the same port.
+            await asyncio.to_thread(server.wait_for, lambda: server.pids[1] != victim)
+            again = await session_per_worker(server)
+            try:
+                async with again[1].get("/api/v1/namespaces/default/configmaps") as resp:
+                    items = (await resp.json())["items"]
+            finally:
+                for session in again.values():
+                    await session.close()
+            stored = {item["metadata"]["name"]: int(item["metadata"]["resourceVersion"])
+                      for item in items if item["metadata"]["name"].startswith("w-")}
+            assert {name: stored.get(name) for name in acked} == acked  # every acknowledged write, as answered
+        finally:
+            for session in sessions.values():
+                await session.close()

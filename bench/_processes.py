@@ -44,13 +44,24 @@ class Child:
         raise RuntimeError(f"{self.role} did not start listening (exit code {self.proc.poll()}): {tail}")
 
     def cpu_seconds(self) -> float:
-        """User plus system CPU of the process so far, all its threads (0 once it is gone)."""
-        try:
-            with open(f"/proc/{self.proc.pid}/stat") as stat:
-                fields = stat.read().rpartition(")")[2].split()  # the command name may hold spaces
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14, 15
+        """User plus system CPU so far of the process and its running descendants (a supervisor's workers), all
+        their threads (0 once it is gone)."""
+        return tree_cpu_seconds(self.proc.pid)
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of `pid` and of every live descendant, from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()  # the command name may hold spaces
+        children: list[int] = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as listed:
+                children += [int(child) for child in listed.read().split()]
+    except OSError:
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14, 15
+    return own + sum(tree_cpu_seconds(child) for child in children)
 
 
 class Children:

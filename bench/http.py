@@ -5,6 +5,8 @@ rounds against every server in turn (the order rotates each round), so that a sl
 reads as "the machine", "aiohttp", "Capstan" or "the gRPC hop" at a glance:
 
   capstan            `capstan serve`: store, core and gateway in one process (fsync on, as served)
+  capstan-2workers   `capstan serve --workers 2`: two such processes sharing the port and the LMDB
+                     environment under their parent; CPU is the whole process tree's
   capstan-scaleout   `capstan core` and two `capstan gateway --core` processes; the client spreads
                      requests and watchers over both gateways
   capstan-1gw-grpc   `capstan core` and one gateway: what the gRPC hop costs, and (beside
@@ -91,7 +93,7 @@ from aiohttp import web
 from bench._processes import Child, Children
 from bench._util import Goal, at_least, at_most, check_choices, emit, note
 
-IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
+IMPLS = ("capstan", "capstan-2workers", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
 OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "crd", "pods", "watch")
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -231,9 +233,10 @@ def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[
     targets = []
     for impl in impls:
         target = Target(impl)
-        if impl == "capstan":
+        if impl in ("capstan", "capstan-2workers"):
+            workers = ("--workers", "2") if impl == "capstan-2workers" else ()
             target.processes = [children.start("serve", *capstan, "serve", "--insecure", "--data-dir",
-                                               str(root / impl), "--http-port", "0", "--grpc-port", "0")]
+                                               str(root / impl), "--http-port", "0", "--grpc-port", "0", *workers)]
         elif impl.startswith("capstan-"):
             target.processes = [children.start("core", *capstan, "core", "--insecure", "--data-dir",
                                                str(root / impl), "--grpc-port", "0")]
@@ -256,6 +259,8 @@ def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[
                 target.bases = [gateway.listening(LISTENING["gateway"]) for gateway in target.processes[1:]]
             else:
                 target.bases = [address]
+                if target.impl == "capstan-2workers":  # the second worker serves once the first does
+                    first.listening(re.compile(r"capstan serving: .* worker (1) pid"))
         except RuntimeError as err:
             target.error = str(err)
             note(f"{target.impl}: not running: {err}")

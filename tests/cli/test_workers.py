@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 from aiohttp import ClientError, ClientSession, TCPConnector
 
+from capstan.cli import workers
+from capstan.cli.commands import parse_args
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -235,3 +237,25 @@ async def test_a_worker_killed_under_writes_loses_nothing_acknowledged_and_comes
         finally:
             for session in sessions.values():
                 await session.close()
+
+
+@pytest.mark.parametrize("argv, count", [
+    (["serve", "--insecure"], 1),
+    (["serve", "--workers", "3"], 3),
+    (["core", "--workers=2", "--insecure"], 2),
+    (["serve", "--workers", "auto"], workers.default_workers()),
+    (["gateway", "--workers", "2"], 1),  # a gateway is stateless: run more of them instead
+    (["serve", "--workers", "0"], 1),  # refused by the command's own parser, in the one process
+])
+def test_the_parent_reads_the_worker_count(argv: list[str], count: int) -> None:
+    assert workers.workers_asked(argv) == count
+
+
+@pytest.mark.parametrize("text, count", [("1", 1), ("4", 4), ("auto", workers.default_workers())])
+def test_the_command_takes_workers(text: str, count: int) -> None:
+    assert parse_args(["serve", "--workers", text]).workers == count
+    assert parse_args(["core", "--workers", text]).workers == count
+
+
+def test_auto_is_the_usable_cores_at_most_eight() -> None:
+    assert workers.default_workers() == min(len(os.sched_getaffinity(0)), workers.MAX_WORKERS)

@@ -280,7 +280,7 @@ async def test_a_resource_past_the_memory_bound_is_read_from_the_store(backend: 
             client = Client(core_pb2_grpc.CoreServiceStub(channel), running)  # type: ignore[no-untyped-call]
             for i in range(10):
                 await client.create(CM, {"metadata": {"name": f"big-{i}"}, "data": {"v": "x" * 300}})
-            meta, items = await client.list(CM, resourceVersion="0", limit=3)
+            meta, _ = await client.list(CM, resourceVersion="0", limit=3)
             assert meta.get("continue")  # the store answered: the limit holds
             async with asyncio.timeout(5):
                 while PREFIX in running.core.caches.prefixes():

@@ -16,9 +16,9 @@ round by round, the order rotating (bench/http.py's client and workloads, unchan
   capstan-etcd     `capstan serve --insecure --etcd-servers` over one etcd 3.5 member (fsync on)
   scaleout-etcd    3 etcd members, 2 `capstan core` and 2 `capstan gateway --core A,B`; the client
                    spreads requests and watchers over both gateways
-  capstan-lmdb-cache, capstan-etcd-nocache (only when named in --impls)
-                   capstan-lmdb with `--watch-cache true`, capstan-etcd with `--watch-cache false`: the
-                   watch cache's effect on each backend, in the same run
+  capstan-lmdb-nocache, capstan-etcd-nocache (only when named in --impls)
+                   capstan-lmdb and capstan-etcd with `--watch-cache false`: the watch cache's effect on
+                   each backend, in the same run
 
 Workloads: bench/http.py's create, get, update, list-json, list-protobuf and watch (see its
 docstring); list-json-rv0 and list-protobuf-rv0, the same LISTs with resourceVersion=0 (which
@@ -65,10 +65,10 @@ from bench._util import Goal, at_least, at_most, check_choices, context, emit, n
 from storage.etcd.keys import range_end
 from storage.etcd.pb.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
-IMPLS = ("capstan-lmdb", "capstan-etcd", "scaleout-etcd", "capstan-lmdb-cache", "capstan-etcd-nocache")
+IMPLS = ("capstan-lmdb", "capstan-etcd", "scaleout-etcd", "capstan-lmdb-nocache", "capstan-etcd-nocache")
 DEFAULT_IMPLS = ("capstan-lmdb", "capstan-etcd", "scaleout-etcd")
-# The same `capstan serve` with the watch cache's default turned the other way: the cache's effect, in one run.
-WATCH_CACHE_FLAGS = {"capstan-lmdb-cache": ("--watch-cache", "true"),
+# The same `capstan serve` without the watch cache: the cache's effect, in one run.
+WATCH_CACHE_FLAGS = {"capstan-lmdb-nocache": ("--watch-cache", "false"),
                      "capstan-etcd-nocache": ("--watch-cache", "false")}
 OPS = ("create", "get", "update", "list-json", "list-protobuf", "list-json-rv0", "list-protobuf-rv0", "watch",
        "list-floor")

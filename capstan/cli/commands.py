@@ -121,8 +121,7 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--watch-cache", type=_bool, default=None,
         help="serve LISTs and GETs with resourceVersion 0 or not older than N, and watches' initial state, from"
-        " memory kept current by the store's watch, as kube-apiserver's flag (default: true over etcd, false over"
-        " LMDB, whose local reads measure as fast; docs/performance.md)",
+        " memory kept current by the store's watch, as kube-apiserver's flag (default true)",
     )
     parser.add_argument(
         "--quota-backend-bytes", type=int, default=DEFAULT_QUOTA_BYTES, metavar="BYTES",

@@ -580,9 +580,11 @@ bench_apply = patch_workload("apply", "application/apply-patch+yaml", "?fieldMan
 # -- list --------------------------------------------------------------------------------------------------------------
 
 
-async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool) -> None:
-    """Whole LISTs one at a time, uncompressed (the headline) and, once a round, asking for gzip as client-go does."""
-    op = "list-protobuf" if protobuf else "list-json"
+async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool, any_version: bool = False) -> None:
+    """Whole LISTs one at a time, uncompressed (the headline) and, once a round, asking for gzip as client-go does.
+    any_version: with resourceVersion=0 (the op gains "-rv0"), which kube-apiserver answers from its watch cache."""
+    op = ("list-protobuf" if protobuf else "list-json") + ("-rv0" if any_version else "")
+    query = "?resourceVersion=0" if any_version else ""
     accept = PROTOBUF if protobuf else "application/json"
     plain, gzip = {"Accept": accept, "Accept-Encoding": "identity"}, {"Accept": accept, "Accept-Encoding": "gzip"}
     samples: dict[str, dict[str, list[float]]] = {t.impl: {"identity": [], "gzip": []} for t in targets}
@@ -592,7 +594,7 @@ async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool)
     for target in live:
         target.begin()
         for headers in (plain, gzip):  # warm-up: the first use of these code paths
-            await one_list(target, headers, Rounds())
+            await one_list(target, headers, Rounds(), query)
     for _, target in rotations(live, sizes.list_rounds):
         rounds = results[target.impl]
         deadline = time.perf_counter() + sizes.round_budget
@@ -600,7 +602,7 @@ async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool)
             if rounds.stopped or time.perf_counter() > deadline:
                 break
             meter = Meter(target)
-            got = await one_list(target, headers, rounds)
+            got = await one_list(target, headers, rounds, query)
             seconds = meter.stop(rounds, 1) if headers is plain else meter.seconds()  # CPU: headline lists only
             wrong = list_wrong(got[0], protobuf, sizes) if got is not None else ""
             if got is None or wrong:
@@ -629,12 +631,13 @@ async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool)
                         **results[target.impl].context())
 
 
-async def one_list(target: Target, headers: dict[str, str], rounds: Rounds) -> tuple[bytes, int, bool] | None:
+async def one_list(target: Target, headers: dict[str, str], rounds: Rounds,
+                   query: str = "") -> tuple[bytes, int, bool] | None:
     """One whole LIST read to its last byte (decompressed): (body, bytes on the wire, compressed?), or None
     (and a failure noted) if it was not answered."""
     target.requests += 1
     try:
-        async with target.http.get(target.url(target.requests), headers=headers) as response:
+        async with target.http.get(target.url(target.requests, CONFIGMAPS + query), headers=headers) as response:
             if response.status != 200:
                 rounds.fail(await failure(response, "LIST"))
                 return None

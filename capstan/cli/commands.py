@@ -43,6 +43,7 @@ from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
+from server.objects.watchcache import DISABLED, CacheConfig
 from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
 from server.startup.app import RunningCore, start_core
@@ -130,6 +131,11 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         "--sync", type=_bool, default=True,
         help="fsync every acknowledged write (default true). false is UNSAFE: for tests only,"
         " a crash may lose acknowledged writes",
+    )
+    parser.add_argument(
+        "--watch-cache", type=_bool, default=None,
+        help="serve LISTs and GETs with resourceVersion 0 or not older than N, and watches' initial state, from"
+        " memory kept current by the store's watch, as kube-apiserver's flag (default true)",
     )
     parser.add_argument(
         "--quota-backend-bytes", type=int, default=DEFAULT_QUOTA_BYTES, metavar="BYTES",
@@ -436,7 +442,14 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
-                            election=_election(args))
+                            election=_election(args), watch_cache=_watch_cache(args))
+
+
+def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:
+    """--watch-cache: None leaves the choice to the backend (server/startup/app.py's watch_cache_for)."""
+    if args.watch_cache is None:
+        return None
+    return CacheConfig() if args.watch_cache else DISABLED
 
 
 async def serve(args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from server.objects.keygate import KeyGate
 from server.objects.render import Renderings
 from server.objects.storeerrors import store_call
+from server.objects.watchcache import WatchCaches
 from server.registry.resources import Registry
 from storage import Store
 
@@ -48,6 +49,7 @@ class Context:
     namespaces: NamespaceIndex = field(default_factory=NamespaceIndex)
     renderings: Renderings = field(default_factory=Renderings)
     writers: KeyGate = field(default_factory=KeyGate)  # turns of the writers of one object (keygate.py)
+    caches: WatchCaches | None = None  # the watch cache of the reads kube serves from memory (watchcache.py)
 
     def namespace_key(self, name: str) -> bytes:
         return NAMESPACES_KEY_PREFIX + name.encode()

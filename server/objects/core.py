@@ -17,20 +17,30 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.objects import create, delete, deletecollection, get, health, list, patch, update, watch
 from server.objects.context import Context
 from server.objects.descriptors import Descriptors
+from server.objects.watchcache import DISABLED, CacheConfig, WatchCaches
 from server.registry import discovery
 from server.registry.resources import Registry
 from storage import Store
 
 
 class Core:
-    def __init__(self, store: Store, registry: Registry) -> None:
-        self.context = Context(store, registry)
+    def __init__(self, store: Store, registry: Registry, *, watch_cache: CacheConfig = DISABLED) -> None:
+        self.context = Context(store, registry, caches=WatchCaches(store, watch_cache))
         self.descriptors = Descriptors(store)  # protobuf messages of custom resources (server/objects/descriptors.py)
         # What /healthz, /livez and /readyz report (server/objects/health.py); start_core adds what it starts.
         self.health = health.HealthChecks()
         self.health.add("etcd", health.store_check(store))
         self.health.add("etcd-readiness", health.store_check(store))
         self.health.add("etcd-quota", health.quota_check(store))
+
+    @property
+    def caches(self) -> WatchCaches:
+        assert self.context.caches is not None
+        return self.context.caches
+
+    async def close(self) -> None:
+        """Stop what the core keeps running beside requests (the watch caches)."""
+        await self.caches.close()
 
     @property
     def registry(self) -> Registry:

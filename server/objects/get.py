@@ -1,4 +1,8 @@
-"""Get: one object, at the latest revision or not older than a given one."""
+"""Get: one object, at the latest revision or not older than a given one.
+
+As kube-apiserver 1.28's cacher: an unset resourceVersion reads the store (a consistent read); "0" and N
+read the watch cache when it is ready (watchcache.py), N once the cache has reached it.
+"""
 
 from __future__ import annotations
 
@@ -41,9 +45,19 @@ async def get(ctx: Context, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
 async def read(ctx: Context, resource: Resource, req: core_pb2.GetRequest) -> KeyValue:
     """The stored key a get names, at a revision not older than the one asked for; 404 when there is none."""
     rv = req.options.resourceVersion
-    if rv not in ("", "0"):
-        await reach(ctx, options.resource_version(rv))
-    got = await store_call(ctx.store.get(resource.key(req.path.namespace, req.path.name)))
-    if got.kv is None:
+    key = resource.key(req.path.namespace, req.path.name)
+    wanted = options.resource_version(rv) if rv not in ("", "0") else 0
+    kv: KeyValue | None
+    caches = ctx.caches
+    cache = None
+    if rv and caches is not None and caches.enabled:
+        cache = await store_call(caches.fresh(resource.key_prefix(), wanted))
+    if cache is not None:
+        kv = cache.get(key)
+    else:
+        if wanted:
+            await reach(ctx, wanted)
+        kv = (await store_call(ctx.store.get(key))).kv
+    if kv is None:
         raise errors.not_found(resource.resource, resource.group, req.path.name)
-    return got.kv
+    return kv

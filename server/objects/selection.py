@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from server.machinery import errors
@@ -27,6 +28,17 @@ class Selection:
         if self.fields is not None:
             return self.fields.matches(self.resource.field_values(obj))
         return True
+
+    def attributes(self, obj: Obj) -> tuple[Mapping[str, str], Mapping[str, str]]:
+        """What any selection over this resource reads of `obj`: its labels and its field values."""
+        labels: Mapping[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+        return labels, self.resource.field_values(obj)
+
+    def matches_attributes(self, labels: Mapping[str, str], field_values: Mapping[str, str]) -> bool:
+        """matches(obj), given attributes(obj)."""
+        if self.labels is not None and not self.labels.matches(labels):
+            return False
+        return self.fields is None or self.fields.matches(field_values)
 
 
 def selection(resource: Resource, label_selector: str, field_selector: str) -> Selection:

@@ -1,6 +1,7 @@
 """Watch: a collection's changes as Kubernetes watch events, from a resourceVersion on.
 
-Where it starts (the spec's watch table):
+Where it starts (the spec's watch table; the initial state of "0" and of sendInitialEvents comes from the
+watch cache when it is ready, as kube-apiserver's cacher gives it, see watchcache.py):
 - resourceVersion unset or "0": synthetic ADDED events for the current state, then changes;
 - "N": changes after N ("Start at Exact"); 410 Expired as an ERROR event once N is compacted;
 - sendInitialEvents=true: the current state (not older than N) as ADDED, then a BOOKMARK
@@ -28,11 +29,12 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
 from server.machinery.codec import transcode
 from server.machinery.values import Obj
-from server.objects import options, render, views
+from server.objects import options, render, views, watchcache
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
 from server.objects.storeerrors import store_call, translate
+from server.objects.watchcache import PrefixCache
 from server.registry.resources import Resource
 from storage import Compacted, Event, EventType, KeyValue, StorageError, StoreClosed, Watch, WatcherTooSlow
 
@@ -67,11 +69,15 @@ async def watch(
     stream = _Stream(resource, chosen, encoding, converter=converted, renderings=ctx.renderings)
 
     start = wanted
-    await reach(ctx, wanted)
+    cache = await _cache(ctx, resource, wanted) if initial and (rv == "0" or opts.HasField("sendInitialEvents")) \
+        else None
+    if cache is None:
+        await reach(ctx, wanted)
     if initial:
         # A page that fails after the first (its revision compacted while the client read) raises the
         # 410 mid-stream: the gateway writes it as an ERROR event, a gRPC client gets it as the status.
-        snapshot = _Snapshot(ctx, prefix, initial_page)
+        snapshot: _Snapshot | _Cached = (
+            _Snapshot(ctx, prefix, initial_page) if cache is None else _Cached(cache.snapshot(prefix), initial_page))
         while (kvs := await snapshot.next_page()) is not None:
             added = [stream.added(kv.key, kv.value, kv.mod_revision) for kv in kvs]
             for chunk in _chunks([e for e in added if e is not None]):
@@ -110,6 +116,34 @@ async def watch(
         if closer is not None:
             closer.cancel()
         changes.close()
+
+
+async def _cache(ctx: Context, resource: Resource, wanted: int) -> PrefixCache | None:
+    """The watch cache that gives the initial state (kube's cacher gives it for "0" and sendInitialEvents), if
+    ready; 504 when neither it nor the store reaches `wanted` in time."""
+    caches = ctx.caches
+    if caches is None or not caches.enabled:
+        return None
+    return await store_call(caches.fresh(resource.key_prefix(), wanted))
+
+
+class _Cached:
+    """A watch cache's snapshot, handed out a page at a time as _Snapshot hands out the store's."""
+
+    def __init__(self, snapshot: watchcache.Snapshot, page: int) -> None:
+        self.revision = snapshot.revision
+        self._kvs = snapshot.kvs
+        self._page = max(page, 1)
+        self._at = 0
+        self._done = False
+
+    async def next_page(self) -> Sequence[KeyValue] | None:
+        if self._done:
+            return None
+        page = self._kvs[self._at:self._at + self._page]
+        self._at += self._page
+        self._done = self._at >= len(self._kvs)
+        return page
 
 
 class _Snapshot:

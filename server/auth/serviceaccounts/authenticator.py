@@ -205,29 +205,24 @@ class ServiceAccountAuthenticator:
                         service_account_groups(namespace), extra)
         return Verified(window, namespace, account, secret, pod, user)
 
-    async def _find(self, resource: str, namespace: str, name: str) -> Entry | None:
-        found = self._peek(resource, namespace, name)
-        return found if found is not None else await self._lookup(resource, namespace, name)
-
-    async def _check_objects(self, token: Verified, invalid_if_deleted_before: float) -> None:
-        """The ServiceAccount, and the bound Secret and Pod, exist now with the uids the token names."""
-        namespace, (name, uid) = token.namespace, token.account
-        found = await self._find("serviceaccounts", namespace, name)
-        if found is None:
+    async def _check_objects(self, token: Verified, deleted_before: float) -> None:
+        """The ServiceAccount, and the bound Secret and Pod, exist now with the uids the token names: read from
+        the indexes, an object they do not hold from the core."""
+        namespace, peek = token.namespace, self._peek
+        name = token.account[0]
+        account = peek("serviceaccounts", namespace, name) or await self._lookup("serviceaccounts", namespace, name)
+        if account is None:
             raise Unauthorized(f'serviceaccounts "{name}" not found')
-        if _deleted_before(found, invalid_if_deleted_before):
+        if _deleted_before(account, deleted_before):
             raise Unauthorized(f"service account {namespace}/{name} has been deleted")
-        if found.uid != uid:
-            raise Unauthorized(f"service account UID ({found.uid}) does not match claim ({uid})")
-        if token.secret is not None:
-            await self._check_bound("secrets", namespace, token.secret, invalid_if_deleted_before)
-        if token.pod is not None:
-            await self._check_bound("pods", namespace, token.pod, invalid_if_deleted_before)
-
-    async def _check_bound(self, resource: str, namespace: str, ref: tuple[str, str], deleted_before: float) -> None:
-        found = await self._find(resource, namespace, ref[0])
-        if found is None or _deleted_before(found, deleted_before):
-            raise Unauthorized("service account token has been invalidated")
-        if found.uid != ref[1]:
-            raise Unauthorized(f"{resource[:-1]} UID ({found.uid}) does not match service account {resource[:-1]} "
-                               f"ref claim ({ref[1]})")
+        if account.uid != token.account[1]:
+            raise Unauthorized(f"service account UID ({account.uid}) does not match claim ({token.account[1]})")
+        for resource, ref in (("secrets", token.secret), ("pods", token.pod)):
+            if ref is None:
+                continue
+            found = peek(resource, namespace, ref[0]) or await self._lookup(resource, namespace, ref[0])
+            if found is None or _deleted_before(found, deleted_before):
+                raise Unauthorized("service account token has been invalidated")
+            if found.uid != ref[1]:
+                raise Unauthorized(f"{resource[:-1]} UID ({found.uid}) does not match service account "
+                                   f"{resource[:-1]} ref claim ({ref[1]})")

@@ -2,8 +2,9 @@
 `admit` workload), so that the figure is not lost in the noise of a process's CPU time.
 
 Two parts of the chain, each timed by calling it back to back on one event loop:
-- `GuardedCore._admit`, the core's link: authentication (a static token found in the token cache, or the admin's
-  client certificate, whose verification is cached), impersonation (none asked) and the RBAC decision, on a core
+- `GuardedCore._admit`, the core's link: authentication (a static token found in the token cache, a ServiceAccount
+  token issued by TokenRequest, whose verification is cached and whose objects are looked up every call, or the
+  admin's client certificate, whose verification is cached), impersonation (none asked) and the RBAC decision, on a core
   started as `capstan serve` starts it (server.startup.app.start_core with the command's SecurityConfig) whose index
   holds
   kube's bootstrap policy, the bench user's Role and RoleBinding in `default`, and BINDINGS more RoleBindings
@@ -42,6 +43,7 @@ from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
 BENCH_USER = "bench"
+BENCH_SA = "bench-sa"  # a ServiceAccount in `default`, bound to the same Role as the bench user
 BENCH_TOKEN = "bench-token-0123456789abcdef0123456789abcdef"
 BINDINGS = 1_000  # RoleBindings in other namespaces, 20 a namespace
 PER_NAMESPACE = 20
@@ -74,15 +76,26 @@ def write_token_file(path: Path) -> Path:
 
 
 def bench_role(namespace: str = "default") -> tuple[bytes, bytes]:
-    """A Role allowing get, list and create of ConfigMaps, and its RoleBinding to the (ordinary) bench user."""
+    """A Role allowing get, list and create of ConfigMaps, and its RoleBinding to the (ordinary) bench user and
+    the bench ServiceAccount."""
     role = {"apiVersion": f"{RBAC}/v1", "kind": "Role",
             "metadata": {"name": "configmap-writer", "namespace": namespace},
             "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}]}
     binding = {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
                "metadata": {"name": "bench-configmap-writer", "namespace": namespace},
                "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "configmap-writer"},
-               "subjects": [{"kind": "User", "apiGroup": RBAC, "name": BENCH_USER}]}
+               "subjects": [{"kind": "User", "apiGroup": RBAC, "name": BENCH_USER},
+                            {"kind": "ServiceAccount", "name": BENCH_SA, "namespace": namespace}]}
     return orjson.dumps(role), orjson.dumps(binding)
+
+
+def token_request() -> bytes:
+    """What `kubectl create token` posts to serviceaccounts/<name>/token (audiences and expiry defaulted)."""
+    return orjson.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+
+
+def service_account() -> bytes:
+    return orjson.dumps({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": BENCH_SA}})
 
 
 def _path(resource: str, namespace: str = "", group: str = "", version: str = "v1") -> core_pb2.ResourcePath:
@@ -94,10 +107,12 @@ async def _create(core: Core, path: core_pb2.ResourcePath, data: bytes) -> None:
                                                                                   data=data)))
 
 
-async def _fill(core: Core, guard: GuardedCore, bindings: int) -> None:
-    """The bench user's Role and RoleBinding in `default`, and `bindings` RoleBindings of other users and groups
-    to kube's `edit` and `view` in other namespaces; returns once the index allows what the last one grants."""
+async def _fill(core: Core, guard: GuardedCore, bindings: int) -> str:
+    """The bench user's Role and RoleBinding in `default`, the bench ServiceAccount, and `bindings` RoleBindings of
+    other users and groups to kube's `edit` and `view` in other namespaces; returns, once the index allows what
+    the last one grants, a token for the ServiceAccount from TokenRequest."""
     role, binding = bench_role()
+    await _create(core, _path("serviceaccounts", "default"), service_account())
     await _create(core, _path("roles", "default", RBAC), role)
     await _create(core, _path("rolebindings", "default", RBAC), binding)
     for n in range(0, bindings, PER_NAMESPACE):
@@ -118,6 +133,12 @@ async def _fill(core: Core, guard: GuardedCore, bindings: int) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError("the RBAC index did not follow the bench's bindings within 30 s")
         await asyncio.sleep(0.05)
+    path = core_pb2.ResourcePath(version="v1", resource="serviceaccounts", namespace="default", name=BENCH_SA,
+                                 subresource="token")
+    issued = await core.create(core_pb2.CreateRequest(path=path, object=core_pb2.RawObject(
+        encoding=core_pb2.ENCODING_JSON, data=token_request())))
+    token: str = orjson.loads(issued.object.data)["status"]["token"]
+    return token
 
 
 async def _timed(call: Callable[[], Awaitable[object]], calls: int, rounds: int) -> Figures:
@@ -137,18 +158,20 @@ def _der(pem_file: Path) -> bytes:
 
 async def bench_admit(root: Path, certs: pki.CertDir, *, calls: int, rounds: int) -> dict[str, Figures]:
     """µs per `_admit` call: a GET and a create of a ConfigMap in `default` by the bench user's cached static token,
-    and a GET by the admin's client certificate."""
+    a GET by the bench ServiceAccount's token and one by the admin's client certificate."""
     store = await LmdbStore.open(root / "lmdb", StoreOptions(sync=False))
     running: RunningCore | None = None
     try:
         running = await start_core(store, listen="127.0.0.1", grpc_port=0,
                                    security=bench_config(certs, write_token_file(root / "tokens.csv")))
         guard = running.guard
-        await _fill(running.core, guard, BINDINGS)
+        sa_token = await _fill(running.core, guard, BINDINGS)
         token = Credentials(token=BENCH_TOKEN, source_ip="127.0.0.1", user_agent=CLIENT_HEADERS["User-Agent"],
                             request_uri="/api/v1/namespaces/default/configmaps/bench-get")
         admin = Credentials(certificate=_der(certs.admin_cert), source_ip="127.0.0.1",
                             user_agent=CLIENT_HEADERS["User-Agent"], request_uri=token.request_uri)
+        account = Credentials(token=sa_token, source_ip="127.0.0.1", user_agent=CLIENT_HEADERS["User-Agent"],
+                              request_uri=token.request_uri)
 
         def admit(credentials: Credentials, verb: str, name: str) -> Callable[[], Awaitable[object]]:
             def attributes(user: UserInfo) -> Attributes:
@@ -158,6 +181,7 @@ async def bench_admit(root: Path, certs: pki.CertDir, *, calls: int, rounds: int
 
         return {"token-get": await _timed(admit(token, "get", "bench-get"), calls, rounds),
                 "token-create": await _timed(admit(token, "create", ""), calls, rounds),
+                "sa-token-get": await _timed(admit(account, "get", "bench-get"), calls, rounds),
                 "cert-get": await _timed(admit(admin, "get", "bench-get"), calls, rounds)}
     finally:
         if running is not None:

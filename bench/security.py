@@ -6,6 +6,8 @@ Servers, each in its own process (this process is the client):
   token          `capstan serve` as shipped (HTTPS, generated cert dir, RBAC) with `--token-auth-file`; requests
                  carry `Authorization: Bearer` of a static token whose user (`bench`, an ordinary user) a
                  RoleBinding in `default` binds to a Role allowing get/list/create of ConfigMaps: RBAC evaluates
+  sa-token       the same server process, requests carrying the token of a ServiceAccount (`bench-sa`, bound by the
+                 same RoleBinding) issued by TokenRequest, as `kubectl create token` gets it
   cert           the same server process, requests authenticated by the admin's client certificate
                  (system:masters) instead of a token
   ceiling-http   bare aiohttp (bench/http.py's Ceiling: ConfigMaps as blobs in a dict) over plain HTTP
@@ -17,14 +19,16 @@ Workloads (full sizes; --quick shrinks them). The client is aiohttp with HTTP/1.
 server, a TCPConnector holding up to WORKERS connections open), WORKERS concurrent workers; 1 KiB ConfigMaps:
   get     GETs of one ConfigMap (made untimed first), a fixed count per round: gets/s
   create  POSTs of new ConfigMaps, a fixed count per round: creates/s
-  admit   in-process (bench/_admission.py): µs per `GuardedCore._admit` with a cached static token and the
-          RBAC index holding kube's bootstrap policy plus 1,000 RoleBindings in other namespaces, and µs per
-          `gateway.credentials.of_request` on a real HTTPS request. Their sum is the goal: <= 20 µs.
+  admit   in-process (bench/_admission.py): µs per `GuardedCore._admit` with a cached static token, a
+          ServiceAccount token and a client certificate, the RBAC index holding kube's bootstrap policy plus 1,000
+          RoleBindings in other namespaces, and µs per `gateway.credentials.of_request` on a real HTTPS request.
+          Their sum is the goal: <= 20 µs.
 
 Each HTTP line carries the median over rounds of the rate and of the server's CPU per request (`server_cpu_us`,
 user+system time of the server process from /proc over the round, divided by its requests), each round's
 figures, and the client's share of a core. After them, a `security-cost` line per workload: `token` minus
-`insecure` server CPU per request (what HTTPS, authentication and authorization cost together),
+`insecure` server CPU per request (what HTTPS, authentication and authorization cost together), `sa-token` and
+`cert` beside it,
 `ceiling-https` minus `ceiling-http` (what TLS alone costs aiohttp), and their difference (an estimate of
 authentication and authorization, noisier than the in-process figure).
 
@@ -62,7 +66,8 @@ from bench.http import CONFIGMAPS, JSON, Ceiling, config_map, failure, stdin_rea
 from capstan.cli import pki
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 
-IMPLS = ("insecure", "token", "cert", "ceiling-http", "ceiling-https")
+IMPLS = ("insecure", "token", "sa-token", "cert", "ceiling-http", "ceiling-https")
+SECURE = ("token", "sa-token", "cert")  # one `capstan serve`, three credentials
 OPS = ("get", "create", "admit")
 SERVICE_IP = Allocator(DEFAULT_SERVICE_CLUSTER_IP_RANGE).first_ip  # as `capstan serve` names it: the cert dir is reused
 GOAL_US = 20.0  # authentication and authorization together, µs of server CPU a request
@@ -74,7 +79,9 @@ LISTENING = {
     "ceiling": re.compile(r"bench server listening: (https?://\S+)"),
 }
 GOALS: dict[str, Goal] = {"insecure": context("plain HTTP, no authorization"),
-                          "token": context("HTTPS, bearer token, RBAC"), "cert": context("HTTPS, client certificate"),
+                          "token": context("HTTPS, bearer token, RBAC"),
+                          "sa-token": context("HTTPS, ServiceAccount token, RBAC"),
+                          "cert": context("HTTPS, client certificate"),
                           "ceiling-http": CEILING, "ceiling-https": CEILING}
 # A difference of two noisy figures may come out negative at small sizes: context, never missed.
 COST = Goal("(token minus insecure)", 0.0, lambda figure, bound: True)
@@ -125,13 +132,14 @@ class Rounds:
 
 
 def start(children: Children, root: Path, certs: pki.CertDir, impls: Sequence[str]) -> list[Target]:
-    """Every server asked for, each waited for until it listens; token and cert are one `capstan serve`."""
+    """Every server asked for, each waited for until it listens; token, sa-token and cert are one `capstan serve`
+    (sa-token's header is set by prepare, once the ServiceAccount exists)."""
     capstan = ("-m", "capstan", "serve", "--grpc-port", "0")
     processes: dict[str, Child] = {}
     if "insecure" in impls:
         processes["insecure"] = children.start("insecure", *capstan, "--insecure", "--data-dir",
                                                str(root / "insecure"), "--http-port", "0")
-    if {"token", "cert"} & set(impls):
+    if set(SECURE) & set(impls):
         token_file = admission.write_token_file(root / "tokens.csv")
         processes["secure"] = children.start("secure", *capstan, "--data-dir", str(root / "secure"), "--cert-dir",
                                              str(certs.path), "--secure-port", "0", "--grpc-mtls-port", "0",
@@ -147,10 +155,12 @@ def start(children: Children, root: Path, certs: pki.CertDir, impls: Sequence[st
     admin.load_cert_chain(certs.admin_cert, certs.admin_key)
     targets = []
     for impl in impls:
-        role = "secure" if impl in ("token", "cert") else impl
+        role = "secure" if impl in SECURE else impl
         target = Target(impl, processes[role], bases[role])
         if impl == "token":
             target.tls, target.headers = verify, {"Authorization": f"Bearer {admission.BENCH_TOKEN}"}
+        elif impl == "sa-token":
+            target.tls = verify
         elif impl in ("cert", "ceiling-https"):
             target.tls = admin if impl == "cert" else verify
         targets.append(target)
@@ -183,8 +193,9 @@ async def serve_ceiling(cert_dir: Path | None) -> None:
 
 
 async def prepare(targets: Sequence[Target], certs: pki.CertDir) -> None:
-    """The bench user's Role and RoleBinding on the secure server, and on every server the ConfigMap the GETs
-    read; written by the admin (client certificate) where the server is secure."""
+    """The bench user's Role and RoleBinding and the bench ServiceAccount on the secure server (and sa-token's
+    header: a token from TokenRequest), and on every server the ConfigMap the GETs read; written by the admin
+    (client certificate) where the server is secure."""
     admin = ssl.create_default_context(cafile=certs.ca_cert)
     admin.load_cert_chain(certs.admin_cert, certs.admin_key)
     done: set[str] = set()
@@ -198,18 +209,35 @@ async def prepare(targets: Sequence[Target], certs: pki.CertDir) -> None:
             if secure:
                 role, binding = admission.bench_role()
                 rbac = f"/apis/{admission.RBAC}/v1/namespaces/default"
-                writes = [(f"{rbac}/roles", role), (f"{rbac}/rolebindings", binding), *writes]
+                accounts = "/api/v1/namespaces/default/serviceaccounts"
+                writes = [(accounts, admission.service_account()), (f"{rbac}/roles", role),
+                          (f"{rbac}/rolebindings", binding), *writes]
             for path, body in writes:
                 async with session.post(target.base + path, data=body, headers=JSON) as response:
                     if response.status != 201:
                         raise RuntimeError(await failure(response, f"{target.impl}: POST {path}"))
             if secure:
-                await until_allowed(target.base, certs)
+                token = await issue_token(session, target.base)
+                for other in targets:
+                    if other.impl == "sa-token":
+                        other.headers = {"Authorization": f"Bearer {token}"}
+                await until_allowed(target.base, certs, admission.BENCH_TOKEN)
+                await until_allowed(target.base, certs, token)
 
 
-async def until_allowed(base: str, certs: pki.CertDir) -> None:
-    """Wait until the bench user's token may GET (the server's RBAC index follows the binding by a watch)."""
-    headers = {"Authorization": f"Bearer {admission.BENCH_TOKEN}"}
+async def issue_token(session: aiohttp.ClientSession, base: str) -> str:
+    """A token for the bench ServiceAccount, from TokenRequest."""
+    path = f"/api/v1/namespaces/default/serviceaccounts/{admission.BENCH_SA}/token"
+    async with session.post(base + path, data=admission.token_request(), headers=JSON) as response:
+        if response.status != 201:
+            raise RuntimeError(await failure(response, f"POST {path}"))
+        token: str = (await response.json())["status"]["token"]
+    return token
+
+
+async def until_allowed(base: str, certs: pki.CertDir, token: str) -> None:
+    """Wait until the token may GET (the server's RBAC index follows the binding by a watch)."""
+    headers = {"Authorization": f"Bearer {token}"}
     tls = ssl.create_default_context(cafile=certs.ca_cert)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=tls)) as session:
         deadline = time.monotonic() + 10
@@ -218,7 +246,7 @@ async def until_allowed(base: str, certs: pki.CertDir) -> None:
                 if response.status == 200:
                     return
                 if time.monotonic() > deadline:
-                    raise RuntimeError(await failure(response, "GET as the bench user"))
+                    raise RuntimeError(await failure(response, "GET with the bench token"))
             await asyncio.sleep(0.05)
 
 
@@ -300,8 +328,11 @@ def emit_cost(op: str, results: dict[str, Rounds]) -> None:
     if {"ceiling-http", "ceiling-https"} <= set(cpu):
         tls_us = cpu["ceiling-https"] - cpu["ceiling-http"]
         extra |= {"tls_us": round(tls_us, 1), "authn_authz_estimate_us": round(secure_us - tls_us, 1)}
-    if "cert" in cpu:
-        extra["cert_minus_insecure_us"] = round(cpu["cert"] - cpu["insecure"], 1)
+    for impl in ("sa-token", "cert"):
+        if impl in cpu:
+            extra[f"{impl.replace('-', '_')}_minus_insecure_us"] = round(cpu[impl] - cpu["insecure"], 1)
+    if {"sa-token", "cert"} <= set(cpu):
+        extra["sa_token_over_cert"] = round(cpu["sa-token"] / cpu["cert"], 3)
     emit(f"{op}-security-cost", "capstan", "extra_cpu_us_per_req", secure_us, COST,
          **extra)
 
@@ -317,10 +348,11 @@ async def bench_admit(root: Path, certs: pki.CertDir, sizes: Sizes) -> None:
     for label, figures in collected.items():
         emit("credentials", label, "us_per_call", figures.median_us, context("gateway.credentials.of_request"),
              rounds=figures.rounds, calls_per_round=sizes.admit_calls)
-    for label in ("token", "cert"):
+    for label in ("token", "sa-token", "cert"):
         admit = admits[f"{label}-get"].median_us
-        emit("authn-authz", label, "us_per_request", admit + collected[label].median_us, at_most(GOAL_US, " us"),
-             admit_us=round(admit, 2), credentials_us=round(collected[label].median_us, 2))
+        credentials = collected["cert" if label == "cert" else "token"].median_us  # a bearer token either way
+        emit("authn-authz", label, "us_per_request", admit + credentials, at_most(GOAL_US, " us"),
+             admit_us=round(admit, 2), credentials_us=round(credentials, 2))
 
 
 # -- main --------------------------------------------------------------------------------------------------------------

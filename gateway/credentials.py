@@ -2,6 +2,9 @@
 token, the TLS client certificate, a front proxy's X-Remote-* assertion, Impersonate-* headers, and the facts
 audit records. The gateway decides nothing from them.
 
+A connection's client certificate is read from its TLS object once and the same bytes handed to every request
+on it (the core's caches then find it without hashing it again).
+
 X-Remote-* headers are read only from a request that came with a client certificate (the core then checks that
 certificate is a front proxy's); kube's default header names are used (X-Remote-User, X-Remote-Group,
 X-Remote-Extra-<key>).
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import ssl
 import urllib.parse
+import weakref
 
 from aiohttp import web
 
@@ -20,6 +24,10 @@ _EXTRA = "impersonate-extra-"
 _REMOTE_EXTRA = "x-remote-extra-"
 
 
+# Each TLS connection's client certificate (DER, b"" without one), for as long as the connection lives.
+_PEERS: weakref.WeakKeyDictionary[ssl.SSLObject, bytes] = weakref.WeakKeyDictionary()
+
+
 def _peer_certificate(http: web.Request) -> bytes:
     transport = http.transport
     if transport is None:
@@ -27,7 +35,10 @@ def _peer_certificate(http: web.Request) -> bytes:
     tls = transport.get_extra_info("ssl_object")
     if not isinstance(tls, ssl.SSLObject):
         return b""
-    return tls.getpeercert(binary_form=True) or b""
+    der = _PEERS.get(tls)
+    if der is None:
+        der = _PEERS[tls] = tls.getpeercert(binary_form=True) or b""
+    return der
 
 
 def _extra(http: web.Request, prefix: str) -> tuple[tuple[str, tuple[str, ...]], ...]:

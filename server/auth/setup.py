@@ -79,7 +79,7 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     connection: list[PartAuthenticator] = [requestheader, X509Authenticator(Verifier(client_cas))]
     static = tokenfile.TokenFileAuthenticator(tokens)
     token_authenticators: list[PartAuthenticator] = [static]
-    if accounts.authenticator is not None:  # checks the account on every call: never cached
+    if accounts.authenticator is not None:  # caches its own verifications, checks the objects on every call
         token_authenticators.append(accounts.authenticator)
     security = Security(unguarded(core), requestheader.is_proxy, accounts, [accounts.stop], singletons)
     authorizers: list[Authorizer] = []

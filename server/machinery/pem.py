@@ -28,16 +28,21 @@ class Verifier:
         self._roots = roots
         self._verified: OrderedDict[bytes, x509.Certificate | None] = OrderedDict()
 
-    def verify(self, der: bytes) -> x509.Certificate | None:
-        """The certificate when one of the roots issued it, it is valid now and allows client auth; else None."""
+    def issued(self, der: bytes) -> x509.Certificate | None:
+        """The certificate when one of the roots issued it and it allows client auth, whatever the time; else
+        None."""
         if der in self._verified:
             self._verified.move_to_end(der)
-            cert = self._verified[der]
-        else:
-            cert = self._check(der)
-            self._verified[der] = cert
-            if len(self._verified) > CACHE_SIZE:
-                self._verified.popitem(last=False)
+            return self._verified[der]
+        cert = self._check(der)
+        self._verified[der] = cert
+        if len(self._verified) > CACHE_SIZE:
+            self._verified.popitem(last=False)
+        return cert
+
+    def verify(self, der: bytes) -> x509.Certificate | None:
+        """The certificate when one of the roots issued it, it is valid now and allows client auth; else None."""
+        cert = self.issued(der)
         if cert is None:
             return None
         now = datetime.datetime.now(datetime.UTC)

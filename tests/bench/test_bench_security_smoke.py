@@ -1,7 +1,7 @@
 """The security benchmark runs end to end at --quick sizes, against real server processes, and prints what it
-promises: every server's figure for each HTTP workload (the token and certificate requests answered 200/201 by a
-server that authorizes them), what security costs beside them, and the in-process authn+authz figures with their
-goal.
+promises: every server's figure for each HTTP workload (the static token, ServiceAccount token and certificate
+requests answered 200/201 by a server that authorizes them), what security costs beside them, and the in-process
+authn+authz figures with their goal.
 
 It asserts the shape of the output, never the speed: timing belongs to real runs on a known machine, not to CI.
 """
@@ -14,7 +14,7 @@ import pytest
 
 from tests.bench.quick import run_quick
 
-IMPLS = ("insecure", "token", "cert", "ceiling-http", "ceiling-https")
+IMPLS = ("insecure", "token", "sa-token", "cert", "ceiling-http", "ceiling-https")
 
 
 def run_bench(*args: str) -> dict[tuple[str, str], dict[str, Any]]:
@@ -32,9 +32,9 @@ def run_bench(*args: str) -> dict[tuple[str, str], dict[str, Any]]:
     [
         ("get,create", {*((op, impl) for op in ("get", "create") for impl in IMPLS),
                         ("get-security-cost", "capstan"), ("create-security-cost", "capstan")}),
-        ("admit", {("admit", "token-get"), ("admit", "token-create"), ("admit", "cert-get"),
+        ("admit", {("admit", "token-get"), ("admit", "token-create"), ("admit", "sa-token-get"), ("admit", "cert-get"),
                    ("credentials", "token"), ("credentials", "cert"),
-                   ("authn-authz", "token"), ("authn-authz", "cert")}),
+                   ("authn-authz", "token"), ("authn-authz", "sa-token"), ("authn-authz", "cert")}),
     ],
 )
 def test_every_workload_reports_every_server(only: str, expected: set[tuple[str, str]]) -> None:
@@ -49,7 +49,8 @@ def test_every_workload_reports_every_server(only: str, expected: set[tuple[str,
             assert line["us_per_request"] == pytest.approx(line["admit_us"] + line["credentials_us"], abs=0.02)
     cost = lines.get(("get-security-cost", "capstan"))
     if cost is not None:
-        assert {"tls_us", "authn_authz_estimate_us", "cert_minus_insecure_us"} <= set(cost)
+        assert {"tls_us", "authn_authz_estimate_us", "cert_minus_insecure_us", "sa_token_minus_insecure_us",
+                "sa_token_over_cert"} <= set(cost)
 
 
 def test_impls_pick_servers() -> None:

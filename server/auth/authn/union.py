@@ -8,9 +8,9 @@ JWTs). The first that answers a user wins; the others' errors then do not matter
   else 401.
 Every authenticated user also gets system:authenticated.
 
-Token results are cached for TOKEN_TTL seconds by the token's bytes (kube caches successes for 10 s); a service
-account token's account is still checked on every request by its authenticator, so a deleted account's token
-fails at once.
+Static token results are cached for TOKEN_TTL seconds by the token's bytes (kube caches successes for 10 s). The
+service account authenticator keeps its own cache of verified tokens and checks the objects a token names on
+every request (serviceaccounts/authenticator.py), so a deleted account's token fails at once.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ RoleBindings) and allows on the first rule that matches, saying which binding di
 Otherwise NO_OPINION, with the roles that bindings of the user reference but that do not exist as the
 reason (kube's aggregate: one message alone, several as `[a, b]`), or no reason at all. rules_for is kube's
 RulesFor, which SelfSubjectRulesReview and escalation checks read.
+
+Decisions are cached by their attributes (user, groups, verb, resource, namespace, name, ...) for as long as the
+index does not change: any change of a role or binding bumps the index's generation and empties the cache before
+the next decision, so a cached answer is always the one the index gives now. The cache holds at most DECISIONS
+answers, the oldest out.
 """
 
 from __future__ import annotations
@@ -27,11 +32,28 @@ def aggregate(messages: list[str]) -> str:
     return "[" + ", ".join(unique) + "]"
 
 
+DECISIONS = 4096
+
+
 class RbacAuthorizer:
     def __init__(self, index: RbacIndex) -> None:
         self.index = index
+        self._decisions: dict[Attributes, tuple[Decision, str]] = {}
+        self._generation = index.generation
 
     def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
+        if self._generation != self.index.generation:
+            self._decisions.clear()
+            self._generation = self.index.generation
+        decided = self._decisions.get(attributes)
+        if decided is None:
+            decided = self._decide(attributes)
+            if len(self._decisions) >= DECISIONS:
+                del self._decisions[next(iter(self._decisions))]
+            self._decisions[attributes] = decided
+        return decided
+
+    def _decide(self, attributes: Attributes) -> tuple[Decision, str]:
         user = attributes.user
         index = self.index
         rules_by_role = index.rules

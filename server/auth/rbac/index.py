@@ -13,7 +13,8 @@ to nobody (kube's appliesToUser). Buckets keep insertion order, so the first bin
 the same from one decision to the next.
 
 Mutated only by the informers' handlers (server/auth/rbac/cache.py, one event loop); decisions read it in
-between, never during a change.
+between, never during a change. Every change bumps `generation`, so what was decided from an earlier state
+(the authorizer's decision cache) can tell it is stale.
 """
 
 from __future__ import annotations
@@ -132,24 +133,29 @@ class RbacIndex:
         self.cluster_by_group: dict[str, dict[BindingKey, Binding]] = {}
         self.namespace_by_user: dict[tuple[str, str], dict[BindingKey, Binding]] = {}
         self.namespace_by_group: dict[tuple[str, str], dict[BindingKey, Binding]] = {}
+        self.generation = 0  # bumped by every change of a role or binding
         # Called after any ClusterRole changes (the aggregation controller).
         self.cluster_role_listeners: list[Callable[[], None]] = []
 
     # Roles
 
     def put_role(self, obj: Obj) -> None:
+        self.generation += 1
         self.rules[_name(obj)] = rules_of(obj)
 
     def remove_role(self, obj: Obj) -> None:
+        self.generation += 1
         self.rules.pop(_name(obj), None)
 
     def put_cluster_role(self, obj: Obj) -> None:
+        self.generation += 1
         name = _name(obj)[1]
         self.rules[("", name)] = rules_of(obj)
         self.cluster_roles[name] = obj
         self._cluster_roles_changed()
 
     def remove_cluster_role(self, obj: Obj) -> None:
+        self.generation += 1
         name = _name(obj)[1]
         self.rules.pop(("", name), None)
         self.cluster_roles.pop(name, None)
@@ -162,6 +168,7 @@ class RbacIndex:
     # Bindings
 
     def put_binding(self, kind: str, obj: Obj) -> None:
+        self.generation += 1
         binding = binding_of(kind, obj)
         self._unindex(binding.key)
         self.bindings[binding.key] = binding
@@ -169,6 +176,7 @@ class RbacIndex:
             self._bucket(binding, is_group, subject)[binding.key] = binding
 
     def remove_binding(self, kind: str, obj: Obj) -> None:
+        self.generation += 1
         namespace, name = _name(obj)
         self._unindex((kind, namespace, name))
 

@@ -47,8 +47,12 @@ class Lookups:
         for informer in self.informers.values():
             await informer.stop()
 
+    def peek(self, resource: str, namespace: str, name: str) -> Entry | None:
+        """The object's identity as the informer holds it now; None when it holds none."""
+        return self.informers[resource].cache.get((namespace, name))
+
     async def __call__(self, resource: str, namespace: str, name: str) -> Entry | None:
-        found = self.informers[resource].cache.get((namespace, name))
+        found = self.peek(resource, namespace, name)
         if found is not None:
             return found
         path = core_pb2.ResourcePath(version="v1", resource=resource, namespace=namespace, name=name)
@@ -96,6 +100,6 @@ async def start_service_accounts(core: Core, config: SecurityConfig) -> ServiceA
         lookups = Lookups(core)
         await lookups.start()
         authenticator = ServiceAccountAuthenticator(issuer=config.service_account_issuer, keys=verification,
-                                                    audiences=audiences, lookup=lookups)
+                                                    audiences=audiences, lookup=lookups, peek=lookups.peek)
         documents = oidc.documents(config.service_account_issuer, verification)
     return ServiceAccounts(authenticator, issuer, documents, lookups)

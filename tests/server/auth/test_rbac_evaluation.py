@@ -154,3 +154,48 @@ async def test_rules_for(core: Core, rbac: RunningRbac) -> None:
     cluster = rbac.rules_for(UserInfo("erin"), "")
     assert cluster.non_resource_rules == (NonResourceRule(("get",), ("/healthz", "/logs/*")),)
     assert cluster.resource_rules == () and cluster.evaluation_error == ""
+
+
+async def _delete(core: Core, resource: str, name: str, namespace: str = "") -> None:
+    await core.delete(core_pb2.DeleteRequest(path=path(resource, namespace, name)))
+
+
+# Each change flips a decision the authorizer has already made (and cached): (who, request, decision before,
+# the change, decision after).
+CHANGES = [
+    ("alice", _resource("get", "configmaps", namespace="team"), ALLOW, "delete ClusterRoleBinding alice-cm", NO),
+    ("alice", _resource("get", "configmaps", namespace="team"), ALLOW, "delete ClusterRole cm-reader", NO),
+    ("frank", _resource("get", "configmaps", namespace="team"), ALLOW, "delete RoleBinding frank-cm", NO),
+    ("frank", _resource("create", "secrets", namespace="team"), NO, "create Role nope", ALLOW),
+    ("grace", _resource("get", "pods", namespace="team", subresource="status"), NO,
+     "create ClusterRoleBinding grace-devs", ALLOW),
+]
+
+
+async def _change(core: Core, change: str) -> None:
+    if change.startswith("delete "):
+        kind, name = change.split()[1:]
+        resource = {"ClusterRoleBinding": "clusterrolebindings", "ClusterRole": "clusterroles",
+                    "RoleBinding": "rolebindings"}[kind]
+        await _delete(core, resource, name, "team" if kind == "RoleBinding" else "")
+    elif change == "create Role nope":
+        await create(core, "roles", role("nope", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}],
+                                         namespace="team"))
+    else:
+        await create(core, "clusterrolebindings", binding("grace-devs", "ClusterRole", "pods-status",
+                                                          [user("grace")]))
+
+
+@pytest.mark.parametrize(("name", "request_", "before", "change", "after"), CHANGES)
+async def test_cached_decision_follows_the_index(core: Core, rbac: RunningRbac, name: str, request_: dict[str, Any],
+                                                 before: Decision, change: str, after: Decision) -> None:
+    """A decision is cached (asked twice), then the change reaches the index by its watch: the very next decision
+    is the new one."""
+    await _seed(core, rbac)
+    attributes = Attributes(UserInfo(name), **request_)
+    for _ in range(2):
+        assert rbac.authorize(attributes)[0] is before
+    generation = rbac.index.generation
+    await _change(core, change)
+    await eventually(lambda: rbac.index.generation > generation)
+    assert rbac.authorize(attributes)[0] is after

@@ -271,3 +271,88 @@ async def test_oidc_documents(setup: Setup) -> None:
     token = _forge(setup, sa, "valid")
     assert jwt.get_unverified_header(token)["kid"] == key["kid"]
     jwt.decode(token, public, algorithms=["RS256"], audience=ISSUER)
+
+
+async def _until_indexed(setup: Setup, resource: str, name: str, uid: str | None) -> None:
+    """Wait until the authenticator's index holds `name` with `uid` (None: holds nothing by that name)."""
+    lookups = setup.started.lookups
+    assert lookups is not None
+    for _ in range(200):
+        found = lookups.peek(resource, NS, name)
+        if (found is None and uid is None) or (found is not None and found.uid == uid):
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"the index did not follow {resource}/{name}")
+
+
+@pytest.mark.parametrize(("bound", "change"), [
+    ("", "delete account"),
+    ("", "recreate account"),
+    ("Pod", "delete account"),
+    ("Pod", "delete bound"),
+    ("Pod", "recreate bound"),
+    ("Secret", "delete bound"),
+    ("Secret", "recreate bound"),
+])
+async def test_cached_token_fails_once_its_objects_change(setup: Setup, bound: str, change: str) -> None:
+    """The token is verified and cached by its first use; the very request after the index sees the change
+    is refused, with no TTL to wait out."""
+    await setup.create("serviceaccounts", {"metadata": {"name": "robot"}})
+    pod = {"metadata": {"name": "p"}, "spec": {"serviceAccountName": "robot",
+                                               "containers": [{"name": "c", "image": "busybox"}]}}
+    objects: dict[str, tuple[str, str, dict[str, Any]]] = {
+        "Pod": ("pods", "p", pod), "Secret": ("secrets", "s", {"metadata": {"name": "s"}})}
+    spec: dict[str, Any] = {}
+    if bound:
+        resource, name, obj = objects[bound]
+        await setup.create(resource, obj)
+        spec = {"boundObjectRef": {"kind": bound, "apiVersion": "v1", "name": name}}
+    token = (await setup.token_request("robot", spec))["status"]["token"]
+    for _ in range(2):  # the second answer comes from the cache
+        assert (await setup.authenticate(token)).name == "system:serviceaccount:default:robot"
+    resource, name, obj = ("serviceaccounts", "robot", {"metadata": {"name": "robot"}}) \
+        if change.endswith("account") else objects[bound]
+    await setup.delete(resource, name)
+    uid = None
+    if change.startswith("recreate"):
+        uid = (await setup.create(resource, obj))["metadata"]["uid"]
+    await _until_indexed(setup, resource, name, uid)
+    with pytest.raises(Unauthorized):
+        await setup.authenticate(token)
+
+
+async def test_cached_token_expires(setup: Setup) -> None:
+    """A token one second from the end of its leeway is accepted, cached, and refused once that second passed."""
+    assert setup.started.issuer is not None
+    sa = await setup.create("serviceaccounts", {"metadata": {"name": "robot"}})
+    now = int(time.time())
+    claims = setup.started.issuer.claims(_account(sa), audiences=(ISSUER,), expiration_seconds=3600, now=now - 3600)
+    claims["exp"] = now - 59  # valid until exp + the 60 s leeway
+    token = setup.started.issuer.sign(claims)
+    assert (await setup.authenticate(token)).name == "system:serviceaccount:default:robot"
+    await asyncio.sleep(max(0.0, now + 1.05 - time.time()))
+    with pytest.raises(Unauthorized, match="expired"):
+        await setup.authenticate(token)
+
+
+@pytest.mark.parametrize("case", ["wrong key", "signature of another token", "flipped signature byte",
+                                  "HS256 with the public key", "alg none"])
+async def test_bad_signature_never_cached_as_success(setup: Setup, case: str) -> None:
+    """The valid token is cached first; a forgery with its claims is refused on every try, and the valid token
+    is still accepted after the forgery's refusal is cached."""
+    sa = await setup.create("serviceaccounts", {"metadata": {"name": "robot"}})
+    valid = _forge(setup, sa, "valid")
+    assert (await setup.authenticate(valid)).name == "system:serviceaccount:default:robot"
+    signing_input, _, signature = valid.rpartition(".")
+    if case == "signature of another token":
+        forged = signing_input + "." + _forge(setup, sa, "wrong audience").rpartition(".")[2]
+    elif case == "flipped signature byte":
+        raw = bytearray(base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)))
+        raw[len(raw) // 2] ^= 1
+        forged = signing_input + "." + base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()
+    else:
+        forged = _forge(setup, sa, case)
+    for _ in range(3):
+        with pytest.raises(Unauthorized):
+            await setup.authenticate(forged)
+    assert (await setup.authenticate(valid)).name == "system:serviceaccount:default:robot"

@@ -21,7 +21,9 @@ THRESHOLDS = (10_000, 100, 100)
 
 
 def after_start() -> None:
-    """Call once the process has started serving: collects, freezes what survives, sets THRESHOLDS."""
+    """Call once the process has started serving: collects, freezes what survives, sets THRESHOLDS and turns
+    the collector on (the console script starts with it off, launch.py)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)
+    gc.enable()

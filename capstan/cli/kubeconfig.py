@@ -13,8 +13,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from capstan.cli import pki
 
 ENDPOINTS_FILE = "endpoints.json"  # written into the data dir by `serve`, read by `kubeconfig`
@@ -74,4 +72,6 @@ def _dump(server: str, cluster: dict[str, Any], user: dict[str, Any]) -> str:
         "current-context": CONTEXT,
         "users": [{"name": name, "user": user}],
     }
+    import yaml  # here, not at the top: `serve` writes the endpoints file but never a kubeconfig
+
     return yaml.safe_dump(config, sort_keys=False, default_flow_style=False)

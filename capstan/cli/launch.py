@@ -3,10 +3,19 @@ when asked for several (workers.py), else run the command.
 
 The command's modules (commands.py and every layer below it) are imported only after that step, so starting
 again costs one interpreter start, not the server's imports.
+
+The cyclic garbage collector is off from then until the server has started (gcpolicy.after_start collects
+once and turns it on): what start-up allocates (modules, schemas, the registry) lives as long as the
+process, so the ~240 collections the imports would trigger, two of them full, find almost nothing to free
+and cost ~30-50 ms of every start. What the imports made is frozen as soon as they are done, so that
+after_start's collection walks only what the start itself made (~1.5 ms instead of ~50-70 ms over ~120,000
+objects). The imports' own garbage, ~1,750 objects and ~0.4 MB (mostly classes that dataclass(slots=True)
+and attrs built and replaced), is frozen with them and stays for the life of the process.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 
 from capstan.cli import allocator, workers
@@ -15,6 +24,8 @@ from capstan.cli import allocator, workers
 def main() -> None:
     allocator.start_again(sys.argv[1:])
     workers.supervise(sys.argv[1:])  # with --workers N > 1 this process supervises the workers, then exits
+    gc.disable()
     from capstan.cli.commands import main as run
 
+    gc.freeze()
     run()

@@ -27,6 +27,7 @@ import orjson
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.kinds import BUILTIN
 from server.machinery import errors, meta
+from server.machinery.concurrently import each
 from server.machinery.values import Obj
 from server.objects.core import Core
 from server.runtime.election import Singleton
@@ -149,8 +150,7 @@ class APIServiceController:
         wanted = desired(self._served())
         listed = await self._core.list(core_pb2.ListRequest(path=PATH))
         stored = {meta.meta(o).get("name", ""): o for o in map(orjson.loads, listed.items)}
-        for name, service in wanted.items():
-            await self._ensure(service, stored.get(name))
+        await each(self._ensure(service, stored.get(name)) for name, service in wanted.items())
         for name, obj in stored.items():
             label = (meta.meta(obj).get("labels") or {}).get(AUTOMANAGED)
             if name not in wanted and label in (ON_START, CRD_MANAGED):

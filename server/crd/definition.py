@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from server.machinery.crdschema import schemacheck
-from server.machinery.crdschema.cel import rules as cel_rules
 from server.machinery.validation import names
 from server.machinery.validation.names import FieldError
 from server.machinery.values import Obj
@@ -197,6 +196,8 @@ def _version(version: dict[str, Any], path: str) -> list[FieldError]:
                                                   status_enabled=has_status(version))
         errs.extend(schema_errs)
         if not schema_errs:  # kube compiles rules only over a valid structural schema
+            from server.machinery.crdschema.cel import rules as cel_rules  # with the first CRD, not at start
+
             errs.extend(cel_rules.compile_schema(schema, f"{path}.schema.openAPIV3Schema").errors)
     errs.extend(_subresources(version.get("subresources") or {}, f"{path}.subresources"))
     for index, column in enumerate(version.get("additionalPrinterColumns") or []):

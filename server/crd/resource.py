@@ -15,14 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from google.protobuf.descriptor import Descriptor
 
 from server.crd import columns, definition
 from server.machinery import errors, meta, stored
-from server.machinery.crdschema.cel import rules as cel_rules
 from server.machinery.crdschema.structural import parse
 from server.machinery.schema import JsonSchema
 from server.machinery.validation.names import ErrorType, FieldError, GoValue
@@ -31,6 +30,9 @@ from server.objects import render, scale
 from server.objects.descriptors import ProtoJsonSchema
 from server.registry.resources import Resource, ScaleRule, Subresource
 from server.registry.strategy import Strategy
+
+if TYPE_CHECKING:
+    from server.machinery.crdschema.cel import rules as cel_rules
 
 # apiextensions-apiserver's crdHandler serves custom resources with these verbs, in this order.
 VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update", "watch")
@@ -88,7 +90,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
     if definition.has_status(version):
         subresources.append(Subresource("status", kind, SUBRESOURCE_VERBS, ("status",)))
     scale_rule = _scale_rule(version)
-    cel = cel_rules.compile_schema(openapi, "") if openapi is not None else cel_rules.Compiled(None, ())
+    cel = _cel(openapi)
     if scale_rule is not None:  # server/objects/scale.py serves it, with the CRD's paths
         subresources.append(scale.subresource(scale_rule, SUBRESOURCE_VERBS))
 
@@ -101,7 +103,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         custom_list_kind=accepted.get("listKind") or "",
         strategy=CustomResourceStrategy(
             columns=columns.columns(version.get("additionalPrinterColumns") or []), tracks_generation=True,
-            schema=schema, cel=cel.root, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural,
+            schema=schema, cel=cel, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural,
         ),
     )
 
@@ -141,12 +143,24 @@ class CustomResourceStrategy(Strategy):
         return errs
 
 
+def _cel(openapi: Obj | None) -> cel_rules.Node | None:
+    """The version's compiled x-kubernetes-validations. The rules' modules are imported with the first CRD
+    served (and the CEL engine with the first rule, server/machinery/crdschema/cel/engine.py), not at start."""
+    if openapi is None:
+        return None
+    from server.machinery.crdschema.cel import rules as cel_rules
+
+    return cel_rules.compile_schema(openapi, "").root
+
+
 def _cel_errors(root: cel_rules.Node, obj: Obj, old: Obj | None, schema_errs: list[FieldError]
                 ) -> list[FieldError]:
     """x-kubernetes-validations, unless the schema found a wrong type (hasBlockingErr): then kube says why not."""
     if any(e.type in (ErrorType.TYPE_INVALID, ErrorType.NOT_SUPPORTED) for e in schema_errs):
         return [FieldError.invalid("<nil>", GoValue('"null"'), "some validation rules were not checked because the "
                                    "object was invalid; correct the existing errors to complete validation")]
+    from server.machinery.crdschema.cel import rules as cel_rules
+
     return cel_rules.validate(root, obj, old)
 
 

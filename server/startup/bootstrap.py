@@ -15,6 +15,7 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
+from server.machinery.concurrently import each
 from server.objects.core import Core
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,9 @@ async def _create(core: Core, path: core_pb2.ResourcePath, obj: dict[str, object
 
 
 async def ensure_default_namespaces(core: Core) -> None:
-    for name in DEFAULT_NAMESPACES:
-        await _create(core, core_pb2.ResourcePath(version="v1", resource="namespaces"),
-                      {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    await each(_create(core, core_pb2.ResourcePath(version="v1", resource="namespaces"),
+                       {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+               for name in DEFAULT_NAMESPACES)
 
 
 async def ensure_kubernetes_service(core: Core, cluster_ip: str) -> None:

@@ -25,6 +25,7 @@ import orjson
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.kinds.flowcontrol import AUTO_UPDATE_ANNOTATION, GROUP, VERSION, default_flow_schema, default_priority_level
 from server.machinery import errors, meta
+from server.machinery.concurrently import each
 from server.objects.core import Core
 
 Obj = dict[str, Any]
@@ -208,16 +209,20 @@ async def ensure_apf_configuration(core: Core) -> None:
             ("PriorityLevelConfiguration", MANDATORY_LEVELS, SUGGESTED_LEVELS),
             ("FlowSchema", MANDATORY_FLOW_SCHEMAS, SUGGESTED_FLOW_SCHEMAS)):
         stored = await _stored(core, kind)
-        for bootstrap in mandatory:
-            await _ensure(core, bootstrap, stored.get(bootstrap["metadata"]["name"]), mandatory=True)
-        for bootstrap in suggested:
-            await _ensure(core, bootstrap, stored.get(bootstrap["metadata"]["name"]), mandatory=False)
+        await each([
+            *(_ensure(core, bootstrap, stored.get(bootstrap["metadata"]["name"]), mandatory=True)
+              for bootstrap in mandatory),
+            *(_ensure(core, bootstrap, stored.get(bootstrap["metadata"]["name"]), mandatory=False)
+              for bootstrap in suggested),
+        ])
         known = {b["metadata"]["name"] for b in (*mandatory, *suggested)}
-        for name, obj in stored.items():
-            annotation = (meta.meta(obj).get("annotations") or {}).get(AUTO_UPDATE_ANNOTATION, "")
-            if name not in known and _go_bool(str(annotation)) is True:
-                await _delete(core, kind, name)
+        await each(_delete(core, kind, name) for name, obj in stored.items() if name not in known and _auto(obj))
     await _mark_dangling(core)
+
+
+def _auto(obj: Obj) -> bool:
+    """Whether the object is marked as the ensurer's to update (and so to remove once it is not bootstrap)."""
+    return _go_bool(str((meta.meta(obj).get("annotations") or {}).get(AUTO_UPDATE_ANNOTATION, ""))) is True
 
 
 async def _delete(core: Core, kind: str, name: str) -> None:
@@ -245,17 +250,21 @@ def _quote(text: str) -> str:
 
 async def _mark_dangling(core: Core) -> None:
     levels = await _stored(core, "PriorityLevelConfiguration")
-    for name, schema in (await _stored(core, "FlowSchema")).items():
-        level = ((schema.get("spec") or {}).get("priorityLevelConfiguration") or {}).get("name", "")
-        wanted = dangling_condition(level, level in levels)
-        conditions = [c for c in ((schema.get("status") or {}).get("conditions") or []) if isinstance(c, dict)]
-        current = next((c for c in conditions if c.get("type") == "Dangling"), None)
-        if current is not None and all(current.get(k) == v for k, v in wanted.items()):
-            continue
-        wanted["lastTransitionTime"] = meta.now()
-        schema["status"] = {"conditions": [*(c for c in conditions if c.get("type") != "Dangling"), wanted]}
-        try:
-            await core.update(core_pb2.UpdateRequest(path=_named("FlowSchema", name, "status"), object=_raw(schema)))
-        except errors.ApiError as err:
-            if err.code != 409:  # another core starting over the same store wrote it first: its answer stands
-                raise
+    schemas = await _stored(core, "FlowSchema")
+    await each(_mark(core, name, schema, levels) for name, schema in schemas.items())
+
+
+async def _mark(core: Core, name: str, schema: Obj, levels: dict[str, Obj]) -> None:
+    level = ((schema.get("spec") or {}).get("priorityLevelConfiguration") or {}).get("name", "")
+    wanted = dangling_condition(level, level in levels)
+    conditions = [c for c in ((schema.get("status") or {}).get("conditions") or []) if isinstance(c, dict)]
+    current = next((c for c in conditions if c.get("type") == "Dangling"), None)
+    if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+        return
+    wanted["lastTransitionTime"] = meta.now()
+    schema["status"] = {"conditions": [*(c for c in conditions if c.get("type") != "Dangling"), wanted]}
+    try:
+        await core.update(core_pb2.UpdateRequest(path=_named("FlowSchema", name, "status"), object=_raw(schema)))
+    except errors.ApiError as err:
+        if err.code != 409:  # another core starting over the same store wrote it first: its answer stands
+            raise

@@ -27,6 +27,7 @@ from server.controllers.endpointslicemirroring import SKIP_MIRROR_LABEL
 from server.kinds.discovery import SERVICE_NAME_LABEL
 from server.kinds.scheduling import SYSTEM_PRIORITY_CLASSES, system_priority_class
 from server.machinery import errors
+from server.machinery.concurrently import each
 from server.objects.core import Core
 from server.startup.bootstrap import KUBERNETES_TARGET_PORT
 
@@ -115,9 +116,12 @@ async def ensure_kubernetes_endpoints(core: Core, bind_address: str) -> None:
 async def ensure_system_priority_classes(core: Core) -> None:
     """kube's two built-in PriorityClasses, created when missing (a stored one is left as it is)."""
     path = core_pb2.ResourcePath(group="scheduling.k8s.io", version="v1", resource="priorityclasses")
-    for name in SYSTEM_PRIORITY_CLASSES:
+
+    async def ensure(name: str) -> None:
         try:
             await core.create(core_pb2.CreateRequest(path=path, object=_raw(system_priority_class(name))))
         except errors.ApiError as err:
             if err.code != 409:
                 raise
+
+    await each(ensure(name) for name in SYSTEM_PRIORITY_CLASSES)

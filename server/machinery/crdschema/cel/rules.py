@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import cel
 import orjson
 
 from server.machinery.crdschema.cel import check, library, parse
+from server.machinery.crdschema.cel.engine import engine
 from server.machinery.validation.names import ErrorType, FieldError, GoValue, go_quote
 
 PER_CALL_LIMIT = 1_000_000  # celconfig.PerCallLimit: one evaluation's runtime cost
@@ -132,7 +132,7 @@ def _display(text: str, issues: list[tuple[int, str]]) -> str:
 def _engine_compile(text: str) -> tuple[Any, str]:
     """(program, "") or (None, cel-go's syntax error text): the engine's parser is cel-go's ANTLR grammar."""
     try:
-        return cel.compile(text), ""
+        return engine().compile(text), ""
     except ValueError as err:
         detail = str(err)
         detail = detail[detail.find("ERROR: "):] if "ERROR: " in detail else detail
@@ -324,7 +324,7 @@ def _run(node: Node, rule: Rule, value: Any, old: Any, path: str, errs: list[Fie
         budget.halted = True
         return
     budget.remaining -= cost
-    context = cel.Context(variables={"self": value, "oldSelf": old}, functions=_FUNCTIONS)
+    context = engine().Context(variables={"self": value, "oldSelf": old}, functions=_FUNCTIONS)
     try:
         result = rule.program.execute(context)
     except Exception as err:  # the engine raises builtin errors for CEL's runtime errors

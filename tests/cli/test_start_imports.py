@@ -1,0 +1,49 @@
+"""What `capstan serve` imports to start, and what it leaves to first use (docs/architecture.md, "A start does
+only what serving needs"): a fresh interpreter imports the command, and each module below is absent or present.
+The CEL engine loads as its extension module alone, and the package imported later hands out the same engine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _imported_after(code: str, names: list[str]) -> dict[str, bool]:
+    script = f"import json, sys\n{code}\nprint(json.dumps({{n: n in sys.modules for n in {names!r}}}))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          check=True)
+    loaded: dict[str, bool] = json.loads(done.stdout.splitlines()[-1])
+    return loaded
+
+
+START = "import capstan.cli.commands"
+FIRST_RULE = (
+    "from server.machinery.crdschema.cel import rules\n"
+    "compiled = rules.compile_schema({'type': 'object', 'x-kubernetes-validations': [{'rule': 'self.x == 1'}],"
+    " 'properties': {'x': {'type': 'integer'}}}, '')\n"
+    "assert rules.validate(compiled.root, {'x': 2}, None)"
+)
+
+
+@pytest.mark.parametrize(("code", "module", "loaded"), [
+    (START, "capstan.cli.commands", True),
+    (START, "aiohttp", True),
+    (START, "cel", False),  # the CEL package imports its REPL (prompt_toolkit, typer, rich)
+    (START, "cel.cel", False),  # the engine: with the first rule
+    (START, "prompt_toolkit", False),
+    (START, "server.machinery.crdschema.cel.rules", False),  # with the first CRD
+    (START, "jsonpath_ng", False),  # with the first CRD's printer columns
+    (FIRST_RULE, "cel.cel", True),
+    (FIRST_RULE, "cel", False),
+    (FIRST_RULE, "prompt_toolkit", False),
+    (FIRST_RULE + "\nimport cel\nfrom server.machinery.crdschema.cel.engine import engine\n"
+     "assert cel.compile is engine().compile", "cel", True),
+])
+def test_start_imports(code: str, module: str, loaded: bool) -> None:
+    assert _imported_after(code, [module]) == {module: loaded}

@@ -63,7 +63,7 @@ def enabled(enable: Iterable[str] = (), disable: Iterable[str] = ()) -> frozense
     for flag, names in (("enable-admission-plugins", enable), ("disable-admission-plugins", disable)):
         for name in names:
             if name not in KUBE_PLUGINS:
-                raise ValueError(f"{flag} plugin {name!r} is unknown")
+                raise ValueError(f"{flag} plugin \"{name}\" is unknown")
     both = sorted(set(enable) & set(disable))
     if both:
         raise ValueError(f"{both} in enable-admission-plugins and disable-admission-plugins overlapped")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from capstan.testing.webhooks import WebhookServer, serve
+from server import admission
 from tests.server.client import Client, Failed, path, raw
 
 Obj = dict[str, Any]
@@ -170,3 +171,18 @@ async def test_validating_sees_mutation_and_malformed_patch_fails(client: Client
 
 def test_client_config_bundle_is_base64() -> None:
     assert base64.b64decode(WebhookServer(1, b"pem").client_config()["caBundle"]) == b"pem"
+
+
+@pytest.mark.parametrize(("enable", "disable", "on", "off", "error"), [
+    ([], [], {"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ResourceQuota"}, {"AlwaysPullImages"}, ""),
+    (["AlwaysPullImages"], ["ValidatingAdmissionWebhook"], {"AlwaysPullImages"}, {"ValidatingAdmissionWebhook"}, ""),
+    (["Nope"], [], set(), set(), 'enable-admission-plugins plugin "Nope" is unknown'),
+])
+def test_admission_plugin_flags(enable: list[str], disable: list[str], on: set[str], off: set[str],
+                                error: str) -> None:
+    if error:
+        with pytest.raises(ValueError, match=error):
+            admission.enabled(enable, disable)
+        return
+    chosen = admission.enabled(enable, disable)
+    assert on <= chosen and not off & chosen

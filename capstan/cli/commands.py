@@ -39,6 +39,7 @@ from gateway.health import HEALTH_KEY
 from gateway.health_listener import HealthListener
 from gateway.transport.grpc import GrpcClient
 from gateway.transport.pool import PoolClient
+from server import admission
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.machinery.limits.config import DEFAULT, Limits
@@ -131,6 +132,15 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         "--sync", type=_bool, default=True,
         help="fsync every acknowledged write (default true). false is UNSAFE: for tests only,"
         " a crash may lose acknowledged writes",
+    )
+    parser.add_argument(
+        "--enable-admission-plugins", type=_names, default=[], metavar="NAMES",
+        help="admission plugins to enable beside kube 1.28's defaults (comma-separated kube plugin names; the"
+        " order is always kube's)",
+    )
+    parser.add_argument(
+        "--disable-admission-plugins", type=_names, default=[], metavar="NAMES",
+        help="admission plugins to disable, even those on by default (comma-separated kube plugin names)",
     )
     parser.add_argument(
         "--watch-cache", type=_bool, default=None,
@@ -442,7 +452,9 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
-                            election=_election(args), watch_cache=_watch_cache(args))
+                            election=_election(args), watch_cache=_watch_cache(args),
+                            admission_plugins=admission.enabled(args.enable_admission_plugins,
+                                                                args.disable_admission_plugins))
 
 
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:

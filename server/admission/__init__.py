@@ -1,66 +1,177 @@
-"""kube-apiserver's admission chain for the built-in kinds, in kube's order: the mutating plugins
-(LimitRanger's defaults, then ServiceAccount) on a new Pod, the kind's own admission (a Service's
-allocations, RBAC's escalation check), then the validating ones: LimitRanger's bounds and, last,
-ResourceQuota, which charges the object to the namespace's quotas just before it is written.
+"""kube-apiserver's admission chain: plugins, each handling some operations, run in kube's order on every
+create, update (PUT, patch, apply, subresource writes) and delete, for built-in kinds and custom resources,
+whichever interface the call came in on (the verbs hand every write to the chain through
+server/objects/admitting.py).
 
-`chain` wraps each namespaced resource's own admission (Strategy.admit) with them (Strategy.admission), so
-the core stays kind-agnostic.
-A Pod the mutating plugins changed is validated again and its QoS class recomputed, as kube validates and
-prepares a Pod after mutating admission. Custom resources, registered later by the CRD controller, are not
-wrapped: quota counts only built-in kinds.
+The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Capstan runs):
+  mutating:   LimitRanger (a new Pod's defaults), ServiceAccount, MutatingAdmissionWebhook
+  the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
+  between mutating and validating admission)
+  validating: LimitRanger (bounds), ValidatingAdmissionPolicy (the place it takes; not implemented here),
+              ValidatingAdmissionWebhook, ResourceQuota (last: it charges the object just before the write)
+NamespaceLifecycle, kube's first plugin, is the verbs' own namespace check (server/objects/namespaces.py) and
+always on. A Pod the built-in mutating plugins changed is validated again and its QoS class recomputed, as kube
+validates and prepares a Pod after mutating admission; an object a webhook changed is typed, pruned and
+validated again by the webhook plugin. LimitRanger and ResourceQuota judge the built-in kinds, as before custom
+resources are counted; writes through a subresource reach the webhooks only.
+
+`--enable-admission-plugins` / `--disable-admission-plugins` choose among kube's plugin names (`enabled`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import replace
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from server.admission import limitranger, quota, serviceaccount
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
-from server.machinery import meta
 from server.machinery.values import Obj
 from server.objects import validate
+from server.objects.admitting import Attributes
 from server.objects.context import Context
 from server.registry.resources import Resource
 
-Admit = Callable[[Any, Obj, Obj | None, bool], Awaitable[None]]
+Step = Callable[[Context, Attributes], Awaitable[None]]
+
+# kube-apiserver 1.28's plugins, in its order; those Capstan runs are named in RUN.
+KUBE_PLUGINS = (
+    "AlwaysAdmit", "NamespaceAutoProvision", "NamespaceLifecycle", "NamespaceExists", "AlwaysPullImages",
+    "ImagePolicyWebhook", "PodSecurity", "PodNodeSelector", "Priority", "DefaultTolerationSeconds",
+    "PodTolerationRestriction", "EventRateLimit", "ExtendedResourceToleration", "PersistentVolumeLabel",
+    "DefaultStorageClass", "StorageObjectInUseProtection", "OwnerReferencesPermissionEnforcement",
+    "PersistentVolumeClaimResize", "RuntimeClass", "CertificateApproval", "CertificateSigning",
+    "ClusterTrustBundleAttest", "CertificateSubjectRestriction", "DefaultIngressClass", "DenyServiceExternalIPs",
+    "LimitPodHardAntiAffinityTopology", "LimitRanger", "ServiceAccount", "NodeRestriction",
+    "TaintNodesByCondition", "AlwaysDeny", "SecurityContextDeny", "MutatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota",
+)
+# kube 1.28's default-enabled plugins (DefaultOffAdmissionPlugins' complement) among those above.
+KUBE_DEFAULT = frozenset((
+    "NamespaceLifecycle", "LimitRanger", "ServiceAccount", "TaintNodesByCondition", "PodSecurity", "Priority",
+    "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
+    "PersistentVolumeClaimResize", "RuntimeClass", "CertificateApproval", "CertificateSigning",
+    "ClusterTrustBundleAttest", "CertificateSubjectRestriction", "DefaultIngressClass",
+    "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota",
+))
 
 
-def chain(resources: Iterable[Resource], *, service_accounts: bool) -> list[Resource]:
-    """The resources with the admission plugins around their own `admit`. service_accounts: run the
-    ServiceAccount plugin (only where the default ServiceAccount is kept in every namespace)."""
-    return [replace(r, strategy=replace(r.strategy, admission=_admit(r, service_accounts=service_accounts)))
-            if r.namespaced else r for r in resources]
+def enabled(enable: Iterable[str] = (), disable: Iterable[str] = ()) -> frozenset[str]:
+    """The plugins on, from kube's flags (ValueError with kube's text for a name kube does not know; a name
+    both enabled and disabled is refused as kube refuses it)."""
+    enable, disable = list(enable), list(disable)
+    for flag, names in (("enable-admission-plugins", enable), ("disable-admission-plugins", disable)):
+        for name in names:
+            if name not in KUBE_PLUGINS:
+                raise ValueError(f"{flag} plugin \"{name}\" is unknown")
+    both = sorted(set(enable) & set(disable))
+    if both:
+        raise ValueError(f"{both} in enable-admission-plugins and disable-admission-plugins overlapped")
+    return frozenset((KUBE_DEFAULT | set(enable)) - set(disable))
 
 
-def _admit(resource: Resource, *, service_accounts: bool) -> Admit:
-    own = resource.strategy.admit
-    is_pod = resource.group == "" and resource.resource == "pods"
-    ranged = resource.group == "" and resource.resource in ("pods", "persistentvolumeclaims")
+@dataclass(frozen=True, slots=True)
+class Plugin:
+    """One admission plugin: the operations it handles and its mutating and validating steps."""
 
-    async def admit(ctx: Context, obj: Obj, old: Obj | None, dry_run: bool) -> None:
-        namespace = meta.meta(obj).get("namespace") or ""
-        ranges = await limitranger.ranges_in(ctx, namespace) if ranged else []
-        if is_pod and old is None:
-            await _mutate_pod(ctx, resource, obj, ranges, service_accounts=service_accounts)
-        await own(ctx, obj, old, dry_run)
-        if ranges:
-            limitranger.validate(resource, obj, old, ranges)
-        await quota.admit(ctx, resource, obj, old, dry_run)
-
-    return admit
+    name: str
+    operations: frozenset[str]
+    mutate: Step | None = None
+    validate: Step | None = None
 
 
-async def _mutate_pod(ctx: Context, resource: Resource, pod: Obj, ranges: list[Obj], *,
-                      service_accounts: bool) -> None:
-    changed = limitranger.mutate_pod(pod, ranges) if ranges else False
-    if service_accounts:
-        await serviceaccount.admit(ctx, resource, pod)
-        changed = True
-    if not changed:
-        return
+class Chain:
+    """The plugins of one core, in kube's order (server.objects.admitting.Chain)."""
+
+    def __init__(self, plugins: Sequence[Plugin]) -> None:
+        self.plugins = tuple(plugins)
+        self._mutating = tuple(p for p in self.plugins if p.mutate is not None)
+        self._validating = tuple(p for p in self.plugins if p.validate is not None)
+
+    async def admit(self, ctx: Context, attrs: Attributes) -> None:
+        for plugin in self._mutating:
+            if attrs.operation in plugin.operations:
+                assert plugin.mutate is not None
+                await plugin.mutate(ctx, attrs)
+        if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
+            _revalidate_pod(attrs.resource, attrs.obj)
+        if attrs.obj is not None and not attrs.subresource:
+            await attrs.resource.strategy.admit(ctx, attrs.obj, attrs.old, attrs.dry_run)
+        for plugin in self._validating:
+            if attrs.operation in plugin.operations:
+                assert plugin.validate is not None
+                await plugin.validate(ctx, attrs)
+
+
+POD_CHANGED = "pod-changed"
+_RANGES = "limitranges"
+_WRITES = frozenset(("CREATE", "UPDATE"))
+
+
+def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_accounts: bool) -> list[Plugin]:
+    """LimitRanger, ServiceAccount and ResourceQuota over the built-in namespaced kinds (`builtin`), where `on`
+    names them. service_accounts: the ServiceAccount plugin runs (only where the default ServiceAccount is kept
+    in every namespace)."""
+    judged = {(r.group, r.resource) for r in builtin if r.namespaced}
+
+    def ours(attrs: Attributes) -> bool:
+        r = attrs.resource
+        return attrs.obj is not None and not attrs.subresource and (r.group, r.resource) in judged
+
+    def is_pod(attrs: Attributes) -> bool:
+        return attrs.resource.group == "" and attrs.resource.resource == "pods"
+
+    async def ranges(ctx: Context, attrs: Attributes) -> list[Obj]:
+        r = attrs.resource
+        if r.group != "" or r.resource not in ("pods", "persistentvolumeclaims"):
+            return []
+        if _RANGES not in attrs.memo:
+            attrs.memo[_RANGES] = await limitranger.ranges_in(ctx, attrs.namespace)
+        found = attrs.memo[_RANGES]
+        assert isinstance(found, list)
+        return found
+
+    async def limit_defaults(ctx: Context, attrs: Attributes) -> None:
+        if ours(attrs) and is_pod(attrs) and attrs.operation == "CREATE":
+            assert attrs.obj is not None
+            found = await ranges(ctx, attrs)
+            if found and limitranger.mutate_pod(attrs.obj, found):
+                attrs.memo[POD_CHANGED] = True
+
+    async def limit_bounds(ctx: Context, attrs: Attributes) -> None:
+        if ours(attrs):
+            assert attrs.obj is not None
+            found = await ranges(ctx, attrs)
+            if found:
+                limitranger.validate(attrs.resource, attrs.obj, attrs.old, found)
+
+    async def service_account(ctx: Context, attrs: Attributes) -> None:
+        if ours(attrs) and is_pod(attrs) and attrs.operation == "CREATE":
+            assert attrs.obj is not None
+            await serviceaccount.admit(ctx, attrs.resource, attrs.obj)
+            attrs.memo[POD_CHANGED] = True
+
+    async def charge(ctx: Context, attrs: Attributes) -> None:
+        if ours(attrs):
+            assert attrs.obj is not None
+            await quota.admit(ctx, attrs.resource, attrs.obj, attrs.old, attrs.dry_run)
+
+    plugins = []
+    if "LimitRanger" in on:
+        plugins.append(Plugin("LimitRanger", _WRITES, limit_defaults, limit_bounds))
+    if "ServiceAccount" in on and service_accounts:
+        plugins.append(Plugin("ServiceAccount", frozenset(("CREATE",)), service_account))
+    if "ResourceQuota" in on:
+        plugins.append(Plugin("ResourceQuota", _WRITES, validate=charge))
+    return plugins
+
+
+def ordered(plugins: Iterable[Plugin]) -> list[Plugin]:
+    """The plugins in kube's order."""
+    return sorted(plugins, key=lambda p: KUBE_PLUGINS.index(p.name))
+
+
+def _revalidate_pod(resource: Resource, pod: Obj) -> None:
     retype(POD_SCHEMA, pod)
     validate.raise_if_invalid(resource, pod, validate.for_create(resource, pod))
     pod.setdefault("status", {})["qosClass"] = qos_class(pod.get("spec") or {})

@@ -77,11 +77,15 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
         zero = copy.deepcopy(managed.zero(resource))  # the new object starts as it, and creating changes it
         created = await create.create_object(
             ctx, resource, merged(zero, zero), req.path.namespace, manager=None, dry_run=dry_run,
-            accept=req.accept, warnings=warnings)
+            accept=req.accept, warnings=warnings,
+            request_options=create.write_options("PatchOptions", dry_run, req.options.fieldManager,
+                                                 force=req.options.force))
         return core_pb2.PatchResponse(object=created.object, warnings=created.warnings, created=True)
     shared_zero = managed.zero(resource)  # only read when an object exists: what it held before anyone applied
     updated = await guaranteed_update(ctx, resource, req.path, lambda live: (merged(live, shared_zero), warnings),
-                                      dry_run=dry_run, accept=req.accept, manager=None)
+                                      dry_run=dry_run, accept=req.accept, manager=None,
+                                      request_options=create.write_options(
+                                          "PatchOptions", dry_run, req.options.fieldManager, force=req.options.force))
     return core_pb2.PatchResponse(object=updated.object, warnings=updated.warnings)
 
 

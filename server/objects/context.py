@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from server.objects.admitting import AdmissionSlot
 from server.objects.keygate import KeyGate
 from server.objects.render import Renderings
 from server.objects.storeerrors import store_call
@@ -50,6 +51,7 @@ class Context:
     renderings: Renderings = field(default_factory=Renderings)
     writers: KeyGate = field(default_factory=KeyGate)  # turns of the writers of one object (keygate.py)
     caches: WatchCaches | None = None  # the watch cache of the reads kube serves from memory (watchcache.py)
+    admission: AdmissionSlot = field(default_factory=AdmissionSlot)  # the admission chain (admitting.py)
 
     def namespace_key(self, name: str) -> bytes:
         return NAMESPACES_KEY_PREFIX + name.encode()

@@ -6,6 +6,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors, meta
 from server.machinery.values import Obj
 from server.objects import body, managed, options, render, size, validate
+from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.namespaces import require_active_namespace
 from server.objects.resolve import resolve
@@ -37,10 +38,11 @@ async def create(ctx: Context, req: core_pb2.CreateRequest) -> core_pb2.CreateRe
 
 async def create_object(
     ctx: Context, resource: Resource, obj: Obj, namespace: str, *, manager: str | None, dry_run: bool,
-    accept: render.Encoding, warnings: list[str],
+    accept: render.Encoding, warnings: list[str], request_options: Obj | None = None,
 ) -> core_pb2.CreateResponse:
     """Store a new typed object. manager: the field manager to record an Update for (None when the
-    caller has set managedFields itself, as server-side apply does)."""
+    caller has set managedFields itself, as server-side apply does). request_options: the options admission
+    sees (kube's CreateOptions from dry_run and manager when None)."""
     resource.strategy.default(obj)
     if manager is not None:
         managed.track_update(resource, "", None, obj, manager)
@@ -53,7 +55,10 @@ async def create_object(
         m["name"] = meta.generate_name(m["generateName"])
     validate.raise_if_invalid(resource, obj, validate.for_create(resource, obj))
     resource.strategy.canonicalize(obj)
-    await resource.strategy.admitted(ctx, obj, None, dry_run)
+    if request_options is None:
+        request_options = write_options("CreateOptions", dry_run, manager)
+    await admit(ctx, Attributes(resource, "CREATE", m.get("name") or "", m.get("namespace") or "", obj, None,
+                                dry_run, options=request_options, warnings=warnings))
     for attempt in range(GENERATE_NAME_ATTEMPTS if generate else 1):
         if attempt:
             m["name"] = meta.generate_name(m["generateName"])
@@ -89,6 +94,18 @@ async def answer(ctx: Context, resource: Resource, obj: Obj, namespace: str, *, 
     answered = await resource.answer_create(ctx, resource, obj)
     meta.meta(answered).setdefault("creationTimestamp", None)
     return core_pb2.CreateResponse(object=render.raw_unstored(resource, answered, accept), warnings=warnings)
+
+
+def write_options(kind: str, dry_run: bool, manager: str | None, *, force: bool = False) -> Obj:
+    """The options of a write as admission webhooks receive them (meta.k8s.io/v1 JSON)."""
+    out: Obj = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if dry_run:
+        out["dryRun"] = ["All"]
+    if force:
+        out["force"] = True
+    if manager:
+        out["fieldManager"] = manager
+    return out
 
 
 def place_namespace(resource: Resource, m: Obj, namespace: str) -> None:

@@ -36,6 +36,7 @@ from server.machinery import errors, meta
 from server.machinery.codec import gotime
 from server.machinery.values import Obj
 from server.objects import options, render
+from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.storeerrors import store_call
@@ -75,6 +76,10 @@ async def delete_object(
             raise errors.not_found(resource.resource, resource.group, name)
         old = render.load(got.kv.value)
         _check_preconditions(resource, name, opts.preconditions, old, got.kv)
+        seen = {"kind": resource.kind, "apiVersion": resource.api_version, **old}
+        seen["metadata"] = {**meta.meta(old), "resourceVersion": str(got.kv.mod_revision)}
+        await admit(ctx, Attributes(resource, "DELETE", name, namespace, None, seen, dry_run,
+                                    options=_options_json(opts, dry_run)))
         held = resource.strategy.holds_deletion(old)
         conflict = resource.strategy.redelete_conflict()
         if held and conflict and meta.meta(old).get("deletionTimestamp"):
@@ -113,6 +118,18 @@ async def delete_object(
         if answer_deleted:
             return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(revision), accept))
         return core_pb2.DeleteResponse(status=success_status(resource, old))
+
+
+def _options_json(opts: meta_pb2.DeleteOptions, dry_run: bool) -> Obj:
+    """The DeleteOptions as admission webhooks receive them."""
+    out: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+    if opts.HasField("gracePeriodSeconds"):
+        out["gracePeriodSeconds"] = opts.gracePeriodSeconds
+    if opts.HasField("propagationPolicy"):
+        out["propagationPolicy"] = opts.propagationPolicy
+    if dry_run:
+        out["dryRun"] = ["All"]
+    return out
 
 
 def success_status(resource: Resource, obj: Obj) -> meta_pb2.Status:

@@ -18,6 +18,7 @@ from server.machinery import errors, meta
 from server.machinery.patch.values import copy_json
 from server.machinery.values import Obj
 from server.objects import body, create, managed, options, render, size, validate
+from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.storeerrors import store_call
@@ -53,7 +54,8 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
         return again, warnings
 
     return await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=req.accept,
-                                   manager=manager)
+                                   manager=manager,
+                                   request_options=create.write_options("UpdateOptions", dry_run, manager))
 
 
 # Given the stored object (with its kind, apiVersion and resourceVersion, as a client sees it), the
@@ -71,6 +73,7 @@ async def guaranteed_update(
     accept: render.Encoding,
     manager: str | None,
     direct: bool = False,
+    request_options: Obj | None = None,
 ) -> core_pb2.UpdateResponse:
     """Read, produce the new object, write if unchanged since the read; retried as GuaranteedUpdate is.
 
@@ -80,13 +83,16 @@ async def guaranteed_update(
     the field manager to record an Update for (None: produce sets managedFields, as apply does).
     direct: the produced object is stored as produced, as a subresource whose REST writes the storage's
     GuaranteedUpdate itself (pods/binding): no defaults, strategy, validation or admission run; the writers'
-    turns, the no-op rule, the size limit and the rendering rules still do.
+    turns, the no-op rule, the size limit and the rendering rules still do. request_options: the options
+    admission sees (kube's PatchOptions from dry_run and manager when None).
     """
+    if request_options is None:
+        request_options = create.write_options("PatchOptions", dry_run, manager)
     key = resource.key(path.namespace, path.name)
     held = False if dry_run else await ctx.writers.enter(key)  # this core's writers of the key take turns
     try:
         return await _until_written(ctx, resource, path, produce, key, dry_run=dry_run, accept=accept,
-                                    manager=manager, direct=direct)
+                                    manager=manager, direct=direct, request_options=request_options)
     finally:
         if held:
             ctx.writers.leave(key)
@@ -103,6 +109,7 @@ async def _until_written(
     accept: render.Encoding,
     manager: str | None,
     direct: bool,
+    request_options: Obj,
 ) -> core_pb2.UpdateResponse:
     # The store's recent memory of the key (etcd: its watch's window) stands in for the first read, as
     # kube-apiserver's watch cache hands GuaranteedUpdate the object it probably is: the write's compare
@@ -116,7 +123,7 @@ async def _until_written(
         if kv is None:
             raise errors.not_found(resource.resource, resource.group, path.name)
         outcome = await _attempt(ctx, resource, path, produce, kv, dry_run=dry_run, accept=accept,
-                                 manager=manager, fresh=fresh, direct=direct)
+                                 manager=manager, fresh=fresh, direct=direct, request_options=request_options)
         if isinstance(outcome, core_pb2.UpdateResponse):
             return outcome
         if outcome is None:  # decided from a stale object: read it
@@ -137,12 +144,14 @@ async def _attempt(
     manager: str | None,
     fresh: bool,
     direct: bool,
+    request_options: Obj,
 ) -> core_pb2.UpdateResponse | WriteResult | None:
     """One round of guaranteed_update over `kv`: the answer, the write that lost a race (its current key), or
     None when a stale (not `fresh`) `kv` would answer without writing."""
     try:
         old = render.load_as(resource, kv.value)
-        obj, warnings = produce(_as_seen(resource, old, kv.mod_revision))
+        obj, produced = produce(_as_seen(resource, old, kv.mod_revision))
+        warnings = list(produced)  # this round's: admission adds its own to them
         precondition = meta.meta(obj).get("resourceVersion") or ""
         if precondition and precondition != str(kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, path.name)
@@ -150,7 +159,8 @@ async def _attempt(
         if direct:
             new = obj
         else:
-            new = await _through_strategy(ctx, resource, path, obj, old, dry_run=dry_run, manager=manager)
+            new = await _through_strategy(ctx, resource, path, obj, old, dry_run=dry_run, manager=manager,
+                                          warnings=warnings, request_options=request_options)
         value = render.to_value(resource, new)
     except errors.ApiError:  # refused: by the object as it is, not as it may have been
         if fresh:
@@ -173,7 +183,7 @@ async def _attempt(
 
 
 async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.ResourcePath, obj: Obj, old: Obj, *,
-                            dry_run: bool, manager: str | None) -> Obj:
+                            dry_run: bool, manager: str | None, warnings: list[str], request_options: Obj) -> Obj:
     """The produced object as the kind's (or its subresource's) update strategy makes it: defaulted, its
     managed fields recorded, prepared, validated and admitted."""
     resource.strategy.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
@@ -186,7 +196,8 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
     validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
     if not path.subresource:
         resource.strategy.canonicalize(new)
-        await resource.strategy.admitted(ctx, new, old, dry_run)
+    await admit(ctx, Attributes(resource, "UPDATE", path.name, path.namespace, new, old, dry_run,
+                                subresource=path.subresource, options=request_options, warnings=warnings))
     return new
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from server import admission
+from server.admission.webhooks import Webhooks
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import ConfigError, Security, start_security
@@ -51,6 +52,7 @@ class RunningCore:
     garbage_collector: GarbageCollector
     terminator: PodTerminator
     crds: CrdController | None = None  # serves CustomResourceDefinitions (server/controllers/crds.py)
+    webhooks: Webhooks | None = None  # the admission webhooks' configurations and client
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
     singletons: Singletons | None = None  # what runs while this core leads
     election: LeaderElector | None = None  # None: this core leads alone, unelected
@@ -80,6 +82,8 @@ class RunningCore:
             await self.crds.stop()
         if self.security is not None:
             await self.security.stop()
+        if self.webhooks is not None:
+            await self.webhooks.stop()
         await self.core.close()
 
 
@@ -88,7 +92,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      tls: GrpcTls | None = None, namespace_controllers: bool = True,
                      limiter: Limiter | None = None, grpc_limits: GrpcLimits = KUBE_GRPC_LIMITS,
                      election: ElectionConfig | None = None,
-                     watch_cache: CacheConfig | None = None) -> RunningCore:
+                     watch_cache: CacheConfig | None = None,
+                     admission_plugins: frozenset[str] = admission.KUBE_DEFAULT) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -99,18 +104,26 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     `election`: campaign for the singletons on its Lease (several cores over one store); None or not enabled:
     this core runs them alone, as a kube-controller-manager with --leader-elect=false. Either way a core that
     can lead leads before start_core returns. `watch_cache`: what the core serves from memory
-    (server/objects/watchcache.py); None: the backend's default (watch_cache_for)."""
+    (server/objects/watchcache.py); None: the backend's default (watch_cache_for). `admission_plugins`: the
+    admission plugins on (server.admission.enabled reads kube's flags into it)."""
     service_resource, allocator = services(service_cluster_ip_range)
-    # The admission plugins (server/admission/) around every built-in kind; ServiceAccount admission only
-    # where the default ServiceAccount is kept (as envtest disables it).
-    registry = Registry(admission.chain((*BUILTIN, service_resource), service_accounts=namespace_controllers))
+    builtin = (*BUILTIN, service_resource)
+    registry = Registry(builtin)
     core = Core(store, registry, watch_cache=watch_cache_for(store) if watch_cache is None else watch_cache)
+    informers = SharedInformers(core)  # one informer per resource for every controller of this core
+    # The admission chain (server/admission/) in kube's order; ServiceAccount admission only where the default
+    # ServiceAccount is kept (as envtest disables it).
+    webhooks = Webhooks(informers)
+    await webhooks.start()
+    core.context.admission.chain = admission.Chain(admission.ordered([
+        *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers),
+        *webhooks.plugins(admission_plugins),
+    ]))
     await bootstrap.ensure_default_namespaces(core)
     await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
     await system_objects.ensure_kubernetes_endpoints(core, listen)
     await system_objects.ensure_system_priority_classes(core)
     await flowcontrol_bootstrap.ensure_apf_configuration(core)
-    informers = SharedInformers(core)  # one informer per resource for every controller of this core
     namespaces = NamespaceController(core, informers)
     await namespaces.start()
     garbage_collector = GarbageCollector(core)
@@ -146,7 +159,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
-    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured, singletons, elector)
+    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, secured, singletons,
+                       elector)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

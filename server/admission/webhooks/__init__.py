@@ -1,0 +1,352 @@
+"""MutatingAdmissionWebhook and ValidatingAdmissionWebhook, as kube-apiserver 1.28 calls them.
+
+- The configurations are followed by informers (so a change takes effect without restart) and read into
+  `Hook`s once per configuration revision; webhooks run in the order of their configurations' names, then
+  their order within one.
+- A request reaches a webhook when a rule matches it (operations, apiGroups, apiVersions, resources with `*`
+  and `*/sub`, scope), its namespaceSelector matches the namespace's labels (a Namespace's own; always for
+  other cluster-scoped objects), its objectSelector the new or old object's labels and every matchCondition is
+  true. The configurations themselves are exempt.
+- Mutating webhooks run one after another; a JSONPatch answer is applied, the object typed and pruned by its
+  kind's schema, and validated again once the mutating phase is over. `reinvocationPolicy: IfNeeded` webhooks
+  run once more when a later webhook changed the object after them. Validating webhooks run concurrently.
+- A dry run refuses webhooks whose sideEffects are not None/NoneOnDryRun (kube's 400); a call that fails
+  (unreachable, timed out, TLS, non-200, malformed) follows failurePolicy: Fail answers kube's 500
+  `failed calling webhook`, Ignore goes on. A denial answers kube's `admission webhook "NAME" denied the request`
+  with the webhook's code (400 at least) and reason. Warnings become Warning headers; auditAnnotations go to
+  the audit event as `<webhook name>/<key>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.admission import Plugin
+from server.admission.webhooks import hooks as hk
+from server.auth import caller
+from server.callouts import metrics
+from server.callouts.client import CallError, Callouts
+from server.machinery import errors
+from server.machinery.values import Obj
+from server.objects import body, validate
+from server.objects.admitting import Attributes
+from server.objects.context import Context
+from server.objects.patch import apply_json_patch, parse_json_patch
+from server.objects.storeerrors import store_call
+from server.runtime.informer import SharedInformers
+
+MUTATING = core_pb2.ResourcePath(group="admissionregistration.k8s.io", version="v1",
+                                 resource="mutatingwebhookconfigurations")
+VALIDATING = core_pb2.ResourcePath(group="admissionregistration.k8s.io", version="v1",
+                                   resource="validatingwebhookconfigurations")
+NAMESPACES = core_pb2.ResourcePath(version="v1", resource="namespaces")
+SERVICES = core_pb2.ResourcePath(version="v1", resource="services")
+ENDPOINTS = core_pb2.ResourcePath(version="v1", resource="endpoints")
+OPERATIONS = frozenset(("CREATE", "UPDATE", "DELETE", "CONNECT"))
+
+
+class Webhooks:
+    """The two webhook plugins of one core and what they follow."""
+
+    def __init__(self, informers: SharedInformers) -> None:
+        self._mutating = informers.informer(MUTATING)
+        self._validating = informers.informer(VALIDATING)
+        self._namespaces = informers.informer(NAMESPACES)
+        self._services = informers.informer(SERVICES)
+        self._endpoints = informers.informer(ENDPOINTS)
+        self._informers = (self._mutating, self._validating, self._namespaces, self._services, self._endpoints)
+        self._read: dict[tuple[bool, str], tuple[str, list[hk.Hook]]] = {}
+        self.callouts = Callouts(self.resolve)
+
+    async def start(self) -> None:
+        for informer in self._informers:
+            await informer.start()
+
+    async def stop(self) -> None:
+        for informer in self._informers:
+            await informer.stop()
+        await self.callouts.close()
+
+    def plugins(self, on: frozenset[str]) -> list[Plugin]:
+        out = []
+        if "MutatingAdmissionWebhook" in on:
+            out.append(Plugin("MutatingAdmissionWebhook", OPERATIONS, mutate=self.mutate))
+        if "ValidatingAdmissionWebhook" in on:
+            out.append(Plugin("ValidatingAdmissionWebhook", OPERATIONS, validate=self.validate))
+        return out
+
+    # --- the configurations ----------------------------------------------------------------------------------
+
+    def hooks(self, mutating: bool) -> list[hk.Hook]:
+        informer = self._mutating if mutating else self._validating
+        out: list[hk.Hook] = []
+        for (_, name), config in sorted(informer.cache.items(), key=lambda item: item[0][1]):
+            revision = str((config.get("metadata") or {}).get("resourceVersion") or "")
+            read = self._read.get((mutating, name))
+            if read is None or read[0] != revision:
+                read = self._read[(mutating, name)] = (revision, hk.hooks_of(config, mutating=mutating))
+            out.extend(read[1])
+        return out
+
+    async def resolve(self, namespace: str, name: str, port: int) -> tuple[str, int]:
+        """A Service's port to one ready endpoint, as kube's aggregator routing resolves it."""
+        service = self._services.cache.get((namespace, name))
+        if service is None:
+            raise CallError(f'service "{name}" not found')
+        spec = service.get("spec") or {}
+        port_spec = next((p for p in spec.get("ports") or [] if int(p.get("port") or 0) == port), None)
+        if port_spec is None:
+            raise CallError(f"no service port {port} found for service \"{name}\"")
+        if spec.get("type") == "ExternalName":
+            return str(spec.get("externalName") or ""), port
+        endpoints = self._endpoints.cache.get((namespace, name)) or {}
+        for subset in endpoints.get("subsets") or []:
+            ports = subset.get("ports") or []
+            chosen = next((p for p in ports if (p.get("name") or "") == (port_spec.get("name") or "")), None)
+            addresses = subset.get("addresses") or []
+            if chosen is not None and addresses:
+                return str(addresses[0].get("ip") or ""), int(chosen.get("port") or 0)
+        raise CallError(f'no endpoints available for service "{name}"')
+
+    async def _namespace_labels(self, ctx: Context, namespace: str) -> Mapping[str, str] | None:
+        found = self._namespaces.cache.get(("", namespace))
+        if found is None:
+            got = await store_call(ctx.store.get(ctx.namespace_key(namespace)))
+            if got.kv is None:
+                return None
+            found = json.loads(got.kv.value)
+        labels = (found.get("metadata") or {}).get("labels")
+        return labels if isinstance(labels, Mapping) else {}
+
+    # --- whether a webhook is called -------------------------------------------------------------------------
+
+    async def _should_call(self, ctx: Context, hook: hk.Hook, attrs: Attributes) -> bool:
+        """Whether the request reaches the webhook; raises the failure policy's error for a namespace or
+        matchCondition that cannot be judged."""
+        r = attrs.resource
+        if (r.group, r.resource) in hk.EXEMPT:
+            return False
+        target = hk.Target(r.group, r.version, r.resource, r.kind)
+        if not hk.any_rule(hook, attrs.operation, target, attrs.subresource, attrs.namespace):
+            return False
+        if not await self._namespace_matches(ctx, hook, attrs):
+            return False
+        if not hk.selector_matches(hook.object_selector, attrs.obj, attrs.old):
+            return False
+        if hook.conditions:
+            try:
+                return hk.conditions_match(hook, {"object": attrs.obj, "oldObject": attrs.old,
+                                                  "request": _request(attrs, "")})
+            except hk.ConditionError as err:
+                _failed(hook, attrs, str(err), 0)
+                return False
+        return True
+
+    async def _namespace_matches(self, ctx: Context, hook: hk.Hook, attrs: Attributes) -> bool:
+        selector = hook.namespace_selector
+        if selector is None:
+            return False
+        if selector.empty:
+            return True
+        r = attrs.resource
+        if r.group == "" and r.resource == "namespaces":
+            return hk.selector_matches(selector, attrs.obj, attrs.old)
+        if not r.namespaced:
+            return True
+        labels = await self._namespace_labels(ctx, attrs.namespace)
+        if labels is None:
+            _failed(hook, attrs, f'namespace "{attrs.namespace}" not found', 0)
+            return False
+        return selector.matches(labels)
+
+    # --- the two plugins -------------------------------------------------------------------------------------
+
+    async def mutate(self, ctx: Context, attrs: Attributes) -> None:
+        version = 0  # how many times a webhook changed the object
+        called: list[tuple[hk.Hook, int]] = []
+        for hook in self.hooks(mutating=True):
+            if await self._should_call(ctx, hook, attrs):
+                if await self._call(hook, attrs):
+                    version += 1
+                called.append((hook, version))
+        for hook, seen in called:  # IfNeeded: once more when a later webhook changed the object after it
+            if hook.reinvocation == "IfNeeded" and seen < version and await self._should_call(ctx, hook, attrs):
+                await self._call(hook, attrs)
+        if version and attrs.obj is not None:
+            _revalidate(attrs)
+
+    async def validate(self, ctx: Context, attrs: Attributes) -> None:
+        chosen = [h for h in self.hooks(mutating=False) if await self._should_call(ctx, h, attrs)]
+        if not chosen:
+            return
+        outcomes = await asyncio.gather(*(self._call(h, attrs) for h in chosen), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    # --- one call --------------------------------------------------------------------------------------------
+
+    async def _call(self, hook: hk.Hook, attrs: Attributes) -> bool:
+        """Call the webhook: True when its patch changed the object. Raises its denial, or the failure
+        policy's error."""
+        if attrs.dry_run and hook.side_effects not in ("None", "NoneOnDryRun"):
+            raise errors.bad_request(f'admission webhook "{hook.name}" does not support dry run')
+        review_version = hk.review_version(hook)
+        if not review_version:
+            _failed(hook, attrs, "webhook does not accept known AdmissionReview versions", 0)
+            return False
+        uid = str(uuid.uuid4())
+        review = {"kind": "AdmissionReview", "apiVersion": f"admission.k8s.io/{review_version}",
+                  "request": _request(attrs, uid)}
+        started = time.monotonic()
+        try:
+            code, answer = await self.callouts.post(hook.client, json.dumps(review).encode(), hook.timeout)
+        except CallError as err:
+            _observe(hook, attrs, started, code=err.code, rejected=hook.failure_policy != "Ignore")
+            _failed(hook, attrs, f"failed to call webhook: {err}", err.code)
+            return False
+        response, problem = _response(code, answer, review_version, uid)
+        if problem:
+            _observe(hook, attrs, started, code=code, rejected=hook.failure_policy != "Ignore")
+            _failed(hook, attrs, problem, code)
+            return False
+        for warning in response.get("warnings") or []:
+            if isinstance(warning, str) and warning.strip():
+                attrs.warnings.append(warning)
+        for key, value in (response.get("auditAnnotations") or {}).items():
+            attrs.audit_annotations[f"{hook.name}/{key}"] = str(value)
+        if not response.get("allowed"):
+            denial = _denial(hook.name, response.get("status"))
+            _observe(hook, attrs, started, code=denial.code, rejected=True, error_type="no_error")
+            raise denial
+        _observe(hook, attrs, started, code=code, rejected=False)
+        patch = response.get("patch")
+        if not hook.mutating or not patch or attrs.obj is None:
+            return False
+        return _apply(hook, attrs, response, str(patch))
+
+
+def _request(attrs: Attributes, uid: str) -> Obj:
+    """AdmissionRequest: every field kube sends."""
+    r = attrs.resource
+    kind = {"group": r.group, "version": r.version, "kind": r.kind}
+    resource = {"group": r.group, "version": r.version, "resource": r.resource}
+    request: Obj = {"uid": uid, "kind": kind, "resource": resource, "requestKind": kind,
+                    "requestResource": resource, "name": attrs.name, "namespace": attrs.namespace,
+                    "operation": attrs.operation, "userInfo": caller.current().user.to_json(),
+                    "object": _shown(attrs, attrs.obj), "oldObject": _shown(attrs, attrs.old),
+                    "dryRun": attrs.dry_run, "options": attrs.options or None}
+    if attrs.subresource:
+        request["subResource"] = request["requestSubResource"] = attrs.subresource
+    if not attrs.name:
+        request.pop("name")
+    if not attrs.namespace:
+        request.pop("namespace")
+    return request
+
+
+def _shown(attrs: Attributes, obj: Obj | None) -> Obj | None:
+    if obj is None:
+        return None
+    return {"kind": attrs.resource.kind, "apiVersion": attrs.resource.api_version,
+            **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}}
+
+
+def _response(code: int, answer: bytes, version: str, uid: str) -> tuple[Obj, str]:
+    """(AdmissionResponse, "") or ({}, kube's reason the answer is unusable)."""
+    if code != 200:
+        return {}, (f"failed to call webhook: the server responded with the status code {code} but did not "
+                    "return more information")
+    try:
+        review = json.loads(answer)
+    except ValueError as err:
+        return {}, f"received invalid webhook response: {err}"
+    if not isinstance(review, dict):
+        return {}, "received invalid webhook response: not an AdmissionReview"
+    expected = f"admission.k8s.io/{version}"
+    if version == "v1" and (review.get("apiVersion") != expected or review.get("kind") != "AdmissionReview"):
+        return {}, (f"received invalid webhook response: expected webhook response of {expected}, "
+                    f"Kind=AdmissionReview, got {review.get('apiVersion') or ''}, Kind={review.get('kind') or ''}")
+    response = review.get("response")
+    if not isinstance(response, dict):
+        return {}, "received invalid webhook response: webhook response was absent"
+    if version == "v1" and response.get("uid") != uid:
+        return {}, (f"received invalid webhook response: expected response.uid=\"{uid}\", "
+                    f"got \"{response.get('uid') or ''}\"")
+    return response, ""
+
+
+def _denial(name: str, status: Any) -> errors.ApiError:
+    """kube's webhookerrors.ToStatusErr."""
+    result = status if isinstance(status, dict) else {}
+    given = result.get("code")
+    code = max(given if isinstance(given, int) else 0, 400)
+    denied = f'admission webhook "{name}" denied the request'
+    if result.get("message"):
+        message = f"{denied}: {result['message']}"
+    elif result.get("reason"):
+        message = f"{denied}: {result['reason']}"
+    else:
+        message = f"{denied} without explanation"
+    return errors.ApiError(errors.status(code, str(result.get("reason") or ""), message, with_details=False))
+
+
+def _failed(hook: hk.Hook, attrs: Attributes, reason: str, code: int) -> None:
+    """A call that got no usable answer: ignored (failurePolicy Ignore) or kube's 500."""
+    if hook.failure_policy == "Ignore":
+        metrics.failed_open(hook.name, hook.kind)
+        return
+    raise errors.internal(f'failed calling webhook "{hook.name}": {reason}')
+
+
+def _observe(hook: hk.Hook, attrs: Attributes, started: float, *, code: int, rejected: bool,
+             error_type: str = "calling_webhook_error") -> None:
+    metrics.observe(hook.name, hook.kind, attrs.operation, seconds=time.monotonic() - started,
+                    rejected=rejected, code=code, error_type=error_type)
+
+
+def _apply(hook: hk.Hook, attrs: Attributes, response: Obj, patch: str) -> bool:
+    """Apply a JSONPatch answer to attrs.obj in place (typed and pruned): whether it changed the object."""
+    if response.get("patchType") != "JSONPatch":
+        _failed(hook, attrs, f"received invalid webhook response: unsupported patch type {response.get('patchType')!r}",
+                200)
+        return False
+    try:
+        operations = parse_json_patch(base64.b64decode(patch, validate=True))
+    except (binascii.Error, ValueError, errors.ApiError) as err:
+        _failed(hook, attrs, f"received invalid webhook response: {err}", 200)
+        return False
+    assert attrs.obj is not None
+    shown = _shown(attrs, attrs.obj)
+    assert shown is not None
+    try:
+        patched = apply_json_patch(operations, shown)
+    except errors.ApiError as err:
+        raise errors.internal(f'JSON patch from webhook "{hook.name}" could not be applied: {err}') from None
+    typed, _ = body.typed(attrs.resource, patched, "Ignore")
+    for key in ("kind", "apiVersion"):
+        if key not in attrs.obj:
+            typed.pop(key, None)
+    if typed == attrs.obj:
+        return False
+    attrs.obj.clear()
+    attrs.obj.update(typed)
+    return True
+
+
+def _revalidate(attrs: Attributes) -> None:
+    """The object webhooks changed, validated as the kind validates the write."""
+    assert attrs.obj is not None
+    if attrs.old is None:
+        errs = validate.for_create(attrs.resource, attrs.obj)
+    else:
+        errs = validate.for_update(attrs.resource, attrs.obj, attrs.old, attrs.subresource)
+    validate.raise_if_invalid(attrs.resource, attrs.obj, errs)

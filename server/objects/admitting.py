@@ -1,0 +1,64 @@
+"""What the verbs hand admission: kube's admission.Attributes, and the slot where the core's admission chain
+(server/admission/) is installed once the core is composed.
+
+Contract: every create, update (PUT, patch, apply, subresource writes through guaranteed_update) and delete
+calls `admit` once per attempt, after the kind's validation and before the write, with the request's
+operation, subresource, options and dry-run flag. Plugins may change `attrs.obj` in place (mutating ones),
+append to `attrs.warnings` (answered as Warning headers) and `attrs.audit_annotations` (added to the audit
+event), or refuse with an ApiError. Without an installed chain (a bare Core in tests), a write to the object
+itself runs the kind's own admission (Strategy.admitted) alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from server.machinery.values import Obj
+from server.registry.resources import Resource
+
+if TYPE_CHECKING:
+    from server.objects.context import Context
+
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+
+
+@dataclass(slots=True, eq=False)
+class Attributes:
+    """One admission request. obj: the object to write (None for a delete); old: the stored object (None on
+    create). options: the request's CreateOptions/UpdateOptions/PatchOptions/DeleteOptions as JSON."""
+
+    resource: Resource
+    operation: Operation
+    name: str
+    namespace: str
+    obj: Obj | None
+    old: Obj | None
+    dry_run: bool
+    subresource: str = ""
+    options: Obj = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    audit_annotations: dict[str, str] = field(default_factory=dict)
+    # What one plugin found for later ones in the same request (LimitRanger's ranges, read once).
+    memo: dict[str, object] = field(default_factory=dict)
+
+
+class Chain(Protocol):
+    async def admit(self, ctx: Context, attrs: Attributes) -> None:
+        """Run every enabled plugin that handles attrs.operation, in kube's order; raise ApiError to refuse."""
+        ...
+
+
+@dataclass(slots=True)
+class AdmissionSlot:
+    """Where the composed core installs its chain (it needs informers, which need the core first)."""
+
+    chain: Chain | None = None
+
+
+async def admit(ctx: Context, attrs: Attributes) -> None:
+    chain = ctx.admission.chain
+    if chain is not None:
+        await chain.admit(ctx, attrs)
+    elif attrs.obj is not None and not attrs.subresource:
+        await attrs.resource.strategy.admitted(ctx, attrs.obj, attrs.old, attrs.dry_run)

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import cel
 
 from server.callouts.client import ClientConfig
 from server.machinery.crdschema.cel import library
+from server.machinery.crdschema.cel.engine import engine
 from server.machinery.selectors import BadSelector
 from server.machinery.selectors import labels as label_selectors
 from server.machinery.values import Obj
@@ -73,7 +73,7 @@ def _hook(configuration: str, raw: Mapping[str, Any], mutating: bool) -> Hook:
     conditions = []
     for c in raw.get("matchConditions") or []:
         try:
-            conditions.append(Condition(str(c.get("name") or ""), cel.compile(str(c.get("expression") or ""))))
+            conditions.append(Condition(str(c.get("name") or ""), engine().compile(str(c.get("expression") or ""))))
         except ValueError as err:
             conditions.append(Condition(str(c.get("name") or ""), None, str(err)))
     return Hook(
@@ -157,7 +157,7 @@ def conditions_match(hook: Hook, variables: Mapping[str, Any]) -> bool:
     for condition in hook.conditions:
         if condition.program is None:
             raise ConditionError(f"compilation failed for matchCondition {condition.name!r}: {condition.error}")
-        context = cel.Context(variables=dict(variables), functions=library.FUNCTIONS)
+        context = engine().Context(variables=dict(variables), functions=library.FUNCTIONS)
         try:
             result = condition.program.execute(context)
         except Exception as err:  # the engine raises builtin errors for CEL's runtime errors

@@ -1,12 +1,15 @@
-"""Admission webhooks as real HTTPS servers, for tests: a user's handler (AdmissionRequest -> response fields)
-behind aiohttp with a certificate of its own CA, and the clientConfig that reaches it.
+"""Admission and CRD conversion webhooks as real HTTPS servers, for tests: a user's handler (the review's
+request -> its response fields) behind aiohttp with a certificate of its own CA, and the clientConfig that
+reaches it.
 
     async with serve(lambda request: {"allowed": True}) as hook:
         hook.client_config()  # {"url": "https://127.0.0.1:PORT/", "caBundle": ...}
 
 A handler returns the AdmissionResponse's fields (`allowed`, `status`, `warnings`, `auditAnnotations`) and, for
 a mutation, `patch` as a list of JSON Patch operations (encoded here, patchType JSONPatch); uid, kind and
-apiVersion are filled in. Returning an aiohttp `web.Response` answers it as is (malformed answers, errors).
+apiVersion are filled in. A handler for a ConversionReview gets its request (`desiredAPIVersion`, `objects`)
+and returns `convertedObjects` and `result` ({"status": "Success"}); the answer's kind follows the review's.
+Returning an aiohttp `web.Response` answers it as is (malformed answers, errors).
 The certificate names 127.0.0.1, localhost and the Service names given, as `<name>.<namespace>.svc`.
 """
 
@@ -96,7 +99,7 @@ async def serve(handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -
         if isinstance(response.get("patch"), list):
             response["patch"] = base64.b64encode(json.dumps(response["patch"]).encode()).decode()
             response["patchType"] = "JSONPatch"
-        return web.json_response({"apiVersion": sent.get("apiVersion"), "kind": "AdmissionReview",
+        return web.json_response({"apiVersion": sent.get("apiVersion"), "kind": sent.get("kind") or "AdmissionReview",
                                   "response": response})
 
     app = web.Application()

@@ -15,13 +15,16 @@ The certificate names 127.0.0.1, localhost and the Service names given, as `<nam
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import datetime
 import inspect
 import json
 import socket
 import ssl
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -36,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 Obj = dict[str, Any]
+STARTUP_TIMEOUT = 30.0  # seconds a background server may take to start or stop
 Handler = Callable[[Obj], "Obj | web.Response | Awaitable[Obj | web.Response]"]
 
 
@@ -115,3 +119,33 @@ async def serve(handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -
         yield server
     finally:
         await runner.cleanup()
+
+
+class Background:
+    """`serve` on an event loop of its own thread, for tests that block (the official client is synchronous):
+    handlers run on that loop. Servers started stop at close()."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stack = contextlib.AsyncExitStack()
+
+    def start(self, handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -> WebhookServer:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="capstan-webhooks", daemon=True)
+            self._thread.start()
+
+        async def enter() -> WebhookServer:
+            return await self._stack.enter_async_context(serve(handler, services=tuple(services)))
+
+        return asyncio.run_coroutine_threadsafe(enter(), self._loop).result(STARTUP_TIMEOUT)
+
+    def close(self) -> None:
+        loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._stack.aclose(), loop).result(STARTUP_TIMEOUT)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()

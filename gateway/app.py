@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
+from prometheus_client.registry import Collector
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import access, health, limits, metrics, negotiation, parsed, requestinfo
@@ -122,12 +123,14 @@ async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], 
 
 
 def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", limiter: Limiter | None = None,
-              storage: metrics.StorageSize | None = None) -> web.Application:
+              storage: metrics.StorageSize | None = None,
+              collectors: Sequence[Collector] = ()) -> web.Application:
     """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
-    store beside the gateway, when there is one, for its size and quota on /metrics."""
+    store beside the gateway, when there is one, for its size and quota on /metrics; `collectors`: the figures
+    of a core beside the gateway that /metrics also serves (its admission webhook metrics)."""
     limiter = limiter or Limiter()
     lot = ParkingLot(limiter)
-    counters = metrics.Metrics(limiter, storage, lot)
+    counters = metrics.Metrics(limiter, storage, lot, collectors)
     app = web.Application(client_max_size=MAX_BODY + 1,
                           middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter, lot),
                                        access.middleware(client), _compress])

@@ -9,7 +9,8 @@ scraped, under kube's names: apiserver_current_inflight_requests,
 apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
 (priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
 (by reason) and apiserver_dropped_requests_total.
-The store's size and quota, where the gateway runs beside it (`capstan serve`), are read when
+Collectors of the core beside the gateway (`capstan serve`: its apiserver_admission_webhook_* metrics) are
+registered as given. The store's size and quota, where the gateway runs beside it (`capstan serve`), are read when
 scraped too: kube's apiserver_storage_size_bytes and etcd's etcd_server_quota_backend_bytes
 (kube-apiserver does not export the quota; etcd, which enforces it, does).
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Protocol
 
 from aiohttp import web
@@ -57,8 +58,10 @@ class Parked(Protocol):
 
 class Metrics:
     def __init__(self, limiter: Limiter | None = None, storage: StorageSize | None = None,
-                 parked: Parked | None = None) -> None:
+                 parked: Parked | None = None, collectors: Sequence[Collector] = ()) -> None:
         self.registry = CollectorRegistry()
+        for collector in collectors:
+            self.registry.register(collector)
         if limiter is not None:
             self.registry.register(_LimiterCollector(limiter))
         if parked is not None:

@@ -41,6 +41,7 @@ from gateway.transport.grpc import GrpcClient
 from gateway.transport.pool import PoolClient
 from server import admission
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
+from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
@@ -474,7 +475,7 @@ async def serve(args: argparse.Namespace) -> None:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store)
+                            limiter=limiter, storage=store, collectors=(webhook_metrics.REGISTRY,))
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -489,7 +490,7 @@ async def serve(args: argparse.Namespace) -> None:
             core = await _start_core(store, args, _security(args, certs),
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter, storage=store)
+                            limiter=limiter, storage=store, collectors=(webhook_metrics.REGISTRY,))
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),

@@ -14,6 +14,10 @@ Fixtures (every name starts with `capstan_` or `k8s_`, so a project's own `clust
                              and client, with only those RBAC rules; removed after the test
   capstan_user               function: make(name, rules=..., groups=..., namespace=..., cluster_rules=...): the
                              same for a user with a client certificate issued through a CertificateSigningRequest
+  capstan_webhooks           function: .validating(handler, rules, ...), .mutating(handler, rules, ...) and
+                             .conversion(handler, crd_name): the handler served as a real HTTPS webhook and
+                             registered (a webhook configuration, or the CRD's spec.conversion); all of it
+                             removed after the test (capstan/testing/registered.py)
 
 Options: --capstan-kubeconfig PATH (or CAPSTAN_KUBECONFIG) uses that cluster and starts nothing;
 --capstan-insecure starts Capstan with --insecure (plain HTTP, every request allowed); --capstan-serve-arg ARG
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 
     from capstan.testing.access import Access, Rule
     from capstan.testing.apply import Applier
+    from capstan.testing.registered import Webhooks
 
 KUBECONFIG_ENV = "CAPSTAN_KUBECONFIG"
 STARTED = pytest.StashKey[servers.LocalServer]()
@@ -213,3 +218,14 @@ def capstan_user(request: pytest.FixtureRequest, capstan_cluster: CapstanCluster
 def _needs_authorization(cluster: CapstanCluster) -> None:
     if cluster.insecure:
         pytest.skip("--capstan-insecure allows every request: RBAC cannot be tested")
+
+
+@pytest.fixture
+def capstan_webhooks(capstan_admin: client.ApiClient) -> Iterator[Webhooks]:
+    from capstan.testing.registered import Webhooks
+
+    hooks = Webhooks(capstan_admin)
+    try:
+        yield hooks
+    finally:
+        hooks.close()

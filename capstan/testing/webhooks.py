@@ -1,24 +1,30 @@
-"""Admission webhooks as real HTTPS servers, for tests: a user's handler (AdmissionRequest -> response fields)
-behind aiohttp with a certificate of its own CA, and the clientConfig that reaches it.
+"""Admission and CRD conversion webhooks as real HTTPS servers, for tests: a user's handler (the review's
+request -> its response fields) behind aiohttp with a certificate of its own CA, and the clientConfig that
+reaches it.
 
     async with serve(lambda request: {"allowed": True}) as hook:
         hook.client_config()  # {"url": "https://127.0.0.1:PORT/", "caBundle": ...}
 
 A handler returns the AdmissionResponse's fields (`allowed`, `status`, `warnings`, `auditAnnotations`) and, for
 a mutation, `patch` as a list of JSON Patch operations (encoded here, patchType JSONPatch); uid, kind and
-apiVersion are filled in. Returning an aiohttp `web.Response` answers it as is (malformed answers, errors).
+apiVersion are filled in. A handler for a ConversionReview gets its request (`desiredAPIVersion`, `objects`)
+and returns `convertedObjects` and `result` ({"status": "Success"}); the answer's kind follows the review's.
+Returning an aiohttp `web.Response` answers it as is (malformed answers, errors).
 The certificate names 127.0.0.1, localhost and the Service names given, as `<name>.<namespace>.svc`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import datetime
 import inspect
 import json
 import socket
 import ssl
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -33,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 Obj = dict[str, Any]
+STARTUP_TIMEOUT = 30.0  # seconds a background server may take to start or stop
 Handler = Callable[[Obj], "Obj | web.Response | Awaitable[Obj | web.Response]"]
 
 
@@ -96,7 +103,7 @@ async def serve(handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -
         if isinstance(response.get("patch"), list):
             response["patch"] = base64.b64encode(json.dumps(response["patch"]).encode()).decode()
             response["patchType"] = "JSONPatch"
-        return web.json_response({"apiVersion": sent.get("apiVersion"), "kind": "AdmissionReview",
+        return web.json_response({"apiVersion": sent.get("apiVersion"), "kind": sent.get("kind") or "AdmissionReview",
                                   "response": response})
 
     app = web.Application()
@@ -112,3 +119,33 @@ async def serve(handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -
         yield server
     finally:
         await runner.cleanup()
+
+
+class Background:
+    """`serve` on an event loop of its own thread, for tests that block (the official client is synchronous):
+    handlers run on that loop. Servers started stop at close()."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stack = contextlib.AsyncExitStack()
+
+    def start(self, handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -> WebhookServer:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="capstan-webhooks", daemon=True)
+            self._thread.start()
+
+        async def enter() -> WebhookServer:
+            return await self._stack.enter_async_context(serve(handler, services=tuple(services)))
+
+        return asyncio.run_coroutine_threadsafe(enter(), self._loop).result(STARTUP_TIMEOUT)
+
+    def close(self) -> None:
+        loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._stack.aclose(), loop).result(STARTUP_TIMEOUT)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()

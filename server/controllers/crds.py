@@ -9,8 +9,9 @@ For every CRD it sees (an informer, server/runtime/informer.py; each change queu
   registry (server/crd/resource.py), and only then is Established set True ("InitialNamesAccepted"/"the
   initial names have been accepted"), so a client that waits for Established finds the resource served:
   REST, discovery, OpenAPI and the gRPC core all read the registry. A later change to the CRD registers
-  its versions again, so a new schema applies to the writes after it. A CRD converting by webhook with
-  several versions is not established: Capstan does not call webhooks, and Established says so;
+  its versions again, so a new schema applies to the writes after it. A CRD converting by webhook serves
+  its versions through the core's callout client (server/crd/conversion.py): objects stay at the storage
+  version and are converted for every other;
 * deletion: a deleted CRD is held by the `customresourcecleanup.apiextensions.k8s.io` finalizer
   (server/kinds/apiextensions.py); Terminating becomes "InstanceDeletionInProgress", creates of its kind
   are refused (405), every object of the kind is deleted (objects with finalizers are waited for), then
@@ -38,7 +39,9 @@ import orjson
 from google.protobuf.descriptor import Descriptor
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.callouts.client import Callouts
 from server.crd import definition
+from server.crd.conversion import WebhookConverter
 from server.crd.resource import Lifecycle, resources
 from server.kinds.apiextensions import CLEANUP_FINALIZER, CUSTOM_RESOURCE_DEFINITIONS, set_condition
 from server.machinery import errors
@@ -62,16 +65,12 @@ ESTABLISHED = {"type": "Established", "status": "True", "reason": "InitialNamesA
                "message": "the initial names have been accepted"}
 NOT_ACCEPTED = {"type": "Established", "status": "False", "reason": "NotAccepted",
                 "message": "not all names are accepted"}
-WEBHOOK_UNSUPPORTED = {
-    "type": "Established", "status": "False", "reason": "WebhookConversionUnsupported",
-    "message": "Capstan does not call conversion webhooks, so a CustomResourceDefinition with several versions "
-               "must use spec.conversion.strategy None (objects then differ between versions only in apiVersion)",
-}
 
 
 class CrdController:
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, callouts: Callouts | None = None) -> None:
         self._core = core
+        self._callouts = callouts or Callouts()
         self._crds: dict[str, Obj] = {}  # by name, as last seen (the informer's, or this controller's write)
         self._served: dict[str, tuple[bytes, list[Resource]]] = {}  # by name: (what they were built from, them)
         self._lifecycles: dict[str, Lifecycle] = {}
@@ -165,10 +164,7 @@ class CrdController:
         status["acceptedNames"] = accepted
         set_condition(wanted, names_condition)
         was_established = definition.condition_true(crd, "Established")
-        if _webhook_conversion(crd):
-            set_condition(wanted, WEBHOOK_UNSUPPORTED)
-            self._unserve(name)
-        elif names_condition["status"] == "True":
+        if names_condition["status"] == "True":
             message = self._message(wanted)
             self._serve(name, wanted, lifecycle, message)
             set_condition(wanted, ESTABLISHED)
@@ -256,7 +252,8 @@ class CrdController:
         old = self._served.get(name)
         if old is not None and old[0] == basis:
             return
-        new = resources(crd, lifecycle, message)
+        converter = WebhookConverter(self._callouts, crd) if _webhook_conversion(crd) else None
+        new = resources(crd, lifecycle, message, converter)
         self._core.registry.replace(old[1] if old else (), new)
         self._core.context.renderings.clear()  # defaults on read may differ under the new schema
         self._served[name] = (basis, new)

@@ -4,7 +4,9 @@ Each served version becomes one Resource under the CRD's accepted names (status.
 scope, kube's verbs for custom resources, the status subresource when the version asks for it, the
 version's schema (server/machinery/schema.py JsonSchema: pruning, defaulting, value validation), printer columns
 (columns.py) and selectable fields. All versions share the storage keys (/<group>/<plural>/...), so with
-conversion None an object written in one version reads in another with only apiVersion changed.
+conversion None an object written in one version reads in another with only apiVersion changed; with conversion
+Webhook objects are kept at the storage version and every other version converts them through the webhook
+(conversion.py, server/objects/conversion.py).
 
 Versions are listed in kube's priority order (version_priority): GA before beta before alpha, higher
 numbers first, others last in alphabetical order; discovery's preferred version is the first.
@@ -28,7 +30,7 @@ from server.machinery.validation.names import ErrorType, FieldError, GoValue
 from server.machinery.values import Obj
 from server.objects import render, scale
 from server.objects.descriptors import ProtoJsonSchema
-from server.registry.resources import Resource, ScaleRule, Subresource
+from server.registry.resources import Converter, Resource, ScaleRule, Subresource
 from server.registry.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -62,14 +64,16 @@ def served_versions(crd: Obj) -> list[dict[str, Any]]:
     return sorted(listed, key=lambda v: version_priority(v.get("name") or ""))
 
 
-def resources(crd: Obj, lifecycle: Lifecycle, message: Descriptor | None = None) -> list[Resource]:
+def resources(crd: Obj, lifecycle: Lifecycle, message: Descriptor | None = None,
+              converter: Converter | None = None) -> list[Resource]:
     """The Resources of every served version, preferred first; `message`: the protobuf message the CRD names
-    (capstan.dev/protobuf-message, server/objects/descriptors.py), when it can carry the kind."""
-    return [resource(crd, version, lifecycle, message) for version in served_versions(crd)]
+    (capstan.dev/protobuf-message, server/objects/descriptors.py), when it can carry the kind; `converter`:
+    the CRD's conversion webhook (conversion.py) when it converts by webhook."""
+    return [resource(crd, version, lifecycle, message, converter) for version in served_versions(crd)]
 
 
-def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: Descriptor | None = None
-             ) -> Resource:
+def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: Descriptor | None = None,
+             converter: Converter | None = None) -> Resource:
     spec = definition.spec(crd)
     # The names the controller accepted (status.acceptedNames); a fresh status has them empty.
     accepted = dict((crd.get("status") or {}).get("acceptedNames") or {})
@@ -100,7 +104,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         schema=schema, verbs=VERBS, short_names=tuple(accepted.get("shortNames") or ()),
         categories=tuple(accepted.get("categories") or ()), subresources=tuple(subresources),
         field_getters=_selectable(version.get("selectableFields") or []),
-        custom_list_kind=accepted.get("listKind") or "",
+        custom_list_kind=accepted.get("listKind") or "", converter=converter,
         strategy=CustomResourceStrategy(
             columns=columns.columns(version.get("additionalPrinterColumns") or []), tracks_generation=True,
             schema=schema, cel=cel, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural,

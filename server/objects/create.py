@@ -5,7 +5,7 @@ from __future__ import annotations
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors, meta
 from server.machinery.values import Obj
-from server.objects import body, managed, options, render, size, validate
+from server.objects import body, conversion, managed, options, render, size, validate
 from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.namespaces import require_active_namespace
@@ -69,11 +69,11 @@ async def create_object(
                 return core_pb2.CreateResponse(object=render.raw_unstored(resource, obj, accept), warnings=warnings)
             taken = existing.kv
             continue
-        value = render.to_value(resource, obj)
+        value = render.to_value(resource, await conversion.to_storage(resource, obj))
         size.check(value)
         result = await store_call(ctx.store.create(key, value))
         if result.outcome is Outcome.OK:
-            raw = render.raw(resource, value, str(result.revision), accept)
+            raw = render.raw(resource, await conversion.value(resource, value), str(result.revision), accept)
             return core_pb2.CreateResponse(object=raw, warnings=warnings)
         assert result.current is not None
         taken = result.current

@@ -35,7 +35,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors, meta
 from server.machinery.codec import gotime
 from server.machinery.values import Obj
-from server.objects import options, render
+from server.objects import conversion, options, render
 from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.resolve import resolve
@@ -74,6 +74,9 @@ async def delete_object(
         got = await store_call(ctx.store.get(key))
         if got.kv is None:
             raise errors.not_found(resource.resource, resource.group, name)
+        stored_kv = got.kv
+        got = got._replace(kv=(await conversion.kvs(resource, [got.kv]))[0])
+        assert got.kv is not None
         old = render.load(got.kv.value)
         _check_preconditions(resource, name, opts.preconditions, old, got.kv)
         seen = {"kind": resource.kind, "apiVersion": resource.api_version, **old}
@@ -99,7 +102,19 @@ async def delete_object(
         elif finalizers or held:
             marked = _mark(resource, old, finalizers)
         if marked is not None:
-            value = render.to_value(resource, marked)
+            value = render.to_value(resource, await conversion.to_storage(resource, marked))
+            if conversion.converts(resource):  # compared and answered at the storage version
+                if value == stored_kv.value:
+                    return core_pb2.DeleteResponse(object=render.raw(resource, got.kv.value, str(got.kv.mod_revision),
+                                                                     accept))
+                if dry_run:
+                    return core_pb2.DeleteResponse(
+                        object=render.raw_unstored(resource, marked, accept, got.kv.mod_revision))
+                result = await store_call(ctx.store.update(key, value, expected_mod_revision=got.kv.mod_revision))
+                if result.outcome is Outcome.OK:
+                    answered = await conversion.value(resource, value)
+                    return core_pb2.DeleteResponse(object=render.raw(resource, answered, str(result.revision), accept))
+                continue
             if marked is not graceful and value == got.kv.value:  # already marked: no write, no event
                 return core_pb2.DeleteResponse(object=render.raw(resource, value, str(got.kv.mod_revision), accept))
             if dry_run:  # the dry-run store's GuaranteedUpdate: the marked object at the live resourceVersion

@@ -5,7 +5,7 @@ from __future__ import annotations
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
-from server.objects import options, render
+from server.objects import conversion, options, render
 from server.objects.context import Context
 from server.objects.delete import delete_object
 from server.objects.list import read_page
@@ -17,10 +17,11 @@ async def delete_collection(ctx: Context, req: core_pb2.DeleteCollectionRequest)
     resource = resolve(ctx.registry, req.path, "deletecollection")
     dry_run, _policy = options.delete_options(req.delete_options)
     page = await read_page(ctx, resource, req.path.namespace, req.list_options)
+    converted = await conversion.kvs(resource, page.kvs)
     encoding = render.encoding_for(resource, req.accept)
     typed = not resource.schema.proto_message  # list items carry kind/apiVersion only for JSON-only kinds
     items: list[bytes] = []
-    for kv in page.kvs:
+    for kv in converted:
         obj = render.load(kv.value)
         meta = obj["metadata"]
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
-from server.objects import computed, options, render, views
+from server.objects import computed, conversion, options, render, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.storeerrors import store_call
@@ -36,7 +36,7 @@ async def get(ctx: Context, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
         return await handlers.get(ctx, resource, req)
     if resource.computed is not None:
         return await computed.get(ctx, resource, req)
-    kv = await read(ctx, resource, req)
+    kv = (await conversion.kvs(resource, [await read(ctx, resource, req)]))[0]
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
         return core_pb2.GetResponse(object=views.one(resource, req.view, kv))
     return core_pb2.GetResponse(object=render.raw(resource, kv.value, str(kv.mod_revision), req.accept))

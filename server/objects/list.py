@@ -22,7 +22,7 @@ from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import continuation, errors
 from server.machinery.values import Obj
-from server.objects import computed, options, render, views
+from server.objects import computed, conversion, options, render, views
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
@@ -65,6 +65,8 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     if resource.computed is not None:
         return await computed.list_(ctx, resource, req)
     page = await read_page(ctx, resource, req.path.namespace, req.options)
+    if conversion.converts(resource):  # the page in one call: a failed conversion fails the list whole
+        page = Page(page.revision, await conversion.kvs(resource, page.kvs), page.continue_token, page.remaining)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
         list_meta = {"resourceVersion": str(page.revision), "continue": page.continue_token,
                      "remainingItemCount": page.remaining}

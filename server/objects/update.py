@@ -17,7 +17,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors, meta
 from server.machinery.patch.values import copy_json
 from server.machinery.values import Obj
-from server.objects import body, create, managed, options, render, size, validate
+from server.objects import body, conversion, create, managed, options, render, size, validate
 from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.resolve import resolve
@@ -149,7 +149,7 @@ async def _attempt(
     """One round of guaranteed_update over `kv`: the answer, the write that lost a race (its current key), or
     None when a stale (not `fresh`) `kv` would answer without writing."""
     try:
-        old = render.load_as(resource, kv.value)
+        old = render.load_as(resource, await conversion.value(resource, kv.value))
         obj, produced = produce(_as_seen(resource, old, kv.mod_revision))
         warnings = list(produced)  # this round's: admission adds its own to them
         precondition = meta.meta(obj).get("resourceVersion") or ""
@@ -161,13 +161,13 @@ async def _attempt(
         else:
             new = await _through_strategy(ctx, resource, path, obj, old, dry_run=dry_run, manager=manager,
                                           warnings=warnings, request_options=request_options)
-        value = render.to_value(resource, new)
+        value = render.to_value(resource, await conversion.to_storage(resource, new))
     except errors.ApiError:  # refused: by the object as it is, not as it may have been
         if fresh:
             raise
         return None
     if value == kv.value:
-        return _response(resource, kv.value, kv.mod_revision, accept, warnings) if fresh else None
+        return await _converted_response(resource, kv.value, kv.mod_revision, accept, warnings) if fresh else None
     if dry_run:
         return core_pb2.UpdateResponse(
             object=render.raw_unstored(resource, new, accept, kv.mod_revision), warnings=warnings)
@@ -178,7 +178,7 @@ async def _attempt(
         size.check(value)
         result = await store_call(ctx.store.update(key, value, expected_mod_revision=kv.mod_revision))
     if result.outcome is Outcome.OK:
-        return _response(resource, value, result.revision, accept, warnings)
+        return await _converted_response(resource, value, result.revision, accept, warnings)
     return result
 
 
@@ -310,6 +310,13 @@ def _response(
     resource: Resource, value: bytes, revision: int, accept: render.Encoding, warnings: list[str]
 ) -> core_pb2.UpdateResponse:
     return core_pb2.UpdateResponse(object=render.raw(resource, value, str(revision), accept), warnings=warnings)
+
+
+async def _converted_response(
+    resource: Resource, value: bytes, revision: int, accept: render.Encoding, warnings: list[str]
+) -> core_pb2.UpdateResponse:
+    """_response for a stored value, at the resource's version."""
+    return _response(resource, await conversion.value(resource, value), revision, accept, warnings)
 
 
 def _take_field(new: Obj, old: Obj, path: tuple[str, ...]) -> Obj:

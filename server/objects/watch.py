@@ -29,7 +29,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
 from server.machinery.codec import transcode
 from server.machinery.values import Obj
-from server.objects import options, render, views, watchcache
+from server.objects import conversion, options, render, views, watchcache
 from server.objects.context import Context, reach
 from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
@@ -79,6 +79,11 @@ async def watch(
         snapshot: _Snapshot | _Cached = (
             _Snapshot(ctx, prefix, initial_page) if cache is None else _Cached(cache.snapshot(prefix), initial_page))
         while (kvs := await snapshot.next_page()) is not None:
+            try:
+                kvs = await conversion.kvs(resource, kvs)
+            except errors.ApiError as err:  # as kube's watch: the failure ends it with an ERROR event
+                yield core_pb2.WatchResponse(events=[stream.error(err.status)])
+                return
             added = [stream.added(kv.key, kv.value, kv.mod_revision) for kv in kvs]
             for chunk in _chunks([e for e in added if e is not None]):
                 yield core_pb2.WatchResponse(events=chunk)
@@ -110,6 +115,11 @@ async def watch(
                 yield core_pb2.WatchResponse(events=[stream.bookmark(max(last, changes.progress()))])
                 continue
             last = events[-1].revision
+            try:
+                events = await conversion.events(resource, events)
+            except errors.ApiError as err:
+                yield core_pb2.WatchResponse(events=[stream.error(err.status)])
+                return
             for response in stream.responses(events):
                 yield response
     finally:

@@ -163,6 +163,19 @@ class StoredAs:
     from_storage: Callable[[Obj], Obj]
 
 
+class Converter(Protocol):
+    """Converts a resource's objects between its versions by a call out (a CRD's conversion webhook).
+
+    storage_version: the version objects are stored at. convert: the objects (each with apiVersion and kind)
+    as `api_version` (group/version), in order; an ApiError carrying kube's Status when the call fails or its
+    answer is unusable, for all of them at once."""
+
+    @property
+    def storage_version(self) -> str: ...
+
+    async def convert(self, objs: list[Obj], api_version: str) -> list[Obj]: ...
+
+
 @dataclass(frozen=True)
 class Resource:
     group: str
@@ -196,6 +209,9 @@ class Resource:
     # Applied to a stored value before it is rendered for an answer: a custom resource's schema defaults (and
     # prunes) objects read from storage, as kube-apiserver does, so a default added later shows on reads.
     read: Callable[[bytes], bytes] | None = None
+    # Objects stored at another version of the resource and converted by a call (a CRD converting by webhook):
+    # server/objects/conversion.py converts every value read and every object written through it.
+    converter: Converter | None = None
     # Objects computed on every read instead of stored (core/v1 componentstatuses, each the health of a
     # component): (context) -> the objects, in order. get and list (and their Tables, selectors applied) answer
     # from them (server/objects/computed.py); such a resource serves only those two verbs.

@@ -128,7 +128,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     await namespaces.start()
     garbage_collector = GarbageCollector(core)
     terminator = PodTerminator(core, informers)
-    crds = CrdController(core)
+    crds = CrdController(core, webhooks.callouts)
     await crds.start()
     per_namespace = _per_namespace(core, security, informers) if namespace_controllers else []
     secured = await start_security(core, security, elected=True)

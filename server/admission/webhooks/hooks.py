@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-
 from server.callouts.client import ClientConfig
 from server.machinery.crdschema.cel import library
 from server.machinery.crdschema.cel.engine import engine

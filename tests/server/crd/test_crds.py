@@ -430,27 +430,6 @@ async def test_versions_with_conversion_none_rewrite_only_api_version(client: Cl
     assert [r.version for r in discovered.resources if r.resource == "widgets"] == ["v2", "v1"]  # preferred first
 
 
-async def test_webhook_conversion_is_not_established(client: Client) -> None:
-    v1 = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": SCHEMA}}
-    v2 = {"name": "v2", "served": True, "storage": False, "schema": {"openAPIV3Schema": SCHEMA}}
-    body = crd_body(versions=[v1, v2])
-    body["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
-        "clientConfig": {"url": "https://example.com/convert"}, "conversionReviewVersions": ["v1"]}}
-    await client.create(CRDS, body)
-    deadline = time.monotonic() + 2
-    while True:
-        crd = await client.get(path("customresourcedefinitions", name="widgets.example.com",
-                                    group="apiextensions.k8s.io"))
-        conditions = {c["type"]: c for c in crd["status"].get("conditions", [])}
-        if "Established" in conditions or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.01)
-    assert (conditions["Established"]["status"], conditions["Established"]["reason"]) == (
-        "False", "WebhookConversionUnsupported")
-    failed = await refused(client.list(WIDGETS))
-    assert failed.status["code"] == 404
-
-
 async def test_deleting_a_crd_deletes_its_objects_then_itself(client: Client) -> None:
     await install(client)
     await client.create(WIDGETS, widget("w1"))

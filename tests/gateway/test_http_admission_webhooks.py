@@ -1,0 +1,58 @@
+"""Admission webhooks over HTTP, through both transports: real HTTPS webhooks started by the test; a denial is
+kube's Status with the webhook's code, a webhook's warnings are Warning headers, a mutation shows in the answer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from capstan.testing.webhooks import serve
+from tests.gateway.conftest import Server
+from tests.server.admission.test_admission_webhooks import add_label, allow_warning, configmap, deny, webhook
+
+Obj = dict[str, Any]
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+
+
+async def configure(server: Server, resource: str, hook: Obj) -> None:
+    kind = "MutatingWebhookConfiguration" if resource.startswith("mutating") else "ValidatingWebhookConfiguration"
+    await server.create(f"{ADMISSION}/{resource}", {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                                                    "metadata": {"name": "hooks"}, "webhooks": [hook]})
+    webhooks = server.core.webhooks
+    assert webhooks is not None
+    for _ in range(200):
+        if webhooks.hooks(resource.startswith("mutating")):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the configuration never reached admission")
+
+
+# (case, configuration resource, handler, HTTP status, Status message or "", Warning headers, labels answered)
+CASES: list[tuple[str, str, Callable[[Obj], Obj], int, str, list[str], Obj | None]] = [
+    ("denied", "validatingwebhookconfigurations", deny, 403,
+     'admission webhook "v.example.com" denied the request: no configmaps today', [], None),
+    ("warned", "validatingwebhookconfigurations", allow_warning, 201, "", ['299 - "careful with c"'], None),
+    ("mutated", "mutatingwebhookconfigurations", add_label, 201, "", [], {"stamped": "yes"}),
+]
+
+
+@pytest.mark.parametrize(("resource", "handler", "code", "message", "warnings", "labels"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+async def test_admission_webhooks_over_http(server: Server, resource: str, handler: Callable[[Obj], Obj], code: int,
+                                            message: str, warnings: list[str], labels: Obj | None) -> None:
+    async with serve(handler) as hook:
+        await configure(server, resource, webhook("v.example.com", hook.client_config()))
+        answer = await server.request("POST", CONFIGMAPS, json=configmap("c"))
+        assert answer.status == code, answer.body
+        assert answer.headers.getall("Warning", []) == warnings
+        body = answer.json()
+        if message:
+            assert (body["kind"], body["code"], body["reason"], body["message"]) == ("Status", code, "Forbidden",
+                                                                                     message)
+        else:
+            assert body["metadata"].get("labels") == labels
+        assert len(hook.requests) == 1

@@ -74,6 +74,7 @@ async def create(server: Server, name: str) -> tuple[str, Obj]:
     path, _, obj = RESOURCES[name]
     if name in ("crd", "widget"):
         await install(server)
+        await registered(server)
     if name == "crd":
         url = f"{CRDS}/{CRD['metadata']['name']}"
         for _ in range(200):  # the CRD controller's status writes end with Established
@@ -85,6 +86,20 @@ async def create(server: Server, name: str) -> tuple[str, Obj]:
         raise AssertionError(f"not established: {crd}")
     created = await server.create(path, obj)
     return f"{path}/{created['metadata']['name']}", created
+
+
+async def registered(server: Server) -> None:
+    """Wait for the APIService the CRD's group version gets (kube's crdRegistration controller writes it, and
+    its Available status, soon after the CRD is served): no controller writes anything after that."""
+    group = CRD["spec"]["group"]
+    url = f"/apis/apiregistration.k8s.io/v1/apiservices/v1.{group}"
+    for _ in range(500):
+        found = await server.request("GET", url)
+        conditions = found.json().get("status", {}).get("conditions", []) if found.status == 200 else []
+        if any(c["type"] == "Available" and c["status"] == "True" for c in conditions):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no Available APIService v1.{group}")
 
 
 # What batchv1.Jobs(ns).Delete(ctx, "pi", metav1.DeleteOptions{PropagationPolicy: &background}) sends, as

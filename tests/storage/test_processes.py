@@ -139,6 +139,13 @@ async def test_a_process_killed_under_writes_loses_nothing_acknowledged(tmp_path
     async with peered_store(tmp_path, fds) as store:
         base = store.current_revision()
         watch = store.watch(b"/peers/", from_revision=base)
+        events: list[Event] = []  # read as they come: unread, the writers' pace would pass the watcher's bound
+
+        async def follow() -> None:
+            while True:
+                events.extend(await watch.next_batch())
+
+        following = asyncio.ensure_future(follow())
         victim = await Peer.start("write", tmp_path, "victim", 0, fds, 1)
         other = await Peer.start("write", tmp_path, "other", 0, fds, 2)
         reading = [asyncio.ensure_future(peer.read_until(b"done")) for peer in (victim, other)]
@@ -156,7 +163,14 @@ async def test_a_process_killed_under_writes_loses_nothing_acknowledged(tmp_path
         # process's start, which wakes every peer).
         again = await Peer.start("write", tmp_path, "again", 50, fds, 1)
         await again.read_until(b"done")
-        events = await collect(watch, max(again.acked.values()))
+        through = max(again.acked.values())
+
+        async def caught_up() -> None:
+            while not events or events[-1].revision < through:
+                await asyncio.sleep(0.01)
+
+        await within(caught_up())
+        following.cancel()
         acked.update(again.acked)
         assert [e.revision for e in events] == list(range(base + 1, events[-1].revision + 1))
         seen = {e.kv.key: e.revision for e in events}

@@ -37,6 +37,7 @@ from server.machinery import errors
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
+from server.objects import aggregated
 from server.objects.core import Core
 
 Answer = Callable[[Any], Awaitable[Message]]
@@ -69,7 +70,8 @@ class GuardedCore(Answerer[Credentials]):
         self.audiences = audiences  # the API audiences: what a TokenReview without spec.audiences asks for
         self.documents = documents  # the service account issuer's, when this server issues tokens
         # What answers each unary method once a call is admitted: the Core's verb, or the guard's own answer.
-        own: dict[str, Answer] = {"Access": _granted, "IssuerDocument": self._issuer_document}
+        own: dict[str, Answer] = {"Access": _granted, "IssuerDocument": self._issuer_document,
+                                  "Proxy": self._proxy}
         self._answers: dict[str, Answer] = {
             method.name: getattr(core, method.python_name) if method.core else own[method.name]
             for method in METHODS if not method.streaming}
@@ -175,6 +177,20 @@ class GuardedCore(Answerer[Credentials]):
         if docs is not None and request.path == oidc.JWKS_PATH:
             return core_pb2.IssuerDocumentResponse(content_type=oidc.JWKS_TYPE, data=docs.jwks)
         raise errors.resource_not_found()
+
+
+    async def _proxy(self, request: core_pb2.ProxyRequest) -> core_pb2.ProxyResponse:
+        """The admitted caller and the backend of the group version the request names (server/objects/
+        aggregated.py): what the gateway needs to proxy it as kube-aggregator does."""
+        backend = await aggregated.locate(self.core, request.path.group, request.path.version)
+        user = current_caller.current().user
+        answer = core_pb2.ProxyResponse(
+            user=user.name, groups=user.groups, host=backend.host, port=backend.port,
+            server_name=backend.server_name, ca_bundle=backend.ca_bundle,
+            insecure_skip_tls_verify=backend.insecure_skip_tls_verify)
+        for key, values in user.extra:
+            answer.extra.add(key=key, values=values)
+        return answer
 
 
 async def _granted(request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:

@@ -19,6 +19,7 @@ from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import ConfigError, Security, start_security
 from server.controllers import apiservices, csrsigning, endpoints, endpointslicemirroring, endpointslices
+from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
@@ -28,6 +29,7 @@ from server.controllers.serviceaccounts import ServiceAccountsController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
+from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
 from server.objects.core import Core
@@ -51,6 +53,8 @@ class RunningCore:
     garbage_collector: GarbageCollector
     terminator: PodTerminator
     crds: CrdController | None = None  # serves CustomResourceDefinitions (server/controllers/crds.py)
+    # checks APIServices with a service, keeps their discovery (server/controllers/aggregation.py)
+    aggregation: AggregationController | None = None
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
     singletons: Singletons | None = None  # what runs while this core leads
     election: LeaderElector | None = None  # None: this core leads alone, unelected
@@ -76,6 +80,8 @@ class RunningCore:
         await self.namespaces.stop()
         await self.garbage_collector.stop()
         await self.terminator.stop()
+        if self.aggregation is not None:
+            await self.aggregation.stop()
         if self.crds is not None:
             await self.crds.stop()
         if self.security is not None:
@@ -88,7 +94,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      tls: GrpcTls | None = None, namespace_controllers: bool = True,
                      limiter: Limiter | None = None, grpc_limits: GrpcLimits = KUBE_GRPC_LIMITS,
                      election: ElectionConfig | None = None,
-                     watch_cache: CacheConfig | None = None) -> RunningCore:
+                     watch_cache: CacheConfig | None = None,
+                     proxy_client: ProxyClientCertificate | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -99,7 +106,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     `election`: campaign for the singletons on its Lease (several cores over one store); None or not enabled:
     this core runs them alone, as a kube-controller-manager with --leader-elect=false. Either way a core that
     can lead leads before start_core returns. `watch_cache`: what the core serves from memory
-    (server/objects/watchcache.py); None: the backend's default (watch_cache_for)."""
+    (server/objects/watchcache.py); None: the backend's default (watch_cache_for). `proxy_client`: the
+    certificate presented to extension API servers when their APIServices are checked (the front-proxy client
+    certificate; None presents none)."""
     service_resource, allocator = services(service_cluster_ip_range)
     # The admission plugins (server/admission/) around every built-in kind; ServiceAccount admission only
     # where the default ServiceAccount is kept (as envtest disables it).
@@ -135,6 +144,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         *(endpointslices.singletons(core, informers) if namespace_controllers else []),
         *(endpointslicemirroring.singletons(core, informers) if namespace_controllers else []),
     ])
+    aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
                        crds=crds, leading=singletons.leading)
     elector = None
@@ -143,10 +153,12 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         await elector.start()
     else:
         await singletons.start()
+    await aggregation.start()
     registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
-    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, secured, singletons, elector)
+    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, aggregation, secured,
+                       singletons, elector)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

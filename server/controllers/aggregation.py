@@ -10,11 +10,12 @@ service, checks it as kube-aggregator's available_controller does (1.28):
    answers 2xx within 5 s, else FailedDiscoveryCheck `failing or missing response from <url>: <error>`;
 3. all passed: Available True, reason Passed, `all checks passed`.
 
-The answer of step 2 is the backend's APIResourceList: the core's registry keeps it (`Registry.aggregated`, with
-the APIService's priorities and availability) so discovery and the gateway's routing include the group version;
-a failed fetch keeps the last good one. Each core keeps its own registry current; only the leading core writes the
-Available condition (through /status, only when type, status, reason or message change; lastTransitionTime moves
-when the status does), so the cores never race on it.
+The answer of step 2 is the backend's APIResourceList; with it the backend's OpenAPI v3 document of the group
+version (/openapi/v3/apis/<group>/<version>, as kube's OpenAPI v3 aggregation fetches it). The core's registry
+keeps both (`Registry.aggregated`, with the APIService's priorities and availability), so discovery, OpenAPI and
+the gateway's routing include the group version; a failed check keeps the last good documents. Each core keeps its
+own registry current; only the leading core writes the Available condition (through /status, only when its
+status, reason or message change; lastTransitionTime moves when the status does), so the cores never race on it.
 
 An APIService is checked when it, its Service or the Service's Endpoints change, and again every `resync`
 seconds (kube's controller resyncs every 30 s), which is also how a backend's changed discovery is seen.
@@ -143,23 +144,26 @@ class AggregationController:
         if previous is not None and previous != (group, version):
             self._core.registry.set_aggregated(*previous, None)
         self._group_versions[name] = (group, version)
-        status, reason, message, resources = await self._check(obj, service, group, version)
+        status, reason, message, resources, openapi = await self._check(obj, service, group, version)
         known = self._core.registry.aggregated.get((group, version))
-        if not resources and known is not None:
-            resources = known.resources
+        if status != "True" and known is not None:
+            resources, openapi = known.resources, known.openapi_v3
         self._core.registry.set_aggregated(group, version, AggregatedVersion(
             group, version, int(spec.get("groupPriorityMinimum") or 0), int(spec.get("versionPriority") or 0),
-            status == "True", resources))
+            status == "True", resources, openapi))
         if self._leading():
             await self._write_condition(obj, status, reason, message)
 
-    async def _check(self, obj: Obj, service: Obj, group: str, version: str) -> tuple[str, str, str, bytes]:
+    async def _check(self, obj: Obj, service: Obj, group: str, version: str
+                     ) -> tuple[str, str, str, bytes, bytes]:
+        """(status, reason, message) of the Available condition, the backend's discovery document and its
+        OpenAPI v3 document of the group version (b"" when it serves none)."""
         namespace, name = str(service.get("namespace") or ""), str(service["name"])
         try:
             endpoint = await serviceresolver.resolve(self._core, namespace, name,
                                                      int(service.get("port") or aggregated.DEFAULT_PORT))
         except serviceresolver.Unresolved as err:
-            return "False", err.reason, err.message, b""
+            return "False", err.reason, err.message, b"", b""
         host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
         url = f"https://{host}:{endpoint.port}/apis/{group}/{version}"
         spec = obj.get("spec") or {}
@@ -172,12 +176,22 @@ class AggregationController:
                 body = await response.read()
                 if not 200 <= response.status < 300:
                     failure = f"bad status from {url}: {response.status}"
-                    return "False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {failure}", b""
+                    return ("False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {failure}",
+                            b"", b"")
         except (TimeoutError, aiohttp.ClientError, OSError) as err:
             detail = str(err) or type(err).__name__
             return ("False", "FailedDiscoveryCheck",
-                    f'failing or missing response from {url}: Get "{url}": {detail}', b"")
-        return (*PASSED, body)
+                    f'failing or missing response from {url}: Get "{url}": {detail}', b"", b"")
+        openapi = b""
+        origin = url.removesuffix(f"/apis/{group}/{version}")
+        try:
+            async with self._session.get(f"{origin}/openapi/v3/apis/{group}/{version}", headers=headers, ssl=context,
+                                         server_hostname=service_server_name(name, namespace)) as response:
+                if response.status == 200:
+                    openapi = await response.read()
+        except (TimeoutError, aiohttp.ClientError, OSError) as err:
+            log.info("APIService %s: no OpenAPI v3 document: %s", key_of(obj)[1], err)
+        return (*PASSED, body, openapi)
 
     async def _write_condition(self, obj: Obj, status: str, reason: str, message: str) -> None:
         current = _condition_of(obj)

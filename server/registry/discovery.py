@@ -42,5 +42,6 @@ def discover(registry: Registry, known_generation: int = 0) -> core_pb2.Discover
             )
     for a in registry.aggregated.values():
         out.aggregated.add(group=a.group, version=a.version, group_priority_minimum=a.group_priority_minimum,
-                           version_priority=a.version_priority, available=a.available, resources=a.resources)
+                           version_priority=a.version_priority, available=a.available, resources=a.resources,
+                           openapi_v3=a.openapi_v3)
     return out

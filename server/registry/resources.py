@@ -258,7 +258,8 @@ class Resource:
 @dataclass(frozen=True, slots=True)
 class AggregatedVersion:
     """A group version an extension API server serves (an APIService with a service), for discovery: its
-    priorities, whether it is Available, and the backend's APIResourceList (JSON) as last fetched (b"" before)."""
+    priorities, whether it is Available, and the backend's APIResourceList and OpenAPI v3 document (JSON) as last
+    fetched (b"" before)."""
 
     group: str
     version: str
@@ -266,6 +267,7 @@ class AggregatedVersion:
     version_priority: int
     available: bool = False
     resources: bytes = b""
+    openapi_v3: bytes = b""  # the backend's /openapi/v3/apis/<group>/<version> (JSON), b"" when none
 
 
 class Registry:

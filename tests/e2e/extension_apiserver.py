@@ -3,7 +3,8 @@ aggregation tests: HTTPS with its own CA and a serving certificate for `<service
 counts only when it comes with a client certificate the front-proxy CA signed for CN front-proxy-client (else
 401, as k8s.io/apiserver's requestheader authenticator refuses it), the caller being the X-Remote-* headers.
 
-It serves group wardle.example.com version v1alpha1 with one namespaced resource, flunders: discovery, LIST (JSON
+It serves group wardle.example.com version v1alpha1 with one namespaced resource, flunders: discovery, its
+OpenAPI v3 document, LIST (JSON
 or a meta.k8s.io Table), GET, POST and WATCH (the current objects as ADDED, then each created one). Every answer
 echoes the identity it saw in headers X-Seen-User, X-Seen-Groups and X-Seen-Extra-Scopes; `seen` keeps the
 headers of every authenticated request.
@@ -43,6 +44,24 @@ RESOURCES: Obj = {
         {"name": "flunders/status", "singularName": "", "namespaced": True, "kind": "Flunder",
          "verbs": ["get"]},
     ],
+}
+
+
+OPENAPI_V3: Obj = {
+    "openapi": "3.0.0", "info": {"title": "wardle", "version": "v0.1"},
+    "paths": {f"{BASE}/namespaces/{{namespace}}/flunders/{{name}}": {
+        "get": {"operationId": "readFlunder", "responses": {"200": {"description": "OK", "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/com.example.wardle.v1alpha1.Flunder"}}}}},
+                "x-kubernetes-action": "get",
+                "x-kubernetes-group-version-kind": {"group": GROUP, "version": VERSION, "kind": "Flunder"}},
+        "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]}},
+    "components": {"schemas": {"com.example.wardle.v1alpha1.Flunder": {
+        "type": "object", "description": "A flunder.",
+        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                       "metadata": {"allOf": [
+                           {"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}]},
+                       "spec": {"type": "object", "properties": {"reference": {"type": "string"}}}},
+        "x-kubernetes-group-version-kind": [{"group": GROUP, "version": VERSION, "kind": "Flunder"}]}}},
 }
 
 
@@ -149,6 +168,9 @@ def start(directory: Path, front_proxy_ca: Path, *, bind: str, server_name: str)
     async def discovery(request: web.Request) -> web.Response:
         return web.json_response(RESOURCES)
 
+    async def openapi(request: web.Request) -> web.Response:
+        return web.json_response(OPENAPI_V3)
+
     def listed(namespace: str) -> list[Obj]:
         return [o for (ns, _), o in sorted(state["objects"].items()) if ns == namespace]
 
@@ -200,6 +222,7 @@ def start(directory: Path, front_proxy_ca: Path, *, bind: str, server_name: str)
 
     app = web.Application(middlewares=[authenticate])
     app.router.add_get(BASE, discovery)
+    app.router.add_get(f"/openapi/v3/apis/{GROUP}/{VERSION}", openapi)
     app.router.add_route("*", BASE + "/namespaces/{namespace}/flunders", collection)
     app.router.add_get(BASE + "/namespaces/{namespace}/flunders/{name}", one)
     ready = threading.Event()

@@ -361,6 +361,26 @@ async def test_discovery_lists_the_backends_group(available: Cluster) -> None:
     }]
 
 
+async def test_openapi_includes_the_backends_document(available: Cluster) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(available.https + "/openapi/v3", ssl=available.tls()) as resp:
+            url = (await resp.json())["paths"][f"apis/{ext.GROUP}/{ext.VERSION}"]["serverRelativeURL"]
+        async with http.get(available.https + url, ssl=available.tls()) as resp:
+            assert await resp.json() == ext.OPENAPI_V3
+        async with http.get(available.https + "/openapi/v2", ssl=available.tls()) as resp:
+            v2 = await resp.json()
+    flunder = v2["definitions"]["com.example.wardle.v1alpha1.Flunder"]
+    assert flunder["properties"]["spec"] == {"type": "object", "properties": {"reference": {"type": "string"}}}
+    assert v2["paths"][f"{ext.BASE}/namespaces/{{namespace}}/flunders/{{name}}"]["get"]["responses"]["200"] == {
+        "description": "OK", "schema": {"$ref": "#/definitions/com.example.wardle.v1alpha1.Flunder"}}
+
+
+def test_kubectl_explain_reads_the_backends_schema(available: Cluster) -> None:
+    ran = available.admin("explain", "flunders.spec")
+    assert ran.code == 0, ran.err
+    assert "reference" in ran.out
+
+
 def test_kubectl_api_resources_lists_the_aggregated_resource(available: Cluster) -> None:
     ran = available.admin("api-resources", f"--api-group={ext.GROUP}", "--no-headers")
     assert ran.code == 0, ran.err

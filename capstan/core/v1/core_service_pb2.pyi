@@ -283,20 +283,22 @@ class DiscoverResponse(_message.Message):
     def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., generation: _Optional[int] = ..., unchanged: _Optional[bool] = ..., aggregated: _Optional[_Iterable[_Union[AggregatedVersion, _Mapping]]] = ...) -> None: ...
 
 class AggregatedVersion(_message.Message):
-    __slots__ = ("group", "version", "group_priority_minimum", "version_priority", "available", "resources")
+    __slots__ = ("group", "version", "group_priority_minimum", "version_priority", "available", "resources", "openapi_v3")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     GROUP_PRIORITY_MINIMUM_FIELD_NUMBER: _ClassVar[int]
     VERSION_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     AVAILABLE_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    OPENAPI_V3_FIELD_NUMBER: _ClassVar[int]
     group: str
     version: str
     group_priority_minimum: int
     version_priority: int
     available: bool
     resources: bytes
-    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., group_priority_minimum: _Optional[int] = ..., version_priority: _Optional[int] = ..., available: _Optional[bool] = ..., resources: _Optional[bytes] = ...) -> None: ...
+    openapi_v3: bytes
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., group_priority_minimum: _Optional[int] = ..., version_priority: _Optional[int] = ..., available: _Optional[bool] = ..., resources: _Optional[bytes] = ..., openapi_v3: _Optional[bytes] = ...) -> None: ...
 
 class Resource(_message.Message):
     __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema", "deprecation_warning")

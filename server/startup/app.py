@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from server import admission
 from server.auth.config import SecurityConfig
@@ -128,6 +129,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     await crds.start()
     per_namespace = _per_namespace(core, security, informers) if namespace_controllers else []
     secured = await start_security(core, security, elected=True)
+    await system_objects.ensure_authentication_config_map(
+        core, _read(security.client_ca_file), _read(security.requestheader_client_ca_file),
+        security.requestheader_allowed_names)
     singletons = Singletons([
         Singleton("GarbageCollector", awaitable(garbage_collector.start), garbage_collector.stop),
         Singleton("PodTerminator", terminator.start, terminator.stop),
@@ -181,6 +185,11 @@ def _per_namespace(core: Core, security: SecurityConfig, informers: SharedInform
         parts.append(Singleton("RootCAPublisher", root_ca.start, root_ca.stop))
     quotas = ResourceQuotaController(core, informers)
     return [*parts, Singleton("ResourceQuotaController", quotas.start, quotas.stop)]
+
+
+def _read(path: Path | None) -> str:
+    """A CA bundle's PEM for the authentication ConfigMap; "" when none is configured."""
+    return path.read_text() if path is not None else ""
 
 
 def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,

@@ -387,6 +387,31 @@ def test_kubectl_api_resources_lists_the_aggregated_resource(available: Cluster)
     assert ran.out.split() == ["flunders", "fl", ext.GV, "true", "Flunder"]
 
 
+# --- what an extension API server reads at start ----------------------------------------------------------
+
+def test_the_authentication_config_map_tells_backends_whom_to_trust(cluster: Cluster) -> None:
+    certs = pki.CertDir(cluster.data / "pki")
+    data = cluster.admin.json("get", "configmap", "extension-apiserver-authentication", "-n", "kube-system",
+                              "-o", "json")["data"]
+    assert data == {
+        "client-ca-file": certs.ca_cert.read_text(),
+        "requestheader-client-ca-file": certs.front_proxy_ca_cert.read_text(),
+        "requestheader-username-headers": '["X-Remote-User"]',
+        "requestheader-group-headers": '["X-Remote-Group"]',
+        "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]',
+        "requestheader-allowed-names": '["front-proxy-client"]',
+    }
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "wardle-auth-reader", "namespace": "kube-system"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                           "name": "extension-apiserver-authentication-reader"},
+               "subjects": [{"kind": "ServiceAccount", "name": "api", "namespace": "wardle"}]}
+    cluster.apply(binding)
+    ran = cluster.admin("auth", "can-i", "get", "configmap/extension-apiserver-authentication", "-n", "kube-system",
+                        "--as=system:serviceaccount:wardle:api")
+    assert (ran.code, ran.out) == (0, "yes\n"), ran.err
+
+
 # --- the split form -----------------------------------------------------------------------------------------
 
 def test_split_form_gateway_proxies_what_the_core_allowed(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.rbac.covers import uncovered
-from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP
+from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP, ROLES
 from server.auth.rbac.rules import rules_of
 from server.machinery import errors
 from server.objects.core import Core
@@ -30,8 +30,8 @@ Obj = dict[str, Any]
 ATTEMPTS = 5  # conflicts retried per object (another writer between our read and write)
 
 
-def _path(resource: str, name: str = "") -> core_pb2.ResourcePath:
-    return core_pb2.ResourcePath(group=GROUP, version="v1", resource=resource, name=name)
+def _path(resource: str, name: str = "", namespace: str = "") -> core_pb2.ResourcePath:
+    return core_pb2.ResourcePath(group=GROUP, version="v1", resource=resource, name=name, namespace=namespace)
 
 
 def _raw(obj: Obj) -> core_pb2.RawObject:
@@ -76,15 +76,16 @@ def reconciled_binding(existing: Obj, expected: Obj) -> Obj:
 
 
 async def _reconcile(core: Core, resource: str, expected: Obj) -> None:
-    name = expected["metadata"]["name"]
+    name, namespace = expected["metadata"]["name"], expected["metadata"].get("namespace", "")
     for _ in range(ATTEMPTS):
         try:
-            got = await core.get(core_pb2.GetRequest(path=_path(resource, name)))
+            got = await core.get(core_pb2.GetRequest(path=_path(resource, name, namespace)))
         except errors.ApiError as err:
             if err.code != 404:
                 raise
             try:
-                await core.create(core_pb2.CreateRequest(path=_path(resource), object=_raw(expected)))
+                await core.create(core_pb2.CreateRequest(path=_path(resource, namespace=namespace),
+                                                         object=_raw(expected)))
                 return
             except errors.ApiError as created:
                 if created.code == 409:
@@ -93,17 +94,17 @@ async def _reconcile(core: Core, resource: str, expected: Obj) -> None:
         existing: Obj = orjson.loads(got.object.data)
         if ((existing.get("metadata") or {}).get("annotations") or {}).get(AUTOUPDATE) == "false":
             return
-        if resource == "clusterroles":
+        if resource in ("clusterroles", "roles"):
             wanted = reconciled_role(existing, expected)
         elif existing.get("roleRef") != expected["roleRef"]:
-            await core.delete(core_pb2.DeleteRequest(path=_path(resource, name)))
+            await core.delete(core_pb2.DeleteRequest(path=_path(resource, name, namespace)))
             continue
         else:
             wanted = reconciled_binding(existing, expected)
         if wanted == existing:
             return
         try:
-            await core.update(core_pb2.UpdateRequest(path=_path(resource, name), object=_raw(wanted)))
+            await core.update(core_pb2.UpdateRequest(path=_path(resource, name, namespace), object=_raw(wanted)))
             return
         except errors.ApiError as err:
             if err.code not in (404, 409):
@@ -112,8 +113,10 @@ async def _reconcile(core: Core, resource: str, expected: Obj) -> None:
 
 
 async def reconcile(core: Core) -> None:
-    """Every bootstrap ClusterRole, then every bootstrap ClusterRoleBinding."""
+    """Every bootstrap ClusterRole and Role, then every bootstrap ClusterRoleBinding."""
     for role in CLUSTER_ROLES:
         await _reconcile(core, "clusterroles", role)
+    for role in ROLES:
+        await _reconcile(core, "roles", role)
     for binding in CLUSTER_ROLE_BINDINGS:
         await _reconcile(core, "clusterrolebindings", binding)

@@ -87,13 +87,23 @@ async def proxy(proxier: Proxier, client: CoreClient,
     except (TimeoutError, aiohttp.ClientError, OSError) as err:
         return _text(503, f"error trying to reach service: {str(err) or type(err).__name__}")
     try:
+        headers = [(name, value) for name, value in upstream.headers.items() if name.lower() not in RESPONSE_DROPPED]
+        # An answer of known length that came whole in one read goes out in one write, headers and body together;
+        # any other (a watch, chunked, or longer) has its headers sent at once and its body streamed.
+        first = await upstream.content.readany() if upstream.content_length is not None else b""
+        if upstream.content_length is not None and upstream.content.at_eof():
+            whole = web.Response(status=upstream.status, reason=upstream.reason, body=first)
+            for name, value in headers:
+                whole.headers.add(name, value)
+            return whole
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-        for name, value in upstream.headers.items():
-            if name.lower() not in RESPONSE_DROPPED:
-                response.headers.add(name, value)
+        for name, value in headers:
+            response.headers.add(name, value)
         if upstream.content_length is not None:
             response.content_length = upstream.content_length
         await response.prepare(http)
+        if first:
+            await response.write(first)
         async for chunk in upstream.content.iter_any():
             await response.write(chunk)
         await response.write_eof()

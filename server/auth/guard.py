@@ -61,6 +61,9 @@ class GuardedCore(Answerer[Credentials]):
     """Core's verbs behind the chain: the same request messages, plus the caller's credentials."""
 
     auditor: Auditor | None = None  # set by start_security when --audit-policy-file asks for audit
+    # Where Proxy sends a request: through the core by default; start_core installs the aggregation
+    # controller's, which reads its informers' caches.
+    locator: aggregated.Locator
 
     def __init__(self, core: Core, authenticator: RequestAuthenticator, authorizer: Authorizer,
                  documents: Documents | None = None, audiences: tuple[str, ...] = ()) -> None:
@@ -69,6 +72,7 @@ class GuardedCore(Answerer[Credentials]):
         self.authorizer = authorizer
         self.audiences = audiences  # the API audiences: what a TokenReview without spec.audiences asks for
         self.documents = documents  # the service account issuer's, when this server issues tokens
+        self.locator = aggregated.StoreLocator(core)
         # What answers each unary method once a call is admitted: the Core's verb, or the guard's own answer.
         own: dict[str, Answer] = {"Access": _granted, "IssuerDocument": self._issuer_document,
                                   "Proxy": self._proxy}
@@ -182,7 +186,7 @@ class GuardedCore(Answerer[Credentials]):
     async def _proxy(self, request: core_pb2.ProxyRequest) -> core_pb2.ProxyResponse:
         """The admitted caller and the backend of the group version the request names (server/objects/
         aggregated.py): what the gateway needs to proxy it as kube-aggregator does."""
-        backend = await aggregated.locate(self.core, request.path.group, request.path.version)
+        backend = await self.locator.locate(request.path.group, request.path.version)
         user = current_caller.current().user
         answer = core_pb2.ProxyResponse(
             user=user.name, groups=user.groups, host=backend.host, port=backend.port,

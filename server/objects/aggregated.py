@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 
@@ -64,8 +65,27 @@ async def read_api_service(core: Core, group: str, version: str) -> Obj | None:
     return obj
 
 
-async def locate(core: Core, group: str, version: str) -> Backend:
-    api_service = await read_api_service(core, group, version) if group else None
+class Locator(Protocol):
+    """Where a request to an aggregated group version goes (the rules above)."""
+
+    async def locate(self, group: str, version: str) -> Backend: ...
+
+
+class StoreLocator:
+    """Reads the APIService, the Service and its Endpoints through the core, every call."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    async def locate(self, group: str, version: str) -> Backend:
+        api_service = await read_api_service(self._core, group, version) if group else None
+        return await backend_of(self._core, api_service)
+
+
+async def backend_of(core: Core, api_service: Obj | None, *, service_obj: Obj | None = None,
+                     endpoints: Obj | None = None, cached: bool = False) -> Backend:
+    """The Backend of `api_service` (None: there is none); with `cached`, its Service and Endpoints as an informer
+    holds them."""
     service = service_of(api_service) if api_service is not None else None
     if api_service is None or service is None:
         raise errors.ApiError(errors.status(404, "NotFound", "the server could not find the requested resource"))
@@ -73,7 +93,8 @@ async def locate(core: Core, group: str, version: str) -> Backend:
         raise errors.service_unavailable(UNAVAILABLE)
     namespace, name = str(service.get("namespace") or ""), str(service["name"])
     try:
-        endpoint = await serviceresolver.resolve(core, namespace, name, int(service.get("port") or DEFAULT_PORT))
+        endpoint = await serviceresolver.resolve(core, namespace, name, int(service.get("port") or DEFAULT_PORT),
+                                                 service=service_obj, endpoints=endpoints, cached=cached)
     except serviceresolver.Unresolved:
         raise errors.service_unavailable(UNAVAILABLE) from None
     spec = api_service.get("spec") or {}

@@ -64,9 +64,37 @@ async def _slices(core: Core, namespace: str, name: str) -> list[Obj]:
     return [orjson.loads(item) for item in listed.items]
 
 
-async def resolve(core: Core, namespace: str, name: str, port: int) -> Endpoint:
-    """One ready endpoint of Service namespace/name's port `port` (Unresolved when there is none)."""
-    service = await _read(core, "", "services", namespace, name)
+def from_endpoints(service: Obj | None, endpoints: Obj | None, namespace: str, name: str, port: int) -> Endpoint:
+    """The endpoint as read from the Service and its Endpoints (Unresolved when there is none); LookupError when
+    the Service has no Endpoints object, for the caller to read its EndpointSlices."""
+    port_name = _port_name(service, namespace, name, port)
+    if endpoints is None:
+        raise LookupError(name)
+    for subset in endpoints.get("subsets") or []:
+        addresses = [a for a in subset.get("addresses") or [] if isinstance(a, dict) and a.get("ip")]
+        if not addresses:
+            continue
+        for endpoint_port in subset.get("ports") or []:
+            if str(endpoint_port.get("name") or "") == port_name:
+                return Endpoint(str(random.choice(addresses)["ip"]), int(endpoint_port.get("port") or 0))
+    raise _missing(namespace, name, port_name)
+
+
+def from_slices(service: Obj | None, slices: list[Obj], namespace: str, name: str, port: int) -> Endpoint:
+    port_name = _port_name(service, namespace, name, port)
+    if not slices:
+        raise Unresolved("EndpointsNotFound", f'cannot find endpoints for service/{name} in "{namespace}"')
+    for endpoint_slice in slices:
+        ready = [str(e["addresses"][0]) for e in endpoint_slice.get("endpoints") or []
+                 if isinstance(e, dict) and e.get("addresses")
+                 and (e.get("conditions") or {}).get("ready", True) is not False]
+        for slice_port in endpoint_slice.get("ports") or []:
+            if ready and str(slice_port.get("name") or "") == port_name and slice_port.get("port"):
+                return Endpoint(random.choice(ready), int(slice_port["port"]))
+    raise _missing(namespace, name, port_name)
+
+
+def _port_name(service: Obj | None, namespace: str, name: str, port: int) -> str:
     if service is None:
         raise Unresolved("ServiceNotFound", f'service/{name} in "{namespace}" is not present')
     spec = service.get("spec") or {}
@@ -76,25 +104,22 @@ async def resolve(core: Core, namespace: str, name: str, port: int) -> Endpoint:
                       if isinstance(p, dict) and p.get("port") == port), None)
     if port_name is None:
         raise Unresolved("ServicePortError", f'service/{name} in "{namespace}" is not listening on port {port}')
-    endpoints = await _read(core, "", "endpoints", namespace, name)
-    if endpoints is not None:
-        for subset in endpoints.get("subsets") or []:
-            addresses = [a for a in subset.get("addresses") or [] if isinstance(a, dict) and a.get("ip")]
-            if not addresses:
-                continue
-            for endpoint_port in subset.get("ports") or []:
-                if str(endpoint_port.get("name") or "") == port_name:
-                    return Endpoint(str(random.choice(addresses)["ip"]), int(endpoint_port.get("port") or 0))
-    else:
-        slices = await _slices(core, namespace, name)
-        if not slices:
-            raise Unresolved("EndpointsNotFound", f'cannot find endpoints for service/{name} in "{namespace}"')
-        for endpoint_slice in slices:
-            ready = [str(e["addresses"][0]) for e in endpoint_slice.get("endpoints") or []
-                     if isinstance(e, dict) and e.get("addresses")
-                     and (e.get("conditions") or {}).get("ready", True) is not False]
-            for slice_port in endpoint_slice.get("ports") or []:
-                if ready and str(slice_port.get("name") or "") == port_name and slice_port.get("port"):
-                    return Endpoint(random.choice(ready), int(slice_port["port"]))
-    raise Unresolved("MissingEndpoints",
-                     f'endpoints for service/{name} in "{namespace}" have no addresses with port name "{port_name}"')
+    return port_name
+
+
+def _missing(namespace: str, name: str, port_name: str) -> Unresolved:
+    return Unresolved("MissingEndpoints",
+                      f'endpoints for service/{name} in "{namespace}" have no addresses with port name "{port_name}"')
+
+
+async def resolve(core: Core, namespace: str, name: str, port: int, *, service: Obj | None = None,
+                  endpoints: Obj | None = None, cached: bool = False) -> Endpoint:
+    """One ready endpoint of Service namespace/name's port `port` (Unresolved when there is none). With `cached`,
+    `service` and `endpoints` are what an informer holds (None: absent) and only EndpointSlices are read."""
+    if not cached:
+        service = await _read(core, "", "services", namespace, name)
+        endpoints = await _read(core, "", "endpoints", namespace, name) if service is not None else None
+    try:
+        return from_endpoints(service, endpoints, namespace, name, port)
+    except LookupError:
+        return from_slices(service, await _slices(core, namespace, name), namespace, name, port)

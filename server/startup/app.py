@@ -158,6 +158,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     else:
         await singletons.start()
     await aggregation.start()
+    secured.guard.locator = aggregation
     registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)

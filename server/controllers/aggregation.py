@@ -123,15 +123,19 @@ class AggregationController:
                     self._queue.add(key_of(obj)[1])
 
     async def locate(self, group: str, version: str) -> aggregated.Backend:
-        """server/objects/aggregated.py's Locator, from the informers' caches (what this core last saw)."""
+        """server/objects/aggregated.py's Locator, from the informers' caches (what this core last saw); the
+        availability is this core's own latest check (set before the leader writes the condition, so a client
+        that saw the condition finds the proxy agreeing)."""
         api_service = self._apiservices.cache.get(("", f"{version}.{group}")) if group else None
         service = aggregated.service_of(api_service) if api_service is not None else None
         if service is None:
             return await aggregated.backend_of(self._core, None)
         key = (str(service.get("namespace") or ""), str(service["name"]))
+        known = self._core.registry.aggregated.get((group, version))
         return await aggregated.backend_of(
             self._core, api_service, service_obj=self._informers.informer(SERVICES).cache.get(key),
-            endpoints=self._informers.informer(ENDPOINTS).cache.get(key), cached=True)
+            endpoints=self._informers.informer(ENDPOINTS).cache.get(key), cached=True,
+            checked=known.available if known is not None else None)
 
     def _backend_changed(self, obj: Obj) -> None:
         """A Service or Endpoints changed: check the APIServices that name it."""

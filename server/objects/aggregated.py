@@ -3,7 +3,8 @@ Available, and a ready endpoint of that Service (server/objects/serviceresolver.
 proxyHandler decides it.
 
 - no such APIService, or one without a service (Local): 404, the group version is not aggregated;
-- Available not True: 503 `service unavailable`, as the proxy answers without dialing;
+- Available not True (by this core's own latest check when a Locator knows it, else the stored condition): 503
+  `service unavailable`, as the proxy answers without dialing;
 - no endpoint to dial: 503 `service unavailable` too (kube logs the resolution error, answers just that).
 """
 
@@ -83,13 +84,13 @@ class StoreLocator:
 
 
 async def backend_of(core: Core, api_service: Obj | None, *, service_obj: Obj | None = None,
-                     endpoints: Obj | None = None, cached: bool = False) -> Backend:
+                     endpoints: Obj | None = None, cached: bool = False, checked: bool | None = None) -> Backend:
     """The Backend of `api_service` (None: there is none); with `cached`, its Service and Endpoints as an informer
-    holds them."""
+    holds them; `checked`: this core's own latest availability check, which goes before the stored condition."""
     service = service_of(api_service) if api_service is not None else None
     if api_service is None or service is None:
         raise errors.ApiError(errors.status(404, "NotFound", "the server could not find the requested resource"))
-    if not available(api_service):
+    if not (available(api_service) if checked is None else checked):
         raise errors.service_unavailable(UNAVAILABLE)
     namespace, name = str(service.get("namespace") or ""), str(service["name"])
     try:

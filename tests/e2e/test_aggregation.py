@@ -10,6 +10,7 @@ be reached, and discovery (legacy, aggregated, kubectl api-resources).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -214,6 +215,19 @@ def available(cluster: Cluster) -> Cluster:
 
 # --- the Available condition --------------------------------------------------------------------------------
 
+def _proxied_get(cluster: Cluster) -> tuple[int, str]:
+    """A GET of the aggregated group version's flunders through Capstan (status, body), with the admin's certificate."""
+    import urllib.error
+    import urllib.request
+
+    url = f"{cluster.https}/apis/{ext.GROUP}/{ext.VERSION}/namespaces/team/flunders"
+    try:
+        with urllib.request.urlopen(url, context=cluster.tls(), timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
 def test_available_condition_follows_kubes_checks(cluster: Cluster) -> None:
     ca = cluster.backend.ca_pem
     url = f"https://{cluster.ip}:{cluster.backend.port}/apis/{ext.GROUP}/{ext.VERSION}"
@@ -235,6 +249,13 @@ def test_available_condition_follows_kubes_checks(cluster: Cluster) -> None:
         found = cluster.wait_condition(status, reason)
         assert found["message"].startswith(message), found
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", found["lastTransitionTime"])
+        # what the proxy answers meanwhile: kube's text while unavailable (a caBundle that does not verify the
+        # backend included), the backend's list once available
+        code, body = _proxied_get(cluster)
+        if status == "False":
+            assert (code, body) == (503, "service unavailable\n"), reason
+        else:
+            assert code == 200 and json.loads(body)["kind"] == "FlunderList", body
 
 
 async def test_proxy_answers_kubes_503_while_the_backend_is_unavailable(cluster: Cluster) -> None:
@@ -246,6 +267,15 @@ async def test_proxy_answers_kubes_503_while_the_backend_is_unavailable(cluster:
         assert (resp.status, resp.headers["Content-Type"], await resp.text()) == (
             503, "text/plain; charset=utf-8", "service unavailable\n")
     assert cluster.admin("delete", "apiservice", name).code == 0
+    deadline = time.monotonic() + CONDITION_TIMEOUT
+    while True:  # the group version is gone with its APIService: kube's 404 Status
+        async with aiohttp.ClientSession() as http, http.get(
+                cluster.https + "/apis/unreachable.example.com/v1/namespaces/team/things", ssl=cluster.tls()) as resp:
+            if resp.status == 404:
+                assert (await resp.json())["reason"] == "NotFound"
+                break
+        assert time.monotonic() < deadline, resp.status
+        await asyncio.sleep(0.2)
 
 
 # --- proxying, identity and authorization -------------------------------------------------------------------

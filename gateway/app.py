@@ -47,6 +47,8 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         if info is None:
             raise CoreError(failure(404, "NotFound", "the server could not find the requested resource"))
         if info is not None and info.group and info.version and await gateway.aggregated(info.group, info.version):
+            if isinstance(info, requestinfo.RequestInfo):
+                http[metrics.INFO_KEY] = info  # counted and timed as any resource request
             return await aggregated.proxy(http.app[PROXIER_KEY], access.caller_client(gateway.client, http), info, http)
         if isinstance(info, requestinfo.DiscoveryInfo):
             if http.method not in ("GET", "HEAD"):
@@ -133,7 +135,8 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     certificate presented to extension API servers (kube's --proxy-client-cert-file; None presents none)."""
     limiter = limiter or Limiter()
     lot = ParkingLot(limiter)
-    counters = metrics.Metrics(limiter, storage, lot)
+    gateway = Gateway(client, server_address)
+    counters = metrics.Metrics(limiter, storage, lot, gateway.apiservices)
     app = web.Application(client_max_size=MAX_BODY + 1,
                           middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter, lot),
                                        access.middleware(client), _compress])
@@ -148,7 +151,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
 
     app.on_shutdown.append(unpark)
     app.on_cleanup.append(disconnect)
-    app[GATEWAY_KEY] = Gateway(client, server_address)
+    app[GATEWAY_KEY] = gateway
     health.add_routes(app, client)
     # go-restful's CurlyRouter (v3.9, kube 1.28) splits a path trimmed of slashes, so the /version web
     # service's GET route answers /version/ as well (kr8s asks exactly that).

@@ -9,6 +9,9 @@ scraped, under kube's names: apiserver_current_inflight_requests,
 apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
 (priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
 (by reason) and apiserver_dropped_requests_total.
+aggregator_unavailable_apiservice is 1 for each APIService with a service that is not Available and 0 for one
+that is, from the core's latest Discover answer, as kube-aggregator reports it (for those; Local APIServices are
+always available and not listed).
 The store's size and quota, where the gateway runs beside it (`capstan serve`), are read when
 scraped too: kube's apiserver_storage_size_bytes and etcd's etcd_server_quota_backend_bytes
 (kube-apiserver does not export the quota; etcd, which enforces it, does).
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Protocol
 
 from aiohttp import web
@@ -57,8 +60,12 @@ class Parked(Protocol):
 
 class Metrics:
     def __init__(self, limiter: Limiter | None = None, storage: StorageSize | None = None,
-                 parked: Parked | None = None) -> None:
+                 parked: Parked | None = None,
+                 apiservices: Callable[[], Iterable[tuple[str, bool]]] | None = None) -> None:
+        """`apiservices`: (name, available) of each APIService with a service, when scraped."""
         self.registry = CollectorRegistry()
+        if apiservices is not None:
+            self.registry.register(_AggregatorCollector(apiservices))
         if limiter is not None:
             self.registry.register(_LimiterCollector(limiter))
         if parked is not None:
@@ -130,6 +137,18 @@ class _LimiterCollector(Collector):
                 rejected.add_metric([kind, FLOW_SCHEMA, reason], count)
             dropped.add_metric([kind], sum(lane.rejected.values()))
         yield from (inflight, executing, inqueue, rejected, dropped)
+
+
+class _AggregatorCollector(Collector):
+    def __init__(self, apiservices: Callable[[], Iterable[tuple[str, bool]]]) -> None:
+        self._apiservices = apiservices
+
+    def collect(self) -> Iterator[Metric]:
+        gauge = GaugeMetricFamily("aggregator_unavailable_apiservice", "Gauge of APIServices which are marked as "
+                                  "unavailable broken down by APIService name.", labels=["name"])
+        for name, available in sorted(self._apiservices()):
+            gauge.add_metric([name], 0 if available else 1)
+        yield gauge
 
 
 class _ParkingCollector(Collector):

@@ -47,6 +47,10 @@ class Gateway:
                 self._local = frozenset((r.group, r.version) for r in answer.resources)
             self._fetched_at = time.monotonic()
 
+    def apiservices(self) -> list[tuple[str, bool]]:
+        """(APIService name, Available) of every aggregated group version in the cached answer."""
+        return [(f"{a.version}.{a.group}", a.available) for a in self._discovered.aggregated]
+
     async def aggregated(self, group: str, version: str) -> bool:
         """Whether an extension API server serves the group version (the gateway proxies it there)."""
         if not group:

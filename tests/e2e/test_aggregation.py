@@ -366,6 +366,17 @@ async def test_the_backend_trusts_the_headers_only_over_the_front_proxy_certific
             assert resp.status == 401
 
 
+async def test_metrics_count_proxied_requests_and_unavailable_apiservices(available: Cluster) -> None:
+    assert available.admin("get", "flunders", "-n", "team", "-o", "name").code == 0
+    async with aiohttp.ClientSession() as http, http.get(available.https + "/metrics", ssl=available.tls()) as resp:
+        text = await resp.text()
+    assert f'aggregator_unavailable_apiservice{{name="{APISERVICE}"}} 0.0' in text
+    wanted = {'code="200"', f'group="{ext.GROUP}"', 'resource="flunders"', 'scope="namespace"', 'verb="LIST"'}
+    counted = [line for line in text.splitlines() if line.startswith("apiserver_request_total{")
+               and wanted <= set(line.partition("{")[2].partition("}")[0].split(","))]
+    assert len(counted) == 1 and float(counted[0].rpartition(" ")[2]) >= 1, counted
+
+
 # --- discovery ----------------------------------------------------------------------------------------------
 
 async def test_discovery_lists_the_backends_group(available: Cluster) -> None:

@@ -108,5 +108,8 @@ async def proxy(proxier: Proxier, client: CoreClient,
             await response.write(chunk)
         await response.write_eof()
         return response
+    except BaseException:
+        upstream.close()  # the client left (a watch ended by it) or the write failed: the backend's stream ends too
+        raise
     finally:
         upstream.release()

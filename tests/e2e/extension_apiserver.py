@@ -113,6 +113,11 @@ class ExtensionServer:
     _loop: asyncio.AbstractEventLoop | None = None
     _runner: web.AppRunner | None = None
     _thread: threading.Thread | None = None
+    _state: dict[str, Any] = field(default_factory=dict)
+
+    def watching(self) -> int:
+        """How many watches are open on the server now."""
+        return len(self._state["watchers"])
 
     def stop(self) -> None:
         loop, runner = self._loop, self._runner
@@ -135,7 +140,7 @@ def start(directory: Path, front_proxy_ca: Path, *, bind: str, server_name: str)
     context.load_verify_locations(cafile=str(front_proxy_ca))
     context.verify_mode = ssl.CERT_OPTIONAL
     state: dict[str, Any] = {"objects": {}, "watchers": []}
-    server = ExtensionServer(0, ca_pem)
+    server = ExtensionServer(0, ca_pem, _state=state)
 
     def identity(request: web.Request) -> tuple[str, list[str], list[str]] | None:
         transport = request.transport

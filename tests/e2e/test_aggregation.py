@@ -335,6 +335,21 @@ async def test_watch_streams_events_as_they_come(available: Cluster) -> None:
         assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "w1")
 
 
+async def test_a_client_leaving_a_watch_ends_the_backends(available: Cluster) -> None:
+    url = f"{available.https}/apis/{ext.GROUP}/{ext.VERSION}/namespaces/left/flunders?watch=1"
+    async with aiohttp.ClientSession() as http:
+        async with http.get(url, ssl=available.tls()) as stream:
+            assert stream.status == 200
+            deadline = time.monotonic() + 5
+            while available.backend.watching() == 0:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+        deadline = time.monotonic() + 5
+        while available.backend.watching() != 0:  # the proxy closed its connection to the backend
+            assert time.monotonic() < deadline, available.backend.watching()
+            await asyncio.sleep(0.05)
+
+
 async def test_impersonated_extra_goes_as_x_remote_extra(available: Cluster) -> None:
     url = f"{available.https}/apis/{ext.GROUP}/{ext.VERSION}/namespaces/team/flunders"
     headers = {"Impersonate-User": "erin", "Impersonate-Group": "wardlers", "Impersonate-Extra-Scopes": "view",

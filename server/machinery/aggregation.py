@@ -28,10 +28,11 @@ REMOTE_EXTRA = "X-Remote-Extra-"
 CHECKER_USER = "system:kube-aggregator"
 CHECKER_GROUPS = ("system:masters",)
 
-# Hop-by-hop headers (RFC 9110 7.6.1) and what the proxy replaces, never copied to the backend.
+# Hop-by-hop headers (RFC 9110 7.6.1) and what the proxy replaces, never copied to the backend. A request's
+# Content-Length is kept: its body is relayed byte for byte, so the backend reads it as the client sent it.
 _DROPPED = frozenset({
     "authorization", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-    "transfer-encoding", "upgrade", "host", "content-length",
+    "transfer-encoding", "upgrade", "host",
 })
 # Hop-by-hop headers and what aiohttp sets itself, never copied back to the client.
 RESPONSE_DROPPED = frozenset({

@@ -115,6 +115,11 @@ class ExtensionServer:
     _thread: threading.Thread | None = None
     _state: dict[str, Any] = field(default_factory=dict)
 
+    def last_post(self) -> tuple[str | None, str | None]:
+        """The last POST's Content-Length and Transfer-Encoding headers, as the server received them."""
+        found: tuple[str | None, str | None] = self._state["last_post"]
+        return found
+
     def watching(self) -> int:
         """How many watches are open on the server now."""
         return len(self._state["watchers"])
@@ -183,6 +188,7 @@ def start(directory: Path, front_proxy_ca: Path, *, bind: str, server_name: str)
         namespace = request.match_info["namespace"]
         if request.method == "POST":
             body = orjson.loads(await request.read())
+            state["last_post"] = (request.headers.get("Content-Length"), request.headers.get("Transfer-Encoding"))
             name = body["metadata"]["name"]
             obj = _flunder(namespace, name, datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
             state["objects"][(namespace, name)] = obj

@@ -330,6 +330,7 @@ async def test_watch_streams_events_as_they_come(available: Cluster) -> None:
         async with http.post(base, json={"metadata": {"name": "w1"}}, ssl=available.tls()) as created:
             assert created.status == 201
             assert created.headers["X-Seen-User"] == "kubernetes-admin"
+        assert available.backend.last_post() == (str(len(b'{"metadata": {"name": "w1"}}')), None)
         line = await stream.content.readline()
         event = json.loads(line)
         assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "w1")

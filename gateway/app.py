@@ -106,10 +106,12 @@ GZIP_THRESHOLD = 128 * 1024  # kube-apiserver compresses answers from this size 
 @web.middleware
 async def _compress(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                     ) -> web.StreamResponse:
-    """gzip large answers for clients that ask; never watches (they stream, and are not web.Response)."""
+    """gzip large answers for clients that ask; never watches (they stream, and are not web.Response), nor an
+    answer already encoded (an extension API server's, relayed as it sent it)."""
     response = await handler(request)
     body = response.body if isinstance(response, web.Response) else None
-    if isinstance(body, bytes) and len(body) >= GZIP_THRESHOLD and "gzip" in request.headers.get("Accept-Encoding", ""):
+    if (isinstance(body, bytes) and len(body) >= GZIP_THRESHOLD and "Content-Encoding" not in response.headers
+            and "gzip" in request.headers.get("Accept-Encoding", "")):
         response.enable_compression(web.ContentCoding.gzip)
     return response
 

@@ -34,10 +34,11 @@ _DROPPED = frozenset({
     "authorization", "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "transfer-encoding", "upgrade", "host",
 })
-# Hop-by-hop headers and what aiohttp sets itself, never copied back to the client.
+# Hop-by-hop headers and what the proxy's server sets itself, never copied back to the client. The body is relayed
+# as the backend encoded it, so its Content-Encoding is kept.
 RESPONSE_DROPPED = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding",
-    "upgrade", "content-length", "content-encoding", "date", "server",
+    "upgrade", "content-length", "date", "server",
 })
 
 

@@ -219,8 +219,11 @@ def start(directory: Path, front_proxy_ca: Path, *, bind: str, server_name: str)
                 "rows": [{"cells": [o["metadata"]["name"], o["metadata"]["creationTimestamp"]],
                           "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
                                      "metadata": o["metadata"]}} for o in items]})
-        return web.json_response({"kind": "FlunderList", "apiVersion": GV, "metadata": {"resourceVersion": "1"},
-                                  "items": items})
+        answer = web.json_response({"kind": "FlunderList", "apiVersion": GV, "metadata": {"resourceVersion": "1"},
+                                   "items": items})
+        if "gzip" in request.headers.get("Accept-Encoding", ""):
+            answer.enable_compression(web.ContentCoding.gzip)  # as k8s.io/apiserver compresses (large) lists
+        return answer
 
     async def one(request: web.Request) -> web.Response:
         found = state["objects"].get((request.match_info["namespace"], request.match_info["name"]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 import os
 import re
@@ -334,6 +335,17 @@ async def test_watch_streams_events_as_they_come(available: Cluster) -> None:
         line = await stream.content.readline()
         event = json.loads(line)
         assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "w1")
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "identity"])
+async def test_an_encoded_answer_is_relayed_as_the_backend_encoded_it(available: Cluster, encoding: str) -> None:
+    url = f"{available.https}/apis/{ext.GROUP}/{ext.VERSION}/namespaces/team/flunders"
+    async with aiohttp.ClientSession(auto_decompress=False) as http, http.get(
+            url, ssl=available.tls(), headers={"Accept-Encoding": encoding}) as resp:
+        raw = await resp.read()
+        assert resp.headers.get("Content-Encoding") == (encoding if encoding == "gzip" else None)
+    body = gzip.decompress(raw) if encoding == "gzip" else raw
+    assert json.loads(body)["kind"] == "FlunderList"
 
 
 async def test_a_client_leaving_a_watch_ends_the_backends(available: Cluster) -> None:

@@ -78,6 +78,9 @@ class AggregationController:
         self._session: aiohttp.ClientSession | None = None
         self._ticker: asyncio.Task[None] | None = None
 
+    def running(self) -> bool:
+        return self._worker is not None
+
     @property
     def _apiservices(self) -> Informer[Obj]:
         return self._informers.informer(APISERVICES)

@@ -150,7 +150,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     ])
     aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
-                       crds=crds, leading=singletons.leading)
+                       crds=crds, aggregation=aggregation, leading=singletons.leading)
     elector = None
     if election is not None and election.enabled:
         elector = LeaderElector(core, election, on_started=singletons.start, on_stopped=singletons.stop)
@@ -195,7 +195,7 @@ def _read(path: Path | None) -> str:
 
 def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,
                        collector: GarbageCollector, terminator: PodTerminator, crds: CrdController,
-                       leading: Callable[[], bool]) -> None:
+                       aggregation: AggregationController, leading: Callable[[], bool]) -> None:
     """The checks of what start_core started, under kube-apiserver's names where kube has the same part
     (the namespace controller and the garbage collector are kube-controller-manager's there, and are
     named here by their controller names; the pod terminator stands in for the kubelets). A standby core
@@ -214,3 +214,7 @@ def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceCont
     checks.add("poststarthook/start-garbage-collector-controller",
                health.condition(led(collector.running), "not running"))
     checks.add("poststarthook/start-pod-terminator", health.condition(led(terminator.running), "not running"))
+    # kube-aggregator's availability, discovery and OpenAPI v3 controllers: one controller here (every core's)
+    for hook in ("apiservice-status-available-controller", "apiservice-discovery-controller",
+                 "apiservice-openapiv3-controller"):
+        checks.add(f"poststarthook/{hook}", health.condition(aggregation.running, "not running"))

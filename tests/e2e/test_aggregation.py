@@ -80,6 +80,19 @@ metadata: {{name: noendpoints, namespace: wardle}}
 spec:
   ports: [{{name: https, port: 443}}]
 ---
+apiVersion: v1
+kind: Service
+metadata: {{name: sliced, namespace: wardle}}
+spec:
+  ports: [{{name: https, port: 443}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: sliced-1, namespace: wardle, labels: {{kubernetes.io/service-name: sliced}}}}
+addressType: IPv4
+endpoints: [{{addresses: ["{ip}"], conditions: {{ready: true}}}}]
+ports: [{{name: https, port: {port}}}]
+---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {{name: flunder-reader, namespace: team}}
@@ -242,7 +255,11 @@ def test_available_condition_follows_kubes_checks(cluster: Cluster) -> None:
          'cannot find endpoints for service/noendpoints in "wardle"'),
         (api_service(ca_bundle=other_ca), "False", "FailedDiscoveryCheck",
          f"failing or missing response from {url}: "),
-        (api_service(insecure=True), "True", "Passed", "all checks passed"),
+        # insecureSkipTLSVerify, and a Service with EndpointSlices and no Endpoints (the backend's certificate
+        # names another Service, so only an unverified connection reaches it)
+        (api_service(service="sliced", insecure=True), "True", "Passed", "all checks passed"),
+        (api_service(service="sliced", ca_bundle=ca), "False", "FailedDiscoveryCheck",
+         f"failing or missing response from {url}: "),
         (api_service(ca_bundle=ca), "True", "Passed", "all checks passed"),
     ]
     for obj, status, reason, message in rows:

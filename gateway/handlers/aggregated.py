@@ -10,10 +10,12 @@ upload is never buffered whole. The backend's status, headers and body are the a
 
 What kube answers when it cannot proxy is plain text, not a Status (http.Error): 503 `service unavailable` for an
 APIService that is not Available or a Service without endpoints, 503 with the dial error for a backend that does
-not answer or fails TLS verification.
+not answer (`dial tcp <ip>:<port>: connect: connection refused`, as Go words it) or fails TLS verification.
 """
 
 from __future__ import annotations
+
+import errno
 
 import aiohttp
 from aiohttp import web
@@ -56,6 +58,15 @@ def _text(code: int, message: str) -> web.Response:
                         headers={"X-Content-Type-Options": "nosniff"})
 
 
+def _dial_error(err: BaseException, address: str) -> str:
+    """What kube's proxy answers when the backend cannot be reached: Go's dial error for a refused connection,
+    else the error as Python words it."""
+    cause = err.os_error if isinstance(err, aiohttp.ClientConnectorError) else err
+    if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
+        return f"dial tcp {address}: connect: connection refused"
+    return f"error trying to reach service: {str(err) or type(err).__name__}"
+
+
 def _request(info: requestinfo.RequestInfo | requestinfo.DiscoveryInfo, http: web.Request) -> core_pb2.ProxyRequest:
     if isinstance(info, requestinfo.RequestInfo):
         path = core_pb2.ResourcePath(group=info.group, version=info.version, resource=info.resource,
@@ -85,7 +96,7 @@ async def proxy(proxier: Proxier, client: CoreClient,
             http.method, url, headers=headers, data=body, ssl=context, server_hostname=target.server_name,
             allow_redirects=False)
     except (TimeoutError, aiohttp.ClientError, OSError) as err:
-        return _text(503, f"error trying to reach service: {str(err) or type(err).__name__}")
+        return _text(503, _dial_error(err, f"{host}:{target.port}"))
     try:
         headers = [(name, value) for name, value in upstream.headers.items() if name.lower() not in RESPONSE_DROPPED]
         # An answer of known length that came whole in one read goes out in one write, headers and body together;

@@ -128,6 +128,7 @@ class ExtensionServer:
         loop, runner = self._loop, self._runner
         if loop is None or runner is None:
             return
+        self._loop = self._runner = None  # stopped once; a second stop does nothing
         asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:

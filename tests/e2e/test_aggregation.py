@@ -528,6 +528,10 @@ def test_split_form_gateway_proxies_what_the_core_allowed(tmp_path: Path) -> Non
         assert backend.seen[-1]["X-Remote-User"] == ["dave"]
         refused = cluster.as_token(CAROL_TOKEN)("get", "flunders", "-n", "team")
         assert refused.code == 1 and 'User "carol" cannot list resource "flunders"' in refused.err
+        # the backend goes away while still Available (the next check is up to 30 s off): kube's dial error
+        backend.stop()
+        code, body = _proxied_get(cluster)
+        assert (code, body) == (503, f"dial tcp {ip}:{backend.port}: connect: connection refused\n")
     finally:
         if backend is not None:
             backend.stop()

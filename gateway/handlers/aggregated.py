@@ -16,6 +16,7 @@ not answer (`dial tcp <ip>:<port>: connect: connection refused`, as Go words it)
 from __future__ import annotations
 
 import errno
+import ssl
 
 import aiohttp
 from aiohttp import web
@@ -89,7 +90,10 @@ async def proxy(proxier: Proxier, client: CoreClient,
     url = URL(f"https://{host}:{target.port}{http.raw_path}", encoded=True)
     extra = {e.key: list(e.values) for e in target.extra}
     headers = forwarded_headers(http.headers.items(), target.user, target.groups, extra)
-    context = proxier.contexts.context(target.ca_bundle, target.insecure_skip_tls_verify)
+    try:
+        context = proxier.contexts.context(target.ca_bundle, target.insecure_skip_tls_verify)
+    except (ssl.SSLError, ValueError) as err:
+        return _text(500, f"failed to build the TLS configuration: {err}")  # kube's transport building error
     body = http.content.iter_any() if http.body_exists else None
     try:
         upstream = await proxier.session().request(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Callable
 
 import aiohttp
@@ -185,7 +186,10 @@ class AggregationController:
         host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
         url = f"https://{host}:{endpoint.port}/apis/{group}/{version}"
         spec = obj.get("spec") or {}
-        context = self._contexts.context(aggregated.ca_bundle(obj), bool(spec.get("insecureSkipTLSVerify")))
+        try:
+            context = self._contexts.context(aggregated.ca_bundle(obj), bool(spec.get("insecureSkipTLSVerify")))
+        except (ssl.SSLError, ValueError) as err:
+            return "False", "FailedDiscoveryCheck", f"failing or missing response from {url}: {err}", b"", b""
         headers = forwarded_headers([("Accept", "application/json")], CHECKER_USER, CHECKER_GROUPS, {})
         assert self._session is not None
         try:

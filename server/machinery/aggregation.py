@@ -64,18 +64,21 @@ class ClientContexts:
         self._contexts: dict[tuple[bytes, bool], ssl.SSLContext] = {}
 
     def context(self, ca_bundle: bytes, insecure: bool) -> ssl.SSLContext:
+        """The context for a backend: verified against the caBundle alone (as Go's TLS config with RootCAs), the
+        system's roots when it is empty, nothing when insecure. ssl.SSLError for a caBundle that holds no
+        certificate Python can read (kube's transport building error)."""
         key = (b"" if insecure else ca_bundle, insecure)
         found = self._contexts.get(key)
         if found is not None:
             return found
-        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # hostname checked, a certificate required
         if insecure:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
+        elif ca_bundle:
+            context.load_verify_locations(cadata=ca_bundle.decode("ascii", "replace"))
         else:
-            # An empty caBundle verifies against nothing (kube then trusts the system roots only through the
-            # transport's defaults; a backend with a self-signed certificate fails verification either way).
-            context.load_verify_locations(cadata=ca_bundle.decode("ascii", "replace")) if ca_bundle else None
+            context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         if self._client is not None:
             context.load_cert_chain(str(self._client.cert_file), str(self._client.key_file))
         if len(self._contexts) > 256:

@@ -261,6 +261,9 @@ def test_available_condition_follows_kubes_checks(cluster: Cluster) -> None:
         (api_service(service="sliced", ca_bundle=ca), "False", "FailedDiscoveryCheck",
          f"failing or missing response from {url}: "),
         (api_service(ca_bundle=ca), "True", "Passed", "all checks passed"),
+        (api_service(ca_bundle=b"no certificate in here"), "False", "FailedDiscoveryCheck",
+         f"failing or missing response from {url}: "),
+        (api_service(ca_bundle=ca), "True", "Passed", "all checks passed"),
     ]
     for obj, status, reason, message in rows:
         cluster.apply(obj)
@@ -363,6 +366,13 @@ async def test_an_encoded_answer_is_relayed_as_the_backend_encoded_it(available:
         assert resp.headers.get("Content-Encoding") == (encoding if encoding == "gzip" else None)
     body = gzip.decompress(raw) if encoding == "gzip" else raw
     assert json.loads(body)["kind"] == "FlunderList"
+
+
+async def test_head_is_proxied_without_a_body(available: Cluster) -> None:
+    url = f"{available.https}/apis/{ext.GROUP}/{ext.VERSION}/namespaces/team/flunders"
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http, http.head(
+            url, ssl=available.tls()) as resp:
+        assert (resp.status, resp.headers["X-Seen-User"], await resp.read()) == (200, "kubernetes-admin", b"")
 
 
 async def test_a_client_leaving_a_watch_ends_the_backends(available: Cluster) -> None:

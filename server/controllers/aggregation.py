@@ -19,6 +19,10 @@ status, reason or message change; lastTransitionTime moves when the status does)
 
 An APIService is checked when it, its Service or the Service's Endpoints change, and again every `resync`
 seconds (kube's controller resyncs every 30 s), which is also how a backend's changed discovery is seen.
+
+The controller is also the core's Locator (server/objects/aggregated.py): the guard's Proxy method finds the
+APIService, Service and Endpoints of a request in its informers' caches and the availability in its own latest
+check, so a proxied request reads nothing from the store.
 """
 
 from __future__ import annotations

@@ -20,15 +20,17 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import access, health, limits, metrics, negotiation, parsed, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
-from gateway.handlers import delete, discovery, issuer, openapi, read, respond, watch, write
+from gateway.handlers import aggregated, delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
 from gateway.parking import ParkingLot
+from server.machinery.aggregation import ClientContexts, ProxyClientCertificate
 from server.machinery.limits.limiter import Limiter
 
 log = logging.getLogger(__name__)
 
 GATEWAY_KEY = web.AppKey("gateway", Gateway)
+PROXIER_KEY = web.AppKey("proxier", aggregated.Proxier)  # connections to extension API servers
 PARKING_KEY = web.AppKey("parking", ParkingLot)  # the connections parked for flooding (gateway/parking.py)
 # Paths go-restful serves in kube-apiserver (its web services /api..., /apis..., /version); a path under
 # them that nothing serves is its 404 Status. Any other unknown path reaches the NotFoundHandler.
@@ -45,6 +47,10 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
             return respond.go_not_found()
         if info is None:
             raise CoreError(failure(404, "NotFound", "the server could not find the requested resource"))
+        if info is not None and info.group and info.version and await gateway.aggregated(info.group, info.version):
+            if isinstance(info, requestinfo.RequestInfo):
+                http[metrics.INFO_KEY] = info  # counted and timed as any resource request
+            return await aggregated.proxy(http.app[PROXIER_KEY], access.caller_client(gateway.client, http), info, http)
         if isinstance(info, requestinfo.DiscoveryInfo):
             if http.method not in ("GET", "HEAD"):
                 status = failure(405, "MethodNotAllowed",
@@ -101,10 +107,12 @@ GZIP_THRESHOLD = 128 * 1024  # kube-apiserver compresses answers from this size 
 @web.middleware
 async def _compress(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                     ) -> web.StreamResponse:
-    """gzip large answers for clients that ask; never watches (they stream, and are not web.Response)."""
+    """gzip large answers for clients that ask; never watches (they stream, and are not web.Response), nor an
+    answer already encoded (an extension API server's, relayed as it sent it)."""
     response = await handler(request)
     body = response.body if isinstance(response, web.Response) else None
-    if isinstance(body, bytes) and len(body) >= GZIP_THRESHOLD and "gzip" in request.headers.get("Accept-Encoding", ""):
+    if (isinstance(body, bytes) and len(body) >= GZIP_THRESHOLD and "Content-Encoding" not in response.headers
+            and "gzip" in request.headers.get("Accept-Encoding", "")):
         response.enable_compression(web.ContentCoding.gzip)
     return response
 
@@ -124,23 +132,31 @@ async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], 
 
 def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", limiter: Limiter | None = None,
               storage: metrics.StorageSize | None = None,
-              collectors: Sequence[Collector] = ()) -> web.Application:
+              collectors: Sequence[Collector] = (),
+              proxy_client: ProxyClientCertificate | None = None) -> web.Application:
     """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
     store beside the gateway, when there is one, for its size and quota on /metrics; `collectors`: the figures
-    of a core beside the gateway that /metrics also serves (its admission webhook metrics)."""
+    of a core beside the gateway that /metrics also serves (its admission webhook metrics); `proxy_client`: the
+    certificate presented to extension API servers (kube's --proxy-client-cert-file; None presents none)."""
     limiter = limiter or Limiter()
     lot = ParkingLot(limiter)
-    counters = metrics.Metrics(limiter, storage, lot, collectors)
+    gateway = Gateway(client, server_address)
+    counters = metrics.Metrics(limiter, storage, lot, collectors, gateway.apiservices)
     app = web.Application(client_max_size=MAX_BODY + 1,
                           middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter, lot),
                                        access.middleware(client), _compress])
     app[PARKING_KEY] = lot
+    proxier = app[PROXIER_KEY] = aggregated.Proxier(ClientContexts(proxy_client))
 
     async def unpark(_: web.Application) -> None:
         lot.close()
 
+    async def disconnect(_: web.Application) -> None:
+        await proxier.close()
+
     app.on_shutdown.append(unpark)
-    app[GATEWAY_KEY] = Gateway(client, server_address)
+    app.on_cleanup.append(disconnect)
+    app[GATEWAY_KEY] = gateway
     health.add_routes(app, client)
     # go-restful's CurlyRouter (v3.9, kube 1.28) splits a path trimmed of slashes, so the /version web
     # service's GET route answers /version/ as well (kr8s asks exactly that).

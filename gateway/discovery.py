@@ -10,6 +10,8 @@ import platform
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 from capstan.core.v1 import core_service_pb2 as core_pb2
 
 # The Kubernetes version Capstan's API answers as; kubectl's version dispatch reads it.
@@ -38,13 +40,21 @@ def _arch() -> str:
     return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
 
 
-def _group_versions(resources: Iterable[core_pb2.Resource]) -> dict[str, list[str]]:
-    """group -> its versions, in registration order (the first is preferred)."""
+def _group_versions(resources: Iterable[core_pb2.Resource],
+                    aggregated: Iterable[core_pb2.AggregatedVersion] = ()) -> dict[str, list[str]]:
+    """group -> its versions, in registration order (the first is preferred); then the groups extension API
+    servers serve, by their APIServices' priorities as kube-aggregator orders them (groupPriorityMinimum, then
+    versionPriority, highest first)."""
     out: dict[str, list[str]] = {}
     for r in resources:
         versions = out.setdefault(r.group, [])
         if r.version not in versions:
             versions.append(r.version)
+    remote = sorted(aggregated, key=lambda a: (-a.group_priority_minimum, a.group, -a.version_priority, a.version))
+    for a in remote:
+        versions = out.setdefault(a.group, [])
+        if a.version not in versions:
+            versions.append(a.version)
     return out
 
 
@@ -62,12 +72,12 @@ def api_group(group: str, versions: list[str]) -> Doc:
 
 
 def api_group_list(discovered: core_pb2.DiscoverResponse) -> Doc:
-    groups = [api_group(g, vs) for g, vs in _group_versions(discovered.resources).items() if g]
+    groups = [api_group(g, vs) for g, vs in _group_versions(discovered.resources, discovered.aggregated).items() if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
 def group(discovered: core_pb2.DiscoverResponse, name: str) -> Doc | None:
-    versions = _group_versions(discovered.resources).get(name)
+    versions = _group_versions(discovered.resources, discovered.aggregated).get(name)
     if not name or not versions:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **api_group(name, versions)}
@@ -116,15 +126,23 @@ def storage_version_hash(r: core_pb2.Resource) -> str:
 def aggregated(discovered: core_pb2.DiscoverResponse, *, legacy: bool, api_version: str) -> Doc:
     """APIGroupDiscoveryList: the core group for /api (legacy=True), every other group for /apis."""
     items: list[Doc] = []
-    for name, versions in _group_versions(discovered.resources).items():
+    remote = {(a.group, a.version): a for a in discovered.aggregated}
+    for name, versions in _group_versions(discovered.resources, discovered.aggregated).items():
         if (name == "") != legacy:
             continue
         version_docs = []
         for v in versions:
+            backend = remote.get((name, v))
+            if backend is not None:
+                if backend.resources:
+                    version_docs.append(_aggregated_backend(backend))
+                continue
             served = sorted((r for r in discovered.resources if r.group == name and r.version == v),
                             key=lambda r: r.resource)
             resources = [_aggregated_resource(r) for r in served]
             version_docs.append({"version": v, "resources": resources, "freshness": "Current"})
+        if not version_docs:
+            continue
         # ObjectMeta's name is omitempty: the legacy group's item has no name at all.
         metadata: Doc = {"name": name, "creationTimestamp": None} if name else {"creationTimestamp": None}
         items.append({"metadata": metadata, "versions": version_docs})
@@ -153,6 +171,42 @@ def _aggregated_resource(r: core_pb2.Resource) -> Doc:
             for sub in sorted(r.subresources, key=lambda sub: sub.name)
         ]
     return doc
+
+
+def _aggregated_backend(backend: core_pb2.AggregatedVersion) -> Doc:
+    """An extension API server's APIResourceList as an APIVersionDiscovery, as kube-aggregator converts the
+    legacy discovery of a backend that serves no aggregated discovery: subresources (`x/y`) under their resource;
+    `Stale` while its APIService is not Available."""
+    try:
+        listed = orjson.loads(backend.resources)
+    except orjson.JSONDecodeError:
+        listed = {}
+    entries = [e for e in (listed.get("resources") or []) if isinstance(e, dict) and e.get("name")]
+    docs: dict[str, Doc] = {}
+    for e in sorted((e for e in entries if "/" not in e["name"]), key=lambda e: str(e["name"])):
+        doc: Doc = {
+            "resource": e["name"],
+            "responseKind": {"group": e.get("group") or backend.group, "version": e.get("version") or backend.version,
+                             "kind": e.get("kind", "")},
+            "scope": "Namespaced" if e.get("namespaced") else "Cluster",
+            "singularResource": e.get("singularName", ""),
+            "verbs": list(e.get("verbs") or []),
+        }
+        for key in ("shortNames", "categories"):
+            if e.get(key):
+                doc[key] = list(e[key])
+        docs[e["name"]] = doc
+    for e in sorted((e for e in entries if "/" in e["name"]), key=lambda e: str(e["name"])):
+        parent, _, sub = str(e["name"]).partition("/")
+        if parent in docs:
+            docs[parent].setdefault("subresources", []).append({
+                "subresource": sub,
+                "responseKind": {"group": e.get("group") or backend.group,
+                                 "version": e.get("version") or backend.version, "kind": e.get("kind", "")},
+                "verbs": list(e.get("verbs") or []),
+            })
+    return {"version": backend.version, "resources": list(docs.values()),
+            "freshness": "Current" if backend.available else "Stale"}
 
 
 def _sub_group_version(r: core_pb2.Resource, sub: core_pb2.Subresource) -> Doc:

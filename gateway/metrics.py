@@ -10,7 +10,10 @@ apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
 (priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
 (by reason) and apiserver_dropped_requests_total.
 Collectors of the core beside the gateway (`capstan serve`: its apiserver_admission_webhook_* metrics) are
-registered as given. The store's size and quota, where the gateway runs beside it (`capstan serve`), are read when
+registered as given. aggregator_unavailable_apiservice is 1 for each APIService with a service that is not
+Available and 0 for one that is, from the core's latest Discover answer, as kube-aggregator reports it (for those;
+Local APIServices are always available and not listed).
+The store's size and quota, where the gateway runs beside it (`capstan serve`), are read when
 scraped too: kube's apiserver_storage_size_bytes and etcd's etcd_server_quota_backend_bytes
 (kube-apiserver does not export the quota; etcd, which enforces it, does).
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
 from aiohttp import web
@@ -58,10 +61,14 @@ class Parked(Protocol):
 
 class Metrics:
     def __init__(self, limiter: Limiter | None = None, storage: StorageSize | None = None,
-                 parked: Parked | None = None, collectors: Sequence[Collector] = ()) -> None:
+                 parked: Parked | None = None, collectors: Sequence[Collector] = (),
+                 apiservices: Callable[[], Iterable[tuple[str, bool]]] | None = None) -> None:
+        """`apiservices`: (name, available) of each APIService with a service, when scraped."""
         self.registry = CollectorRegistry()
         for collector in collectors:
             self.registry.register(collector)
+        if apiservices is not None:
+            self.registry.register(_AggregatorCollector(apiservices))
         if limiter is not None:
             self.registry.register(_LimiterCollector(limiter))
         if parked is not None:
@@ -133,6 +140,18 @@ class _LimiterCollector(Collector):
                 rejected.add_metric([kind, FLOW_SCHEMA, reason], count)
             dropped.add_metric([kind], sum(lane.rejected.values()))
         yield from (inflight, executing, inqueue, rejected, dropped)
+
+
+class _AggregatorCollector(Collector):
+    def __init__(self, apiservices: Callable[[], Iterable[tuple[str, bool]]]) -> None:
+        self._apiservices = apiservices
+
+    def collect(self) -> Iterator[Metric]:
+        gauge = GaugeMetricFamily("aggregator_unavailable_apiservice", "Gauge of APIServices which are marked as "
+                                  "unavailable broken down by APIService name.", labels=["name"])
+        for name, available in sorted(self._apiservices()):
+            gauge.add_metric([name], 0 if available else 1)
+        yield gauge
 
 
 class _ParkingCollector(Collector):

@@ -43,6 +43,7 @@ from server import admission
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
+from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
 from server.objects.watchcache import DISABLED, CacheConfig
@@ -341,6 +342,18 @@ def _security_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit-log-maxbackup", type=int, default=0, help="rotated files kept (0: all)")
 
 
+def _proxy_client_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--proxy-client-cert-file", type=Path, default=None,
+                        help="the front proxy's client certificate (default front-proxy-client.crt): a gateway proves"
+                             " itself with it to the core, and presents it to extension API servers (APIServices)")
+    parser.add_argument("--proxy-client-key-file", type=Path, default=None, help="its key")
+
+
+def _proxy_client(args: argparse.Namespace, certs: pki.CertDir) -> ProxyClientCertificate:
+    return ProxyClientCertificate(args.proxy_client_cert_file or certs.front_proxy_client_cert,
+                                  args.proxy_client_key_file or certs.front_proxy_client_key)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="capstan", description=(__doc__ or "").splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -352,6 +365,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _security_flags(serve)
     _core_flags(serve)
     _limit_flags(serve)
+    _proxy_client_flags(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
@@ -360,6 +374,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _security_flags(core)
     _core_flags(core)
     _limit_flags(core)
+    _proxy_client_flags(core)
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
     gateway.add_argument("--core", required=True, type=_cores, metavar="HOST:PORT[,HOST:PORT...]",
@@ -369,9 +384,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                          help="where the cert dir is by default (default ./data: the core's, on one machine)")
     _listen_flags(gateway, http=True, grpc=False)
     _connection_flags(gateway, http=True, grpc=False)
-    gateway.add_argument("--proxy-client-cert-file", type=Path, default=None,
-                         help="the certificate proving this gateway to the core (default front-proxy-client.crt)")
-    gateway.add_argument("--proxy-client-key-file", type=Path, default=None, help="its key")
+    _proxy_client_flags(gateway)
     _limit_flags(gateway)
 
     kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
@@ -449,13 +462,15 @@ def _host(address: str) -> str:
 
 
 async def _start_core(store: Store, args: argparse.Namespace, security: SecurityConfig,
-                      tls: GrpcTls | None = None, limiter: Limiter | None = None) -> RunningCore:
+                      tls: GrpcTls | None = None, limiter: Limiter | None = None,
+                      proxy_client: ProxyClientCertificate | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
                             election=_election(args), watch_cache=_watch_cache(args),
                             admission_plugins=admission.enabled(args.enable_admission_plugins,
-                                                                args.disable_admission_plugins))
+                                                                args.disable_admission_plugins),
+                            proxy_client=proxy_client)
 
 
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:
@@ -487,10 +502,12 @@ async def serve(args: argparse.Namespace) -> None:
             certs = _cert_dir(args)
             serving = _serving(args, certs)
             client_cas = _bundle(_client_cas(args, certs))
+            proxy_client = _proxy_client(args, certs)
             core = await _start_core(store, args, _security(args, certs),
-                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter)
+                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter, storage=store, collectors=(webhook_metrics.REGISTRY,))
+                            limiter=limiter, storage=store, collectors=(webhook_metrics.REGISTRY,),
+                            proxy_client=proxy_client)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),
@@ -533,7 +550,7 @@ async def core(args: argparse.Namespace) -> None:
             certs = _cert_dir(args)
             running = await _start_core(store, args, _security(args, certs),
                                         GrpcTls(_serving(args, certs), _bundle(_client_cas(args, certs)),
-                                                args.grpc_mtls_port))
+                                                args.grpc_mtls_port), proxy_client=_proxy_client(args, certs))
             summary = f"gRPC {host}:{running.grpc_port} (TLS)"
             ports = {"grpc": running.grpc_port, "grpc_mtls": running.grpc.mtls_port or -1}
             if running.grpc.mtls_port is not None:
@@ -568,7 +585,8 @@ async def gateway(args: argparse.Namespace) -> None:
             address = f"HTTP http://{host}:{port}"
         else:
             client_cas = _bundle(_client_cas(args, certs))
-            app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args))
+            app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args),
+                            proxy_client=_proxy_client(args, certs))
             runner, port = await start_http(app, args.bind_address, args.secure_port,
                                             server_context(_serving(args, certs), client_cas),
                                               connection_limits=_connection_limits(args))

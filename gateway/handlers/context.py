@@ -21,6 +21,8 @@ class Gateway:
     server_address: str = "127.0.0.1:8080"
     _discovered: core_pb2.DiscoverResponse = field(default_factory=core_pb2.DiscoverResponse)
     _index: dict[tuple[str, str, str], core_pb2.Resource] = field(default_factory=dict)
+    _aggregated: frozenset[tuple[str, str]] = frozenset()  # group versions extension API servers serve
+    _local: frozenset[tuple[str, str]] = frozenset()  # group versions the core serves
     _fetched_at: float = 0.0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -41,7 +43,23 @@ class Gateway:
             if not answer.unchanged:
                 self._discovered = answer
                 self._index = {(r.group, r.version, r.resource): r for r in answer.resources}
+                self._aggregated = frozenset((a.group, a.version) for a in answer.aggregated)
+                self._local = frozenset((r.group, r.version) for r in answer.resources)
             self._fetched_at = time.monotonic()
+
+    def apiservices(self) -> list[tuple[str, bool]]:
+        """(APIService name, Available) of every aggregated group version in the cached answer."""
+        return [(f"{a.version}.{a.group}", a.available) for a in self._discovered.aggregated]
+
+    async def aggregated(self, group: str, version: str) -> bool:
+        """Whether an extension API server serves the group version (the gateway proxies it there)."""
+        if not group:
+            return False
+        if time.monotonic() - self._fetched_at > RECHECK_AFTER:
+            await self.refresh()
+        if (group, version) not in self._aggregated and (group, version) not in self._local:
+            await self.refresh()  # neither served here nor known aggregated: an APIService may just have come
+        return (group, version) in self._aggregated
 
     async def resource(self, group: str, version: str, resource: str) -> core_pb2.Resource:
         """The served resource, or 404 `the server could not find the requested resource`."""

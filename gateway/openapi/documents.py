@@ -4,7 +4,9 @@ One document per group version ("api/v1", "apis/apps/v1"): its resources' operat
 schemas they reach (schemas.py), looked up by each resource's proto_message in the default descriptor
 pool. The index (/openapi/v3) points at each document with a hash of its bytes, as kube-openapi's
 handler3 does: {"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=<SHA-512, upper hex>"}}}.
-A resource without a protobuf message (JSON-only kinds) has no schema to publish and is left out.
+A resource without a protobuf message (JSON-only kinds) has no schema to publish and is left out. A group
+version an extension API server serves (an APIService with a service) has the document that server published,
+as the core last fetched it.
 
 Documents are rebuilt only when the Discover answer changes (Cache), so a hash names one document for
 as long as the set of resources stays the same.
@@ -85,10 +87,31 @@ def build(discovered: core_pb2.DiscoverResponse, *, version: str) -> Documents:
         by_gv.setdefault((r.group, r.version), []).append(r)
     gvks = _gvks(discovered.resources, by_gv)
     v3 = {key(g, v): _group_version(g, v, resources, gvks, version) for (g, v), resources in by_gv.items()}
+    merged = list(v3.values())
+    for backend in discovered.aggregated:
+        doc = _backend_document(backend)
+        if doc is not None:
+            v3[key(backend.group, backend.version)] = doc
+            merged.append(doc)
     docs = {name: Document.of(doc) for name, doc in v3.items()}
     index = {"paths": {name: {"serverRelativeURL": server_relative_url(name, doc.etag)} for name, doc in docs.items()}}
-    v2 = custom.bare_in_v2(swagger.swagger(v3.values(), version=version))
+    v2 = custom.bare_in_v2(swagger.swagger(merged, version=version))
     return Documents(Document.of(index), docs, Document.of(v2), gnostic.document(v2), formatdate(usegmt=True))
+
+
+def _backend_document(backend: core_pb2.AggregatedVersion) -> Doc | None:
+    """An extension API server's v3 document of its group version, served as it sent it, and merged into
+    /openapi/v2 as kube-aggregator merges a backend's spec; None when it sent none, or one that is no OpenAPI v3
+    document Capstan can convert (then its group version is left out of both, and logged)."""
+    if not backend.openapi_v3:
+        return None
+    try:
+        doc = orjson.loads(backend.openapi_v3)
+        swagger.swagger([doc], version="")
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as err:
+        log.warning("OpenAPI v3 document of %s/%s left out: %r", backend.group, backend.version, err)
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 class Cache:

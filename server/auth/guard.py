@@ -37,6 +37,7 @@ from server.machinery import errors
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
+from server.objects import aggregated
 from server.objects.core import Core
 
 Answer = Callable[[Any], Awaitable[Message]]
@@ -60,6 +61,9 @@ class GuardedCore(Answerer[Credentials]):
     """Core's verbs behind the chain: the same request messages, plus the caller's credentials."""
 
     auditor: Auditor | None = None  # set by start_security when --audit-policy-file asks for audit
+    # Where Proxy sends a request: through the core by default; start_core installs the aggregation
+    # controller's, which reads its informers' caches.
+    locator: aggregated.Locator
 
     def __init__(self, core: Core, authenticator: RequestAuthenticator, authorizer: Authorizer,
                  documents: Documents | None = None, audiences: tuple[str, ...] = ()) -> None:
@@ -68,8 +72,10 @@ class GuardedCore(Answerer[Credentials]):
         self.authorizer = authorizer
         self.audiences = audiences  # the API audiences: what a TokenReview without spec.audiences asks for
         self.documents = documents  # the service account issuer's, when this server issues tokens
+        self.locator = aggregated.StoreLocator(core)
         # What answers each unary method once a call is admitted: the Core's verb, or the guard's own answer.
-        own: dict[str, Answer] = {"Access": _granted, "IssuerDocument": self._issuer_document}
+        own: dict[str, Answer] = {"Access": _granted, "IssuerDocument": self._issuer_document,
+                                  "Proxy": self._proxy}
         self._answers: dict[str, Answer] = {
             method.name: getattr(core, method.python_name) if method.core else own[method.name]
             for method in METHODS if not method.streaming}
@@ -175,6 +181,20 @@ class GuardedCore(Answerer[Credentials]):
         if docs is not None and request.path == oidc.JWKS_PATH:
             return core_pb2.IssuerDocumentResponse(content_type=oidc.JWKS_TYPE, data=docs.jwks)
         raise errors.resource_not_found()
+
+
+    async def _proxy(self, request: core_pb2.ProxyRequest) -> core_pb2.ProxyResponse:
+        """The admitted caller and the backend of the group version the request names (server/objects/
+        aggregated.py): what the gateway needs to proxy it as kube-aggregator does."""
+        backend = await self.locator.locate(request.path.group, request.path.version)
+        user = current_caller.current().user
+        answer = core_pb2.ProxyResponse(
+            user=user.name, groups=user.groups, host=backend.host, port=backend.port,
+            server_name=backend.server_name, ca_bundle=backend.ca_bundle,
+            insecure_skip_tls_verify=backend.insecure_skip_tls_verify)
+        for key, values in user.extra:
+            answer.extra.add(key=key, values=values)
+        return answer
 
 
 async def _granted(request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:

@@ -61,6 +61,9 @@ class Scope(enum.Enum):
     PATH = "path"  # the non-resource path the request names (its verb too, when the method has none)
     API_ROOT = "api-root"  # the non-resource path /apis: every authenticated user may, by system:discovery
     DESCRIPTORS = "descriptors"  # resource DESCRIPTORS_RESOURCE in DESCRIPTORS_GROUP at the cluster scope
+    # A request proxied to an extension API server: the resource its path names with the request's verb, or,
+    # when it names none, its url_path as a non-resource request
+    PROXIED = "proxied"
 
 
 class Authorization(NamedTuple):
@@ -110,6 +113,12 @@ class Method:
         if scope is Scope.DESCRIPTORS:
             return Authorization(self.verb, api_group=DESCRIPTORS_GROUP, resource=DESCRIPTORS_RESOURCE)
         path = request.path
+        if scope is Scope.PROXIED:
+            if not path.resource:
+                return Authorization(request.verb, resource_request=False, path=request.url_path)
+            return Authorization(request.verb, api_group=path.group, api_version=path.version,
+                                 resource=path.resource, subresource=path.subresource, namespace=path.namespace,
+                                 name=path.name)
         if scope is Scope.OBJECT:
             name = path.name
         elif scope is Scope.CREATE:
@@ -159,6 +168,9 @@ _FACTS = {
     "Access": _Facts("", Scope.PATH, _R, Retry.ALWAYS, core=False),  # the decision is the answer
     # The issuer's documents: served by the guard, which holds them; not audited.
     "IssuerDocument": _Facts("get", Scope.PATH, _R, Retry.ALWAYS, core=False, audited=False),
+    # The decision to proxy and where to: answered by the guard with the caller it admitted. The proxied request
+    # itself is neither a read nor a write of this core's, so it is counted by the gateway's HTTP limiter only.
+    "Proxy": _Facts("", Scope.PROXIED, _R, Retry.ALWAYS, core=False, audited=False),
 }
 
 
@@ -299,6 +311,8 @@ class CoreMethods:
     register_descriptors = Unary(core_pb2.RegisterDescriptorsRequest, core_pb2.RegisterDescriptorsResponse)
     # Whether the caller may make a request that names no resource: 401/403 if not.
     access = Unary(core_pb2.AccessRequest, core_pb2.AccessResponse)
+    # Who the caller is and where its request to an aggregated group version goes: 401/403/404/503 if nowhere.
+    proxy = Unary(core_pb2.ProxyRequest, core_pb2.ProxyResponse)
     # The service account issuer's discovery document at request.path (404 when none).
     issuer_document = Unary(core_pb2.IssuerDocumentRequest, core_pb2.IssuerDocumentResponse)
 

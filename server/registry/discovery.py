@@ -40,4 +40,8 @@ def discover(registry: Registry, known_generation: int = 0) -> core_pb2.Discover
                 name=column.name, type=column.type, format=column.format,
                 description=column.description, priority=column.priority,
             )
+    for a in registry.aggregated.values():
+        out.aggregated.add(group=a.group, version=a.version, group_priority_minimum=a.group_priority_minimum,
+                           version_priority=a.version_priority, available=a.available, resources=a.resources,
+                           openapi_v3=a.openapi_v3)
     return out

@@ -271,8 +271,24 @@ class Resource:
         return values
 
 
+@dataclass(frozen=True, slots=True)
+class AggregatedVersion:
+    """A group version an extension API server serves (an APIService with a service), for discovery: its
+    priorities, whether it is Available, and the backend's APIResourceList and OpenAPI v3 document (JSON) as last
+    fetched (b"" before)."""
+
+    group: str
+    version: str
+    group_priority_minimum: int
+    version_priority: int
+    available: bool = False
+    resources: bytes = b""
+    openapi_v3: bytes = b""  # the backend's /openapi/v3/apis/<group>/<version> (JSON), b"" when none
+
+
 class Registry:
-    """Resources by (group, version, resource), and the versions of each group.
+    """Resources by (group, version, resource), and the versions of each group; the aggregated group versions
+    (served by extension API servers, proxied) by (group, version).
 
     `generation` rises with every change to what is served (CRDs come and go at run time), so discovery
     caches can tell whether they are current; the listeners `on_change` registers are called after each change
@@ -282,6 +298,7 @@ class Registry:
     def __init__(self, resources: Iterable[Resource] = ()) -> None:
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
         self._listeners: list[Callable[[], None]] = []
+        self.aggregated: dict[tuple[str, str], AggregatedVersion] = {}
         self.generation = 1
         for resource in resources:
             self.add(resource)
@@ -295,6 +312,16 @@ class Registry:
         self.generation += 1
         for listener in list(self._listeners):
             listener()
+
+    def set_aggregated(self, group: str, version: str, value: AggregatedVersion | None) -> None:
+        """Serve (value) or stop serving (None) an aggregated group version; a change raises the generation."""
+        if self.aggregated.get((group, version)) == value:
+            return
+        if value is None:
+            del self.aggregated[(group, version)]
+        else:
+            self.aggregated[(group, version)] = value
+        self._changed()
 
     def add(self, resource: Resource) -> None:
         self._by_gvr[(resource.group, resource.version, resource.resource)] = resource

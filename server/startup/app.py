@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from server import admission
 from server.admission.webhooks import Webhooks
@@ -20,6 +21,7 @@ from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import ConfigError, Security, start_security
 from server.controllers import apiservices, csrsigning, endpoints, endpointslicemirroring, endpointslices
+from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
@@ -29,6 +31,7 @@ from server.controllers.serviceaccounts import ServiceAccountsController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
+from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
 from server.objects.core import Core
@@ -53,6 +56,8 @@ class RunningCore:
     terminator: PodTerminator
     crds: CrdController | None = None  # serves CustomResourceDefinitions (server/controllers/crds.py)
     webhooks: Webhooks | None = None  # the admission webhooks' configurations and client
+    # checks APIServices with a service, keeps their discovery (server/controllers/aggregation.py)
+    aggregation: AggregationController | None = None
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
     singletons: Singletons | None = None  # what runs while this core leads
     election: LeaderElector | None = None  # None: this core leads alone, unelected
@@ -78,6 +83,8 @@ class RunningCore:
         await self.namespaces.stop()
         await self.garbage_collector.stop()
         await self.terminator.stop()
+        if self.aggregation is not None:
+            await self.aggregation.stop()
         if self.crds is not None:
             await self.crds.stop()
         if self.security is not None:
@@ -93,7 +100,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      limiter: Limiter | None = None, grpc_limits: GrpcLimits = KUBE_GRPC_LIMITS,
                      election: ElectionConfig | None = None,
                      watch_cache: CacheConfig | None = None,
-                     admission_plugins: frozenset[str] = admission.KUBE_DEFAULT) -> RunningCore:
+                     admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
+                     proxy_client: ProxyClientCertificate | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -105,7 +113,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     this core runs them alone, as a kube-controller-manager with --leader-elect=false. Either way a core that
     can lead leads before start_core returns. `watch_cache`: what the core serves from memory
     (server/objects/watchcache.py); None: the backend's default (watch_cache_for). `admission_plugins`: the
-    admission plugins on (server.admission.enabled reads kube's flags into it)."""
+    admission plugins on (server.admission.enabled reads kube's flags into it). `proxy_client`: the
+    certificate presented to extension API servers when their APIServices are checked (the front-proxy client
+    certificate; None presents none)."""
     service_resource, allocator = services(service_cluster_ip_range)
     builtin = (*BUILTIN, service_resource)
     registry = Registry(builtin)
@@ -113,7 +123,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     informers = SharedInformers(core)  # one informer per resource for every controller of this core
     # The admission chain (server/admission/) in kube's order; ServiceAccount admission only where the default
     # ServiceAccount is kept (as envtest disables it).
-    webhooks = Webhooks(informers)
+    webhooks = Webhooks(core, informers)
     await webhooks.start()
     core.context.admission.chain = admission.Chain(admission.ordered([
         *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers),
@@ -132,6 +142,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     await crds.start()
     per_namespace = _per_namespace(core, security, informers) if namespace_controllers else []
     secured = await start_security(core, security, elected=True)
+    await system_objects.ensure_authentication_config_map(
+        core, _read(security.client_ca_file), _read(security.requestheader_client_ca_file),
+        security.requestheader_allowed_names)
     singletons = Singletons([
         Singleton("GarbageCollector", awaitable(garbage_collector.start), garbage_collector.stop),
         Singleton("PodTerminator", terminator.start, terminator.stop),
@@ -148,19 +161,22 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         *(endpointslices.singletons(core, informers) if namespace_controllers else []),
         *(endpointslicemirroring.singletons(core, informers) if namespace_controllers else []),
     ])
+    aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)
     _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
-                       crds=crds, leading=singletons.leading)
+                       crds=crds, aggregation=aggregation, leading=singletons.leading)
     elector = None
     if election is not None and election.enabled:
         elector = LeaderElector(core, election, on_started=singletons.start, on_stopped=singletons.stop)
         await elector.start()
     else:
         await singletons.start()
+    await aggregation.start()
+    secured.guard.locator = aggregation
     registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
-    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, secured, singletons,
-                       elector)
+    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, aggregation, secured,
+                       singletons, elector)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:
@@ -185,9 +201,14 @@ def _per_namespace(core: Core, security: SecurityConfig, informers: SharedInform
     return [*parts, Singleton("ResourceQuotaController", quotas.start, quotas.stop)]
 
 
+def _read(path: Path | None) -> str:
+    """A CA bundle's PEM for the authentication ConfigMap; "" when none is configured."""
+    return path.read_text() if path is not None else ""
+
+
 def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,
                        collector: GarbageCollector, terminator: PodTerminator, crds: CrdController,
-                       leading: Callable[[], bool]) -> None:
+                       aggregation: AggregationController, leading: Callable[[], bool]) -> None:
     """The checks of what start_core started, under kube-apiserver's names where kube has the same part
     (the namespace controller and the garbage collector are kube-controller-manager's there, and are
     named here by their controller names; the pod terminator stands in for the kubelets). A standby core
@@ -206,3 +227,7 @@ def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceCont
     checks.add("poststarthook/start-garbage-collector-controller",
                health.condition(led(collector.running), "not running"))
     checks.add("poststarthook/start-pod-terminator", health.condition(led(terminator.running), "not running"))
+    # kube-aggregator's availability, discovery and OpenAPI v3 controllers: one controller here (every core's)
+    for hook in ("apiservice-status-available-controller", "apiservice-discovery-controller",
+                 "apiservice-openapiv3-controller"):
+        checks.add(f"poststarthook/{hook}", health.condition(aggregation.running, "not running"))

@@ -1,6 +1,13 @@
 """What kube-apiserver's post-start hooks write besides namespaces and the `kubernetes` Service: the two built-in
-PriorityClasses (scheduling/bootstrap-system-priority-classes) and the `kubernetes` Service's Endpoints and
-EndpointSlice, as kube's endpoint reconciler keeps them (pkg/controlplane/reconcilers).
+PriorityClasses (scheduling/bootstrap-system-priority-classes), the `kubernetes` Service's Endpoints and
+EndpointSlice, as kube's endpoint reconciler keeps them (pkg/controlplane/reconcilers), and kube-system's
+`extension-apiserver-authentication` ConfigMap (start-cluster-authentication-info-controller), from which an
+extension API server learns the client CA and the front-proxy request-header settings it must trust:
+
+    client-ca-file: <PEM>                       requestheader-client-ca-file: <PEM>
+    requestheader-username-headers: '["X-Remote-User"]'    requestheader-group-headers: '["X-Remote-Group"]'
+    requestheader-extra-headers-prefix: '["X-Remote-Extra-"]'
+    requestheader-allowed-names: '["front-proxy-client"]'
 
 The Endpoints and the EndpointSlice name one address, the apiserver's advertise address, and the Service's
 target port (6443, kube-apiserver's secure port):
@@ -32,6 +39,8 @@ from server.objects.core import Core
 from server.startup.bootstrap import KUBERNETES_TARGET_PORT
 
 log = logging.getLogger(__name__)
+
+Obj = dict[str, object]
 
 NAME, NAMESPACE = "kubernetes", "default"
 # Addresses never routed, used only to ask the kernel which local address a default route leaves from.
@@ -111,6 +120,45 @@ async def ensure_kubernetes_endpoints(core: Core, bind_address: str) -> None:
     await _ensure(core, core_pb2.ResourcePath(group="discovery.k8s.io", version="v1", resource="endpointslices",
                                               namespace=NAMESPACE),
                   kubernetes_endpoint_slice(address), ("addressType", "endpoints", "ports"))
+
+
+AUTHENTICATION_CONFIGMAP = "extension-apiserver-authentication"
+
+
+def authentication_config_map(client_ca: str, requestheader_ca: str, allowed_names: tuple[str, ...]) -> Obj:
+    """kube's ClusterAuthenticationInfo as the ConfigMap's data: each part only when configured; the lists as
+    Go's json.Marshal writes a []string."""
+    data: dict[str, str] = {}
+    if client_ca:
+        data["client-ca-file"] = client_ca
+    if requestheader_ca:
+        data["requestheader-username-headers"] = '["X-Remote-User"]'
+        data["requestheader-group-headers"] = '["X-Remote-Group"]'
+        data["requestheader-extra-headers-prefix"] = '["X-Remote-Extra-"]'
+        data["requestheader-client-ca-file"] = requestheader_ca
+        data["requestheader-allowed-names"] = orjson.dumps(list(allowed_names)).decode()
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": AUTHENTICATION_CONFIGMAP, "namespace": "kube-system"}, "data": data}
+
+
+async def ensure_authentication_config_map(core: Core, client_ca: str, requestheader_ca: str,
+                                           allowed_names: tuple[str, ...]) -> None:
+    """Write the ConfigMap, or its data when the stored one differs (the CAs changed); nothing configured, none."""
+    if not client_ca and not requestheader_ca:
+        return
+    obj = authentication_config_map(client_ca, requestheader_ca, allowed_names)
+    path = core_pb2.ResourcePath(version="v1", resource="configmaps", namespace="kube-system")
+    try:
+        await core.create(core_pb2.CreateRequest(path=path, object=_raw(obj)))
+        return
+    except errors.ApiError as err:
+        if err.code != 409:
+            raise
+    path.name = AUTHENTICATION_CONFIGMAP
+    stored = orjson.loads((await core.get(core_pb2.GetRequest(path=path))).object.data)
+    if stored.get("data") != obj["data"]:
+        stored["data"] = obj["data"]
+        await core.update(core_pb2.UpdateRequest(path=path, object=_raw(stored)))
 
 
 async def ensure_system_priority_classes(core: Core) -> None:

@@ -324,6 +324,8 @@ VALID_CALLS: list[tuple[str, bytes]] = [(method, message.SerializeToString()) fo
     ("Discover", core_pb2.DiscoverRequest(known_generation=0)),
     ("Access", core_pb2.AccessRequest(verb="get", path=f"{CM}/{SEEDED}")),
     ("IssuerDocument", core_pb2.IssuerDocumentRequest(path="/.well-known/openid-configuration")),
+    ("Proxy", core_pb2.ProxyRequest(verb="list", path=core_pb2.ResourcePath(
+        group="wardle.example", version="v1alpha1", resource="flunders"), url_path="/apis/wardle.example/v1alpha1")),
 ]]
 METHODS = sorted({method for method, _ in VALID_CALLS} | {"RegisterDescriptors"})
 STREAMING = frozenset({"Watch"})

@@ -22,6 +22,9 @@ TEXT = "text/plain; charset=utf-8"
 GO_NOT_FOUND = (404, TEXT, b"404 page not found\n")
 
 HOOKS = [  # what start_core starts, in name order
+    "poststarthook/apiservice-discovery-controller",
+    "poststarthook/apiservice-openapiv3-controller",
+    "poststarthook/apiservice-status-available-controller",
     "poststarthook/bootstrap-controller",
     "poststarthook/crd-informer-synced",
     "poststarthook/scheduling/bootstrap-system-priority-classes",

@@ -271,14 +271,34 @@ class DiscoverRequest(_message.Message):
     def __init__(self, known_generation: _Optional[int] = ...) -> None: ...
 
 class DiscoverResponse(_message.Message):
-    __slots__ = ("resources", "generation", "unchanged")
+    __slots__ = ("resources", "generation", "unchanged", "aggregated")
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATED_FIELD_NUMBER: _ClassVar[int]
     resources: _containers.RepeatedCompositeFieldContainer[Resource]
     generation: int
     unchanged: bool
-    def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., generation: _Optional[int] = ..., unchanged: _Optional[bool] = ...) -> None: ...
+    aggregated: _containers.RepeatedCompositeFieldContainer[AggregatedVersion]
+    def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., generation: _Optional[int] = ..., unchanged: _Optional[bool] = ..., aggregated: _Optional[_Iterable[_Union[AggregatedVersion, _Mapping]]] = ...) -> None: ...
+
+class AggregatedVersion(_message.Message):
+    __slots__ = ("group", "version", "group_priority_minimum", "version_priority", "available", "resources", "openapi_v3")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    GROUP_PRIORITY_MINIMUM_FIELD_NUMBER: _ClassVar[int]
+    VERSION_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    OPENAPI_V3_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    version: str
+    group_priority_minimum: int
+    version_priority: int
+    available: bool
+    resources: bytes
+    openapi_v3: bytes
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., group_priority_minimum: _Optional[int] = ..., version_priority: _Optional[int] = ..., available: _Optional[bool] = ..., resources: _Optional[bytes] = ..., openapi_v3: _Optional[bytes] = ...) -> None: ...
 
 class Resource(_message.Message):
     __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema", "deprecation_warning")
@@ -355,6 +375,44 @@ class AccessRequest(_message.Message):
 class AccessResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ProxyRequest(_message.Message):
+    __slots__ = ("verb", "path", "url_path")
+    VERB_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    URL_PATH_FIELD_NUMBER: _ClassVar[int]
+    verb: str
+    path: ResourcePath
+    url_path: str
+    def __init__(self, verb: _Optional[str] = ..., path: _Optional[_Union[ResourcePath, _Mapping]] = ..., url_path: _Optional[str] = ...) -> None: ...
+
+class ProxyResponse(_message.Message):
+    __slots__ = ("user", "groups", "extra", "host", "port", "server_name", "ca_bundle", "insecure_skip_tls_verify")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    EXTRA_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    SERVER_NAME_FIELD_NUMBER: _ClassVar[int]
+    CA_BUNDLE_FIELD_NUMBER: _ClassVar[int]
+    INSECURE_SKIP_TLS_VERIFY_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    extra: _containers.RepeatedCompositeFieldContainer[UserExtra]
+    host: str
+    port: int
+    server_name: str
+    ca_bundle: bytes
+    insecure_skip_tls_verify: bool
+    def __init__(self, user: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., extra: _Optional[_Iterable[_Union[UserExtra, _Mapping]]] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., server_name: _Optional[str] = ..., ca_bundle: _Optional[bytes] = ..., insecure_skip_tls_verify: _Optional[bool] = ...) -> None: ...
+
+class UserExtra(_message.Message):
+    __slots__ = ("key", "values")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class IssuerDocumentRequest(_message.Message):
     __slots__ = ("path",)

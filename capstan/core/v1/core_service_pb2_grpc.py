@@ -94,6 +94,11 @@ class CoreServiceStub:
                 request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentRequest.SerializeToString,
                 response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentResponse.FromString,
                 _registered_method=True)
+        self.Proxy = channel.unary_unary(
+                '/capstan.core.v1.CoreService/Proxy',
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyResponse.FromString,
+                _registered_method=True)
 
 
 class CoreServiceServicer:
@@ -189,6 +194,17 @@ class CoreServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Proxy(self, request, context):
+        """Authenticate the caller, authorize the request as kube-apiserver's handler chain authorizes it (its
+        RequestInfo's attributes), and locate the extension API server its aggregated group version is served by:
+        the user to assert in the front-proxy headers and where to dial. 401/403 as for any call; 503 `service
+        unavailable` when the APIService is not Available or its Service has no ready endpoint; 404 when the group
+        version is not aggregated. The HTTP gateway asks this before it proxies, so the core decides every request.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -251,6 +267,11 @@ def add_CoreServiceServicer_to_server(servicer, server):
                     servicer.IssuerDocument,
                     request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentRequest.FromString,
                     response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentResponse.SerializeToString,
+            ),
+            'Proxy': grpc.unary_unary_rpc_method_handler(
+                    servicer.Proxy,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -577,6 +598,33 @@ class CoreService:
             '/capstan.core.v1.CoreService/IssuerDocument',
             capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentRequest.SerializeToString,
             capstan_dot_core_dot_v1_dot_core__service__pb2.IssuerDocumentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Proxy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capstan.core.v1.CoreService/Proxy',
+            capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -36,9 +36,10 @@ from server.callouts import metrics
 from server.callouts.client import CallError, Callouts
 from server.machinery import errors
 from server.machinery.values import Obj
-from server.objects import body, validate
+from server.objects import body, serviceresolver, validate
 from server.objects.admitting import Attributes
 from server.objects.context import Context
+from server.objects.core import Core
 from server.objects.patch import apply_json_patch, parse_json_patch
 from server.objects.storeerrors import store_call
 from server.runtime.informer import SharedInformers
@@ -56,7 +57,8 @@ OPERATIONS = frozenset(("CREATE", "UPDATE", "DELETE", "CONNECT"))
 class Webhooks:
     """The two webhook plugins of one core and what they follow."""
 
-    def __init__(self, informers: SharedInformers) -> None:
+    def __init__(self, core: Core, informers: SharedInformers) -> None:
+        self._core = core
         self._mutating = informers.informer(MUTATING)
         self._validating = informers.informer(VALIDATING)
         self._namespaces = informers.informer(NAMESPACES)
@@ -97,24 +99,15 @@ class Webhooks:
         return out
 
     async def resolve(self, namespace: str, name: str, port: int) -> tuple[str, int]:
-        """A Service's port to one ready endpoint, as kube's aggregator routing resolves it."""
-        service = self._services.cache.get((namespace, name))
-        if service is None:
-            raise CallError(f'service "{name}" not found')
-        spec = service.get("spec") or {}
-        port_spec = next((p for p in spec.get("ports") or [] if int(p.get("port") or 0) == port), None)
-        if port_spec is None:
-            raise CallError(f"no service port {port} found for service \"{name}\"")
-        if spec.get("type") == "ExternalName":
-            return str(spec.get("externalName") or ""), port
-        endpoints = self._endpoints.cache.get((namespace, name)) or {}
-        for subset in endpoints.get("subsets") or []:
-            ports = subset.get("ports") or []
-            chosen = next((p for p in ports if (p.get("name") or "") == (port_spec.get("name") or "")), None)
-            addresses = subset.get("addresses") or []
-            if chosen is not None and addresses:
-                return str(addresses[0].get("ip") or ""), int(chosen.get("port") or 0)
-        raise CallError(f'no endpoints available for service "{name}"')
+        """A Service's port to one ready endpoint, as kube's aggregator routing resolves it (the Service and its
+        Endpoints from this core's informers, else its EndpointSlices)."""
+        try:
+            endpoint = await serviceresolver.resolve(
+                self._core, namespace, name, port, service=self._services.cache.get((namespace, name)),
+                endpoints=self._endpoints.cache.get((namespace, name)), cached=True)
+        except serviceresolver.Unresolved as err:
+            raise CallError(str(err)) from None
+        return endpoint.host, endpoint.port
 
     async def _namespace_labels(self, ctx: Context, namespace: str) -> Mapping[str, str] | None:
         found = self._namespaces.cache.get(("", namespace))

@@ -4,7 +4,10 @@ default ClusterRoles and ClusterRoleBindings, as data. Every object carries the 
 "true"`; reconcile.py writes them at start.
 
 The controller roles (system:controller:*) and the namespaced bootstrap roles (kube-system, kube-public)
-belong to controllers and components Capstan does not run, and are not part of it.
+belong to controllers and components Capstan does not run, and are not part of it, with one exception:
+kube-system's `extension-apiserver-authentication-reader`, through which an extension API server reads the
+`extension-apiserver-authentication` ConfigMap (what it needs to trust the aggregator's front-proxy headers);
+every extension API server's installation binds its ServiceAccount to it.
 """
 
 from __future__ import annotations
@@ -243,6 +246,17 @@ CLUSTER_ROLES: list[Obj] = [
 ]
 
 AUTHENTICATED, UNAUTHENTICATED = ("Group", "system:authenticated"), ("Group", "system:unauthenticated")
+
+def namespaced_role(namespace: str, name: str, rules: list[Obj]) -> Obj:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Role", "metadata": {**_metadata(name), "namespace": namespace},
+            "rules": rules}
+
+
+ROLES: list[Obj] = [
+    namespaced_role("kube-system", "extension-apiserver-authentication-reader",
+                    [rule(READ, CORE, "configmaps", ("extension-apiserver-authentication",))]),
+]
+
 
 CLUSTER_ROLE_BINDINGS: list[Obj] = [
     cluster_binding("cluster-admin", [("Group", "system:masters")]),

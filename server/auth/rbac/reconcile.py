@@ -19,7 +19,7 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.rbac.covers import uncovered
-from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP
+from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP, ROLES
 from server.auth.rbac.rules import rules_of
 from server.machinery import errors
 from server.machinery.concurrently import each
@@ -31,8 +31,8 @@ Obj = dict[str, Any]
 ATTEMPTS = 5  # conflicts retried per object (another writer between our read and write)
 
 
-def _path(resource: str, name: str = "") -> core_pb2.ResourcePath:
-    return core_pb2.ResourcePath(group=GROUP, version="v1", resource=resource, name=name)
+def _path(resource: str, name: str = "", namespace: str = "") -> core_pb2.ResourcePath:
+    return core_pb2.ResourcePath(group=GROUP, version="v1", resource=resource, name=name, namespace=namespace)
 
 
 def _raw(obj: Obj) -> core_pb2.RawObject:
@@ -79,15 +79,16 @@ def reconciled_binding(existing: Obj, expected: Obj) -> Obj:
 
 
 async def _reconcile(core: Core, resource: str, expected: Obj) -> None:
-    name = expected["metadata"]["name"]
+    name, namespace = expected["metadata"]["name"], expected["metadata"].get("namespace", "")
     for _ in range(ATTEMPTS):
         try:
-            got = await core.get(core_pb2.GetRequest(path=_path(resource, name)))
+            got = await core.get(core_pb2.GetRequest(path=_path(resource, name, namespace)))
         except errors.ApiError as err:
             if err.code != 404:
                 raise
             try:
-                await core.create(core_pb2.CreateRequest(path=_path(resource), object=_raw(expected)))
+                await core.create(core_pb2.CreateRequest(path=_path(resource, namespace=namespace),
+                                                         object=_raw(expected)))
                 return
             except errors.ApiError as created:
                 if created.code == 409:
@@ -96,17 +97,17 @@ async def _reconcile(core: Core, resource: str, expected: Obj) -> None:
         existing: Obj = orjson.loads(got.object.data)
         if ((existing.get("metadata") or {}).get("annotations") or {}).get(AUTOUPDATE) == "false":
             return
-        if resource == "clusterroles":
+        if resource in ("clusterroles", "roles"):
             wanted = reconciled_role(existing, expected)
         elif existing.get("roleRef") != expected["roleRef"]:
-            await core.delete(core_pb2.DeleteRequest(path=_path(resource, name)))
+            await core.delete(core_pb2.DeleteRequest(path=_path(resource, name, namespace)))
             continue
         else:
             wanted = reconciled_binding(existing, expected)
         if wanted == existing:
             return
         try:
-            await core.update(core_pb2.UpdateRequest(path=_path(resource, name), object=_raw(wanted)))
+            await core.update(core_pb2.UpdateRequest(path=_path(resource, name, namespace), object=_raw(wanted)))
             return
         except errors.ApiError as err:
             if err.code not in (404, 409):
@@ -115,8 +116,9 @@ async def _reconcile(core: Core, resource: str, expected: Obj) -> None:
 
 
 async def reconcile(core: Core) -> None:
-    """Every bootstrap ClusterRole, then every bootstrap ClusterRoleBinding. The objects of one kind are
+    """Every bootstrap ClusterRole and Role, then every bootstrap ClusterRoleBinding. The objects of one kind are
     reconciled concurrently, so a first start's ~100 creates share a few commits (and their fsyncs) instead of
     waiting for one each."""
     await each(_reconcile(core, "clusterroles", role) for role in CLUSTER_ROLES)
+    await each(_reconcile(core, "roles", role) for role in ROLES)
     await each(_reconcile(core, "clusterrolebindings", binding) for binding in CLUSTER_ROLE_BINDINGS)

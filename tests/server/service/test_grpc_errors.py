@@ -161,6 +161,7 @@ async def test_reflection_describes_the_core_service(channel: grpc.aio.Channel) 
         "RegisterDescriptors",
         "Access",
         "IssuerDocument",
+        "Proxy",
     }
 
 

@@ -1,5 +1,6 @@
 """A real core for every test: LMDB in tmp_path, the CoreService on a grpc.aio server on port 0,
-and a client talking to it over a real channel."""
+and a client talking to it over a real channel; or `core`, the core alone (no transport, no controller
+started: each test starts what it tests)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,26 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
+from server.kinds import BUILTIN
+from server.objects.core import Core
+from server.registry.resources import Registry
+from server.startup import bootstrap
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.client import Client
+
+
+@pytest.fixture
+async def core(tmp_path: Path) -> AsyncIterator[Core]:
+    """Compacted only when a test says so."""
+    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0, future_wait=0.5))
+    try:
+        core = Core(store, Registry(BUILTIN))
+        await bootstrap.ensure_default_namespaces(core)
+        yield core
+    finally:
+        await store.close()
 
 
 @pytest.fixture

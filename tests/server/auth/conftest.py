@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,28 +13,12 @@ import pytest
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth import caller
 from server.auth.rbac.start import RunningRbac, start_rbac
-from server.kinds import BUILTIN
 from server.machinery.user import UserInfo
 from server.objects.core import Core
-from server.registry.resources import Registry
-from server.startup import bootstrap
-from storage import StoreOptions
-from storage.lmdb import LmdbStore
 
 Obj = dict[str, Any]
 GROUP = "rbac.authorization.k8s.io"
 
-
-@pytest.fixture
-async def core(tmp_path: Path) -> AsyncIterator[Core]:
-    """The core alone (no transport, no other controllers): RBAC reads and writes it in-process."""
-    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0, future_wait=0.5))
-    try:
-        core = Core(store, Registry(BUILTIN))
-        await bootstrap.ensure_default_namespaces(core)
-        yield core
-    finally:
-        await store.close()
 
 
 @pytest.fixture

@@ -92,6 +92,25 @@ async def established(client: Client, name: str, *, timeout: float = 2.0) -> Obj
         await asyncio.sleep(0.01)
 
 
+async def settled(client: Client, crd: Obj, *, timeout: float = 5.0) -> None:
+    """Once the CRD's group versions have their Available APIServices (kube's crdRegistration writes them soon
+    after the CRD is served): no controller writes anything for the CRD after that."""
+    deadline = time.monotonic() + timeout
+    group = crd["spec"]["group"]
+    for version in (v["name"] for v in crd["spec"]["versions"] if v.get("served")):
+        name = f"{version}.{group}"
+        while True:
+            try:
+                found = await client.get(path("apiservices", name=name, group="apiregistration.k8s.io"))
+            except Failed:
+                found = {}
+            conditions = (found.get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Available" and c["status"] == "True" for c in conditions):
+                break
+            assert time.monotonic() < deadline, f"no Available APIService {name}"
+            await asyncio.sleep(0.01)
+
+
 async def install(client: Client, body: Obj | None = None) -> Obj:
     body = body or crd_body()
     await client.create(CRDS, body)

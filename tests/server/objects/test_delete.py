@@ -12,7 +12,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.kinds import BUILTIN
 from tests.server import kube
 from tests.server.client import Client, Obj, path, refused
-from tests.server.crd.test_crds import WIDGETS, crd_body, established, install, widget
+from tests.server.crd.test_crds import WIDGETS, crd_body, established, install, settled, widget
 from tests.server.kinds import test_kinds_certificates as certificate_kinds
 from tests.server.kinds import test_kinds_corev1 as core_kinds
 from tests.server.kinds import test_kinds_extensions as extension_kinds
@@ -199,8 +199,8 @@ async def test_a_dry_run_delete_answers_as_the_kind_does_and_stores_nothing(
     at, body = kind_body(group, resource)
     created = await client.create(at, body)
     one = path(at.resource, at.namespace, created["metadata"]["name"], group=group, version=at.version)
-    if resource == "customresourcedefinitions":  # the CRD controller's writes are over
-        await established(client, created["metadata"]["name"])
+    if resource == "customresourcedefinitions":  # the CRD's controllers' writes are over
+        await settled(client, await established(client, created["metadata"]["name"]))
     stored = await client.get(one)
     before = client.revision()
     answer = await client.delete(one, dryRun=["All"], propagationPolicy="Background")

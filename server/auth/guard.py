@@ -4,7 +4,8 @@ in-process gateway alike, is authenticated, impersonated and authorized here bef
 Order (kube-apiserver's DefaultBuildHandlerChain, as executed): authentication -> audit -> impersonation ->
 authorization -> the verb. With an auditor (server/auth/audit/) each call reports its stages to it: 401s as
 kube's failed-authentication event, RequestReceived once the user is known, the decision, then how it ended (a
-watch: when its stream opens and when it ends); without one the chain pays one `is None` test.
+watch: when its stream opens and when it ends), with the audit annotations admission added while the verb ran
+(server/objects/admitting.py); without one the chain pays one `is None` test.
 
 A request that proves nobody is 401; one the authorizer does not allow is 403 with
 kube's wording (errors.py). While the verb runs, caller.current() is the request's user and authorizer, for
@@ -37,7 +38,7 @@ from server.machinery import errors
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
-from server.objects import aggregated
+from server.objects import admitting, aggregated
 from server.objects.core import Core
 
 Answer = Callable[[Any], Awaitable[Message]]
@@ -139,23 +140,30 @@ class GuardedCore(Answerer[Credentials]):
             return _attributes(user, asked)
 
         audit = self._audit(method, request, credentials)
+        annotations: dict[str, str] = {}
         try:
             user = await self._admit(credentials, attributes, audit)
             token = current_caller.bind(current_caller.Caller(user, self.authorizer, self.authenticator,
                                                               self.audiences))
+            collecting = admitting.collecting_audit(annotations) if audit is not None else None
             try:
                 response = await self._answers[method.name](request)
             finally:
+                if collecting is not None:
+                    admitting.released_audit(collecting)
                 current_caller.unbind(token)
         except errors.ApiError as err:
             if audit is not None:
+                audit.annotate(annotations)
                 audit.failed(err.status)
             raise
         except Exception as err:
             if audit is not None:
+                audit.annotate(annotations)
                 audit.panicked(err)
             raise
         if audit is not None:
+            audit.annotate(annotations)
             audit.completed(response)
         return response
 

@@ -6,11 +6,14 @@ calls `admit` once per attempt, after the kind's validation and before the write
 operation, subresource, options and dry-run flag. Plugins may change `attrs.obj` in place (mutating ones),
 append to `attrs.warnings` (answered as Warning headers) and `attrs.audit_annotations` (added to the audit
 event), or refuse with an ApiError. Without an installed chain (a bare Core in tests), a write to the object
-itself runs the kind's own admission (Strategy.admitted) alone.
+itself runs the kind's own admission (Strategy.admitted) alone. The audit annotations of every attempt, refused
+or not, reach the sink the guard binds for the call (`collecting_audit`), as kube's audit context gathers them;
+a key keeps its first value.
 """
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -56,9 +59,28 @@ class AdmissionSlot:
     chain: Chain | None = None
 
 
+_AUDIT: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("capstan_audit_annotations",
+                                                                               default=None)
+
+
+def collecting_audit(sink: dict[str, str]) -> contextvars.Token[dict[str, str] | None]:
+    """Gather the audit annotations admission adds during the current call into sink (until released)."""
+    return _AUDIT.set(sink)
+
+
+def released_audit(token: contextvars.Token[dict[str, str] | None]) -> None:
+    _AUDIT.reset(token)
+
+
 async def admit(ctx: Context, attrs: Attributes) -> None:
     chain = ctx.admission.chain
     if chain is not None:
-        await chain.admit(ctx, attrs)
+        try:
+            await chain.admit(ctx, attrs)
+        finally:
+            sink = _AUDIT.get()
+            if sink is not None:
+                for key, value in attrs.audit_annotations.items():
+                    sink.setdefault(key, value)
     elif attrs.obj is not None and not attrs.subresource:
         await attrs.resource.strategy.admitted(ctx, attrs.obj, attrs.old, attrs.dry_run)

@@ -149,6 +149,15 @@ class AuditedRequest:
         self._admitted = decision is Decision.ALLOW
         self._event["annotations"] = {DECISION: "allow" if self._admitted else "forbid", REASON: reason}
 
+    def annotate(self, annotations: dict[str, str]) -> None:
+        """Annotations admission added (`<webhook name>/<key>`); a key already set keeps its value, as kube's
+        audit context keeps it."""
+        if not self.recording or not annotations:
+            return
+        mine = self._event.setdefault("annotations", {})
+        for key, value in annotations.items():
+            mine.setdefault(key, value)
+
     def _log_request(self) -> None:
         """What kube logs once the handler has read the body: objectRef's missing parts, the object at Request."""
         if not self._admitted or self._request is None:

@@ -1,18 +1,27 @@
 """Admission webhooks as kube-apiserver 1.28 calls them, against real HTTPS webhook servers
 (capstan/testing/webhooks.py) and a real core over gRPC: matching, failure policies, mutation and
-reinvocation, dry run, warnings, denial texts."""
+reinvocation, dry run, warnings, denial texts, audit annotations."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.testing.webhooks import WebhookServer, serve
 from server import admission
+from server.auth.config import SecurityConfig
+from server.auth.setup import start_security
+from server.machinery.credentials import Credentials
+from server.machinery.errors import ApiError
 from tests.server.client import Client, Failed, path, raw
 
 Obj = dict[str, Any]
@@ -186,3 +195,58 @@ def test_admission_plugin_flags(enable: list[str], disable: list[str], on: set[s
         return
     chosen = admission.enabled(enable, disable)
     assert on <= chosen and not off & chosen
+
+
+def annotated(allowed: bool) -> Callable[[Obj], Obj]:
+    def handler(request: Obj) -> Obj:
+        answer: Obj = {"allowed": allowed, "auditAnnotations": {"checked": "yes", "by": request["name"]}}
+        if not allowed:
+            answer["status"] = {"message": "no", "code": 403}
+        return answer
+    return handler
+
+
+# (case, kind, webhook name, allowed, expected response code in the event)
+AUDIT_CASES: list[tuple[str, str, str, bool, int]] = [
+    ("validating, allowed", "validatingwebhookconfigurations", "v.example.com", True, 201),
+    ("validating, denied", "validatingwebhookconfigurations", "v.example.com", False, 403),
+    ("mutating, allowed", "mutatingwebhookconfigurations", "m.example.com", True, 201),
+]
+
+
+@pytest.mark.parametrize(("case", "resource", "name", "allowed", "code"), AUDIT_CASES, ids=[c[0] for c in AUDIT_CASES])
+async def test_audit_annotations_reach_the_audit_event(client: Client, tmp_path: Path, case: str, resource: str,
+                                                       name: str, allowed: bool, code: int) -> None:
+    """kube adds a webhook's auditAnnotations to the request's audit event as `<webhook name>/<key>`."""
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text('admin-token,admin,1,"system:masters"\n')
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    (tmp_path / "sa.key").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    policy = tmp_path / "policy.json"
+    policy.write_bytes(orjson.dumps({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+                                     "rules": [{"level": "Metadata", "resources": [{"resources": ["configmaps"]}]}]}))
+    log = tmp_path / "audit.log"
+    security = await start_security(client.running.core, SecurityConfig(
+        token_auth_file=tokens, service_account_signing_key_file=tmp_path / "sa.key",
+        service_account_key_files=(tmp_path / "sa.key",), audit_policy_file=policy, audit_log_path=str(log)))
+    try:
+        async with serve(annotated(allowed)) as hook:
+            await configure(client, resource, "config", [webhook(name, hook.client_config())])
+            request = core_pb2.CreateRequest(
+                path=core_pb2.ResourcePath(version="v1", resource="configmaps", namespace="default"),
+                object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(configmap("c"))))
+            credentials = Credentials(token="admin-token", request_uri="/api/v1/namespaces/default/configmaps")
+            if allowed:
+                await security.guard.create(request, credentials)
+            else:
+                with pytest.raises(ApiError):
+                    await security.guard.create(request, credentials)
+    finally:
+        await security.stop()
+    ended = [orjson.loads(line) for line in log.read_bytes().splitlines()][-1]
+    assert ended["stage"] == "ResponseComplete"
+    assert ended["responseStatus"]["code"] == code
+    assert ended["annotations"][f"{name}/checked"] == "yes"
+    assert ended["annotations"][f"{name}/by"] == "c"
+    assert ended["annotations"]["authorization.k8s.io/decision"] == "allow"

@@ -190,7 +190,6 @@ class GuardedCore(Answerer[Credentials]):
             return core_pb2.IssuerDocumentResponse(content_type=oidc.JWKS_TYPE, data=docs.jwks)
         raise errors.resource_not_found()
 
-
     async def _proxy(self, request: core_pb2.ProxyRequest) -> core_pb2.ProxyResponse:
         """The admitted caller and the backend of the group version the request names (server/objects/
         aggregated.py): what the gateway needs to proxy it as kube-aggregator does."""

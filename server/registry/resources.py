@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol
 
 from google.protobuf.descriptor import Descriptor
@@ -222,15 +223,15 @@ class Resource:
     # its prerelease lifecycle marks deprecated ("v1 ComponentStatus is deprecated in v1.19+"); "" for none.
     deprecation_warning: str = ""
 
-    @property
-    def api_version(self) -> str:
+    @cached_property
+    def api_version(self) -> str:  # read several times a request: made once per Resource
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def list_kind(self) -> str:
         return self.custom_list_kind or self.kind + "List"
 
-    @property
+    @cached_property
     def has_status(self) -> bool:
         return any(s.name == "status" for s in self.subresources)
 

@@ -80,9 +80,11 @@ class Webhooks:
     def plugins(self, on: frozenset[str]) -> list[Plugin]:
         out = []
         if "MutatingAdmissionWebhook" in on:
-            out.append(Plugin("MutatingAdmissionWebhook", OPERATIONS, mutate=self.mutate))
+            out.append(Plugin("MutatingAdmissionWebhook", OPERATIONS, mutate=self.mutate,
+                              idle=lambda: not self._mutating.cache))
         if "ValidatingAdmissionWebhook" in on:
-            out.append(Plugin("ValidatingAdmissionWebhook", OPERATIONS, validate=self.validate))
+            out.append(Plugin("ValidatingAdmissionWebhook", OPERATIONS, validate=self.validate,
+                              idle=lambda: not self._validating.cache))
         return out
 
     # --- the configurations ----------------------------------------------------------------------------------

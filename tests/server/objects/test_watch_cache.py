@@ -59,12 +59,6 @@ async def running(backend: str, tmp_path: Path, request: pytest.FixtureRequest) 
         await store.close()
 
 
-@pytest.fixture
-async def client(running: RunningCore) -> AsyncIterator[Client]:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
-        yield Client(core_pb2_grpc.CoreServiceStub(channel), running)  # type: ignore[no-untyped-call]
-
-
 async def seed(client: Client) -> int:
     """The five ConfigMaps of `default` (labelled by their tier) and one in kube-system; the last revision."""
     for i, name in enumerate(NAMES):

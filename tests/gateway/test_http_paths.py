@@ -4,6 +4,7 @@ answers 404 for an unknown path and a generic 405 for a known path with another 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -161,13 +162,21 @@ class CreatesOnUpdate(Strategy):
 
 
 @pytest.fixture
-def widgets(server: Server) -> Resource:
+async def widgets(server: Server) -> Resource:
     """A kind in a named API group with no protobuf schema (as custom resources are) that creates on
-    update and answers DELETE with the deleted object, registered before the gateway's first request."""
+    update and answers DELETE with the deleted object, registered before the gateway's first request; returned
+    once its group version's APIService is Available (the APIService controller writes it as the registry
+    changes), so no controller writes while the test counts revisions."""
     widget = Resource(group=WIDGETS_GROUP, version="v1", resource="widgets", kind="Widget", singular="widget",
                       namespaced=True, schema=JsonSchema(), strategy=CreatesOnUpdate(returns_deleted_object=True))
     server.core.core.registry.add(widget)
-    return widget
+    for _ in range(500):
+        found = await server.request("GET", f"/apis/apiregistration.k8s.io/v1/apiservices/v1.{WIDGETS_GROUP}")
+        conditions = found.json().get("status", {}).get("conditions", []) if found.status == 200 else []
+        if any(c["type"] == "Available" and c["status"] == "True" for c in conditions):
+            return widget
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no Available APIService v1.{WIDGETS_GROUP}")
 
 
 def widget_doc(name: str, rv: int | str, stamps: Obj, **fields: Any) -> Obj:

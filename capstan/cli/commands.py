@@ -49,6 +49,7 @@ from server.machinery.limits.limiter import Limiter
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
+from server.startup import controllers
 from server.startup.app import RunningCore, start_core
 from storage import StorageError, Store, StoreOptions, files
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
@@ -115,6 +116,15 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
+def _controllers(text: str) -> tuple[str, ...]:
+    names = _names(text)
+    try:
+        controllers.enabled(names)
+    except controllers.ControllersError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return names
+
+
 def _workers(text: str) -> int:
     if text == "auto":
         return workers.default_workers()
@@ -143,6 +153,12 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--disable-admission-plugins", type=_names, default=[], metavar="NAMES",
         help="admission plugins to disable, even those on by default (comma-separated kube plugin names)",
+    )
+    parser.add_argument(
+        "--controllers", type=_controllers, default=(), metavar="NAMES",
+        help="the controllers to run, as kube-controller-manager's flag: '*' runs every one, NAME turns one on,"
+        " -NAME off (default: the controllers that make the API behave as a cluster's:"
+        f" {', '.join(sorted(controllers.DEFAULT))}; known: {', '.join(c.name for c in controllers.CONTROLLERS)})",
     )
     parser.add_argument(
         "--watch-cache", type=_bool, default=None,
@@ -470,7 +486,7 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             election=_election(args), watch_cache=_watch_cache(args),
                             admission_plugins=admission.enabled(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins),
-                            proxy_client=proxy_client)
+                            proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers))
 
 
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:

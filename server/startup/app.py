@@ -20,14 +20,11 @@ from server.admission.webhooks import Webhooks
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import ConfigError, Security, start_security
-from server.controllers import apiservices, csrsigning, endpoints, endpointslicemirroring, endpointslices
+from server.controllers import apiservices
 from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
-from server.controllers.resourcequota import ResourceQuotaController
-from server.controllers.rootca import RootCAPublisher
-from server.controllers.serviceaccounts import ServiceAccountsController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
@@ -42,7 +39,7 @@ from server.runtime.informer import SharedInformers
 from server.runtime.singletons import Singletons
 from server.service import servicer as service
 from server.service.grpc_server import KUBE_GRPC_LIMITS, GrpcLimits, GrpcTls, RunningGrpc, start_grpc, stop_grpc
-from server.startup import bootstrap, flowcontrol_bootstrap, system_objects
+from server.startup import bootstrap, controllers, flowcontrol_bootstrap, system_objects
 from storage import Store
 from storage.memory import MemoryStore
 
@@ -101,7 +98,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      election: ElectionConfig | None = None,
                      watch_cache: CacheConfig | None = None,
                      admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
-                     proxy_client: ProxyClientCertificate | None = None) -> RunningCore:
+                     proxy_client: ProxyClientCertificate | None = None,
+                     controller_names: frozenset[str] = controllers.DEFAULT) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -115,7 +113,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     (server/objects/watchcache.py); None: the backend's default (watch_cache_for). `admission_plugins`: the
     admission plugins on (server.admission.enabled reads kube's flags into it). `proxy_client`: the
     certificate presented to extension API servers when their APIServices are checked (the front-proxy client
-    certificate; None presents none)."""
+    certificate; None presents none). `controller_names`: the controllers this core runs while it leads
+    (server/startup/controllers.py reads kube-controller-manager's --controllers into it)."""
     service_resource, allocator = services(service_cluster_ip_range)
     builtin = (*BUILTIN, service_resource)
     registry = Registry(builtin)
@@ -140,30 +139,31 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     terminator = PodTerminator(core, informers)
     crds = CrdController(core, webhooks.callouts)
     await crds.start()
-    per_namespace = _per_namespace(core, security, informers) if namespace_controllers else []
     secured = await start_security(core, security, elected=True)
     await system_objects.ensure_authentication_config_map(
         core, _read(security.client_ca_file), _read(security.requestheader_client_ca_file),
         security.requestheader_allowed_names)
+    prebuilt = {
+        "garbagecollector": [Singleton("GarbageCollector", awaitable(garbage_collector.start), garbage_collector.stop)],
+        "namespace": [Singleton("NamespaceController", awaitable(namespaces.lead), namespaces.unlead)],
+        "clusterrole-aggregation": [s for s in secured.singletons if s.name == "AggregationController"],
+    }
+    try:
+        chosen = controllers.build(controllers.Context(core, informers, security, prebuilt), controller_names,
+                                   namespace_controllers=namespace_controllers)
+    except (OSError, ValueError) as err:  # a root CA file that cannot be read
+        raise ConfigError(str(err)) from None
     singletons = Singletons([
-        Singleton("GarbageCollector", awaitable(garbage_collector.start), garbage_collector.stop),
-        Singleton("PodTerminator", terminator.start, terminator.stop),
-        Singleton("NamespaceController", awaitable(namespaces.lead), namespaces.unlead),
-        Singleton("CrdController", crds.lead, crds.unlead),
-        # kube-controller-manager's part in every namespace (the default ServiceAccount, kube-root-ca.crt, quota
-        # status, endpoints and slices); left out with namespace_controllers=False, as envtest runs no
-        # controller-manager.
-        *per_namespace,
-        *secured.singletons,
-        *csrsigning.singletons(core, security),
+        *chosen,  # kube-controller-manager's, as --controllers names them
+        Singleton("PodTerminator", terminator.start, terminator.stop),  # the kubelets' part in deletion
+        Singleton("CrdController", crds.lead, crds.unlead),  # kube-apiserver's own
+        *(s for s in secured.singletons if s.name != "AggregationController"),
         *apiservices.singletons(core),
-        *(endpoints.singletons(core, informers) if namespace_controllers else []),
-        *(endpointslices.singletons(core, informers) if namespace_controllers else []),
-        *(endpointslicemirroring.singletons(core, informers) if namespace_controllers else []),
     ])
     aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)
-    _add_health_checks(core.health, namespaces=namespaces, collector=garbage_collector, terminator=terminator,
-                       crds=crds, aggregation=aggregation, leading=singletons.leading)
+    _add_health_checks(core.health, namespaces=namespaces, terminator=terminator, crds=crds, aggregation=aggregation,
+                       leading=singletons.leading,
+                       collector=garbage_collector if "garbagecollector" in controller_names else None)
     elector = None
     if election is not None and election.enabled:
         elector = LeaderElector(core, election, on_started=singletons.start, on_stopped=singletons.stop)
@@ -186,28 +186,13 @@ def watch_cache_for(store: Store) -> CacheConfig:
     return DISABLED if isinstance(store, MemoryStore) else CacheConfig()
 
 
-def _per_namespace(core: Core, security: SecurityConfig, informers: SharedInformers) -> list[Singleton]:
-    """The default ServiceAccount controller, the root CA publisher (when a root CA file is configured) and the
-    resourcequota controller. ConfigError for a root CA file that cannot be read."""
-    accounts = ServiceAccountsController(core, informers)
-    parts = [Singleton("ServiceAccountsController", accounts.start, accounts.stop)]
-    if security.root_ca_file is not None:
-        try:
-            root_ca = RootCAPublisher(core, security.root_ca_file.read_text(), informers)
-        except (OSError, ValueError) as err:
-            raise ConfigError(str(err)) from None
-        parts.append(Singleton("RootCAPublisher", root_ca.start, root_ca.stop))
-    quotas = ResourceQuotaController(core, informers)
-    return [*parts, Singleton("ResourceQuotaController", quotas.start, quotas.stop)]
-
-
 def _read(path: Path | None) -> str:
     """A CA bundle's PEM for the authentication ConfigMap; "" when none is configured."""
     return path.read_text() if path is not None else ""
 
 
 def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,
-                       collector: GarbageCollector, terminator: PodTerminator, crds: CrdController,
+                       collector: GarbageCollector | None, terminator: PodTerminator, crds: CrdController,
                        aggregation: AggregationController, leading: Callable[[], bool]) -> None:
     """The checks of what start_core started, under kube-apiserver's names where kube has the same part
     (the namespace controller and the garbage collector are kube-controller-manager's there, and are
@@ -217,15 +202,18 @@ def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceCont
     def led(part: Callable[[], bool]) -> Callable[[], bool]:
         return lambda: not leading() or part()
 
-    checks.add("informer-sync", health.condition(led(collector.synced), "the garbage collector has not listed yet"))
+    if collector is not None:  # None: --controllers leaves it out
+        checks.add("informer-sync",
+                   health.condition(led(collector.synced), "the garbage collector has not listed yet"))
     checks.add("poststarthook/start-system-namespaces-controller", health.done())  # ensure_default_namespaces
     checks.add("poststarthook/bootstrap-controller", health.done())  # ensure_kubernetes_service and its endpoints
     checks.add("poststarthook/scheduling/bootstrap-system-priority-classes", health.done())
     checks.add("poststarthook/crd-informer-synced", health.done())  # CrdController.start served the stored CRDs
     checks.add("poststarthook/start-apiextensions-controllers", health.condition(crds.running, "not running"))
     checks.add("poststarthook/start-namespace-controller", health.condition(namespaces.running, "not running"))
-    checks.add("poststarthook/start-garbage-collector-controller",
-               health.condition(led(collector.running), "not running"))
+    if collector is not None:
+        checks.add("poststarthook/start-garbage-collector-controller",
+                   health.condition(led(collector.running), "not running"))
     checks.add("poststarthook/start-pod-terminator", health.condition(led(terminator.running), "not running"))
     # kube-aggregator's availability, discovery and OpenAPI v3 controllers: one controller here (every core's)
     for hook in ("apiservice-status-available-controller", "apiservice-discovery-controller",

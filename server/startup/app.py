@@ -202,9 +202,13 @@ def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceCont
     def led(part: Callable[[], bool]) -> Callable[[], bool]:
         return lambda: not leading() or part()
 
-    if collector is not None:  # None: --controllers leaves it out
-        checks.add("informer-sync",
-                   health.condition(led(collector.synced), "the garbage collector has not listed yet"))
+    # kube-apiserver's own informers have listed: here the garbage collector's store-wide one, when it runs
+    synced = led(collector.synced) if collector is not None else (lambda: True)
+    checks.add("informer-sync", health.condition(synced, "the garbage collector has not listed yet"))
+    checks.add("poststarthook/start-kube-apiserver-admission-initializer", health.done())  # the chain is built
+    checks.add("poststarthook/generic-apiserver-start-informers", health.done())  # SharedInformers started
+    checks.add("poststarthook/start-apiextensions-informers", health.condition(crds.running, "not running"))
+    checks.add("poststarthook/start-cluster-authentication-info-controller", health.done())  # its ConfigMap written
     checks.add("poststarthook/start-system-namespaces-controller", health.done())  # ensure_default_namespaces
     checks.add("poststarthook/bootstrap-controller", health.done())  # ensure_kubernetes_service and its endpoints
     checks.add("poststarthook/scheduling/bootstrap-system-priority-classes", health.done())
@@ -215,7 +219,13 @@ def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceCont
         checks.add("poststarthook/start-garbage-collector-controller",
                    health.condition(led(collector.running), "not running"))
     checks.add("poststarthook/start-pod-terminator", health.condition(led(terminator.running), "not running"))
-    # kube-aggregator's availability, discovery and OpenAPI v3 controllers: one controller here (every core's)
-    for hook in ("apiservice-status-available-controller", "apiservice-discovery-controller",
-                 "apiservice-openapiv3-controller"):
+    # kube-aggregator's informers, registration, availability, discovery and OpenAPI controllers: one controller
+    # here (every core's)
+    for hook in ("start-kube-aggregator-informers", "apiservice-registration-controller",
+                 "apiservice-status-available-controller", "apiservice-discovery-controller",
+                 "apiservice-openapi-controller", "apiservice-openapiv3-controller"):
         checks.add(f"poststarthook/{hook}", health.condition(aggregation.running, "not running"))
+    # the Local APIServices of every served group version: the APIService controller writes them before a core
+    # leads, and start_core returns once a core that can lead leads
+    checks.add("poststarthook/kube-apiserver-autoregistration", health.done())
+    checks.add("autoregister-completion", health.done())

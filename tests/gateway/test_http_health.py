@@ -21,15 +21,24 @@ from tests.gateway.conftest import Response, Server
 TEXT = "text/plain; charset=utf-8"
 GO_NOT_FOUND = (404, TEXT, b"404 page not found\n")
 
-HOOKS = [  # what start_core starts, in name order
+HOOKS = [  # what start_core starts, in name order (kube's e2e "health handlers" test requires each)
+    "autoregister-completion",
     "poststarthook/apiservice-discovery-controller",
+    "poststarthook/apiservice-openapi-controller",
     "poststarthook/apiservice-openapiv3-controller",
+    "poststarthook/apiservice-registration-controller",
     "poststarthook/apiservice-status-available-controller",
     "poststarthook/bootstrap-controller",
     "poststarthook/crd-informer-synced",
+    "poststarthook/generic-apiserver-start-informers",
+    "poststarthook/kube-apiserver-autoregistration",
     "poststarthook/scheduling/bootstrap-system-priority-classes",
     "poststarthook/start-apiextensions-controllers",
+    "poststarthook/start-apiextensions-informers",
+    "poststarthook/start-cluster-authentication-info-controller",
     "poststarthook/start-garbage-collector-controller",
+    "poststarthook/start-kube-aggregator-informers",
+    "poststarthook/start-kube-apiserver-admission-initializer",
     "poststarthook/start-namespace-controller",
     "poststarthook/start-pod-terminator",
     "poststarthook/start-system-namespaces-controller",

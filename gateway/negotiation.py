@@ -199,14 +199,15 @@ def parse_accept(header: str) -> list[MediaRange]:
     return ranges
 
 
-def negotiate_output(accept: str | None, *, protobuf: bool, stream: bool = False) -> Output:
+def negotiate_output(accept: str | None, *, protobuf: bool, stream: bool = False, table: bool = True) -> Output:
     """The answer's codec, conversion and Content-Type for a resource endpoint.
 
     protobuf: whether the kind has a protobuf schema (False for custom resources).
     stream: a watch; its Content-Type differs and YAML cannot stream.
+    table: whether the resource has a Table form (kube's RequestScope has a TableConvertor; the reviews do not).
     Raises NotAcceptable with kube-apiserver's message.
     """
-    found = _negotiate(accept, lambda media, conversion: _resource_allows(media, conversion, protobuf), "v1")
+    found = _negotiate(accept, lambda media, conversion: _resource_allows(media, conversion, protobuf, table), "v1")
     if found is None:
         raise NotAcceptable(MEDIA_TYPES)
     media, conversion, pretty = found
@@ -330,13 +331,13 @@ def _conversion(params: Mapping[str, str]) -> Conversion | None:
     return Conversion(params.get("g", ""), params.get("v", ""), params.get("as", ""))
 
 
-def _resource_allows(media: str, conversion: Conversion | None, protobuf: bool) -> bool:
+def _resource_allows(media: str, conversion: Conversion | None, protobuf: bool, table: bool) -> bool:
     if conversion is None:
         return protobuf or media != PROTOBUF
     if conversion.group != META_GROUP or conversion.version not in _META_VERSIONS:
         return False
     if conversion.kind == "Table":
-        return media in (JSON, YAML)
+        return table and media in (JSON, YAML)
     return conversion.kind in _PARTIAL_KINDS
 
 

@@ -31,6 +31,7 @@ def discover(registry: Registry, known_generation: int = 0) -> core_pb2.Discover
             selectable_fields=r.selectable_fields(),
             json_schema=r.schema.openapi if isinstance(r.schema, JsonSchema) else b"",
             deprecation_warning=r.deprecation_warning,
+            no_table=r.answer_create is not None,
         )
         for sub in r.subresources:
             entry.subresources.add(name=sub.name, kind=sub.kind, verbs=sub.verbs, group=sub.group, version=sub.version,

@@ -340,3 +340,18 @@ async def test_partial_object_metadata_of_the_wrong_shape_is_406(
     await server.create(CM, {"metadata": {"name": "a"}})
     resp = await server.request("GET", path, headers={"Accept": accept})
     assert (resp.status, resp.json()) == (406, kube.status(406, "NotAcceptable", message))
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+     {"spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}),
+    ("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", {"spec": {"namespace": "default"}}),
+    ("/apis/authentication.k8s.io/v1/selfsubjectreviews", {}),
+])
+async def test_a_table_of_a_resource_without_one_is_406(server: Server, path: str, body: dict[str, Any]) -> None:
+    """kube-apiserver's reviews have no TableConvertor, so RequestScope.AllowsMediaTypeTransform refuses a Table
+    (e2e: "should return a 406 for a backend which does not implement metadata"); their JSON is still served."""
+    resp = await server.request("POST", path, json=body, headers={"Accept": TABLE_V1})
+    assert (resp.status, resp.json()) == (406, kube.status(406, "NotAcceptable", kube.NOT_ACCEPTABLE))
+    resp = await server.request("POST", path, json=body, headers={"Accept": f"{TABLE_V1}, {JSON};q=0.5"})
+    assert (resp.status, resp.content_type) == (201, JSON)

@@ -301,7 +301,7 @@ class AggregatedVersion(_message.Message):
     def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., group_priority_minimum: _Optional[int] = ..., version_priority: _Optional[int] = ..., available: _Optional[bool] = ..., resources: _Optional[bytes] = ..., openapi_v3: _Optional[bytes] = ...) -> None: ...
 
 class Resource(_message.Message):
-    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema", "deprecation_warning")
+    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema", "deprecation_warning", "no_table")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -318,6 +318,7 @@ class Resource(_message.Message):
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     DEPRECATION_WARNING_FIELD_NUMBER: _ClassVar[int]
+    NO_TABLE_FIELD_NUMBER: _ClassVar[int]
     group: str
     version: str
     resource: str
@@ -334,7 +335,8 @@ class Resource(_message.Message):
     columns: _containers.RepeatedCompositeFieldContainer[_meta_pb2.TableColumnDefinition]
     json_schema: bytes
     deprecation_warning: str
-    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: _Optional[bool] = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ..., deprecation_warning: _Optional[str] = ...) -> None: ...
+    no_table: bool
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: _Optional[bool] = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ..., deprecation_warning: _Optional[str] = ..., no_table: _Optional[bool] = ...) -> None: ...
 
 class Subresource(_message.Message):
     __slots__ = ("name", "kind", "verbs", "group", "version", "proto_message")

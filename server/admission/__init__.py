@@ -115,9 +115,9 @@ _WRITES = frozenset(("CREATE", "UPDATE"))
 
 
 def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_accounts: bool) -> list[Plugin]:
-    """LimitRanger, ServiceAccount and ResourceQuota over the built-in namespaced kinds (`builtin`), where `on`
-    names them. service_accounts: the ServiceAccount plugin runs (only where the default ServiceAccount is kept
-    in every namespace)."""
+    """LimitRanger and ServiceAccount over the built-in namespaced kinds (`builtin`) and ResourceQuota over
+    every namespaced kind, where `on` names them. service_accounts: the ServiceAccount plugin runs (only where
+    the default ServiceAccount is kept in every namespace)."""
     judged = {(r.group, r.resource) for r in builtin if r.namespaced}
 
     def ours(attrs: Attributes) -> bool:
@@ -158,7 +158,8 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
             attrs.memo[POD_CHANGED] = True
 
     async def charge(ctx: Context, attrs: Attributes) -> None:
-        if ours(attrs):
+        # every namespaced kind, custom resources included: their objects count as `count/<plural>.<group>`
+        if attrs.obj is not None and not attrs.subresource and attrs.resource.namespaced:
             assert attrs.obj is not None
             await quota.admit(ctx, attrs.resource, attrs.obj, attrs.old, attrs.dry_run)
 

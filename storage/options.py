@@ -17,9 +17,10 @@ class StoreOptions:
     future_wait: float = 3.0
     # Events a watcher may have queued and unread before it is dropped as too slow.
     watch_queue_size: int = 10_000
-    # Automatic compaction keeps at least this much history, by both measures.
+    # Automatic compaction keeps at least this much history: retention_seconds, as kube-apiserver compacts every
+    # 5 minutes whatever the count; and, when above 0, never less than retention_revisions revisions.
     retention_seconds: float = 300.0
-    retention_revisions: int = 10_000
+    retention_revisions: int = 0
     # How often the automatic compactor samples the revision and considers compacting;
     # 0 turns it off (compact() still works).
     compact_interval: float = 30.0

@@ -12,9 +12,9 @@ share:
 - it fails (another core won since): the core adopts the key's version and the current revision,
   and tries again next round, so when the winning core dies another one wins within two intervals.
 
-Beyond kube, a compaction never comes closer than `retention_revisions` to the current revision
-(the policy storage/compactor.py keeps for the embedded stores), so a burst of writes keeps its
-history for watchers that fall behind.
+Where `retention_revisions` is set (0 by default, as kube), a compaction never comes closer than that
+to the current revision (the policy storage/compactor.py keeps for the embedded stores), so a burst of
+writes keeps its history for watchers that fall behind.
 
 The key is kube's `compact_rev_key` at the cluster's root, outside any --etcd-prefix, because what
 it guards (etcd's compaction) is cluster-wide too: Capstans with different prefixes, and a

@@ -2,7 +2,9 @@
 and, for every request that names no resource (/version, /healthz, /metrics, /openapi/..., discovery under
 /api and /apis, and unknown paths), asks the core whether the caller may make it before anything is served —
 kube authorizes those paths as non-resource URLs. Resource requests are authorized by the core in the verb
-itself. Either way the core decides; a refusal is its 401/403 Status.
+itself. Either way the core decides; a refusal is its 401/403 Status. The core's API Priority and Fairness
+classification of the request's calls comes back as kube's X-Kubernetes-PF-* response headers
+(server/machinery/flowcontrol.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from gateway import parsed, requestinfo
 from gateway.client import CoreClient, CoreError
 from gateway.credentials import of_request
 from gateway.handlers import respond
+from server.machinery import flowcontrol
 from server.machinery.credentials import Credentials
 
 CREDENTIALS_KEY = web.RequestKey("capstan_credentials", Credentials)
@@ -35,13 +38,20 @@ def middleware(client: CoreClient) -> Middleware:
         http = request
         credentials = of_request(http)
         http[CREDENTIALS_KEY] = credentials
+        classified = flowcontrol.begin()  # filled by the core's classification of this request's calls
         info = parsed.info_of(http)
+        response: web.StreamResponse
         if not isinstance(info, requestinfo.RequestInfo):
             verb = "get" if http.method == "HEAD" else http.method.lower()
             try:
                 await client.as_caller(credentials).access(core_pb2.AccessRequest(verb=verb, path=http.path))
             except CoreError as err:
-                return respond.status(None, err.status)
-        return await handler(http)
+                response = respond.status(None, err.status)
+                response.headers.update(classified.headers())
+                return response
+        response = await handler(http)
+        if not response.prepared:  # a streamed answer (a watch) sent them before its first byte
+            response.headers.update(classified.headers())
+        return response
 
     return access

@@ -4,8 +4,9 @@ Policy (the same for every backend): every `compact_interval` seconds it samples
 the current revision. It compacts to the newest sampled revision that is at least
 `retention_seconds` old (and, where `retention_revisions` is set, never closer
 than that to the current revision) — so, as kube-apiserver's compaction every 5
-minutes, at least 5 minutes of history stay, whatever the number of writes. Samples live in memory, so after a restart nothing is
-compacted until a full retention period has passed (it errs towards keeping).
+minutes, at least 5 minutes of history stay, whatever the number of writes.
+Samples live in memory, so after a restart nothing is compacted until a full
+retention period has passed (it errs towards keeping).
 
 Not elected (unlike the server's singletons, server/runtime/election.py): it belongs to the store, which
 the server never reaches past the Store protocol. An LMDB store has one process; on etcd every core's store

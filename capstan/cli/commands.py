@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aiohttp import web
+from prometheus_client.registry import Collector
 
 from capstan.cli import allocator, gcpolicy, pki, workers
 from capstan.cli import kubeconfig as kubeconfigs
@@ -489,6 +490,13 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers))
 
 
+def _collectors(core: RunningCore) -> tuple[Collector, ...]:
+    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks' and API
+    Priority and Fairness's."""
+    own = (core.classifier.collector(),) if core.classifier is not None else ()
+    return (webhook_metrics.REGISTRY, *own)
+
+
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:
     """--watch-cache: None leaves the choice to the backend (server/startup/app.py's watch_cache_for)."""
     if args.watch_cache is None:
@@ -506,7 +514,7 @@ async def serve(args: argparse.Namespace) -> None:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=(webhook_metrics.REGISTRY,))
+                            limiter=limiter, storage=store, collectors=_collectors(core))
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -522,7 +530,7 @@ async def serve(args: argparse.Namespace) -> None:
             core = await _start_core(store, args, _security(args, certs),
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter, storage=store, collectors=(webhook_metrics.REGISTRY,),
+                            limiter=limiter, storage=store, collectors=_collectors(core),
                             proxy_client=proxy_client)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),

@@ -41,6 +41,7 @@ from gateway.codecs import protobuf as protobuf_codec
 from gateway.handlers import respond
 from gateway.handlers.request import Call
 from gateway.negotiation import CodecName
+from server.machinery import flowcontrol
 
 MIN_REQUEST_TIMEOUT = 1800  # seconds; kube-apiserver's --min-request-timeout default
 ACCEPT_WINDOW = 0.2  # seconds the core has to refuse a watch before the 200 goes out
@@ -67,7 +68,9 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
     try:
         done, _ = await asyncio.wait({first}, timeout=ACCEPT_WINDOW)
         batch = first.result() if done else None  # a refusal raises here, before any streaming
-        response = web.StreamResponse(status=200, headers={"Content-Type": call.out.content_type})
+        classified = flowcontrol.current()
+        response = web.StreamResponse(status=200, headers={
+            "Content-Type": call.out.content_type, **(classified.headers() if classified is not None else {})})
         response.enable_chunked_encoding()
         await response.prepare(http)
         _bound_send_buffer(http)

@@ -18,6 +18,7 @@ from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
 from gateway.client import CoreClient, CoreError, failure
+from server.machinery import flowcontrol
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Method
@@ -105,7 +106,14 @@ class GrpcClient(CoreClient):
         return view
 
     async def unary(self, method: Method, request: Any) -> Any:
-        return await _call(self._calls[method.name](request, metadata=self._metadata))
+        call = self._calls[method.name](request, metadata=self._metadata)
+        try:
+            response = await call
+        except grpc.aio.AioRpcError as err:
+            flowcontrol.note_metadata(err.trailing_metadata())
+            raise _error(err) from None
+        flowcontrol.note_metadata(await call.trailing_metadata())
+        return response
 
     async def health(self) -> dict[str, bool]:
         listed = await _call(self._health.List(_LISTING.HealthListRequest(), timeout=HEALTH_TIMEOUT))
@@ -140,6 +148,7 @@ class GrpcClient(CoreClient):
     async def stream(self, method: Method, request: Any) -> AsyncIterator[Any]:
         call = self._calls[method.name](request, metadata=self._metadata)
         try:
+            flowcontrol.note_metadata(await call.initial_metadata())
             async for response in call:
                 yield response
         except grpc.aio.AioRpcError as err:

@@ -26,6 +26,7 @@ from google.protobuf.message import Message
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth import caller as current_caller
+from server.auth.apf import Classifier
 from server.auth.attributes import Attributes, Decision
 from server.auth.audit.auditor import AuditedRequest, Auditor
 from server.auth.authn import RequestAuthenticator
@@ -34,7 +35,7 @@ from server.auth.errors import Unauthorized, forbidden, unauthorized
 from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
 from server.auth.serviceaccounts.oidc import Documents
-from server.machinery import errors
+from server.machinery import errors, flowcontrol
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
@@ -62,6 +63,7 @@ class GuardedCore(Answerer[Credentials]):
     """Core's verbs behind the chain: the same request messages, plus the caller's credentials."""
 
     auditor: Auditor | None = None  # set by start_security when --audit-policy-file asks for audit
+    classifier: Classifier | None = None  # API Priority and Fairness (server/auth/apf.py), set by start_core
     # Where Proxy sends a request: through the core by default; start_core installs the aggregation
     # controller's, which reads its informers' caches.
     locator: aggregated.Locator
@@ -111,6 +113,10 @@ class GuardedCore(Answerer[Credentials]):
         else:
             user = await self._audited_user(credentials, attributes, audit)
         wanted = attributes(user)
+        if self.classifier is not None:  # kube's APF filter: after impersonation, before authorization
+            classified = self.classifier.classify(wanted)
+            if classified is not None:
+                flowcontrol.note(*classified)
         decision, reason = self.authorizer.authorize(wanted)
         if audit is not None:
             audit.decided(decision, reason)

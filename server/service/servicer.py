@@ -27,7 +27,7 @@ from grpc_status import rpc_status
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.guard import GuardedCore
-from server.machinery import errors, wiretext
+from server.machinery import errors, flowcontrol, wiretext
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
 from server.machinery.fields.managers import manager_from_user_agent
@@ -69,34 +69,40 @@ class CoreService:
         if method.field_manager and not applying:  # an apply must name its manager
             _default_manager(getattr(request, method.field_manager), context)
         credentials = self.credentials(context)
+        classified = flowcontrol.begin()  # the call's APF classification, sent back as trailing metadata
         try:
             # A body given as JSON text is read as bytes before anything else sees it (audit, admission), and
             # refused, like a request that is no message (_parse), before authentication when malformed.
             body.from_text(request)
             answer: Message = await self._guard.unary(method, request, credentials)
+            context.set_trailing_metadata(classified.metadata())
             return render.as_text(answer) if getattr(request, "accept", None) == render.JSON_TEXT else answer
         except errors.ApiError as err:
-            await _abort(context, err)
+            await _abort(context, err, classified)
         except Exception as err:
             log.exception("request failed")
-            await _abort(context, errors.internal(str(err)))
+            await _abort(context, errors.internal(str(err)), classified)
         raise AssertionError("unreachable: abort raises")
 
     async def stream(self, method: Method, request: Any, context: Ctx) -> AsyncIterator[Message]:
+        classified = flowcontrol.begin()  # the call's APF classification, sent as initial metadata
         try:
             stream = await self._guard.stream(method, request, self.credentials(context))
+            await context.send_initial_metadata(classified.metadata())
             text = getattr(request, "accept", None) == render.JSON_TEXT
             async for response in stream:
                 yield render.as_text(response) if text else response
         except errors.ApiError as err:
-            await _abort(context, err)
+            await _abort(context, err, classified)
         except Exception as err:  # the wire gets a Status, the log gets the traceback
             log.exception("watch failed")
-            await _abort(context, errors.internal(str(err)))
+            await _abort(context, errors.internal(str(err)), classified)
 
 
-async def _abort(context: Ctx, err: errors.ApiError) -> None:
-    await context.abort_with_status(rpc_status.to_status(errors.to_grpc_status(err)))
+async def _abort(context: Ctx, err: errors.ApiError, classified: flowcontrol.Classified | None = None) -> None:
+    status = rpc_status.to_status(errors.to_grpc_status(err))
+    extra = classified.metadata() if classified is not None else ()
+    await context.abort(status.code, status.details, (*status.trailing_metadata, *extra))
 
 
 Handler = Callable[[Any, Ctx], Any]

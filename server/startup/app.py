@@ -17,10 +17,11 @@ from pathlib import Path
 
 from server import admission
 from server.admission.webhooks import Webhooks
+from server.auth.apf import Classifier
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import ConfigError, Security, start_security
-from server.controllers import apiservices
+from server.controllers import apiservices, flowcontrol
 from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
@@ -58,6 +59,8 @@ class RunningCore:
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
     singletons: Singletons | None = None  # what runs while this core leads
     election: LeaderElector | None = None  # None: this core leads alone, unelected
+    # API Priority and Fairness classification (server/auth/apf.py): its collector serves the nominal seats
+    classifier: Classifier | None = None
 
     @property
     def guard(self) -> GuardedCore:
@@ -88,6 +91,8 @@ class RunningCore:
             await self.security.stop()
         if self.webhooks is not None:
             await self.webhooks.stop()
+        if self.classifier is not None:
+            await self.classifier.stop()
         await self.core.close()
 
 
@@ -140,6 +145,10 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     crds = CrdController(core, webhooks.callouts)
     await crds.start()
     secured = await start_security(core, security, elected=True)
+    limits = (limiter or Limiter()).limits
+    classifier = Classifier(informers, limits.max_requests_inflight + limits.max_mutating_requests_inflight)
+    await classifier.start()
+    secured.guard.classifier = classifier
     await system_objects.ensure_authentication_config_map(
         core, _read(security.client_ca_file), _read(security.requestheader_client_ca_file),
         security.requestheader_allowed_names)
@@ -159,6 +168,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         Singleton("CrdController", crds.lead, crds.unlead),  # kube-apiserver's own
         *(s for s in secured.singletons if s.name != "AggregationController"),
         *apiservices.singletons(core),
+        *flowcontrol.singletons(core, informers),
     ])
     aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)
     _add_health_checks(core.health, namespaces=namespaces, terminator=terminator, crds=crds, aggregation=aggregation,
@@ -176,7 +186,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, aggregation, secured,
-                       singletons, elector)
+                       singletons, elector, classifier)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

@@ -11,8 +11,8 @@ generation 1), and one whose annotation says "true" but that kube no longer sugg
     kubectl annotate flowschema service-accounts apf.kubernetes.io/autoupdate-spec=false --overwrite
     # now edits to the service-accounts FlowSchema survive a restart
 
-Each FlowSchema then gets the Dangling condition kube's APF controller writes, saying whether its priority level
-exists (the MISSINGPL column). Capstan's load shedding (server/machinery/limits/) does not read these objects.
+The Dangling condition of each FlowSchema is server/controllers/flowcontrol.py's; how requests are classified by
+these objects, server/auth/apf.py's.
 """
 
 from __future__ import annotations
@@ -203,8 +203,7 @@ def _defaulted(kind: str, spec: Obj) -> Obj:
 
 
 async def ensure_apf_configuration(core: Core) -> None:
-    """Write the mandatory and suggested objects, remove stale auto-updated ones, then set each FlowSchema's
-    Dangling condition (see the module docstring)."""
+    """Write the mandatory and suggested objects and remove stale auto-updated ones (see the module docstring)."""
     for kind, mandatory, suggested in (
             ("PriorityLevelConfiguration", MANDATORY_LEVELS, SUGGESTED_LEVELS),
             ("FlowSchema", MANDATORY_FLOW_SCHEMAS, SUGGESTED_FLOW_SCHEMAS)):
@@ -217,7 +216,6 @@ async def ensure_apf_configuration(core: Core) -> None:
         ])
         known = {b["metadata"]["name"] for b in (*mandatory, *suggested)}
         await each(_delete(core, kind, name) for name, obj in stored.items() if name not in known and _auto(obj))
-    await _mark_dangling(core)
 
 
 def _auto(obj: Obj) -> bool:
@@ -230,41 +228,4 @@ async def _delete(core: Core, kind: str, name: str) -> None:
         await core.delete(core_pb2.DeleteRequest(path=_named(kind, name)))
     except errors.ApiError as err:
         if err.code != 404:
-            raise
-
-
-def dangling_condition(level: str, exists: bool) -> Obj:
-    """The Dangling condition kube's APF controller writes (without its lastTransitionTime)."""
-    if exists:
-        return {"type": "Dangling", "status": "False", "reason": "Found",
-                "message": f"This FlowSchema references the PriorityLevelConfiguration object named {_quote(level)} "
-                           "and it exists"}
-    return {"type": "Dangling", "status": "True", "reason": "NotFound",
-            "message": f"This FlowSchema references the PriorityLevelConfiguration object named {_quote(level)} "
-                       "but there is no such object"}
-
-
-def _quote(text: str) -> str:
-    return orjson.dumps(text).decode()
-
-
-async def _mark_dangling(core: Core) -> None:
-    levels = await _stored(core, "PriorityLevelConfiguration")
-    schemas = await _stored(core, "FlowSchema")
-    await each(_mark(core, name, schema, levels) for name, schema in schemas.items())
-
-
-async def _mark(core: Core, name: str, schema: Obj, levels: dict[str, Obj]) -> None:
-    level = ((schema.get("spec") or {}).get("priorityLevelConfiguration") or {}).get("name", "")
-    wanted = dangling_condition(level, level in levels)
-    conditions = [c for c in ((schema.get("status") or {}).get("conditions") or []) if isinstance(c, dict)]
-    current = next((c for c in conditions if c.get("type") == "Dangling"), None)
-    if current is not None and all(current.get(k) == v for k, v in wanted.items()):
-        return
-    wanted["lastTransitionTime"] = meta.now()
-    schema["status"] = {"conditions": [*(c for c in conditions if c.get("type") != "Dangling"), wanted]}
-    try:
-        await core.update(core_pb2.UpdateRequest(path=_named("FlowSchema", name, "status"), object=_raw(schema)))
-    except errors.ApiError as err:
-        if err.code != 409:  # another core starting over the same store wrote it first: its answer stands
             raise

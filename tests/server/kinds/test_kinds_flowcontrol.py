@@ -10,7 +10,6 @@ pkg/printers/internalversion/printers.go.
 from __future__ import annotations
 
 import asyncio
-
 import copy
 from pathlib import Path
 from typing import Any

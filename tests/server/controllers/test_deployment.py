@@ -197,7 +197,7 @@ async def test_quota_failure_reaches_the_deployment(tmp_path: Path) -> None:
         await client.create(path("resourcequotas", NS), {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "1"}}})
         await until(lambda: client.get(path("resourcequotas", NS, "pods")), lambda q: q.get("status", {}).get("hard"))
         await client.create(DEPLOYMENTS, deployment(3))
-        failing = await until(lambda: get(client), lambda d: condition(d, "ReplicaFailure"))
+        failing = await until(lambda: get(client), lambda d: bool(condition(d, "ReplicaFailure")))
         assert condition(failing, "ReplicaFailure")["reason"] == "FailedCreate"
 
 

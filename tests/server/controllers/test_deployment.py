@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from server.controllers.deployment import fenceposts
+from server.controllers.workload.hashing import compute_hash
 from tests.server.client import Client, Obj, path
 from tests.server.controllers.kubelet import NOT_READY_LABEL, Kubelet
 from tests.server.controllers.workloads import controlled, events_about, until
@@ -213,3 +214,34 @@ async def test_adopts_a_matching_replicaset(tmp_path: Path) -> None:
         assert rs["metadata"]["name"] == "orphan"
         assert rs["metadata"]["ownerReferences"][0]["name"] == "web"
 
+
+
+async def test_a_hash_collision_bumps_collision_count(tmp_path: Path) -> None:
+    async with controlled(tmp_path, "deployment", "replicaset") as client, Kubelet(client, NS):
+        created = await client.create(DEPLOYMENTS, deployment(1, paused=True))  # paused: no ReplicaSet yet
+        taken = f"web-{compute_hash(created['spec']['template'])}"
+        await client.create(REPLICASETS, {"metadata": {"name": taken, "labels": {"app": "other"}}, "spec": {
+            "replicas": 0, "selector": {"matchLabels": {"app": "other"}},
+            "template": {"metadata": {"labels": {"app": "other"}}, "spec": created["spec"]["template"]["spec"]}}})
+        d = await get(client)
+        d["spec"]["paused"] = False
+        await client.update(named("web"), d)
+        done = await until(lambda: get(client), complete)
+        assert done["status"]["collisionCount"] == 1
+        ours = [rs for rs in await replicasets(client) if rs["metadata"].get("ownerReferences")]
+        assert [rs["metadata"]["name"] for rs in ours] == [
+            f"web-{compute_hash(created['spec']['template'], 1)}"]
+
+
+@pytest.mark.parametrize("policy", ["Background", "Foreground"])
+async def test_deletion_cascades(tmp_path: Path, policy: str) -> None:
+    async with controlled(tmp_path, "deployment", "replicaset") as client, Kubelet(client, NS):
+        await client.create(DEPLOYMENTS, deployment(2))
+        await until(lambda: get(client), complete)
+        await client.delete(named("web"), propagationPolicy=policy)
+
+        async def left() -> tuple[int, int, int]:
+            _, ds = await client.list(DEPLOYMENTS)
+            _, pods = await client.list(path("pods", NS))
+            return len(ds), len(await replicasets(client)), len(pods)
+        await until(left, lambda counts: counts == (0, 0, 0), timeout=15)

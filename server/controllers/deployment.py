@@ -218,6 +218,7 @@ def remove_condition(status: Obj, kind: str) -> None:
 class DeploymentController(KeyedController):
     name = "deployment-controller"
     workers = 2
+    backoff = (0.1, 10.0)  # a refused write (quota) is retried ever less often, as kube's rate limiter does
 
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         super().__init__(core, informers)

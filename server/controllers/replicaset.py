@@ -203,6 +203,7 @@ class ReplicaSetController(KeyedController):
     """One controller kind's Pods (ReplicaSets' or ReplicationControllers')."""
 
     workers = 2
+    backoff = (0.1, 10.0)  # a refused write (quota) is retried ever less often, as kube's rate limiter does
 
     def __init__(self, core: Core, kind: Kind, informers: SharedInformers | None = None) -> None:
         self.name = kind.name

@@ -245,3 +245,23 @@ async def test_deletion_cascades(tmp_path: Path, policy: str) -> None:
             _, pods = await client.list(path("pods", NS))
             return len(ds), len(await replicasets(client)), len(pods)
         await until(left, lambda counts: counts == (0, 0, 0), timeout=15)
+
+
+async def test_proportional_scaling_during_a_rollout(tmp_path: Path) -> None:
+    """kube's e2e "deployment should support proportional scaling": replicas 10, maxSurge 3, maxUnavailable 2, a
+    rollout whose Pods never become ready, then scaled to 30 in the middle of it."""
+    async with controlled(tmp_path, "deployment", "replicaset") as client, Kubelet(client, NS):
+        await client.create(DEPLOYMENTS, deployment(10, strategy={
+            "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}))
+        await until(lambda: get(client), complete, timeout=20)
+        d = await get(client)
+        d["spec"]["template"]["metadata"]["labels"][NOT_READY_LABEL] = "false"
+        await client.update(named("web"), d)
+
+        async def sizes() -> list[int]:
+            return [rs["spec"]["replicas"] for rs in await replicasets(client)]
+        await until(sizes, lambda got: got == [8, 5], timeout=15)
+        d = await get(client)
+        d["spec"]["replicas"] = 30
+        await client.update(named("web"), d)
+        await until(sizes, lambda got: got == [20, 13], timeout=15)

@@ -61,13 +61,14 @@ async def test_scales_pods_to_replicas(tmp_path: Path, kind: str, first: int, th
         assert "SuccessfulCreate" in reasons or first == then == 0
 
 
+@pytest.mark.parametrize("kind", ["ReplicaSet", "ReplicationController"])
 @pytest.mark.parametrize(("pod_labels", "adopted"), [({"app": "web"}, True), ({"app": "other"}, False)])
-async def test_adopts_matching_orphans(tmp_path: Path, pod_labels: dict[str, str], adopted: bool) -> None:
-    async with controlled(tmp_path, "replicaset") as client:
+async def test_adopts_matching_orphans(tmp_path: Path, kind: str, pod_labels: dict[str, str], adopted: bool) -> None:
+    async with controlled(tmp_path, "replicaset", "replicationcontroller") as client:
         await client.create(path("pods", NS), {"metadata": {"name": "orphan", "labels": pod_labels},
                                                "spec": TEMPLATE["spec"]})
-        owner = await client.create(at("ReplicaSet"), controller("ReplicaSet", 1))
-        await until(lambda: client.get(at("ReplicaSet", "web")),
+        owner = await client.create(at(kind), controller(kind, 1))
+        await until(lambda: client.get(at(kind, "web")),
                     lambda o: o.get("status", {}).get("replicas") == 1)
         orphan = await client.get(path("pods", NS, "orphan"))
         refs = [r["uid"] for r in orphan["metadata"].get("ownerReferences") or []]
@@ -75,9 +76,10 @@ async def test_adopts_matching_orphans(tmp_path: Path, pod_labels: dict[str, str
         assert len(await pods_of(client, NS, owner["metadata"]["uid"])) == 1
 
 
-async def test_releases_a_pod_whose_labels_change(tmp_path: Path) -> None:
-    async with controlled(tmp_path, "replicaset") as client:
-        owner = await client.create(at("ReplicaSet"), controller("ReplicaSet", 1))
+@pytest.mark.parametrize("kind", ["ReplicaSet", "ReplicationController"])
+async def test_releases_a_pod_whose_labels_change(tmp_path: Path, kind: str) -> None:
+    async with controlled(tmp_path, "replicaset", "replicationcontroller") as client:
+        owner = await client.create(at(kind), controller(kind, 1))
         uid = owner["metadata"]["uid"]
         [pod] = await until(lambda: pods_of(client, NS, uid), lambda ps: len(ps) == 1)
         pod["metadata"]["labels"] = {"app": "moved"}
@@ -114,13 +116,14 @@ async def test_min_ready_seconds(tmp_path: Path) -> None:
                     lambda o: o["status"].get("availableReplicas", 0) == 2, timeout=8)
 
 
-async def test_quota_refusal_is_a_replica_failure(tmp_path: Path) -> None:
-    async with controlled(tmp_path, "replicaset") as client:
+@pytest.mark.parametrize("kind", ["ReplicaSet", "ReplicationController"])
+async def test_quota_refusal_is_a_replica_failure(tmp_path: Path, kind: str) -> None:
+    async with controlled(tmp_path, "replicaset", "replicationcontroller") as client:
         await client.create(path("resourcequotas", NS), {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "1"}}})
         await until(lambda: client.get(path("resourcequotas", NS, "pods")),
                     lambda q: q.get("status", {}).get("hard"))
-        await client.create(at("ReplicaSet"), controller("ReplicaSet", 2))
-        failing = await until(lambda: client.get(at("ReplicaSet", "web")),
+        await client.create(at(kind), controller(kind, 2))
+        failing = await until(lambda: client.get(at(kind, "web")),
                               lambda o: any(c["type"] == "ReplicaFailure" for c in o.get("status", {}).get(
                                   "conditions") or []))
         [failure] = failing["status"]["conditions"]
@@ -132,7 +135,7 @@ async def test_quota_refusal_is_a_replica_failure(tmp_path: Path) -> None:
         quota = await client.get(path("resourcequotas", NS, "pods"))
         quota["spec"]["hard"]["pods"] = "5"
         await client.update(path("resourcequotas", NS, "pods"), quota)
-        await until(lambda: client.get(at("ReplicaSet", "web")),
+        await until(lambda: client.get(at(kind, "web")),
                     lambda o: o["status"].get("replicas") == 2 and not o["status"].get("conditions"), timeout=15)
 
 

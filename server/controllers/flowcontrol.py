@@ -13,7 +13,7 @@ from __future__ import annotations
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.endpointutil import Key, KeyedController, Obj
+from server.controllers.workload.keyed import Key, KeyedController, Obj
 from server.machinery import errors, meta
 from server.objects.core import Core
 from server.runtime.election import Singleton

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
-from server.controllers import csrsigning, endpoints, endpointslicemirroring, endpointslices
+from server.controllers import csrsigning, deployment, endpoints, endpointslicemirroring, endpointslices, replicaset
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
@@ -89,6 +89,11 @@ CONTROLLERS: tuple[Controller, ...] = (
                per_namespace=True),
     Controller("endpointslicemirroring", lambda c: endpointslicemirroring.singletons(c.core, c.informers),
                default=True, per_namespace=True),
+    # the workload controllers (apps): run when named or with *
+    Controller("deployment", lambda c: deployment.singletons(c.core, c.informers)),
+    Controller("replicaset", lambda c: replicaset.singletons(c.core, c.informers, replicaset.REPLICA_SET)),
+    Controller("replicationcontroller",
+               lambda c: replicaset.singletons(c.core, c.informers, replicaset.REPLICATION_CONTROLLER)),
 )
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)

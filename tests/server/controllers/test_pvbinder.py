@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 
 from tests.server.client import Client, Obj, path
-from tests.server.controllers.stateful import NS, events_of, get_or_none, settled
-from tests.server.controllers.stateful import stateful_client_fixture  # noqa: F401  (the stateful_client fixture)
+from tests.server.controllers.stateful import (
+    NS,
+    events_of,
+    get_or_none,
+    settled,
+    stateful_client_fixture,  # noqa: F401  (the stateful_client fixture)
+)
 
 VOLUMES = path("persistentvolumes")
 CLAIMS = path("persistentvolumeclaims", NS)
@@ -91,9 +96,10 @@ async def test_a_claim_binds_the_volume_that_fits(stateful_client: Client, volum
     assert ("pv.kubernetes.io/bound-by-controller" in pv["metadata"].get("annotations", {})) == controller_set_ref
     assert got["status"]["capacity"] == pv["spec"]["capacity"]
     assert got["status"]["accessModes"] == pv["spec"]["accessModes"]
-    others = [v["metadata"]["name"] for v in volumes if v["metadata"]["name"] != chosen]
-    for other in others:
-        await settled(lambda name=other: volume_phase(client, name), "Available")
+    async def others() -> list[str | None]:
+        return [await volume_phase(client, v["metadata"]["name"]) for v in volumes if v["metadata"]["name"] != chosen]
+
+    await settled(others, ["Available"] * (len(volumes) - 1))
 
 
 async def test_no_volume_leaves_the_claim_pending(stateful_client: Client) -> None:
@@ -142,7 +148,7 @@ async def test_wait_for_first_consumer_binds_once_a_pod_is_scheduled(stateful_cl
     await client.create(path("pods", NS, "user", subresource="binding"), {
         "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "user"},
         "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}})
-    phase, bound = await settled(lambda: claim_state(client), lambda state: state[0] == "Bound")
+    _, bound = await settled(lambda: claim_state(client), lambda state: state[0] == "Bound")
     got = await client.get(path("persistentvolumeclaims", NS, "data"))
     assert got["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "node-1"
     assert bound.startswith("pvc-")

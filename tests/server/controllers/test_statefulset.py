@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 
 from tests.server.client import Client, Obj, path
-from tests.server.controllers.kubelet import Kubelet, mark
-from tests.server.controllers.stateful import NS, events_of, get_or_none, names, settled
-from tests.server.controllers.stateful import stateful_client_fixture  # noqa: F401  (the stateful_client fixture)
+from tests.server.controllers.kubelet import Kubelet
+from tests.server.controllers.stateful import (
+    NS,
+    events_of,
+    get_or_none,
+    names,
+    settled,
+    stateful_client_fixture,  # noqa: F401  (the stateful_client fixture)
+)
 
 SETS = path("statefulsets", NS, group="apps")
 REVISIONS = path("controllerrevisions", NS, group="apps")

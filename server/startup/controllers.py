@@ -20,7 +20,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
-from server.controllers import csrsigning, endpoints, endpointslicemirroring, endpointslices, pvbinder, statefulset
+from server.controllers import (
+    csrsigning,
+    daemonset,
+    endpoints,
+    endpointslicemirroring,
+    endpointslices,
+    pvbinder,
+    statefulset,
+)
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
@@ -91,6 +99,7 @@ CONTROLLERS: tuple[Controller, ...] = (
                default=True, per_namespace=True),
     # the stateful workloads: StatefulSets, DaemonSets, PersistentVolume binding
     Controller("statefulset", lambda c: statefulset.singletons(c.core, c.informers)),
+    Controller("daemonset", lambda c: daemonset.singletons(c.core, c.informers)),
     Controller("persistentvolume-binder", lambda c: pvbinder.singletons(c.core, c.informers)),
 )
 KNOWN = frozenset(c.name for c in CONTROLLERS)

@@ -10,8 +10,8 @@ Contracts, as kube's:
   selector's matchLabels);
 - OrderedReady creates one Pod at a time in ordinal order, waiting for each to be Running and Ready (and
   available after minReadySeconds), and deletes surplus Pods one at a time from the highest ordinal, waiting for
-  the others to be healthy; Parallel creates and deletes them all at once; a Failed or Succeeded Pod is deleted
-  and made again on a later sync;
+  the others to be healthy; Parallel creates and deletes them all at once and goes on to the update; a Failed or
+  Succeeded Pod is deleted (RecreatingFailedPod, RecreatingTerminatedPod) and made again once it is gone;
 - the update revision records the current template (server/controllers/history.py); a Pod below the partition
   (RollingUpdate) is made at the current revision, the others at the update revision. RollingUpdate then deletes
   the highest-ordinal Pod at or above the partition not at the update revision, one at a time, once all are
@@ -419,22 +419,27 @@ class StatefulSetController(KeyedController):
 
     @staticmethod
     async def _for_all(work: _Pass, pods: list[Obj], step: _Step) -> bool:
-        """runForAll: in order, stopping at the first that says to, when monotonic; else every one."""
-        stop = False
+        """runForAll: when monotonic, in order until a step says to stop (then True); else every step, and the
+        pass goes on (False)."""
         for i in range(len(pods)):
-            if await step(work, i):
-                if work.monotonic:
-                    return True
-                stop = True
-        return stop
+            if await step(work, i) and work.monotonic:
+                return True
+        return False
 
     async def _replica(self, work: _Pass, i: int) -> bool:
         """processReplica: whether the pass stops here."""
         pod = work.replicas[i]
-        if (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded"):
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Failed", "Succeeded"):
             if not terminating(pod):
+                failed = phase == "Failed"
+                self.recorder.event(work.stateful_set, WARNING if failed else NORMAL,
+                                    "RecreatingFailedPod" if failed else "RecreatingTerminatedPod",
+                                    f"StatefulSet {work.namespace}/{work.name} is recreating "
+                                    f"{'failed' if failed else 'terminated'} Pod {_meta(pod).get('name', '')}",
+                                    kind=KIND, api_version=API_VERSION)
                 await self._delete_pod(work, pod)
-            return True
+            return True  # made again once it is gone
         if not is_created(pod):
             await self._create_pod(work, pod, i)
             return work.monotonic

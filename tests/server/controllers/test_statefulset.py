@@ -128,14 +128,15 @@ async def test_scale_down_removes_the_highest_ordinals(stateful_client: Client, 
     assert ("SuccessfulDelete", "delete Pod web-3 in StatefulSet web successful") in await events_of(client, "web")
 
 
-@pytest.mark.parametrize(("partition", "updated"), [
-    (0, {"web-0": "nginx:1.26", "web-1": "nginx:1.26", "web-2": "nginx:1.26"}),
-    (2, {"web-0": "nginx:1.25", "web-1": "nginx:1.25", "web-2": "nginx:1.26"}),
+@pytest.mark.parametrize(("policy", "partition", "updated"), [
+    ("OrderedReady", 0, {"web-0": "nginx:1.26", "web-1": "nginx:1.26", "web-2": "nginx:1.26"}),
+    ("OrderedReady", 2, {"web-0": "nginx:1.25", "web-1": "nginx:1.25", "web-2": "nginx:1.26"}),
+    ("Parallel", 0, {"web-0": "nginx:1.26", "web-1": "nginx:1.26", "web-2": "nginx:1.26"}),
 ])
-async def test_rolling_update_with_a_partition(stateful_client: Client, partition: int,
+async def test_rolling_update_with_a_partition(stateful_client: Client, policy: str, partition: int,
                                                updated: dict[str, str]) -> None:
     client = stateful_client
-    await client.create(SETS, stateful_set(3))
+    await client.create(SETS, stateful_set(3, policy=policy))
     async with Kubelet(client, NS) as kubelet:
         first = await settled(lambda: status(client), lambda s: s.get("readyReplicas") == 3)
         await set_template_image(client, "nginx:1.26",
@@ -188,6 +189,8 @@ async def test_failed_pods_are_made_again(stateful_client: Client) -> None:
 
         await settled(uid, lambda got: got not in ("", old["metadata"]["uid"]))
         await settled(lambda: status(client), lambda s: s.get("readyReplicas") == 1)
+    assert ("RecreatingFailedPod", "StatefulSet default/web is recreating failed Pod web-0") in \
+        await events_of(client, "web")
 
 
 @pytest.mark.parametrize(("retention", "set_owned", "kept_after_scale_down"), [

@@ -1,7 +1,8 @@
-"""The real kubectl against a `capstan serve` running the statefulset controller: `rollout status` waits on the
-status the controller writes, `scale` goes through /scale, `rollout history` and `rollout undo` read and apply
-the ControllerRevisions it keeps. The test plays the kubelet (a thread marking each Pod Running and Ready through
-pods/status). Expected output is kubectl's against kube-apiserver 1.28."""
+"""The real kubectl against a `capstan serve` running the statefulset and daemonset controllers: `rollout status`
+waits on the status the controllers write, `scale` goes through /scale, `rollout history` and `rollout undo` read
+and apply the ControllerRevisions they keep. The test plays the scheduler and the kubelet (a thread binding each
+DaemonSet Pod to the node its affinity names and marking each Pod Running and Ready through pods/status).
+Expected output is kubectl's against kube-apiserver 1.28."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from capstan.testing import server
 from tests.e2e.conftest import Kubectl
 
-CONTROLLERS = "--controllers=garbagecollector,namespace,serviceaccount,statefulset"
+CONTROLLERS = "--controllers=garbagecollector,namespace,serviceaccount,statefulset,daemonset"
 MANIFEST = """\
 apiVersion: apps/v1
 kind: StatefulSet
@@ -33,8 +34,25 @@ spec:
 """
 
 
+DAEMON_SET = """\
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: agent, image: "agent:1"}], terminationGracePeriodSeconds: 0}
+"""
+
+
 class Kubelet(threading.Thread):
-    """Marks every Pod of `default` without an IP Running and Ready, over plain HTTP."""
+    """Binds every unbound Pod of `default` whose node affinity names a node, and marks every Pod without an IP
+    Running and Ready, over plain HTTP."""
 
     def __init__(self, url: str) -> None:
         super().__init__(daemon=True)
@@ -56,9 +74,17 @@ class Kubelet(threading.Thread):
                     if pod.get("status", {}).get("podIP") or pod["metadata"].get("deletionTimestamp"):
                         continue
                     n += 1
+                    name = pod["metadata"]["name"]
+                    terms = pod["spec"].get("affinity", {}).get("nodeAffinity", {}).get(
+                        "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+                    if terms and not pod["spec"].get("nodeName"):
+                        node = terms[0]["matchFields"][0]["values"][0]
+                        self.request("POST", f"/api/v1/namespaces/default/pods/{name}/binding", {
+                            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+                        pod = self.request("GET", f"/api/v1/namespaces/default/pods/{name}")
                     pod["status"] = {"phase": "Running", "podIP": f"10.244.0.{n % 250 + 1}",
                                      "conditions": [{"type": "Ready", "status": "True"}]}
-                    name = pod["metadata"]["name"]
                     self.request("PUT", f"/api/v1/namespaces/default/pods/{name}/status", pod)
             except OSError:
                 pass
@@ -104,3 +130,16 @@ def test_rollout_scale_history_and_undo(served: tuple[Kubectl, Kubelet]) -> None
         time.sleep(0.1)
     history = kubectl("rollout", "history", "statefulset/web")
     assert [line.split()[0] for line in history.out.splitlines()[2:] if line.strip()] == ["2", "3"]
+
+
+def test_daemon_set_rollout_status(served: tuple[Kubectl, Kubelet]) -> None:
+    kubectl, _ = served
+    assert kubectl("apply", "-f", "-", input=DAEMON_SET).code == 0
+    ran = kubectl("rollout", "status", "daemonset/agent", "--timeout=30s")
+    assert (ran.code, ran.out.splitlines()[-1]) == (0, 'daemon set "agent" successfully rolled out')
+    assert kubectl("set", "image", "daemonset/agent", "agent=agent:2").code == 0
+    ran = kubectl("rollout", "status", "daemonset/agent", "--timeout=30s")
+    assert (ran.code, ran.out.splitlines()[-1]) == (0, 'daemon set "agent" successfully rolled out')
+    pods = kubectl.json("get", "pods", "-l", "app=agent", "-o", "json")["items"]
+    assert [(p["spec"]["nodeName"], p["spec"]["containers"][0]["image"]) for p in pods
+            if not p["metadata"].get("deletionTimestamp")] == [("node-1", "agent:2")]

@@ -41,7 +41,7 @@ from server.machinery.codec.quantity import Quantity, QuantityError, parse_quant
 from server.machinery.selectors.labels import SelectorError, from_label_selector
 from server.objects.core import Core
 from server.runtime.election import Singleton
-from server.runtime.informer import SharedInformers
+from server.runtime.informer import Indexer, SharedInformers
 
 VOLUMES = path("persistentvolumes")
 CLAIMS = path("persistentvolumeclaims")
@@ -68,8 +68,14 @@ def _annotations(obj: Obj) -> dict[str, str]:
 
 
 def _quantity(value: object) -> Quantity | None:
+    return _parsed(str(value)) if value is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> Quantity | None:
+    """Quantities are parsed once per text: matching compares a claim with every volume."""
     try:
-        return parse_quantity(str(value)) if value is not None else None
+        return parse_quantity(text)
     except QuantityError:
         return None
 
@@ -111,16 +117,17 @@ def best_match(volumes: list[Obj], claim: Obj) -> Obj | None:
     except (SelectorError, TypeError):
         return None
     candidates: list[tuple[int, Quantity, str, Obj]] = []
+    wanted_class = claim_class(claim)
     for volume in volumes:
-        if _meta(volume).get("deletionTimestamp") or not satisfies(volume, claim):
+        if _meta(volume).get("deletionTimestamp"):
             continue
-        if bound_to(volume, claim):
-            return volume
         if (volume.get("spec") or {}).get("claimRef"):
+            if bound_to(volume, claim) and satisfies(volume, claim):
+                return volume
             continue
-        if (volume.get("status") or {}).get("phase") != "Available":
+        if (volume.get("status") or {}).get("phase") != "Available" or volume_class(volume) != wanted_class:
             continue
-        if volume_class(volume) != claim_class(claim) or not selector.matches(_meta(volume).get("labels") or {}):
+        if not satisfies(volume, claim) or not selector.matches(_meta(volume).get("labels") or {}):
             continue
         capacity = _quantity(((volume.get("spec") or {}).get("capacity") or {}).get("storage"))
         assert capacity is not None
@@ -132,7 +139,49 @@ def best_match(volumes: list[Obj], claim: Obj) -> Obj | None:
     def order(a: tuple[int, Quantity, str, Obj], b: tuple[int, Quantity, str, Obj]) -> int:
         return (a[0] - b[0]) or a[1].compare(b[1]) or (a[2] > b[2]) - (a[2] < b[2])
 
-    return sorted(candidates, key=functools.cmp_to_key(order))[0][3]
+    return min(candidates, key=functools.cmp_to_key(order))[3]
+
+
+def _revision(obj: Obj) -> int:
+    try:
+        return int(_meta(obj).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class Assumed:
+    """An informer's cache with the controller's own writes laid over it until the cache has caught up with them
+    (kube's pv controller stores what it wrote in its caches), so the next sync does not choose a volume already
+    bound or write over an object it has just changed."""
+
+    def __init__(self, cache: Indexer[Obj]) -> None:
+        self.cache = cache
+        self._written: dict[Key, Obj] = {}
+
+    def assume(self, obj: Obj) -> None:
+        self._written[key_of(obj)] = obj
+
+    def forget(self, key: Key) -> None:
+        self._written.pop(key, None)
+
+    def get(self, key: Key) -> Obj | None:
+        cached, mine = self.cache.get(key), self._written.get(key)
+        if mine is None:
+            return cached
+        if cached is not None and _revision(cached) >= _revision(mine):
+            del self._written[key]
+            return cached
+        return mine
+
+    def __contains__(self, key: Key) -> bool:
+        return self.get(key) is not None
+
+    def items(self) -> list[tuple[Key, Obj]]:
+        keys = dict.fromkeys([*self.cache, *self._written])
+        return [(key, obj) for key in keys if (obj := self.get(key)) is not None]
+
+    def values(self) -> list[Obj]:
+        return [obj for _, obj in self.items()]
 
 
 def _claim_ref(claim: Obj) -> Obj:
@@ -148,8 +197,8 @@ class PersistentVolumeBinder(KeyedController):
 
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         super().__init__(core, informers)
-        self.volumes = self.follow(VOLUMES, self._volume_changed)
-        self.claims = self.follow(CLAIMS, self._claim_changed)
+        self.volumes = Assumed(self.follow(VOLUMES, self._volume_changed))
+        self.claims = Assumed(self.follow(CLAIMS, self._claim_changed))
         self.classes = self.follow(CLASSES, self._class_changed)
         self.pods = self.follow(PODS, self._pod_changed)
         self.recorder = EventRecorder(core, COMPONENT)
@@ -158,16 +207,27 @@ class PersistentVolumeBinder(KeyedController):
         await super().stop()
         await self.recorder.stop()
 
+    async def update(self, at: core_pb2.ResourcePath, obj: Obj, *, subresource: str = "") -> Obj:
+        written = await super().update(at, obj, subresource=subresource)
+        (self.volumes if at.resource == "persistentvolumes" else self.claims).assume(written)
+        return written
+
     def _volume_changed(self, old: Obj | None, new: Obj | None) -> None:
         volume = new or old or {}
         self.queue(("", str(_meta(volume).get("name", ""))))
+        if new is None:
+            self.volumes.forget(key_of(volume))
         ref = (volume.get("spec") or {}).get("claimRef") or {}
         if ref.get("namespace"):
             self.queue((str(ref["namespace"]), str(ref.get("name", ""))))
-        self._queue_unbound()
+        if new is not None and (new.get("status") or {}).get("phase") == "Available" and (
+                old is None or (old.get("status") or {}).get("phase") != "Available"):
+            self._queue_unbound()  # a volume became available: the claims waiting may take it
 
     def _claim_changed(self, old: Obj | None, new: Obj | None) -> None:
         claim = new or old or {}
+        if new is None:
+            self.claims.forget(key_of(claim))
         self.queue(key_of(claim))
         volume = (claim.get("spec") or {}).get("volumeName")
         if volume:

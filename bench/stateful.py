@@ -11,7 +11,9 @@ run on an in-process core (LMDB, no fsync) that runs the controllers:
                 Bound (four writes per claim: the volume's claimRef and phase, the claim's volumeName and
                 phase), beside a client creating the N claims and making those four writes itself.
 
-Each figure is pods (or claims) per second; the anchor is `direct` in the same run. Stdout is one JSON line per
+Each figure is pods (or claims) per second, the median of 3 rounds run alternately (direct, controller, ...),
+each on a new store; the anchor is `direct` in the same run. Goal: the controller at no less than a third of the
+direct rate. Stdout is one JSON line per
 figure (see bench/_util.py); progress goes to stderr.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -27,6 +30,7 @@ from typing import Any
 import orjson
 
 from bench._util import CEILING, at_least, check_choices, emit, note, run_workloads
+from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
 from server.objects.core import Core
@@ -37,13 +41,13 @@ from storage.lmdb import LmdbStore
 
 WORKLOADS = ("statefulset", "daemonset", "pvbinding")
 STATEFUL = frozenset({"statefulset", "daemonset", "persistentvolume-binder"})
-FULL = {"n": 200}
-QUICK = {"n": 10}
+FULL = {"n": 200, "rounds": 3}
+QUICK = {"n": 10, "rounds": 1}
 POLL = 0.1  # seconds between checks for convergence (each lists every object: it competes with the controller)
 TIMEOUT = 120.0
 # Goals: the controller at no less than a third of the direct write rate for the same objects.
 SHARE = 1 / 3
-TEMPLATE = {"metadata": {"labels": {"app": "bench"}},
+TEMPLATE: dict[str, Any] = {"metadata": {"labels": {"app": "bench"}},
             "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
 
 
@@ -69,8 +73,8 @@ async def _update(core: Core, at: core_pb2.ResourcePath, obj: dict[str, Any]) ->
     return updated
 
 
-async def _items(core: Core, at: core_pb2.ResourcePath, **options: str) -> list[dict[str, Any]]:
-    listed = await core.list(core_pb2.ListRequest(path=at, options=options))  # type: ignore[arg-type]
+async def _items(core: Core, at: core_pb2.ResourcePath, label_selector: str = "") -> list[dict[str, Any]]:
+    listed = await core.list(core_pb2.ListRequest(path=at, options=meta_pb2.ListOptions(labelSelector=label_selector)))
     return [orjson.loads(item) for item in listed.items]
 
 
@@ -103,15 +107,24 @@ async def _on_core(directory: Path, names: frozenset[str], work: Callable[[Core]
         await store.close()
 
 
-async def _compare(directory: Path, op: str, n: int, direct: Callable[[Core], Awaitable[float]],
+async def _compare(directory: Path, op: str, sizes: dict[str, int], direct: Callable[[Core], Awaitable[float]],
                    controlled: Callable[[Core], Awaitable[float]]) -> None:
-    """`direct` on a core without the stateful controllers, `controlled` on one with them, each on a new store."""
-    direct_s = await _on_core(directory / "direct", controllers.DEFAULT, direct)
-    controller_s = await _on_core(directory / "controller", controllers.DEFAULT | STATEFUL, controlled)
-    direct_rate = n / direct_s
-    emit(op, "direct", "per_s", direct_rate, CEILING, count=n, seconds=round(direct_s, 3))
-    emit(op, "controller", "per_s", n / controller_s, at_least(round(direct_rate * SHARE), "/s"), count=n,
-         seconds=round(controller_s, 3), share_of_direct=round(direct_s / controller_s, 2))
+    """`direct` on a core without the stateful controllers and `controlled` on one with them, alternating for
+    the rounds, each on a new store; the medians."""
+    n = sizes["n"]
+    direct_s: list[float] = []
+    controller_s: list[float] = []
+    for round_ in range(sizes["rounds"]):
+        direct_s.append(await _on_core(directory / f"direct-{round_}", controllers.DEFAULT, direct))
+        controller_s.append(await _on_core(directory / f"controller-{round_}", controllers.DEFAULT | STATEFUL,
+                                           controlled))
+    direct_rate = n / statistics.median(direct_s)
+    controller_rate = n / statistics.median(controller_s)
+    emit(op, "direct", "per_s", direct_rate, CEILING, count=n, rounds=len(direct_s),
+         seconds=[round(x, 3) for x in direct_s])
+    emit(op, "controller", "per_s", controller_rate, at_least(round(direct_rate * SHARE), "/s"), count=n,
+         rounds=len(controller_s), seconds=[round(x, 3) for x in controller_s],
+         share_of_direct=round(controller_rate / direct_rate, 2))
 
 
 async def statefulset(directory: Path, sizes: dict[str, int]) -> None:
@@ -125,12 +138,12 @@ async def statefulset(directory: Path, sizes: dict[str, int]) -> None:
         await _create(core, _path("statefulsets", group="apps"), body)
 
         async def done() -> bool:
-            return len(await _items(core, _path("pods"), labelSelector="app=bench")) >= n
+            return len(await _items(core, _path("pods"), label_selector="app=bench")) >= n
 
         await _until(done)
         return time.perf_counter() - started
 
-    await _compare(directory, "statefulset", n, _direct_pods(n), work)
+    await _compare(directory, "statefulset", sizes, _direct_pods(n), work)
 
 
 async def daemonset(directory: Path, sizes: dict[str, int]) -> None:
@@ -145,12 +158,12 @@ async def daemonset(directory: Path, sizes: dict[str, int]) -> None:
         await _create(core, _path("daemonsets", group="apps"), body)
 
         async def done() -> bool:
-            return len(await _items(core, _path("pods"), labelSelector="app=bench")) >= n
+            return len(await _items(core, _path("pods"), label_selector="app=bench")) >= n
 
         await _until(done)
         return time.perf_counter() - started
 
-    await _compare(directory, "daemonset", n, _direct_pods(n), work)
+    await _compare(directory, "daemonset", sizes, _direct_pods(n), work)
 
 
 async def pvbinding(directory: Path, sizes: dict[str, int]) -> None:
@@ -186,8 +199,8 @@ async def pvbinding(directory: Path, sizes: dict[str, int]) -> None:
             await _create(core, _path("persistentvolumes", ""), volume(f"pv-{i}"))
 
         async def available() -> bool:
-            return sum((v.get("status") or {}).get("phase") == "Available"
-                       for v in await _items(core, _path("persistentvolumes", ""))) >= n
+            phases = [(v.get("status") or {}).get("phase") for v in await _items(core, _path("persistentvolumes", ""))]
+            return phases.count("Available") >= n
 
         await _until(available)
         started = time.perf_counter()
@@ -196,13 +209,13 @@ async def pvbinding(directory: Path, sizes: dict[str, int]) -> None:
 
         async def done() -> bool:
             claims = await _items(core, _path("persistentvolumeclaims"))
-            return sum((c.get("status") or {}).get("phase") == "Bound" for c in claims
-                       if c["metadata"]["name"].startswith("pvc-")) >= n
+            bound = [c for c in claims if (c.get("status") or {}).get("phase") == "Bound"]
+            return len([c for c in bound if str(c["metadata"]["name"]).startswith("pvc-")]) >= n
 
         await _until(done)
         return time.perf_counter() - started
 
-    await _compare(directory, "pvbinding", n, direct, work)
+    await _compare(directory, "pvbinding", sizes, direct, work)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

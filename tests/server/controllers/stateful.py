@@ -64,6 +64,20 @@ async def get_or_none(client: Client, resource: str, name: str, namespace: str =
         raise
 
 
+async def modify(client: Client, at: Any, change: Callable[[Obj], None]) -> Obj:
+    """GET, change, PUT; again on a conflict (the controllers write the same objects' status meanwhile)."""
+    for _ in range(20):
+        current = await client.get(at)
+        change(current)
+        try:
+            updated, _ = await client.update(at, current)
+            return updated
+        except Failed as err:
+            if err.status.get("code") != 409:
+                raise
+    raise AssertionError(f"{at} kept conflicting")
+
+
 async def events_of(client: Client, name: str, namespace: str = NS) -> list[tuple[str, str]]:
     _, items = await client.list(path("events", namespace), fieldSelector=f"involvedObject.name={name}")
     return [(e["reason"], e["message"]) for e in items]

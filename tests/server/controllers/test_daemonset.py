@@ -18,6 +18,7 @@ from tests.server.controllers.kubelet import mark
 from tests.server.controllers.stateful import (
     NS,
     events_of,
+    modify,
     names,
     settled,
     stateful_client_fixture,  # noqa: F401  (the stateful_client fixture)
@@ -103,9 +104,9 @@ async def status(client: Client) -> Obj:
 
 
 async def set_image(client: Client, image: str) -> None:
-    current = await client.get(path("daemonsets", NS, "agent", group="apps"))
-    current["spec"]["template"]["spec"]["containers"][0]["image"] = image
-    await client.update(path("daemonsets", NS, "agent", group="apps"), current)
+    def change(current: Obj) -> None:
+        current["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    await modify(client, path("daemonsets", NS, "agent", group="apps"), change)
 
 
 @pytest.mark.parametrize(("pod_spec", "nodes"), [
@@ -148,13 +149,9 @@ async def test_a_node_that_stops_fitting_loses_its_pod(stateful_client: Client) 
     await make_nodes(client)
     await client.create(SETS, daemon_set(nodeSelector={"disk": "ssd"}))
     await settled(lambda: placement(client), {"n1": "agent:1"})
-    node = await client.get(path("nodes", "", "n2"))
-    node["metadata"]["labels"]["disk"] = "ssd"
-    await client.update(path("nodes", "", "n2"), node)
+    await modify(client, path("nodes", "", "n2"), lambda node: node["metadata"]["labels"].update(disk="ssd"))
     await settled(lambda: placement(client), {"n1": "agent:1", "n2": "agent:1"})
-    node = await client.get(path("nodes", "", "n1"))
-    node["metadata"]["labels"]["disk"] = "hdd"
-    await client.update(path("nodes", "", "n1"), node)
+    await modify(client, path("nodes", "", "n1"), lambda node: node["metadata"]["labels"].update(disk="hdd"))
     await settled(lambda: placement(client), {"n2": "agent:1"})
 
 

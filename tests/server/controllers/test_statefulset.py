@@ -16,6 +16,7 @@ from tests.server.controllers.stateful import (
     NS,
     events_of,
     get_or_none,
+    modify,
     names,
     settled,
     stateful_client_fixture,  # noqa: F401  (the stateful_client fixture)
@@ -52,16 +53,15 @@ async def status(client: Client) -> Obj:
 
 
 async def set_template_image(client: Client, image: str, **spec: Any) -> None:
-    current = await client.get(path("statefulsets", NS, "web", group="apps"))
-    current["spec"]["template"]["spec"]["containers"][0]["image"] = image
-    current["spec"].update(spec)
-    await client.update(path("statefulsets", NS, "web", group="apps"), current)
+    def change(current: Obj) -> None:
+        current["spec"]["template"]["spec"]["containers"][0]["image"] = image
+        current["spec"].update(spec)
+    await modify(client, path("statefulsets", NS, "web", group="apps"), change)
 
 
 async def scale(client: Client, replicas: int) -> None:
-    current = await client.get(path("statefulsets", NS, "web", group="apps"))
-    current["spec"]["replicas"] = replicas
-    await client.update(path("statefulsets", NS, "web", group="apps"), current)
+    await modify(client, path("statefulsets", NS, "web", group="apps"),
+                 lambda current: current["spec"].update(replicas=replicas))
 
 
 async def images(client: Client) -> dict[str, str]:

@@ -217,3 +217,21 @@ async def test_claims_from_templates_and_their_retention(stateful_client: Client
         await settled(lambda: names(client, "persistentvolumeclaims"), want)
     assert ("SuccessfulCreate", "create Claim data-web-0 Pod web-0 in StatefulSet web success") in \
         await events_of(client, "web")
+
+
+@pytest.mark.parametrize(("limit", "kept"), [(1, 3), (0, 2)])
+async def test_history_is_truncated_to_the_limit(stateful_client: Client, limit: int, kept: int) -> None:
+    """The current and update revisions and those live Pods use are kept, and `limit` more of the others."""
+    client = stateful_client
+    body = stateful_set(1, strategy={"type": "OnDelete"})
+    body["spec"]["revisionHistoryLimit"] = limit
+    await client.create(SETS, body)
+    await settled(lambda: status(client), lambda s: s.get("replicas") == 1)
+    for image in ("nginx:1.26", "nginx:1.27", "nginx:1.28"):
+        await set_template_image(client, image)
+    await settled(lambda: status(client), lambda s: s.get("observedGeneration") == 4)
+    # web-0 stays at the first revision (OnDelete): it and the update revision are live
+    await settled(lambda: names(client, "controllerrevisions", group="apps"), lambda got: len(got) == kept)
+    got = await status(client)
+    revisions = await names(client, "controllerrevisions", group="apps")
+    assert got["currentRevision"] in revisions and got["updateRevision"] in revisions

@@ -20,7 +20,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
-from server.controllers import csrsigning, deployment, endpoints, endpointslicemirroring, endpointslices, replicaset
+from server.controllers import (
+    csrsigning,
+    daemonset,
+    deployment,
+    endpoints,
+    endpointslicemirroring,
+    endpointslices,
+    pvbinder,
+    replicaset,
+    statefulset,
+)
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
@@ -94,6 +104,10 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("replicaset", lambda c: replicaset.singletons(c.core, c.informers, replicaset.REPLICA_SET)),
     Controller("replicationcontroller",
                lambda c: replicaset.singletons(c.core, c.informers, replicaset.REPLICATION_CONTROLLER)),
+    # the stateful workloads: StatefulSets, DaemonSets, PersistentVolume binding
+    Controller("statefulset", lambda c: statefulset.singletons(c.core, c.informers)),
+    Controller("daemonset", lambda c: daemonset.singletons(c.core, c.informers)),
+    Controller("persistentvolume-binder", lambda c: pvbinder.singletons(c.core, c.informers)),
 )
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from server.controllers.job import COMPLETION_INDEX, TRACKING_FINALIZER, JobController, format_indexes, \
-    parse_indexes
+from server.controllers.job import COMPLETION_INDEX, TRACKING_FINALIZER, JobController, format_indexes, parse_indexes
 from server.runtime.informer import SharedInformers
 from tests.server.client import Client, Obj, path
 from tests.server.controllers.batchkubelet import JobKubelet, Outcome

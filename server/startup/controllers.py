@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
-from server.controllers import csrsigning, endpoints, endpointslicemirroring, endpointslices, job
+from server.controllers import cronjob, csrsigning, endpoints, endpointslicemirroring, endpointslices, job
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
@@ -91,6 +91,7 @@ CONTROLLERS: tuple[Controller, ...] = (
                default=True, per_namespace=True),
     # kube's batch controllers: run when named or with *
     Controller("job", lambda c: job.singletons(c.core, c.informers)),
+    Controller("cronjob", lambda c: cronjob.singletons(c.core, c.informers)),
 )
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)

@@ -74,8 +74,8 @@ def job_name(cronjob: Obj, scheduled: datetime) -> str:
 def most_recent(cronjob: Obj, now: datetime, schedule: cron.Schedule, *,
                 with_deadline: bool) -> tuple[datetime, datetime | None, int]:
     """mostRecentScheduleTime: (the earliest time considered, the most recent schedule time not after now or
-    None, the approximate number of missed times when more than one may be). ValueError for a schedule whose times are under a second
-    apart or that never fires."""
+    None, the approximate number of missed times when more than one may be, else 0). ValueError for a schedule
+    whose times are under a second apart or that never fires."""
     status, spec = cronjob.get("status") or {}, cronjob.get("spec") or {}
     earliest = (_time(status.get("lastScheduleTime")) or _time(_meta(cronjob).get("creationTimestamp"))
                 or now)

@@ -20,7 +20,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
-from server.controllers import cronjob, csrsigning, endpoints, endpointslicemirroring, endpointslices, job
+from server.controllers import (
+    cronjob,
+    csrsigning,
+    endpoints,
+    endpointslicemirroring,
+    endpointslices,
+    job,
+    ttlafterfinished,
+)
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
@@ -92,6 +100,7 @@ CONTROLLERS: tuple[Controller, ...] = (
     # kube's batch controllers: run when named or with *
     Controller("job", lambda c: job.singletons(c.core, c.informers)),
     Controller("cronjob", lambda c: cronjob.singletons(c.core, c.informers)),
+    Controller("ttl-after-finished", lambda c: ttlafterfinished.singletons(c.core, c.informers)),
 )
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)

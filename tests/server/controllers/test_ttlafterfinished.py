@@ -65,7 +65,7 @@ async def exists(client: Client) -> bool:
 async def test_finished_jobs_go_when_due(client: Client, ttl: tuple[TTLAfterFinishedController, Clock],
                                          ttl_seconds: int | None, condition: str | None, elapsed: float,
                                          deleted: bool) -> None:
-    controller, clock = ttl
+    _, clock = ttl
     clock.now = FINISHED + elapsed
     created = await client.create(JOBS, job(ttl_seconds))
     if condition is not None:
@@ -82,7 +82,7 @@ async def test_finished_jobs_go_when_due(client: Client, ttl: tuple[TTLAfterFini
 
 async def test_a_job_not_due_is_deleted_once_due(client: Client,
                                                  ttl: tuple[TTLAfterFinishedController, Clock]) -> None:
-    controller, clock = ttl
+    _, clock = ttl
     created = await client.create(JOBS, job(1))
     clock.now = time.time()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock.now))

@@ -101,6 +101,7 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("job", lambda c: job.singletons(c.core, c.informers)),
     Controller("cronjob", lambda c: cronjob.singletons(c.core, c.informers)),
     Controller("ttl-after-finished", lambda c: ttlafterfinished.singletons(c.core, c.informers)),
+    Controller("disruption", lambda c: disruption.singletons(c.core, c.informers)),
 )
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)

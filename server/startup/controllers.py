@@ -23,6 +23,7 @@ from server.auth.config import SecurityConfig
 from server.controllers import (
     cronjob,
     csrsigning,
+    disruption,
     endpoints,
     endpointslicemirroring,
     endpointslices,

@@ -23,11 +23,13 @@ from server.auth.config import SecurityConfig
 from server.controllers import (
     cronjob,
     csrsigning,
+    deployment,
     disruption,
     endpoints,
     endpointslicemirroring,
     endpointslices,
     job,
+    replicaset,
     ttlafterfinished,
 )
 from server.controllers.resourcequota import ResourceQuotaController
@@ -98,6 +100,11 @@ CONTROLLERS: tuple[Controller, ...] = (
                per_namespace=True),
     Controller("endpointslicemirroring", lambda c: endpointslicemirroring.singletons(c.core, c.informers),
                default=True, per_namespace=True),
+    # the workload controllers (apps): run when named or with *
+    Controller("deployment", lambda c: deployment.singletons(c.core, c.informers)),
+    Controller("replicaset", lambda c: replicaset.singletons(c.core, c.informers, replicaset.REPLICA_SET)),
+    Controller("replicationcontroller",
+               lambda c: replicaset.singletons(c.core, c.informers, replicaset.REPLICATION_CONTROLLER)),
     # kube's batch controllers: run when named or with *
     Controller("job", lambda c: job.singletons(c.core, c.informers)),
     Controller("cronjob", lambda c: cronjob.singletons(c.core, c.informers)),

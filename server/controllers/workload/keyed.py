@@ -3,7 +3,9 @@
 field manager, so every step is an ordinary write with its event and resourceVersion.
 
 Contracts:
-- a key whose sync fails is queued again after RETRY seconds (kube's rate-limited requeue, flattened);
+- a key whose sync fails is queued again after `backoff` seconds: (RETRY, RETRY) by default, a constant delay;
+  a controller may double it per failure up to a cap (client-go's exponential failure rate limiter), reset when
+  a sync succeeds;
 - `queue_after` syncs a key once a delay has passed (minReadySeconds, progress deadlines);
 - `start()` returns once the informers have listed and what they listed is synced.
 """
@@ -66,6 +68,7 @@ class KeyedController:
 
     name = "controller"
     workers = 1
+    backoff = (RETRY, RETRY)  # (first delay, cap) in seconds before a failed key is synced again
 
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         self.core = core
@@ -74,7 +77,7 @@ class KeyedController:
         self._worker = self._new_worker()
 
     def _new_worker(self) -> Worker[Key]:
-        return Worker(WorkQueue(ExponentialBackoff(RETRY, RETRY)), self.sync, name=f"capstan-{self.name}",
+        return Worker(WorkQueue(ExponentialBackoff(*self.backoff)), self.sync, name=f"capstan-{self.name}",
                       count=self.workers, retry=self._failed)
 
     def follow(self, at: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None]) -> Indexer[Obj]:

@@ -1,0 +1,160 @@
+"""How long a Deployment takes to become Available through the workload controllers, beside the API's floor for
+the same Pod writes, in one run.
+
+    python -m bench.workloads [--quick] [--sizes 1,100] [--rounds 3]
+
+One in-process core (`start_core`, LMDB with fsync as served) runs the default controllers plus `deployment` and
+`replicaset`; a kubelet stand-in in the same process (an informer on Pods) reports each new Pod Running and Ready
+through pods/status as soon as it sees it, as simulated nodes would with no start-up delay.
+
+Impls, per size (Deployment replicas):
+  controllers  create the Deployment, then poll it until Available with the new ReplicaSet complete
+               (Progressing NewReplicaSetAvailable): seconds, and the store writes it took
+  floor        the same Pod writes issued directly, 16 at a time: one create and one status update per Pod
+               (what any control plane must write): seconds; the gap is the controllers' rounds (expectations,
+               slow-start batches, status writes)
+
+Each line carries the median over rounds. Stdout is one JSON line per figure (bench/_util.py); progress goes to
+stderr. Exit status 1 means a Deployment never became Available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench._util import context, emit, note
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.auth.config import INSECURE
+from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, path
+from server.startup import controllers
+from server.startup.app import start_core
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+
+NS = "default"
+TIMEOUT = 120.0
+FLOOR_LABEL = "bench/floor"  # the floor's Pods, which the bench writes itself
+
+
+class Kubelet(KeyedController):
+    """Every Pod without an IP reported Running and Ready (but the floor's)."""
+
+    name = "bench-kubelet"
+    workers = 4
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.pods = self.follow(path("pods"), lambda old, new: self.queue(_key(new or old or {})))
+
+    async def sync(self, key: Key) -> None:
+        pod = self.pods.get(key)
+        if pod is None or (pod.get("status") or {}).get("podIP") or pod["metadata"].get("deletionTimestamp") \
+                or FLOOR_LABEL in (pod["metadata"].get("labels") or {}):
+            return
+        await mark(self, pod)
+
+
+def _key(obj: Obj) -> Key:
+    return str(obj["metadata"].get("namespace", "")), str(obj["metadata"]["name"])
+
+
+async def mark(controller: KeyedController, pod: Obj) -> None:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    body = {**pod, "status": {"phase": "Running", "podIP": "10.244.0.1", "conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}
+    await controller.update(path("pods", _key(pod)[0]), body, subresource="status")
+
+
+def deployment(name: str, replicas: int) -> Obj:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {
+        "replicas": replicas, "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}},
+                     "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}
+
+
+async def available(kubelet: Kubelet, name: str, replicas: int) -> bool:
+    deadline = time.monotonic() + TIMEOUT
+    at = path("deployments", NS, name, group="apps")
+    while time.monotonic() < deadline:
+        d = decode((await kubelet.core.get(core_pb2.GetRequest(path=at))).object)
+        status = d.get("status") or {}
+        progressing: Obj = next((c for c in status.get("conditions") or [] if c["type"] == "Progressing"), {})
+        if status.get("availableReplicas", 0) == replicas and progressing.get("reason") == "NewReplicaSetAvailable":
+            return True
+        await asyncio.sleep(0.005)
+    return False
+
+
+async def through_controllers(kubelet: Kubelet, name: str, replicas: int) -> tuple[float, int, bool]:
+    store = kubelet.core.context.store
+    before = store.current_revision()
+    started = time.perf_counter()
+    await kubelet.create(path("deployments", NS, group="apps"), deployment(name, replicas))
+    ok = await available(kubelet, name, replicas)
+    return time.perf_counter() - started, store.current_revision() - before, ok
+
+
+async def floor(kubelet: Kubelet, name: str, replicas: int) -> float:
+    template = deployment(name, replicas)["spec"]["template"]
+    gate = asyncio.Semaphore(16)
+
+    async def one(i: int) -> None:
+        async with gate:
+            meta = {"name": f"{name}-{i}", "labels": {**template["metadata"]["labels"], FLOOR_LABEL: "true"}}
+            pod = await kubelet.create(path("pods", NS), {"metadata": meta, "spec": template["spec"]})
+            await mark(kubelet, pod)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(replicas)))
+    return time.perf_counter() - started
+
+
+async def main(args: argparse.Namespace) -> int:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="capstan-bench-workloads-") as tmp:
+        store = await LmdbStore.open(Path(tmp) / "lmdb", StoreOptions())
+        running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE,
+                                   controller_names=controllers.DEFAULT | {"deployment", "replicaset"})
+        kubelet = Kubelet(running.core)
+        await kubelet.start()
+        failed = False
+        try:
+            for size in sizes:
+                seconds: list[float] = []
+                writes: list[int] = []
+                floors: list[float] = []
+                for round_ in range(args.rounds):
+                    took, wrote, ok = await through_controllers(kubelet, f"d{size}-{round_}", size)
+                    failed = failed or not ok
+                    seconds.append(took)
+                    writes.append(wrote)
+                    floors.append(await floor(kubelet, f"f{size}-{round_}", size))
+                    note(f"{size} replicas, round {round_}: {took:.3f} s ({wrote} writes), floor {floors[-1]:.3f} s")
+                emit("deployment-available", "controllers", "seconds", statistics.median(seconds),
+                     context("create to Available"), correct=not failed, replicas=size,
+                     writes=statistics.median(writes), rounds=args.rounds)
+                emit("deployment-available", "floor", "seconds", statistics.median(floors),
+                     context("the Pod writes alone"), replicas=size, writes=2 * size, rounds=args.rounds)
+        finally:
+            await kubelet.stop()
+            await running.stop()
+            await store.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="sizes 1,10 and one round")
+    parser.add_argument("--sizes", default="1,100")
+    parser.add_argument("--rounds", type=int, default=3)
+    parsed = parser.parse_args()
+    if parsed.quick:
+        parsed.sizes, parsed.rounds = "1,10", 1
+    sys.exit(asyncio.run(main(parsed)))

@@ -1,0 +1,102 @@
+"""`kubectl rollout` against a real `capstan serve --controllers=*`, the test playing the kubelet (every Pod is
+reported Running and Ready as it appears): a Deployment of 3 becomes Available and `kubectl rollout status`
+returns; `kubectl set image` rolls out; `rollout history` lists the revisions; `rollout undo` goes back (kubectl
+1.28+ patches the template from the old ReplicaSet); `kubectl scale` and `rollout restart` complete too."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.conftest import Capstan, Kubectl, start_capstan, stop_capstan, write_kubeconfig
+from tests.server.controllers.kubelet import running_status
+
+TIMEOUT = "60s"
+
+
+class HttpKubelet:
+    """Reports every Pod of a namespace Running and Ready through pods/status, polling over HTTP."""
+
+    def __init__(self, capstan: Capstan, namespace: str) -> None:
+        self._capstan = capstan
+        self._base = f"/api/v1/namespaces/{namespace}/pods"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> HttpKubelet:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            code, listed = self._capstan.request("GET", self._base)
+            if code != 200:
+                continue
+            for pod in listed.get("items") or []:
+                if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("podIP"):
+                    continue
+                pod["status"] = running_status(pod)
+                self._capstan.request("PUT", f"{self._base}/{pod['metadata']['name']}/status", pod)
+
+
+@pytest.fixture(scope="module")
+def controlled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
+    base = tmp_path_factory.mktemp("capstan-controllers")
+    serving = start_capstan(base / "data", ("--controllers=*",))
+    try:
+        kubeconfig = base / "kubeconfig"
+        write_kubeconfig(base / "data", kubeconfig)
+        yield Capstan(serving.url, base / "data", kubeconfig, serving.log)
+    finally:
+        stop_capstan(serving)
+
+
+@pytest.fixture
+def kc(controlled: Capstan, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    return Kubectl(controlled.kubeconfig, tmp_path_factory.mktemp("kube-cache"))
+
+
+def test_rollout_status_history_undo(kc: Kubectl, controlled: Capstan) -> None:
+    ns = "rollout"
+    assert kc("create", "namespace", ns).code == 0
+    with HttpKubelet(controlled, ns):
+        ran = kc("create", "deployment", "web", "--image=nginx:1", "--replicas=3", "-n", ns)
+        assert ran.code == 0, ran.err
+        ran = kc("rollout", "status", "deployment/web", f"--timeout={TIMEOUT}", "-n", ns, timeout=70)
+        assert ran.code == 0, ran.err
+        assert 'deployment "web" successfully rolled out' in ran.out
+        ran = kc("wait", "--for=condition=Available", "deployment/web", "--timeout=30s", "-n", ns)
+        assert ran.code == 0, ran.err
+
+        assert kc("set", "image", "deployment/web", "nginx=nginx:2", "-n", ns).code == 0
+        ran = kc("rollout", "status", "deployment/web", f"--timeout={TIMEOUT}", "-n", ns, timeout=70)
+        assert ran.code == 0, ran.err
+        history = kc("rollout", "history", "deployment/web", "-n", ns)
+        assert history.code == 0, history.err
+        revisions = [line.split()[0] for line in history.out.splitlines()[2:] if line.strip()]
+        assert revisions == ["1", "2"]
+
+        ran = kc("rollout", "undo", "deployment/web", "-n", ns)
+        assert ran.code == 0, ran.err
+        assert "rolled back" in ran.out
+        ran = kc("rollout", "status", "deployment/web", f"--timeout={TIMEOUT}", "-n", ns, timeout=70)
+        assert ran.code == 0, ran.err
+        d = kc.json("get", "deployment", "web", "-n", ns, "-o", "json")
+        assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1"
+        assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+        history = kc("rollout", "history", "deployment/web", "-n", ns)
+        assert [line.split()[0] for line in history.out.splitlines()[2:] if line.strip()] == ["2", "3"]
+
+        assert kc("scale", "deployment/web", "--replicas=1", "-n", ns).code == 0
+        assert kc("rollout", "restart", "deployment/web", "-n", ns).code == 0
+        ran = kc("rollout", "status", "deployment/web", f"--timeout={TIMEOUT}", "-n", ns, timeout=70)
+        assert ran.code == 0, ran.err
+        d = kc.json("get", "deployment", "web", "-n", ns, "-o", "json")
+        assert d["status"]["replicas"] == d["status"]["availableReplicas"] == 1
+        assert "kubectl.kubernetes.io/restartedAt" in d["spec"]["template"]["metadata"]["annotations"]

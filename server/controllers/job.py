@@ -13,8 +13,8 @@ Contracts, as kube's:
 - finished Pods are counted once: their uids go to status.uncountedTerminatedPods, their finalizers are removed,
   then they move into status.succeeded / status.failed (Indexed: completedIndexes as "0-2,4"); a Pod being
   deleted before it succeeded counts as failed (unless a podFailurePolicy waits for its phase);
-- replacements for failed Pods wait kube's backoff: `backoff` seconds (10) doubled per failure since the last
-  success, at most `max_backoff` (6 minutes), from the last failure's finish time;
+- replacements for failed Pods wait kube's backoff: `pod_backoff` seconds (10) doubled per failure since the
+  last success, at most `max_pod_backoff` (6 minutes), from the last failure's finish time;
 - the Job fails with Failed/BackoffLimitExceeded when failed > backoffLimit (or, for restartPolicy OnFailure,
   the active Pods' restarts reach it), Failed/DeadlineExceeded past activeDeadlineSeconds from startTime, and
   through FailureTarget then Failed/PodFailurePolicy when a FailJob rule matches a failed Pod (Ignore rules
@@ -306,12 +306,12 @@ class JobController(KeyedController):
     name = "job-controller"
 
     def __init__(self, core: Core, informers: SharedInformers | None = None, *,
-                 clock: Callable[[], float] = time.time, backoff: float = DEFAULT_BACKOFF,
-                 max_backoff: float = MAX_BACKOFF) -> None:
+                 clock: Callable[[], float] = time.time, pod_backoff: float = DEFAULT_BACKOFF,
+                 max_pod_backoff: float = MAX_BACKOFF) -> None:
         super().__init__(core, informers)
         self.clock = clock
-        self.backoff = backoff
-        self.max_backoff = max_backoff
+        self.pod_backoff = pod_backoff
+        self.max_pod_backoff = max_pod_backoff
         self.recorder = EventRecorder(core, "job-controller")
         self.pod_control = PodControl(core, self.recorder)
         self.expectations: Expectations[Key] = Expectations()
@@ -552,7 +552,7 @@ class JobController(KeyedController):
             return active - await self._delete_pods(key, job, remove, expected=True)
         if active >= want:
             return active
-        wait = record.remaining(now, self.backoff, self.max_backoff)
+        wait = record.remaining(now, self.pod_backoff, self.max_pod_backoff)
         if wait > 0:
             self.queue_after(key, wait)
             return active

@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from server.controllers.job import COMPLETION_INDEX, TRACKING_FINALIZER, JobController, format_indexes, parse_indexes
+from server.controllers.job import (
+    COMPLETION_INDEX,
+    TRACKING_FINALIZER,
+    BackoffRecord,
+    JobController,
+    format_indexes,
+    next_backoff,
+    parse_indexes,
+)
 from server.runtime.informer import SharedInformers
 from tests.server.client import Client, Obj, path
 from tests.server.controllers.batchkubelet import JobKubelet, Outcome
@@ -22,8 +30,8 @@ PODS = path("pods", NS)
 
 @pytest.fixture
 async def jobs(client: Client) -> AsyncIterator[JobController]:
-    controller = JobController(client.running.core, SharedInformers(client.running.core), backoff=0.05,
-                               max_backoff=0.2)
+    controller = JobController(client.running.core, SharedInformers(client.running.core), pod_backoff=0.05,
+                               max_pod_backoff=0.2)
     await controller.start()
     try:
         yield controller
@@ -205,3 +213,34 @@ async def test_orphan_pods_are_adopted(client: Client, jobs: JobController) -> N
 def test_completed_indexes(text: str, completions: int, indexes: set[int], printed: str) -> None:
     assert parse_indexes(text, completions) == indexes
     assert format_indexes(indexes) == printed
+
+
+def finished_pod(phase: str, at: str) -> Obj:
+    return {"status": {"phase": phase, "containerStatuses": [{"state": {"terminated": {"finishedAt": at}}}]}}
+
+
+@pytest.mark.parametrize(("record", "succeeded", "failed", "want"), [
+    (BackoffRecord(), [], [], BackoffRecord()),
+    (BackoffRecord(), [], ["2024-01-01T00:00:10Z", "2024-01-01T00:00:05Z"], BackoffRecord(2, 1704067210.0)),
+    (BackoffRecord(2, 1.0), ["2024-01-01T00:00:20Z"], [], BackoffRecord()),
+    (BackoffRecord(2, 1.0), ["2024-01-01T00:00:20Z"], ["2024-01-01T00:00:10Z", "2024-01-01T00:00:30Z"],
+     BackoffRecord(1, 1704067230.0)),
+])
+def test_backoff_record(record: BackoffRecord, succeeded: list[str], failed: list[str], want: BackoffRecord) -> None:
+    """newBackoffRecord: failures after the last success, the last failure's finish time."""
+    got = next_backoff(record, [finished_pod("Succeeded", t) for t in succeeded],
+                       [finished_pod("Failed", t) for t in failed], 0.0)
+    assert got == want
+
+
+@pytest.mark.parametrize(("failures", "elapsed", "remaining"), [
+    (0, 0.0, 0.0),
+    (1, 0.0, 10.0),
+    (1, 4.0, 6.0),
+    (3, 0.0, 40.0),
+    (3, 50.0, 0.0),
+    (10, 0.0, 360.0),  # capped at 6 minutes
+])
+def test_backoff_remaining(failures: int, elapsed: float, remaining: float) -> None:
+    """getRemainingTime: 10 s doubled per failure after the first, at most 6 minutes, less the time since."""
+    assert BackoffRecord(failures, 100.0).remaining(100.0 + elapsed, 10.0, 360.0) == remaining

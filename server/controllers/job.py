@@ -20,7 +20,9 @@ Contracts, as kube's:
   through FailureTarget then Failed/PodFailurePolicy when a FailJob rule matches a failed Pod (Ignore rules
   leave the failure uncounted); its active Pods are deleted first; it completes (Complete, completionTime,
   event Completed) once succeeded reaches completions (or, without completions, one succeeded and none is
-  active). Events: SuccessfulCreate, SuccessfulDelete, Completed, and the failure's reason as a Warning.
+  active). Events: SuccessfulCreate, SuccessfulDelete, Completed, and the failure's reason as a Warning;
+- a Pod with the tracking finalizer that no Job of its own controls (its Job deleted, an orphan) loses the
+  finalizer (syncOrphanPod), queued under the key (namespace, "pod/<name>").
 Not done: backoffLimitPerIndex and podReplacementPolicy (alpha in 1.28), the 500-uncounted-Pods cap, slow-start
 batches of creates (at most 500 per sync here, all at once).
 """
@@ -69,6 +71,7 @@ COMPLETE, FAILED, FAILURE_TARGET, SUSPENDED = "Complete", "Failed", "FailureTarg
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 DEADLINE_EXCEEDED = "DeadlineExceeded"
 POD_FAILURE_POLICY = "PodFailurePolicy"
+ORPHAN = "pod/"  # a queue key (namespace, "pod/<name>"): an orphan Pod's finalizer (Job names have no "/")
 
 
 def rfc3339(seconds: float) -> str:
@@ -293,6 +296,10 @@ def _with_index_env(template: Obj) -> Obj:
     return out
 
 
+def _orphan_key(pod: Obj) -> Key:
+    return str(_meta(pod).get("namespace", "")), ORPHAN + str(_meta(pod).get("name", ""))
+
+
 def generate_name_with_index(job_name: str, index: int) -> str:
     """podGenerateNameWithIndex: `<job>-<index>-`, the job's name cut so the prefix stays 58 characters."""
     suffix = f"-{index}-"
@@ -347,12 +354,12 @@ class JobController(KeyedController):
         if pod is None:
             return
         key = self._job_key_of(pod)
-        if key is None:
+        job = self.jobs.get(key) if key is not None else None
+        if key is None or job is None or (controller_of(pod) or {}).get("uid") != _uid(job):
             if new is not None and controller_of(new) is None:
                 self._queue_orphan(new)
-            return
-        job = self.jobs.get(key)
-        if job is not None and (controller_of(pod) or {}).get("uid") != _uid(job):
+            if new is not None and has_finalizer(new):
+                self.queue(_orphan_key(new))  # no Job of its own to count it: the finalizer goes
             return
         name = str(_meta(pod).get("name", ""))
         if old is None and new is not None:
@@ -380,6 +387,9 @@ class JobController(KeyedController):
     # -- sync
 
     async def sync(self, key: Key) -> None:
+        if key[1].startswith(ORPHAN):
+            await self._sync_orphan(key[0], key[1][len(ORPHAN):])
+            return
         cached = self.jobs.get(key)
         if cached is None:
             return
@@ -486,6 +496,24 @@ class JobController(KeyedController):
         status["ready"] = ready
         await self._track(key, job, pods, previous_indexes, expected_rm, finished_condition, needs_update,
                           backoff_record)
+
+    async def _sync_orphan(self, namespace: str, name: str) -> None:
+        """syncOrphanPod: a Pod with the tracking finalizer whose Job is gone, or that has none, loses the
+        finalizer, unless a running Job controls it by now."""
+        pod = self.pods.get((namespace, name))
+        if pod is None or not has_finalizer(pod):
+            return
+        key = self._job_key_of(pod)
+        if key is not None:
+            job = self.jobs.get(key)
+            if job is not None and (controller_of(pod) or {}).get("uid") == _uid(job) and not finished(job):
+                return
+        patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER]}}
+        try:
+            await self.patch(path("pods", namespace), name, patch)
+        except errors.ApiError as err:
+            if err.code != 404:
+                raise
 
     def _pod_failed(self, job: Obj, pod: Obj) -> bool:
         """isPodFailed: Failed, or (without a podFailurePolicy) being deleted before it succeeded."""

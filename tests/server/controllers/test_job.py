@@ -244,3 +244,22 @@ def test_backoff_record(record: BackoffRecord, succeeded: list[str], failed: lis
 def test_backoff_remaining(failures: int, elapsed: float, remaining: float) -> None:
     """getRemainingTime: 10 s doubled per failure after the first, at most 6 minutes, less the time since."""
     assert BackoffRecord(failures, 100.0).remaining(100.0 + elapsed, 10.0, 360.0) == remaining
+
+
+@pytest.mark.parametrize("propagation", ["Orphan", "Background"])
+async def test_pods_of_a_deleted_job_lose_the_finalizer(client: Client, jobs: JobController,
+                                                        propagation: str) -> None:
+    """Orphaned (the Job deleted with Orphan) or left to the garbage collector (Background): no Pod stays
+    blocked by the tracking finalizer."""
+    await client.create(JOBS, job(parallelism=2, completions=2))
+    await until(lambda: client.list(PODS), lambda got: len(got[1]) == 2)
+    await client.delete(path("jobs", NS, "pi", group="batch"), propagationPolicy=propagation)
+
+    def released(got: tuple[Obj, list[Obj]]) -> bool:
+        return all(TRACKING_FINALIZER not in (p["metadata"].get("finalizers") or []) for p in got[1])
+
+    _, left = await until(lambda: client.list(PODS), released)
+    if propagation == "Orphan":
+        assert len(left) == 2 and all(not p["metadata"].get("ownerReferences") for p in left)
+    else:
+        await until(lambda: client.list(PODS), lambda got: got[1] == [])

@@ -109,10 +109,11 @@ async def floor(kubelet: Kubelet, name: str, completions: int) -> float:
 
     async def one(i: int) -> None:
         async with gate:
-            meta = {"name": f"{name}-{i}", "labels": {FLOOR_LABEL: "true"}, "finalizers": [FLOOR_FINALIZER]}
+            pod_name = f"{name}-{i}"
+            meta: Obj = {"name": pod_name, "labels": {FLOOR_LABEL: "true"}, "finalizers": [FLOOR_FINALIZER]}
             pod = await kubelet.create(path("pods", NS), {"metadata": meta, "spec": spec})
             await succeed(kubelet, pod)
-            await kubelet.patch(path("pods", NS), meta["name"],
+            await kubelet.patch(path("pods", NS), pod_name,
                                 {"metadata": {"$deleteFromPrimitiveList/finalizers": [FLOOR_FINALIZER]}})
 
     started = time.perf_counter()

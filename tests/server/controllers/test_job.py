@@ -263,3 +263,23 @@ async def test_pods_of_a_deleted_job_lose_the_finalizer(client: Client, jobs: Jo
         assert len(left) == 2 and all(not p["metadata"].get("ownerReferences") for p in left)
     else:
         await until(lambda: client.list(PODS), lambda got: got[1] == [])
+
+
+async def test_restarts_count_against_the_backoff_limit_on_failure(client: Client, jobs: JobController) -> None:
+    """restartPolicy OnFailure: the kubelet restarts containers in place; their restarts reaching backoffLimit
+    fail the Job (pastBackoffLimitOnFailure) and its running Pod is deleted."""
+    body = job(backoffLimit=2)
+    body["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    async with JobKubelet(client, NS, run) as kubelet:
+        await client.create(JOBS, body)
+        await until(lambda: client.get(path("jobs", NS, "pi", group="batch")),
+                    lambda j: j["status"].get("active") == 1 and len(kubelet.seen) == 1)
+        name = kubelet.seen[0]
+        pod = await until(lambda: client.get(path("pods", NS, name)), lambda p: p["status"].get("phase") == "Running")
+    pod["status"]["containerStatuses"][0]["restartCount"] = 2
+    await client.update(path("pods", NS, name, subresource="status"), pod)
+    done = await until(lambda: client.get(path("jobs", NS, "pi", group="batch")), finished)
+    failed = condition(done, "Failed")
+    assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
+    assert failed["message"] == "Job has reached the specified backoff limit"
+    assert done["status"].get("active", 0) == 0 and done["status"]["failed"] == 1

@@ -296,6 +296,12 @@ def _with_index_env(template: Obj) -> Obj:
     return out
 
 
+def _revision(obj: Obj) -> int:
+    """The object's resourceVersion as the store's revision it is (0 when it is not a number)."""
+    text = str(_meta(obj).get("resourceVersion", ""))
+    return int(text) if text.isdigit() else 0
+
+
 def _orphan_key(pod: Obj) -> Key:
     return str(_meta(pod).get("namespace", "")), ORPHAN + str(_meta(pod).get("name", ""))
 
@@ -324,6 +330,7 @@ class JobController(KeyedController):
         self.expectations: Expectations[Key] = Expectations()
         self._finalizers_expected: dict[Key, set[str]] = {}  # uids whose finalizer removal is not seen yet
         self._backoffs: dict[Key, BackoffRecord] = {}
+        self._written: dict[Key, int] = {}  # the resourceVersion of each Job's last status write here
         self.jobs = self.follow(JOBS, self._job_changed)
         self.pods = self.follow(PODS, self._pod_changed)
 
@@ -340,6 +347,7 @@ class JobController(KeyedController):
                 self.expectations.forget(key)
                 self._finalizers_expected.pop(key, None)
                 self._backoffs.pop(key, None)
+                self._written.pop(key, None)
             return
         self.queue(key_of(new))
 
@@ -393,6 +401,8 @@ class JobController(KeyedController):
         cached = self.jobs.get(key)
         if cached is None:
             return
+        if _revision(cached) < self._written.get(key, 0):
+            return  # the cache has not seen this controller's last status write; its event queues the key
         if finished(cached):
             await self._release_finished(key, cached)
             return
@@ -783,7 +793,9 @@ class JobController(KeyedController):
         if not uncounted.get("succeeded") and not uncounted.get("failed"):
             status["uncountedTerminatedPods"] = {}
         at = path("jobs", str(_meta(job).get("namespace", "")), group="batch")
-        return await self.update(at, body, subresource="status")
+        written = await self.update(at, body, subresource="status")
+        self._written[key_of(written)] = _revision(written)
+        return written
 
     async def _release(self, key: Key, job: Obj, pods: list[Obj]) -> set[str]:
         """removeTrackingFinalizerFromPods: the uids whose finalizer is gone (removed now, or the Pod gone)."""

@@ -327,8 +327,7 @@ class DeploymentController(KeyedController):
         if _meta(d).get("deletionTimestamp"):
             await self._sync_status_only(d, rss)
             return
-        if await self._check_paused_conditions(d):
-            return
+        await self._check_paused_conditions(d)
         if _spec(d).get("paused"):
             await self._sync(d, rss)
             return
@@ -340,14 +339,15 @@ class DeploymentController(KeyedController):
         else:
             await self._rollout_recreate(d, rss)
 
-    async def _check_paused_conditions(self, d: Obj) -> bool:
-        """checkPausedConditions; True when the status write failed (the sync ends there)."""
+    async def _check_paused_conditions(self, d: Obj) -> None:
+        """checkPausedConditions: Progressing Unknown DeploymentPaused or DeploymentResumed as spec.paused
+        turns (not over ProgressDeadlineExceeded)."""
         if not has_progress_deadline(d):
-            return False
+            return
         status = d.setdefault("status", {})
         cond = get_condition(status, PROGRESSING)
         if cond is not None and cond.get("reason") == TIMED_OUT_REASON:
-            return False
+            return
         paused_exists = cond is not None and cond.get("reason") == PAUSED_REASON
         needs_update = False
         if _spec(d).get("paused") and not paused_exists:
@@ -358,7 +358,6 @@ class DeploymentController(KeyedController):
             needs_update = True
         if needs_update:
             await self._update_status(d)
-        return False
 
     # ReplicaSets.
 

@@ -215,6 +215,11 @@ class ReplicaSetController(KeyedController):
         self.pod_control = PodControl(core, self.recorder)
         self.expectations: Expectations[Key] = Expectations()
 
+    def started(self) -> None:
+        """A start (a new leadership) begins without expectations: writes a stopped sync never made are not
+        waited for; the informers' initial list shows what exists."""
+        self.expectations = Expectations()
+
     async def stop(self) -> None:
         await super().stop()
         await self.recorder.stop()

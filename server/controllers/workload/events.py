@@ -8,9 +8,12 @@ Contracts:
   firstTimestamp = lastTimestamp, count 1;
 - a repeat (same source, involved object, type, reason and message) patches the Event already written: count
   + 1 and the new lastTimestamp (recordToSink's patch); an Event gone meanwhile is created again;
+- similar Events (same source, involved object, type and reason, another message) are combined as client-go's
+  EventAggregator does: from the tenth distinct message within ten minutes on, one Event with the message
+  "(combined from similar events): <latest message>" is written and then counted;
 - `event()` never blocks its caller and never fails it: Events are written in order by one task, a failed write
   is logged and dropped (client-go's sink gives up after its retries too);
-- not done: client-go's EventAggregator ("(combined from similar events)") and its per-object spam filter.
+- not done: client-go's per-object spam filter (a token bucket of 25 Events, one more every 5 minutes).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.workload.keyed import MANAGER, Obj, decode, named, path, raw
@@ -34,7 +38,18 @@ log = logging.getLogger(__name__)
 NORMAL = "Normal"
 WARNING = "Warning"
 CACHE_SIZE = 4096  # client-go's maxLruCacheEntries
+SIMILAR_EVENTS = 10  # client-go's defaultAggregateMaxEvents
+SIMILAR_INTERVAL = 600.0  # seconds: defaultAggregateIntervalInSeconds
+COMBINED = "(combined from similar events): "
 EventKey = tuple[str, str, str, str, str, str, str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Similar:
+    """An aggregate record: the distinct messages seen and when the last one was."""
+
+    messages: frozenset[str]
+    last: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +82,7 @@ class EventRecorder:
         self.component = component
         self._pending: asyncio.Queue[Obj] = asyncio.Queue()
         self._seen: OrderedDict[EventKey, _Seen] = OrderedDict()
+        self._similar: OrderedDict[EventKey, _Similar] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
 
     def event(self, obj: Obj, type_: str, reason: str, message: str, *, kind: str = "",
@@ -111,11 +127,25 @@ class EventRecorder:
             finally:
                 self._pending.task_done()
 
-    async def _write(self, body: Obj) -> None:
+    def _aggregate(self, body: Obj) -> tuple[Obj, EventKey]:
+        """EventAggregator.EventAggregate: the Event to write and the key it is counted under."""
         ref = body["involvedObject"]
-        key: EventKey = (self.component, "", ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
-                         ref.get("uid", ""), ref.get("apiVersion", ""), body["type"] + "\x00" + body["reason"],
-                         body["message"])
+        similar: EventKey = (self.component, "", ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
+                             ref.get("uid", ""), ref.get("apiVersion", ""), body["type"] + "\x00" + body["reason"], "")
+        exact: EventKey = (*similar[:8], body["message"])
+        now = time.time()
+        record = self._similar.get(similar)
+        if record is None or now - record.last > SIMILAR_INTERVAL:
+            record = _Similar(frozenset(), now)
+        messages = record.messages | {body["message"]}
+        if len(messages) < SIMILAR_EVENTS:
+            self._keep(self._similar, similar, _Similar(messages, now))
+            return body, exact
+        self._keep(self._similar, similar, _Similar(frozenset(list(messages)[1:]), now))
+        return {**body, "message": COMBINED + body["message"]}, similar
+
+    async def _write(self, body: Obj) -> None:
+        body, key = self._aggregate(body)
         seen = self._seen.get(key)
         events = path("events", body["metadata"]["namespace"])
         if seen is not None:
@@ -141,7 +171,12 @@ class EventRecorder:
                                   str(body["firstTimestamp"])))
 
     def _remember(self, key: EventKey, seen: _Seen) -> None:
-        self._seen[key] = seen
-        self._seen.move_to_end(key)
-        while len(self._seen) > CACHE_SIZE:
-            self._seen.popitem(last=False)
+        self._keep(self._seen, key, seen)
+
+    @staticmethod
+    def _keep(cache: OrderedDict[EventKey, Any], key: EventKey, value: object) -> None:
+        """An LRU of CACHE_SIZE entries, as client-go's caches."""
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > CACHE_SIZE:
+            cache.popitem(last=False)

@@ -14,7 +14,7 @@ from server.controllers.deployment import fenceposts
 from server.controllers.workload.hashing import compute_hash
 from tests.server.client import Client, Obj, path
 from tests.server.controllers.kubelet import NOT_READY_LABEL, Kubelet
-from tests.server.controllers.workloads import controlled, events_about, until
+from tests.server.controllers.workloads import controlled, events_about, modify, until
 
 NS = "default"
 DEPLOYMENTS = path("deployments", NS, group="apps")
@@ -57,10 +57,14 @@ async def replicasets(client: Client) -> list[Obj]:
 
 
 async def set_image(client: Client, image: str, **spec: Any) -> None:
-    d = await get(client)
-    d["spec"]["template"]["spec"]["containers"][0]["image"] = image
-    d["spec"].update(spec)
-    await client.update(named("web"), d)
+    def change(d: Obj) -> None:
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = image
+        d["spec"].update(spec)
+    await modify(client, named("web"), change)
+
+
+async def set_spec(client: Client, **spec: Any) -> None:
+    await modify(client, named("web"), lambda d: d["spec"].update(spec))
 
 
 @pytest.mark.parametrize(("surge", "unavailable", "replicas", "want"), [
@@ -126,9 +130,8 @@ async def test_scaling(tmp_path: Path, first: int, then: int) -> None:
     async with controlled(tmp_path, "deployment", "replicaset") as client, Kubelet(client, NS):
         await client.create(DEPLOYMENTS, deployment(first))
         await until(lambda: get(client), complete)
-        scale = await client.get(path("deployments", NS, "web", group="apps", subresource="scale"))
-        scale["spec"]["replicas"] = then
-        await client.update(path("deployments", NS, "web", group="apps", subresource="scale"), scale)
+        await modify(client, path("deployments", NS, "web", group="apps", subresource="scale"),
+                     lambda scale: scale["spec"].update(replicas=then))
         await until(lambda: get(client), lambda d: d["status"].get("observedGeneration") == 2
                     and d["status"].get("replicas", 0) == then and d["status"].get("availableReplicas", 0) == then)
         [rs] = await replicasets(client)
@@ -145,9 +148,7 @@ async def test_pause_holds_the_rollout(tmp_path: Path) -> None:
                              lambda d: condition(d, "Progressing").get("reason") == "DeploymentPaused")
         assert condition(paused, "Progressing")["status"] == "Unknown"
         assert len(await replicasets(client)) == 1
-        d = await get(client)
-        d["spec"]["paused"] = False
-        await client.update(named("web"), d)
+        await set_spec(client, paused=False)
         await until(lambda: get(client), lambda d: complete(d) and len(d["metadata"]["annotations"]) > 0
                     and d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2", timeout=20)
 
@@ -223,9 +224,7 @@ async def test_a_hash_collision_bumps_collision_count(tmp_path: Path) -> None:
         await client.create(REPLICASETS, {"metadata": {"name": taken, "labels": {"app": "other"}}, "spec": {
             "replicas": 0, "selector": {"matchLabels": {"app": "other"}},
             "template": {"metadata": {"labels": {"app": "other"}}, "spec": created["spec"]["template"]["spec"]}}})
-        d = await get(client)
-        d["spec"]["paused"] = False
-        await client.update(named("web"), d)
+        await set_spec(client, paused=False)
         done = await until(lambda: get(client), complete)
         assert done["status"]["collisionCount"] == 1
         ours = [rs for rs in await replicasets(client) if rs["metadata"].get("ownerReferences")]
@@ -245,3 +244,20 @@ async def test_deletion_cascades(tmp_path: Path, policy: str) -> None:
             _, pods = await client.list(path("pods", NS))
             return len(ds), len(await replicasets(client)), len(pods)
         await until(left, lambda counts: counts == (0, 0, 0), timeout=15)
+
+
+async def test_proportional_scaling_during_a_rollout(tmp_path: Path) -> None:
+    """kube's e2e "deployment should support proportional scaling": replicas 10, maxSurge 3, maxUnavailable 2, a
+    rollout whose Pods never become ready, then scaled to 30 in the middle of it."""
+    async with controlled(tmp_path, "deployment", "replicaset") as client, Kubelet(client, NS):
+        await client.create(DEPLOYMENTS, deployment(10, strategy={
+            "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}))
+        await until(lambda: get(client), complete, timeout=20)
+        await modify(client, named("web"),
+                     lambda d: d["spec"]["template"]["metadata"]["labels"].update({NOT_READY_LABEL: "false"}))
+
+        async def sizes() -> list[int]:
+            return [rs["spec"]["replicas"] for rs in await replicasets(client)]
+        await until(sizes, lambda got: got == [8, 5], timeout=15)
+        await set_spec(client, replicas=30)
+        await until(sizes, lambda got: got == [20, 13], timeout=15)

@@ -12,7 +12,7 @@ import pytest
 from server.controllers.replicaset import deletion_order
 from tests.server.client import Obj, path
 from tests.server.controllers.kubelet import Kubelet, mark
-from tests.server.controllers.workloads import controlled, events_about, pods_of, until
+from tests.server.controllers.workloads import controlled, events_about, modify, pods_of, until
 
 NS = "default"
 TEMPLATE: Obj = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
@@ -44,9 +44,7 @@ async def test_scales_pods_to_replicas(tmp_path: Path, kind: str, first: int, th
         await until(lambda: client.get(at(kind, "web")),
                     lambda o: o.get("status", {}).get("readyReplicas", 0) == first
                     and o["status"].get("replicas") == first)
-        scale = await client.get(at(kind, "web", "scale"))
-        scale["spec"]["replicas"] = then
-        await client.update(at(kind, "web", "scale"), scale)
+        await modify(client, at(kind, "web", "scale"), lambda scale: scale["spec"].update(replicas=then))
         done = await until(lambda: client.get(at(kind, "web")),
                            lambda o: o["status"].get("replicas") == then
                            and o["status"].get("availableReplicas", 0) == then
@@ -61,13 +59,14 @@ async def test_scales_pods_to_replicas(tmp_path: Path, kind: str, first: int, th
         assert "SuccessfulCreate" in reasons or first == then == 0
 
 
+@pytest.mark.parametrize("kind", ["ReplicaSet", "ReplicationController"])
 @pytest.mark.parametrize(("pod_labels", "adopted"), [({"app": "web"}, True), ({"app": "other"}, False)])
-async def test_adopts_matching_orphans(tmp_path: Path, pod_labels: dict[str, str], adopted: bool) -> None:
-    async with controlled(tmp_path, "replicaset") as client:
+async def test_adopts_matching_orphans(tmp_path: Path, kind: str, pod_labels: dict[str, str], adopted: bool) -> None:
+    async with controlled(tmp_path, "replicaset", "replicationcontroller") as client:
         await client.create(path("pods", NS), {"metadata": {"name": "orphan", "labels": pod_labels},
                                                "spec": TEMPLATE["spec"]})
-        owner = await client.create(at("ReplicaSet"), controller("ReplicaSet", 1))
-        await until(lambda: client.get(at("ReplicaSet", "web")),
+        owner = await client.create(at(kind), controller(kind, 1))
+        await until(lambda: client.get(at(kind, "web")),
                     lambda o: o.get("status", {}).get("replicas") == 1)
         orphan = await client.get(path("pods", NS, "orphan"))
         refs = [r["uid"] for r in orphan["metadata"].get("ownerReferences") or []]
@@ -75,13 +74,14 @@ async def test_adopts_matching_orphans(tmp_path: Path, pod_labels: dict[str, str
         assert len(await pods_of(client, NS, owner["metadata"]["uid"])) == 1
 
 
-async def test_releases_a_pod_whose_labels_change(tmp_path: Path) -> None:
-    async with controlled(tmp_path, "replicaset") as client:
-        owner = await client.create(at("ReplicaSet"), controller("ReplicaSet", 1))
+@pytest.mark.parametrize("kind", ["ReplicaSet", "ReplicationController"])
+async def test_releases_a_pod_whose_labels_change(tmp_path: Path, kind: str) -> None:
+    async with controlled(tmp_path, "replicaset", "replicationcontroller") as client:
+        owner = await client.create(at(kind), controller(kind, 1))
         uid = owner["metadata"]["uid"]
         [pod] = await until(lambda: pods_of(client, NS, uid), lambda ps: len(ps) == 1)
-        pod["metadata"]["labels"] = {"app": "moved"}
-        await client.update(path("pods", NS, pod["metadata"]["name"]), pod)
+        await modify(client, path("pods", NS, pod["metadata"]["name"]),
+                     lambda p: p["metadata"].update(labels={"app": "moved"}))
         released = await until(lambda: client.get(path("pods", NS, pod["metadata"]["name"])),
                                lambda p: not p["metadata"].get("ownerReferences"))
         assert released["metadata"]["labels"] == {"app": "moved"}
@@ -114,13 +114,14 @@ async def test_min_ready_seconds(tmp_path: Path) -> None:
                     lambda o: o["status"].get("availableReplicas", 0) == 2, timeout=8)
 
 
-async def test_quota_refusal_is_a_replica_failure(tmp_path: Path) -> None:
-    async with controlled(tmp_path, "replicaset") as client:
+@pytest.mark.parametrize("kind", ["ReplicaSet", "ReplicationController"])
+async def test_quota_refusal_is_a_replica_failure(tmp_path: Path, kind: str) -> None:
+    async with controlled(tmp_path, "replicaset", "replicationcontroller") as client:
         await client.create(path("resourcequotas", NS), {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "1"}}})
         await until(lambda: client.get(path("resourcequotas", NS, "pods")),
                     lambda q: q.get("status", {}).get("hard"))
-        await client.create(at("ReplicaSet"), controller("ReplicaSet", 2))
-        failing = await until(lambda: client.get(at("ReplicaSet", "web")),
+        await client.create(at(kind), controller(kind, 2))
+        failing = await until(lambda: client.get(at(kind, "web")),
                               lambda o: any(c["type"] == "ReplicaFailure" for c in o.get("status", {}).get(
                                   "conditions") or []))
         [failure] = failing["status"]["conditions"]
@@ -129,10 +130,8 @@ async def test_quota_refusal_is_a_replica_failure(tmp_path: Path) -> None:
         warnings = await until(lambda: events_about(client, NS, "web"),
                                lambda es: any(e["reason"] == "FailedCreate" for e in es))
         assert any(e["type"] == "Warning" and e["message"].startswith("Error creating: ") for e in warnings)
-        quota = await client.get(path("resourcequotas", NS, "pods"))
-        quota["spec"]["hard"]["pods"] = "5"
-        await client.update(path("resourcequotas", NS, "pods"), quota)
-        await until(lambda: client.get(at("ReplicaSet", "web")),
+        await modify(client, path("resourcequotas", NS, "pods"), lambda quota: quota["spec"]["hard"].update(pods="5"))
+        await until(lambda: client.get(at(kind, "web")),
                     lambda o: o["status"].get("replicas") == 2 and not o["status"].get("conditions"), timeout=15)
 
 
@@ -145,9 +144,7 @@ async def test_scale_down_deletes_not_ready_pods_first(tmp_path: Path) -> None:
         await mark(client, NS, names[0], ready=True)
         await mark(client, NS, names[1], ready=False)
         await until(lambda: client.get(at("ReplicaSet", "web")), lambda o: o["status"].get("readyReplicas") == 1)
-        scaled = await client.get(at("ReplicaSet", "web"))
-        scaled["spec"]["replicas"] = 1
-        await client.update(at("ReplicaSet", "web"), scaled)
+        await modify(client, at("ReplicaSet", "web"), lambda rs: rs["spec"].update(replicas=1))
         left = await until(lambda: pods_of(client, NS, uid), lambda ps: len(ps) == 1)
         assert left[0]["metadata"]["name"] == names[0]
 

@@ -55,6 +55,19 @@ async def test_events_are_written_and_repeats_counted(client: Client) -> None:
     assert created["metadata"]["name"].startswith("web.")
 
 
+async def test_similar_events_are_combined(client: Client) -> None:
+    owner = await client.create(RS, replicaset())
+    recorder = EventRecorder(client.running.core, "replicaset-controller")
+    for n in range(12):
+        recorder.event(owner, NORMAL, "SuccessfulCreate", f"Created pod: web-{n}")
+    await recorder.flush()
+    await recorder.stop()
+    events = await events_about(client, "web")
+    combined = [e for e in events if e["message"].startswith("(combined from similar events): ")]
+    assert len(events) == 10 and len(combined) == 1
+    assert combined[0]["count"] == 3 and combined[0]["message"].endswith("Created pod: web-11")
+
+
 @pytest.mark.parametrize(("labels", "refused"), [({"app": "web"}, False), ({}, True)])
 async def test_pod_control_creates_from_the_template(client: Client, labels: dict[str, str], refused: bool) -> None:
     owner = await client.create(RS, replicaset())

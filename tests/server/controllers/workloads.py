@@ -11,13 +11,14 @@ from typing import Any
 
 import grpc
 
+from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
 from server.startup import controllers
 from server.startup.app import start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
-from tests.server.client import Client, Obj, path
+from tests.server.client import Client, Failed, Obj, path
 
 
 @asynccontextmanager
@@ -56,3 +57,17 @@ async def pods_of(client: Client, namespace: str, owner_uid: str, *, active: boo
 async def events_about(client: Client, namespace: str, name: str) -> list[Obj]:
     _, items = await client.list(path("events", namespace), fieldSelector=f"involvedObject.name={name}")
     return items
+
+
+async def modify(client: Client, at: core_pb2.ResourcePath, change: Callable[[Obj], None]) -> Obj:
+    """GET, change, PUT, again on a conflict (a controller's status write between the two), as kubectl edit
+    users retry."""
+    while True:
+        current = await client.get(at)
+        change(current)
+        try:
+            updated, _ = await client.update(at, current)
+            return updated
+        except Failed as failed:
+            if failed.status.get("code") != 409:
+                raise

@@ -45,6 +45,9 @@ def test_the_default_is_what_makes_the_api_behave() -> None:
 @pytest.mark.parametrize(("names", "running", "absent"), [
     (DEFAULT, {"GarbageCollector", "NamespaceController", "EndpointsController"}, set()),
     (DEFAULT - {"garbagecollector", "endpoint"}, {"NamespaceController"}, {"GarbageCollector", "EndpointsController"}),
+    (DEFAULT, set(), {"DeploymentController", "ReplicaSetController", "ReplicationManager"}),  # workloads: named
+    (DEFAULT | {"deployment", "replicaset", "replicationcontroller"},
+     {"DeploymentController", "ReplicaSetController", "ReplicationManager"}, set()),
 ])
 async def test_the_core_runs_the_controllers_named(tmp_path: Path, names: frozenset[str], running: set[str],
                                                    absent: set[str]) -> None:

@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.job import finished
+from server.controllers.job import finished, terminating_namespace
 from server.controllers.workload.events import NORMAL, WARNING, EventRecorder
 from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, key_of, named, path
 from server.controllers.workload.pods import controller_of, controller_ref, parse_time
@@ -268,7 +268,7 @@ class CronJobController(KeyedController):
                 if not created:
                     return self._next_in(cronjob, now, schedule), update
             else:
-                if not (err.code == 403 and "being terminated" in str(err.status.message)):
+                if not terminating_namespace(err):
                     self._event(cronjob, WARNING, "FailedCreate", f"Error creating job: {err.status.message}")
                 raise
         else:

@@ -23,8 +23,9 @@ Contracts, as kube's:
   active). Events: SuccessfulCreate, SuccessfulDelete, Completed, and the failure's reason as a Warning;
 - a Pod with the tracking finalizer that no Job of its own controls (its Job deleted, an orphan) loses the
   finalizer (syncOrphanPod), queued under the key (namespace, "pod/<name>").
-Not done: backoffLimitPerIndex and podReplacementPolicy (alpha in 1.28), the 500-uncounted-Pods cap, slow-start
-batches of creates (at most 500 per sync here, all at once).
+- Pods are created in slow-start batches (1, 2, 4, ..., at most 500 per sync); a failed batch ends the sync's
+  creates, the ones never attempted no longer awaited.
+Not done: backoffLimitPerIndex and podReplacementPolicy (alpha in 1.28), the 500-uncounted-Pods cap.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 DEFAULT_BACKOFF = 10.0  # DefaultJobBackOff
 MAX_BACKOFF = 360.0  # MaxJobBackOff
 MAX_PER_SYNC = 500  # MaxPodCreateDeletePerSync
+SLOW_START_INITIAL_BATCH = 1  # SlowStartInitialBatchSize: creates go in batches of 1, 2, 4, ...
 COMPLETE, FAILED, FAILURE_TARGET, SUSPENDED = "Complete", "Failed", "FailureTarget", "Suspended"
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 DEADLINE_EXCEEDED = "DeadlineExceeded"
@@ -294,6 +296,11 @@ def _with_index_env(template: Obj) -> Obj:
                 env.append({"name": COMPLETION_INDEX_ENV, "valueFrom": {"fieldRef": {
                     "apiVersion": "v1", "fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}}})
     return out
+
+
+def terminating_namespace(err: errors.ApiError) -> bool:
+    """The create was refused because the namespace is being deleted (HasStatusCause NamespaceTerminating)."""
+    return any(cause.reason == "NamespaceTerminating" for cause in err.status.details.causes)
 
 
 def _revision(obj: Obj) -> int:
@@ -610,17 +617,33 @@ class JobController(KeyedController):
         finalizers = template.setdefault("metadata", {}).setdefault("finalizers", [])
         if TRACKING_FINALIZER not in finalizers:
             finalizers.append(TRACKING_FINALIZER)
-        results = await asyncio.gather(*(self._create_pod(job, template, ix) for ix in indexes),
-                                       return_exceptions=True)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            self.expectations.lower(key, len(failures), 0)
-            first = failures[0]
-            if isinstance(first, errors.ApiError) and first.code == 403 and "being terminated" in str(
-                    first.status.message):
-                return active + diff - len(failures)
-            raise first
-        return active + diff
+        created = active + diff
+        first_failure: BaseException | None = None
+        batch = min(diff, SLOW_START_INITIAL_BATCH)
+        start = 0
+        while start < diff:
+            chunk = indexes[start:start + batch]
+            results = await asyncio.gather(*(self._create_pod(job, template, ix) for ix in chunk),
+                                           return_exceptions=True)
+            failed = 0
+            for result in results:
+                if isinstance(result, errors.ApiError) and result.code == 403 and terminating_namespace(result):
+                    continue  # every later create fails the same way; kube leaves its count as it is
+                if isinstance(result, BaseException):
+                    failed += 1
+                    first_failure = first_failure or result
+            self.expectations.lower(key, failed, 0)
+            created -= failed
+            start += len(chunk)
+            if failed and start < diff:
+                skipped = diff - start
+                self.expectations.lower(key, skipped, 0)  # never attempted: not awaited
+                created -= skipped
+                break
+            batch = min(2 * batch, diff - start)
+        if first_failure is not None:
+            raise first_failure
+        return created
 
     async def _create_pod(self, job: Obj, template: Obj, index: int | None) -> Obj:
         """CreatePodsWithGenerateName: the Job's Pod for `index` (None: NonIndexed), with its events."""

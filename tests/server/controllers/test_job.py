@@ -21,7 +21,7 @@ from server.controllers.job import (
 )
 from server.runtime.informer import SharedInformers
 from tests.server.client import Client, Obj, path
-from tests.server.controllers.batchkubelet import JobKubelet, Outcome
+from tests.server.controllers.batchkubelet import JobKubelet, Outcome, report
 
 NS = "default"
 JOBS = path("jobs", NS, group="batch")
@@ -283,3 +283,23 @@ async def test_restarts_count_against_the_backoff_limit_on_failure(client: Clien
     assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
     assert failed["message"] == "Job has reached the specified backoff limit"
     assert done["status"].get("active", 0) == 0 and done["status"]["failed"] == 1
+
+
+async def test_disruption_target_ignored_by_the_pod_failure_policy(client: Client, jobs: JobController) -> None:
+    """A Pod failed with the DisruptionTarget condition (evicted, preempted) matches an Ignore rule on Pod
+    conditions: not counted against backoffLimit 0, and replaced."""
+    policy = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    async with JobKubelet(client, NS, run) as kubelet:
+        await client.create(JOBS, job(backoffLimit=0, podFailurePolicy=policy))
+        first = (await until(lambda: client.list(PODS), lambda got: len(got[1]) == 1))[1][0]["metadata"]["name"]
+        await until(lambda: client.get(path("pods", NS, first)), lambda p: p["status"].get("phase") == "Running")
+        disrupted = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                     "lastTransitionTime": "2024-01-01T00:00:00Z"}
+        await report(client, NS, first, 137, conditions=[disrupted])
+        await until(lambda: client.list(PODS), lambda got: len(got[1]) >= 1 and len(kubelet.seen) == 2)
+        second = kubelet.seen[1]
+        await until(lambda: client.get(path("pods", NS, second)), lambda p: p["status"].get("phase") == "Running")
+        await report(client, NS, second, 0)
+        done = await until(lambda: client.get(path("jobs", NS, "pi", group="batch")), finished)
+    assert condition(done, "Complete") is not None
+    assert done["status"].get("failed", 0) == 0 and done["status"]["succeeded"] == 1

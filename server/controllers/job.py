@@ -22,10 +22,11 @@ Contracts, as kube's:
   event Completed) once succeeded reaches completions (or, without completions, one succeeded and none is
   active). Events: SuccessfulCreate, SuccessfulDelete, Completed, and the failure's reason as a Warning;
 - a Pod with the tracking finalizer that no Job of its own controls (its Job deleted, an orphan) loses the
-  finalizer (syncOrphanPod), queued under the key (namespace, "pod/<name>").
+  finalizer (syncOrphanPod), queued under the key (namespace, "pod/<name>");
 - Pods are created in slow-start batches (1, 2, 4, ..., at most 500 per sync); a failed batch ends the sync's
-  creates, the ones never attempted no longer awaited.
-Not done: backoffLimitPerIndex and podReplacementPolicy (alpha in 1.28), the 500-uncounted-Pods cap.
+  creates, the ones never attempted no longer awaited;
+- at most 500 finished Pods are taken into uncountedTerminatedPods per sync (MaxUncountedPods).
+Not done: backoffLimitPerIndex and podReplacementPolicy (alpha in 1.28).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 DEFAULT_BACKOFF = 10.0  # DefaultJobBackOff
 MAX_BACKOFF = 360.0  # MaxJobBackOff
 MAX_PER_SYNC = 500  # MaxPodCreateDeletePerSync
+MAX_UNCOUNTED = 500  # MaxUncountedPods: finished Pods taken into uncountedTerminatedPods per sync
 SLOW_START_INITIAL_BATCH = 1  # SlowStartInitialBatchSize: creates go in batches of 1, 2, 4, ...
 COMPLETE, FAILED, FAILURE_TARGET, SUSPENDED = "Complete", "Failed", "FailureTarget", "Suspended"
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
@@ -731,6 +733,7 @@ class JobController(KeyedController):
         uncounted_failed: list[str] = list(uncounted.get("failed") or [])
         new_indexes: set[int] = set()
         to_release: list[Obj] = []
+        reached_max = False
         for pod in pods:
             uid = _uid(pod)
             if not has_finalizer(pod) or uid in expected_rm:
@@ -755,6 +758,9 @@ class JobController(KeyedController):
                 if in_range and match_failure_policy(policy, pod)[1]:
                     uncounted_failed.append(uid)
                     needs_flush = True
+            if len(new_indexes) + len(uncounted_succeeded) + len(uncounted_failed) >= MAX_UNCOUNTED:
+                reached_max = True  # the rest wait for the next sync, which the writes below queue
+                break
         if indexed:
             completed = format_indexes(previous_indexes | new_indexes)
             if completed != (status.get("completedIndexes") or ""):
@@ -786,7 +792,7 @@ class JobController(KeyedController):
                         status[counter] = int(status.get(counter) or 0) + 1
                     needs_flush = True
             uncounted[field] = remaining
-        finishing = (finished_condition is not None and not uncounted.get("succeeded")
+        finishing = (finished_condition is not None and not reached_max and not uncounted.get("succeeded")
                      and not uncounted.get("failed"))
         if finishing:
             assert finished_condition is not None

@@ -16,7 +16,10 @@ Contracts, as kube's:
 - the status is written (observedGeneration the budget's generation, the DisruptionAllowed condition True/
   SufficientPods or False/InsufficientPods) only when something changed; a failed sync writes
   disruptionsAllowed 0 and DisruptionAllowed False/SyncFailed with the error (failSafe).
-Not done: clearing stale DisruptionTarget conditions from Pods (kube's stale-pod-disruption queue).
+- a Pod not being deleted nor terminal whose DisruptionTarget condition is True (and not the kubelet's
+  TerminationByKubelet) for `stale_timeout` seconds (2 minutes) gets it False again, by server-side apply of
+  pods/status with field manager DisruptionController (kube's stale pod disruption cleanup); such Pods are queued
+  under the key (namespace, "pod/<name>") (budget names have no "/").
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import math
 import time
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.workload.events import NORMAL, WARNING, EventRecorder
@@ -39,6 +44,9 @@ from server.runtime.informer import SharedInformers
 
 API_VERSION, KIND = "policy/v1", "PodDisruptionBudget"
 DELETION_TIMEOUT = 120.0  # DeletionTimeout: how long an evicted Pod may take to go
+STALE_POD_DISRUPTION_TIMEOUT = 120.0  # stalePodDisruptionTimeout
+STALE = "pod/"  # a queue key (namespace, "pod/<name>"): a Pod whose DisruptionTarget condition may be stale
+FIELD_MANAGER = "DisruptionController"
 CONDITION = "DisruptionAllowed"
 SUFFICIENT, INSUFFICIENT, SYNC_FAILED = "SufficientPods", "InsufficientPods", "SyncFailed"
 SCALED = (path("replicasets", group="apps"), path("deployments", group="apps"),
@@ -102,9 +110,11 @@ class DisruptionController(KeyedController):
     name = "disruption-controller"
 
     def __init__(self, core: Core, informers: SharedInformers | None = None, *,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 stale_timeout: float = STALE_POD_DISRUPTION_TIMEOUT) -> None:
         super().__init__(core, informers)
         self.clock = clock
+        self.stale_timeout = stale_timeout
         self.recorder = EventRecorder(core, "controllermanager")
         self.budgets = self.follow(path("poddisruptionbudgets", group="policy"), self._budget_changed)
         self.pods = self.follow(path("pods"), self._pod_changed)
@@ -122,6 +132,8 @@ class DisruptionController(KeyedController):
     def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
         pod = new or old or {}
         namespace = str(_meta(pod).get("namespace", ""))
+        if new is not None and self._stale_in(new) is not None:
+            self.queue((namespace, STALE + str(_meta(new).get("name", ""))))
         for budget in self.budgets.in_namespace(namespace):
             if any(self._selects(budget, p) for p in (old, new) if p is not None):
                 self.queue(key_of(budget))
@@ -145,7 +157,49 @@ class DisruptionController(KeyedController):
                api_version: str = API_VERSION) -> None:
         self.recorder.event(obj, type_, reason, message, kind=kind, api_version=api_version)
 
+    def _stale_in(self, pod: Obj) -> float | None:
+        """nonTerminatingPodHasStaleDisruptionCondition: seconds until the Pod's DisruptionTarget condition is
+        stale (<= 0: it is), None when it has none that can be."""
+        if _meta(pod).get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return None
+        condition = next((c for c in (pod.get("status") or {}).get("conditions") or []
+                          if c.get("type") == "DisruptionTarget"), None)
+        if condition is None or condition.get("status") != "True" or condition.get("reason") == \
+                "TerminationByKubelet":
+            return None
+        since = parse_time(condition.get("lastTransitionTime")) or self.clock()
+        return self.stale_timeout - (self.clock() - since)
+
+    async def _sync_stale(self, namespace: str, name: str) -> None:
+        """syncStalePodDisruption: the condition set False by a forced apply of pods/status."""
+        pod = self.pods.get((namespace, name))
+        if pod is None:
+            return
+        wait = self._stale_in(pod)
+        if wait is None:
+            return
+        if wait > 0:
+            self.queue_after((namespace, STALE + name), wait)
+            return
+        body = {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace,
+                             "resourceVersion": _meta(pod).get("resourceVersion")},
+                "status": {"conditions": [{"type": "DisruptionTarget", "status": "False",
+                                           "lastTransitionTime": rfc3339(self.clock())}]}}
+        request = core_pb2.PatchRequest(path=named(path("pods", namespace), name, "status"),
+                                        type=core_pb2.PATCH_TYPE_APPLY, patch=orjson.dumps(body))
+        request.options.fieldManager = FIELD_MANAGER
+        request.options.force = True
+        try:
+            await self.core.patch(request)
+        except errors.ApiError as err:
+            if err.code != 404:
+                raise
+
     async def sync(self, key: Key) -> None:
+        if key[1].startswith(STALE):
+            await self._sync_stale(key[0], key[1][len(STALE):])
+            return
         cached = self.budgets.get(key)
         if cached is None:
             return

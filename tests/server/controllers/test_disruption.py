@@ -177,3 +177,35 @@ async def test_eviction_charges_the_budget(client: Client, disruption: Disruptio
     got = await until(lambda: client.get(at), lambda b: b["status"].get("currentHealthy") == 2
                       and not b["status"].get("disruptedPods"))
     assert got["status"]["disruptionsAllowed"] == 0
+
+
+@pytest.mark.parametrize(("reason", "phase", "cleared"), [
+    ("EvictionByEvictionAPI", "Running", True),
+    ("TerminationByKubelet", "Running", False),
+    ("EvictionByEvictionAPI", "Failed", False),
+])
+async def test_stale_disruption_target_is_reset(client: Client, reason: str, phase: str, cleared: bool) -> None:
+    """A DisruptionTarget condition left True on a Pod that was not deleted goes False once stale (here 0.3 s),
+    unless the kubelet set it or the Pod is terminal."""
+    controller = DisruptionController(client.running.core, SharedInformers(client.running.core), stale_timeout=0.3)
+    await controller.start()
+    try:
+        await pods(client, None, [True])
+        pod = await client.get(path("pods", NS, "web-0"))
+        pod["status"]["phase"] = phase
+        pod["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": reason,
+                                            "lastTransitionTime": pod["status"]["conditions"][0]["lastTransitionTime"]})
+        await client.update(path("pods", NS, "web-0", subresource="status"), pod)
+
+        def target(p: Obj) -> Obj:
+            return next(c for c in p["status"]["conditions"] if c["type"] == "DisruptionTarget")
+
+        if cleared:
+            got = await until(lambda: client.get(path("pods", NS, "web-0")), lambda p: target(p)["status"] == "False")
+            assert any(m["manager"] == "DisruptionController" and m.get("subresource") == "status"
+                       for m in got["metadata"]["managedFields"])
+        else:
+            await asyncio.sleep(1.0)
+            assert target(await client.get(path("pods", NS, "web-0")))["status"] == "True"
+    finally:
+        await controller.stop()

@@ -19,9 +19,10 @@ answers:
 - the Pod is deleted with the Eviction's deleteOptions (graceful deletion as a DELETE does) and the answer is a
   Success Status, 201.
 
-Capstan has no disruption controller: a budget's status is whatever was written through /status, so until
-then (observedGeneration 0) every eviction of a covered Pod answers 429, as on a cluster whose controller has not
-caught up.
+A budget's status is the disruption controller's (server/controllers/disruption.py, kube-controller-manager's
+`disruption`, run when named or with `--controllers='*'`): until it has written it (observedGeneration 0), and
+on a core that does not run it, every eviction of a covered Pod answers 429, as on a cluster whose controller
+has not caught up.
 """
 
 from __future__ import annotations

@@ -21,15 +21,19 @@ from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
 from server.controllers import (
+    cronjob,
     csrsigning,
     daemonset,
     deployment,
+    disruption,
     endpoints,
     endpointslicemirroring,
     endpointslices,
+    job,
     pvbinder,
     replicaset,
     statefulset,
+    ttlafterfinished,
 )
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
@@ -108,6 +112,11 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("statefulset", lambda c: statefulset.singletons(c.core, c.informers)),
     Controller("daemonset", lambda c: daemonset.singletons(c.core, c.informers)),
     Controller("persistentvolume-binder", lambda c: pvbinder.singletons(c.core, c.informers)),
+    # kube's batch controllers: run when named or with *
+    Controller("job", lambda c: job.singletons(c.core, c.informers)),
+    Controller("cronjob", lambda c: cronjob.singletons(c.core, c.informers)),
+    Controller("ttl-after-finished", lambda c: ttlafterfinished.singletons(c.core, c.informers)),
+    Controller("disruption", lambda c: disruption.singletons(c.core, c.informers)),
 )
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)

@@ -1,0 +1,98 @@
+"""Jobs, CronJobs and PodDisruptionBudgets with the real kubectl against `capstan serve --controllers=*`, the
+test playing the kubelet over HTTP (every Pod of the namespace runs to exit code 0, or is reported Running and
+Ready for the budget): `kubectl wait --for=condition=complete` returns for a Job and for one made from a CronJob
+with `kubectl create job --from`, and `kubectl get pdb` reports the disruptions allowed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.conftest import Capstan, Kubectl, start_capstan, stop_capstan, write_kubeconfig
+from tests.server.controllers.batchkubelet import status_of
+
+TIMEOUT = "60s"
+
+
+class HttpKubelet:
+    """Runs every Pod of a namespace through pods/status, polling over HTTP: to exit code 0 (`finish`), or
+    Running and Ready."""
+
+    def __init__(self, capstan: Capstan, namespace: str, *, finish: bool) -> None:
+        self._capstan = capstan
+        self._base = f"/api/v1/namespaces/{namespace}/pods"
+        self._finish = finish
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> HttpKubelet:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            code, listed = self._capstan.request("GET", self._base)
+            if code != 200:
+                continue
+            for pod in listed.get("items") or []:
+                if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("podIP"):
+                    continue
+                pod["status"] = status_of(pod, 0 if self._finish else None)
+                self._capstan.request("PUT", f"{self._base}/{pod['metadata']['name']}/status", pod)
+
+
+@pytest.fixture(scope="module")
+def controlled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
+    base = tmp_path_factory.mktemp("capstan-batch")
+    serving = start_capstan(base / "data", ("--controllers=*",))
+    try:
+        kubeconfig = base / "kubeconfig"
+        write_kubeconfig(base / "data", kubeconfig)
+        yield Capstan(serving.url, base / "data", kubeconfig, serving.log)
+    finally:
+        stop_capstan(serving)
+
+
+@pytest.fixture
+def kc(controlled: Capstan, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    return Kubectl(controlled.kubeconfig, tmp_path_factory.mktemp("kube-cache"))
+
+
+def test_jobs_complete(kc: Kubectl, controlled: Capstan) -> None:
+    ns = "jobs"
+    assert kc("create", "namespace", ns).code == 0
+    with HttpKubelet(controlled, ns, finish=True):
+        ran = kc("create", "job", "pi", "--image=busybox", "-n", ns)
+        assert ran.code == 0, ran.err
+        ran = kc("wait", "--for=condition=complete", "job/pi", f"--timeout={TIMEOUT}", "-n", ns, timeout=70)
+        assert ran.code == 0, ran.err
+        got = kc("get", "job", "pi", "-n", ns, "-o", "jsonpath={.status.succeeded}")
+        assert got.out == "1"
+
+        ran = kc("create", "cronjob", "tick", "--image=busybox", "--schedule=*/5 * * * *", "-n", ns)
+        assert ran.code == 0, ran.err
+        ran = kc("create", "job", "by-hand", "--from=cronjob/tick", "-n", ns)
+        assert ran.code == 0, ran.err
+        ran = kc("wait", "--for=condition=complete", "job/by-hand", f"--timeout={TIMEOUT}", "-n", ns, timeout=70)
+        assert ran.code == 0, ran.err
+
+
+def test_pdb_reports_disruptions_allowed(kc: Kubectl, controlled: Capstan) -> None:
+    ns = "budgets"
+    assert kc("create", "namespace", ns).code == 0
+    with HttpKubelet(controlled, ns, finish=False):
+        ran = kc("create", "deployment", "web", "--image=nginx", "--replicas=3", "-n", ns)
+        assert ran.code == 0, ran.err
+        ran = kc("create", "poddisruptionbudget", "web", "--selector=app=web", "--max-unavailable=1", "-n", ns)
+        assert ran.code == 0, ran.err
+        ran = kc("wait", "--for=jsonpath={.status.disruptionsAllowed}=1", "pdb/web", f"--timeout={TIMEOUT}",
+                 "-n", ns, timeout=70)
+        assert ran.code == 0, ran.err
+        table = kc("get", "pdb", "web", "-n", ns)
+        assert table.out.split("\n")[1].split()[:4] == ["web", "N/A", "1", "1"]

@@ -6,7 +6,8 @@
 - A request reaches a webhook when a rule matches it (operations, apiGroups, apiVersions, resources with `*`
   and `*/sub`, scope), its namespaceSelector matches the namespace's labels (a Namespace's own; always for
   other cluster-scoped objects), its objectSelector the new or old object's labels and every matchCondition is
-  true. The configurations themselves are exempt.
+  true (CEL over request, object, oldObject and authorizer, kube's authz library: server/admission/celauthz.py,
+  checked with the guard's authorizer for the request's user). The configurations themselves are exempt.
 - Mutating webhooks run one after another; a JSONPatch answer is applied, the object typed and pruned by its
   kind's schema, and validated again once the mutating phase is over. `reinvocationPolicy: IfNeeded` webhooks
   run once more when a later webhook changed the object after them. Validating webhooks run concurrently.
@@ -29,12 +30,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.admission import Plugin
+from server.admission import Plugin, celauthz
 from server.admission.webhooks import hooks as hk
 from server.auth import caller
 from server.callouts import metrics
 from server.callouts.client import CallError, Callouts
 from server.machinery import errors
+from server.machinery.crdschema.cel import library
 from server.machinery.values import Obj
 from server.objects import body, serviceresolver, validate
 from server.objects.admitting import Attributes
@@ -137,9 +139,13 @@ class Webhooks:
         if not hk.selector_matches(hook.object_selector, attrs.obj, attrs.old):
             return False
         if hook.conditions:
+            who = caller.current()
+            authz = celauthz.Authz(who.authorizer, who.user)
+            variables = {"object": attrs.obj, "oldObject": attrs.old, "request": _request(attrs, ""),
+                         "authorizer": authz.variable(celauthz.RequestResource(
+                             r.group, r.resource, attrs.subresource, attrs.namespace, attrs.name))}
             try:
-                return hk.conditions_match(hook, {"object": attrs.obj, "oldObject": attrs.old,
-                                                  "request": _request(attrs, "")})
+                return hk.conditions_match(hook, variables, {**library.FUNCTIONS, **authz.functions()})
             except hk.ConditionError as err:
                 _failed(hook, attrs, str(err), 0)
                 return False

@@ -207,7 +207,7 @@ class Webhooks:
                 invocation = await self._should_call(ctx, hook, attrs)
                 if invocation is not None:
                     await self._call(hook, attrs, invocation)
-        if version and attrs.obj is not None:
+        if version and attrs.obj is not None and attrs.kind is None:  # a subresource's own kind: its REST checks
             _revalidate(attrs)
 
     async def validate(self, ctx: Context, attrs: Attributes) -> None:
@@ -400,7 +400,7 @@ def _patched(hook: hk.Hook, attrs: Attributes, invocation: Invocation, response:
         patched = apply_json_patch(operations, invocation.obj)
     except errors.ApiError as err:
         raise errors.internal(f'JSON patch from webhook "{hook.name}" could not be applied: {err}') from None
-    typed, _ = body.typed(invocation.resource, patched, "Ignore")
+    typed, _ = body.typed(attrs.kind or invocation.resource, patched, "Ignore")
     return typed
 
 

@@ -36,7 +36,7 @@ from server.admission.webhooks import hooks as hk
 from server.auth import caller
 from server.callouts import metrics
 from server.callouts.client import CallError, Callouts
-from server.machinery import errors
+from server.machinery import deadline, errors
 from server.machinery.crdschema.cel import library
 from server.machinery.values import Obj
 from server.objects import body, equivalent, serviceresolver, validate
@@ -239,7 +239,8 @@ class Webhooks:
                   "request": _request(attrs, invocation, uid)}
         started = time.monotonic()
         try:
-            code, answer = await self.callouts.post(hook.client, json.dumps(review).encode(), hook.timeout)
+            code, answer = await self.callouts.post(hook.client, json.dumps(review).encode(),
+                                                    deadline.capped(hook.timeout))
         except CallError as err:
             _observe(hook, attrs, started, code=err.code, rejected=hook.failure_policy != "Ignore")
             _failed(hook, attrs, f"failed to call webhook: {err}", err.code)

@@ -79,3 +79,21 @@ async def test_webhook_timeout_is_capped_by_the_request_deadline(server: Server,
         assert answer.status == 201, answer.body
     (called,) = hook.paths
     assert lowest <= _seconds(called) <= highest, called
+
+
+async def test_webhook_metrics_on_the_gateways_metrics(server: Server) -> None:
+    """apiserver_admission_webhook_* are on /metrics whichever process runs admission: `capstan serve`'s gateway
+    serves its core's collectors, a split gateway asks its core for them (the core's Metrics call)."""
+    name = f"metered-{server.transport}.example.com"
+    async with serve(deny) as hook:
+        await configure(server, "validatingwebhookconfigurations", webhook(name, hook.client_config()))
+        answer = await server.request("POST", CONFIGMAPS, json=configmap("c"))
+        assert answer.status == 403
+    scraped = await server.request("GET", "/metrics")
+    assert scraped.status == 200
+    text = scraped.body.decode() if isinstance(scraped.body, bytes) else str(scraped.body)
+    assert "apiserver_request_total" in text  # the gateway's own figures first
+    assert (f'apiserver_admission_webhook_request_total{{code="403",name="{name}",operation="CREATE",'
+            f'rejected="true",type="validate"}} 1.0') in text
+    assert (f'apiserver_admission_webhook_rejection_count_total{{error_type="no_error",name="{name}",'
+            f'operation="CREATE",rejection_code="403",type="validate"}} 1.0') in text

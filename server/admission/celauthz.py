@@ -105,11 +105,7 @@ class Authz:
 
     def functions(self) -> dict[str, Callable[..., Any]]:
         """The library's member functions for the engine's Context, bound to this request."""
-        return {
-            "path": _path, "group": _group, "serviceAccount": _service_account, "resource": _resource,
-            "subresource": _setter("subresource"), "namespace": _setter("namespace"), "name": _setter("name"),
-            "check": self._check, "allowed": _allowed, "reason": _reason, "errored": _errored, "error": _error,
-        }
+        return {**_UNBOUND, "check": self._check}
 
     def _principal(self, principal: Any) -> UserInfo:
         if not principal:
@@ -186,3 +182,11 @@ def _errored(receiver: Any) -> bool:
 
 def _error(receiver: Any) -> str:
     return str(_of(receiver, DECISION).get("error") or "")
+
+
+# The functions that need no request: every one but `check`.
+_UNBOUND: dict[str, Callable[..., Any]] = {
+    "path": _path, "group": _group, "serviceAccount": _service_account, "resource": _resource,
+    "subresource": _setter("subresource"), "namespace": _setter("namespace"), "name": _setter("name"),
+    "allowed": _allowed, "reason": _reason, "errored": _errored, "error": _error,
+}

@@ -70,6 +70,8 @@ class Webhooks:
         self._endpoints = informers.informer(ENDPOINTS)
         self._informers = (self._mutating, self._validating, self._namespaces, self._services, self._endpoints)
         self._read: dict[tuple[bool, str], tuple[str, list[hk.Hook]]] = {}
+        self._equivalent: dict[tuple[str, str, str, str], list[Resource]] = {}
+        self._equivalent_generation = -1
         self.callouts = Callouts(self.resolve)
 
     async def start(self) -> None:
@@ -146,8 +148,10 @@ class Webhooks:
         if hook.conditions:
             who = caller.current()
             authz = celauthz.Authz(who.authorizer, who.user)
-            variables = {"object": invocation.obj, "oldObject": invocation.old,
-                         "request": _request(attrs, invocation, ""),
+            request = _request(attrs, invocation, "")
+            for field in ("uid", "object", "oldObject"):  # kube's CreateAdmissionRequest leaves them out
+                request.pop(field, None)
+            variables = {"object": invocation.obj, "oldObject": invocation.old, "request": request,
                          "authorizer": authz.variable(celauthz.RequestResource(
                              r.group, r.resource, attrs.subresource, attrs.namespace, attrs.name))}
             try:
@@ -158,6 +162,18 @@ class Webhooks:
                 return None
         return invocation
 
+    def _equivalents(self, resource: Resource, subresource: str) -> list[Resource]:
+        """The other resources equivalent to (resource, subresource), kept until what is served changes."""
+        registry = self._core.registry
+        if self._equivalent_generation != registry.generation:
+            self._equivalent_generation, self._equivalent = registry.generation, {}
+        key = (resource.group, resource.version, resource.resource, subresource)
+        found = self._equivalent.get(key)
+        if found is None:
+            found = self._equivalent[key] = [e for e in equivalent.equivalents(registry, resource, subresource)
+                                             if e is not resource]
+        return found
+
     def _matched(self, hook: hk.Hook, attrs: Attributes) -> Resource | None:
         """The resource a rule of the webhook matches: the request's own, or (Equivalent) an equivalent one."""
         r, sub = attrs.resource, attrs.subresource
@@ -166,7 +182,7 @@ class Webhooks:
             return r
         if hook.match_policy != "Equivalent":
             return None
-        others = [e for e in equivalent.equivalents(self._core.registry, r, sub) if e is not r]
+        others = self._equivalents(r, sub)
         for rule in hook.rules:
             for other in others:
                 target = hk.Target(other.group, other.version, other.resource, other.kind)

@@ -133,11 +133,14 @@ async def _no_tracebacks(request: web.Request, handler: Callable[[web.Request], 
 def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", limiter: Limiter | None = None,
               storage: metrics.StorageSize | None = None,
               collectors: Sequence[Collector] = (),
+              core_metrics: bool = False,
               proxy_client: ProxyClientCertificate | None = None) -> web.Application:
     """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
     store beside the gateway, when there is one, for its size and quota on /metrics; `collectors`: the figures
-    of a core beside the gateway that /metrics also serves (its admission webhook metrics); `proxy_client`: the
-    certificate presented to extension API servers (kube's --proxy-client-cert-file; None presents none)."""
+    of a core beside the gateway that /metrics also serves (its admission webhook metrics); `core_metrics`:
+    /metrics also serves the figures of the core the client reaches (its Metrics call), for a gateway whose
+    core runs in another process; `proxy_client`: the certificate presented to extension API servers (kube's
+    --proxy-client-cert-file; None presents none)."""
     limiter = limiter or Limiter()
     lot = ParkingLot(limiter)
     gateway = Gateway(client, server_address)
@@ -164,7 +167,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     app.router.add_route("*", "/version/", discovery.version)
     openapi.add_routes(app, app[GATEWAY_KEY])
     issuer.add_routes(app, client)
-    app.router.add_get("/metrics", counters.handle)
+    app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app
 

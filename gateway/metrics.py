@@ -10,9 +10,11 @@ apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
 (priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
 (by reason) and apiserver_dropped_requests_total.
 Collectors of the core beside the gateway (`capstan serve`: its apiserver_admission_webhook_* metrics) are
-registered as given. aggregator_unavailable_apiservice is 1 for each APIService with a service that is not
-Available and 0 for one that is, from the core's latest Discover answer, as kube-aggregator reports it (for those;
-Local APIServices are always available and not listed).
+registered as given; a gateway whose core is another process (`capstan gateway --core`) asks that core for them
+at each scrape (`with_core`, the core's Metrics call) and serves them after its own.
+aggregator_unavailable_apiservice is 1 for each APIService with a service that is not Available and 0 for one
+that is, from the core's latest Discover answer, as kube-aggregator reports it (for those; Local APIServices are
+always available and not listed).
 The store's size and quota, where the gateway runs beside it (`capstan serve`), are read when
 scraped too: kube's apiserver_storage_size_bytes and etcd's etcd_server_quota_backend_bytes
 (kube-apiserver does not export the quota; etcd, which enforces it, does).
@@ -21,6 +23,7 @@ scraped too: kube's apiserver_storage_size_bytes and etcd's etcd_server_quota_ba
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Protocol
@@ -30,6 +33,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from gateway.access import caller_client
+from gateway.client import CoreClient, CoreError
 from gateway.requestinfo import RequestInfo
 from server.machinery.limits.limiter import Limiter
 
@@ -38,6 +44,8 @@ LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "compo
 BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60)
 _VERBS = {"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", "update": "PUT", "patch": "PATCH",
           "delete": "DELETE", "deletecollection": "DELETECOLLECTION"}
+
+log = logging.getLogger("capstan.gateway.metrics")
 
 STORAGE_CLUSTER_ID = "capstan"  # the label kube gives the storage's size by; Capstan has one store
 
@@ -181,3 +189,21 @@ class _StorageCollector(Collector):
         if quota is not None:
             yield GaugeMetricFamily("etcd_server_quota_backend_bytes", "Current backend storage quota size in "
                                     "bytes.", value=quota)
+
+
+def with_core(counters: Metrics, client: CoreClient) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """/metrics of a gateway whose core runs in another process: this process's figures, then the core's own
+    (its admission webhook metrics, from its Metrics call with the scraper's credentials). With several cores
+    the call reaches one, as a load balancer in front of several kube-apiservers answers /metrics from one;
+    a core that cannot answer leaves its figures out of this scrape, logged."""
+
+    async def handle(request: web.Request) -> web.Response:
+        own = generate_latest(counters.registry)
+        try:
+            answer = await caller_client(client, request).metrics(core_pb2.MetricsRequest())
+        except CoreError as err:
+            log.warning("/metrics without the core's figures: %s", err.status.message)
+            return web.Response(body=own, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=own + answer.data, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return handle

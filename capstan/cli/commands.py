@@ -602,7 +602,8 @@ async def gateway(args: argparse.Namespace) -> None:
                           else PoolClient(args.core, credentials))
     try:
         if args.insecure:
-            app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args))
+            app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args),
+                            core_metrics=True)
             hostcheck.guard(app)
             runner, port = await start_http(app, args.bind_address, args.http_port,
                                               connection_limits=_connection_limits(args))
@@ -610,7 +611,7 @@ async def gateway(args: argparse.Namespace) -> None:
         else:
             client_cas = _bundle(_client_cas(args, certs))
             app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args),
-                            proxy_client=_proxy_client(args, certs))
+                            core_metrics=True, proxy_client=_proxy_client(args, certs))
             runner, port = await start_http(app, args.bind_address, args.secure_port,
                                             server_context(_serving(args, certs), client_cas),
                                               connection_limits=_connection_limits(args))

@@ -48,6 +48,7 @@ class WebhookServer:
     port: int
     ca_pem: bytes
     requests: list[Obj] = field(default_factory=list)  # every AdmissionReview received, in order
+    paths: list[str] = field(default_factory=list)  # the path and query of each (kube's ?timeout= among them)
 
     @property
     def url(self) -> str:
@@ -94,6 +95,7 @@ async def serve(handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -
     async def review(request: web.Request) -> web.StreamResponse:
         sent = await request.json()
         server.requests.append(sent)
+        server.paths.append(request.path_qs)
         answer = handler(sent.get("request") or {})
         if inspect.isawaitable(answer):
             answer = await answer

@@ -17,6 +17,7 @@ from gateway.codecs import protobuf as protobuf_codec
 from gateway.codecs import summarize
 from gateway.negotiation import CodecName, Output
 from gateway.requestinfo import RequestInfo
+from server.machinery import deadline
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's request body limit
 
@@ -93,7 +94,8 @@ class Call:
                 call.close()  # never started
             raise
         try:
-            return await asyncio.wait_for(call, seconds)
+            with deadline.within(seconds):  # the core caps what the request calls out to by it
+                return await asyncio.wait_for(call, seconds)
         except TimeoutError:
             raise timed_out() from None
 

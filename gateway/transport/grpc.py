@@ -18,7 +18,7 @@ from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
 from gateway.client import CoreClient, CoreError, failure
-from server.machinery import flowcontrol
+from server.machinery import deadline, flowcontrol
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Method
@@ -28,7 +28,6 @@ T = TypeVar("T")
 # gRPC codes that arrive without a Status (the core never answered) -> (HTTP code, reason).
 _UNANSWERED = {
     grpc.StatusCode.UNAVAILABLE: (503, "ServiceUnavailable"),
-    grpc.StatusCode.DEADLINE_EXCEEDED: (504, "Timeout"),
     grpc.StatusCode.CANCELLED: (503, "ServiceUnavailable"),
     grpc.StatusCode.RESOURCE_EXHAUSTED: (429, "TooManyRequests"),
 }
@@ -49,6 +48,11 @@ def status_of(err: grpc.aio.AioRpcError) -> meta_pb2.Status:
                 status = meta_pb2.Status()
                 if detail.Unpack(status):
                     return status
+    if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:  # the request's deadline, sent as the call's: kube's 504
+        status = failure(504, "Timeout",
+                         "Timeout: request did not complete within requested timeout - context deadline exceeded")
+        status.details.SetInParent()
+        return status
     code, reason = _UNANSWERED.get(err.code(), (500, "InternalError"))
     return failure(code, reason, f"the core did not answer: {err.code().name}: {err.details()}")
 
@@ -106,7 +110,9 @@ class GrpcClient(CoreClient):
         return view
 
     async def unary(self, method: Method, request: Any) -> Any:
-        call = self._calls[method.name](request, metadata=self._metadata)
+        """The call, with what remains of the request's deadline as its gRPC deadline (when one is bound); the
+        core's API Priority and Fairness classification comes back in its trailing metadata."""
+        call = self._calls[method.name](request, metadata=self._metadata, timeout=deadline.remaining())
         try:
             response = await call
         except grpc.aio.AioRpcError as err:

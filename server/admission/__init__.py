@@ -13,7 +13,8 @@ NamespaceLifecycle, kube's first plugin, is the verbs' own namespace check (serv
 always on. A Pod the built-in mutating plugins changed is validated again and its QoS class recomputed, as kube
 validates and prepares a Pod after mutating admission; an object a webhook changed is typed, pruned and
 validated again by the webhook plugin. LimitRanger and ResourceQuota judge the built-in kinds, as before custom
-resources are counted; writes through a subresource reach the webhooks only.
+resources are counted; writes through a subresource, and the objects of a subresource's own kind (a Binding, an
+Eviction, a Scale), reach the webhooks only.
 
 `--enable-admission-plugins` / `--disable-admission-plugins` choose among kube's plugin names (`enabled`).
 """
@@ -101,7 +102,7 @@ class Chain:
                 await plugin.mutate(ctx, attrs)
         if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
             _revalidate_pod(attrs.resource, attrs.obj)
-        if attrs.obj is not None and not attrs.subresource:
+        if attrs.obj is not None and not attrs.subresource and attrs.kind is None:
             await attrs.resource.strategy.admit(ctx, attrs.obj, attrs.old, attrs.dry_run)
         for plugin in self._validating:
             if plugin.handles(attrs.operation):
@@ -122,7 +123,8 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
 
     def ours(attrs: Attributes) -> bool:
         r = attrs.resource
-        return attrs.obj is not None and not attrs.subresource and (r.group, r.resource) in judged
+        return (attrs.obj is not None and not attrs.subresource and attrs.kind is None
+                and (r.group, r.resource) in judged)
 
     def is_pod(attrs: Attributes) -> bool:
         return attrs.resource.group == "" and attrs.resource.resource == "pods"

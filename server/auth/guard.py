@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from google.protobuf.message import Message
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth import caller as current_caller
@@ -35,6 +36,7 @@ from server.auth.errors import Unauthorized, forbidden, unauthorized
 from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
 from server.auth.serviceaccounts.oidc import Documents
+from server.callouts import metrics as webhook_metrics
 from server.machinery import errors, flowcontrol
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
@@ -78,7 +80,7 @@ class GuardedCore(Answerer[Credentials]):
         self.locator = aggregated.StoreLocator(core)
         # What answers each unary method once a call is admitted: the Core's verb, or the guard's own answer.
         own: dict[str, Answer] = {"Access": _granted, "IssuerDocument": self._issuer_document,
-                                  "Proxy": self._proxy}
+                                  "Proxy": self._proxy, "Metrics": _metrics}
         self._answers: dict[str, Answer] = {
             method.name: getattr(core, method.python_name) if method.core else own[method.name]
             for method in METHODS if not method.streaming}
@@ -212,6 +214,13 @@ class GuardedCore(Answerer[Credentials]):
 
 async def _granted(request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
     return core_pb2.AccessResponse()
+
+
+async def _metrics(request: core_pb2.MetricsRequest) -> core_pb2.MetricsResponse:
+    """This process's admission webhook metrics (server/callouts/metrics.py), as kube-apiserver's /metrics
+    carries them."""
+    return core_pb2.MetricsResponse(content_type=CONTENT_TYPE_LATEST,
+                                    data=generate_latest(webhook_metrics.REGISTRY))
 
 
 async def _audited_stream(stream: AsyncIterator[Message], audit: AuditedRequest) -> AsyncIterator[Message]:

@@ -18,6 +18,9 @@ answers:
   on the condition that it did not change meanwhile.
 - the Pod is deleted with the Eviction's deleteOptions (graceful deletion as a DELETE does) and the answer is a
   Success Status, 201.
+Admission sees the request as kube's create handler hands it: a CREATE of the policy/v1 Eviction through
+pods/eviction, after the checks of its name and dryRun; the Pod's delete itself is not admitted again (kube's
+EvictionREST deletes with ValidateAllObjectFunc).
 
 A budget's status is the disruption controller's (server/controllers/disruption.py, kube-controller-manager's
 `disruption`, run when named or with `--controllers='*'`): until it has written it (observedGeneration 0), and
@@ -41,7 +44,8 @@ from server.machinery import errors, meta
 from server.machinery.schema import ProtoSchema
 from server.machinery.selectors import labels
 from server.machinery.values import Obj
-from server.objects import body, delete, options, render
+from server.objects import body, create, delete, options, render
+from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.storeerrors import store_call
 from server.objects.update import guaranteed_update
@@ -67,12 +71,19 @@ async def evict(ctx: Context, pods: Resource, req: core_pb2.CreateRequest) -> co
         raise errors.bad_request("name in URL does not match name in Eviction object")
     opts = _delete_options(eviction.get("deleteOptions"), list(req.options.dryRun))
     dry_run, _policy = options.delete_options(opts)
+    request_dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
+    await admit(ctx, Attributes(pods, "CREATE", name, namespace, eviction, None, request_dry_run,
+                                subresource="eviction", kind=EVICTION_V1, warnings=warnings,
+                                options=create.write_options("CreateOptions", request_dry_run, None)))
+    opts = _delete_options(eviction.get("deleteOptions"), list(req.options.dryRun))  # as admission left it
+    dry_run, _policy = options.delete_options(opts)
     pod, revision = await _pod(ctx, pods, namespace, name)
     if _can_ignore_budgets(pod):
         deleting = opts
         if _enforces_resource_version(pod) and not opts.preconditions.HasField("resourceVersion"):
             deleting = _with_resource_version(opts, revision)
-        await delete.delete_object(ctx, pods, namespace, name, deleting, dry_run, core_pb2.ENCODING_JSON)
+        await delete.delete_object(ctx, pods, namespace, name, deleting, dry_run, core_pb2.ENCODING_JSON,
+                                   admitted=False)
         return _success(warnings)
     budgets = await _budgets_of(ctx, pod, namespace)
     if len(budgets) > 1:
@@ -87,7 +98,8 @@ async def evict(ctx: Context, pods: Resource, req: core_pb2.CreateRequest) -> co
             await _charge(ctx, budget, namespace, name, dry_run)
     deleting = _with_resource_version(opts, revision) if unhealthy_allowed else opts
     try:
-        await delete.delete_object(ctx, pods, namespace, name, deleting, dry_run, core_pb2.ENCODING_JSON)
+        await delete.delete_object(ctx, pods, namespace, name, deleting, dry_run, core_pb2.ENCODING_JSON,
+                                   admitted=False)
     except errors.ApiError as err:
         if err.code == 409 and unhealthy_allowed and not opts.preconditions.HasField("resourceVersion"):
             raise _still_processing(budget_name) from None

@@ -30,7 +30,8 @@ from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
 from server.machinery.validation.names import FieldError
 from server.machinery.values import Obj
-from server.objects import body, options, render
+from server.objects import body, create, options, render
+from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.update import guaranteed_update
 from server.registry.resources import Handlers, Resource, Subresource
@@ -239,7 +240,7 @@ async def bind_legacy(ctx: Context, resource: Resource, req: core_pb2.CreateRequ
     bound = core_pb2.CreateRequest()
     bound.CopyFrom(req)
     bound.path.CopyFrom(path)
-    return await bind(ctx, pods, bound)
+    return await _bind(ctx, pods, bound, admitted_as=(resource, ""))
 
 
 # POST namespaces/{ns}/bindings: a Binding is never stored; its create handler binds the Pod it names.
@@ -251,7 +252,14 @@ BINDINGS = Resource(group="", version="v1", resource="bindings", kind="Binding",
 async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
     """BindingREST.Create: set spec.nodeName (and the binding's annotations) on a Pod not yet bound, and its
     PodScheduled condition; answers a Success Status, 201. The Binding's uid and resourceVersion are
-    preconditions on the Pod."""
+    preconditions on the Pod. Admission sees a CREATE of the Binding through pods/binding, as kube's create
+    handler and BindingREST hand it (the Pod's own write is the storage's, admitted by nothing)."""
+    return await _bind(ctx, resource, req, admitted_as=(resource, "binding"))
+
+
+async def _bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest, *,
+                admitted_as: tuple[Resource, str]) -> core_pb2.CreateResponse:
+    """bind, admitted as a CREATE of (resource, subresource): pods/binding, or the legacy bindings resource."""
     dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
     binding, warnings = body.decode(BINDING_KIND, req.object, options.field_validation(
         req.options.fieldValidation, "CreateOptions"))
@@ -267,6 +275,12 @@ async def bind(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) ->
         problems.append(FieldError.required("target.name"))
     if problems:  # kube returns the aggregate as a plain error: an internal error
         raise errors.internal(names.join_errors(problems))
+    admitted, subresource = admitted_as
+    attrs = Attributes(admitted, "CREATE", name, req.path.namespace, binding, None, dry_run, subresource=subresource,
+                       options=create.write_options("CreateOptions", dry_run, None), warnings=warnings,
+                       kind=BINDING_KIND)
+    await admit(ctx, attrs)
+    m, target = meta.meta(binding), binding.get("target") or {}  # as admission left them
 
     def produce(current: Obj) -> tuple[Obj, list[str]]:  # setPodHostAndAnnotations, on the Pod as it is now
         pod = copy.deepcopy(current)

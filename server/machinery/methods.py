@@ -64,6 +64,7 @@ class Scope(enum.Enum):
     # A request proxied to an extension API server: the resource its path names with the request's verb, or,
     # when it names none, its url_path as a non-resource request
     PROXIED = "proxied"
+    METRICS = "metrics"  # the non-resource path /metrics, as kube-apiserver authorizes its scrape
 
 
 class Authorization(NamedTuple):
@@ -110,6 +111,8 @@ class Method:
             return Authorization(self.verb or request.verb, resource_request=False, path=request.path)
         if scope is Scope.API_ROOT:
             return Authorization(self.verb, resource_request=False, path="/apis")
+        if scope is Scope.METRICS:
+            return Authorization(self.verb, resource_request=False, path="/metrics")
         if scope is Scope.DESCRIPTORS:
             return Authorization(self.verb, api_group=DESCRIPTORS_GROUP, resource=DESCRIPTORS_RESOURCE)
         path = request.path
@@ -171,6 +174,9 @@ _FACTS = {
     # The decision to proxy and where to: answered by the guard with the caller it admitted. The proxied request
     # itself is neither a read nor a write of this core's, so it is counted by the gateway's HTTP limiter only.
     "Proxy": _Facts("", Scope.PROXIED, _R, Retry.ALWAYS, core=False, audited=False),
+    # The core's own figures for a gateway's /metrics: answered by the guard; not audited (the gateway's Access
+    # for /metrics is the scrape's audit event).
+    "Metrics": _Facts("get", Scope.METRICS, _R, Retry.ALWAYS, core=False, audited=False),
 }
 
 
@@ -315,6 +321,8 @@ class CoreMethods:
     proxy = Unary(core_pb2.ProxyRequest, core_pb2.ProxyResponse)
     # The service account issuer's discovery document at request.path (404 when none).
     issuer_document = Unary(core_pb2.IssuerDocumentRequest, core_pb2.IssuerDocumentResponse)
+    # The core process's own metrics (the admission webhook metrics), Prometheus' text format.
+    metrics = Unary(core_pb2.MetricsRequest, core_pb2.MetricsResponse)
 
 
 def attributes(cls: type) -> dict[str, Method]:

@@ -29,7 +29,10 @@ Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 @dataclass(slots=True, eq=False)
 class Attributes:
     """One admission request. obj: the object to write (None for a delete); old: the stored object (None on
-    create). options: the request's CreateOptions/UpdateOptions/PatchOptions/DeleteOptions as JSON."""
+    create). options: the request's CreateOptions/UpdateOptions/PatchOptions/DeleteOptions as JSON. kind: the
+    Resource that types obj and old when they are a subresource's own kind, as kube admits a write through
+    pods/binding (a v1 Binding), pods/eviction (a policy/v1 Eviction) or /scale (autoscaling/v1 Scales); None
+    when they are objects of `resource`."""
 
     resource: Resource
     operation: Operation
@@ -44,6 +47,7 @@ class Attributes:
     audit_annotations: dict[str, str] = field(default_factory=dict)
     # What one plugin found for later ones in the same request (LimitRanger's ranges, read once).
     memo: dict[str, object] = field(default_factory=dict)
+    kind: Resource | None = None
 
 
 class Chain(Protocol):
@@ -82,5 +86,5 @@ async def admit(ctx: Context, attrs: Attributes) -> None:
             if sink is not None:
                 for key, value in attrs.audit_annotations.items():
                     sink.setdefault(key, value)
-    elif attrs.obj is not None and not attrs.subresource:
+    elif attrs.obj is not None and not attrs.subresource and attrs.kind is None:
         await attrs.resource.strategy.admitted(ctx, attrs.obj, attrs.old, attrs.dry_run)

@@ -63,9 +63,12 @@ async def delete_object(
     accept: render.Encoding,
     *,
     answer_deleted: bool | None = None,
+    admitted: bool = True,
 ) -> core_pb2.DeleteResponse:
     """Delete one object; `answer_deleted` overrides whether a completed delete answers the object (default:
-    the strategy's returns_deleted_object), for DeleteCollection, which lists what it read instead."""
+    the strategy's returns_deleted_object), for DeleteCollection, which lists what it read instead.
+    admitted=False deletes without admission, as kube's EvictionREST deletes the Pod it evicts (its request
+    was admitted as the Eviction's CREATE)."""
     key = resource.key(namespace, name)
     if answer_deleted is None:
         answer_deleted = resource.strategy.returns_deleted_object
@@ -81,8 +84,9 @@ async def delete_object(
         _check_preconditions(resource, name, opts.preconditions, old, got.kv)
         seen = {"kind": resource.kind, "apiVersion": resource.api_version, **old}
         seen["metadata"] = {**meta.meta(old), "resourceVersion": str(got.kv.mod_revision)}
-        await admit(ctx, Attributes(resource, "DELETE", name, namespace, None, seen, dry_run,
-                                    options=_options_json(opts, dry_run)))
+        if admitted:
+            await admit(ctx, Attributes(resource, "DELETE", name, namespace, None, seen, dry_run,
+                                        options=_options_json(opts, dry_run)))
         held = resource.strategy.holds_deletion(old)
         conflict = resource.strategy.redelete_conflict()
         if held and conflict and meta.meta(old).get("deletionTimestamp"):

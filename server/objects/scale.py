@@ -14,6 +14,8 @@ to that Scale, validates it (ValidateScale: 422 as Scale.autoscaling) and stores
 spec.replicas taken from it, through update's GuaranteedUpdate loop: the Scale's resourceVersion is a
 precondition on the object (409 when stale), and the object's own rules run (its validation, its
 generation, its managedFields, where the writer owns .spec.replicas through subresource "scale").
+Admission sees the write as kube's ScaleREST shows it: an UPDATE whose object and oldObject are the new and
+the stored Scales (Subresource.admitted_as); a Scale a mutating webhook changed gives the object its replicas.
 The answer is the Scale of the object as stored.
 """
 
@@ -33,13 +35,13 @@ from server.machinery.selectors import labels
 from server.machinery.validation import names
 from server.machinery.values import Obj
 from server.machinery.values import text_of as _text
-from server.objects import apply, body, options, render, validate, views
+from server.objects import apply, body, create, options, render, validate, views
 from server.objects.context import Context
 from server.objects.get import read as read_stored
 from server.objects.patch import patcher
 from server.objects.update import check_name, guaranteed_update
 from server.registry import printing
-from server.registry.resources import SCALE, Handlers, Resource, ScaleRule, Subresource
+from server.registry.resources import SCALE, AdmittedAs, Handlers, Resource, ScaleRule, Subresource
 
 # The Scale kind, to decode, type, render and print Scales with (it is no resource of its own).
 SCALE_KIND = Resource(
@@ -56,7 +58,9 @@ def subresource(rule: ScaleRule, verbs: tuple[str, ...] = SCALE.verbs) -> Subres
     """The /scale subresource of a resource whose object reads and writes as a Scale by `rule`."""
     served = _ScaleREST(rule)
     return replace(SCALE, verbs=verbs, field_path=rule.spec_replicas,
-                   handlers=Handlers(get=served.get, update=served.update, patch=served.patch))
+                   handlers=Handlers(get=served.get, update=served.update, patch=served.patch),
+                   admitted_as=AdmittedAs(SCALE_KIND, lambda obj: of(rule, obj, _revision(obj)),
+                                          lambda obj, scale: _replicas_from(rule, obj, scale)))
 
 
 class _ScaleREST:
@@ -82,7 +86,8 @@ class _ScaleREST:
             return _scaled(self.rule, resource, req.path, current, copy_json(sent)), warnings
 
         updated = await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=render.JSON,
-                                          manager=manager)
+                                          manager=manager,
+                                          request_options=create.write_options("UpdateOptions", dry_run, manager))
         return core_pb2.UpdateResponse(object=_answer(self.rule, updated.object, req.accept),
                                        warnings=updated.warnings)
 
@@ -187,6 +192,14 @@ def _scaled(rule: ScaleRule, resource: Resource, path: core_pb2.ResourcePath, cu
         meta.meta(new)["resourceVersion"] = rv
     else:
         meta.meta(new).pop("resourceVersion", None)
+    return new
+
+
+def _replicas_from(rule: ScaleRule, obj: Obj, scale: Obj) -> Obj:
+    """The object with the replicas of a Scale admission changed (validated as any Scale written)."""
+    _raise_if_invalid(str(meta.meta(obj).get("name") or ""), scale)
+    new: Obj = copy_json(obj)
+    _put(new, rule.spec_replicas, (scale.get("spec") or {}).get("replicas", 0))
     return new
 
 

@@ -196,8 +196,19 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
     validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
     if not path.subresource:
         resource.strategy.canonicalize(new)
-    await admit(ctx, Attributes(resource, "UPDATE", path.name, path.namespace, new, old, dry_run,
-                                subresource=path.subresource, options=request_options, warnings=warnings))
+    sub = resource.subresource(path.subresource) if path.subresource else None
+    view = sub.admitted_as if sub is not None else None
+    if view is None:
+        await admit(ctx, Attributes(resource, "UPDATE", path.name, path.namespace, new, old, dry_run,
+                                    subresource=path.subresource, options=request_options, warnings=warnings))
+        return new
+    shown = view.show(new)
+    attrs = Attributes(resource, "UPDATE", path.name, path.namespace, copy_json(shown), view.show(old), dry_run,
+                       subresource=path.subresource, options=request_options, warnings=warnings, kind=view.kind)
+    await admit(ctx, attrs)
+    if attrs.obj is not None and attrs.obj != shown:  # a mutating webhook changed the subresource's object
+        new = view.take(new, attrs.obj)
+        validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
     return new
 
 

@@ -84,6 +84,18 @@ NO_HANDLERS = Handlers()
 
 
 @dataclass(frozen=True, slots=True)
+class AdmittedAs:
+    """How admission sees an update through a subresource whose kind is not the resource's, as kube's REST of
+    that subresource hands admission its own objects (/scale: the object and the stored one as autoscaling/v1
+    Scales). `kind` types those objects (a Resource that is never served), `show` makes one of an object, and
+    `take` answers the object with a changed one (a mutating webhook's) put back."""
+
+    kind: Resource
+    show: Callable[[Obj], Obj]
+    take: Callable[[Obj, Obj], Obj]
+
+
+@dataclass(frozen=True, slots=True)
 class Subresource:
     """A subresource; an update through it changes only the field at `field_path` (e.g. ("status",)) and, when
     `metadata_reset` is not None, the object's metadata.
@@ -107,6 +119,8 @@ class Subresource:
     spec.ephemeralContainers); None runs the resource's.
 
     `handlers` answer the subresource's verbs that are not the generic update of `field_path` (Handlers).
+
+    `admitted_as`, when given, is how admission sees an update through it (AdmittedAs); None: the object itself.
     """
 
     name: str
@@ -120,6 +134,7 @@ class Subresource:
     prepare: Callable[[Obj, Obj], None] | None = None
     validate: Callable[[Obj, Obj], Sequence[Any]] | None = None
     handlers: Handlers = NO_HANDLERS
+    admitted_as: AdmittedAs | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from grpc_status import rpc_status
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.guard import GuardedCore
-from server.machinery import errors, flowcontrol, wiretext
+from server.machinery import deadline, errors, flowcontrol, wiretext
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
 from server.machinery.fields.managers import manager_from_user_agent
@@ -74,7 +74,8 @@ class CoreService:
             # A body given as JSON text is read as bytes before anything else sees it (audit, admission), and
             # refused, like a request that is no message (_parse), before authentication when malformed.
             body.from_text(request)
-            answer: Message = await self._guard.unary(method, request, credentials)
+            with deadline.within(context.time_remaining()):  # the call's gRPC deadline, where it has one
+                answer: Message = await self._guard.unary(method, request, credentials)
             context.set_trailing_metadata(classified.metadata())
             return render.as_text(answer) if getattr(request, "accept", None) == render.JSON_TEXT else answer
         except errors.ApiError as err:

@@ -326,6 +326,7 @@ VALID_CALLS: list[tuple[str, bytes]] = [(method, message.SerializeToString()) fo
     ("IssuerDocument", core_pb2.IssuerDocumentRequest(path="/.well-known/openid-configuration")),
     ("Proxy", core_pb2.ProxyRequest(verb="list", path=core_pb2.ResourcePath(
         group="wardle.example", version="v1alpha1", resource="flunders"), url_path="/apis/wardle.example/v1alpha1")),
+    ("Metrics", core_pb2.MetricsRequest()),
 ]]
 METHODS = sorted({method for method, _ in VALID_CALLS} | {"RegisterDescriptors"})
 STREAMING = frozenset({"Watch"})

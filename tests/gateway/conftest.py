@@ -25,6 +25,7 @@ from gateway.app import build_app, start_http
 from gateway.client import CoreClient
 from gateway.transport.grpc import GrpcClient
 from server.auth.config import INSECURE
+from server.callouts import metrics as webhook_metrics
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
@@ -170,7 +171,10 @@ async def server(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     client: CoreClient = (
         InProcessClient(core.guard) if request.param == "inprocess" else GrpcClient(f"127.0.0.1:{core.grpc_port}")
     )
-    runner, port = await start_http(build_app(client), "127.0.0.1", 0)
+    # As `capstan serve` (the core's collectors beside the gateway) and `capstan gateway --core` (asked for).
+    app = (build_app(client, collectors=(webhook_metrics.REGISTRY,)) if request.param == "inprocess"
+           else build_app(client, core_metrics=True))
+    runner, port = await start_http(app, "127.0.0.1", 0)
     session = aiohttp.ClientSession()
     try:
         yield Server(f"http://127.0.0.1:{port}", session, core, client, request.param)

@@ -416,6 +416,18 @@ class UserExtra(_message.Message):
     values: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class MetricsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class MetricsResponse(_message.Message):
+    __slots__ = ("content_type", "data")
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    content_type: str
+    data: bytes
+    def __init__(self, content_type: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+
 class IssuerDocumentRequest(_message.Message):
     __slots__ = ("path",)
     PATH_FIELD_NUMBER: _ClassVar[int]

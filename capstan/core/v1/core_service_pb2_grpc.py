@@ -99,6 +99,11 @@ class CoreServiceStub:
                 request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyRequest.SerializeToString,
                 response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyResponse.FromString,
                 _registered_method=True)
+        self.Metrics = channel.unary_unary(
+                '/capstan.core.v1.CoreService/Metrics',
+                request_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.MetricsRequest.SerializeToString,
+                response_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.MetricsResponse.FromString,
+                _registered_method=True)
 
 
 class CoreServiceServicer:
@@ -205,6 +210,15 @@ class CoreServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Metrics(self, request, context):
+        """The figures of this core's own process that kube-apiserver serves on /metrics beside the HTTP ones (the
+        admission webhook metrics), in Prometheus' text format (authorized as a `get` of /metrics). A gateway in
+        front of the core serves them on its /metrics after its own.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -272,6 +286,11 @@ def add_CoreServiceServicer_to_server(servicer, server):
                     servicer.Proxy,
                     request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyRequest.FromString,
                     response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyResponse.SerializeToString,
+            ),
+            'Metrics': grpc.unary_unary_rpc_method_handler(
+                    servicer.Metrics,
+                    request_deserializer=capstan_dot_core_dot_v1_dot_core__service__pb2.MetricsRequest.FromString,
+                    response_serializer=capstan_dot_core_dot_v1_dot_core__service__pb2.MetricsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -625,6 +644,33 @@ class CoreService:
             '/capstan.core.v1.CoreService/Proxy',
             capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyRequest.SerializeToString,
             capstan_dot_core_dot_v1_dot_core__service__pb2.ProxyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Metrics(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/capstan.core.v1.CoreService/Metrics',
+            capstan_dot_core_dot_v1_dot_core__service__pb2.MetricsRequest.SerializeToString,
+            capstan_dot_core_dot_v1_dot_core__service__pb2.MetricsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -6,7 +6,8 @@
 - A request reaches a webhook when a rule matches it (operations, apiGroups, apiVersions, resources with `*`
   and `*/sub`, scope), its namespaceSelector matches the namespace's labels (a Namespace's own; always for
   other cluster-scoped objects), its objectSelector the new or old object's labels and every matchCondition is
-  true. The configurations themselves are exempt.
+  true (CEL over request, object, oldObject and authorizer, kube's authz library: server/admission/celauthz.py,
+  checked with the guard's authorizer for the request's user). The configurations themselves are exempt.
 - Mutating webhooks run one after another; a JSONPatch answer is applied, the object typed and pruned by its
   kind's schema, and validated again once the mutating phase is over. `reinvocationPolicy: IfNeeded` webhooks
   run once more when a later webhook changed the object after them. Validating webhooks run concurrently.
@@ -26,22 +27,25 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.admission import Plugin
+from server.admission import Plugin, celauthz
 from server.admission.webhooks import hooks as hk
 from server.auth import caller
 from server.callouts import metrics
 from server.callouts.client import CallError, Callouts
-from server.machinery import errors
+from server.machinery import deadline, errors
+from server.machinery.crdschema.cel import library
 from server.machinery.values import Obj
-from server.objects import body, serviceresolver, validate
+from server.objects import body, equivalent, serviceresolver, validate
 from server.objects.admitting import Attributes
 from server.objects.context import Context
 from server.objects.core import Core
 from server.objects.patch import apply_json_patch, parse_json_patch
 from server.objects.storeerrors import store_call
+from server.registry.resources import Resource
 from server.runtime.informer import SharedInformers
 
 MUTATING = core_pb2.ResourcePath(group="admissionregistration.k8s.io", version="v1",
@@ -66,6 +70,8 @@ class Webhooks:
         self._endpoints = informers.informer(ENDPOINTS)
         self._informers = (self._mutating, self._validating, self._namespaces, self._services, self._endpoints)
         self._read: dict[tuple[bool, str], tuple[str, list[hk.Hook]]] = {}
+        self._equivalent: dict[tuple[str, str, str, str], list[Resource]] = {}
+        self._equivalent_generation = -1
         self.callouts = Callouts(self.resolve)
 
     async def start(self) -> None:
@@ -123,27 +129,66 @@ class Webhooks:
 
     # --- whether a webhook is called -------------------------------------------------------------------------
 
-    async def _should_call(self, ctx: Context, hook: hk.Hook, attrs: Attributes) -> bool:
-        """Whether the request reaches the webhook; raises the failure policy's error for a namespace or
-        matchCondition that cannot be judged."""
+    async def _should_call(self, ctx: Context, hook: hk.Hook, attrs: Attributes) -> Invocation | None:
+        """The invocation when the request reaches the webhook, else None; raises the failure policy's error for
+        a namespace or matchCondition that cannot be judged. A rule matches the request's own resource or, under
+        matchPolicy Equivalent, an equivalent one (kube's ShouldCallHook: the request's own first, then the rules
+        in order against each equivalent); the objects are then converted to the matched resource's form."""
         r = attrs.resource
         if (r.group, r.resource) in hk.EXEMPT:
-            return False
-        target = hk.Target(r.group, r.version, r.resource, r.kind)
-        if not hk.any_rule(hook, attrs.operation, target, attrs.subresource, attrs.namespace):
-            return False
+            return None
+        matched = self._matched(hook, attrs)
+        if matched is None:
+            return None
         if not await self._namespace_matches(ctx, hook, attrs):
-            return False
+            return None
         if not hk.selector_matches(hook.object_selector, attrs.obj, attrs.old):
-            return False
+            return None
+        invocation = await _invocation(attrs, matched)
         if hook.conditions:
+            who = caller.current()
+            authz = celauthz.Authz(who.authorizer, who.user)
+            request = _request(attrs, invocation, "")
+            for field in ("uid", "object", "oldObject"):  # kube's CreateAdmissionRequest leaves them out
+                request.pop(field, None)
+            variables = {"object": invocation.obj, "oldObject": invocation.old, "request": request,
+                         "authorizer": authz.variable(celauthz.RequestResource(
+                             r.group, r.resource, attrs.subresource, attrs.namespace, attrs.name))}
             try:
-                return hk.conditions_match(hook, {"object": attrs.obj, "oldObject": attrs.old,
-                                                  "request": _request(attrs, "")})
+                if not hk.conditions_match(hook, variables, {**library.FUNCTIONS, **authz.functions()}):
+                    return None
             except hk.ConditionError as err:
                 _failed(hook, attrs, str(err), 0)
-                return False
-        return True
+                return None
+        return invocation
+
+    def _equivalents(self, resource: Resource, subresource: str) -> list[Resource]:
+        """The other resources equivalent to (resource, subresource), kept until what is served changes."""
+        registry = self._core.registry
+        if self._equivalent_generation != registry.generation:
+            self._equivalent_generation, self._equivalent = registry.generation, {}
+        key = (resource.group, resource.version, resource.resource, subresource)
+        found = self._equivalent.get(key)
+        if found is None:
+            found = self._equivalent[key] = [e for e in equivalent.equivalents(registry, resource, subresource)
+                                             if e is not resource]
+        return found
+
+    def _matched(self, hook: hk.Hook, attrs: Attributes) -> Resource | None:
+        """The resource a rule of the webhook matches: the request's own, or (Equivalent) an equivalent one."""
+        r, sub = attrs.resource, attrs.subresource
+        if hk.any_rule(hook, attrs.operation, hk.Target(r.group, r.version, r.resource, r.kind), sub,
+                       attrs.namespace):
+            return r
+        if hook.match_policy != "Equivalent":
+            return None
+        others = self._equivalents(r, sub)
+        for rule in hook.rules:
+            for other in others:
+                target = hk.Target(other.group, other.version, other.resource, other.kind)
+                if hk.rule_matches(rule, attrs.operation, target, sub, attrs.namespace):
+                    return other
+        return None
 
     async def _namespace_matches(self, ctx: Context, hook: hk.Hook, attrs: Attributes) -> bool:
         selector = hook.namespace_selector
@@ -168,28 +213,35 @@ class Webhooks:
         version = 0  # how many times a webhook changed the object
         called: list[tuple[hk.Hook, int]] = []
         for hook in self.hooks(mutating=True):
-            if await self._should_call(ctx, hook, attrs):
-                if await self._call(hook, attrs):
+            invocation = await self._should_call(ctx, hook, attrs)
+            if invocation is not None:
+                if await self._call(hook, attrs, invocation):
                     version += 1
                 called.append((hook, version))
         for hook, seen in called:  # IfNeeded: once more when a later webhook changed the object after it
-            if hook.reinvocation == "IfNeeded" and seen < version and await self._should_call(ctx, hook, attrs):
-                await self._call(hook, attrs)
-        if version and attrs.obj is not None:
+            if hook.reinvocation == "IfNeeded" and seen < version:
+                invocation = await self._should_call(ctx, hook, attrs)
+                if invocation is not None:
+                    await self._call(hook, attrs, invocation)
+        if version and attrs.obj is not None and attrs.kind is None:  # a subresource's own kind: its REST checks
             _revalidate(attrs)
 
     async def validate(self, ctx: Context, attrs: Attributes) -> None:
-        chosen = [h for h in self.hooks(mutating=False) if await self._should_call(ctx, h, attrs)]
+        chosen = []
+        for hook in self.hooks(mutating=False):
+            invocation = await self._should_call(ctx, hook, attrs)
+            if invocation is not None:
+                chosen.append((hook, invocation))
         if not chosen:
             return
-        outcomes = await asyncio.gather(*(self._call(h, attrs) for h in chosen), return_exceptions=True)
+        outcomes = await asyncio.gather(*(self._call(h, attrs, i) for h, i in chosen), return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
 
     # --- one call --------------------------------------------------------------------------------------------
 
-    async def _call(self, hook: hk.Hook, attrs: Attributes) -> bool:
+    async def _call(self, hook: hk.Hook, attrs: Attributes, invocation: Invocation) -> bool:
         """Call the webhook: True when its patch changed the object. Raises its denial, or the failure
         policy's error."""
         if attrs.dry_run and hook.side_effects not in ("None", "NoneOnDryRun"):
@@ -200,10 +252,11 @@ class Webhooks:
             return False
         uid = str(uuid.uuid4())
         review = {"kind": "AdmissionReview", "apiVersion": f"admission.k8s.io/{review_version}",
-                  "request": _request(attrs, uid)}
+                  "request": _request(attrs, invocation, uid)}
         started = time.monotonic()
         try:
-            code, answer = await self.callouts.post(hook.client, json.dumps(review).encode(), hook.timeout)
+            code, answer = await self.callouts.post(hook.client, json.dumps(review).encode(),
+                                                    deadline.capped(hook.timeout))
         except CallError as err:
             _observe(hook, attrs, started, code=err.code, rejected=hook.failure_policy != "Ignore")
             _failed(hook, attrs, f"failed to call webhook: {err}", err.code)
@@ -224,20 +277,59 @@ class Webhooks:
             raise denial
         _observe(hook, attrs, started, code=code, rejected=False)
         patch = response.get("patch")
-        if not hook.mutating or not patch or attrs.obj is None:
+        if not hook.mutating or not patch or attrs.obj is None or invocation.obj is None:
             return False
-        return _apply(hook, attrs, response, str(patch))
+        patched = _patched(hook, attrs, invocation, response, str(patch))
+        if patched is None:
+            return False
+        if invocation.converted:  # the webhook saw another version: its result comes back to the request's
+            patched = await equivalent.convert(patched, invocation.resource, attrs.resource)
+        for key in ("kind", "apiVersion"):
+            if key not in attrs.obj:
+                patched.pop(key, None)
+        if patched == attrs.obj:
+            return False
+        attrs.obj.clear()
+        attrs.obj.update(patched)
+        return True
 
 
-def _request(attrs: Attributes, uid: str) -> Obj:
-    """AdmissionRequest: every field kube sends."""
-    r = attrs.resource
-    kind = {"group": r.group, "version": r.version, "kind": r.kind}
-    resource = {"group": r.group, "version": r.version, "resource": r.resource}
-    request: Obj = {"uid": uid, "kind": kind, "resource": resource, "requestKind": kind,
-                    "requestResource": resource, "name": attrs.name, "namespace": attrs.namespace,
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """How one webhook sees the request: the resource its rule matched (the request's, or an equivalent one),
+    the kind that resource's request carries, and the objects in that resource's form (`converted` when they
+    were converted from the request's)."""
+
+    resource: Resource
+    kind: equivalent.Kind
+    obj: Obj | None
+    old: Obj | None
+    converted: bool
+
+
+async def _invocation(attrs: Attributes, matched: Resource) -> Invocation:
+    kind = equivalent.kind_of(matched, attrs.subresource)
+    if not equivalent.converts(attrs.resource, matched, attrs.subresource):
+        return Invocation(matched, kind, _shown(kind, attrs.obj), _shown(kind, attrs.old), False)
+    obj = None if attrs.obj is None else await equivalent.convert(attrs.obj, attrs.resource, matched)
+    old = None if attrs.old is None else await equivalent.convert(attrs.old, attrs.resource, matched)
+    return Invocation(matched, kind, obj, old, True)
+
+
+def _request(attrs: Attributes, invocation: Invocation, uid: str) -> Obj:
+    """AdmissionRequest: every field kube sends; kind and resource are what the webhook's rule matched,
+    requestKind and requestResource the request's own."""
+    r, m = attrs.resource, invocation.resource
+    asked = equivalent.kind_of(r, attrs.subresource)
+    request: Obj = {"uid": uid,
+                    "kind": {"group": invocation.kind.group, "version": invocation.kind.version,
+                             "kind": invocation.kind.kind},
+                    "resource": {"group": m.group, "version": m.version, "resource": m.resource},
+                    "requestKind": {"group": asked.group, "version": asked.version, "kind": asked.kind},
+                    "requestResource": {"group": r.group, "version": r.version, "resource": r.resource},
+                    "name": attrs.name, "namespace": attrs.namespace,
                     "operation": attrs.operation, "userInfo": caller.current().user.to_json(),
-                    "object": _shown(attrs, attrs.obj), "oldObject": _shown(attrs, attrs.old),
+                    "object": invocation.obj, "oldObject": invocation.old,
                     "dryRun": attrs.dry_run, "options": attrs.options or None}
     if attrs.subresource:
         request["subResource"] = request["requestSubResource"] = attrs.subresource
@@ -248,10 +340,10 @@ def _request(attrs: Attributes, uid: str) -> Obj:
     return request
 
 
-def _shown(attrs: Attributes, obj: Obj | None) -> Obj | None:
+def _shown(kind: equivalent.Kind, obj: Obj | None) -> Obj | None:
     if obj is None:
         return None
-    return {"kind": attrs.resource.kind, "apiVersion": attrs.resource.api_version,
+    return {"kind": kind.kind, "apiVersion": kind.api_version,
             **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}}
 
 
@@ -308,33 +400,25 @@ def _observe(hook: hk.Hook, attrs: Attributes, started: float, *, code: int, rej
                     rejected=rejected, code=code, error_type=error_type)
 
 
-def _apply(hook: hk.Hook, attrs: Attributes, response: Obj, patch: str) -> bool:
-    """Apply a JSONPatch answer to attrs.obj in place (typed and pruned): whether it changed the object."""
+def _patched(hook: hk.Hook, attrs: Attributes, invocation: Invocation, response: Obj, patch: str) -> Obj | None:
+    """A JSONPatch answer applied to the object the webhook saw, typed and pruned by the matched resource's
+    schema; None when the answer is unusable and the failure policy ignores it."""
     if response.get("patchType") != "JSONPatch":
         _failed(hook, attrs, f"received invalid webhook response: unsupported patch type {response.get('patchType')!r}",
                 200)
-        return False
+        return None
     try:
         operations = parse_json_patch(base64.b64decode(patch, validate=True))
     except (binascii.Error, ValueError, errors.ApiError) as err:
         _failed(hook, attrs, f"received invalid webhook response: {err}", 200)
-        return False
-    assert attrs.obj is not None
-    shown = _shown(attrs, attrs.obj)
-    assert shown is not None
+        return None
+    assert invocation.obj is not None
     try:
-        patched = apply_json_patch(operations, shown)
+        patched = apply_json_patch(operations, invocation.obj)
     except errors.ApiError as err:
         raise errors.internal(f'JSON patch from webhook "{hook.name}" could not be applied: {err}') from None
-    typed, _ = body.typed(attrs.resource, patched, "Ignore")
-    for key in ("kind", "apiVersion"):
-        if key not in attrs.obj:
-            typed.pop(key, None)
-    if typed == attrs.obj:
-        return False
-    attrs.obj.clear()
-    attrs.obj.update(typed)
-    return True
+    typed, _ = body.typed(attrs.kind or invocation.resource, patched, "Ignore")
+    return typed
 
 
 def _revalidate(attrs: Attributes) -> None:

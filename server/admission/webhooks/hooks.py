@@ -4,7 +4,7 @@ namespaceSelector, objectSelector, matchConditions)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,12 +151,19 @@ class ConditionError(Exception):
     """A matchCondition that does not evaluate to a bool; follows the webhook's failurePolicy."""
 
 
-def conditions_match(hook: Hook, variables: Mapping[str, Any]) -> bool:
-    """All matchConditions true (kube evaluates them in order and stops at the first false)."""
+def conditions_match(hook: Hook, variables: Mapping[str, Any],
+                     functions: Mapping[str, Callable[..., Any]] | None = None) -> bool:
+    """All matchConditions true (kube evaluates them in order and stops at the first false). functions: the
+    library functions the expressions may call (the CEL library, and the authorizer's bound to the request).
+    Variables are converted for the engine only when an expression reads them (its variable resolver): a
+    condition on the object's name does not pay for converting the whole request; those that are null are
+    given at once (the resolver cannot answer null)."""
+    nulls = {name: None for name, value in variables.items() if value is None}
     for condition in hook.conditions:
         if condition.program is None:
             raise ConditionError(f"compilation failed for matchCondition {condition.name!r}: {condition.error}")
-        context = engine().Context(variables=dict(variables), functions=library.FUNCTIONS)
+        context = engine().Context(variables=nulls, functions=dict(functions or library.FUNCTIONS))
+        context.set_variable_resolver(variables.get)
         try:
             result = condition.program.execute(context)
         except Exception as err:  # the engine raises builtin errors for CEL's runtime errors

@@ -81,6 +81,10 @@ CASES: list[tuple[str, str, Callable[[Obj], Obj], Obj, Obj, int, str]] = [
      {"objectSelector": {"matchLabels": {"checked": "yes"}}}, {}, 0, ""),
     ("matchCondition false", "validatingwebhookconfigurations", deny,
      {"matchConditions": [{"name": "skip-c", "expression": "object.metadata.name != 'c'"}]}, {}, 0, ""),
+    ("matchCondition on request, which has no object", "validatingwebhookconfigurations", deny,
+     {"matchConditions": [{"name": "r", "expression": "!has(request.object) && request.name == 'c' && "
+                                                      "request.operation == 'CREATE'"}]}, {}, 403,
+     'admission webhook "v.example.com" denied the request: no configmaps today'),
     ("unreachable, failurePolicy Fail", "validatingwebhookconfigurations", deny,
      {"clientConfig": UNREACHABLE, "failurePolicy": "Fail"}, {}, 500,
      'Internal error occurred: failed calling webhook "v.example.com": failed to call webhook: '

@@ -83,6 +83,7 @@ def test_every_rpc_of_the_descriptor_has_one_line() -> None:
     ("Access", "", True, Retry.ALWAYS, False, True, "", ""),
     ("IssuerDocument", "get", True, Retry.ALWAYS, False, False, "", ""),
     ("Proxy", "", True, Retry.ALWAYS, False, False, "", ""),
+    ("Metrics", "get", True, Retry.ALWAYS, False, False, "", ""),
 ])
 def test_what_each_method_is(name: str, verb: str, read_only: bool, retry: Retry, core: bool, audited: bool,
                              dry_run: str, field_manager: str) -> None:
@@ -167,6 +168,7 @@ def requests(name: str) -> list[tuple[str, Any]]:
         ("IssuerDocument", core_pb2.IssuerDocumentRequest(path="/openid/v1/jwks")),
         ("Proxy", core_pb2.ProxyRequest(verb="get", path=core_pb2.ResourcePath(group="x.example", version="v1"),
                                         url_path="/apis/x.example/v1")),
+        ("Metrics", core_pb2.MetricsRequest()),
     ]
 
 
@@ -285,6 +287,7 @@ AUTHORIZED: list[tuple[str, Any, Obj]] = [
     ("Proxy", core_pb2.ProxyRequest(verb="get", path=core_pb2.ResourcePath(group="wardle.example", version="v1"),
                                     url_path="/apis/wardle.example/v1"),
      {"verb": "get", "resource_request": False, "path": "/apis/wardle.example/v1"}),
+    ("Metrics", core_pb2.MetricsRequest(), {"verb": "get", "resource_request": False, "path": "/metrics"}),
 ]
 
 
@@ -366,6 +369,7 @@ RETRIES: list[tuple[str, Any, bool]] = [
     ("Access", core_pb2.AccessRequest(), True),
     ("IssuerDocument", core_pb2.IssuerDocumentRequest(), True),
     ("Proxy", core_pb2.ProxyRequest(), True),
+    ("Metrics", core_pb2.MetricsRequest(), True),
 ]
 
 

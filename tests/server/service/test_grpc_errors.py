@@ -162,6 +162,7 @@ async def test_reflection_describes_the_core_service(channel: grpc.aio.Channel) 
         "Access",
         "IssuerDocument",
         "Proxy",
+        "Metrics",
     }
 
 

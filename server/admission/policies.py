@@ -1,0 +1,580 @@
+"""The ValidatingAdmissionPolicy plugin, as kube-apiserver 1.28 runs it (plugin/policy/validating).
+
+- Policies and bindings (admissionregistration.k8s.io, stored once for v1beta1 and v1alpha1) are followed by
+  informers; each policy is compiled once per generation (`Compiled`), so a policy or binding written takes
+  effect on the next request, without restart. A binding naming no existing policy is ignored.
+- A request is judged by a (policy, binding) pair when the policy's matchConstraints and the binding's
+  matchResources (when given) both match it: namespaceSelector (a Namespace's own labels; always for other
+  cluster-scoped objects), objectSelector (the new or the old object), excludeResourceRules (which win), then
+  resourceRules (with resourceNames; under matchPolicy Equivalent a rule naming another version of the same
+  resource matches). The policies and bindings themselves and the webhook configurations are exempt.
+- Params: with a paramKind and a binding's paramRef, the objects named (`name`, in `namespace` or the
+  request's namespace for a namespaced kind) or selected (`selector`) are read from an informer started for
+  the kind on first use; the validations run once per param object. No paramRef (or no paramKind): `params`
+  is null. None found with parameterNotFoundAction Deny is a configuration error; Allow admits.
+- Then matchConditions (all true, else the pair is skipped), validations and auditAnnotations, with
+  `object`, `oldObject`, `request`, `params`, `namespaceObject` and `variables` (each variable evaluated on
+  first use, at most once per evaluation). A false validation's message is its messageExpression's value,
+  else its message, else `failed expression: <expression>`; its reason defaults to Invalid.
+- A failed validation is enforced by the binding's validationActions: Deny refuses the request (kube's
+  `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: <message>`, the reason's code), Warn adds a
+  Warning (`Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': <message>`), Audit the
+  audit annotation `validation.policy.admission.k8s.io/validation_failure`. An evaluation error follows the
+  policy's failurePolicy (Fail: a failed validation with the error as message; Ignore: admitted); a
+  configuration error (an unknown paramKind, missing params) with failurePolicy Fail refuses the request.
+- auditAnnotations become `<policy>/<key>` audit annotations (values of several bindings joined).
+- status: observedGeneration and typeChecking for each policy generation (type checking against the matched
+  kinds' schemas is not done: typeChecking carries no warnings).
+
+The `authorizer` variable is not provided: an expression naming it fails to evaluate (failurePolicy applies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.admission import Plugin
+from server.admission.webhooks import hooks as hk
+from server.auth import caller
+from server.kinds.admissionregistration import GROUP
+from server.machinery import errors
+from server.machinery.crdschema.cel import library
+from server.machinery.crdschema.cel.engine import engine
+from server.machinery.selectors import BadSelector
+from server.machinery.selectors import labels as label_selectors
+from server.machinery.values import Obj
+from server.objects.admitting import Attributes
+from server.objects.context import Context
+from server.objects.core import Core
+from server.objects.storeerrors import store_call
+from server.runtime.informer import Informer, SharedInformers
+
+log = logging.getLogger(__name__)
+
+POLICIES = "validatingadmissionpolicies"
+BINDINGS = "validatingadmissionpolicybindings"
+NAMESPACES = core_pb2.ResourcePath(version="v1", resource="namespaces")
+OPERATIONS = frozenset(("CREATE", "UPDATE", "DELETE", "CONNECT"))
+FAILURE_KEY = "validation.policy.admission.k8s.io/validation_failure"
+CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413, "Invalid": 422}
+MAX_MESSAGE = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
+MAX_ANNOTATION_VALUE = 10 * 1024
+_VARIABLE = re.compile(r"\bvariables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
+
+
+class EvaluationError(Exception):
+    """An expression that failed to compile or evaluate, with kube's text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expression:
+    text: str
+    program: Any  # None when it does not compile
+    error: str = ""
+
+    def run(self, values: Mapping[str, Any]) -> Any:
+        if self.program is None:
+            raise EvaluationError(f"compilation failed: {self.error}")
+        context = engine().Context(variables=dict(values), functions=library.FUNCTIONS)
+        try:
+            return self.program.execute(context)
+        except Exception as err:  # the engine raises builtin errors for CEL's runtime errors
+            raise EvaluationError(f"expression '{self.text}' resulted in error: {err}") from None
+
+
+def _expression(text: str) -> Expression:
+    try:
+        return Expression(text, engine().compile(text))
+    except ValueError as err:
+        detail = str(err)
+        return Expression(text, None, detail[detail.find("ERROR: "):] if "ERROR: " in detail else detail)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A MatchResources, read once."""
+
+    namespace_selector: label_selectors.Selector | None  # None: malformed
+    object_selector: label_selectors.Selector | None
+    rules: tuple[Obj, ...]
+    excludes: tuple[Obj, ...]
+    equivalent: bool
+
+
+def _selector(raw: Any) -> label_selectors.Selector | None:
+    try:
+        return label_selectors.from_label_selector(raw if isinstance(raw, Mapping) else {})
+    except BadSelector:
+        return None
+
+
+def _match(raw: Any) -> Match | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return Match(_selector(raw.get("namespaceSelector")), _selector(raw.get("objectSelector")),
+                 tuple(dict(r) for r in raw.get("resourceRules") or [] if isinstance(r, Mapping)),
+                 tuple(dict(r) for r in raw.get("excludeResourceRules") or [] if isinstance(r, Mapping)),
+                 (raw.get("matchPolicy") or "Equivalent") == "Equivalent")
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    expression: Expression
+    message: str
+    message_expression: Expression | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Compiled:
+    """One generation of a policy."""
+
+    name: str
+    revision: tuple[str, int]  # (uid, generation)
+    fail: bool  # failurePolicy Fail
+    param_kind: tuple[str, str] | None  # (apiVersion, kind)
+    match: Match | None
+    conditions: tuple[tuple[str, Expression], ...]
+    variables: Mapping[str, Expression]
+    validations: tuple[Validation, ...]
+    annotations: tuple[tuple[str, Expression], ...]
+
+
+def compile_policy(policy: Obj) -> Compiled:
+    meta, spec = policy.get("metadata") or {}, policy.get("spec") or {}
+    kind = spec.get("paramKind")
+    validations = []
+    for raw in spec.get("validations") or []:
+        message_expression = str(raw.get("messageExpression") or "").strip()
+        validations.append(Validation(_expression(str(raw.get("expression") or "")),
+                                      str(raw.get("message") or "").strip(),
+                                      _expression(message_expression) if message_expression else None,
+                                      str(raw.get("reason") or "")))
+    return Compiled(
+        name=str(meta.get("name") or ""), revision=(str(meta.get("uid") or ""), int(meta.get("generation") or 0)),
+        fail=(spec.get("failurePolicy") or "Fail") == "Fail",
+        param_kind=(str(kind.get("apiVersion") or ""), str(kind.get("kind") or "")) if isinstance(kind, Mapping)
+        else None,
+        match=_match(spec.get("matchConstraints")),
+        conditions=tuple((str(c.get("name") or ""), _expression(str(c.get("expression") or "")))
+                         for c in spec.get("matchConditions") or []),
+        variables={str(v.get("name") or ""): _expression(str(v.get("expression") or ""))
+                   for v in spec.get("variables") or []},
+        validations=tuple(validations),
+        annotations=tuple((str(a.get("key") or ""), _expression(str(a.get("valueExpression") or "")))
+                          for a in spec.get("auditAnnotations") or []),
+    )
+
+
+class ConfigError(Exception):
+    """A policy or binding that cannot be applied (kube's configuration errors)."""
+
+
+@dataclass
+class _Denied:
+    policy: str
+    binding: str  # "" for a policy's own configuration error
+    message: str
+    reason: str = ""
+
+
+class Variables:
+    """`variables`: each evaluated on first use, once."""
+
+    def __init__(self, definitions: Mapping[str, Expression], values: dict[str, Any]) -> None:
+        self._definitions = definitions
+        self._values = values
+        self._done: dict[str, Any] = {}
+        self._failed: dict[str, EvaluationError] = {}
+
+    def for_expression(self, expression: Expression) -> dict[str, Any]:
+        """The variables `expression` names (and those they name), evaluated."""
+        for name in _VARIABLE.findall(expression.text):
+            self._evaluate(name, ())
+        return {**self._values, "variables": dict(self._done)}
+
+    def _evaluate(self, name: str, path: tuple[str, ...]) -> None:
+        if name in self._done or name not in self._definitions or name in path:
+            return
+        if name in self._failed:
+            raise self._failed[name]
+        definition = self._definitions[name]
+        for used in _VARIABLE.findall(definition.text):
+            self._evaluate(used, (*path, name))
+        try:
+            self._done[name] = definition.run({**self._values, "variables": dict(self._done)})
+        except EvaluationError as err:
+            self._failed[name] = err
+            raise
+
+
+class Policies:
+    """The ValidatingAdmissionPolicy plugin of one core and what it follows."""
+
+    def __init__(self, core: Core, informers: SharedInformers, version: str = "v1beta1") -> None:
+        """version: the served version of the policy kinds to follow (both share one storage)."""
+        self._core = core
+        self._informers = informers
+        self._version = version
+        self._policies = informers.informer(core_pb2.ResourcePath(group=GROUP, version=version, resource=POLICIES))
+        self._bindings = informers.informer(core_pb2.ResourcePath(group=GROUP, version=version, resource=BINDINGS))
+        self._namespaces = informers.informer(NAMESPACES)
+        self._compiled: dict[str, Compiled] = {}
+        self._params: dict[tuple[str, str, str], asyncio.Task[Informer[Obj]]] = {}
+        self._status_written: dict[str, int] = {}
+        self._writers: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        for informer in (self._policies, self._bindings, self._namespaces):
+            await informer.start()
+
+    async def stop(self) -> None:
+        for writer in self._writers:
+            writer.cancel()
+        for informer in (self._policies, self._bindings, self._namespaces):
+            await informer.stop()
+        for task in self._params.values():
+            if task.done() and not task.cancelled() and task.exception() is None:
+                await task.result().stop()
+            else:
+                task.cancel()
+
+    def plugins(self, on: frozenset[str]) -> list[Plugin]:
+        if "ValidatingAdmissionPolicy" not in on:
+            return []
+        return [Plugin("ValidatingAdmissionPolicy", OPERATIONS, validate=self.validate,
+                       idle=lambda: not self._bindings.cache)]
+
+    # --- what is followed ------------------------------------------------------------------------------------
+
+    def _policy(self, name: str) -> Compiled | None:
+        raw = self._policies.cache.get(("", name))
+        if raw is None:
+            return None
+        meta = raw.get("metadata") or {}
+        revision = (str(meta.get("uid") or ""), int(meta.get("generation") or 0))
+        compiled = self._compiled.get(name)
+        if compiled is None or compiled.revision != revision:
+            compiled = self._compiled[name] = compile_policy(raw)
+            self._observe(raw, compiled)
+        return compiled
+
+    def _observe(self, raw: Obj, compiled: Compiled) -> None:
+        """Write status.observedGeneration and typeChecking once per generation."""
+        status = raw.get("status") or {}
+        generation = compiled.revision[1]
+        if status.get("observedGeneration") == generation or self._status_written.get(compiled.name) == generation:
+            return
+        self._status_written[compiled.name] = generation
+        task = asyncio.get_running_loop().create_task(self._write_status(raw, generation))
+        self._writers.add(task)
+        task.add_done_callback(self._writers.discard)
+
+    async def _write_status(self, raw: Obj, generation: int) -> None:
+        body = {"apiVersion": f"{GROUP}/{self._version}", "kind": "ValidatingAdmissionPolicy",
+                **{k: v for k, v in raw.items() if k not in ("apiVersion", "kind")}}
+        body["status"] = {**(raw.get("status") or {}), "observedGeneration": generation, "typeChecking": {}}
+        path = core_pb2.ResourcePath(group=GROUP, version=self._version, resource=POLICIES,
+                                     name=str((raw.get("metadata") or {}).get("name") or ""), subresource="status")
+        try:
+            await self._core.update(core_pb2.UpdateRequest(path=path, object=core_pb2.RawObject(
+                encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(body))))
+        except errors.ApiError as err:
+            if err.code not in (404, 409):
+                log.warning("ValidatingAdmissionPolicy %s: status update failed: %s", path.name, err)
+
+    async def _param_informer(self, api_version: str, kind: str) -> tuple[Informer[Obj], bool] | None:
+        """The informer of a paramKind's objects (started on first use) and whether the kind is namespaced;
+        None when no served resource has the kind."""
+        group, _, version = api_version.rpartition("/")
+        resource = self._core.registry.by_kind(group, version, kind)
+        if resource is None:
+            return None
+        key = (group, version, resource.resource)
+        task = self._params.get(key)
+        if task is None:
+            informer = self._informers.informer(core_pb2.ResourcePath(group=group, version=version,
+                                                                      resource=resource.resource))
+
+            async def started() -> Informer[Obj]:
+                await informer.start()
+                return informer
+
+            task = self._params[key] = asyncio.get_running_loop().create_task(started())
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), 1.0), resource.namespaced
+        except TimeoutError:
+            raise ConfigError(f"paramKind kind `{_gvk(api_version, kind)}` not yet synced to use for "
+                              "admission") from None
+
+    # --- the plugin ------------------------------------------------------------------------------------------
+
+    async def validate(self, ctx: Context, attrs: Attributes) -> None:
+        r = attrs.resource
+        if (r.group, r.resource) in hk.EXEMPT:
+            return
+        denied: list[_Denied] = []
+        annotations: dict[str, set[str]] = {}
+        namespace_object: Obj | bool | None = False  # False: not read yet
+        bindings = sorted(self._bindings.cache.items(), key=lambda item: item[0][1])
+        by_policy: dict[str, list[Obj]] = {}
+        for _, binding in bindings:
+            name = str((binding.get("spec") or {}).get("policyName") or "")
+            by_policy.setdefault(name, []).append(binding)
+        for policy_name in sorted(by_policy):
+            policy = self._policy(policy_name)
+            if policy is None:
+                continue
+            try:
+                if policy.match is None or not await self._matches(ctx, policy.match, attrs, constraint=True):
+                    continue
+            except ConfigError as err:
+                if policy.fail:
+                    denied.append(_Denied(policy.name, "", f"failed to configure policy: {err}"))
+                continue
+            for binding in by_policy[policy_name]:
+                binding_name = str((binding.get("metadata") or {}).get("name") or "")
+                spec = binding.get("spec") or {}
+                try:
+                    match = _match(spec.get("matchResources"))
+                    if match is not None and not await self._matches(ctx, match, attrs, constraint=False):
+                        continue
+                    params = await self._collect_params(policy, spec.get("paramRef"), attrs.namespace)
+                except ConfigError as err:
+                    if policy.fail:
+                        denied.append(_Denied(policy.name, binding_name, f"failed to configure binding: {err}"))
+                    continue
+                if namespace_object is False:
+                    namespace_object = await self._namespace_object(ctx, attrs)
+                actions = [str(a) for a in spec.get("validationActions") or []]
+                for param in params:
+                    self._evaluate(policy, binding_name, actions, attrs, param,
+                                   namespace_object if isinstance(namespace_object, dict) else None,
+                                   denied, annotations)
+        for key, values in annotations.items():
+            attrs.audit_annotations.setdefault(key, ", ".join(sorted(values)))
+        if denied:
+            raise _denial(denied[0], attrs)
+
+    def _evaluate(self, policy: Compiled, binding: str, actions: list[str], attrs: Attributes, param: Obj | None,
+                  namespace_object: Obj | None, denied: list[_Denied], annotations: dict[str, set[str]]) -> None:
+        values: dict[str, Any] = {
+            "object": _shown(attrs, attrs.obj), "oldObject": _shown(attrs, attrs.old), "request": _request(attrs),
+            "namespaceObject": namespace_object,
+        }
+        if policy.param_kind is not None:
+            values["params"] = param
+        failures: list[tuple[int, str, str]] = []  # (index, message, reason)
+        try:
+            for _, condition in policy.conditions:
+                result = condition.run(values)
+                if result is False:
+                    return
+                if result is not True:
+                    raise EvaluationError(f"expression '{condition.text}' resulted in error: no such overload")
+        except EvaluationError as err:
+            if policy.fail:
+                failures.append((0, str(err), ""))
+            self._enforce(policy, binding, actions, failures, attrs, denied)
+            return
+        variables = Variables(policy.variables, values)
+        for index, validation in enumerate(policy.validations):
+            try:
+                result = validation.expression.run(variables.for_expression(validation.expression))
+                if result is not True and result is not False:
+                    raise EvaluationError(f"expression '{validation.expression.text}' resulted in error: "
+                                          "no such overload")
+            except EvaluationError as err:
+                if policy.fail:
+                    failures.append((index, str(err), ""))
+                continue
+            if result is False:
+                failures.append((index, _message(validation, variables), validation.reason))
+        for key, annotation in policy.annotations:
+            try:
+                value = annotation.run(variables.for_expression(annotation))
+            except EvaluationError as err:
+                if policy.fail:
+                    denied.append(_Denied(policy.name, binding, str(err)))
+                continue
+            if isinstance(value, str) and value:
+                annotations.setdefault(f"{policy.name}/{key}", set()).add(value[:MAX_ANNOTATION_VALUE])
+        self._enforce(policy, binding, actions, failures, attrs, denied)
+
+    @staticmethod
+    def _enforce(policy: Compiled, binding: str, actions: list[str], failures: list[tuple[int, str, str]],
+                 attrs: Attributes, denied: list[_Denied]) -> None:
+        for index, message, reason in failures:
+            for action in actions:
+                if action == "Deny":
+                    denied.append(_Denied(policy.name, binding, message, reason))
+                elif action == "Warn":
+                    attrs.warnings.append(f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' with "
+                                          f"binding '{binding}': {message}")
+                elif action == "Audit":
+                    value = json.dumps([{"message": message, "policy": policy.name, "binding": binding,
+                                         "expressionIndex": index, "validationActions": actions}],
+                                       separators=(",", ":"))
+                    attrs.audit_annotations.setdefault(FAILURE_KEY, value)
+
+    # --- matching --------------------------------------------------------------------------------------------
+
+    async def _matches(self, ctx: Context, match: Match, attrs: Attributes, *, constraint: bool) -> bool:
+        """kube's generic Matcher: selectors, then excluded rules, then rules (none: all, for a binding)."""
+        namespace_ok, namespace_error = await self._namespace_matches(ctx, match, attrs)
+        if not namespace_ok and not namespace_error:
+            return False
+        if match.object_selector is None or not hk.selector_matches(match.object_selector, attrs.obj, attrs.old):
+            return False
+        if any(self._rule_matches(rule, match.equivalent, attrs) for rule in match.excludes):
+            return False
+        if (match.rules or constraint) and not any(self._rule_matches(r, match.equivalent, attrs)
+                                                   for r in match.rules):
+            return False
+        if namespace_error:
+            raise ConfigError(namespace_error)
+        return True
+
+    def _rule_matches(self, rule: Mapping[str, Any], equivalent: bool, attrs: Attributes) -> bool:
+        names = rule.get("resourceNames") or []
+        if names and attrs.name not in names:
+            return False
+        r = attrs.resource
+        targets = [hk.Target(r.group, r.version, r.resource, r.kind)]
+        if equivalent:
+            targets += [hk.Target(o.group, o.version, o.resource, o.kind)
+                        for o in self._core.registry.by_group_resource(r.group, r.resource) if o.version != r.version]
+        return any(hk.rule_matches(rule, attrs.operation, t, attrs.subresource, attrs.namespace) for t in targets)
+
+    async def _namespace_matches(self, ctx: Context, match: Match, attrs: Attributes) -> tuple[bool, str]:
+        selector = match.namespace_selector
+        if selector is None:
+            return False, ""
+        if selector.empty:
+            return True, ""
+        r = attrs.resource
+        if r.group == "" and r.resource == "namespaces":
+            return hk.selector_matches(selector, attrs.obj, attrs.old), ""
+        if not r.namespaced:
+            return True, ""
+        namespace = await self._namespace_object(ctx, attrs)
+        if namespace is None:
+            return False, f'namespace "{attrs.namespace}" not found'
+        found = (namespace.get("metadata") or {}).get("labels")
+        return selector.matches(found if isinstance(found, Mapping) else {}), ""
+
+    async def _namespace_object(self, ctx: Context, attrs: Attributes) -> Obj | None:
+        if not attrs.namespace or not attrs.resource.namespaced:
+            return None
+        found = self._namespaces.cache.get(("", attrs.namespace))
+        if found is None:
+            got = await store_call(ctx.store.get(ctx.namespace_key(attrs.namespace)))
+            if got.kv is None:
+                return None
+            found = json.loads(got.kv.value)
+        return {"apiVersion": "v1", "kind": "Namespace", **{k: v for k, v in found.items()
+                                                             if k not in ("apiVersion", "kind")}}
+
+    # --- params ----------------------------------------------------------------------------------------------
+
+    async def _collect_params(self, policy: Compiled, ref: Any, namespace: str) -> list[Obj | None]:
+        """kube's collectParams: the param objects to evaluate with ([None]: no params; []: none and Allow)."""
+        if policy.param_kind is None or not isinstance(ref, Mapping):
+            return [None]
+        api_version, kind = policy.param_kind
+        found = await self._param_informer(api_version, kind)
+        if found is None:
+            raise ConfigError(f"failed to find resource referenced by paramKind: '{_gvk(api_version, kind)}'")
+        informer, namespaced = found
+        ref_namespace, name = str(ref.get("namespace") or ""), str(ref.get("name") or "")
+        scope = ""
+        if namespaced:
+            scope = ref_namespace or namespace
+            if not scope:
+                raise ConfigError("cannot use namespaced paramRef in policy binding that matches cluster-scoped "
+                                  "resources")
+        elif ref_namespace:
+            raise ConfigError("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
+        params: list[Obj | None]
+        if name:
+            got = informer.cache.get((scope, name))
+            params = [] if got is None else [got]
+        elif isinstance(ref.get("selector"), Mapping):
+            selector = _selector(ref["selector"])
+            if selector is None:
+                raise ConfigError("paramRef.selector is not a valid label selector")
+            candidates = informer.cache.values() if not namespaced else [
+                o for o in informer.cache.values() if (o.get("metadata") or {}).get("namespace") == scope]
+            params = [o for o in candidates if selector.matches((o.get("metadata") or {}).get("labels") or {})]
+        else:
+            raise ConfigError("one of name or selector must be provided")
+        if not params and (ref.get("parameterNotFoundAction") or "Deny") == "Deny":
+            raise ConfigError("no params found for policy binding with `Deny` parameterNotFoundAction")
+        return [{"apiVersion": api_version, "kind": kind, **{k: v for k, v in p.items()
+                                                              if k not in ("apiVersion", "kind")}}
+                if p is not None else None for p in params]
+
+
+def _gvk(api_version: str, kind: str) -> str:
+    """schema.GroupVersionKind.String()."""
+    group, _, version = api_version.rpartition("/")
+    return f"{group}/{version}, Kind={kind}"
+
+
+def _message(validation: Validation, variables: Variables) -> str:
+    if validation.message_expression is not None:
+        try:
+            value = validation.message_expression.run(variables.for_expression(validation.message_expression))
+        except EvaluationError as err:
+            log.info("messageExpression failed: %s", err)
+            value = None
+        if isinstance(value, str):
+            value = value.strip()
+            if value and len(value) <= MAX_MESSAGE and "\n" not in value:
+                return value
+    if validation.message:
+        return validation.message
+    return f"failed expression: {validation.expression.text.strip()}"
+
+
+def _shown(attrs: Attributes, obj: Obj | None) -> Obj | None:
+    if obj is None:
+        return None
+    return {"kind": attrs.resource.kind, "apiVersion": attrs.resource.api_version,
+            **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}}
+
+
+def _request(attrs: Attributes) -> Obj:
+    """The AdmissionRequest CEL reads as `request`."""
+    r = attrs.resource
+    kind = {"group": r.group, "version": r.version, "kind": r.kind}
+    resource = {"group": r.group, "version": r.version, "resource": r.resource}
+    return {"kind": kind, "resource": resource, "subResource": attrs.subresource, "requestKind": kind,
+            "requestResource": resource, "requestSubResource": attrs.subresource, "name": attrs.name,
+            "namespace": attrs.namespace, "operation": attrs.operation,
+            "userInfo": caller.current().user.to_json(), "dryRun": attrs.dry_run, "options": attrs.options or None}
+
+
+def _denial(first: _Denied, attrs: Attributes) -> errors.ApiError:
+    """admission.NewForbidden with the decision's reason and its code (Invalid, 422, by default)."""
+    if first.binding:
+        message = (f"ValidatingAdmissionPolicy '{first.policy}' with binding '{first.binding}' denied request: "
+                   f"{first.message}")
+    else:
+        message = f"ValidatingAdmissionPolicy '{first.policy}' denied request: {first.message}"
+    r = attrs.resource
+    name = attrs.name or str(((attrs.obj or {}).get("metadata") or {}).get("generateName") or "")
+    qualified = errors.qualified(r.resource, r.group)
+    text = f'{qualified} "{name}" is forbidden: {message}' if name else f"{qualified} is forbidden: {message}"
+    reason = first.reason or "Invalid"
+    return errors.ApiError(errors.status(CODES.get(reason, 422), reason, text, name=name, group=r.group,
+                                         kind=r.resource, causes=(errors.Cause("", message),)))

@@ -252,9 +252,19 @@ class Policies:
         if "ValidatingAdmissionPolicy" not in on:
             return []
         return [Plugin("ValidatingAdmissionPolicy", OPERATIONS, validate=self.validate,
-                       idle=lambda: not self._bindings.cache)]
+                       idle=lambda: not self._policies.cache)]
 
     # --- what is followed ------------------------------------------------------------------------------------
+
+    def follows(self, resource: str, name: str, resource_version: str) -> bool:
+        """Whether the policy (`validatingadmissionpolicies`) or binding named has reached this plugin at
+        `resource_version` or later ("": its deletion has)."""
+        informer = self._policies if resource == POLICIES else self._bindings
+        found = informer.cache.get(("", name))
+        if not resource_version:
+            return found is None
+        held = str(((found or {}).get("metadata") or {}).get("resourceVersion") or "0")
+        return found is not None and int(held) >= int(resource_version)
 
     def _policy(self, name: str) -> Compiled | None:
         raw = self._policies.cache.get(("", name))
@@ -292,6 +302,14 @@ class Policies:
             if err.code not in (404, 409):
                 log.warning("ValidatingAdmissionPolicy %s: status update failed: %s", path.name, err)
 
+    async def _param_kind_known(self, policy: Compiled) -> None:
+        """A paramKind no served resource has is the policy's configuration error."""
+        if policy.param_kind is not None:
+            api_version, kind = policy.param_kind
+            group, _, version = api_version.rpartition("/")
+            if self._core.registry.by_kind(group, version, kind) is None:
+                raise ConfigError(f"failed to find resource referenced by paramKind: '{_gvk(api_version, kind)}'")
+
     async def _param_informer(self, api_version: str, kind: str) -> tuple[Informer[Obj], bool] | None:
         """The informer of a paramKind's objects (started on first use) and whether the kind is namespaced;
         None when no served resource has the kind."""
@@ -323,25 +341,24 @@ class Policies:
         if (r.group, r.resource) in hk.EXEMPT:
             return
         denied: list[_Denied] = []
-        annotations: dict[str, set[str]] = {}
         namespace_object: Obj | bool | None = False  # False: not read yet
-        bindings = sorted(self._bindings.cache.items(), key=lambda item: item[0][1])
         by_policy: dict[str, list[Obj]] = {}
-        for _, binding in bindings:
-            name = str((binding.get("spec") or {}).get("policyName") or "")
-            by_policy.setdefault(name, []).append(binding)
-        for policy_name in sorted(by_policy):
+        for _, binding in sorted(self._bindings.cache.items(), key=lambda item: item[0][1]):
+            by_policy.setdefault(str((binding.get("spec") or {}).get("policyName") or ""), []).append(binding)
+        for policy_name in sorted(name for _, name in self._policies.cache):
             policy = self._policy(policy_name)
             if policy is None:
                 continue
             try:
                 if policy.match is None or not await self._matches(ctx, policy.match, attrs, constraint=True):
                     continue
+                await self._param_kind_known(policy)
             except ConfigError as err:
                 if policy.fail:
                     denied.append(_Denied(policy.name, "", f"failed to configure policy: {err}"))
                 continue
-            for binding in by_policy[policy_name]:
+            annotations: dict[str, list[str]] = {}
+            for binding in by_policy.get(policy_name, []):
                 binding_name = str((binding.get("metadata") or {}).get("name") or "")
                 spec = binding.get("spec") or {}
                 try:
@@ -360,13 +377,13 @@ class Policies:
                     self._evaluate(policy, binding_name, actions, attrs, param,
                                    namespace_object if isinstance(namespace_object, dict) else None,
                                    denied, annotations)
-        for key, values in annotations.items():
-            attrs.audit_annotations.setdefault(key, ", ".join(sorted(values)))
+            for key, values in annotations.items():
+                attrs.audit_annotations.setdefault(f"{policy.name}/{key}", ", ".join(values))
         if denied:
             raise _denial(denied[0], attrs)
 
     def _evaluate(self, policy: Compiled, binding: str, actions: list[str], attrs: Attributes, param: Obj | None,
-                  namespace_object: Obj | None, denied: list[_Denied], annotations: dict[str, set[str]]) -> None:
+                  namespace_object: Obj | None, denied: list[_Denied], annotations: dict[str, list[str]]) -> None:
         values: dict[str, Any] = {
             "object": _shown(attrs, attrs.obj), "oldObject": _shown(attrs, attrs.old), "request": _request(attrs),
             "namespaceObject": namespace_object,
@@ -407,7 +424,9 @@ class Policies:
                     denied.append(_Denied(policy.name, binding, str(err)))
                 continue
             if isinstance(value, str) and value:
-                annotations.setdefault(f"{policy.name}/{key}", set()).add(value[:MAX_ANNOTATION_VALUE])
+                published = annotations.setdefault(key, [])
+                if value[:MAX_ANNOTATION_VALUE] not in published:
+                    published.append(value[:MAX_ANNOTATION_VALUE])
         self._enforce(policy, binding, actions, failures, attrs, denied)
 
     @staticmethod

@@ -121,6 +121,13 @@ async def test_served_when_enabled(enabled: Server) -> None:
     assert created["metadata"]["generation"] == 1
     read = (await enabled.request("GET", f"{V1BETA1}/validatingadmissionpolicies/p")).json()
     assert (read["apiVersion"], read["spec"]) == (f"{GROUP}/v1beta1", created["spec"])
+    for _ in range(300):  # kube's Local APIServices, with kube's priorities
+        answer = await enabled.request("GET", f"/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.{GROUP}")
+        if answer.status == 200:
+            break
+        await asyncio.sleep(0.01)
+    spec = answer.json()["spec"]
+    assert (spec["groupPriorityMinimum"], spec["versionPriority"]) == (16700, 12)
 
 
 @pytest.mark.parametrize(("texts", "message"), [

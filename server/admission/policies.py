@@ -13,9 +13,10 @@
   the kind on first use; the validations run once per param object. No paramRef (or no paramKind): `params`
   is null. None found with parameterNotFoundAction Deny is a configuration error; Allow admits.
 - Then matchConditions (all true, else the pair is skipped), validations and auditAnnotations, with
-  `object`, `oldObject`, `request`, `params`, `namespaceObject` and `variables` (each variable evaluated on
-  first use, at most once per evaluation). A false validation's message is its messageExpression's value,
-  else its message, else `failed expression: <expression>`; its reason defaults to Invalid.
+  `object`, `oldObject`, `request`, `params`, `namespaceObject`, `authorizer` (server/admission/authz.py) and
+  `variables` (each variable evaluated on first use, at most once per evaluation). A false validation's
+  message is its messageExpression's value, else its message, else `failed expression: <expression>`; its
+  reason defaults to Invalid.
 - A failed validation is enforced by the binding's validationActions: Deny refuses the request (kube's
   `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: <message>`, the reason's code), Warn adds a
   Warning (`Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': <message>`), Audit the
@@ -25,8 +26,6 @@
 - auditAnnotations become `<policy>/<key>` audit annotations (values of several bindings joined).
 - status: observedGeneration and typeChecking for each policy generation (type checking against the matched
   kinds' schemas is not done: typeChecking carries no warnings).
-
-The `authorizer` variable is not provided: an expression naming it fails to evaluate (failurePolicy applies).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.admission import Plugin
+from server.admission import Plugin, authz
 from server.admission.webhooks import hooks as hk
 from server.auth import caller
 from server.kinds.admissionregistration import GROUP
@@ -68,6 +67,7 @@ FAILURE_KEY = "validation.policy.admission.k8s.io/validation_failure"
 CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413, "Invalid": 422}
 MAX_MESSAGE = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
 MAX_ANNOTATION_VALUE = 10 * 1024
+FUNCTIONS = {**library.FUNCTIONS, **authz.FUNCTIONS}  # CEL's Kubernetes libraries and the authorizer's
 _VARIABLE = re.compile(r"\bvariables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
 
 
@@ -84,7 +84,7 @@ class Expression:
     def run(self, values: Mapping[str, Any]) -> Any:
         if self.program is None:
             raise EvaluationError(f"compilation failed: {self.error}")
-        context = engine().Context(variables=dict(values), functions=library.FUNCTIONS)
+        context = engine().Context(variables=dict(values), functions=FUNCTIONS)
         try:
             return self.program.execute(context)
         except Exception as err:  # the engine raises builtin errors for CEL's runtime errors
@@ -387,6 +387,8 @@ class Policies:
         values: dict[str, Any] = {
             "object": _shown(attrs, attrs.obj), "oldObject": _shown(attrs, attrs.old), "request": _request(attrs),
             "namespaceObject": namespace_object,
+            "authorizer": authz.authorizer(attrs.resource.group, attrs.resource.resource, attrs.subresource,
+                                           attrs.namespace, attrs.name),
         }
         if policy.param_kind is not None:
             values["params"] = param

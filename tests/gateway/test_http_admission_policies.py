@@ -18,7 +18,11 @@ from gateway.app import build_app, start_http
 from gateway.client import CoreClient
 from gateway.transport.grpc import GrpcClient
 from server.admission.policies import BINDINGS, FAILURE_KEY, POLICIES
+from server.auth import caller
+from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer
 from server.auth.config import INSECURE
+from server.machinery.errors import ApiError
+from server.machinery.user import UserInfo
 from server.objects.admitting import Attributes
 from server.startup import apienablement
 from server.startup.app import start_core
@@ -235,6 +239,14 @@ ENFORCE_CASES: list[tuple[str, Obj, Obj, str, dict[str, str] | None, int, str, l
      {"paramRef": {"name": "x", "namespace": "default"}}, "2", None, 422,
      "configmaps \"c\" is forbidden: ValidatingAdmissionPolicy 'p' denied request: failed to configure policy: "
      "failed to find resource referenced by paramKind: 'example.com/v1, Kind=Nothing'", []),
+    ("authorizer", {"validations": [{"expression": "!authorizer.requestResource.check('create').allowed()",
+                                     "message": "creators may not create"}]}, {}, "1", None, 422,
+     DENIED + "creators may not create", []),
+    ("authorizer paths and groups", {"validations": [{"expression": "authorizer.path('/healthz').check('get')"
+                                                                     ".allowed() && authorizer.group('apps')"
+                                                                     ".resource('deployments').namespace('default')"
+                                                                     ".check('list').reason() == ''"}]},
+     {}, "2", None, 201, "", []),
     ("evaluation error, Fail", {"validations": [{"expression": "object.data.nothere == '1'"}]}, {}, "2", None, 422,
      DENIED + "expression 'object.data.nothere == '1'' resulted in error:", []),
     ("evaluation error, Ignore", {"failurePolicy": "Ignore", "validations": [{"expression": "object.data.nothere == "
@@ -275,6 +287,33 @@ async def test_audit_annotations(enabled: Server) -> None:
         "p/seen": "a=2",
         FAILURE_KEY: '[{"message":"failed expression: object.data.a == \'1\'","policy":"p","binding":"b",'
                      '"expressionIndex":0,"validationActions":["Audit"]}]'}
+
+
+@pytest.mark.parametrize(("authorizer", "code"), [(AlwaysAllow(), 201), (AlwaysDeny(), 403)],
+                         ids=["allowed", "denied"])
+async def test_authorizer_asks_the_callers_authorizer(enabled: Server, authorizer: Authorizer, code: int) -> None:
+    """`authorizer` checks the request's user with the caller's authorizer; a service account by its name."""
+    await put(enabled, POLICIES, policy(validations=[{
+        "expression": "authorizer.serviceAccount('default', 'builder').group('').resource('secrets')"
+                      ".check('get').allowed()",
+        "reason": "Forbidden", "message": "the builder may not read secrets"}]))
+    await put(enabled, BINDINGS, binding())
+    policies = enabled.core.policies
+    assert policies is not None
+    resource = enabled.core.core.registry.get("", "v1", "configmaps")
+    assert resource is not None
+    token = caller.bind(caller.Caller(UserInfo("someone"), authorizer))
+    try:
+        attrs = Attributes(resource, "CREATE", "c", "default", configmap("c"), None, False)
+        if code == 201:
+            await policies.validate(enabled.core.core.context, attrs)
+        else:
+            with pytest.raises(ApiError) as raised:
+                await policies.validate(enabled.core.core.context, attrs)
+            assert (raised.value.code, raised.value.status.message) == (code, DENIED + "the builder may not read "
+                                                                               "secrets")
+    finally:
+        caller.unbind(token)
 
 
 async def test_changes_take_effect_without_restart(enabled: Server) -> None:

@@ -81,10 +81,10 @@ class Expression:
     program: Any  # None when it does not compile
     error: str = ""
 
-    def run(self, values: Mapping[str, Any]) -> Any:
+    def run_in(self, context: Any) -> Any:
+        """The value in an engine Context (Evaluation makes them)."""
         if self.program is None:
             raise EvaluationError(f"compilation failed: {self.error}")
-        context = engine().Context(variables=dict(values), functions=FUNCTIONS)
         try:
             return self.program.execute(context)
         except Exception as err:  # the engine raises builtin errors for CEL's runtime errors
@@ -147,11 +147,17 @@ class Compiled:
     variables: Mapping[str, Expression]
     validations: tuple[Validation, ...]
     annotations: tuple[tuple[str, Expression], ...]
+    functions: Mapping[str, Any]  # those of FUNCTIONS its expressions call (each one registered costs a little)
 
 
 def compile_policy(policy: Obj) -> Compiled:
     meta, spec = policy.get("metadata") or {}, policy.get("spec") or {}
     kind = spec.get("paramKind")
+    texts = " ".join(str(item.get(field) or "") for list_name, field in (
+        ("validations", "expression"), ("validations", "messageExpression"), ("matchConditions", "expression"),
+        ("variables", "expression"), ("auditAnnotations", "valueExpression"))
+        for item in spec.get(list_name) or [] if isinstance(item, Mapping))
+    called = set(re.findall(r"([_a-zA-Z][_a-zA-Z0-9]*)\s*\(", texts))
     validations = []
     for raw in spec.get("validations") or []:
         message_expression = str(raw.get("messageExpression") or "").strip()
@@ -172,6 +178,7 @@ def compile_policy(policy: Obj) -> Compiled:
         validations=tuple(validations),
         annotations=tuple((str(a.get("key") or ""), _expression(str(a.get("valueExpression") or "")))
                           for a in spec.get("auditAnnotations") or []),
+        functions={name: function for name, function in FUNCTIONS.items() if name in called},
     )
 
 
@@ -187,20 +194,34 @@ class _Denied:
     reason: str = ""
 
 
-class Variables:
-    """`variables`: each evaluated on first use, once."""
+class Evaluation:
+    """One evaluation of a policy (for one binding and param): its variables, and `variables.<name>` each
+    evaluated on first use, once. The values are converted for the engine once (a context is reused until a
+    variable is added: the conversion, not the expression, is what an evaluation costs)."""
 
-    def __init__(self, definitions: Mapping[str, Expression], values: dict[str, Any]) -> None:
+    def __init__(self, definitions: Mapping[str, Expression], values: dict[str, Any],
+                 functions: Mapping[str, Any]) -> None:
         self._definitions = definitions
-        self._values = values
+        self._functions = functions
+        self._values = {**values, "variables": {}}
         self._done: dict[str, Any] = {}
         self._failed: dict[str, EvaluationError] = {}
+        self._context: Any = None
+        self._held = 0  # how many variables the context holds
 
-    def for_expression(self, expression: Expression) -> dict[str, Any]:
-        """The variables `expression` names (and those they name), evaluated."""
+    def run(self, expression: Expression) -> Any:
         for name in _VARIABLE.findall(expression.text):
             self._evaluate(name, ())
-        return {**self._values, "variables": dict(self._done)}
+        return expression.run_in(self._current())
+
+    def _current(self) -> Any:
+        if self._context is None:
+            self._context = engine().Context(variables=self._values, functions=dict(self._functions))
+            self._held = 0
+        if self._held != len(self._done):
+            self._context.add_variable("variables", dict(self._done))
+            self._held = len(self._done)
+        return self._context
 
     def _evaluate(self, name: str, path: tuple[str, ...]) -> None:
         if name in self._done or name not in self._definitions or name in path:
@@ -211,7 +232,7 @@ class Variables:
         for used in _VARIABLE.findall(definition.text):
             self._evaluate(used, (*path, name))
         try:
-            self._done[name] = definition.run({**self._values, "variables": dict(self._done)})
+            self._done[name] = definition.run_in(self._current())
         except EvaluationError as err:
             self._failed[name] = err
             raise
@@ -393,9 +414,10 @@ class Policies:
         if policy.param_kind is not None:
             values["params"] = param
         failures: list[tuple[int, str, str]] = []  # (index, message, reason)
+        evaluation = Evaluation(policy.variables, values, policy.functions)
         try:
             for _, condition in policy.conditions:
-                result = condition.run(values)
+                result = evaluation.run(condition)
                 if result is False:
                     return
                 if result is not True:
@@ -405,10 +427,9 @@ class Policies:
                 failures.append((0, str(err), ""))
             self._enforce(policy, binding, actions, failures, attrs, denied)
             return
-        variables = Variables(policy.variables, values)
         for index, validation in enumerate(policy.validations):
             try:
-                result = validation.expression.run(variables.for_expression(validation.expression))
+                result = evaluation.run(validation.expression)
                 if result is not True and result is not False:
                     raise EvaluationError(f"expression '{validation.expression.text}' resulted in error: "
                                           "no such overload")
@@ -417,10 +438,10 @@ class Policies:
                     failures.append((index, str(err), ""))
                 continue
             if result is False:
-                failures.append((index, _message(validation, variables), validation.reason))
+                failures.append((index, _message(validation, evaluation), validation.reason))
         for key, annotation in policy.annotations:
             try:
-                value = annotation.run(variables.for_expression(annotation))
+                value = evaluation.run(annotation)
             except EvaluationError as err:
                 if policy.fail:
                     denied.append(_Denied(policy.name, binding, str(err)))
@@ -551,10 +572,10 @@ def _gvk(api_version: str, kind: str) -> str:
     return f"{group}/{version}, Kind={kind}"
 
 
-def _message(validation: Validation, variables: Variables) -> str:
+def _message(validation: Validation, evaluation: Evaluation) -> str:
     if validation.message_expression is not None:
         try:
-            value = validation.message_expression.run(variables.for_expression(validation.message_expression))
+            value = evaluation.run(validation.message_expression)
         except EvaluationError as err:
             log.info("messageExpression failed: %s", err)
             value = None

@@ -30,14 +30,13 @@ def _tagged(kind: str, **fields: Any) -> Obj:
 
 def authorizer(group: str, resource: str, subresource: str, namespace: str, name: str) -> Obj:
     """The `authorizer` value of a request (its requestResource: the request's own resource)."""
-    base = _tagged("authorizer", serviceAccount="")
-    base["requestResource"] = _tagged("resource", authorizer=dict(base), group=group, resource=resource,
-                                      subresource=subresource, namespace=namespace, name=name)
-    return base
+    return _tagged("authorizer", serviceAccount="", requestResource=_tagged(
+        "resource", serviceAccount="", group=group, resource=resource, subresource=subresource,
+        namespace=namespace, name=name))
 
 
-def _user(authz: Obj) -> UserInfo:
-    account = str(authz.get("serviceAccount") or "")
+def _user(account: str) -> UserInfo:
+    """The request's user, or the service account `account` ("namespace/name") names."""
     if not account:
         return caller.current().user
     namespace, _, name = account.partition("/")
@@ -57,11 +56,11 @@ def _expect(value: Any, kind: str, function: str) -> Obj:
 
 
 def _path(authz: Any, path: str) -> Obj:
-    return _tagged("path", authorizer=_expect(authz, "authorizer", "path"), path=path)
+    return _tagged("path", serviceAccount=_expect(authz, "authorizer", "path")["serviceAccount"], path=path)
 
 
 def _group(authz: Any, group: str) -> Obj:
-    return _tagged("group", authorizer=_expect(authz, "authorizer", "group"), group=group)
+    return _tagged("group", serviceAccount=_expect(authz, "authorizer", "group")["serviceAccount"], group=group)
 
 
 def _service_account(authz: Any, namespace: str, name: str) -> Obj:
@@ -71,7 +70,7 @@ def _service_account(authz: Any, namespace: str, name: str) -> Obj:
 
 def _resource(group: Any, resource: str) -> Obj:
     found = _expect(group, "group", "resource")
-    return _tagged("resource", authorizer=found["authorizer"], group=found["group"], resource=resource,
+    return _tagged("resource", serviceAccount=found["serviceAccount"], group=found["group"], resource=resource,
                    subresource="", namespace="", name="")
 
 
@@ -84,9 +83,10 @@ def _with(field: str) -> Callable[[Any, str], Obj]:
 
 def _check(target: Any, verb: str) -> Obj:
     if isinstance(target, dict) and target.get(TAG) == "path":
-        return _decision(Attributes(_user(target["authorizer"]), verb, resource_request=False, path=target["path"]))
+        return _decision(Attributes(_user(target["serviceAccount"]), verb, resource_request=False,
+                                    path=target["path"]))
     found = _expect(target, "resource", "check")
-    return _decision(Attributes(_user(found["authorizer"]), verb, api_group=found["group"], api_version="*",
+    return _decision(Attributes(_user(found["serviceAccount"]), verb, api_group=found["group"], api_version="*",
                                 resource=found["resource"], subresource=found["subresource"],
                                 namespace=found["namespace"], name=found["name"]))
 

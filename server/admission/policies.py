@@ -55,7 +55,7 @@ from server.objects.admitting import Attributes
 from server.objects.context import Context
 from server.objects.core import Core
 from server.objects.storeerrors import store_call
-from server.runtime.informer import Informer, SharedInformers
+from server.runtime.informer import Handlers, Informer, SharedInformers, on_change
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413, "I
 MAX_MESSAGE = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
 MAX_ANNOTATION_VALUE = 10 * 1024
 FUNCTIONS = {**library.FUNCTIONS, **authz.FUNCTIONS}  # CEL's Kubernetes libraries and the authorizer's
+_TARGETS = "policy-targets"  # Attributes.memo: the request's resource and its equivalents
 _VARIABLE = re.compile(r"\bvariables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
 
 
@@ -194,16 +195,54 @@ class _Denied:
     reason: str = ""
 
 
+# Values handed to the engine only when an expression names them (through its variable resolver): converting
+# values for the engine, not running an expression, is what an evaluation costs.
+_LAZY = ("namespaceObject", "authorizer")
+
+
+def _context(values: Mapping[str, Any], functions: Mapping[str, Any]) -> Any:
+    """An engine context of `values`, those in _LAZY converted only for the expressions that name them (a
+    null one is registered: the resolver cannot answer null)."""
+    lazy = {name: values[name] for name in _LAZY if values.get(name) is not None}
+    context = engine().Context(variables={k: v for k, v in values.items() if k not in lazy},
+                               functions=dict(functions))
+    if lazy:
+        context.set_variable_resolver(lazy.get)
+    return context
+
+
+class Request:
+    """What every policy reads of one request, and the engine context holding it, which the policies without
+    params or variables share."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = {**values, "variables": {}}
+        self._context: Any = None
+        self._functions: set[str] = set()
+
+    def context(self, functions: Mapping[str, Any]) -> Any:
+        """The shared context, holding at least `functions` (adding one rebuilds it: rare, as policies
+        call few)."""
+        if self._context is None:
+            self._context = _context(self.values, functions)
+            self._functions = set(functions)
+        else:
+            for name in functions.keys() - self._functions:
+                self._context.add_function(name, functions[name])
+                self._functions.add(name)
+        return self._context
+
+
 class Evaluation:
     """One evaluation of a policy (for one binding and param): its variables, and `variables.<name>` each
-    evaluated on first use, once. The values are converted for the engine once (a context is reused until a
-    variable is added: the conversion, not the expression, is what an evaluation costs)."""
+    evaluated on first use, once. Its context is the request's when it has neither params nor variables, else
+    its own (reused until a variable is added)."""
 
-    def __init__(self, definitions: Mapping[str, Expression], values: dict[str, Any],
-                 functions: Mapping[str, Any]) -> None:
-        self._definitions = definitions
-        self._functions = functions
-        self._values = {**values, "variables": {}}
+    def __init__(self, policy: Compiled, request: Request, param: Obj | None) -> None:
+        self._definitions = policy.variables
+        self._functions = policy.functions
+        self._shared = request if policy.param_kind is None and not policy.variables else None
+        self._values = request.values if self._shared is not None else {**request.values, "params": param}
         self._done: dict[str, Any] = {}
         self._failed: dict[str, EvaluationError] = {}
         self._context: Any = None
@@ -215,8 +254,10 @@ class Evaluation:
         return expression.run_in(self._current())
 
     def _current(self) -> Any:
+        if self._shared is not None:
+            return self._shared.context(self._functions)
         if self._context is None:
-            self._context = engine().Context(variables=self._values, functions=dict(self._functions))
+            self._context = _context(self._values, self._functions)
             self._held = 0
         if self._held != len(self._done):
             self._context.add_variable("variables", dict(self._done))
@@ -253,14 +294,32 @@ class Policies:
         self._params: dict[tuple[str, str, str], asyncio.Task[Informer[Obj]]] = {}
         self._status_written: dict[str, int] = {}
         self._writers: set[asyncio.Task[None]] = set()
+        # The policies by name, each with its bindings by name: made again after a policy or binding changed.
+        self._plan: list[tuple[str, list[Obj]]] | None = None
+        self._changes: Handlers[Obj] = on_change(self._forget_plan)
+
+    def _forget_plan(self, old: Obj | None, new: Obj | None) -> None:
+        self._plan = None
+
+    def _current_plan(self) -> list[tuple[str, list[Obj]]]:
+        if self._plan is None:
+            by_policy: dict[str, list[Obj]] = {}
+            for _, binding in sorted(self._bindings.cache.items(), key=lambda item: item[0][1]):
+                by_policy.setdefault(str((binding.get("spec") or {}).get("policyName") or ""), []).append(binding)
+            self._plan = [(name, by_policy.get(name, [])) for name in sorted(n for _, n in self._policies.cache)]
+        return self._plan
 
     async def start(self) -> None:
+        for informer in (self._policies, self._bindings):
+            informer.add_handlers(self._changes)
         for informer in (self._policies, self._bindings, self._namespaces):
             await informer.start()
 
     async def stop(self) -> None:
         for writer in self._writers:
             writer.cancel()
+        for informer in (self._policies, self._bindings):
+            informer.remove_handlers(self._changes)
         for informer in (self._policies, self._bindings, self._namespaces):
             await informer.stop()
         for task in self._params.values():
@@ -363,10 +422,8 @@ class Policies:
             return
         denied: list[_Denied] = []
         namespace_object: Obj | bool | None = False  # False: not read yet
-        by_policy: dict[str, list[Obj]] = {}
-        for _, binding in sorted(self._bindings.cache.items(), key=lambda item: item[0][1]):
-            by_policy.setdefault(str((binding.get("spec") or {}).get("policyName") or ""), []).append(binding)
-        for policy_name in sorted(name for _, name in self._policies.cache):
+        request: Request | None = None
+        for policy_name, bindings in self._current_plan():
             policy = self._policy(policy_name)
             if policy is None:
                 continue
@@ -379,7 +436,7 @@ class Policies:
                     denied.append(_Denied(policy.name, "", f"failed to configure policy: {err}"))
                 continue
             annotations: dict[str, list[str]] = {}
-            for binding in by_policy.get(policy_name, []):
+            for binding in bindings:
                 binding_name = str((binding.get("metadata") or {}).get("name") or "")
                 spec = binding.get("spec") or {}
                 try:
@@ -394,27 +451,24 @@ class Policies:
                 if namespace_object is False:
                     namespace_object = await self._namespace_object(ctx, attrs)
                 actions = [str(a) for a in spec.get("validationActions") or []]
+                if request is None:
+                    request = Request({
+                        "object": _shown(attrs, attrs.obj), "oldObject": _shown(attrs, attrs.old),
+                        "request": _request(attrs),
+                        "namespaceObject": namespace_object if isinstance(namespace_object, dict) else None,
+                        "authorizer": authz.authorizer(attrs.resource.group, attrs.resource.resource,
+                                                       attrs.subresource, attrs.namespace, attrs.name)})
                 for param in params:
-                    self._evaluate(policy, binding_name, actions, attrs, param,
-                                   namespace_object if isinstance(namespace_object, dict) else None,
+                    self._evaluate(policy, binding_name, actions, attrs, Evaluation(policy, request, param),
                                    denied, annotations)
             for key, values in annotations.items():
                 attrs.audit_annotations.setdefault(f"{policy.name}/{key}", ", ".join(values))
         if denied:
             raise _denial(denied[0], attrs)
 
-    def _evaluate(self, policy: Compiled, binding: str, actions: list[str], attrs: Attributes, param: Obj | None,
-                  namespace_object: Obj | None, denied: list[_Denied], annotations: dict[str, list[str]]) -> None:
-        values: dict[str, Any] = {
-            "object": _shown(attrs, attrs.obj), "oldObject": _shown(attrs, attrs.old), "request": _request(attrs),
-            "namespaceObject": namespace_object,
-            "authorizer": authz.authorizer(attrs.resource.group, attrs.resource.resource, attrs.subresource,
-                                           attrs.namespace, attrs.name),
-        }
-        if policy.param_kind is not None:
-            values["params"] = param
+    def _evaluate(self, policy: Compiled, binding: str, actions: list[str], attrs: Attributes,
+                  evaluation: Evaluation, denied: list[_Denied], annotations: dict[str, list[str]]) -> None:
         failures: list[tuple[int, str, str]] = []  # (index, message, reason)
-        evaluation = Evaluation(policy.variables, values, policy.functions)
         try:
             for _, condition in policy.conditions:
                 result = evaluation.run(condition)
@@ -490,12 +544,22 @@ class Policies:
         names = rule.get("resourceNames") or []
         if names and attrs.name not in names:
             return False
+        targets = self._targets(attrs)
+        return any(hk.rule_matches(rule, attrs.operation, t, attrs.subresource, attrs.namespace)
+                   for t in (targets if equivalent else targets[:1]))
+
+    def _targets(self, attrs: Attributes) -> tuple[hk.Target, ...]:
+        """The request's resource, then its other served versions (what matchPolicy Equivalent also matches),
+        found once a request."""
+        found = attrs.memo.get(_TARGETS)
+        if isinstance(found, tuple):
+            return found
         r = attrs.resource
-        targets = [hk.Target(r.group, r.version, r.resource, r.kind)]
-        if equivalent:
-            targets += [hk.Target(o.group, o.version, o.resource, o.kind)
-                        for o in self._core.registry.by_group_resource(r.group, r.resource) if o.version != r.version]
-        return any(hk.rule_matches(rule, attrs.operation, t, attrs.subresource, attrs.namespace) for t in targets)
+        targets = (hk.Target(r.group, r.version, r.resource, r.kind),
+                   *(hk.Target(o.group, o.version, o.resource, o.kind)
+                     for o in self._core.registry.by_group_resource(r.group, r.resource) if o.version != r.version))
+        attrs.memo[_TARGETS] = targets
+        return targets
 
     async def _namespace_matches(self, ctx: Context, match: Match, attrs: Attributes) -> tuple[bool, str]:
         selector = match.namespace_selector

@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -37,9 +38,10 @@ from storage.lmdb import LmdbStore
 
 GROUP = "admissionregistration.k8s.io"
 RULES = [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]
-SIMPLE = {"matchConstraints": {"resourceRules": RULES},
+SIMPLE: dict[str, object] = {"matchConstraints": {"resourceRules": RULES},
           "validations": [{"expression": "object.data.a == '1'", "message": "a must be 1"}]}
-RICH = {"matchConstraints": {"resourceRules": RULES}, "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+RICH: dict[str, object] = {
+        "matchConstraints": {"resourceRules": RULES}, "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
         "variables": [{"name": "a", "expression": "object.data.a"}],
         "validations": [{"expression": "variables.a == params.data.want",
                          "messageExpression": "'a must be ' + params.data.want"}]}
@@ -132,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     anchor = statistics.median(figures["none"])
     for impl, values in figures.items():
         median = statistics.median(values)
-        extra = {} if impl == "none" else {"added_us": round(median - anchor, 1)}
+        extra: dict[str, Any] = {} if impl == "none" else {"added_us": round(median - anchor, 1)}
         emit("create", impl, "us_per_create", round(median, 1), context("in-process"),
              rounds=[round(v, 1) for v in values], **extra)
     return 0

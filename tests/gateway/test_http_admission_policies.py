@@ -94,7 +94,7 @@ async def put(server: Server, resource: str, obj: Obj) -> Obj:
     written = answer.json()
     policies = server.core.policies
     assert policies is not None
-    for _ in range(300):
+    for _ in range(1000):
         if policies.follows(resource, name, written["metadata"]["resourceVersion"]):
             return written
         await asyncio.sleep(0.01)
@@ -125,7 +125,7 @@ async def test_served_when_enabled(enabled: Server) -> None:
     assert created["metadata"]["generation"] == 1
     read = (await enabled.request("GET", f"{V1BETA1}/validatingadmissionpolicies/p")).json()
     assert (read["apiVersion"], read["spec"]) == (f"{GROUP}/v1beta1", created["spec"])
-    for _ in range(300):  # kube's Local APIServices, with kube's priorities
+    for _ in range(1000):  # kube's Local APIServices, with kube's priorities
         answer = await enabled.request("GET", f"/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.{GROUP}")
         if answer.status == 200:
             break
@@ -324,7 +324,7 @@ async def test_changes_take_effect_without_restart(enabled: Server) -> None:
     changed = await put(enabled, POLICIES, policy(validations=[{"expression": "object.data.a == '2'"}]))
     assert changed["metadata"]["generation"] == 2
     assert (await enabled.request("POST", CONFIGMAPS, json=configmap("c", "2"))).status == 201
-    for _ in range(300):
+    for _ in range(1000):
         status = (await enabled.request("GET", f"{V1BETA1}/validatingadmissionpolicies/p")).json().get("status")
         if status and status.get("observedGeneration") == 2:
             break
@@ -334,7 +334,7 @@ async def test_changes_take_effect_without_restart(enabled: Server) -> None:
     assert answer.status == 200
     policies = enabled.core.policies
     assert policies is not None
-    for _ in range(300):
+    for _ in range(1000):
         if policies.follows(BINDINGS, "b", ""):
             break
         await asyncio.sleep(0.01)

@@ -9,7 +9,8 @@ In-process: a core started as `capstan serve --feature-gates=ValidatingAdmission
 CPU of the write path), creates called back to back on its event loop (`Core.create`, the admission chain
 included, no transport). Each round switches the bindings (the policies stay compiled) and waits until the
 plugin follows them. Every line is the median over rounds of µs per create; policy lines add `added_us` (minus
-the `none` line of the same run). Stdout is one JSON line per figure (bench/_util.py).
+the `none` line of the same run), and the same for the process's CPU time (`cpu_us_per_create`, `added_cpu_us`:
+steadier than wall time on a shared machine). Stdout is one JSON line per figure (bench/_util.py).
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ async def _bind(core: Core, policies: Policies, names: list[str], bound: set[str
     bound.update(names)
 
 
-async def run(root: Path, creates: int, rounds: int) -> dict[str, list[float]]:
+async def run(root: Path, creates: int, rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """µs per create by impl, each round's: wall time, and the process's CPU time."""
     store = await LmdbStore.open(root / "lmdb", StoreOptions(sync=False, compact_interval=0))
     api = apienablement.runtime_config([f"{GROUP}/v1beta1=true"],
                                        apienablement.feature_gates(["ValidatingAdmissionPolicy=true"]))
@@ -106,19 +108,21 @@ async def run(root: Path, creates: int, rounds: int) -> dict[str, list[float]]:
                 "spec": spec})
             await _wait(policies, POLICIES, name, version)
         figures: dict[str, list[float]] = {impl: [] for impl in IMPLS}
+        cpu_figures: dict[str, list[float]] = {impl: [] for impl in IMPLS}
         bound: set[str] = set()
         serial = 0
         for round_ in range(rounds):
             for impl, specs in IMPLS.items():
                 await _bind(core, policies, [n for n, _ in specs], bound)
                 path = _path("configmaps", "default")
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 for _ in range(creates):
                     serial += 1
                     await _create(core, path, {"metadata": {"name": f"c-{serial}"}, "data": {"a": "1"}})
                 figures[impl].append((time.perf_counter() - started) / creates * 1e6)
+                cpu_figures[impl].append((time.process_time() - cpu) / creates * 1e6)
             note(f"round {round_ + 1}/{rounds}: " + ", ".join(f"{i} {f[-1]:.0f} µs" for i, f in figures.items()))
-        return figures
+        return figures, cpu_figures
     finally:
         await running.stop()
         await store.close()
@@ -130,13 +134,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     creates, rounds = (200, 3) if args.quick else (1_000, 5)
     with tempfile.TemporaryDirectory(prefix="bench-policies-") as root:
-        figures = asyncio.run(run(Path(root), creates, rounds))
-    anchor = statistics.median(figures["none"])
+        figures, cpu_figures = asyncio.run(run(Path(root), creates, rounds))
+    anchor, cpu_anchor = statistics.median(figures["none"]), statistics.median(cpu_figures["none"])
     for impl, values in figures.items():
-        median = statistics.median(values)
-        extra: dict[str, Any] = {} if impl == "none" else {"added_us": round(median - anchor, 1)}
+        median, cpu = statistics.median(values), statistics.median(cpu_figures[impl])
+        extra: dict[str, Any] = {} if impl == "none" else {"added_us": round(median - anchor, 1),
+                                                            "added_cpu_us": round(cpu - cpu_anchor, 1)}
         emit("create", impl, "us_per_create", round(median, 1), context("in-process"),
-             rounds=[round(v, 1) for v in values], **extra)
+             rounds=[round(v, 1) for v in values], cpu_us_per_create=round(cpu, 1), **extra)
     return 0
 
 

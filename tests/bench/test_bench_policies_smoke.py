@@ -12,4 +12,5 @@ def test_every_impl_reports_creates() -> None:
     for line in lines:
         assert (line["op"], line["metric"], line["ok"]) == ("create", "us_per_create", True)
         assert line["us_per_create"] > 0 and len(line["rounds"]) == 3
-        assert ("added_us" in line) == (line["impl"] != "none")
+        assert ("added_us" in line) == ("added_cpu_us" in line) == (line["impl"] != "none")
+        assert line["cpu_us_per_create"] > 0

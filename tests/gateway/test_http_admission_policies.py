@@ -132,6 +132,11 @@ async def test_served_when_enabled(enabled: Server) -> None:
         await asyncio.sleep(0.01)
     spec = answer.json()["spec"]
     assert (spec["groupPriorityMinimum"], spec["versionPriority"]) == (16700, 12)
+    document = (await enabled.request("GET", f"/openapi/v3/apis/{GROUP}/v1beta1")).json()
+    schemas = document["components"]["schemas"]
+    spec_schema = schemas["io.k8s.api.admissionregistration.v1beta1.ValidatingAdmissionPolicySpec"]
+    assert spec_schema["properties"]["validations"]["x-kubernetes-list-type"] == "atomic"
+    assert schemas["io.k8s.api.admissionregistration.v1beta1.Validation"]["required"] == ["expression"]
 
 
 @pytest.mark.parametrize(("texts", "message"), [

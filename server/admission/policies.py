@@ -297,10 +297,18 @@ class Policies:
         # The policies by name, each with its bindings by name: made again after a policy or binding changed.
         self._plan: list[tuple[str, list[Obj]]] | None = None
         self._changes: Handlers[Obj] = on_change(self._forget_plan)
+        self._policy_changes: Handlers[Obj] = on_change(self._policy_changed)
 
     def _forget_plan(self, old: Obj | None, new: Obj | None) -> None:
         self._plan = None
 
+    def _policy_changed(self, old: Obj | None, new: Obj | None) -> None:
+        """A new policy generation is compiled (and its status written) when it arrives, not at first use."""
+        self._plan = None
+        if new is not None:
+            self._policy(str((new.get("metadata") or {}).get("name") or ""))
+        elif old is not None:
+            self._compiled.pop(str((old.get("metadata") or {}).get("name") or ""), None)
     def _current_plan(self) -> list[tuple[str, list[Obj]]]:
         if self._plan is None:
             by_policy: dict[str, list[Obj]] = {}
@@ -310,16 +318,16 @@ class Policies:
         return self._plan
 
     async def start(self) -> None:
-        for informer in (self._policies, self._bindings):
-            informer.add_handlers(self._changes)
+        self._policies.add_handlers(self._policy_changes)
+        self._bindings.add_handlers(self._changes)
         for informer in (self._policies, self._bindings, self._namespaces):
             await informer.start()
 
     async def stop(self) -> None:
         for writer in self._writers:
             writer.cancel()
-        for informer in (self._policies, self._bindings):
-            informer.remove_handlers(self._changes)
+        self._policies.remove_handlers(self._policy_changes)
+        self._bindings.remove_handlers(self._changes)
         for informer in (self._policies, self._bindings, self._namespaces):
             await informer.stop()
         for task in self._params.values():

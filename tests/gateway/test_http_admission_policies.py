@@ -132,6 +132,12 @@ async def test_served_when_enabled(enabled: Server) -> None:
         await asyncio.sleep(0.01)
     spec = answer.json()["spec"]
     assert (spec["groupPriorityMinimum"], spec["versionPriority"]) == (16700, 12)
+    for _ in range(1000):  # status written as the policy arrives, without a request
+        status = (await enabled.request("GET", f"{V1BETA1}/validatingadmissionpolicies/p")).json().get("status")
+        if status:
+            break
+        await asyncio.sleep(0.01)
+    assert status == {"observedGeneration": 1, "typeChecking": {}}
     document = (await enabled.request("GET", f"/openapi/v3/apis/{GROUP}/v1beta1")).json()
     schemas = document["components"]["schemas"]
     spec_schema = schemas["io.k8s.api.admissionregistration.v1beta1.ValidatingAdmissionPolicySpec"]

@@ -24,8 +24,8 @@
   policy's failurePolicy (Fail: a failed validation with the error as message; Ignore: admitted); a
   configuration error (an unknown paramKind, missing params) with failurePolicy Fail refuses the request.
 - auditAnnotations become `<policy>/<key>` audit annotations (values of several bindings joined).
-- status: observedGeneration and typeChecking for each policy generation (type checking against the matched
-  kinds' schemas is not done: typeChecking carries no warnings).
+- status: observedGeneration and typeChecking (server/admission/typecheck.py: against the matched custom
+  resources' schemas) for each policy generation.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.admission import Plugin, authz
+from server.admission import Plugin, authz, typecheck
 from server.admission.webhooks import hooks as hk
 from server.auth import caller
 from server.kinds.admissionregistration import GROUP
@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 POLICIES = "validatingadmissionpolicies"
 BINDINGS = "validatingadmissionpolicybindings"
 NAMESPACES = core_pb2.ResourcePath(version="v1", resource="namespaces")
+CRDS = core_pb2.ResourcePath(group="apiextensions.k8s.io", version="v1", resource="customresourcedefinitions")
 OPERATIONS = frozenset(("CREATE", "UPDATE", "DELETE", "CONNECT"))
 FAILURE_KEY = "validation.policy.admission.k8s.io/validation_failure"
 CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413, "Invalid": 422}
@@ -290,6 +291,7 @@ class Policies:
         self._policies = informers.informer(core_pb2.ResourcePath(group=GROUP, version=version, resource=POLICIES))
         self._bindings = informers.informer(core_pb2.ResourcePath(group=GROUP, version=version, resource=BINDINGS))
         self._namespaces = informers.informer(NAMESPACES)
+        self._crds = informers.informer(CRDS)  # the schemas policies are type checked against
         self._compiled: dict[str, Compiled] = {}
         self._params: dict[tuple[str, str, str], asyncio.Task[Informer[Obj]]] = {}
         self._status_written: dict[str, int] = {}
@@ -320,7 +322,7 @@ class Policies:
     async def start(self) -> None:
         self._policies.add_handlers(self._policy_changes)
         self._bindings.add_handlers(self._changes)
-        for informer in (self._policies, self._bindings, self._namespaces):
+        for informer in (self._crds, self._policies, self._bindings, self._namespaces):
             await informer.start()
 
     async def stop(self) -> None:
@@ -328,7 +330,7 @@ class Policies:
             writer.cancel()
         self._policies.remove_handlers(self._policy_changes)
         self._bindings.remove_handlers(self._changes)
-        for informer in (self._policies, self._bindings, self._namespaces):
+        for informer in (self._policies, self._bindings, self._namespaces, self._crds):
             await informer.stop()
         for task in self._params.values():
             if task.done() and not task.cancelled() and task.exception() is None:
@@ -380,7 +382,8 @@ class Policies:
     async def _write_status(self, raw: Obj, generation: int) -> None:
         body = {"apiVersion": f"{GROUP}/{self._version}", "kind": "ValidatingAdmissionPolicy",
                 **{k: v for k, v in raw.items() if k not in ("apiVersion", "kind")}}
-        body["status"] = {**(raw.get("status") or {}), "observedGeneration": generation, "typeChecking": {}}
+        body["status"] = {**(raw.get("status") or {}), "observedGeneration": generation,
+                          "typeChecking": typecheck.type_checking(raw, self._crds.cache.values())}
         path = core_pb2.ResourcePath(group=GROUP, version=self._version, resource=POLICIES,
                                      name=str((raw.get("metadata") or {}).get("name") or ""), subresource="status")
         try:

@@ -362,3 +362,29 @@ async def test_tables(enabled: Server) -> None:
         rows[resource] = ([c["name"] for c in table["columnDefinitions"]], table["rows"][0]["cells"][:3])
     assert rows[POLICIES] == (["Name", "Validations", "ParamKind", "Age"], ["p", 1, "v1/ConfigMap"])
     assert rows[BINDINGS] == (["Name", "PolicyName", "ParamRef", "Age"], ["b", "p", "default/wanted"])
+
+
+async def test_type_checking_against_a_custom_resources_schema(enabled: Server) -> None:
+    """status.typeChecking: a field the CRD's schema does not declare warns, as kube's type checker words it."""
+    await enabled.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                         "size": {"type": "integer"}}}}}}}]}})
+    rules = [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["widgets"]}]
+    await put(enabled, POLICIES, policy(matchConstraints={"resourceRules": rules}, validations=[
+        {"expression": "object.spec.colour == 'red'"},
+        {"expression": "object.spec.size > 1 && object.metadata.labels.size() > 0",
+         "messageExpression": "'size ' + string(object.spec.size)"}]))
+    for _ in range(1000):
+        status = (await enabled.request("GET", f"{V1BETA1}/validatingadmissionpolicies/p")).json().get("status")
+        if status:
+            break
+        await asyncio.sleep(0.01)
+    assert status == {"observedGeneration": 1, "typeChecking": {"expressionWarnings": [{
+        "fieldRef": "spec.validations[0].expression",
+        "warning": "example.com/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'colour'\n"
+                   " | object.spec.colour == 'red'\n | ...........^"}]}}

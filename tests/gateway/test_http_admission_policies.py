@@ -154,9 +154,11 @@ async def test_served_when_enabled(enabled: Server) -> None:
      'invalid value of admissionregistration.k8s.io/v1beta1: maybe, err: strconv.ParseBool: parsing "maybe": '
      "invalid syntax"),
 ], ids=["unknown gate", "unknown group", "unknown version", "not a bool"])
-def test_flags_refused_as_kube_refuses_them(texts: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("command", ["serve", "core"])
+def test_flags_refused_as_kube_refuses_them(command: str, texts: list[str], message: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        parse_args(["serve", *texts])
+        parse_args([command, *texts])
     assert capsys.readouterr().err.strip().endswith(message)
 
 
@@ -230,6 +232,15 @@ ENFORCE_CASES: list[tuple[str, Obj, Obj, str, dict[str, str] | None, int, str, l
         {**RULES[0], "resourceNames": ["c"]}]}}, {}, "2", None, 201, "", []),
     ("binding matches other objects",
      {}, {"matchResources": {"objectSelector": {"matchLabels": {"strict": "yes"}}}}, "2", None, 201, "", []),
+    ("namespaceSelector matches",
+     {"matchConstraints": {"resourceRules": RULES, "namespaceSelector": {"matchLabels": {
+         "kubernetes.io/metadata.name": "default"}}}}, {}, "2", None, 422,
+     DENIED + "failed expression: object.data.a == '1'", []),
+    ("rules do not match", {"matchConstraints": {"resourceRules": [{**RULES[0], "resources": ["secrets"]}]}}, {},
+     "2", None, 201, "", []),
+    ("binding narrows to matching objects", {},
+     {"matchResources": {"objectSelector": {"matchLabels": {"strict": "yes"}}}}, "2", {"strict": "yes"}, 422,
+     DENIED + "failed expression: object.data.a == '1'", []),
     ("namespaceSelector does not match",
      {"matchConstraints": {"resourceRules": RULES, "namespaceSelector": {"matchLabels": {"env": "prod"}}}}, {},
      "2", None, 201, "", []),
@@ -388,3 +399,17 @@ async def test_type_checking_against_a_custom_resources_schema(enabled: Server) 
         "fieldRef": "spec.validations[0].expression",
         "warning": "example.com/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'colour'\n"
                    " | object.spec.colour == 'red'\n | ...........^"}]}}
+
+
+@pytest.mark.parametrize(("match_policy", "code"), [("Equivalent", 422), ("Exact", 201)])
+async def test_match_policy(enabled: Server, match_policy: str, code: int) -> None:
+    """A rule naming autoscaling/v2 matches a create through autoscaling/v1 only under matchPolicy Equivalent."""
+    rules = [{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v2"],
+              "resources": ["horizontalpodautoscalers"]}]
+    await put(enabled, POLICIES, policy(matchConstraints={"resourceRules": rules, "matchPolicy": match_policy},
+                                        validations=[{"expression": "false", "message": "no autoscaling"}]))
+    await put(enabled, BINDINGS, binding())
+    answer = await enabled.request("POST", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", json={
+        "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "maxReplicas": 2}})
+    assert answer.status == code, answer.body

@@ -34,6 +34,7 @@ import asyncio
 import json
 import logging
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -675,7 +676,8 @@ def _request(attrs: Attributes) -> Obj:
     r = attrs.resource
     kind = {"group": r.group, "version": r.version, "kind": r.kind}
     resource = {"group": r.group, "version": r.version, "resource": r.resource}
-    return {"kind": kind, "resource": resource, "subResource": attrs.subresource, "requestKind": kind,
+    return {"uid": str(uuid.uuid4()), "kind": kind, "resource": resource, "subResource": attrs.subresource,
+            "requestKind": kind,
             "requestResource": resource, "requestSubResource": attrs.subresource, "name": attrs.name,
             "namespace": attrs.namespace, "operation": attrs.operation,
             "userInfo": caller.current().user.to_json(), "dryRun": attrs.dry_run, "options": attrs.options or None}

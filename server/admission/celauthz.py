@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from server.auth import caller
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import Authorizer
 from server.machinery.user import SERVICE_ACCOUNTS, UserInfo, service_account_username
@@ -97,11 +98,7 @@ class Authz:
 
     def variable(self, request: RequestResource | None = None) -> dict[str, Any]:
         """The value of `authorizer`; with `request`, `authorizer.requestResource` is the request's check."""
-        out: dict[str, Any] = {TYPE_KEY: AUTHORIZER, _PRINCIPAL: ""}
-        if request is not None:
-            out["requestResource"] = _resource_check("", request.group, request.resource, request.subresource,
-                                                     request.namespace, request.name)
-        return out
+        return current(request)
 
     def functions(self) -> dict[str, Callable[..., Any]]:
         """The library's member functions for the engine's Context, bound to this request."""
@@ -190,3 +187,23 @@ _UNBOUND: dict[str, Callable[..., Any]] = {
     "subresource": _setter("subresource"), "namespace": _setter("namespace"), "name": _setter("name"),
     "allowed": _allowed, "reason": _reason, "errored": _errored, "error": _error,
 }
+
+
+def current(request: RequestResource | None = None) -> dict[str, Any]:
+    """The value of `authorizer` (it names no user: `check` asks for the request's own, or a service account's);
+    with `request`, `authorizer.requestResource` is the request's check."""
+    out: dict[str, Any] = {TYPE_KEY: AUTHORIZER, _PRINCIPAL: ""}
+    if request is not None:
+        out["requestResource"] = _resource_check("", request.group, request.resource, request.subresource,
+                                                 request.namespace, request.name)
+    return out
+
+
+def _current_check(receiver: Any, verb: Any) -> dict[str, Any]:
+    who = caller.current()
+    return Authz(who.authorizer, who.user)._check(receiver, verb)
+
+
+# The library for expressions compiled once and run for many requests (ValidatingAdmissionPolicy): `check` asks
+# the authorizer of the request being served (server.auth.caller), as each request's bound Authz would.
+FUNCTIONS: dict[str, Callable[..., Any]] = {**_UNBOUND, "check": _current_check}

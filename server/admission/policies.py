@@ -13,7 +13,7 @@
   the kind on first use; the validations run once per param object. No paramRef (or no paramKind): `params`
   is null. None found with parameterNotFoundAction Deny is a configuration error; Allow admits.
 - Then matchConditions (all true, else the pair is skipped), validations and auditAnnotations, with
-  `object`, `oldObject`, `request`, `params`, `namespaceObject`, `authorizer` (server/admission/authz.py) and
+  `object`, `oldObject`, `request`, `params`, `namespaceObject`, `authorizer` (server/admission/celauthz.py) and
   `variables` (each variable evaluated on first use, at most once per evaluation). A false validation's
   message is its messageExpression's value, else its message, else `failed expression: <expression>`; its
   reason defaults to Invalid.
@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.admission import Plugin, authz, typecheck
+from server.admission import Plugin, celauthz, typecheck
 from server.admission.webhooks import hooks as hk
 from server.auth import caller
 from server.kinds.admissionregistration import GROUP
@@ -69,7 +69,7 @@ FAILURE_KEY = "validation.policy.admission.k8s.io/validation_failure"
 CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413, "Invalid": 422}
 MAX_MESSAGE = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
 MAX_ANNOTATION_VALUE = 10 * 1024
-FUNCTIONS = {**library.FUNCTIONS, **authz.FUNCTIONS}  # CEL's Kubernetes libraries and the authorizer's
+FUNCTIONS = {**library.FUNCTIONS, **celauthz.FUNCTIONS}  # CEL's Kubernetes libraries and the authorizer's
 _TARGETS = "policy-targets"  # Attributes.memo: the request's resource and its equivalents
 _VARIABLE = re.compile(r"\bvariables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
 
@@ -468,8 +468,9 @@ class Policies:
                         "object": _shown(attrs, attrs.obj), "oldObject": _shown(attrs, attrs.old),
                         "request": _request(attrs),
                         "namespaceObject": namespace_object if isinstance(namespace_object, dict) else None,
-                        "authorizer": authz.authorizer(attrs.resource.group, attrs.resource.resource,
-                                                       attrs.subresource, attrs.namespace, attrs.name)})
+                        "authorizer": celauthz.current(celauthz.RequestResource(
+                            attrs.resource.group, attrs.resource.resource, attrs.subresource, attrs.namespace,
+                            attrs.name))})
                 for param in params:
                     self._evaluate(policy, binding_name, actions, attrs, Evaluation(policy, request, param),
                                    denied, annotations)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server import admission
+from server.admission.quota import QUOTAS, Quotas
 from server.admission.webhooks import Webhooks
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
@@ -61,6 +62,7 @@ class RunningCore:
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
     singletons: Singletons | None = None  # what runs while this core leads
     election: LeaderElector | None = None  # None: this core leads alone, unelected
+    quotas: Quotas | None = None  # the quotas ResourceQuota admission reads (None: the plugin is off)
 
     @property
     def guard(self) -> GuardedCore:
@@ -91,6 +93,8 @@ class RunningCore:
             await self.security.stop()
         if self.webhooks is not None:
             await self.webhooks.stop()
+        if self.quotas is not None:
+            await self.quotas.informer.stop()
         await self.core.close()
 
 
@@ -125,8 +129,13 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     # ServiceAccount is kept (as envtest disables it).
     webhooks = Webhooks(core, informers)
     await webhooks.start()
+    quotas = None
+    if "ResourceQuota" in admission_plugins:  # ResourceQuota admission reads the quotas from this informer
+        quotas = Quotas(informers.informer(QUOTAS))
+        await quotas.informer.start()
     core.context.admission.chain = admission.Chain(admission.ordered([
-        *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers),
+        *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers,
+                                   quotas=quotas),
         *webhooks.plugins(admission_plugins),
     ]))
     await bootstrap.ensure_default_namespaces(core)
@@ -176,7 +185,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, aggregation, secured,
-                       singletons, elector)
+                       singletons, elector, quotas)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

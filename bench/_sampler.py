@@ -59,7 +59,7 @@ class Sampler:
 
     def _stack(self, frame: FrameType | None) -> tuple[str, ...]:
         names = self._names
-        out = []
+        out: list[str] = []
         while frame is not None and len(out) < DEPTH:
             code = frame.f_code
             name = names.get(code)
@@ -116,13 +116,18 @@ def main() -> None:
     tree, out, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
     sys.path[0] = tree  # instead of this file's folder, whose modules (http.py) would shadow the standard library's
     sys.argv = ["capstan", *argv]
-    from capstan.cli import allocator
-
-    allocator.start_again(argv)  # returns in the process started again (or at once without jemalloc)
+    try:
+        from capstan.cli import allocator
+    except ImportError:  # a checkout from before the allocator step
+        pass
+    else:
+        allocator.start_again(argv)  # returns in the process started again (or at once without jemalloc)
     Sampler(out).install()
     gc.disable()
-    from capstan.cli.commands import main as run
-
+    try:
+        from capstan.cli.commands import main as run
+    except ImportError:  # a checkout whose command line is capstan/cli.py
+        from capstan.cli import main as run  # type: ignore[attr-defined,no-redef]
     gc.freeze()
     run(argv)
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import re
 import shutil
 import signal
 import ssl
-import statistics
 import sys
 import tempfile
 import time
@@ -53,7 +53,7 @@ LIST_LIMIT = 500  # a LIST as client-go pages it
 HERE = Path(__file__).resolve().parent.parent
 SAMPLER = Path(__file__).resolve().parent / "_sampler.py"
 SERVICE_IP = Allocator(DEFAULT_SERVICE_CLUSTER_IP_RANGE).first_ip
-LISTENING = re.compile(r"capstan serving: HTTPS (https://\S+)")
+LISTENING = re.compile(r"capstan serving: HTTPS? (https?://\S+)")
 RBAC = "rbac.authorization.k8s.io"
 AUDIT_POLICY = b"""apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -124,8 +124,8 @@ STAGES: tuple[Rule, ...] = (
     ("logging", "/logging/", None),
 )
 ORDER = ("TLS", "HTTP (aiohttp)", "limits", "authentication", "authorization", "guard", "audit", "gateway",
-         "decoding", "strategy", "admission", "managed fields", "storage", "encoding", "compression", "core verb", "watch fan-out",
-         "event loop", "logging", "other", "unseen")
+         "decoding", "strategy", "admission", "managed fields", "storage", "encoding", "compression", "core verb",
+         "watch fan-out", "event loop", "logging", "other", "unseen")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,21 +140,22 @@ FULL = Sizes(count=2_000, lists=40, rounds=3, warmup=300)
 QUICK = Sizes(count=60, lists=4, rounds=1, warmup=20)
 
 
-def stage_of(stack: Sequence[str], memo: dict[str, str | None]) -> str:
-    """The stage of one stack, innermost frame first ("other" when no frame matches a rule)."""
+def stage_of(stack: Sequence[str], memo: dict[str, str | None]) -> tuple[str, str]:
+    """The stage of one stack and the frame that decided it, innermost frame first ("other" and the innermost
+    frame when no frame matches a rule)."""
     for frame in stack:
         stage = memo.get(frame, "")
         if stage == "":
             stage = memo[frame] = _rule(frame)
         if stage is not None and stage != "-":
-            return stage
-    return "other"
+            return stage, frame
+    return "other", stack[0] if stack else ""
 
 
 def _rule(frame: str) -> str | None:
     path, _, function = frame.rpartition(":")
     for stage, fragment, functions in STAGES:
-        if fragment in path and (functions is None or function in functions):
+        if fragment in frame and (functions is None or function in functions):
             return stage
     return None
 
@@ -171,6 +172,7 @@ class Server:
     session: aiohttp.ClientSession | None = None
     created: int = 0
     versions: dict[str, str] = field(default_factory=dict)
+    auth: dict[str, str] = field(default_factory=dict)  # the bench token's header (none for --insecure)
 
     @property
     def http(self) -> aiohttp.ClientSession:
@@ -198,17 +200,23 @@ class Figures:
     requests: int = 0
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)  # sampled seconds per stage
-    others: dict[str, float] = field(default_factory=dict)  # innermost frames of "other" stacks
+    frames: dict[tuple[str, str], float] = field(default_factory=dict)  # sampled seconds per (stage, frame)
     overhead: float = 0.0
     cpu_rounds: list[float] = field(default_factory=list)
 
     def add(self, samples: dict[str, Any], memo: dict[str, str | None]) -> None:
         self.overhead += samples["overhead"]
         for stack, seconds in samples["stacks"]:
-            stage = stage_of(stack, memo)
+            stage, frame = stage_of(stack, memo)
             self.stages[stage] = self.stages.get(stage, 0.0) + seconds
-            if stage == "other" and stack:
-                self.others[stack[0]] = self.others.get(stack[0], 0.0) + seconds
+            self.frames[stage, frame] = self.frames.get((stage, frame), 0.0) + seconds
+
+    def top_frames(self, stage: str, count: int) -> list[tuple[str, float]]:
+        """The frames that decided most of a stage's samples, with their µs per request."""
+        sampled = sum(self.stages.values())
+        scale = self.cpu_s / sampled / self.requests * 1e6 if sampled else 0.0
+        found = sorted(((f, s) for (st, f), s in self.frames.items() if st == stage), key=lambda fs: -fs[1])
+        return [(frame.replace(str(HERE), ""), round(s * scale, 1)) for frame, s in found[:count]]
 
     def per_request_us(self) -> dict[str, float]:
         """Each stage's µs per request: its share of the sampled CPU times /proc's CPU, `unseen` the rest."""
@@ -220,15 +228,21 @@ class Figures:
         return out
 
 
-def start(children: Children, root: Path, certs: pki.CertDir, trees: dict[str, Path], audit: bool) -> list[Server]:
+def start(children: Children, root: Path, certs: pki.CertDir, trees: dict[str, Path], audit: bool,
+          insecure: bool) -> list[Server]:
     token_file = admission.write_token_file(root / "tokens.csv")
     (root / "audit-policy.yaml").write_bytes(AUDIT_POLICY)
     servers = []
     for label, tree in trees.items():
         out = root / f"samples-{label}"
-        args = ["serve", "--workers", "1", "--grpc-port", "0", "--data-dir", str(root / f"data-{label}"),
-                "--cert-dir", str(certs.path), "--secure-port", "0", "--grpc-mtls-port", "0",
-                "--token-auth-file", str(token_file)]
+        commands = tree / "capstan" / "cli" / "commands.py"
+        workers = ["--workers", "1"] if commands.exists() and "--workers" in commands.read_text() else []
+        args = ["serve", *workers, "--grpc-port", "0", "--data-dir", str(root / f"data-{label}")]
+        if insecure:
+            args += ["--insecure", "--http-port", "0"]
+        else:
+            args += ["--cert-dir", str(certs.path), "--secure-port", "0", "--grpc-mtls-port", "0",
+                     "--token-auth-file", str(token_file)]
         if audit:
             args += ["--audit-policy-file", str(root / "audit-policy.yaml"),
                      "--audit-log-path", str(root / f"audit-{label}.log")]
@@ -239,9 +253,12 @@ def start(children: Children, root: Path, certs: pki.CertDir, trees: dict[str, P
     return servers
 
 
-async def prepare(server: Server, certs: pki.CertDir) -> None:
+async def prepare(server: Server, certs: pki.CertDir, insecure: bool) -> None:
     """The bench user's Role (what the verbs do to ConfigMaps) and RoleBinding, written with the admin's
-    certificate; returns once the token may list."""
+    certificate; returns once the token may list. Nothing to do for an --insecure server."""
+    if insecure:
+        return
+    server.auth = {"Authorization": f"Bearer {admission.BENCH_TOKEN}"}
     admin = ssl.create_default_context(cafile=certs.ca_cert)
     admin.load_cert_chain(certs.admin_cert, certs.admin_key)
     role = {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": "profile", "namespace": "default"},
@@ -259,16 +276,12 @@ async def prepare(server: Server, certs: pki.CertDir) -> None:
                     raise RuntimeError(await failure(response, f"{server.label}: POST {path}"))
     deadline = time.monotonic() + 10
     while True:
-        async with server.http.get(f"{server.base}{CONFIGMAPS}?limit=1", headers=_auth()) as response:
+        async with server.http.get(f"{server.base}{CONFIGMAPS}?limit=1", headers=server.auth) as response:
             if response.status == 200:
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(await failure(response, f"{server.label}: LIST with the bench token"))
         await asyncio.sleep(0.05)
-
-
-def _auth() -> dict[str, str]:
-    return {"Authorization": f"Bearer {admission.BENCH_TOKEN}"}
 
 
 Job = Callable[[Server, int], Awaitable[str | None]]
@@ -278,7 +291,7 @@ async def create_job(server: Server, i: int) -> str | None:
     server.created += 1
     name = f"cm-{server.created:07}"
     async with server.http.post(server.base + CONFIGMAPS, data=config_map(name),
-                                headers={**_auth(), **JSON}) as response:
+                                headers={**server.auth, **JSON}) as response:
         if response.status != 201:
             return await failure(response, "POST")
         server.versions[name] = str(orjson.loads(await response.read())["metadata"]["resourceVersion"])
@@ -287,7 +300,7 @@ async def create_job(server: Server, i: int) -> str | None:
 
 async def get_job(server: Server, i: int) -> str | None:
     name = f"cm-{i % max(1, server.created) + 1:07}"
-    async with server.http.get(f"{server.base}{CONFIGMAPS}/{name}", headers=_auth()) as response:
+    async with server.http.get(f"{server.base}{CONFIGMAPS}/{name}", headers=server.auth) as response:
         if response.status != 200:
             return await failure(response, "GET")
         await response.read()
@@ -298,7 +311,7 @@ async def update_job(server: Server, i: int) -> str | None:
     name = f"cm-{i % max(1, server.created) + 1:07}"
     body = config_map(name, resource_version=server.versions[name], stamp=i + 1)
     async with server.http.put(f"{server.base}{CONFIGMAPS}/{name}", data=body,
-                               headers={**_auth(), **JSON}) as response:
+                               headers={**server.auth, **JSON}) as response:
         if response.status != 200:
             return await failure(response, "PUT")
         server.versions[name] = str(orjson.loads(await response.read())["metadata"]["resourceVersion"])
@@ -306,7 +319,7 @@ async def update_job(server: Server, i: int) -> str | None:
 
 
 async def list_job(server: Server, i: int) -> str | None:
-    async with server.http.get(f"{server.base}{CONFIGMAPS}?limit={LIST_LIMIT}", headers=_auth()) as response:
+    async with server.http.get(f"{server.base}{CONFIGMAPS}?limit={LIST_LIMIT}", headers=server.auth) as response:
         if response.status != 200:
             return await failure(response, "LIST")
         await response.read()
@@ -367,14 +380,12 @@ def report(results: dict[str, dict[str, Figures]], labels: Sequence[str]) -> Non
             figures = by_server[label]
             stages = figures.per_request_us()
             total = figures.cpu_s / figures.requests * 1e6
-            top_other = sorted(figures.others.items(), key=lambda kv: -kv[1])[:8]
             emit(op, label, "server_cpu_us_per_req", total, context("µs of server CPU a request, /proc"),
                  stages_us={s: round(stages.get(s, 0.0), 1) for s in ORDER if s in stages},
                  cpu_us_rounds=[round(c) for c in figures.cpu_rounds], requests=figures.requests,
                  sampler_overhead_share=round(figures.overhead / figures.cpu_s, 3) if figures.cpu_s else 0.0,
                  rate_per_s=round(figures.requests / figures.seconds), workers=WORKERS,
-                 other_top=[[frame.replace(str(HERE), ""), round(s / figures.requests * 1e6, 1)]
-                            for frame, s in top_other])
+                 frames={stage: figures.top_frames(stage, 6) for stage in ORDER if stage in stages})
     header = "| stage | " + " | ".join(f"{op} {label}" for op in results for label in labels) + " |"
     lines = [header, "|---" * (1 + len(results) * len(labels)) + "|"]
     tables = {(op, label): results[op][label].per_request_us() for op in results for label in labels}
@@ -386,14 +397,15 @@ def report(results: dict[str, dict[str, Figures]], labels: Sequence[str]) -> Non
     note("µs of server CPU per request:\n" + "\n".join(lines))
 
 
-async def run(servers: Sequence[Server], certs: pki.CertDir, ops: Sequence[str], sizes: Sizes) -> None:
+async def run(servers: Sequence[Server], certs: pki.CertDir, ops: Sequence[str], sizes: Sizes,
+              insecure: bool) -> None:
     verify = ssl.create_default_context(cafile=certs.ca_cert)
     for server in servers:
         server.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=WORKERS, ssl=verify, keepalive_timeout=60))
+            connector=aiohttp.TCPConnector(limit=WORKERS, ssl=False if insecure else verify, keepalive_timeout=60))
     try:
         for server in servers:
-            await prepare(server, certs)
+            await prepare(server, certs, insecure)
         results = await profile(servers, ops, sizes)
     finally:
         for server in servers:
@@ -405,9 +417,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--only", default=",".join(OPS), help=f"comma-separated verbs (default {','.join(OPS)})")
-    parser.add_argument("--compare", type=Path, default=None,
-                        help="a second server from this checkout, rounds alternating (before/after)")
+    parser.add_argument("--compare", type=Path, action="append", default=[],
+                        help="another server from this checkout, rounds alternating (before/after); repeatable")
     parser.add_argument("--audit", choices=("on", "off"), default="on", help="an audit policy logging Metadata")
+    parser.add_argument("--insecure", action="store_true", help="`capstan serve --insecure`: plain HTTP, no token")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds per verb and server (default 3, quick 1)")
     args = parser.parse_args(argv)
     check_choices(parser, args, only=OPS)
     return args
@@ -417,17 +431,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = QUICK if args.quick else FULL
+    if args.rounds:
+        sizes = dataclasses.replace(sizes, rounds=args.rounds)
     ops = [op for op in OPS if op in args.only.split(",")]
     trees = {"this": HERE}
-    if args.compare is not None:
-        trees["compared"] = args.compare.resolve()
+    for tree in args.compare:
+        trees[tree.name] = tree.resolve()
     root = Path(tempfile.mkdtemp(prefix="capstan-bench-profile-"))
     children = Children(root)
     ok = False
     try:
         certs = pki.ensure(root / "pki", bind_address="127.0.0.1", service_ip=SERVICE_IP)
-        servers = start(children, root, certs, trees, args.audit == "on")
-        asyncio.run(run(servers, certs, ops, sizes))
+        servers = start(children, root, certs, trees, args.audit == "on" and not args.insecure, args.insecure)
+        asyncio.run(run(servers, certs, ops, sizes, args.insecure))
         ok = True
     except Exception:
         traceback.print_exc()

@@ -68,7 +68,8 @@ Rule = tuple[str, str, frozenset[str] | None]
 STAGES: tuple[Rule, ...] = (
     ("-", "/server/kinds/shaped.py", None),  # typing a body against its kind's shape: the caller's (decoding)
     ("compression", "/aiohttp/compression_utils.py", None),
-    ("compression", "thread:ThreadPoolExecutor", None),  # aiohttp compresses large answers on the executor
+    ("compression", "thread:asyncio_", None),  # the loop's default executor: aiohttp compresses large answers there
+    ("compression", "thread:ThreadPoolExecutor", None),
     ("storage", "thread:capstan-lmdb-writer", None),
     ("TLS", "/asyncio/sslproto.py", None),
     ("TLS", "/ssl.py", None),
@@ -153,7 +154,7 @@ def stage_of(stack: Sequence[str], memo: dict[str, str | None]) -> tuple[str, st
 
 
 def _rule(frame: str) -> str | None:
-    path, _, function = frame.rpartition(":")
+    function = frame.rpartition(":")[2]
     for stage, fragment, functions in STAGES:
         if fragment in frame and (functions is None or function in functions):
             return stage

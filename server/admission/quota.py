@@ -9,10 +9,13 @@ recomputes status.used from the stored objects, which also gives back what a ref
 A dry run is checked but charges nothing. A quota without status.hard (the controller has not seen it yet)
 limits nothing, as in kube.
 
-The quotas are read as kube's quotaAccessor reads them: from an informer's cache (`Quotas`), so a write to a
-namespace without quota costs one index lookup and no store read; when the cache holds none for the namespace,
-a live list of the store, remembered for 30 s per namespace (kube's liveLookupCache, for a quota created a
-moment before its informer hears of it). A charge that loses its compare-and-swap reads the store again.
+Whether a namespace has quotas is decided as kube's quotaAccessor decides it: by an informer's cache
+(`Quotas`), so a write to a namespace without quota costs one index lookup and no store read; when the cache
+holds none for the namespace, by a live list of the store, remembered for 30 s per namespace (kube's
+liveLookupCache, for a quota created a moment before its informer hears of it). A namespace with quotas has them
+read from the store, so a write is measured against the status.used and status.hard of the last write a client
+could have seen (the informer may be a moment behind), and a charge that loses its compare-and-swap reads them
+again.
 """
 
 from __future__ import annotations
@@ -61,17 +64,17 @@ async def quotas_in(ctx: Context, namespace: str) -> list[tuple[Obj, int]]:
 
 
 class Quotas:
-    """kube's quotaAccessor: a namespace's quotas from the informer of ResourceQuotas (started by the caller
-    and running for as long as this is used), else from a live list remembered for LIVE_TTL seconds."""
+    """kube's quotaAccessor: whether a namespace has quotas from the informer of ResourceQuotas (started by the
+    caller and running for as long as this is used), else from a live list remembered for LIVE_TTL seconds; the
+    quotas of a namespace that has some, from the store."""
 
     def __init__(self, informer: Informer[Obj]) -> None:
         self.informer = informer
         self._live: OrderedDict[str, tuple[float, list[tuple[Obj, int]]]] = OrderedDict()
 
     async def get(self, ctx: Context, namespace: str) -> list[tuple[Obj, int]]:
-        cached = self.informer.cache.in_namespace(namespace)
-        if cached:
-            return [(q, int(meta.meta(q).get("resourceVersion") or 0)) for q in cached]
+        if self.informer.cache.in_namespace(namespace):
+            return await quotas_in(ctx, namespace)
         now = time.monotonic()
         entry = self._live.get(namespace)
         if entry is not None and entry[0] > now:

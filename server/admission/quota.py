@@ -11,11 +11,11 @@ limits nothing, as in kube.
 
 Whether a namespace has quotas is decided as kube's quotaAccessor decides it: by an informer's cache
 (`Quotas`), so a write to a namespace without quota costs one index lookup and no store read; when the cache
-holds none for the namespace, by a live list of the store, remembered for 30 s per namespace (kube's
-liveLookupCache, for a quota created a moment before its informer hears of it). A namespace with quotas has them
-read from the store, so a write is measured against the status.used and status.hard of the last write a client
-could have seen (the informer may be a moment behind), and a charge that loses its compare-and-swap reads them
-again.
+holds none for the namespace, by a live list of the store, whose empty answer is remembered for 30 s per
+namespace (kube's liveLookupCache, for a quota created a moment before its informer hears of it). A namespace
+with quotas has them read from the store, so a write is measured against the status.used and status.hard of the
+last write a client could have seen (the informer may be a moment behind), and a charge that loses its
+compare-and-swap reads them again.
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ class Quotas:
             self._live.move_to_end(namespace)
             return entry[1]
         found = await quotas_in(ctx, namespace)
+        if found:  # the informer is a moment behind: asked again until it has them, never remembered stale
+            self._live.pop(namespace, None)
+            return found
         self._live[namespace] = (now + LIVE_TTL, found)
         self._live.move_to_end(namespace)
         while len(self._live) > LIVE_SIZE:

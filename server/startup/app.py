@@ -17,6 +17,7 @@ from pathlib import Path
 
 from server import admission
 from server.admission.policies import Policies
+from server.admission.quota import QUOTAS, Quotas
 from server.admission.webhooks import Webhooks
 from server.auth.apf import Classifier
 from server.auth.config import SecurityConfig
@@ -62,6 +63,7 @@ class RunningCore:
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
     singletons: Singletons | None = None  # what runs while this core leads
     election: LeaderElector | None = None  # None: this core leads alone, unelected
+    quotas: Quotas | None = None  # the quotas ResourceQuota admission reads (None: the plugin is off)
     # API Priority and Fairness classification (server/auth/apf.py): its collector serves the nominal seats
     classifier: Classifier | None = None
 
@@ -98,6 +100,8 @@ class RunningCore:
             await self.classifier.stop()
         if self.policies is not None:
             await self.policies.stop()
+        if self.quotas is not None:
+            await self.quotas.informer.stop()
         await self.core.close()
 
 
@@ -138,12 +142,17 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     # ServiceAccount is kept (as envtest disables it).
     webhooks = Webhooks(core, informers)
     await webhooks.start()
+    quotas = None
+    if "ResourceQuota" in admission_plugins:  # ResourceQuota admission reads the quotas from this informer
+        quotas = Quotas(informers.informer(QUOTAS))
+        await quotas.informer.start()
     policies = None
     if policy_kinds and api.gate(admissionpolicies.FEATURE_GATE):
         policies = Policies(core, informers, version=policy_kinds[0].version)
         await policies.start()
     core.context.admission.chain = admission.Chain(admission.ordered([
-        *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers),
+        *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers,
+                                   quotas=quotas),
         *webhooks.plugins(admission_plugins),
         *(policies.plugins(admission_plugins) if policies is not None else []),
     ]))
@@ -200,7 +209,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, policies, aggregation,
-                       secured, singletons, elector, classifier)
+                       secured, singletons, elector, quotas, classifier)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

@@ -24,6 +24,7 @@ from server.controllers import apiservices
 from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
+from server.controllers.kubelets.incore import InCoreNodes, NodesConfig
 from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN
@@ -58,6 +59,7 @@ class RunningCore:
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
     singletons: Singletons | None = None  # what runs while this core leads
     election: LeaderElector | None = None  # None: this core leads alone, unelected
+    nodes: InCoreNodes | None = None  # the simulated nodes (--nodes N), run while this core leads
 
     @property
     def guard(self) -> GuardedCore:
@@ -99,7 +101,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      watch_cache: CacheConfig | None = None,
                      admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
                      proxy_client: ProxyClientCertificate | None = None,
-                     controller_names: frozenset[str] = controllers.DEFAULT) -> RunningCore:
+                     controller_names: frozenset[str] = controllers.DEFAULT,
+                     nodes: NodesConfig | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -114,7 +117,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     admission plugins on (server.admission.enabled reads kube's flags into it). `proxy_client`: the
     certificate presented to extension API servers when their APIServices are checked (the front-proxy client
     certificate; None presents none). `controller_names`: the controllers this core runs while it leads
-    (server/startup/controllers.py reads kube-controller-manager's --controllers into it)."""
+    (server/startup/controllers.py reads kube-controller-manager's --controllers into it). `nodes`: simulated
+    nodes whose kubelets this core plays while it leads (server/controllers/kubelets/); None or count 0: none."""
     service_resource, allocator = services(service_cluster_ip_range)
     builtin = (*BUILTIN, service_resource)
     registry = Registry(builtin)
@@ -153,12 +157,14 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                                    namespace_controllers=namespace_controllers)
     except (OSError, ValueError) as err:  # a root CA file that cannot be read
         raise ConfigError(str(err)) from None
+    simulated = InCoreNodes(core, informers, nodes) if nodes is not None and nodes.count > 0 else None
     singletons = Singletons([
         *chosen,  # kube-controller-manager's, as --controllers names them
         Singleton("PodTerminator", terminator.start, terminator.stop),  # the kubelets' part in deletion
         Singleton("CrdController", crds.lead, crds.unlead),  # kube-apiserver's own
         *(s for s in secured.singletons if s.name != "AggregationController"),
         *apiservices.singletons(core),
+        *(simulated.singletons() if simulated is not None else ()),  # the simulated kubelets
     ])
     aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)
     _add_health_checks(core.health, namespaces=namespaces, terminator=terminator, crds=crds, aggregation=aggregation,
@@ -176,7 +182,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, aggregation, secured,
-                       singletons, elector)
+                       singletons, elector, simulated)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

@@ -1,0 +1,176 @@
+"""Simulated nodes (server/controllers/kubelets/) in a real core: Nodes registered with kubelet-shaped status and
+Leases, Pods bound to them going Pending -> Running -> Ready with IPs from the node's podCIDR, the failure
+annotations, graceful deletion by the node's kubelet, and a stopped heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server.auth.config import INSECURE
+from server.controllers.kubelets.incore import NodesConfig
+from server.controllers.kubelets.status import NodeShape, Timing
+from server.startup.app import RunningCore, start_core
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+from tests.server.client import Client, Failed, Obj, path
+
+NS = "default"
+TIMING = Timing(run_seconds=0.5, stop_seconds=0.2, lease_renew=0.5, status_report=2.0, backoff_base=0.3,
+                backoff_cap=1.0)
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, RunningCore]]:
+    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False,
+                            nodes=NodesConfig(3, NodeShape(zones=("a", "b")), TIMING))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
+            yield Client(core_pb2_grpc.CoreServiceStub(channel), core), core  # type: ignore[no-untyped-call]
+    finally:
+        await core.stop()
+        await store.close()
+
+
+def pod(name: str, node: str = "capstan-node-0", annotations: dict[str, str] | None = None, **spec: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.25"}], **spec}}
+
+
+async def until(fetch: Callable[[], Awaitable[Any]], check: Callable[[Any], bool], timeout: float = 8.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = await fetch()
+        if check(got):
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"last seen: {got}")
+        await asyncio.sleep(0.05)
+
+
+def condition(obj: Obj, kind: str) -> str:
+    return next((str(c.get("status")) for c in (obj.get("status") or {}).get("conditions") or []
+                 if c.get("type") == kind), "")
+
+
+async def test_nodes_registered_with_status_and_leases(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    _, nodes = await client.list(path("nodes"))
+    assert sorted(n["metadata"]["name"] for n in nodes) == ["capstan-node-0", "capstan-node-1", "capstan-node-2"]
+    node = nodes[0]
+    labels = node["metadata"]["labels"]
+    assert labels["kubernetes.io/hostname"] == "capstan-node-0"
+    assert labels["kubernetes.io/os"] == "linux"
+    assert [n["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in nodes] == ["a", "b", "a"]
+    assert node["spec"]["podCIDR"] == "10.244.0.0/24"
+    status = node["status"]
+    assert status["capacity"]["cpu"] == "32" and status["allocatable"]["pods"] == "110"
+    assert [c["type"] for c in status["conditions"]] == ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+    assert condition(node, "Ready") == "True"
+    assert status["nodeInfo"]["kubeletVersion"].startswith("v1.28.")
+    assert {a["type"] for a in status["addresses"]} == {"InternalIP", "Hostname"}
+    assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 10250
+    lease = await until(lambda: client.get(path("leases", "kube-node-lease", "capstan-node-1",
+                                                group="coordination.k8s.io")), lambda lease: True)
+    first = lease["spec"]["renewTime"]
+    assert lease["spec"]["holderIdentity"] == "capstan-node-1"
+    assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+    await until(lambda: client.get(path("leases", "kube-node-lease", "capstan-node-1", group="coordination.k8s.io")),
+                lambda lease: lease["spec"]["renewTime"] != first)
+
+
+async def test_pod_runs_and_becomes_ready(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("web", initContainers=[{"name": "init", "image": "busybox"}]))
+    await client.create(path("pods", NS), pod("web2"))
+    got = await until(lambda: client.get(path("pods", NS, "web")), lambda p: condition(p, "Ready") == "True")
+    status = got["status"]
+    assert status["phase"] == "Running"
+    assert ipaddress.ip_address(status["podIP"]) in ipaddress.ip_network("10.244.0.0/24")
+    assert status["hostIP"] == "172.20.0.2"
+    assert status["qosClass"] == "BestEffort"
+    assert status["startTime"]
+    assert [condition(got, k) for k in ("PodScheduled", "Initialized", "ContainersReady", "Ready")] == ["True"] * 4
+    container = status["containerStatuses"][0]
+    assert container["ready"] and container["started"] and container["restartCount"] == 0
+    assert "running" in container["state"] and container["imageID"] and container["containerID"]
+    assert status["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    other = await until(lambda: client.get(path("pods", NS, "web2")), lambda p: condition(p, "Ready") == "True")
+    assert other["status"]["podIP"] != status["podIP"]
+
+
+@pytest.mark.parametrize(("annotations", "spec", "phase", "check"), [
+    ({}, {"restartPolicy": "Never"}, "Succeeded",
+     lambda c: c["state"]["terminated"]["exitCode"] == 0 and c["state"]["terminated"]["reason"] == "Completed"),
+    ({"capstan.io/exit-code": "3"}, {"restartPolicy": "Never"}, "Failed",
+     lambda c: c["state"]["terminated"]["exitCode"] == 3 and c["state"]["terminated"]["reason"] == "Error"),
+    ({"capstan.io/oom-killed": "true"}, {"restartPolicy": "Never"}, "Failed",
+     lambda c: c["state"]["terminated"]["reason"] == "OOMKilled"),
+    ({}, {"restartPolicy": "OnFailure"}, "Succeeded", lambda c: "terminated" in c["state"]),
+    ({"capstan.io/crash-loop": "true"}, {}, "Running",
+     lambda c: c["restartCount"] >= 1 and c["lastState"]["terminated"]["exitCode"] == 1),
+    ({"capstan.io/never-ready": "true"}, {}, "Running", lambda c: "running" in c["state"] and not c["ready"]),
+], ids=["never-succeeds", "exit-code", "oom", "onfailure-succeeds", "crash-loop", "never-ready"])
+async def test_failure_annotations(cluster: tuple[Client, RunningCore], annotations: dict[str, str],
+                                   spec: Obj, phase: str, check: Callable[[Obj], bool]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("p", annotations=annotations, **spec))
+
+    def settled(p: Obj) -> bool:
+        statuses = (p.get("status") or {}).get("containerStatuses") or []
+        return p["status"].get("phase") == phase and bool(statuses) and check(statuses[0])
+
+    got = await until(lambda: client.get(path("pods", NS, "p")), settled)
+    if phase != "Running":
+        assert condition(got, "Ready") == "False"
+
+
+async def test_graceful_deletion_by_the_nodes_kubelet(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("web", terminationGracePeriodSeconds=30))
+    await until(lambda: client.get(path("pods", NS, "web")), lambda p: condition(p, "Ready") == "True")
+    marked = await client.delete(path("pods", NS, "web"))
+    assert marked["metadata"]["deletionTimestamp"]
+
+    async def gone() -> bool:
+        try:
+            await client.get(path("pods", NS, "web"))
+        except Failed:
+            return True
+        return False
+
+    started = time.monotonic()
+    await until(gone, bool)
+    assert time.monotonic() - started < 5  # the containers' stop, not the 30 s grace period
+
+
+async def test_stopped_heartbeat_holds_lease_and_pods(cluster: tuple[Client, RunningCore]) -> None:
+    client, core = cluster
+    lease_path = path("leases", "kube-node-lease", "capstan-node-2", group="coordination.k8s.io")
+    await until(lambda: client.get(lease_path), lambda lease: True)
+    node = await client.get(path("nodes", "", "capstan-node-2"))
+    node["metadata"].setdefault("annotations", {})["capstan.io/heartbeat"] = "stopped"
+    await client.update(path("nodes", "", "capstan-node-2"), node)
+    await asyncio.sleep(TIMING.lease_renew)  # a renewal in flight lands
+    held = (await client.get(lease_path))["spec"]["renewTime"]
+    await client.create(path("pods", NS), pod("held", node="capstan-node-2"))
+    await asyncio.sleep(TIMING.lease_renew * 3)
+    assert (await client.get(lease_path))["spec"]["renewTime"] == held
+    assert (await client.get(path("pods", NS, "held")))["status"]["phase"] == "Pending"
+    node = await client.get(path("nodes", "", "capstan-node-2"))
+    del node["metadata"]["annotations"]["capstan.io/heartbeat"]
+    await client.update(path("nodes", "", "capstan-node-2"), node)
+    await until(lambda: client.get(path("pods", NS, "held")), lambda p: condition(p, "Ready") == "True")
+    await until(lambda: client.get(lease_path), lambda lease: lease["spec"]["renewTime"] != held)
+    assert core.nodes is not None and core.nodes.running()

@@ -1,7 +1,7 @@
 """What the endpoints, EndpointSlice and mirroring controllers share (kube's pkg/controller/util/endpoint and
 endpointslice/util): which Pods a Service selects and which of them count, a Service port resolved against a
-Pod's container ports, the last-change trigger time, and the controller shape each runs on (shared informers
-queueing keys for one worker).
+Pod's container ports, the last-change trigger time, and the Service-keyed controller shape the endpoint controllers
+run on (over server/controllers/workload/keyed.py).
 
 Contracts, as kube's:
 - a Service with no selector (absent or empty: stored selectors are never an empty map) or of type
@@ -17,32 +17,15 @@ Contracts, as kube's:
 from __future__ import annotations
 
 import ipaddress
-import logging
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
-import orjson
-
-from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.machinery import errors
+from server.controllers.workload.keyed import MANAGER, Key, KeyedController, Obj, key_of, path
 from server.objects.core import Core
-from server.runtime.informer import Handlers, Indexer, SharedInformers, Subscriptions, on_change
-from server.runtime.worker import Worker
-from server.runtime.workqueue import ExponentialBackoff, WorkQueue
+from server.runtime.informer import SharedInformers
 
-log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
-Key = tuple[str, str]  # (namespace, name)
-MANAGER = "kube-controller-manager"
+__all__ = ["MANAGER", "Key", "KeyedController", "Obj", "key_of", "path"]
 TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time"
 HEADLESS_LABEL = "service.kubernetes.io/headless"
-RETRY = 0.5  # seconds before a key whose sync failed is synced again
-
-
-def key_of(obj: Obj) -> Key:
-    metadata = obj.get("metadata") or {}
-    return str(metadata.get("namespace", "")), str(metadata.get("name", ""))
 
 
 def labels_of(obj: Obj | None) -> dict[str, str]:
@@ -170,97 +153,6 @@ class TriggerTimes:
 
     def forget(self, key: Key) -> None:
         self._states.pop(key, None)
-
-
-class KeyedController:
-    """Shared informers (server/runtime/informer.py) whose changes queue keys (namespace, name), and one worker
-    syncing the queued keys (server/runtime/worker.py); a key whose sync fails is queued again after RETRY
-    seconds. Subclasses say what to watch and how to sync."""
-
-    name = "controller"
-
-    def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
-        self.core = core
-        self._shared = informers or SharedInformers(core)
-        self._subscriptions = Subscriptions()
-        self._worker = self._new_worker()
-
-    def _new_worker(self) -> Worker[Key]:
-        return Worker(WorkQueue(ExponentialBackoff(RETRY, RETRY)), self.sync, name=f"capstan-{self.name}",
-                      retry=self._failed)
-
-    def follow(self, path: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None]) -> Indexer[Obj]:
-        """The cache of the resource's shared informer; `changed(old, new)` is called on every change while
-        this controller runs (None for a side that does not exist)."""
-        handlers: Handlers[Obj] = on_change(changed)
-        return self._subscriptions.add(self._shared.informer(path), handlers).cache
-
-    def queue(self, key: Key) -> None:
-        self._worker.queue.add(key)
-
-    async def start(self) -> None:
-        """Returns once the informers have listed and what they listed is synced."""
-        if self._worker.queue.shutting_down():
-            self._worker = self._new_worker()
-        await self._subscriptions.start()
-        self.started()
-        await self._worker.drain()
-        self._worker.start()
-
-    def started(self) -> None:
-        """Called once the caches are filled, before the first sync."""
-
-    async def stop(self) -> None:
-        await self._subscriptions.stop()
-        await self._worker.stop()
-
-    def running(self) -> bool:
-        return self._worker.running()
-
-    def _failed(self, key: Key, err: Exception) -> bool:
-        if isinstance(err, errors.ApiError):
-            log.info("%s: syncing %s/%s: %s", self.name, *key, err.status.message)
-        else:
-            log.error("%s: syncing %s/%s failed", self.name, *key, exc_info=err)
-        return True
-
-    async def sync(self, key: Key) -> None:
-        raise NotImplementedError
-
-    # Writes, as kube-controller-manager makes them.
-
-    async def create(self, path: core_pb2.ResourcePath, obj: Obj) -> None:
-        request = core_pb2.CreateRequest(path=path, object=_raw(obj))
-        request.options.fieldManager = MANAGER
-        await self.core.create(request)
-
-    async def update(self, path: core_pb2.ResourcePath, obj: Obj) -> None:
-        request = core_pb2.UpdateRequest(path=_named(path, key_of(obj)[1]), object=_raw(obj))
-        request.options.fieldManager = MANAGER
-        await self.core.update(request)
-
-    async def delete(self, path: core_pb2.ResourcePath, name: str) -> None:
-        """Deleted, or already gone."""
-        try:
-            await self.core.delete(core_pb2.DeleteRequest(path=_named(path, name)))
-        except errors.ApiError as err:
-            if err.code != 404:
-                raise
-
-
-def _raw(obj: Obj) -> core_pb2.RawObject:
-    return core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(obj))
-
-
-def _named(path: core_pb2.ResourcePath, name: str) -> core_pb2.ResourcePath:
-    named = core_pb2.ResourcePath()
-    named.CopyFrom(path)
-    named.name = name
-    return named
-
-
-def path(resource: str, namespace: str, *, group: str = "") -> core_pb2.ResourcePath:
-    return core_pb2.ResourcePath(group=group, version="v1", resource=resource, namespace=namespace)
 
 
 class ServiceEndpointsController(KeyedController):

@@ -102,7 +102,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
                      proxy_client: ProxyClientCertificate | None = None,
                      controller_names: frozenset[str] = controllers.DEFAULT,
-                     nodes: NodesConfig | None = None) -> RunningCore:
+                     nodes: NodesConfig | None = None,
+                     node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -118,7 +119,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     certificate presented to extension API servers when their APIServices are checked (the front-proxy client
     certificate; None presents none). `controller_names`: the controllers this core runs while it leads
     (server/startup/controllers.py reads kube-controller-manager's --controllers into it). `nodes`: simulated
-    nodes whose kubelets this core plays while it leads (server/controllers/kubelets/); None or count 0: none."""
+    nodes whose kubelets this core plays while it leads (server/controllers/kubelets/); None or count 0: none.
+    `node_flags`: the node lifecycle controller's and podgc's settings."""
     service_resource, allocator = services(service_cluster_ip_range)
     builtin = (*BUILTIN, service_resource)
     registry = Registry(builtin)
@@ -153,7 +155,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         "clusterrole-aggregation": [s for s in secured.singletons if s.name == "AggregationController"],
     }
     try:
-        chosen = controllers.build(controllers.Context(core, informers, security, prebuilt), controller_names,
+        chosen = controllers.build(controllers.Context(core, informers, security, prebuilt, node_flags),
+                                   controller_names,
                                    namespace_controllers=namespace_controllers)
     except (OSError, ValueError) as err:  # a root CA file that cannot be read
         raise ConfigError(str(err)) from None

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
 from server.controllers import csrsigning, endpoints, endpointslicemirroring, endpointslices
+from server.controllers.nodelifecycle import LifecycleConfig, NodeLifecycleController
+from server.controllers.podgc import PodGC, PodGCConfig
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
@@ -34,6 +36,14 @@ class ControllersError(ValueError):
 
 
 @dataclass(frozen=True)
+class NodeFlags:
+    """kube-controller-manager's flags for the node lifecycle controller and podgc."""
+
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    podgc: PodGCConfig = field(default_factory=PodGCConfig)
+
+
+@dataclass(frozen=True)
 class Context:
     """What a controller is built from: the core it writes through, the informers every controller of this core
     shares, and the security configuration (the cluster CA for signing, the root CA to publish)."""
@@ -44,6 +54,7 @@ class Context:
     # the singletons of controllers their owners build with parts of their own that run in every core
     # (the garbage collector's and the namespace controller's health, RBAC's aggregation): by controller name
     prebuilt: Mapping[str, Sequence[Singleton]] = field(default_factory=dict)
+    node_flags: NodeFlags = field(default_factory=lambda: NodeFlags())
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,16 @@ def _quota(context: Context) -> Sequence[Singleton]:
     return [Singleton("ResourceQuotaController", quotas.start, quotas.stop)]
 
 
+def _node_lifecycle(context: Context) -> Sequence[Singleton]:
+    lifecycle = NodeLifecycleController(context.core, context.informers, context.node_flags.lifecycle)
+    return [Singleton("NodeLifecycleController", lifecycle.start, lifecycle.stop)]
+
+
+def _podgc(context: Context) -> Sequence[Singleton]:
+    gc = PodGC(context.core, context.informers, context.node_flags.podgc)
+    return [Singleton("PodGC", gc.start, gc.stop)]
+
+
 def _prebuilt(name: str) -> Callable[[Context], Sequence[Singleton]]:
     return lambda context: context.prebuilt.get(name, ())
 
@@ -89,7 +110,11 @@ CONTROLLERS: tuple[Controller, ...] = (
                per_namespace=True),
     Controller("endpointslicemirroring", lambda c: endpointslicemirroring.singletons(c.core, c.informers),
                default=True, per_namespace=True),
+    # the simulated nodes' partners (server/controllers/kubelets/ plays the kubelets)
+    Controller("nodelifecycle", _node_lifecycle),
+    Controller("podgc", _podgc),
 )
+DEFAULT_NODE_FLAGS = NodeFlags()
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)
 

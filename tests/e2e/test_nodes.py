@@ -60,8 +60,9 @@ def pod_is_ready(server: LocalServer, name: str) -> Obj:
         result: Obj = json.loads(kubectl(server, "get", "pod", name, "-o", "json"))
         return result
 
-    return until(fetch, lambda p: any(c["type"] == "Ready" and c["status"] == "True"
-                                      for c in p["status"].get("conditions") or []))
+    ready: Obj = until(fetch, lambda p: any(c["type"] == "Ready" and c["status"] == "True"
+                                            for c in p["status"].get("conditions") or []))
+    return ready
 
 
 @pytest.fixture

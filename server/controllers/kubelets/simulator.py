@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 LEASE_NAMESPACE = "kube-node-lease"
-WORKERS = 16  # writes in flight at once
+WORKERS = 64  # Pod status writes in flight at once
+HEARTBEAT_WORKERS = 8  # Lease and Node status writes in flight at once: their own queue, never behind Pods
 REGISTERING = 32  # Nodes registered at once at start
 
 
@@ -81,17 +82,19 @@ class Simulator:
         self._lease_due: dict[str, float] = {}
         self._status_due: dict[str, float] = {}
         self._ready_since: dict[str, float] = {}
-        self._worker = self._new_worker()
+        self._worker = self._new_worker("capstan-kubelet-pods", WORKERS)
+        self._heartbeats = self._new_worker("capstan-kubelet-heartbeats", HEARTBEAT_WORKERS)
 
-    def _new_worker(self) -> Worker[Hashable]:
-        return Worker(WorkQueue(ExponentialBackoff(0.2, 5.0)), self._sync, name="capstan-kubelets", count=WORKERS)
+    def _new_worker(self, name: str, count: int) -> Worker[Hashable]:
+        return Worker(WorkQueue(ExponentialBackoff(0.2, 5.0)), self._sync, name=name, count=count)
 
     # --- running ---------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Registers every Node (returns once each is created or its status written), then reports."""
         if self._worker.queue.shutting_down():
-            self._worker = self._new_worker()
+            self._worker = self._new_worker("capstan-kubelet-pods", WORKERS)
+            self._heartbeats = self._new_worker("capstan-kubelet-heartbeats", HEARTBEAT_WORKERS)
         gate = asyncio.Semaphore(REGISTERING)
 
         async def register(name: str) -> None:
@@ -100,16 +103,18 @@ class Simulator:
 
         await asyncio.gather(*(register(name) for name in self.names))
         self._worker.start()
+        self._heartbeats.start()
         for name in self.names:
-            self._worker.queue.add(("node", name))
+            self._heartbeats.queue.add(("node", name))
         for pod in list(self._pods.values()):
             self._worker.queue.add(_pod_key(pod))
 
     async def stop(self) -> None:
+        await self._heartbeats.stop()
         await self._worker.stop()
 
     def running(self) -> bool:
-        return self._worker.running()
+        return self._worker.running() and self._heartbeats.running()
 
     def owns(self, node: str) -> bool:
         return node in self.names
@@ -120,8 +125,8 @@ class Simulator:
 
     def resume_heartbeat(self, node: str) -> None:
         self._stopped.discard(node)
-        if self._worker.running():
-            self._worker.queue.add(("node", node))
+        if self._heartbeats.running():
+            self._heartbeats.queue.add(("node", node))
 
     # --- feeds -----------------------------------------------------------------------------------------------
 
@@ -130,8 +135,8 @@ class Simulator:
         if name not in self.names:
             return
         self._nodes[name] = node
-        if self._worker.running():
-            self._worker.queue.add(("node", name))
+        if self._heartbeats.running():
+            self._heartbeats.queue.add(("node", name))
 
     def node_deleted(self, node: Obj) -> None:
         name = str(_meta(node).get("name", ""))
@@ -211,7 +216,7 @@ class Simulator:
             for pod in self.pods_on(name):
                 self._worker.queue.add(_pod_key(pod))
         due = min(self._lease_due[name], self._status_due[name])
-        self._worker.queue.add_after(("node", name), max(0.0, due - time.time()))
+        self._heartbeats.queue.add_after(("node", name), max(0.0, due - time.time()))
 
     def _reports_ready(self, name: str) -> bool:
         conditions = (self._nodes.get(name, {}).get("status") or {}).get("conditions") or []

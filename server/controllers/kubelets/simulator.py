@@ -225,7 +225,7 @@ class Simulator:
     async def _report(self, name: str, now: float) -> None:
         if not self._reports_ready(name) or name not in self._ready_since:
             self._ready_since[name] = now
-        body = {"status": {"conditions": status.node_conditions(now, self._ready_since[name])}}
+        body = {"status": status.node_status(self.shape, self.names[name], now, self._ready_since[name])}
         try:
             self._nodes[name] = await self._api.patch(NODES, "", name, body, node=name, subresource="status")
         except ApiFailure as err:

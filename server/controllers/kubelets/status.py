@@ -275,7 +275,7 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
         name, image = str(c.get("name", "")), str(c.get("image", ""))
         cid = _container_id(uid, name, phase.restarts)
         entry: Obj = {"name": name, "image": image, "imageID": _image_id(image), "restartCount": phase.restarts,
-                      "ready": False, "started": False}
+                      "ready": False, "started": False, "lastState": {}}
         if phase.state == "init":
             entry["state"] = {"waiting": {"reason": "PodInitializing"}}
         elif stopped:
@@ -303,7 +303,7 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
         name, image = str(c.get("name", "")), str(c.get("image", ""))
         cid = _container_id(uid, name, 0)
         entry = {"name": name, "image": image, "imageID": _image_id(image), "restartCount": 0, "ready": False,
-                 "started": False}
+                 "started": False, "lastState": {}}
         if phase.state != "init":
             entry |= {"containerID": cid, "ready": True,
                       "state": terminated(0, "Completed", life.start, run_start, cid)}

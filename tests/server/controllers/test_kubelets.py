@@ -19,9 +19,11 @@ from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
 from server.controllers.kubelets.incore import NodesConfig
 from server.controllers.kubelets.status import NodeShape, Timing
+from server.runtime.election import ElectionConfig
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
+from storage.memory import MemoryStore
 from tests.server.client import Client, Failed, Obj, path
 
 NS = "default"
@@ -174,3 +176,41 @@ async def test_stopped_heartbeat_holds_lease_and_pods(cluster: tuple[Client, Run
     await until(lambda: client.get(path("pods", NS, "held")), lambda p: condition(p, "Ready") == "True")
     await until(lambda: client.get(lease_path), lambda lease: lease["spec"]["renewTime"] != held)
     assert core.nodes is not None and core.nodes.running()
+
+
+async def test_a_standby_core_takes_the_kubelets_over() -> None:
+    """Two cores over one store: the leader plays the kubelets; when it stops leading the standby takes them up,
+    keeping each Pod's IP, and runs the Pods created after."""
+
+    store = await MemoryStore.open(StoreOptions(compact_interval=0))
+
+    def timings() -> ElectionConfig:  # each core its own identity
+        return ElectionConfig(lease_duration=4.0, renew_deadline=3.0, retry_period=0.5)
+
+    config = NodesConfig(2, NodeShape(), TIMING)
+    first = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False,
+                             election=timings(), nodes=config)
+    second = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False,
+                              election=timings(), nodes=config)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{second.grpc_port}") as channel:
+            client = Client(core_pb2_grpc.CoreServiceStub(channel), second)  # type: ignore[no-untyped-call]
+            assert first.nodes is not None and second.nodes is not None
+            await until(lambda: asyncio.sleep(0, first.nodes is not None and first.nodes.running()), bool)
+            assert second.nodes is not None and not second.nodes.running()
+            await client.create(path("pods", NS), pod("before"))
+            ran = await until(lambda: client.get(path("pods", NS, "before")), lambda p: condition(p, "Ready") == "True")
+            assert first.election is not None
+            await first.election.stop()
+            await until(lambda: asyncio.sleep(0, second.nodes is not None and second.nodes.running()), bool)
+            await client.create(path("pods", NS), pod("after"))
+            after = await until(lambda: client.get(path("pods", NS, "after")),
+                                lambda p: condition(p, "Ready") == "True")
+            assert after["status"]["podIP"] != ran["status"]["podIP"]
+            kept = await client.get(path("pods", NS, "before"))
+            assert kept["status"]["podIP"] == ran["status"]["podIP"]
+            assert kept["status"]["startTime"] == ran["status"]["startTime"]
+    finally:
+        await second.stop()
+        await first.stop()
+        await store.close()

@@ -164,7 +164,7 @@ async def test_stopped_heartbeat_holds_lease_and_pods(cluster: tuple[Client, Run
     node = await client.get(path("nodes", "", "capstan-node-2"))
     node["metadata"].setdefault("annotations", {})["capstan.io/heartbeat"] = "stopped"
     await client.update(path("nodes", "", "capstan-node-2"), node)
-    await asyncio.sleep(TIMING.lease_renew)  # a renewal in flight lands
+    await asyncio.sleep(TIMING.lease_renew * 3)  # a renewal in flight lands
     held = (await client.get(lease_path))["spec"]["renewTime"]
     await client.create(path("pods", NS), pod("held", node="capstan-node-2"))
     await asyncio.sleep(TIMING.lease_renew * 3)

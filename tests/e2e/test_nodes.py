@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from capstan.testing.nodes import HEARTBEAT, Heartbeats
 from capstan.testing.server import LocalServer, start
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
@@ -109,3 +110,23 @@ def test_capstan_nodes_as_a_client(without_nodes: LocalServer, tmp_path: Path) -
         process.terminate()
         process.wait(10)
         log.close()
+
+
+def test_heartbeats_stopped_and_resumed_by_the_fixtures_helper(with_nodes: LocalServer) -> None:
+    from kubernetes import config
+
+    until(lambda: ready_nodes(with_nodes), lambda names: len(names) == 3)
+    api = config.new_client_from_config(str(with_nodes.kubeconfig))  # type: ignore[no-untyped-call]
+    try:
+        heartbeats = Heartbeats(api)
+        heartbeats.stop("capstan-node-2")
+
+        def annotations() -> dict[str, str]:
+            node = json.loads(kubectl(with_nodes, "get", "node", "capstan-node-2", "-o", "json"))
+            return dict(node["metadata"].get("annotations") or {})
+
+        assert annotations()[HEARTBEAT] == "stopped"
+        heartbeats.resume_all()
+        assert HEARTBEAT not in annotations()
+    finally:
+        api.close()

@@ -37,6 +37,7 @@ INIT_SECONDS = "capstan.io/init-seconds"
 HEARTBEAT = "capstan.io/heartbeat"  # on a Node: "stopped" stops its kubelet (no Lease, status or Pod progress)
 SIMULATED = "capstan.io/simulated-node"  # on a Node: "true" when a simulator plays its kubelet
 KUBELET_VERSION = "v1.28.0"
+KUBELET_CONDITIONS = frozenset({"Initialized", "Ready", "ContainersReady", "PodScheduled"})
 KUBELET_PORT = 10250
 FOREVER = float("inf")
 
@@ -259,6 +260,13 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
     phase = containers_phase(p, run_start, now, timing)
     next_change = phase.next_change
     stopped = life.stop_at is not None and now >= life.stop_at
+    stop_at = life.stop_at
+    deadline = _deadline(spec, life, phase)
+    expired = deadline is not None and now >= deadline and not stopped
+    if expired:  # the kubelet kills a Pod past its activeDeadlineSeconds
+        stopped, stop_at = True, deadline
+    elif deadline is not None:
+        next_change = min(next_change, deadline)
     ready_at = FOREVER
     if phase.state == "running" and not p.never_ready and not stopped:
         ready_at = phase.since + max((_ready_delay(c) for c in containers), default=0.0)
@@ -279,8 +287,9 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
         if phase.state == "init":
             entry["state"] = {"waiting": {"reason": "PodInitializing"}}
         elif stopped:
-            since = life.stop_at or now
-            entry |= {"containerID": cid, "state": terminated(0, "Completed", phase.since, since, cid)}
+            since = stop_at or now
+            code, why = (137, "Error") if expired else (0, "Completed")
+            entry |= {"containerID": cid, "state": terminated(code, why, phase.since, since, cid)}
         elif phase.state == "running":
             entry |= {"containerID": cid, "started": True, "ready": ready,
                       "state": {"running": {"startedAt": now_text(phase.since)}}}
@@ -315,7 +324,7 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
         init_statuses.append(entry)
 
     if stopped or phase.state == "terminated":
-        code = 0 if stopped else p.exit_code
+        code = (137 if expired else 0) if stopped else p.exit_code
         pod_phase = "Succeeded" if code == 0 else "Failed"
     else:
         pod_phase = "Pending" if phase.state == "init" else "Running"
@@ -336,6 +345,8 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
     unready = [str(c.get("name", "")) for c in containers] if not ready or terminal else []
     why = "PodCompleted" if terminal else "ContainersNotReady"
     message = "" if terminal else f"containers with unready status: [{' '.join(unready)}]"
+    gates_why, gates_message = _gates(spec, old)
+    containers_ready = ready and not terminal
     scheduled = next((c for c in old.get("conditions") or [] if isinstance(c, dict) and c.get("type") ==
                       "PodScheduled"), None)
     initialized = phase.state != "init"
@@ -343,9 +354,12 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
     conditions = [
         condition("Initialized", initialized, *(("PodCompleted",) if terminal and inits else ()),
                   *(() if initialized else ("ContainersNotInitialized", incomplete))),
-        condition("Ready", ready and not terminal, *(() if ready and not terminal else (why, message))),
-        condition("ContainersReady", ready and not terminal, *(() if ready and not terminal else (why, message))),
+        condition("Ready", containers_ready and not gates_why,
+                  *((why, message) if not containers_ready else (gates_why, gates_message) if gates_why else ())),
+        condition("ContainersReady", containers_ready, *(() if containers_ready else (why, message))),
         scheduled or condition("PodScheduled", True, at=life.start),
+        # conditions others own (readiness gates, DisruptionTarget, ...) stay as they are
+        *(c for c in old.get("conditions") or [] if isinstance(c, dict) and c.get("type") not in KUBELET_CONDITIONS),
     ]
     status: Obj = {
         "phase": pod_phase, "conditions": conditions, "hostIP": life.host_ip, "hostIPs": [{"ip": life.host_ip}],
@@ -356,11 +370,38 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
         status["initContainerStatuses"] = init_statuses
     if old.get("qosClass"):
         status["qosClass"] = old["qosClass"]
+    if expired:
+        status |= {"reason": "DeadlineExceeded",
+                   "message": "Pod was active on the node longer than the specified deadline"}
     if stopped:
         next_change = FOREVER
     elif life.stop_at is not None:
         next_change = min(next_change, life.stop_at)
     return status, next_change
+
+
+def _deadline(spec: Obj, life: Life, phase: Phase) -> float | None:
+    """When spec.activeDeadlineSeconds ends the Pod (None: no deadline, or it ended on its own before)."""
+    seconds = spec.get("activeDeadlineSeconds")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return None
+    deadline = life.start + float(seconds)
+    if phase.state == "terminated" and phase.last_exit <= deadline:
+        return None
+    return deadline
+
+
+def _gates(spec: Obj, old: Obj) -> tuple[str, str]:
+    """Why readiness gates hold the Pod's Ready condition back ("" when none does), as the kubelet words it."""
+    conditions = {str(c.get("type")): c for c in old.get("conditions") or [] if isinstance(c, dict)}
+    for gate in spec.get("readinessGates") or []:
+        kind = str((gate or {}).get("conditionType") or "")
+        if kind not in conditions:
+            return "ReadinessGatesNotReady", f'corresponding condition of pod readiness gate "{kind}" does not exist.'
+        if conditions[kind].get("status") != "True":
+            return "ReadinessGatesNotReady", f'the status of pod readiness gate "{kind}" is not "True", but ' \
+                                             f'{conditions[kind].get("status")}'
+    return "", ""
 
 
 def _transitions(old: Obj) -> dict[tuple[str, str], str]:

@@ -123,7 +123,8 @@ async def test_pod_runs_and_becomes_ready(cluster: tuple[Client, RunningCore]) -
     ({"capstan.io/crash-loop": "true"}, {}, "Running",
      lambda c: c["restartCount"] >= 1 and c["lastState"]["terminated"]["exitCode"] == 1),
     ({"capstan.io/never-ready": "true"}, {}, "Running", lambda c: "running" in c["state"] and not c["ready"]),
-], ids=["never-succeeds", "exit-code", "oom", "onfailure-succeeds", "crash-loop", "never-ready"])
+    ({}, {"activeDeadlineSeconds": 1}, "Failed", lambda c: c["state"]["terminated"]["exitCode"] == 137),
+], ids=["never-succeeds", "exit-code", "oom", "onfailure-succeeds", "crash-loop", "never-ready", "deadline"])
 async def test_failure_annotations(cluster: tuple[Client, RunningCore], annotations: dict[str, str],
                                    spec: Obj, phase: str, check: Callable[[Obj], bool]) -> None:
     client, _ = cluster
@@ -136,6 +137,21 @@ async def test_failure_annotations(cluster: tuple[Client, RunningCore], annotati
     got = await until(lambda: client.get(path("pods", NS, "p")), settled)
     if phase != "Running":
         assert condition(got, "Ready") == "False"
+    if "activeDeadlineSeconds" in spec:
+        assert got["status"]["reason"] == "DeadlineExceeded"
+
+
+async def test_readiness_gates_and_others_conditions(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("gated", readinessGates=[{"conditionType": "example.com/gate"}]))
+    got = await until(lambda: client.get(path("pods", NS, "gated")),
+                      lambda p: condition(p, "ContainersReady") == "True")
+    assert condition(got, "Ready") == "False"
+    assert [c["reason"] for c in got["status"]["conditions"] if c["type"] == "Ready"] == ["ReadinessGatesNotReady"]
+    got["status"]["conditions"].append({"type": "example.com/gate", "status": "True"})
+    await client.update(path("pods", NS, "gated", subresource="status"), got)
+    ready = await until(lambda: client.get(path("pods", NS, "gated")), lambda p: condition(p, "Ready") == "True")
+    assert condition(ready, "example.com/gate") == "True"
 
 
 async def test_graceful_deletion_by_the_nodes_kubelet(cluster: tuple[Client, RunningCore]) -> None:

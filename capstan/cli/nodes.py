@@ -76,6 +76,14 @@ def serve_flags(parser: argparse.ArgumentParser) -> None:
                        metavar="SECONDS", help="heartbeat silence before a node is Unknown (default 40)")
     group.add_argument("--node-startup-grace-period", type=float, default=lifecycle.startup_grace_period,
                        metavar="SECONDS")
+    group.add_argument("--node-eviction-rate", type=float, default=lifecycle.eviction_rate,
+                       help="nodes per second tainted NoExecute in a healthy zone (default 0.1)")
+    group.add_argument("--secondary-node-eviction-rate", type=float, default=lifecycle.secondary_eviction_rate,
+                       help="the same in a partially disrupted large zone (default 0.01)")
+    group.add_argument("--unhealthy-zone-threshold", type=float, default=lifecycle.unhealthy_zone_threshold,
+                       help="share of not-Ready nodes that makes a zone partially disrupted (default 0.55)")
+    group.add_argument("--large-cluster-size-threshold", type=int, default=lifecycle.large_cluster_threshold,
+                       help="zone size above which a partially disrupted zone keeps the secondary rate (50)")
     group.add_argument("--terminated-pod-gc-threshold", type=int, default=gc.terminated_threshold,
                        help="terminated Pods kept before podgc deletes the oldest (default 12500; 0: never)")
 
@@ -95,7 +103,9 @@ def nodes_config(args: argparse.Namespace) -> NodesConfig | None:
 
 def node_flags(args: argparse.Namespace) -> NodeFlags:
     return NodeFlags(LifecycleConfig(args.node_monitor_period, args.node_monitor_grace_period,
-                                     args.node_startup_grace_period),
+                                     args.node_startup_grace_period, args.node_eviction_rate,
+                                     args.secondary_node_eviction_rate, args.unhealthy_zone_threshold,
+                                     args.large_cluster_size_threshold),
                      PodGCConfig(terminated_threshold=args.terminated_pod_gc_threshold))
 
 

@@ -18,8 +18,14 @@ Contracts, as kube's:
   deleted at once; one that tolerates them is deleted when the shortest tolerationSeconds of the tolerations used
   has passed since the taint was added (none: never); the Pod first gets the DisruptionTarget condition (reason
   DeletionByTaintManager) and the event TaintManagerEviction, and is deleted with its own grace period.
-Not done: the zone states and the eviction rate limits (node-eviction-rate, secondary rate, large-cluster
-threshold) that slow tainting when a zone or the cluster is mostly unhealthy: every node is tainted at once.
+- zones (topology.kubernetes.io/region and zone): each pass computes every zone's state from its nodes' Ready
+  conditions: FullDisruption when none is Ready, PartialDisruption when more than 2 and at least
+  `unhealthy_zone_threshold` (55%) are not, else Normal. A NoExecute taint is added to a node only as its zone's
+  token bucket allows (burst 1): `eviction_rate` (0.1 nodes/s) in a Normal or fully disrupted zone,
+  `secondary_eviction_rate` (0.01) in a partially disrupted zone of more than `large_cluster_threshold` (50)
+  nodes, none in a smaller one; swapping not-ready for unreachable and removing are never held back. When every
+  zone is fully disrupted (the controller's own connectivity is the likelier fault) no node is tainted NoExecute
+  and the taints already there are removed; when a zone recovers, every node's heartbeat clock starts again.
 """
 
 from __future__ import annotations
@@ -68,6 +74,10 @@ class LifecycleConfig:
     monitor_period: float = 5.0
     grace_period: float = 40.0
     startup_grace_period: float = 60.0
+    eviction_rate: float = 0.1  # --node-eviction-rate
+    secondary_eviction_rate: float = 0.01  # --secondary-node-eviction-rate
+    unhealthy_zone_threshold: float = 0.55  # --unhealthy-zone-threshold
+    large_cluster_threshold: int = 50  # --large-cluster-size-threshold
 
 
 @dataclass
@@ -130,9 +140,61 @@ def _added(taint: Obj) -> float:
         return time.time()
 
 
-def desired_taints(node: Obj, now: str) -> list[Obj]:
+NORMAL_ZONE, PARTIAL, FULL = "Normal", "PartialDisruption", "FullDisruption"
+
+
+def zone_key(node: Obj) -> str:
+    """nodetopology.GetZoneKey: region and zone ("" for a node with neither)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    region = labels.get("topology.kubernetes.io/region") or labels.get("failure-domain.beta.kubernetes.io/region")
+    zone = labels.get("topology.kubernetes.io/zone") or labels.get("failure-domain.beta.kubernetes.io/zone")
+    return f"{region or ''}:\x00:{zone or ''}" if region or zone else ""
+
+
+def zone_state(ready: int, not_ready: int, threshold: float) -> str:
+    """ComputeZoneState."""
+    if not_ready > 0 and ready == 0:
+        return FULL
+    if not_ready > 2 and not_ready / (ready + not_ready) >= threshold:
+        return PARTIAL
+    return NORMAL_ZONE
+
+
+class Bucket:
+    """A token bucket of burst 1 (flowcontrol's token bucket limiter as the zone tainters use it); rate 0 lets
+    nothing through."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self._tokens = 1.0
+        self._at = time.monotonic()
+
+    def set_rate(self, rate: float) -> None:
+        if rate != self.rate:
+            self._refill()
+            self.rate = rate
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self._tokens = min(1.0, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+
+    def take(self) -> bool:
+        self._refill()
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+    def wait(self, otherwise: float) -> float:
+        """Seconds until a token is there (`otherwise` at rate 0)."""
+        return (1.0 - self._tokens) / self.rate if self.rate > 0 else otherwise
+
+
+def desired_taints(node: Obj, now: str, *, execute: str = "add") -> list[Obj]:
     """The node's taints with the controller's own set as its conditions and spec say (others untouched; a
-    taint that stays keeps its timeAdded)."""
+    taint that stays keeps its timeAdded). `execute`: "add" the NoExecute taint Ready asks for; "hold": only
+    swap one already there (none is added); "none": remove both."""
     spec = node.get("spec") or {}
     current = [t for t in spec.get("taints") or [] if isinstance(t, dict)]
     wanted_schedule = {taint for (kind, value), taint in CONDITION_TAINTS.items()
@@ -141,6 +203,9 @@ def desired_taints(node: Obj, now: str) -> list[Obj]:
         wanted_schedule.add(UNSCHEDULABLE)
     ready = (condition_of(node, "Ready") or {}).get("status")
     wanted_execute = {"False": {NOT_READY}, "Unknown": {UNREACHABLE}}.get(str(ready), set())
+    had_execute = any(t.get("effect") == "NoExecute" and t.get("key") in (NOT_READY, UNREACHABLE) for t in current)
+    if execute == "none" or (execute == "hold" and not had_execute):
+        wanted_execute = set()
     kept = [t for t in current
             if not (t.get("effect") == "NoSchedule" and t.get("key") in MANAGED_NO_SCHEDULE
                     and t.get("key") not in wanted_schedule)
@@ -171,6 +236,10 @@ class NodeLifecycleController(KeyedController):
         self.pods = self.follow(path("pods"), self._pod_changed)
         self._health: dict[str, _Health] = {}
         self._on_node: dict[str, set[Key]] = {}
+        self._zones: dict[str, str] = {}  # zone key -> its state at the last pass
+        self._buckets: dict[str, Bucket] = {}
+        self._all_disrupted = False
+        self._taint_due: set[str] = set()  # nodes a monitoring pass has queued to have their NoExecute taint
         self._evictions = self._new_evictions()
         self._recorder = EventRecorder(core, "node-controller")
         self._monitor: asyncio.Task[None] | None = None
@@ -194,6 +263,10 @@ class NodeLifecycleController(KeyedController):
         await self._recorder.stop()
         self._health.clear()
         self._on_node.clear()
+        self._zones.clear()
+        self._buckets.clear()
+        self._all_disrupted = False
+        self._taint_due.clear()
 
     # --- feeds -----------------------------------------------------------------------------------------------
 
@@ -232,8 +305,10 @@ class NodeLifecycleController(KeyedController):
             await asyncio.sleep(self.config.monitor_period)
 
     async def monitor(self) -> None:
-        """One monitorNodeHealth pass over every Node."""
+        """One monitorNodeHealth pass over every Node: health, then the zones' states from the conditions as
+        this pass left them, then each node's NoExecute taint (only a pass adds one, as the zones allow)."""
         now = time.monotonic()
+        seen: list[Obj] = []
         for node in self.nodes.values():
             name = key_of(node)[1]
             ready = condition_of(node, "Ready")
@@ -247,9 +322,43 @@ class NodeLifecycleController(KeyedController):
                 health.probe, health.heartbeat, health.lease = now, heartbeat, renewed
             grace = self.config.grace_period if ready is not None else self.config.startup_grace_period
             if now - health.probe > grace:
-                await self._mark_unknown(node)
+                node = await self._mark_unknown(node)
+            seen.append(node)
+        self._handle_disruption(seen)
+        for node in seen:
+            name = key_of(node)[1]
+            self._taint_due.add(name)
+            self.queue(("", name))
 
-    async def _mark_unknown(self, node: Obj) -> None:
+    def _handle_disruption(self, nodes: list[Obj]) -> None:
+        """handleDisruption: zone states, their tainting rates, and the all-zones-down mode."""
+        counts: dict[str, list[int]] = {}
+        for node in nodes:
+            tally = counts.setdefault(zone_key(node), [0, 0])
+            tally[0 if (condition_of(node, "Ready") or {}).get("status") == "True" else 1] += 1
+        states = {zone: zone_state(ready, not_ready, self.config.unhealthy_zone_threshold)
+                  for zone, (ready, not_ready) in counts.items()}
+        all_now = bool(states) and all(state == FULL for state in states.values())
+        if all_now != self._all_disrupted:
+            if all_now:
+                log.info("node lifecycle: every node is not Ready; entering master disruption mode")
+            else:
+                log.info("node lifecycle: some node is Ready again; leaving master disruption mode")
+                now = time.monotonic()
+                for health in self._health.values():
+                    health.probe = now
+            self._all_disrupted = all_now
+        for zone, state in states.items():
+            if state == PARTIAL:
+                size = sum(counts[zone])
+                rate = self.config.secondary_eviction_rate if size > self.config.large_cluster_threshold else 0.0
+            else:
+                rate = self.config.eviction_rate
+            self._buckets.setdefault(zone, Bucket(rate)).set_rate(rate)
+        self._zones = states
+
+    async def _mark_unknown(self, node: Obj) -> Obj:
+        """The node with its conditions Unknown (as written; as it was when the write failed)."""
         stamp = now_text()
         conditions = [dict(c) for c in (node.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
         changed = False
@@ -266,12 +375,13 @@ class NodeLifecycleController(KeyedController):
                           "message": "Kubelet stopped posting node status.", "lastTransitionTime": stamp}
                 changed = True
         if not changed:
-            return
+            return node
         body = {**node, "status": {**(node.get("status") or {}), "conditions": conditions}}
         try:
-            await self.update(path("nodes"), body, subresource="status")
+            return await self.update(path("nodes"), body, subresource="status")
         except errors.ApiError as err:
             log.info("node lifecycle: marking node %s unknown: %s", key_of(node)[1], err.status.message)
+            return node
 
     # --- taints and readiness --------------------------------------------------------------------------------
 
@@ -290,7 +400,14 @@ class NodeLifecycleController(KeyedController):
         elif was and was != "True" and ready == "True":
             self._recorder.event(node, NORMAL, "NodeReady", f"Node {name} status is now: NodeReady",
                                  kind="Node", api_version="v1")
-        taints = desired_taints(node, now_text())
+        stamp = now_text()
+        due = name in self._taint_due
+        self._taint_due.discard(name)
+        taints = desired_taints(node, stamp, execute="none" if self._all_disrupted else "add" if due else "hold")
+        if no_execute({"spec": {"taints": taints}}) and not no_execute(node):  # a new NoExecute taint
+            bucket = self._buckets.setdefault(zone_key(node), Bucket(self.config.eviction_rate))
+            if not bucket.take():
+                taints = desired_taints(node, stamp, execute="hold")  # the next pass tries again
         if taints != list((node.get("spec") or {}).get("taints") or []):
             spec = dict(node.get("spec") or {})
             if taints:

@@ -18,7 +18,16 @@ from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
 from server.controllers.kubelets.incore import NodesConfig
 from server.controllers.kubelets.status import NodeShape, Timing
-from server.controllers.nodelifecycle import LifecycleConfig, desired_taints, eviction_delay
+from server.controllers.nodelifecycle import (
+    FULL,
+    NORMAL_ZONE,
+    PARTIAL,
+    Bucket,
+    LifecycleConfig,
+    desired_taints,
+    eviction_delay,
+    zone_state,
+)
 from server.controllers.podgc import PodGCConfig
 from server.startup import controllers
 from server.startup.app import start_core
@@ -98,6 +107,24 @@ def test_desired_taints(ready: str, unschedulable: bool, want: set[tuple[str, st
     assert all("timeAdded" in t for t in got if t["effect"] == "NoExecute")
 
 
+@pytest.mark.parametrize(("ready", "not_ready", "want"), [
+    (3, 0, NORMAL_ZONE), (0, 1, FULL), (1, 2, NORMAL_ZONE), (2, 3, PARTIAL), (3, 3, NORMAL_ZONE), (0, 0, NORMAL_ZONE),
+])
+def test_zone_state(ready: int, not_ready: int, want: str) -> None:
+    assert zone_state(ready, not_ready, 0.55) == want
+
+
+def test_held_and_removed_no_execute_taints() -> None:
+    unknown = {"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
+    assert {t["key"] for t in desired_taints(unknown, "t", execute="hold")} == {UNREACHABLE}  # NoSchedule only
+    swapped = {**unknown, "spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]}}
+    assert {(t["key"], t["effect"]) for t in desired_taints(swapped, "t", execute="hold")} == {
+        (UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")}
+    assert {t["effect"] for t in desired_taints(swapped, "t", execute="none")} == {"NoSchedule"}
+    bucket = Bucket(0.0)
+    assert bucket.take() and not bucket.take() and bucket.wait(5.0) == 5.0
+
+
 @pytest.mark.parametrize(("tolerations", "want"), [
     ([], 0.0),
     ([{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}], None),
@@ -163,3 +190,29 @@ async def test_podgc_terminating_on_out_of_service_node(client: Client) -> None:
     await edit_node(client, node, lambda n: n["spec"].setdefault("taints", []).append(
         {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}))
     await until(lambda: gone(client, "stuck"), bool)
+
+
+async def test_every_zone_down_taints_nothing_no_execute(client: Client) -> None:
+    # a node that goes Unknown a pass before the others is tainted (its zone alone is down) until the last one
+    # does; the Pod's toleration outlasts that
+    short = [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 4}]
+    await client.create(path("pods", NS), pod("kept", node="capstan-node-0", tolerations=short))
+    await until(lambda: client.get(path("pods", NS, "kept")), lambda p: condition(p, "Ready") == "True")
+    nodes = ("capstan-node-0", "capstan-node-1", "capstan-node-2")
+    for node in nodes:
+        await edit_node(client, node, set_heartbeat(True))
+
+    async def all_unknown() -> list[Obj]:
+        _, items = await client.list(path("nodes"))
+        return items
+
+    await until(all_unknown, lambda items: all(
+        condition(n, "Ready") == "Unknown" and (UNREACHABLE, "NoExecute") not in taints(n)
+        and (UNREACHABLE, "NoSchedule") in taints(n) for n in items))
+    await asyncio.sleep(4.5)  # past the toleration: master disruption mode holds NoExecute back
+    _, items = await client.list(path("nodes"))
+    assert all((UNREACHABLE, "NoExecute") not in taints(n) for n in items)
+    assert not (await client.get(path("pods", NS, "kept")))["metadata"].get("deletionTimestamp")
+    for node in nodes:
+        await edit_node(client, node, set_heartbeat(False))
+    await until(all_unknown, lambda items: all(condition(n, "Ready") == "True" and not taints(n) for n in items))

@@ -42,6 +42,19 @@ Obj = dict[str, Any]
 RELIST_PAUSE = 1.0  # seconds before listing again after a failed watch
 
 
+MAX_NODES = 1024  # one /24 each of the cluster CIDR 10.244.0.0/14
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= MAX_NODES:
+        raise argparse.ArgumentTypeError(f"between 0 and {MAX_NODES} nodes")
+    return value
+
+
 def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
@@ -66,7 +79,7 @@ def shape_flags(parser: argparse.ArgumentParser) -> None:
 
 def serve_flags(parser: argparse.ArgumentParser) -> None:
     """`--nodes N` and the node controllers' flags, for `serve` and `core`."""
-    parser.add_argument("--nodes", type=int, default=0, metavar="N",
+    parser.add_argument("--nodes", type=_count, default=0, metavar="N",
                         help="simulated nodes whose kubelets the leading core plays (default 0)")
     shape_flags(parser)
     group = parser.add_argument_group("node controllers (--controllers nodelifecycle,podgc)")
@@ -114,7 +127,7 @@ def command_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", type=Path, default=Path(os.environ.get("KUBECONFIG") or
                                                                Path.home() / ".kube" / "config"),
                         help="the API server and credentials (default $KUBECONFIG, else ~/.kube/config)")
-    parser.add_argument("--count", type=int, default=1, metavar="N", help="nodes to simulate (default 1)")
+    parser.add_argument("--count", type=_count, default=1, metavar="N", help="nodes to simulate (default 1)")
     parser.add_argument("--first", type=int, default=0, metavar="I",
                         help="index of the first node (several simulators split a cluster's nodes)")
     parser.add_argument("--node-name-prefix", default=DEFAULT_SHAPE.prefix, help="node names: <prefix><index>")

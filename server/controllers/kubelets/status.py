@@ -55,7 +55,7 @@ class NodeShape:
     region: str = "capstan"
     prefix: str = "capstan-node-"
     node_network: str = "172.20.0.0/16"
-    cluster_cidr: str = "10.244.0.0/16"  # one /24 per node, as kube-controller-manager's node IPAM allocates
+    cluster_cidr: str = "10.244.0.0/14"  # one /24 per node (1,024 nodes), as kube-controller-manager's IPAM does
 
     def name(self, index: int) -> str:
         return f"{self.prefix}{index}"
@@ -68,11 +68,11 @@ class NodeShape:
         return str(network.network_address + 2 + index)
 
     def pod_cidr(self, index: int) -> str:
-        subnets = ipaddress.ip_network(self.cluster_cidr).subnets(new_prefix=24)
-        for i, subnet in enumerate(subnets):
-            if i == index:
-                return str(subnet)
-        raise ValueError(f"cluster CIDR {self.cluster_cidr} has no /24 for node {index}")
+        """ValueError when the cluster CIDR has no /24 left for this node."""
+        network = ipaddress.ip_network(self.cluster_cidr)
+        if index >= 2 ** max(0, 24 - network.prefixlen):
+            raise ValueError(f"cluster CIDR {self.cluster_cidr} has no /24 for node {index}")
+        return f"{network.network_address + index * 256}/24"
 
 
 @dataclass(frozen=True)

@@ -230,3 +230,23 @@ async def test_a_standby_core_takes_the_kubelets_over() -> None:
         await second.stop()
         await first.stop()
         await store.close()
+
+
+async def test_the_pod_terminator_leaves_simulated_nodes_pods_to_their_kubelets(
+        cluster: tuple[Client, RunningCore]) -> None:
+    client, core = cluster
+    assert core.nodes is not None
+    core.nodes.simulator.stop_heartbeat("capstan-node-1")
+    await client.create(path("pods", NS), pod("silent", node="capstan-node-1", terminationGracePeriodSeconds=1))
+    await client.create(path("pods", NS), pod("nowhere", node="no-such-node", terminationGracePeriodSeconds=1))
+    await client.delete(path("pods", NS, "silent"))
+    await client.delete(path("pods", NS, "nowhere"))
+
+    async def names() -> list[str]:
+        return sorted(await client.names(path("pods", NS)))
+
+    await until(names, lambda got: got == ["silent"])  # the terminator removed the other after its grace period
+    await asyncio.sleep(1.0)
+    assert await names() == ["silent"]
+    core.nodes.simulator.resume_heartbeat("capstan-node-1")
+    await until(names, lambda got: got == [])

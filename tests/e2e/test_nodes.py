@@ -97,8 +97,20 @@ def test_serve_with_nodes_runs_pods(with_nodes: LocalServer) -> None:
     kubectl(with_nodes, "delete", "pod", "web-0", "--wait=true", "--timeout=20s")
 
 
-def test_capstan_nodes_as_a_client(without_nodes: LocalServer, tmp_path: Path) -> None:
-    log = (tmp_path / "nodes.log").open("wb")
+NODE_BINDING = """apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: simulated-nodes}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:node"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:nodes"}]
+"""
+
+
+@pytest.mark.parametrize("as_nodes", [False, True], ids=["as-itself", "as-system-node"])
+def test_capstan_nodes_as_a_client(without_nodes: LocalServer, tmp_path: Path, as_nodes: bool) -> None:
+    if as_nodes:  # the nodes' group may write what kubelets write: the simulator impersonates each node
+        kubectl(without_nodes, "apply", "-f", "-", stdin=NODE_BINDING)
+    log_path = tmp_path / "nodes.log"
+    log = log_path.open("wb")
     process = subprocess.Popen([sys.executable, "-m", "capstan", "nodes", "--kubeconfig", str(without_nodes.kubeconfig),
                                 "--count", "2", "--node-name-prefix", "remote-"], stdout=log, stderr=log)
     try:
@@ -110,6 +122,8 @@ def test_capstan_nodes_as_a_client(without_nodes: LocalServer, tmp_path: Path) -
         process.terminate()
         process.wait(10)
         log.close()
+    writer = "system:node:<name>" if as_nodes else "the kubeconfig's user"
+    assert f"writing as {writer}" in log_path.read_text()
 
 
 def test_heartbeats_stopped_and_resumed_by_the_fixtures_helper(with_nodes: LocalServer) -> None:

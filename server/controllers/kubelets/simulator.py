@@ -9,7 +9,9 @@ Contracts, as the kubelet's:
   lives), then the status status.pod_status computes, written (merge patch on pods/status) only when it
   differs from what is stored, and again at each instant it changes;
 - a Pod with a deletionTimestamp has its containers stopped min(grace period, stop_seconds) after the
-  deletion is seen; its final status is written and it is deleted with grace 0 and its uid as precondition;
+  deletion is seen; its final status is written and it is deleted with grace 0 and its uid as precondition; a
+  Pod already Succeeded or Failed keeps its status and is deleted at once;
+- a deleted Node stays deleted (no Lease, no status), as a running kubelet does not register again;
 - a node whose heartbeat is stopped (the Node annotated `capstan.io/heartbeat: stopped`, or stop_heartbeat)
   writes nothing: no Lease, no status, no Pod progress, as a dead kubelet; resumed, it reports Ready at once
   and takes up its Pods.
@@ -58,6 +60,10 @@ def _strip(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
+
+
+def _terminal(status_: Obj) -> bool:
+    return status_.get("phase") in ("Succeeded", "Failed")
 
 
 def differs(old: Obj, new: Obj) -> bool:
@@ -200,6 +206,8 @@ class Simulator:
             self._status_due[name] = now + self.timing.status_report
 
     async def _sync_node(self, name: str) -> None:
+        if name not in self._nodes:
+            return  # deleted: a running kubelet does not register again
         if self._silenced(name):
             self._silent.add(name)
             return
@@ -231,7 +239,7 @@ class Simulator:
         except ApiFailure as err:
             if err.code != 404:
                 raise
-            await self._register(name)  # deleted: registered again, as kwok does
+            self._nodes.pop(name, None)  # deleted meanwhile
 
     async def _renew(self, name: str, now: float) -> None:
         lease = self._leases.get(name)
@@ -272,9 +280,11 @@ class Simulator:
         old = pod.get("status") or {}
         life = self._lives.get(uid)
         now = time.time()
+        if _terminal(old) and (life is None or life.stop_at is None):
+            if m.get("deletionTimestamp"):  # nothing left to stop
+                await self._delete(namespace, name, node, uid)
+            return  # a terminal Pod's status is final
         if life is None:
-            if old.get("phase") in ("Succeeded", "Failed") and not m.get("deletionTimestamp"):
-                return  # a terminal Pod is the kubelet's no more
             life = self._lives[uid] = self._life(pod, node, now)
         if m.get("deletionTimestamp") and life.stop_at is None:
             grace = float(m.get("deletionGracePeriodSeconds") or 0)
@@ -290,14 +300,17 @@ class Simulator:
                     return
                 raise
         if life.stop_at is not None and now >= life.stop_at:
-            try:
-                await self._api.delete(PODS, namespace, name, node=node, uid=uid, grace=0)
-            except ApiFailure as err:
-                if err.code not in (404, 409):
-                    raise
+            await self._delete(namespace, name, node, uid)
             return
         if next_change != status.FOREVER:
             self._worker.queue.add_after(("pod", namespace, name), max(0.0, next_change - time.time()))
+
+    async def _delete(self, namespace: str, name: str, node: str, uid: str) -> None:
+        try:
+            await self._api.delete(PODS, namespace, name, node=node, uid=uid, grace=0)
+        except ApiFailure as err:
+            if err.code not in (404, 409):
+                raise
 
     # --- addresses -------------------------------------------------------------------------------------------
 

@@ -250,3 +250,25 @@ async def test_the_pod_terminator_leaves_simulated_nodes_pods_to_their_kubelets(
     assert await names() == ["silent"]
     core.nodes.simulator.resume_heartbeat("capstan-node-1")
     await until(names, lambda got: got == [])
+
+
+async def test_a_terminal_pod_is_deleted_with_its_status_kept(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("done", annotations={"capstan.io/exit-code": "3"}, restartPolicy="Never",
+                                              terminationGracePeriodSeconds=30))
+    failed = await until(lambda: client.get(path("pods", NS, "done")), lambda p: p["status"]["phase"] == "Failed")
+    events = client.watch(path("pods", NS), resourceVersion=failed["metadata"]["resourceVersion"])
+    await client.delete(path("pods", NS, "done"))
+    phases = []
+    async for kind, obj in events:
+        phases.append(obj["status"]["phase"])
+        if kind == "DELETED":
+            break
+    assert set(phases) == {"Failed"}
+
+
+async def test_a_deleted_node_stays_deleted(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.delete(path("nodes", "", "capstan-node-2"))
+    await asyncio.sleep(TIMING.status_report + TIMING.lease_renew * 2)
+    assert sorted(await client.names(path("nodes"))) == ["capstan-node-0", "capstan-node-1"]

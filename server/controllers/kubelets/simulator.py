@@ -5,8 +5,10 @@ Contracts, as the kubelet's:
   another leader's); its Lease `kube-node-lease/<node>` (owned by the Node) is renewed every `lease_renew`
   seconds; its status is written every `status_report` seconds, and at once when its Ready condition is not
   True (after a heartbeat stop, or the node lifecycle controller marked it Unknown);
-- a Pod bound to one of these nodes (spec.nodeName) gets its IP from the node's podCIDR (unique while it
-  lives), then the status status.pod_status computes, written (merge patch on pods/status) only when it
+- a Pod bound to one of these nodes (spec.nodeName) is admitted as the kubelet admits it (room for one more
+  Pod, and for its cpu and memory requests beside the node's active Pods; else Failed with OutOfpods,
+  OutOfcpu or OutOfmemory); it gets its IP from the node's podCIDR (unique while it lives), then the status
+  status.pod_status computes, written (merge patch on pods/status) only when it
   differs from what is stored, and again at each instant it changes;
 - a Pod with a deletionTimestamp has its containers stopped min(grace period, stop_seconds) after the
   deletion is seen; its final status is written and it is deleted with grace 0 and its uid as precondition; a
@@ -26,7 +28,7 @@ import asyncio
 import ipaddress
 import logging
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable
 from typing import Any
 
 from server.controllers.kubelets import status
@@ -80,6 +82,7 @@ class Simulator:
         self.names = {shape.name(i): i for i in range(first, first + count)}
         self._nodes: dict[str, Obj] = {}  # the latest Node seen, by name
         self._pods: dict[tuple[str, str], Obj] = {}  # the latest Pod seen bound to one of ours
+        self._by_node: dict[str, set[tuple[str, str]]] = {name: set() for name in self.names}
         self._lives: dict[str, status.Life] = {}  # by Pod uid
         self._ips: dict[str, dict[str, str]] = {name: {} for name in self.names}  # node -> ip -> Pod uid
         self._stopped: set[str] = set()  # heartbeats stopped by stop_heartbeat
@@ -155,6 +158,7 @@ class Simulator:
             return
         key = _pod_key(pod)
         self._pods[key[1:]] = pod
+        self._by_node[node].add(key[1:])
         self._keep_ip(pod, node)
         if self._worker.running():
             self._worker.queue.add(key)
@@ -165,13 +169,14 @@ class Simulator:
         uid = str(_meta(pod).get("uid", ""))
         if held is not None and str(_meta(held).get("uid", "")) == uid:
             del self._pods[(namespace, name)]
+            self._by_node.get(str((held.get("spec") or {}).get("nodeName") or ""), set()).discard((namespace, name))
         life = self._lives.pop(uid, None)
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         if life is not None and node in self._ips:
             self._ips[node].pop(life.pod_ip, None)
 
-    def pods_on(self, node: str) -> Iterable[Obj]:
-        return [p for p in self._pods.values() if (p.get("spec") or {}).get("nodeName") == node]
+    def pods_on(self, node: str) -> list[Obj]:
+        return [self._pods[key] for key in self._by_node.get(node, ()) if key in self._pods]
 
     # --- syncing ---------------------------------------------------------------------------------------------
 
@@ -285,6 +290,11 @@ class Simulator:
                 await self._delete(namespace, name, node, uid)
             return  # a terminal Pod's status is final
         if life is None:
+            if not old.get("podIP"):  # a Pod not admitted before (a simulator taking over keeps the running ones)
+                reason, message = status.admission(self.shape, pod, self._admitted(node))
+                if reason:
+                    await self._reject(pod, node, reason, message)
+                    return
             life = self._lives[uid] = self._life(pod, node, now)
         if m.get("deletionTimestamp") and life.stop_at is None:
             grace = float(m.get("deletionGracePeriodSeconds") or 0)
@@ -304,6 +314,22 @@ class Simulator:
             return
         if next_change != status.FOREVER:
             self._worker.queue.add_after(("pod", namespace, name), max(0.0, next_change - time.time()))
+
+    def _admitted(self, node: str) -> list[Obj]:
+        """The node's active Pods this simulator admitted."""
+        return [p for p in self.pods_on(node)
+                if str(_meta(p).get("uid", "")) in self._lives and not _terminal(p.get("status") or {})]
+
+    async def _reject(self, pod: Obj, node: str, reason: str, message: str) -> None:
+        """The kubelet's rejection at admission: Failed with the reason, nothing started."""
+        _, namespace, name = _pod_key(pod)
+        body = {"status": {"phase": "Failed", "reason": reason, "message": message}}
+        try:
+            self._pods[(namespace, name)] = await self._api.patch(PODS, namespace, name, body, node=node,
+                                                                  subresource="status")
+        except ApiFailure as err:
+            if err.code != 404:
+                raise
 
     async def _delete(self, namespace: str, name: str, node: str, uid: str) -> None:
         try:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.machinery.codec import gotime
+from server.machinery.codec.quantity import parse_quantity
 
 Obj = dict[str, Any]
 
@@ -176,6 +177,56 @@ class Plan:
     reason: str  # the terminated state's reason when they exit
     never_ready: bool
     restart_policy: str
+
+
+def quantity(text: Any) -> float:
+    """A resource quantity's value (0 for one that does not parse)."""
+    try:
+        q = parse_quantity(str(text))
+    except ValueError:
+        return 0.0
+    return float(q.coefficient) * 10.0 ** q.exponent
+
+
+def pod_requests(pod: Obj) -> dict[str, float]:
+    """What a Pod asks of a node, as the kubelet's admission counts it: per resource the larger of its
+    containers' sum and its largest init container, plus its overhead."""
+    spec = pod.get("spec") or {}
+
+    def requests(container: Obj) -> dict[str, float]:
+        asked = (container.get("resources") or {}).get("requests") or {}
+        return {str(k): quantity(v) for k, v in asked.items()}
+
+    total: dict[str, float] = {}
+    for container in spec.get("containers") or []:
+        for k, v in requests(container).items():
+            total[k] = total.get(k, 0.0) + v
+    for container in spec.get("initContainers") or []:
+        for k, v in requests(container).items():
+            total[k] = max(total.get(k, 0.0), v)
+    for k, v in (spec.get("overhead") or {}).items():
+        total[str(k)] = total.get(str(k), 0.0) + quantity(v)
+    return total
+
+
+def admission(shape: NodeShape, pod: Obj, admitted: list[Obj]) -> tuple[str, str]:
+    """The kubelet's resource admission of `pod` beside the active Pods `admitted` before it: ("", "") when it
+    fits, else the rejection's reason and message (OutOfpods, OutOfcpu, OutOfmemory)."""
+    if len(admitted) + 1 > shape.pods:
+        return "OutOfpods", (f"Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: "
+                             f"{len(admitted)}, capacity: {shape.pods}")
+    asked = pod_requests(pod)
+    for resource, capacity in (("cpu", shape.cpu), ("memory", shape.memory)):
+        if not asked.get(resource):
+            continue
+        used = sum(pod_requests(p).get(resource, 0.0) for p in admitted)
+        limit = quantity(capacity)
+        if used + asked[resource] > limit:
+            scale = 1000 if resource == "cpu" else 1  # the kubelet prints cpu in millicores
+            return f"OutOf{resource}", (
+                f"Pod was rejected: Node didn't have enough resource: {resource}, requested: "
+                f"{round(asked[resource] * scale)}, used: {round(used * scale)}, capacity: {round(limit * scale)}")
+    return "", ""
 
 
 def _number(value: Any, default: float) -> float:

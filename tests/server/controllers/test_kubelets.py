@@ -272,3 +272,24 @@ async def test_a_deleted_node_stays_deleted(cluster: tuple[Client, RunningCore])
     await client.delete(path("nodes", "", "capstan-node-2"))
     await asyncio.sleep(TIMING.status_report + TIMING.lease_renew * 2)
     assert sorted(await client.names(path("nodes"))) == ["capstan-node-0", "capstan-node-1"]
+
+
+@pytest.mark.parametrize(("requests", "count", "reason"), [
+    ({"cpu": "20"}, 2, "OutOfcpu"),  # 32 cpu: the second Pod's 20 do not fit
+    ({"memory": "200Gi"}, 2, "OutOfmemory"),
+    ({}, 111, "OutOfpods"),  # 110 Pods per node
+], ids=["cpu", "memory", "pods"])
+async def test_the_kubelets_admission_rejects_what_does_not_fit(cluster: tuple[Client, RunningCore],
+                                                                 requests: dict[str, str], count: int,
+                                                                 reason: str) -> None:
+    client, _ = cluster
+    container = {"name": "app", "image": "nginx", "resources": {"requests": requests}}
+    for i in range(count):
+        await client.create(path("pods", NS), pod(f"p{i}", containers=[container]))
+    last = f"p{count - 1}"
+    got = await until(lambda: client.get(path("pods", NS, last)), lambda p: p["status"]["phase"] != "Pending",
+                      timeout=20)
+    assert (got["status"]["phase"], got["status"]["reason"]) == ("Failed", reason)
+    assert got["status"]["message"].startswith("Pod was rejected: Node didn't have enough resource: ")
+    first = await client.get(path("pods", NS, "p0"))
+    assert first["status"]["phase"] == "Running"

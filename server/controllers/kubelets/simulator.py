@@ -343,14 +343,18 @@ class Simulator:
     def _life(self, pod: Obj, node: str, now: float) -> status.Life:
         old = pod.get("status") or {}
         uid = str(_meta(pod).get("uid", ""))
-        ip = str(old.get("podIP") or "") or self._allocate(node, uid)
+        host_ip = self.shape.internal_ip(self.names[node])
+        if (pod.get("spec") or {}).get("hostNetwork"):
+            ip = host_ip  # the node's own address, as the kubelet reports a host-network Pod's
+        else:
+            ip = str(old.get("podIP") or "") or self._allocate(node, uid)
         started = now
         if old.get("startTime"):
             try:
                 started = float(gotime.parse(str(old["startTime"]), gotime.RFC3339)[0])
             except ValueError:
                 started = now
-        return status.Life(started, ip, self.shape.internal_ip(self.names[node]))
+        return status.Life(started, ip, host_ip)
 
     def _keep_ip(self, pod: Obj, node: str) -> None:
         """An IP a Pod already has stays its own (a simulator taking over from another)."""

@@ -110,6 +110,9 @@ async def test_pod_runs_and_becomes_ready(cluster: tuple[Client, RunningCore]) -
     assert status["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
     other = await until(lambda: client.get(path("pods", NS, "web2")), lambda p: condition(p, "Ready") == "True")
     assert other["status"]["podIP"] != status["podIP"]
+    await client.create(path("pods", NS), pod("host", hostNetwork=True))
+    host = await until(lambda: client.get(path("pods", NS, "host")), lambda p: condition(p, "Ready") == "True")
+    assert host["status"]["podIP"] == host["status"]["hostIP"] == "172.20.0.2"
 
 
 @pytest.mark.parametrize(("annotations", "spec", "phase", "check"), [

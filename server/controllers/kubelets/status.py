@@ -1,8 +1,9 @@
 """What a simulated kubelet reports, as pure functions of time: the Node it registers and a Pod's status.
 
 A Pod's life is a timeline fixed when the simulator first sees it bound (t0, wall clock): init containers run
-for `capstan.io/init-seconds` together, then the containers start; each is ready once its readiness probe's
-initialDelaySeconds have passed (none: at once); a container that is set to exit does so `run_seconds` after it
+for `capstan.io/init-seconds` together, then the containers start; each counts as started once its startup
+probe's initialDelaySeconds have passed and as ready once its readiness probe's have passed after that (no probe:
+at once); a container that is set to exit does so `run_seconds` after it
 starts, and is restarted per restartPolicy with the kubelet's back-off (base, doubling, capped), or ends the Pod
 (Succeeded when it exited 0, else Failed). `pod_status(pod, life, now)` is the status at `now` and the next
 instant it changes, so the simulator writes only what changed and wakes only when something will.
@@ -252,11 +253,19 @@ def plan(pod: Obj, timing: Timing) -> Plan:
                 annotations.get(NEVER_READY) == "true", policy)
 
 
-def _ready_delay(container: Obj) -> float:
-    probe = container.get("readinessProbe")
-    if not isinstance(probe, dict):
+def _probe_delay(container: Obj, probe: str) -> float:
+    """When a probe first passes, loosely: its initialDelaySeconds (none: at once)."""
+    found = container.get(probe)
+    if not isinstance(found, dict):
         return 0.0
-    return _number(probe.get("initialDelaySeconds"), 0.0)
+    return _number(found.get("initialDelaySeconds"), 0.0)
+
+
+def _started_ready(container: Obj, since: float) -> tuple[float, float]:
+    """When a container started at `since` counts as started (its startup probe passed) and as ready (then its
+    readiness probe passed)."""
+    started = since + _probe_delay(container, "startupProbe")
+    return started, started + _probe_delay(container, "readinessProbe")
 
 
 def _image_id(image: str) -> str:
@@ -318,12 +327,19 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
         stopped, stop_at = True, deadline
     elif deadline is not None:
         next_change = min(next_change, deadline)
-    ready_at = FOREVER
-    if phase.state == "running" and not p.never_ready and not stopped:
-        ready_at = phase.since + max((_ready_delay(c) for c in containers), default=0.0)
-        if now < ready_at:
-            next_change = min(next_change, ready_at)
-    ready = now >= ready_at
+    started_of: dict[str, bool] = {}
+    ready_of: dict[str, bool] = {}
+    if phase.state == "running" and not stopped:
+        for c in containers:
+            started_at, ready_at = _started_ready(c, phase.since)
+            if p.never_ready:
+                ready_at = FOREVER
+            started_of[str(c.get("name", ""))] = now >= started_at
+            ready_of[str(c.get("name", ""))] = now >= ready_at
+            for at in (started_at, ready_at):
+                if now < at:
+                    next_change = min(next_change, at)
+    ready = bool(ready_of) and all(ready_of.values())
 
     def terminated(code: int, reason: str, started: float, finished: float, cid: str) -> Obj:
         return {"terminated": {"exitCode": code, "reason": reason, "startedAt": now_text(started),
@@ -342,7 +358,7 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
             code, why = (137, "Error") if expired else (0, "Completed")
             entry |= {"containerID": cid, "state": terminated(code, why, phase.since, since, cid)}
         elif phase.state == "running":
-            entry |= {"containerID": cid, "started": True, "ready": ready,
+            entry |= {"containerID": cid, "started": started_of.get(name, True), "ready": ready_of.get(name, False),
                       "state": {"running": {"startedAt": now_text(phase.since)}}}
         elif phase.state == "backoff":
             entry |= {"containerID": cid, "state": {"waiting": {
@@ -393,7 +409,8 @@ def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, f
             entry["message"] = message
         return entry
 
-    unready = [str(c.get("name", "")) for c in containers] if not ready or terminal else []
+    unready = [str(c.get("name", "")) for c in containers
+               if terminal or not ready_of.get(str(c.get("name", "")), False)]
     why = "PodCompleted" if terminal else "ContainersNotReady"
     message = "" if terminal else f"containers with unready status: [{' '.join(unready)}]"
     gates_why, gates_message = _gates(spec, old)

@@ -296,3 +296,21 @@ async def test_the_kubelets_admission_rejects_what_does_not_fit(cluster: tuple[C
     assert got["status"]["message"].startswith("Pod was rejected: Node didn't have enough resource: ")
     first = await client.get(path("pods", NS, "p0"))
     assert first["status"]["phase"] == "Running"
+
+
+async def test_each_container_is_ready_after_its_own_probes(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    probe = {"exec": {"command": ["true"]}, "initialDelaySeconds": 2}
+    containers = [{"name": "slow", "image": "nginx", "readinessProbe": probe},
+                  {"name": "starting", "image": "nginx", "startupProbe": {**probe, "initialDelaySeconds": 1}},
+                  {"name": "quick", "image": "nginx"}]
+    await client.create(path("pods", NS), pod("probed", containers=containers))
+    running = await until(lambda: client.get(path("pods", NS, "probed")), lambda p: p["status"]["phase"] == "Running")
+    by_name = {c["name"]: c for c in running["status"]["containerStatuses"]}
+    assert (by_name["quick"]["ready"], by_name["quick"]["started"]) == (True, True)
+    assert (by_name["starting"]["ready"], by_name["starting"]["started"]) == (False, False)
+    assert (by_name["slow"]["ready"], by_name["slow"]["started"]) == (False, True)
+    message = next(c["message"] for c in running["status"]["conditions"] if c["type"] == "Ready")
+    assert message == "containers with unready status: [slow starting]"
+    ready = await until(lambda: client.get(path("pods", NS, "probed")), lambda p: condition(p, "Ready") == "True")
+    assert all(c["ready"] and c["started"] for c in ready["status"]["containerStatuses"])

@@ -5,7 +5,8 @@
 In one process (the core and its simulated kubelets share it, as in `capstan serve --nodes N`; LMDB with fsync):
 1. idle CPU: the process's CPU over `--idle` seconds of a core with no nodes (the anchor), then of a core with
    `--nodes` simulated nodes and the nodelifecycle controller, their Leases renewed every 10 s; the figure is
-   the difference per node, in milliseconds of CPU per node per second;
+   the difference per node, in milliseconds of CPU per node per second; and what registering the nodes adds to
+   the core's start (start_core returns once they are registered);
 2. Pods started per second: `--pods` Pods bound round robin to the nodes, created by 32 concurrent callers through
    the core's verbs; the clock runs from the first create until the last Pod is Ready (an informer counts);
 3. heartbeats meanwhile: every second each node's Lease renewTime is read; the largest age seen must stay under
@@ -55,14 +56,17 @@ async def start(root: Path, nodes: int) -> tuple[RunningCore, LmdbStore]:
     return running, store
 
 
-async def idle_cpu(root: Path, nodes: int, seconds: float) -> float:
-    """CPU seconds per second of a core with `nodes` simulated nodes, idle after a settling pause."""
+async def idle_cpu(root: Path, nodes: int, seconds: float) -> tuple[float, float]:
+    """CPU seconds per second of a core with `nodes` simulated nodes, idle after a settling pause; and the
+    seconds its start took (the nodes are registered before start_core returns)."""
+    begun = time.perf_counter()
     running, store = await start(root, nodes)
+    start_seconds = time.perf_counter() - begun
     try:
         await asyncio.sleep(min(5.0, seconds / 3))
         before, started = cpu_seconds(), time.monotonic()
         await asyncio.sleep(seconds)
-        return (cpu_seconds() - before) / (time.monotonic() - started)
+        return (cpu_seconds() - before) / (time.monotonic() - started), start_seconds
     finally:
         await running.stop()
         await store.close()
@@ -146,12 +150,14 @@ async def run(args: argparse.Namespace) -> bool:
     with tempfile.TemporaryDirectory(prefix="capstan-bench-nodes-") as tmp:
         root = Path(tmp)
         note(f"idle: a core without nodes, {args.idle:g} s")
-        bare = await idle_cpu(root / "bare", 0, args.idle)
+        bare, bare_start = await idle_cpu(root / "bare", 0, args.idle)
         note(f"idle: a core with {args.nodes} nodes, {args.idle:g} s")
-        loaded = await idle_cpu(root / "idle", args.nodes, args.idle)
+        loaded, loaded_start = await idle_cpu(root / "idle", args.nodes, args.idle)
         per_node = max(0.0, loaded - bare) / args.nodes * 1000
         ok &= emit("idle-cpu", "capstan", "ms_cpu_per_node_per_s", per_node, at_most(1.0, " ms/s"),
                    nodes=args.nodes, core_alone_cpu_share=round(bare, 4), with_nodes_cpu_share=round(loaded, 4))
+        emit("startup", "capstan", "extra_s", max(0.0, loaded_start - bare_start), context("registering the nodes"),
+             nodes=args.nodes, start_s=round(loaded_start, 3), start_without_nodes_s=round(bare_start, 3))
         note(f"pods: {args.pods} Pods on {args.nodes} nodes")
         got = await pods_started(root / "pods", args.nodes, args.pods)
         ok &= emit("pods-started", "capstan", "pods_per_s", args.pods / got["elapsed"], at_least(100, "/s"),

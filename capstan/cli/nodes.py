@@ -326,8 +326,13 @@ def _key(obj: Obj) -> tuple[str, str]:
 
 
 async def run(args: argparse.Namespace) -> None:
-    """`capstan nodes`: until SIGTERM or SIGINT."""
-    config = Kubeconfig(args.kubeconfig)
+    """`capstan nodes`: until SIGTERM or SIGINT. SystemExit with the reason for a kubeconfig that cannot be used."""
+    import yaml
+
+    try:
+        config = Kubeconfig(args.kubeconfig)
+    except (ValueError, KeyError, TypeError, yaml.YAMLError, ssl.SSLError) as err:
+        raise SystemExit(f"capstan nodes: {args.kubeconfig}: {err}") from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
 from capstan.cli import nodes
@@ -41,3 +44,14 @@ def test_capstan_nodes_flags() -> None:
                        "--node-name-prefix", "edge-", "--stop-heartbeat", "edge-10,edge-11"])
     assert (args.count, args.first, args.node_name_prefix, args.stop_heartbeat) == (5, 10, "edge-",
                                                                                    ("edge-10", "edge-11"))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("apiVersion: v1\nkind: Config\n", "the current context names no server"),
+    ("{not yaml", "expected"),
+])
+def test_a_kubeconfig_that_cannot_be_used_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "kc.yaml"
+    path.write_text(text)
+    with pytest.raises(SystemExit, match=message):
+        asyncio.run(nodes.run(parse_args(["nodes", "--kubeconfig", str(path)])))

@@ -116,8 +116,8 @@ class InCoreNodes:
         await self.simulator.start()
 
     async def stop(self) -> None:
+        await self._subscriptions.stop()  # no change is fed to a stopped simulator
         await self.simulator.stop()
-        await self._subscriptions.stop()
 
     def running(self) -> bool:
         return self.simulator.running()

@@ -119,8 +119,21 @@ class Simulator:
             self._worker.queue.add(_pod_key(pod))
 
     async def stop(self) -> None:
+        """Stops reporting and forgets what it followed: a new start learns it again from its feeds and from
+        the Pods' status (their IPs and start times)."""
         await self._heartbeats.stop()
         await self._worker.stop()
+        self._nodes.clear()
+        self._pods.clear()
+        self._lives.clear()
+        self._leases.clear()
+        self._lease_due.clear()
+        self._status_due.clear()
+        self._silent.clear()
+        for keys in self._by_node.values():
+            keys.clear()
+        for ips in self._ips.values():
+            ips.clear()
 
     def running(self) -> bool:
         return self._worker.running() and self._heartbeats.running()

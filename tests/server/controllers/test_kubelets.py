@@ -314,3 +314,24 @@ async def test_each_container_is_ready_after_its_own_probes(cluster: tuple[Clien
     assert message == "containers with unready status: [slow starting]"
     ready = await until(lambda: client.get(path("pods", NS, "probed")), lambda p: condition(p, "Ready") == "True")
     assert all(c["ready"] and c["started"] for c in ready["status"]["containerStatuses"])
+
+
+async def test_leading_again_learns_the_pods_anew(cluster: tuple[Client, RunningCore]) -> None:
+    """Stopped (leadership lost) and started again in the same core: what changed meanwhile is learnt from the
+    feeds, so a Pod deleted meanwhile holds no room or IP, and one kept keeps its IP."""
+    client, core = cluster
+    assert core.nodes is not None
+    await client.create(path("pods", NS), pod("kept"))
+    await client.create(path("pods", NS), pod("gone"))
+    kept = await until(lambda: client.get(path("pods", NS, "kept")), lambda p: condition(p, "Ready") == "True")
+    await until(lambda: client.get(path("pods", NS, "gone")), lambda p: condition(p, "Ready") == "True")
+    kept_ip = kept["status"]["podIP"]
+    await core.nodes.stop()
+    await client.delete(path("pods", NS, "gone"), gracePeriodSeconds=0)
+    await core.nodes.start()
+    await client.create(path("pods", NS), pod("new"))
+    new = await until(lambda: client.get(path("pods", NS, "new")), lambda p: condition(p, "Ready") == "True")
+    assert new["status"]["podIP"] != kept_ip
+    assert (await client.get(path("pods", NS, "kept")))["status"]["podIP"] == kept_ip
+    assert core.nodes.simulator.pods_on("capstan-node-0") and all(
+        p["metadata"]["name"] != "gone" for p in core.nodes.simulator.pods_on("capstan-node-0"))

@@ -18,10 +18,13 @@ Fixtures (every name starts with `capstan_` or `k8s_`, so a project's own `clust
                              .conversion(handler, crd_name): the handler served as a real HTTPS webhook and
                              registered (a webhook configuration, or the CRD's spec.conversion); all of it
                              removed after the test (capstan/testing/registered.py)
+  capstan_nodes              function: .stop(node) / .resume(node): a simulated node's kubelet silenced and
+                             brought back (capstan/testing/nodes.py); every node stopped is resumed after the test
 
 Options: --capstan-kubeconfig PATH (or CAPSTAN_KUBECONFIG) uses that cluster and starts nothing;
 --capstan-insecure starts Capstan with --insecure (plain HTTP, every request allowed); --capstan-serve-arg ARG
-(repeatable) passes ARG to `capstan serve`; --capstan-start-timeout SECONDS (30).
+(repeatable) passes ARG to `capstan serve` (--capstan-serve-arg=--nodes=3: simulated nodes);
+--capstan-start-timeout SECONDS (30).
 
 This module imports only the standard library and pytest at load: it is loaded by every pytest run in an
 environment where Capstan is installed, so the server and the kubernetes client load when a fixture asks.
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
 
     from capstan.testing.access import Access, Rule
     from capstan.testing.apply import Applier
+    from capstan.testing.nodes import Heartbeats
     from capstan.testing.registered import Webhooks
 
 KUBECONFIG_ENV = "CAPSTAN_KUBECONFIG"
@@ -117,6 +121,17 @@ def capstan_cluster(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPa
         yield CapstanCluster(started.kubeconfig, started, insecure)
     finally:
         started.stop()
+
+
+@pytest.fixture
+def capstan_nodes(capstan_admin: client.ApiClient) -> Iterator[Heartbeats]:
+    from capstan.testing.nodes import Heartbeats
+
+    heartbeats = Heartbeats(capstan_admin)
+    try:
+        yield heartbeats
+    finally:
+        heartbeats.resume_all()
 
 
 @pytest.fixture(scope="session")

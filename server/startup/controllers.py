@@ -23,6 +23,7 @@ from server.auth.config import SecurityConfig
 from server.controllers import csrsigning, endpoints, endpointslicemirroring, endpointslices
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
+from server.controllers.scheduler import scheduler
 from server.controllers.serviceaccounts import ServiceAccountsController
 from server.objects.core import Core
 from server.runtime.election import Singleton
@@ -89,6 +90,8 @@ CONTROLLERS: tuple[Controller, ...] = (
                per_namespace=True),
     Controller("endpointslicemirroring", lambda c: endpointslicemirroring.singletons(c.core, c.informers),
                default=True, per_namespace=True),
+    # kube-scheduler's default profile, elected with the controllers (field manager kube-scheduler)
+    Controller("scheduler", lambda c: scheduler.singletons(c.core, c.informers)),
 )
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)

@@ -1,0 +1,392 @@
+"""kube-scheduler's default profile (`default-scheduler`) as an elected singleton: Pods with that schedulerName
+and no nodeName are bound to a Node through pods/binding, as kube-scheduler 1.28 binds them.
+
+One scheduling cycle at a time (scheduleOne): the next Pod of the queue (server/controllers/scheduler/queue.py)
+is filtered against every Node of the cache and the feasible ones scored (plugins.py); the best is chosen, ties
+broken at random (selectHost's reservoir sampling); one feasible Node is taken without scoring. The Pod is
+assumed onto that Node in the cache and the binding is written while the next cycle runs; then the
+`Scheduled` event ("Successfully assigned ns/pod to node", action Binding). A refused binding forgets the
+assumed Pod and retries it with backoff (reason SchedulerError).
+
+A Pod no Node fits gets kube's diagnosis (framework.FitError): the PodScheduled condition False with reason
+Unschedulable and the message, written through pods/status with a strategic merge patch only when it changed,
+and a FailedScheduling event (action Scheduling). The message counts each Node's reasons, sorted:
+
+    0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}, 2 Insufficient cpu.
+    preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims
+    found for incoming pod..
+
+Preemption is not done. The "preemption:" part is kube's PostFilter diagnosis as far as it goes without
+evicting: Nodes whose failure preemption cannot help (UnschedulableAndUnresolvable) say so, Nodes without
+lower-priority Pods have no victims, and a Node where evicting lower-priority Pods would be needed says
+"Preemption is not supported"; a Pod with preemptionPolicy Never says it is not eligible. No Pod is evicted
+and nominatedNodeName is never set. With no Node at all the message is "no nodes available to schedule pods".
+
+The queue orders Pods by spec.priority, then by when they were first queued. Unschedulable Pods are retried
+when the cluster changes in a way their failing filters care for (a Node added, a Node's labels, taints,
+unschedulable flag or allocatable changed, a bound Pod deleted or turned terminal, a bound Pod added that a
+Pod's required affinity matches), after their backoff (1 s doubling to 10 s).
+
+What the cache holds: every Node, and every bound Pod that is not terminal (kube-scheduler's Pod informer
+leaves Succeeded and Failed Pods out), plus the assumed ones; namespaces' labels for namespaceSelector terms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+from collections import Counter
+from collections.abc import Mapping
+
+import orjson
+
+from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.controllers.scheduler import plugins
+from server.controllers.scheduler.cache import Cache, NodeInfo
+from server.controllers.scheduler.events import Recorder
+from server.controllers.scheduler.model import (
+    DEFAULT_SCHEDULER,
+    Key,
+    NamespaceLabels,
+    Obj,
+    PodInfo,
+    key_of,
+    named_nodes,
+    pod_info,
+)
+from server.controllers.scheduler.queue import LEFTOVER_PERIOD, QueuedPod, SchedulingQueue
+from server.machinery import errors, meta
+from server.objects.core import Core
+from server.runtime.election import Singleton
+from server.runtime.informer import Handlers, Indexer, SharedInformers, Subscriptions, on_change
+from server.runtime.tasks import cancel_all
+
+log = logging.getLogger(__name__)
+
+MANAGER = "kube-scheduler"
+PODS = core_pb2.ResourcePath(version="v1", resource="pods")
+NODES = core_pb2.ResourcePath(version="v1", resource="nodes")
+NAMESPACES = core_pb2.ResourcePath(version="v1", resource="namespaces")
+NO_NODES = "no nodes available to schedule pods"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_SUPPORTED = "Preemption is not supported"
+NEVER = "not eligible due to preemptionPolicy=Never."
+TERMINAL = ("Succeeded", "Failed")
+
+# The plugins each cluster event may help (the events each plugin registers for, EventsToRegister).
+POD_DELETED = frozenset({"NodeResourcesFit", "NodePorts", "PodTopologySpread", "InterPodAffinity"})
+NODE_LABELS = frozenset({"NodeAffinity", "PodTopologySpread", "InterPodAffinity", "NodeName", "NodePorts"})
+NODE_TAINTS = frozenset({"TaintToleration", "NodeUnschedulable", "NodeName", "NodePorts"})
+NODE_ALLOCATABLE = frozenset({"NodeResourcesFit", "NodeName", "NodePorts"})
+NODE_DELETED = frozenset({"PodTopologySpread"})
+
+
+def fit_error(nodes: int, statuses: Mapping[str, plugins.Status], *, pre_filter: str = "",
+              post_filter: str = "") -> str:
+    """framework.FitError.Error()."""
+    message = f"0/{nodes} nodes are available:"
+    if pre_filter:
+        message += f" {pre_filter}."
+    else:
+        counts = Counter(reason for status in statuses.values() for reason in status.reasons)
+        histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
+        if histogram:
+            message += f" {', '.join(histogram)}."
+    if post_filter:
+        message += f" {post_filter}."
+    return message
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decision:
+    """One scheduling cycle's outcome: a Node, or the message and the plugins that failed."""
+
+    node: str = ""
+    message: str = ""
+    plugins: frozenset[str] = frozenset()
+
+
+class Scheduler:
+    name = DEFAULT_SCHEDULER
+
+    def __init__(self, core: Core, informers: SharedInformers | None = None, *,
+                 rng: random.Random | None = None) -> None:
+        self._core = core
+        shared = informers or SharedInformers(core)
+        self._subscriptions = Subscriptions()
+        pods: Handlers[Obj] = on_change(self._pod_changed)
+        nodes: Handlers[Obj] = on_change(self._node_changed)
+        self._pods: Indexer[Obj] = self._subscriptions.add(shared.informer(PODS), pods).cache
+        self._subscriptions.add(shared.informer(NODES), nodes)
+        self._namespaces: Indexer[Obj] = self._subscriptions.add(shared.informer(NAMESPACES), Handlers()).cache
+        self._rng = rng or random.Random()
+        self.cache = Cache()
+        self.queue = SchedulingQueue()
+        self.recorder = Recorder(core, DEFAULT_SCHEDULER)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._writes: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self.cache = Cache()
+        self.queue = SchedulingQueue()
+        self.recorder = Recorder(self._core, DEFAULT_SCHEDULER)
+        await self._subscriptions.start()
+        self.recorder.start()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._run(), name="capstan-scheduler"),
+                       loop.create_task(self._flush(), name="capstan-scheduler-flush")]
+
+    async def stop(self) -> None:
+        await self._subscriptions.stop()
+        await cancel_all([*self._tasks, *self._writes])
+        self._tasks = []
+        self._writes.clear()
+        self.queue.close()
+        await self.recorder.stop()
+
+    def running(self) -> bool:
+        return bool(self._tasks) and not any(task.done() for task in self._tasks)
+
+    async def idle(self) -> None:
+        """Returns once the writes begun so far (bindings, conditions, Events) are done (tests, benchmarks)."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
+        await self.recorder.idle()
+
+    # --- informers ------------------------------------------------------------------------------------------------
+
+    def _namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        found = self._namespaces.get(("", namespace))
+        return ((found or {}).get("metadata") or {}).get("labels") or {}
+
+    def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
+        if new is not None and (new.get("status") or {}).get("phase") in TERMINAL:
+            new = None
+        if old is not None and (old.get("status") or {}).get("phase") in TERMINAL:
+            old = None
+        if new is None:
+            if old is None:
+                return
+            key = key_of(old)
+            self.queue.delete(key)
+            self.recorder.forget(str((old.get("metadata") or {}).get("uid") or ""))
+            if self.cache.forget(key) is not None:
+                self.queue.move_all(POD_DELETED)
+            return
+        info = pod_info(new)
+        if info.node_name:
+            self.cache.put(info)
+            self.queue.done(info.key)
+            self.queue.move_matching(lambda queued: bool(queued.pod.required_affinity) and all(
+                term.matches(info, self._namespace_labels) for term in queued.pod.required_affinity))
+            return
+        if self.cache.is_assumed(info.key):
+            return  # bound by this scheduler; the informer has not seen it yet
+        if info.scheduler_name != DEFAULT_SCHEDULER or info.terminating:
+            self.queue.delete(info.key)
+            return
+        if old is None:
+            self.queue.add(info)
+        else:
+            self.queue.update(old, info)
+
+    def _node_changed(self, old: Obj | None, new: Obj | None) -> None:
+        name = str(((new or old or {}).get("metadata") or {}).get("name") or "")
+        self.cache.set_node(name, new)
+        if new is None:
+            self.queue.move_all(NODE_DELETED)
+            return
+        if old is None:
+            self.queue.move_all(None)
+            return
+        helped: set[str] = set()
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        if old_meta.get("labels") != new_meta.get("labels"):
+            helped |= NODE_LABELS
+        if old_spec.get("taints") != new_spec.get("taints") or old_spec.get("unschedulable") != new_spec.get(
+                "unschedulable"):
+            helped |= NODE_TAINTS
+        if (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"):
+            helped |= NODE_ALLOCATABLE
+        if helped:
+            self.queue.move_all(frozenset(helped))
+
+    # --- the scheduling loop --------------------------------------------------------------------------------------
+
+    async def _flush(self) -> None:
+        while True:
+            await asyncio.sleep(LEFTOVER_PERIOD)
+            self.queue.flush_leftover()
+
+    async def _run(self) -> None:
+        while True:
+            queued = await self.queue.pop()
+            cycle = self.queue.scheduling_cycle
+            try:
+                self._schedule_one(queued, cycle)
+            except Exception:
+                log.exception("scheduler: scheduling %s/%s failed", *queued.pod.key)
+                self.queue.failed(queued, (), cycle)
+            await asyncio.sleep(0)  # the informers' events between cycles
+
+    def _schedule_one(self, queued: QueuedPod, cycle: int) -> None:
+        key = queued.pod.key
+        current = self._pods.get(key)
+        if current is None or self.cache.is_assumed(key):
+            return
+        pod = pod_info(current)
+        if pod.node_name or pod.terminating or pod.scheduler_name != DEFAULT_SCHEDULER:
+            self.queue.delete(key)
+            return
+        queued.pod = pod
+        decision = self.decide(pod)
+        if decision.node:
+            self.cache.assume(dataclasses.replace(pod, node_name=decision.node))
+            self._spawn(self._bind(queued, decision.node, cycle))
+            return
+        self.queue.failed(queued, decision.plugins, cycle)
+        self._spawn(self._record_failure(current, "Unschedulable", decision.message))
+
+    def decide(self, pod: PodInfo) -> Decision:
+        return decide(self.cache, pod, self._namespace_labels, self._rng)
+
+    # --- writes ---------------------------------------------------------------------------------------------------
+
+    def _spawn(self, work: object) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _bind(self, queued: QueuedPod, node: str, cycle: int) -> None:
+        """DefaultBinder: POST pods/{name}/binding; then the Scheduled event."""
+        pod = queued.pod
+        namespace, name = pod.key
+        binding = {"apiVersion": "v1", "kind": "Binding",
+                   "metadata": {"name": name, "namespace": namespace, "uid": pod.uid},
+                   "target": {"kind": "Node", "name": node}}
+        request = core_pb2.CreateRequest(
+            path=core_pb2.ResourcePath(version="v1", resource="pods", namespace=namespace, name=name,
+                                       subresource="binding"),
+            object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(binding)))
+        request.options.fieldManager = MANAGER
+        try:
+            await self._core.create(request)
+        except Exception as err:
+            message = err.status.message if isinstance(err, errors.ApiError) else str(err)
+            log.info("scheduler: binding %s/%s to %s failed: %s", namespace, name, node, message)
+            if self.cache.is_assumed(pod.key):
+                self.cache.forget(pod.key)
+                self.queue.move_all(POD_DELETED)
+            current = self._pods.get(pod.key)
+            if current is not None and not (current.get("spec") or {}).get("nodeName"):
+                self.queue.failed(queued, (), cycle)
+                await self._record_failure(current, "SchedulerError", f"binding rejected: {message}")
+            return
+        self.recorder.record(pod.raw, "Normal", "Scheduled", "Binding",
+                             f"Successfully assigned {namespace}/{name} to {node}")
+
+    async def _record_failure(self, pod: Obj, reason: str, message: str) -> None:
+        """handleSchedulingFailure: the FailedScheduling event, then the PodScheduled condition (updatePod)."""
+        self.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "PodScheduled"), None)
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == ("False", reason, message):
+            return
+        changed = old is None or old.get("status") != "False"
+        condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                     "lastTransitionTime": meta.now() if changed else old.get("lastTransitionTime") if old else None,
+                     "reason": reason, "message": message}
+        namespace, name = key_of(pod)
+        patch = core_pb2.PatchRequest(
+            path=core_pb2.ResourcePath(version="v1", resource="pods", namespace=namespace, name=name,
+                                       subresource="status"),
+            type=core_pb2.PATCH_TYPE_STRATEGIC_MERGE,
+            patch=orjson.dumps({"metadata": {"uid": (pod.get("metadata") or {}).get("uid")},
+                                "status": {"conditions": [condition]}}))
+        patch.options.fieldManager = MANAGER
+        try:
+            await self._core.patch(patch)
+        except errors.ApiError as err:
+            log.info("scheduler: updating %s/%s's PodScheduled condition failed: %s", namespace, name,
+                     err.status.message)
+
+
+def decide(cache: Cache, pod: PodInfo, namespace_labels: NamespaceLabels, rng: random.Random) -> Decision:
+    """Filter, score and select (schedulePod), or the FitError's message."""
+    nodes = cache.nodes()
+    if not nodes:
+        return Decision(message=NO_NODES)
+    cycle = plugins.Cycle(pod, nodes, namespace_labels)
+    named = named_nodes(pod)
+    statuses: dict[str, plugins.Status] = {}
+    if named is not None and not named:
+        conflict = plugins.Status("NodeAffinity", (plugins.AFFINITY_CONFLICT,), True)
+        statuses = {node.name: conflict for node in nodes}
+        return Decision(message=fit_error(len(nodes), statuses, pre_filter=plugins.AFFINITY_CONFLICT,
+                                          post_filter=_preemption(pod, cycle, nodes, statuses)),
+                        plugins=frozenset({"NodeAffinity"}))
+    feasible: list[NodeInfo] = []
+    for node in nodes:
+        if named is not None and node.name not in named:
+            continue
+        status = plugins.run_filters(cycle, node)
+        if status is None:
+            feasible.append(node)
+        else:
+            statuses[node.name] = status
+    if not feasible:
+        return Decision(message=fit_error(len(nodes), statuses,
+                                          post_filter=_preemption(pod, cycle, nodes, statuses)),
+                        plugins=frozenset(s.plugin for s in statuses.values()))
+    if len(feasible) == 1:
+        return Decision(node=feasible[0].name)
+    return Decision(node=_select(rng, feasible, plugins.total_scores(cycle, feasible)))
+
+def _select(rng: random.Random, nodes: list[NodeInfo], scores: list[int]) -> str:
+    """selectHost: the highest total, ties broken by reservoir sampling."""
+    best, chosen, ties = scores[0], 0, 1
+    for i in range(1, len(nodes)):
+        if scores[i] > best:
+            best, chosen, ties = scores[i], i, 1
+        elif scores[i] == best:
+            ties += 1
+            if rng.randrange(ties) == 0:
+                chosen = i
+    return nodes[chosen].name
+
+def _preemption(pod: PodInfo, cycle: plugins.Cycle, nodes: list[NodeInfo],
+                statuses: Mapping[str, plugins.Status]) -> str:
+    """DefaultPreemption's PostFilter message, without evicting anything."""
+    if pod.preemption_policy == "Never":
+        return f"preemption: {NEVER}"
+    found: dict[str, plugins.Status] = {}
+    for node in nodes:
+        status = statuses.get(node.name)
+        if status is not None and status.unresolvable:
+            found[node.name] = plugins.Status("DefaultPreemption", (NOT_HELPFUL,), True)
+            continue
+        lower = [p for p in node.pods.values() if p.priority < pod.priority]
+        if not lower:
+            found[node.name] = plugins.Status("DefaultPreemption", (NO_VICTIMS,), True)
+            continue
+        for victim in lower:
+            node.remove(victim)
+        try:
+            still = plugins.run_filters(cycle, node)
+        finally:
+            for victim in lower:
+                node.add(victim)
+        found[node.name] = still or plugins.Status("DefaultPreemption", (NOT_SUPPORTED,))
+    return f"preemption: {fit_error(len(found), found)}"
+
+
+def singletons(core: Core, informers: SharedInformers | None = None) -> list[Singleton]:
+    scheduler = Scheduler(core, informers)
+    return [Singleton("Scheduler", scheduler.start, scheduler.stop)]
+
+
+__all__ = ["Decision", "Key", "Scheduler", "decide", "fit_error", "singletons"]

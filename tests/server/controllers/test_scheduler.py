@@ -1,0 +1,285 @@
+"""The scheduler (kube-scheduler's default profile) through a real core running it: Nodes are created directly
+(Ready, with allocatable), Pods bound through pods/binding as kube-scheduler binds them, each filter and score
+as kube 1.28's default plugins decide, and the unschedulable path (PodScheduled=False, FailedScheduling,
+retried when the cluster changes)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server.auth.config import INSECURE
+from server.startup.app import start_core
+from server.startup.controllers import DEFAULT
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+from tests.server.client import Client, Obj, path
+
+NS = "default"
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+DEADLINE = 10.0
+
+
+@pytest.fixture(name="client")
+async def client_fixture(tmp_path: Path) -> AsyncIterator[Client]:
+    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE,
+                            controller_names=DEFAULT | {"scheduler"})
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
+            yield Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]
+    finally:
+        await core.stop()
+        await store.close()
+
+
+def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict[str, str] | None = None,
+         taints: list[Obj] | None = None, unschedulable: bool = False) -> Obj:
+    allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
+    spec: Obj = {"taints": taints} if taints else {}
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {HOST: name, **(labels or {})}}, "spec": spec,
+            "status": {"capacity": allocatable, "allocatable": allocatable,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+
+
+def pod(name: str, *, cpu: str | None = None, labels: dict[str, str] | None = None, node_name: str = "",
+        **spec: Any) -> Obj:
+    container: Obj = {"name": "app", "image": "nginx"}
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
+    if "ports" in spec:
+        container["ports"] = spec.pop("ports")
+    body: Obj = {"containers": [container], **spec}
+    if node_name:
+        body["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {}}, "spec": body}
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], what: str, timeout: float = DEADLINE) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = await check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        await asyncio.sleep(0.05)
+
+
+async def node_of(client: Client, name: str) -> str:
+    return str((await client.get(path("pods", NS, name))).get("spec", {}).get("nodeName") or "")
+
+
+async def bound(client: Client, name: str) -> str:
+    return str(await eventually(lambda: node_of(client, name), f"{name} bound"))
+
+
+async def scheduled_condition(client: Client, name: str) -> Obj | None:
+    conditions = (await client.get(path("pods", NS, name))).get("status", {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "PodScheduled"), None)
+
+
+async def unschedulable(client: Client, name: str) -> Obj:
+    async def failed() -> Obj | None:
+        condition = await scheduled_condition(client, name)
+        return condition if condition and condition["status"] == "False" else None
+    condition: Obj = await eventually(failed, f"{name} unschedulable")
+    return condition
+
+
+async def setup(client: Client, nodes: list[Obj], existing: list[Obj]) -> None:
+    for n in nodes:
+        await client.create(path("nodes"), n)
+    for p in existing:
+        await client.create(path("pods", NS), p)
+
+
+def affinity(kind: str, selector: dict[str, str], key: str = HOST) -> Obj:
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": selector}, "topologyKey": key}]}}
+
+
+def node_affinity(*expressions: Obj, fields: list[Obj] | None = None) -> Obj:
+    term: Obj = {"matchExpressions": list(expressions)} if expressions else {}
+    if fields:
+        term["matchFields"] = fields
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def spread(max_skew: int, key: str, selector: dict[str, str], when: str = "DoNotSchedule", **more: Any) -> list[Obj]:
+    return [{"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when,
+             "labelSelector": {"matchLabels": selector}, **more}]
+
+
+ZONES = [node("a", labels={ZONE: "z1", "disk": "ssd", "rank": "5"}), node("b", labels={ZONE: "z2", "rank": "10"})]
+
+
+@pytest.mark.parametrize(("nodes", "existing", "spec", "want"), [
+    # NodeUnschedulable
+    ([node("a", unschedulable=True), node("b")], [], {}, "b"),
+    ([node("a", unschedulable=True)], [], {"tolerations": [
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}, "a"),
+    # NodeAffinity: nodeSelector and required terms
+    (ZONES, [], {"nodeSelector": {"disk": "ssd"}}, "a"),
+    (ZONES, [], {"affinity": node_affinity({"key": ZONE, "operator": "In", "values": ["z2"]})}, "b"),
+    (ZONES, [], {"affinity": node_affinity({"key": ZONE, "operator": "NotIn", "values": ["z1"]})}, "b"),
+    (ZONES, [], {"affinity": node_affinity({"key": "disk", "operator": "Exists"})}, "a"),
+    (ZONES, [], {"affinity": node_affinity({"key": "disk", "operator": "DoesNotExist"})}, "b"),
+    (ZONES, [], {"affinity": node_affinity({"key": "rank", "operator": "Gt", "values": ["7"]})}, "b"),
+    (ZONES, [], {"affinity": node_affinity({"key": "rank", "operator": "Lt", "values": ["7"]})}, "a"),
+    (ZONES, [], {"affinity": node_affinity(fields=[{"key": "metadata.name", "operator": "In", "values": ["b"]}])},
+     "b"),
+    # TaintToleration
+    ([node("a", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]), node("b")], [], {}, "b"),
+    ([node("a", taints=[{"key": "dedicated", "value": "infra", "effect": "NoExecute"}])], [],
+     {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "infra"}]}, "a"),
+    # NodeResourcesFit: requests, init containers' max, overhead, pods
+    ([node("a", cpu="1"), node("b", cpu="3")], [], {"containers": [
+        {"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "2"}}}]}, "b"),
+    ([node("a", cpu="1"), node("b", cpu="3")], [], {"initContainers": [
+        {"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "2500m"}}}]}, "b"),
+    ([node("a", cpu="2"), node("b", cpu="3")], [pod("big", cpu="1500m", node_name="b")], {"containers": [
+        {"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "1800m"}}}]}, "a"),
+    ([node("a", pods="1"), node("b")], [pod("one", node_name="b")], {}, "a"),
+    # NodePorts
+    ([node("a"), node("b")], [pod("web", node_name="a", ports=[{"containerPort": 80, "hostPort": 8080}])],
+     {"ports": [{"containerPort": 80, "hostPort": 8080}]}, "b"),
+    # InterPodAffinity
+    (ZONES, [pod("db", labels={"app": "db"}, node_name="b")], {"affinity": affinity("podAffinity", {"app": "db"})},
+     "b"),
+    (ZONES, [pod("db", labels={"app": "db"}, node_name="b")],
+     {"affinity": affinity("podAntiAffinity", {"app": "db"}, ZONE)}, "a"),
+    (ZONES, [pod("db", labels={"app": "db"}, node_name="a",
+                 affinity=affinity("podAntiAffinity", {"app": "web"}))], {}, "b"),
+    # PodTopologySpread (DoNotSchedule)
+    (ZONES, [pod("w1", labels={"app": "web"}, node_name="a")],
+     {"topologySpreadConstraints": spread(1, ZONE, {"app": "web"})}, "b"),
+])
+async def test_a_pod_is_bound_where_the_filters_let_it(client: Client, nodes: list[Obj], existing: list[Obj],
+                                                       spec: Obj, want: str) -> None:
+    await setup(client, nodes, existing)
+    body = pod("new", labels={"app": "web"})
+    body["spec"].update({k: v for k, v in spec.items() if k != "ports"})
+    if "ports" in spec:
+        body["spec"]["containers"][0]["ports"] = spec["ports"]
+    await client.create(path("pods", NS), body)
+    assert await bound(client, "new") == want
+    condition = await scheduled_condition(client, "new")
+    assert condition is not None and condition["status"] == "True"
+
+
+PREEMPTION_3 = "preemption: 0/3 nodes are available: "
+
+
+@pytest.mark.parametrize(("nodes", "existing", "spec", "message"), [
+    ([node("a", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]),
+      node("b", cpu="1"), node("c", cpu="1")], [], {"containers": [
+          {"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "2"}}}]},
+     "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}, 2 Insufficient cpu. "
+     + PREEMPTION_3 + "1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming "
+     "pod.."),
+    ([node("a"), node("b"), node("c")], [], {"nodeSelector": {"disk": "ssd"}},
+     "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+     + PREEMPTION_3 + "3 Preemption is not helpful for scheduling.."),
+    ([node("a", unschedulable=True), node("b", pods="0"), node("c", cpu="100m")], [],
+     {"containers": [{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+      "preemptionPolicy": "Never"},
+     "0/3 nodes are available: 1 Insufficient cpu, 1 Too many pods, 1 node(s) were unschedulable. "
+     "preemption: not eligible due to preemptionPolicy=Never.."),
+    ([], [], {}, "no nodes available to schedule pods"),
+    ([node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z1"}), node("c")],
+     [pod("w1", labels={"app": "web"}, node_name="a"), pod("w2", labels={"app": "web"}, node_name="b")],
+     {"affinity": affinity("podAntiAffinity", {"app": "web"}, ZONE), "nodeSelector": {ZONE: "z1"}},
+     "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match pod "
+     "anti-affinity rules. " + PREEMPTION_3 + "1 Preemption is not helpful for scheduling, 2 No preemption "
+     "victims found for incoming pod.."),
+])
+async def test_an_unschedulable_pod_says_why_as_kube_does(client: Client, nodes: list[Obj], existing: list[Obj],
+                                                          spec: Obj, message: str) -> None:
+    await setup(client, nodes, existing)
+    body = pod("new")
+    body["spec"].update(spec)
+    await client.create(path("pods", NS), body)
+    condition = await unschedulable(client, "new")
+    assert (condition["reason"], condition["message"]) == ("Unschedulable", message)
+    assert condition["lastTransitionTime"]
+    _, events = await eventually(lambda: failed_events(client, "new"), "a FailedScheduling event")
+    event = events[0]
+    assert {k: event[k] for k in ("reason", "action", "type", "note", "reportingController")} == {
+        "reason": "FailedScheduling", "action": "Scheduling", "type": "Warning", "note": message,
+        "reportingController": "default-scheduler"}
+    assert event["regarding"]["name"] == "new" and event["regarding"]["kind"] == "Pod"
+    assert event["reportingInstance"].startswith("default-scheduler-")
+    assert await node_of(client, "new") == ""
+
+
+async def failed_events(client: Client, name: str) -> tuple[Obj, list[Obj]] | None:
+    _, items = await client.list(path("events", NS, group="events.k8s.io"),
+                                 fieldSelector=f"regarding.name={name},reason=FailedScheduling")
+    return ({}, items) if items else None
+
+
+@pytest.mark.parametrize("change", ["add a node", "free the node", "remove the taint"])
+async def test_an_unschedulable_pod_is_retried_when_the_cluster_changes(client: Client, change: str) -> None:
+    taint = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    await setup(client, [node("a", cpu="1", taints=taint if change == "remove the taint" else None)],
+                [pod("hog", cpu="800m", node_name="a")])
+    await client.create(path("pods", NS), pod("new", cpu="500m"))
+    await unschedulable(client, "new")
+    if change == "add a node":
+        await client.create(path("nodes"), node("b"))
+        want = "b"
+    elif change == "free the node":
+        await client.delete(path("pods", NS, "hog"), gracePeriodSeconds=0)
+        want = "a"
+    else:
+        current = await client.get(path("nodes", name="a"))
+        current["spec"].pop("taints")
+        await client.update(path("nodes", name="a"), current)
+        await client.delete(path("pods", NS, "hog"), gracePeriodSeconds=0)
+        want = "a"
+    assert await bound(client, "new") == want
+
+
+async def test_a_bound_pod_gets_the_scheduled_event(client: Client) -> None:
+    await setup(client, [node("a")], [])
+    await client.create(path("pods", NS), pod("new"))
+    assert await bound(client, "new") == "a"
+
+    async def scheduled() -> list[Obj]:
+        _, items = await client.list(path("events", NS, group="events.k8s.io"),
+                                     fieldSelector="regarding.name=new,reason=Scheduled")
+        return items
+    events = await eventually(scheduled, "a Scheduled event")
+    assert (events[0]["action"], events[0]["type"], events[0]["note"]) == (
+        "Binding", "Normal", "Successfully assigned default/new to a")
+
+
+async def test_pods_of_other_schedulers_are_left_alone(client: Client) -> None:
+    await setup(client, [node("a")], [])
+    await client.create(path("pods", NS), pod("other", schedulerName="my-scheduler"))
+    await client.create(path("pods", NS), pod("mine"))
+    assert await bound(client, "mine") == "a"
+    assert await node_of(client, "other") == ""
+
+
+async def test_many_pods_fill_the_nodes_without_overcommitting(client: Client) -> None:
+    await setup(client, [node("a", cpu="1"), node("b", cpu="1")], [])
+    for i in range(6):
+        await client.create(path("pods", NS), pod(f"p{i}", cpu="400m"))
+    placed = [await bound(client, f"p{i}") for i in range(4)]
+    assert sorted(placed) == ["a", "a", "b", "b"]
+    for i in (4, 5):
+        condition = await unschedulable(client, f"p{i}")
+        assert condition["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")

@@ -283,3 +283,16 @@ async def test_many_pods_fill_the_nodes_without_overcommitting(client: Client) -
     for i in (4, 5):
         condition = await unschedulable(client, f"p{i}")
         assert condition["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+
+
+async def test_the_higher_priority_pod_is_scheduled_first(client: Client) -> None:
+    await client.create(path("pods", NS), pod("low", priority=0))
+    await client.create(path("pods", NS), pod("high", priority=1000))
+    for name in ("low", "high"):
+        assert (await unschedulable(client, name))["message"] == "no nodes available to schedule pods"
+    await asyncio.sleep(1.1)  # both past their first backoff: the node's arrival moves them to the active queue
+    await client.create(path("nodes"), node("a", pods="1"))
+    assert await bound(client, "high") == "a"
+    condition = await eventually(lambda: scheduled_condition(client, "low"), "low's condition")
+    assert condition["status"] == "False"
+    assert await node_of(client, "low") == ""

@@ -15,6 +15,7 @@ Contracts, as kube 1.28's:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,10 +43,11 @@ def key_of(obj: Obj) -> Key:
     return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
-def amount(name: str, value: object) -> int:
+@functools.lru_cache(maxsize=4096)
+def amount(name: str, value: str) -> int:
     """A quantity as kube-scheduler counts it: cpu in millicores, others in units, rounded up; 0 when unparsable."""
     try:
-        q = parse_quantity(str(value))
+        q = parse_quantity(value)
     except QuantityError:
         return 0
     exponent: int = q.exponent + (3 if name == CPU else 0)
@@ -57,7 +59,7 @@ def amount(name: str, value: object) -> int:
 
 
 def resources(values: Mapping[str, Any] | None) -> dict[str, int]:
-    return {str(name): amount(str(name), value) for name, value in (values or {}).items()}
+    return {str(name): amount(str(name), str(value)) for name, value in (values or {}).items()}
 
 
 def _container_requests(container: Obj) -> dict[str, int]:

@@ -139,10 +139,26 @@ class Cycle:
     pair_counts: dict[Pair, int] = field(default_factory=dict)
     domains: dict[str, int] = field(default_factory=dict)
     minimum: dict[str, int] = field(default_factory=dict)
+    # NodeResourcesFit: the Pod's non-zero requests in fitsRequest's order
+    requests: list[tuple[str, int]] = field(default_factory=list)
+    # the filters with anything to check for this Pod (PreFilter's Skip)
+    filters: list[Filter] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._affinity_prefilter()
         self._spread_prefilter()
+        self.requests = sorted(((name, value) for name, value in self.pod.requests.items() if value > 0),
+                               key=lambda item: _resource_order(item[0]))
+        skip = set()
+        if not self.pod.node_name:
+            skip.add(node_name)
+        if not self.pod.host_ports:
+            skip.add(node_ports)
+        if not self.hard:
+            skip.add(pod_topology_spread)
+        if not (self.pod.required_affinity or self.pod.required_anti_affinity or self.existing_anti_affinity_counts):
+            skip.add(inter_pod_affinity)
+        self.filters = [check for check in FILTERS if check not in skip]
 
     def _affinity_prefilter(self) -> None:
         pod = self.pod
@@ -230,15 +246,18 @@ def node_resources_fit(cycle: Cycle, node: NodeInfo) -> Status | None:
     reasons = []
     if len(node.pods) + 1 > node.allowed_pods:
         reasons.append(TOO_MANY_PODS)
-    for name, value in sorted(cycle.pod.requests.items(), key=lambda item: _resource_order(item[0])):
-        if value > 0 and value > node.allocatable.get(name, 0) - node.requested.get(name, 0):
+    for name, value in cycle.requests:
+        if value > node.allocatable.get(name, 0) - node.requested.get(name, 0):
             reasons.append(f"Insufficient {name}")
     return Status("NodeResourcesFit", tuple(reasons)) if reasons else None
 
 
+_ORDER = {"cpu": 0, "memory": 1, "ephemeral-storage": 2}
+
+
 def _resource_order(name: str) -> tuple[int, str]:
     """fitsRequest's order: cpu, memory, ephemeral-storage, then the scalar resources."""
-    return {"cpu": 0, "memory": 1, "ephemeral-storage": 2}.get(name, 3), name
+    return _ORDER.get(name, 3), name
 
 
 def pod_topology_spread(cycle: Cycle, node: NodeInfo) -> Status | None:
@@ -284,7 +303,7 @@ FILTERS: tuple[Filter, ...] = (node_unschedulable, node_name, taint_toleration, 
 
 def run_filters(cycle: Cycle, node: NodeInfo) -> Status | None:
     """The first failing filter's status (RunFilterPlugins), None when the Node fits."""
-    for check in FILTERS:
+    for check in cycle.filters:
         status = check(cycle, node)
         if status is not None:
             return status

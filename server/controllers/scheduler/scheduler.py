@@ -354,7 +354,7 @@ def _select(rng: random.Random, nodes: list[NodeInfo], scores: list[int]) -> str
             best, chosen, ties = scores[i], i, 1
         elif scores[i] == best:
             ties += 1
-            if rng.randrange(ties) == 0:
+            if rng.random() * ties < 1:  # rand.Intn(ties) == 0
                 chosen = i
     return nodes[chosen].name
 

@@ -57,6 +57,14 @@ class _Recorded:
     last: float  # monotonic
 
 
+def _reference(pod: Obj) -> Obj:
+    """A Pod's ObjectReference, as reference.GetReference makes it."""
+    metadata = pod.get("metadata") or {}
+    reference = {"kind": "Pod", "namespace": metadata.get("namespace"), "name": metadata.get("name"),
+                 "uid": metadata.get("uid"), "apiVersion": "v1", "resourceVersion": metadata.get("resourceVersion")}
+    return {k: v for k, v in reference.items() if v}
+
+
 class Recorder:
     def __init__(self, core: Core, controller: str) -> None:
         self._core = core
@@ -77,11 +85,10 @@ class Recorder:
         """Returns once every Event recorded so far is written (for tests and benchmarks)."""
         await self._writes.join()
 
-    def record(self, regarding: Obj, type_: str, reason: str, action: str, note: str) -> None:
+    def record(self, regarding: Obj, type_: str, reason: str, action: str, note: str, *,
+               related: Obj | None = None) -> None:
         metadata = regarding.get("metadata") or {}
-        reference = {"kind": "Pod", "namespace": metadata.get("namespace"), "name": metadata.get("name"),
-                     "uid": metadata.get("uid"), "apiVersion": "v1",
-                     "resourceVersion": metadata.get("resourceVersion")}
+        reference = _reference(regarding)
         namespace = str(metadata.get("namespace") or "default")
         key = (str(metadata.get("uid") or ""), action, reason, type_)
         now = time.monotonic()
@@ -101,8 +108,10 @@ class Recorder:
             "metadata": {"name": name, "namespace": namespace},
             "eventTime": micro_time(nanos), "reportingController": self.controller,
             "reportingInstance": self.instance, "action": action, "reason": reason,
-            "regarding": {k: v for k, v in reference.items() if v}, "note": truncate(note), "type": type_,
+            "regarding": reference, "note": truncate(note), "type": type_,
         }
+        if related is not None:
+            event["related"] = _reference(related)
         self._writes.put_nowait(("create", events_path(namespace), orjson.dumps(event)))
 
     def forget(self, uid: str) -> None:

@@ -28,6 +28,7 @@ ImageLocality and VolumeBinding are not run (no images or volumes are known); ne
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -202,6 +203,22 @@ class Cycle:
         for (key, _), count in self.pair_counts.items():
             self.domains[key] = self.domains.get(key, 0) + 1
             self.minimum[key] = min(self.minimum.get(key, count), count)
+
+
+def fit_error(nodes: int, statuses: Mapping[str, Status], *, pre_filter: str = "",
+              post_filter: str = "") -> str:
+    """framework.FitError.Error()."""
+    message = f"0/{nodes} nodes are available:"
+    if pre_filter:
+        message += f" {pre_filter}."
+    else:
+        counts = Counter(reason for status in statuses.values() for reason in status.reasons)
+        histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
+        if histogram:
+            message += f" {', '.join(histogram)}."
+    if post_filter:
+        message += f" {post_filter}."
+    return message
 
 
 # --- filters -------------------------------------------------------------------------------------------------------

@@ -16,11 +16,14 @@ and a FailedScheduling event (action Scheduling). The message counts each Node's
     preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims
     found for incoming pod..
 
-Preemption is not done. The "preemption:" part is kube's PostFilter diagnosis as far as it goes without
-evicting: Nodes whose failure preemption cannot help (UnschedulableAndUnresolvable) say so, Nodes without
-lower-priority Pods have no victims, and a Node where evicting lower-priority Pods would be needed says
-"Preemption is not supported"; a Pod with preemptionPolicy Never says it is not eligible. No Pod is evicted
-and nominatedNodeName is never set. With no Node at all the message is "no nodes available to schedule pods".
+The "preemption:" part is DefaultPreemption's (preemption.py). When it finds a Node where evicting Pods of
+lower priority makes room, the Pod is nominated there (status.nominatedNodeName, written with the condition,
+whose message then has no "preemption:" part), lower-priority Pods nominated to that Node lose their
+nomination, and each victim gets the DisruptionTarget condition (reason PreemptionByScheduler), is deleted with
+its grace period and gets a Preempted event; the Pod is bound once they are gone. Pods nominated to a Node count
+there while Pods of lower or equal priority are filtered, and a nominated Pod tries its Node first.
+PodDisruptionBudgets are not consulted. With no Node at all the message is "no nodes available to schedule
+pods".
 
 The queue orders Pods by spec.priority, then by when they were first queued. Unschedulable Pods are retried
 when the cluster changes in a way their failing filters care for (a Node added, a Node's labels, taints,
@@ -37,13 +40,12 @@ import asyncio
 import dataclasses
 import logging
 import random
-from collections import Counter
 from collections.abc import Mapping
 
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.scheduler import plugins
+from server.controllers.scheduler import plugins, preemption
 from server.controllers.scheduler.cache import Cache, NodeInfo
 from server.controllers.scheduler.events import Recorder
 from server.controllers.scheduler.model import (
@@ -70,10 +72,6 @@ PODS = core_pb2.ResourcePath(version="v1", resource="pods")
 NODES = core_pb2.ResourcePath(version="v1", resource="nodes")
 NAMESPACES = core_pb2.ResourcePath(version="v1", resource="namespaces")
 NO_NODES = "no nodes available to schedule pods"
-NOT_HELPFUL = "Preemption is not helpful for scheduling"
-NO_VICTIMS = "No preemption victims found for incoming pod"
-NOT_SUPPORTED = "Preemption is not supported"
-NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINAL = ("Succeeded", "Failed")
 
 # The plugins each cluster event may help (the events each plugin registers for, EventsToRegister).
@@ -84,22 +82,6 @@ NODE_ALLOCATABLE = frozenset({"NodeResourcesFit", "NodeName", "NodePorts"})
 NODE_DELETED = frozenset({"PodTopologySpread"})
 
 
-def fit_error(nodes: int, statuses: Mapping[str, plugins.Status], *, pre_filter: str = "",
-              post_filter: str = "") -> str:
-    """framework.FitError.Error()."""
-    message = f"0/{nodes} nodes are available:"
-    if pre_filter:
-        message += f" {pre_filter}."
-    else:
-        counts = Counter(reason for status in statuses.values() for reason in status.reasons)
-        histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
-        if histogram:
-            message += f" {', '.join(histogram)}."
-    if post_filter:
-        message += f" {post_filter}."
-    return message
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Decision:
     """One scheduling cycle's outcome: a Node, or the message and the plugins that failed."""
@@ -107,6 +89,8 @@ class Decision:
     node: str = ""
     message: str = ""
     plugins: frozenset[str] = frozenset()
+    candidate: preemption.Candidate | None = None  # the Node and the victims preemption chose
+    nominate: str | None = None  # the nominatedNodeName to write ("" clears it), None to leave it
 
 
 class Scheduler:
@@ -128,10 +112,12 @@ class Scheduler:
         self.recorder = Recorder(core, DEFAULT_SCHEDULER)
         self._tasks: list[asyncio.Task[None]] = []
         self._writes: set[asyncio.Task[None]] = set()
+        self._nominated: dict[Key, tuple[str, PodInfo]] = {}  # pending Pods nominated to a Node
 
     async def start(self) -> None:
         self.cache = Cache()
         self.queue = SchedulingQueue()
+        self._nominated = {}
         self.recorder = Recorder(self._core, DEFAULT_SCHEDULER)
         await self._subscriptions.start()
         self.recorder.start()
@@ -172,11 +158,13 @@ class Scheduler:
                 return
             key = key_of(old)
             self.queue.delete(key)
+            self._nominated.pop(key, None)
             self.recorder.forget(str((old.get("metadata") or {}).get("uid") or ""))
             if self.cache.forget(key) is not None:
                 self.queue.move_all(POD_DELETED)
             return
         info = pod_info(new)
+        self._nominated.pop(info.key, None)
         if info.node_name:
             self.cache.put(info)
             self.queue.done(info.key)
@@ -188,6 +176,9 @@ class Scheduler:
         if info.scheduler_name != DEFAULT_SCHEDULER or info.terminating:
             self.queue.delete(info.key)
             return
+        nominated = str((new.get("status") or {}).get("nominatedNodeName") or "")
+        if nominated:
+            self._nominated[info.key] = (nominated, info)
         if old is None:
             self.queue.add(info)
         else:
@@ -245,14 +236,29 @@ class Scheduler:
         queued.pod = pod
         decision = self.decide(pod)
         if decision.node:
+            self._nominated.pop(key, None)
             self.cache.assume(dataclasses.replace(pod, node_name=decision.node))
             self._spawn(self._bind(queued, decision.node, cycle))
             return
         self.queue.failed(queued, decision.plugins, cycle)
-        self._spawn(self._record_failure(current, "Unschedulable", decision.message))
+        if decision.candidate is not None:
+            node = decision.candidate.node
+            for lower in preemption.lower_nominated(pod, node, self._nominated.values()):
+                del self._nominated[lower.key]
+                self._spawn(self._record_failure(lower.raw, "", "", nominate=""))
+            self._nominated[key] = (node, pod)
+            self._spawn(self._evict(current, decision.candidate))
+        elif decision.nominate == "":
+            self._nominated.pop(key, None)
+        self._spawn(self._record_failure(current, "Unschedulable", decision.message, nominate=decision.nominate))
 
     def decide(self, pod: PodInfo) -> Decision:
-        return decide(self.cache, pod, self._namespace_labels, self._rng)
+        by_node: dict[str, list[PodInfo]] = {}
+        for node, nominated in self._nominated.values():
+            by_node.setdefault(node, []).append(nominated)
+        where = self._nominated.get(pod.key)
+        return decide(self.cache, pod, self._namespace_labels, self._rng, nominated=by_node,
+                      nominated_node=where[0] if where else "")
 
     # --- writes ---------------------------------------------------------------------------------------------------
 
@@ -289,62 +295,118 @@ class Scheduler:
         self.recorder.record(pod.raw, "Normal", "Scheduled", "Binding",
                              f"Successfully assigned {namespace}/{name} to {node}")
 
-    async def _record_failure(self, pod: Obj, reason: str, message: str) -> None:
-        """handleSchedulingFailure: the FailedScheduling event, then the PodScheduled condition (updatePod)."""
-        self.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
-        conditions = (pod.get("status") or {}).get("conditions") or []
-        old = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "PodScheduled"), None)
-        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == ("False", reason, message):
-            return
-        changed = old is None or old.get("status") != "False"
-        condition = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
-                     "lastTransitionTime": meta.now() if changed else old.get("lastTransitionTime") if old else None,
-                     "reason": reason, "message": message}
+    async def _record_failure(self, pod: Obj, reason: str, message: str, *, nominate: str | None = None) -> None:
+        """handleSchedulingFailure: the FailedScheduling event, then the PodScheduled condition and the
+        nominatedNodeName (updatePod: written only when either changes). reason "" writes only the nomination."""
+        status: Obj = {}
+        current = pod.get("status") or {}
+        if reason:
+            self.recorder.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
+            conditions = current.get("conditions") or []
+            old = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "PodScheduled"), None)
+            if old is None or (old.get("status"), old.get("reason"), old.get("message")) != ("False", reason, message):
+                changed = old is None or old.get("status") != "False"
+                since = meta.now() if changed or old is None else old.get("lastTransitionTime")
+                status["conditions"] = [{"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                                         "lastTransitionTime": since, "reason": reason, "message": message}]
+        if nominate is not None and nominate != str(current.get("nominatedNodeName") or ""):
+            status["nominatedNodeName"] = nominate or None
+        if status:
+            await self._patch_status(pod, status)
+
+    async def _patch_status(self, pod: Obj, status: Obj) -> None:
+        """util.PatchPodStatus: a strategic merge patch of pods/status carrying the Pod's uid."""
         namespace, name = key_of(pod)
         patch = core_pb2.PatchRequest(
             path=core_pb2.ResourcePath(version="v1", resource="pods", namespace=namespace, name=name,
                                        subresource="status"),
             type=core_pb2.PATCH_TYPE_STRATEGIC_MERGE,
-            patch=orjson.dumps({"metadata": {"uid": (pod.get("metadata") or {}).get("uid")},
-                                "status": {"conditions": [condition]}}))
+            patch=orjson.dumps({"metadata": {"uid": (pod.get("metadata") or {}).get("uid")}, "status": status}))
         patch.options.fieldManager = MANAGER
         try:
             await self._core.patch(patch)
         except errors.ApiError as err:
-            log.info("scheduler: updating %s/%s's PodScheduled condition failed: %s", namespace, name,
-                     err.status.message)
+            log.info("scheduler: patching %s/%s's status failed: %s", namespace, name, err.status.message)
+
+    async def _evict(self, preemptor: Obj, candidate: preemption.Candidate) -> None:
+        """prepareCandidate: each victim gets the DisruptionTarget condition, is deleted (its own grace period)
+        and gets a Preempted event naming the preemptor."""
+        uid = (preemptor.get("metadata") or {}).get("uid")
+
+        async def evict(victim: PodInfo) -> None:
+            await self._patch_status(victim.raw, {"conditions": [{
+                "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                "message": f"{DEFAULT_SCHEDULER}: preempting to accommodate a higher priority pod",
+                "lastTransitionTime": meta.now()}]})
+            namespace, name = victim.key
+            try:
+                await self._core.delete(core_pb2.DeleteRequest(path=core_pb2.ResourcePath(
+                    version="v1", resource="pods", namespace=namespace, name=name)))
+            except errors.ApiError as err:
+                if err.code != 404:
+                    log.info("scheduler: preempting %s/%s failed: %s", namespace, name, err.status.message)
+                    return
+            self.recorder.record(victim.raw, "Normal", "Preempted", "Preempting",
+                                 f"Preempted by pod {uid} on node {candidate.node}", related=preemptor)
+
+        await asyncio.gather(*(evict(victim) for victim in candidate.victims))
 
 
-def decide(cache: Cache, pod: PodInfo, namespace_labels: NamespaceLabels, rng: random.Random) -> Decision:
-    """Filter, score and select (schedulePod), or the FitError's message."""
+def decide(cache: Cache, pod: PodInfo, namespace_labels: NamespaceLabels, rng: random.Random, *,
+           nominated: Mapping[str, list[PodInfo]] | None = None, nominated_node: str = "") -> Decision:
+    """Filter, score and select (schedulePod), or the FitError's message and what preemption found. Pods
+    nominated to a Node with at least this Pod's priority count on it while it is filtered
+    (RunFilterPluginsWithNominatedPods); a Node this Pod is nominated to is tried first (evaluateNominatedNode)."""
     nodes = cache.nodes()
     if not nodes:
         return Decision(message=NO_NODES)
     cycle = plugins.Cycle(pod, nodes, namespace_labels)
     named = named_nodes(pod)
+    others = nominated or {}
+
+    def filtered(node: NodeInfo) -> plugins.Status | None:
+        adding = [p for p in others.get(node.name, ()) if p.priority >= pod.priority and p.key != pod.key
+                  and p.key not in node.pods]
+        for other in adding:
+            node.add(other)
+        try:
+            return plugins.run_filters(cycle, node)
+        finally:
+            for other in adding:
+                node.remove(other)
+
     statuses: dict[str, plugins.Status] = {}
+    pre_filter = ""
     if named is not None and not named:
-        conflict = plugins.Status("NodeAffinity", (plugins.AFFINITY_CONFLICT,), True)
+        pre_filter = plugins.AFFINITY_CONFLICT
+        conflict = plugins.Status("NodeAffinity", (pre_filter,), True)
         statuses = {node.name: conflict for node in nodes}
-        return Decision(message=fit_error(len(nodes), statuses, pre_filter=plugins.AFFINITY_CONFLICT,
-                                          post_filter=_preemption(pod, cycle, nodes, statuses)),
-                        plugins=frozenset({"NodeAffinity"}))
-    feasible: list[NodeInfo] = []
-    for node in nodes:
-        if named is not None and node.name not in named:
-            continue
-        status = plugins.run_filters(cycle, node)
-        if status is None:
-            feasible.append(node)
-        else:
-            statuses[node.name] = status
+        feasible: list[NodeInfo] = []
+    else:
+        first = cache.node(nominated_node) if nominated_node else None
+        if first is not None and (named is None or first.name in named) and filtered(first) is None:
+            return Decision(node=first.name)
+        feasible = []
+        for node in nodes:
+            if named is not None and node.name not in named:
+                continue
+            status = filtered(node)
+            if status is None:
+                feasible.append(node)
+            else:
+                statuses[node.name] = status
     if not feasible:
-        return Decision(message=fit_error(len(nodes), statuses,
-                                          post_filter=_preemption(pod, cycle, nodes, statuses)),
-                        plugins=frozenset(s.plugin for s in statuses.values()))
+        post_filter, candidate = preemption.preempt(pod, nodes, statuses, namespace_labels,
+                                                    cache.node(nominated_node) if nominated_node else None)
+        ran = not post_filter.startswith("preemption: not eligible")
+        return Decision(message=plugins.fit_error(len(nodes), statuses, pre_filter=pre_filter,
+                                                  post_filter=post_filter),
+                        plugins=frozenset(s.plugin for s in statuses.values()), candidate=candidate,
+                        nominate=(candidate.node if candidate else "") if ran else None)
     if len(feasible) == 1:
         return Decision(node=feasible[0].name)
     return Decision(node=_select(rng, feasible, plugins.total_scores(cycle, feasible)))
+
 
 def _select(rng: random.Random, nodes: list[NodeInfo], scores: list[int]) -> str:
     """selectHost: the highest total, ties broken by reservoir sampling."""
@@ -358,35 +420,10 @@ def _select(rng: random.Random, nodes: list[NodeInfo], scores: list[int]) -> str
                 chosen = i
     return nodes[chosen].name
 
-def _preemption(pod: PodInfo, cycle: plugins.Cycle, nodes: list[NodeInfo],
-                statuses: Mapping[str, plugins.Status]) -> str:
-    """DefaultPreemption's PostFilter message, without evicting anything."""
-    if pod.preemption_policy == "Never":
-        return f"preemption: {NEVER}"
-    found: dict[str, plugins.Status] = {}
-    for node in nodes:
-        status = statuses.get(node.name)
-        if status is not None and status.unresolvable:
-            found[node.name] = plugins.Status("DefaultPreemption", (NOT_HELPFUL,), True)
-            continue
-        lower = [p for p in node.pods.values() if p.priority < pod.priority]
-        if not lower:
-            found[node.name] = plugins.Status("DefaultPreemption", (NO_VICTIMS,), True)
-            continue
-        for victim in lower:
-            node.remove(victim)
-        try:
-            still = plugins.run_filters(cycle, node)
-        finally:
-            for victim in lower:
-                node.add(victim)
-        found[node.name] = still or plugins.Status("DefaultPreemption", (NOT_SUPPORTED,))
-    return f"preemption: {fit_error(len(found), found)}"
-
 
 def singletons(core: Core, informers: SharedInformers | None = None) -> list[Singleton]:
     scheduler = Scheduler(core, informers)
     return [Singleton("Scheduler", scheduler.start, scheduler.stop)]
 
 
-__all__ = ["Decision", "Key", "Scheduler", "decide", "fit_error", "singletons"]
+__all__ = ["Decision", "Key", "Scheduler", "decide", "singletons"]

@@ -198,6 +198,9 @@ PREEMPTION_3 = "preemption: 0/3 nodes are available: "
      "0/3 nodes are available: 1 Insufficient cpu, 1 Too many pods, 1 node(s) were unschedulable. "
      "preemption: not eligible due to preemptionPolicy=Never.."),
     ([], [], {}, "no nodes available to schedule pods"),
+    ([node("a", cpu="1")], [pod("low", cpu="200m", node_name="a", priority=0)],
+     {"priority": 100, "containers": [{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "2"}}}]},
+     "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Insufficient cpu.."),
     ([node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z1"}), node("c")],
      [pod("w1", labels={"app": "web"}, node_name="a"), pod("w2", labels={"app": "web"}, node_name="b")],
      {"affinity": affinity("podAntiAffinity", {"app": "web"}, ZONE), "nodeSelector": {ZONE: "z1"}},
@@ -296,3 +299,32 @@ async def test_the_higher_priority_pod_is_scheduled_first(client: Client) -> Non
     condition = await eventually(lambda: scheduled_condition(client, "low"), "low's condition")
     assert condition["status"] == "False"
     assert await node_of(client, "low") == ""
+
+
+def victim(name: str, node_name: str, priority: int, cpu: str = "800m") -> Obj:
+    return pod(name, cpu=cpu, node_name=node_name, priority=priority, terminationGracePeriodSeconds=0)
+
+
+@pytest.mark.parametrize(("nodes", "existing", "want", "evicted"), [
+    ([node("a", cpu="1")], [victim("low", "a", 0)], "a", {"low"}),
+    # the Node whose most important victim has the lowest priority
+    ([node("a", cpu="1"), node("b", cpu="1")], [victim("v10", "a", 10), victim("v1", "b", 1)], "b", {"v1"}),
+    # only as many victims as needed, the least important first
+    ([node("a", cpu="2")], [victim("keep", "a", 50, "900m"), victim("go", "a", 5, "900m")], "a", {"go"}),
+])
+async def test_a_higher_priority_pod_preempts_lower_ones(client: Client, nodes: list[Obj], existing: list[Obj],
+                                                         want: str, evicted: set[str]) -> None:
+    await setup(client, nodes, existing)
+    await client.create(path("pods", NS), pod("high", cpu="500m", priority=1000))
+    assert await bound(client, "high") == want
+    _, left = await client.list(path("pods", NS))
+    assert {p["metadata"]["name"] for p in left} == {p["metadata"]["name"] for p in existing} - evicted | {"high"}
+
+    async def preempted() -> list[Obj]:
+        _, items = await client.list(path("events", NS, group="events.k8s.io"), fieldSelector="reason=Preempted")
+        return items
+    events = await eventually(preempted, "Preempted events")
+    high = await client.get(path("pods", NS, "high"))
+    assert {(e["regarding"]["name"], e["action"], e["note"], e["related"]["name"]) for e in events} == {
+        (name, "Preempting", f"Preempted by pod {high['metadata']['uid']} on node {want}", "high")
+        for name in evicted}

@@ -121,10 +121,11 @@ class Serving:
     url: str
 
 
-def start_capstan(data_dir: Path) -> Serving:
+def start_capstan(data_dir: Path, extra: tuple[str, ...] = ()) -> Serving:
+    """`capstan serve` on free ports with `extra` flags added."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", str(data_dir),
-         "--http-port", "0", "--grpc-port", "0", "--sync", "false"],
+         "--http-port", "0", "--grpc-port", "0", "--sync", "false", *extra],
         cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )

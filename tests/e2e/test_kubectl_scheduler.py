@@ -38,7 +38,7 @@ def scheduling_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
 
 
 def test_kubectl_sees_a_pod_scheduled_and_one_that_is_not(scheduling: tuple[Capstan, Kubectl]) -> None:
-    capstan, kubectl = scheduling
+    _, kubectl = scheduling
     ran = kubectl("create", "-f", "-", input=json.dumps(NODE))
     assert ran.code == 0, ran.err
     assert kubectl("create", "-f", "-", input=json.dumps(pod("web", "500m"))).code == 0

@@ -11,7 +11,7 @@ Contracts, as kube's:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import Any
 
 from server.controllers.scheduler.model import CPU, MEMORY, PODS, HostPort, Key, PodInfo, resources
@@ -35,9 +35,12 @@ class NodeInfo:
         self.ports: dict[HostPort, int] = {}
         self.with_affinity = 0
         self.with_required_anti_affinity = 0
+        # what the plugins computed from this Node's Pods and labels, until either changes
+        self.memo: dict[Hashable, Any] = {}
 
     def set_node(self, node: Obj | None) -> None:
         self.node = node
+        self.memo = {}
         if node is None:
             return
         metadata = node.get("metadata") or {}
@@ -52,6 +55,7 @@ class NodeInfo:
         return self.allocatable.get(PODS, 0)
 
     def add(self, pod: PodInfo, sign: int = 1) -> None:
+        self.memo = {}
         if sign > 0:
             self.pods[pod.key] = pod
         else:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from server.controllers.scheduler.cache import NodeInfo
@@ -38,6 +38,7 @@ from server.controllers.scheduler.model import (
     HOSTNAME,
     MEMORY,
     UNSCHEDULABLE_TAINT,
+    AffinityTerm,
     NamespaceLabels,
     PodInfo,
     matches_node_selector,
@@ -112,9 +113,27 @@ def constraints(pod: PodInfo, action: str) -> list[Constraint]:
     return out
 
 
-def count_matching(pods: Iterable[PodInfo], selector: label_selectors.Selector, namespace: str) -> int:
-    """countPodsMatchSelector: Pods of the namespace, not being deleted, that the selector matches."""
-    return sum(1 for p in pods if not p.terminating and p.namespace == namespace and selector.matches(p.labels))
+def count_matching(node: NodeInfo, selector: label_selectors.Selector, namespace: str) -> int:
+    """countPodsMatchSelector over the Node's Pods: those of the namespace, not being deleted, that the selector
+    matches (remembered until the Node's Pods change)."""
+    key = ("count", selector, namespace)
+    found = node.memo.get(key)
+    if found is None:
+        found = node.memo[key] = sum(1 for p in node.pods.values()
+                                     if not p.terminating and p.namespace == namespace and selector.matches(p.labels))
+    return int(found)
+
+
+def _matching(node: NodeInfo, term: AffinityTerm, namespace_labels: NamespaceLabels) -> int:
+    """How many of the Node's Pods a term matches (remembered unless the term has a namespaceSelector, whose
+    answer follows the namespaces' labels)."""
+    if not term.namespace_selector.nothing:
+        return sum(1 for p in node.pods.values() if term.matches(p, namespace_labels))
+    key = ("term", term)
+    found = node.memo.get(key)
+    if found is None:
+        found = node.memo[key] = sum(1 for p in node.pods.values() if term.matches(p, namespace_labels))
+    return int(found)
 
 
 def _untolerated(pod: PodInfo, node: NodeInfo) -> Mapping[str, object] | None:
@@ -199,7 +218,7 @@ class Cycle:
                     continue
                 pair = (c.topology_key, node.labels[c.topology_key])
                 self.pair_counts[pair] = self.pair_counts.get(pair, 0) + count_matching(
-                    node.pods.values(), c.selector, self.pod.namespace)
+                    node, c.selector, self.pod.namespace)
         for (key, _), count in self.pair_counts.items():
             self.domains[key] = self.domains.get(key, 0) + 1
             self.minimum[key] = min(self.minimum.get(key, count), count)
@@ -414,7 +433,7 @@ def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
         for c in soft:
             pair = (c.topology_key, node.labels[c.topology_key])
             if c.includes(pod, node) and pair in counts:
-                counts[pair] += count_matching(node.pods.values(), c.selector, pod.namespace)
+                counts[pair] += count_matching(node, c.selector, pod.namespace)
     weights = [math.log((len(nodes) - len(ignored) if c.topology_key == HOSTNAME else sizes[i]) + 2)
                for i, c in enumerate(soft)]
     raw: list[int | None] = []
@@ -428,7 +447,7 @@ def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
             if value is None:
                 continue
             if c.topology_key == HOSTNAME:
-                count = count_matching(node.pods.values(), c.selector, pod.namespace)
+                count = count_matching(node, c.selector, pod.namespace)
             else:
                 count = counts.get((c.topology_key, value), 0)
             score += count * weights[i] + (c.max_skew - 1)
@@ -468,24 +487,15 @@ def inter_pod_affinity_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
     for node in cycle.nodes:
         if not node.labels:
             continue
-        for existing in node.pods.values():
-            if not has_preferred and not existing.has_affinity:
-                continue
-            for weighted in pod.preferred_affinity:
-                if weighted.term.matches(existing, labels_of):
-                    add(weighted.term.topology_key, node.labels.get(weighted.term.topology_key), weighted.weight)
-            for weighted in pod.preferred_anti_affinity:
-                if weighted.term.matches(existing, labels_of):
-                    add(weighted.term.topology_key, node.labels.get(weighted.term.topology_key), -weighted.weight)
-            for term in existing.required_affinity:
-                if term.matches(pod, labels_of):
-                    add(term.topology_key, node.labels.get(term.topology_key), 1)
-            for weighted in existing.preferred_affinity:
-                if weighted.term.matches(pod, labels_of):
-                    add(weighted.term.topology_key, node.labels.get(weighted.term.topology_key), weighted.weight)
-            for weighted in existing.preferred_anti_affinity:
-                if weighted.term.matches(pod, labels_of):
-                    add(weighted.term.topology_key, node.labels.get(weighted.term.topology_key), -weighted.weight)
+        for weighted in pod.preferred_affinity:
+            add(weighted.term.topology_key, node.labels.get(weighted.term.topology_key),
+                weighted.weight * _matching(node, weighted.term, labels_of))
+        for weighted in pod.preferred_anti_affinity:
+            add(weighted.term.topology_key, node.labels.get(weighted.term.topology_key),
+                -weighted.weight * _matching(node, weighted.term, labels_of))
+        if node.with_affinity:
+            for key, weight in _existing_terms(node, pod, labels_of):
+                add(key, node.labels.get(key), weight)
     if not topology:
         return [0] * len(nodes)
     raw = [sum(values.get(node.labels[key], 0) for key, values in topology.items() if key in node.labels)
@@ -493,6 +503,32 @@ def inter_pod_affinity_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
     low, high = min(raw), max(raw)
     spread = high - low
     return [int(MAX_SCORE * ((s - low) / spread)) if spread > 0 else 0 for s in raw]
+
+
+def _existing_terms(node: NodeInfo, pod: PodInfo, labels_of: NamespaceLabels) -> list[tuple[str, int]]:
+    """What the terms of the Node's Pods give a Pod (their required affinity with hardPodAffinityWeight 1, their
+    preferred affinity and anti-affinity), by topology key; remembered per namespace and labels of the Pod
+    unless a term has a namespaceSelector."""
+    key = ("existing", pod.namespace, frozenset(pod.labels.items()))
+    found = node.memo.get(key)
+    if found is not None:
+        return list(found)
+    weights: dict[str, int] = {}
+    cacheable = True
+    for existing in node.pods.values():
+        if not existing.has_affinity:
+            continue
+        terms = [(t, 1) for t in existing.required_affinity]
+        terms += [(w.term, w.weight) for w in existing.preferred_affinity]
+        terms += [(w.term, -w.weight) for w in existing.preferred_anti_affinity]
+        for term, weight in terms:
+            cacheable = cacheable and term.namespace_selector.nothing
+            if term.matches(pod, labels_of):
+                weights[term.topology_key] = weights.get(term.topology_key, 0) + weight
+    out = list(weights.items())
+    if cacheable:
+        node.memo[key] = out
+    return out
 
 
 Score = Callable[[Cycle, list[NodeInfo]], Scores]

@@ -328,3 +328,40 @@ async def test_a_higher_priority_pod_preempts_lower_ones(client: Client, nodes: 
     assert {(e["regarding"]["name"], e["action"], e["note"], e["related"]["name"]) for e in events} == {
         (name, "Preempting", f"Preempted by pod {high['metadata']['uid']} on node {want}", "high")
         for name in evicted}
+
+
+async def test_a_preemptor_is_nominated_while_its_victims_terminate(client: Client) -> None:
+    await setup(client, [node("a", cpu="1")], [pod("low", cpu="800m", node_name="a", priority=0,
+                                                   terminationGracePeriodSeconds=30)])
+    await client.create(path("pods", NS), pod("high", cpu="500m", priority=1000))
+
+    async def nominated() -> Obj | None:
+        high = await client.get(path("pods", NS, "high"))
+        return high if high["status"].get("nominatedNodeName") == "a" else None
+    high = await eventually(nominated, "high nominated to a")
+    [condition] = [c for c in high["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert (condition["reason"], condition["message"]) == (
+        "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.")
+    low = await client.get(path("pods", NS, "low"))
+    assert low["metadata"]["deletionTimestamp"]
+    [target] = [c for c in low["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (target["status"], target["reason"], target["message"]) == (
+        "True", "PreemptionByScheduler", "default-scheduler: preempting to accommodate a higher priority pod")
+    await client.delete(path("pods", NS, "low"), gracePeriodSeconds=0)  # the kubelet's part, sooner
+    assert await bound(client, "high") == "a"
+
+
+async def test_a_repeated_failure_is_one_event_with_a_series(client: Client) -> None:
+    await setup(client, [node("a", cpu="1")], [])
+    await client.create(path("pods", NS), pod("big", cpu="2"))
+    await unschedulable(client, "big")
+    await asyncio.sleep(1.1)  # past its backoff, so the next Node's arrival retries it at once
+    await client.create(path("nodes"), node("b", cpu="1"))
+
+    async def series() -> list[Obj]:
+        found = await failed_events(client, "big")
+        return [e for e in (found or ({}, []))[1] if (e.get("series") or {}).get("count") == 2]
+    [event] = await eventually(series, "the event's series")
+    assert event["note"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+    condition = await scheduled_condition(client, "big")
+    assert condition is not None and condition["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")

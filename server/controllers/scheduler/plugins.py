@@ -21,8 +21,10 @@ Scores (0..100 each after normalizing, times the weight): TaintToleration 3 (Pre
 tolerated, fewer is better), NodeAffinity 2 (preferred terms' weights), PodTopologySpread 2 (ScheduleAnyway
 constraints), InterPodAffinity 2 (preferred terms both ways and existing Pods' required affinity, weight 1),
 NodeResourcesFit 1 (LeastAllocated over cpu and memory with non-zero requests), NodeResourcesBalancedAllocation 1.
+A Pod without spread constraints of its own is scored with the system defaults (hostname maxSkew 3, zone maxSkew
+5, ScheduleAnyway) over the labels its Services and controller select (DefaultSelector).
 ImageLocality and VolumeBinding are not run (no images or volumes are known); neither are the volume filters
-(VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone); nor the system default spread constraints.
+(VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone).
 """
 
 from __future__ import annotations
@@ -150,6 +152,8 @@ class Cycle:
     pod: PodInfo
     nodes: list[NodeInfo]
     namespace_labels: NamespaceLabels
+    # PodTopologySpread's system default constraints select with this (DefaultSelector), when any
+    default_selector: label_selectors.Selector | None = None
     # InterPodAffinity
     affinity_counts: dict[Pair, int] = field(default_factory=dict)
     anti_affinity_counts: dict[Pair, int] = field(default_factory=dict)
@@ -408,13 +412,27 @@ def balanced_allocation_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
     return out
 
 
+ZONE = "topology.kubernetes.io/zone"
+
+
+def system_defaults(selector: label_selectors.Selector | None) -> list[Constraint]:
+    """The default profile's system default constraints (defaultingType System) for a Pod without constraints
+    of its own, over DefaultSelector: none when no Service, ReplicationController, ReplicaSet or StatefulSet
+    selects it."""
+    if selector is None or selector.empty or selector.nothing:
+        return []
+    return [Constraint(3, HOSTNAME, selector, 1, True, False), Constraint(5, ZONE, selector, 1, True, False)]
+
+
 def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
     """PodTopologySpread's ScheduleAnyway scoring (PreScore, Score, NormalizeScore)."""
     pod = cycle.pod
-    soft = constraints(pod, "ScheduleAnyway")
+    require_all = bool(pod.spread_constraints)
+    soft = constraints(pod, "ScheduleAnyway") if require_all else system_defaults(cycle.default_selector)
     if not soft:
         return [0] * len(nodes)
-    ignored = {node.name for node in nodes if not all(c.topology_key in node.labels for c in soft)}
+    ignored = {node.name for node in nodes
+               if require_all and not all(c.topology_key in node.labels for c in soft)}
     counts: dict[Pair, int] = {}
     sizes = [0] * len(soft)
     for node in nodes:
@@ -423,15 +441,15 @@ def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
         for i, c in enumerate(soft):
             if c.topology_key == HOSTNAME:
                 continue
-            pair = (c.topology_key, node.labels[c.topology_key])
+            pair = (c.topology_key, node.labels.get(c.topology_key, ""))
             if pair not in counts:
                 counts[pair] = 0
                 sizes[i] += 1
     for node in cycle.nodes:
-        if not all(c.topology_key in node.labels for c in soft):
+        if require_all and not all(c.topology_key in node.labels for c in soft):
             continue
         for c in soft:
-            pair = (c.topology_key, node.labels[c.topology_key])
+            pair = (c.topology_key, node.labels.get(c.topology_key, ""))
             if c.includes(pod, node) and pair in counts:
                 counts[pair] += count_matching(node, c.selector, pod.namespace)
     weights = [math.log((len(nodes) - len(ignored) if c.topology_key == HOSTNAME else sizes[i]) + 2)

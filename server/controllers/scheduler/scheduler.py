@@ -60,6 +60,8 @@ from server.controllers.scheduler.model import (
 )
 from server.controllers.scheduler.queue import LEFTOVER_PERIOD, QueuedPod, SchedulingQueue
 from server.machinery import errors, meta
+from server.machinery.selectors import BadSelector
+from server.machinery.selectors import labels as label_selectors
 from server.objects.core import Core
 from server.runtime.election import Singleton
 from server.runtime.informer import Handlers, Indexer, SharedInformers, Subscriptions, on_change
@@ -71,6 +73,12 @@ MANAGER = "kube-scheduler"
 PODS = core_pb2.ResourcePath(version="v1", resource="pods")
 NODES = core_pb2.ResourcePath(version="v1", resource="nodes")
 NAMESPACES = core_pb2.ResourcePath(version="v1", resource="namespaces")
+SERVICES = core_pb2.ResourcePath(version="v1", resource="services")
+CONTROLLERS = {  # DefaultSelector's owners: kind -> (apiVersion, path)
+    "ReplicationController": ("v1", core_pb2.ResourcePath(version="v1", resource="replicationcontrollers")),
+    "ReplicaSet": ("apps/v1", core_pb2.ResourcePath(group="apps", version="v1", resource="replicasets")),
+    "StatefulSet": ("apps/v1", core_pb2.ResourcePath(group="apps", version="v1", resource="statefulsets")),
+}
 NO_NODES = "no nodes available to schedule pods"
 TERMINAL = ("Succeeded", "Failed")
 
@@ -106,6 +114,10 @@ class Scheduler:
         self._pods: Indexer[Obj] = self._subscriptions.add(shared.informer(PODS), pods).cache
         self._subscriptions.add(shared.informer(NODES), nodes)
         self._namespaces: Indexer[Obj] = self._subscriptions.add(shared.informer(NAMESPACES), Handlers()).cache
+        self._services: Indexer[Obj] = self._subscriptions.add(shared.informer(SERVICES), Handlers()).cache
+        self._owners: dict[str, Indexer[Obj]] = {
+            kind: self._subscriptions.add(shared.informer(where), Handlers()).cache
+            for kind, (_, where) in CONTROLLERS.items()}
         self._rng = rng or random.Random()
         self.cache = Cache()
         self.queue = SchedulingQueue()
@@ -258,7 +270,36 @@ class Scheduler:
             by_node.setdefault(node, []).append(nominated)
         where = self._nominated.get(pod.key)
         return decide(self.cache, pod, self._namespace_labels, self._rng, nominated=by_node,
-                      nominated_node=where[0] if where else "")
+                      nominated_node=where[0] if where else "",
+                      default_selector=None if pod.spread_constraints else self._default_selector(pod))
+
+    def _default_selector(self, pod: PodInfo) -> label_selectors.Selector | None:
+        """helper.DefaultSelector: the selectors of the Services selecting the Pod, with its controller's
+        (a ReplicationController, ReplicaSet or StatefulSet), as one selector."""
+        labels: dict[str, str] = {}
+        for service in self._services.in_namespace(pod.namespace):
+            wanted = (service.get("spec") or {}).get("selector") or {}
+            if wanted and all(pod.labels.get(k) == v for k, v in wanted.items()):
+                labels.update(wanted)
+        expressions: list[Obj] = []
+        owner = next((ref for ref in (pod.raw.get("metadata") or {}).get("ownerReferences") or []
+                      if isinstance(ref, dict) and ref.get("controller")), None)
+        found = CONTROLLERS.get(str((owner or {}).get("kind")))
+        if owner is not None and found is not None and owner.get("apiVersion") == found[0]:
+            controller = self._owners[str(owner["kind"])].get((pod.namespace, str(owner.get("name"))))
+            wanted = ((controller or {}).get("spec") or {}).get("selector")
+            if isinstance(wanted, dict) and owner["kind"] == "ReplicationController":
+                labels.update({str(k): str(v) for k, v in wanted.items()})
+            elif isinstance(wanted, dict):
+                expressions = [{"key": k, "operator": "In", "values": [v]}
+                               for k, v in (wanted.get("matchLabels") or {}).items()]
+                expressions += list(wanted.get("matchExpressions") or [])
+        if not labels and not expressions:
+            return None
+        try:
+            return label_selectors.from_label_selector({"matchLabels": labels, "matchExpressions": expressions})
+        except (BadSelector, TypeError):
+            return None
 
     # --- writes ---------------------------------------------------------------------------------------------------
 
@@ -353,14 +394,15 @@ class Scheduler:
 
 
 def decide(cache: Cache, pod: PodInfo, namespace_labels: NamespaceLabels, rng: random.Random, *,
-           nominated: Mapping[str, list[PodInfo]] | None = None, nominated_node: str = "") -> Decision:
+           nominated: Mapping[str, list[PodInfo]] | None = None, nominated_node: str = "",
+           default_selector: label_selectors.Selector | None = None) -> Decision:
     """Filter, score and select (schedulePod), or the FitError's message and what preemption found. Pods
     nominated to a Node with at least this Pod's priority count on it while it is filtered
     (RunFilterPluginsWithNominatedPods); a Node this Pod is nominated to is tried first (evaluateNominatedNode)."""
     nodes = cache.nodes()
     if not nodes:
         return Decision(message=NO_NODES)
-    cycle = plugins.Cycle(pod, nodes, namespace_labels)
+    cycle = plugins.Cycle(pod, nodes, namespace_labels, default_selector)
     named = named_nodes(pod)
     others = nominated or {}
 

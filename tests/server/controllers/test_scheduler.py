@@ -365,3 +365,32 @@ async def test_a_repeated_failure_is_one_event_with_a_series(client: Client) -> 
     assert event["note"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
     condition = await scheduled_condition(client, "big")
     assert condition is not None and condition["message"].startswith("0/2 nodes are available: 2 Insufficient cpu.")
+
+
+@pytest.mark.parametrize(("selecting", "want"), [
+    (None, "big"),  # LeastAllocated prefers the larger Node
+    ({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+      "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}, "small"),
+    ({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+      "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+          "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+     "small"),
+])
+async def test_the_system_default_spread_follows_services_and_controllers(client: Client, selecting: Obj | None,
+                                                                         want: str) -> None:
+    """A Pod without constraints of its own is spread over hostnames and zones away from the Pods its Service or
+    its controller selects (maxSkew 3 and 5, ScheduleAnyway)."""
+    await setup(client, [node("big", cpu="64", memory="64Gi", labels={ZONE: "z1"}),
+                         node("small", cpu="2", memory="2Gi", labels={ZONE: "z2"})],
+                [pod("w0", labels={"app": "web"}, node_name="big")])
+    body = pod("new", labels={"app": "web"})
+    if selecting is not None:
+        group = "apps" if selecting["kind"] == "ReplicaSet" else ""
+        resource = "replicasets" if group else "services"
+        made = await client.create(path(resource, NS, group=group), selecting)
+        if group:
+            body["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+                                                    "uid": made["metadata"]["uid"], "controller": True}]
+        await asyncio.sleep(0.2)  # the scheduler's informer has it
+    await client.create(path("pods", NS), body)
+    assert await bound(client, "new") == want

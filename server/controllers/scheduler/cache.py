@@ -29,6 +29,7 @@ class NodeInfo:
         self.taints: tuple[Obj, ...] = ()
         self.unschedulable = False
         self.allocatable: Mapping[str, int] = {}
+        self.allowed_pods = 0
         self.pods: dict[Key, PodInfo] = {}
         self.requested: dict[str, int] = {}
         self.non_zero: dict[str, int] = {CPU: 0, MEMORY: 0}
@@ -49,10 +50,16 @@ class NodeInfo:
         self.taints = tuple(t for t in spec.get("taints") or [] if isinstance(t, dict))
         self.unschedulable = bool(spec.get("unschedulable"))
         self.allocatable = resources((node.get("status") or {}).get("allocatable"))
+        self.allowed_pods = self.allocatable.get(PODS, 0)
 
-    @property
-    def allowed_pods(self) -> int:
-        return self.allocatable.get(PODS, 0)
+    def usage(self) -> tuple[int, int, int, int, int, int]:
+        """cpu and memory: allocatable, non-zero requested, requested (remembered until the Node changes)."""
+        found: tuple[int, int, int, int, int, int] | None = self.memo.get("usage")
+        if found is None:
+            found = self.memo["usage"] = (
+                self.allocatable.get(CPU, 0), self.allocatable.get(MEMORY, 0), self.non_zero[CPU],
+                self.non_zero[MEMORY], self.requested.get(CPU, 0), self.requested.get(MEMORY, 0))
+        return found
 
     def add(self, pod: PodInfo, sign: int = 1) -> None:
         self.memo = {}

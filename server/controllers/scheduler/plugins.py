@@ -178,6 +178,8 @@ class Cycle:
             skip.add(node_name)
         if not self.pod.host_ports:
             skip.add(node_ports)
+        if not self.pod.node_selector and self.pod.required_node_terms is None:
+            skip.add(node_affinity)
         if not self.hard:
             skip.add(pod_topology_spread)
         if not (self.pod.required_affinity or self.pod.required_anti_affinity or self.existing_anti_affinity_counts):
@@ -384,30 +386,31 @@ def _least_requested(requested: int, capacity: int) -> int:
 
 
 def least_allocated_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
+    pod_cpu, pod_memory = cycle.pod.non_zero.get(CPU, 0), cycle.pod.non_zero.get(MEMORY, 0)
     out = []
     for node in nodes:
+        cpu, memory, used_cpu, used_memory, _, _ = node.usage()
         total = weights = 0
-        for name in (CPU, MEMORY):
-            capacity = node.allocatable.get(name, 0)
-            if capacity == 0:
-                continue
-            total += _least_requested(node.non_zero[name] + cycle.pod.non_zero.get(name, 0), capacity)
+        if cpu:
+            total += _least_requested(used_cpu + pod_cpu, cpu)
+            weights += 1
+        if memory:
+            total += _least_requested(used_memory + pod_memory, memory)
             weights += 1
         out.append(total // weights if weights else 0)
     return out
 
 
 def balanced_allocation_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
+    pod_cpu, pod_memory = cycle.pod.requests.get(CPU, 0), cycle.pod.requests.get(MEMORY, 0)
     out = []
     for node in nodes:
-        fractions = []
-        for name in (CPU, MEMORY):
-            capacity = node.allocatable.get(name, 0)
-            if capacity == 0:
-                continue
-            requested = node.requested.get(name, 0) + cycle.pod.requests.get(name, 0)
-            fractions.append(min(requested / capacity, 1.0))
-        std = abs(fractions[0] - fractions[1]) / 2 if len(fractions) == 2 else 0.0
+        cpu, memory, _, _, requested_cpu, requested_memory = node.usage()
+        if cpu and memory:
+            cpu_fraction = min((requested_cpu + pod_cpu) / cpu, 1.0)
+            std = abs(cpu_fraction - min((requested_memory + pod_memory) / memory, 1.0)) / 2
+        else:
+            std = 0.0
         out.append(int((1 - std) * MAX_SCORE))
     return out
 

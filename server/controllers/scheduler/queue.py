@@ -74,11 +74,6 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self._in_active)
 
-    def pending(self) -> dict[str, int]:
-        """How many Pods wait where (the scheduler_pending_pods metric's queues)."""
-        return {"active": len(self._in_active), "backoff": len(self._backoff),
-                "unschedulable": len(self._unschedulable)}
-
     def _push(self, queued: QueuedPod) -> None:
         key = queued.pod.key
         self._cancel_backoff(key)

@@ -113,3 +113,66 @@ async def test_the_queue_pops_by_priority_then_age() -> None:
         queue.add(pod_info(body))
     order = [(await asyncio.wait_for(queue.pop(), 1)).pod.name for _ in range(4)]
     assert order == ["high", "high2", "mid", "low"]
+
+
+def web(name: str, node_name: str, namespace: str = "default", **labels: str) -> Obj:
+    body = pod(name, labels={"app": "web", **labels}, node_name=node_name)
+    body["metadata"]["namespace"] = namespace
+    return body
+
+
+ZONED = [node("a", labels={ZONE: "z1"}), node("b", labels={ZONE: "z2"})]
+TAINTED_Z3 = node("c", labels={ZONE: "z3"}, taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
+
+
+def zone_spread(**more: Any) -> list[Obj]:
+    return [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": {"app": "web"}}, **more}]
+
+
+@pytest.mark.parametrize(("nodes", "existing", "spec", "namespaces", "want"), [
+    # namespaceSelector: the term selects Pods of the namespaces whose labels match
+    (ZONED, [web("db", "b", "other")], {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "namespaceSelector": {"matchLabels": {"team": "x"}},
+         "topologyKey": HOST}]}}, "nodeSelector": {ZONE: "z2"}}, {"other": {"team": "x"}}, "b"),
+    (ZONED, [web("db", "b", "other")], {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "namespaceSelector": {"matchLabels": {"team": "x"}},
+         "topologyKey": HOST}]}}, "nodeSelector": {ZONE: "z2"}}, {"other": {"team": "y"}},
+     "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) didn't match pod "
+     "affinity rules."),
+    # minDomains: fewer domains than asked make the global minimum 0
+    (ZONED, [web("w1", "a"), web("w2", "b")], {"topologySpreadConstraints": zone_spread()}, {}, "a|b"),
+    (ZONED, [web("w1", "a"), web("w2", "b")], {"topologySpreadConstraints": zone_spread(minDomains=3)}, {},
+     "0/2 nodes are available: 2 node(s) didn't match pod topology spread constraints."),
+    # nodeTaintsPolicy: Ignore counts a tainted Node's empty zone, Honor leaves it out
+    ([*ZONED, TAINTED_Z3], [web("w1", "a"), web("w2", "b")], {"topologySpreadConstraints": zone_spread()}, {},
+     "0/3 nodes are available: 1 node(s) had untolerated taint {k: v}, 2 node(s) didn't match pod topology "
+     "spread constraints."),
+    ([*ZONED, TAINTED_Z3], [web("w1", "a"), web("w2", "b")],
+     {"topologySpreadConstraints": zone_spread(nodeTaintsPolicy="Honor")}, {}, "a|b"),
+    # matchLabelKeys: only Pods with the incoming Pod's values for those keys count (nodeAffinityPolicy Ignore:
+    # the zone the Pod may not go to still counts)
+    (ZONED, [web("w1", "b", version="v1"), web("w2", "b", version="v1")],
+     {"topologySpreadConstraints": zone_spread(nodeAffinityPolicy="Ignore"), "nodeSelector": {ZONE: "z2"}}, {},
+     "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) didn't match pod "
+     "topology spread constraints."),
+    (ZONED, [web("w1", "b", version="v1"), web("w2", "b", version="v1")],
+     {"topologySpreadConstraints": zone_spread(matchLabelKeys=["version"], nodeAffinityPolicy="Ignore"),
+      "nodeSelector": {ZONE: "z2"}}, {}, "b"),
+    # nodeAffinityPolicy Honor (the default): only the Nodes the Pod may go to make the domains
+    (ZONED, [web("w1", "b"), web("w2", "b")],
+     {"topologySpreadConstraints": zone_spread(), "nodeSelector": {ZONE: "z2"}}, {}, "b"),
+    # a Node missing the topology key
+    ([node("a"), node("b", labels={ZONE: "z2"})], [], {"topologySpreadConstraints": zone_spread()}, {}, "b"),
+])
+def test_the_filters_rules_in_detail(nodes: list[Obj], existing: list[Obj], spec: Obj,
+                                     namespaces: dict[str, dict[str, str]], want: str) -> None:
+    cache = cache_of(nodes, existing)
+    body = incoming(**spec)
+    body["metadata"]["labels"]["version"] = "v2"
+    decision = decide(cache, pod_info(body), lambda namespace: namespaces.get(namespace, {}), random.Random(0))
+    if "available" in want:
+        assert decision.node == ""
+        assert decision.message.split(" preemption:")[0] == want
+    else:
+        assert decision.node in want.split("|")

@@ -98,6 +98,7 @@ class AffinityTerm:
     namespace_selector: label_selectors.Selector
     selector: label_selectors.Selector
     topology_key: str
+    key: str = ""  # the term as text: what the cache remembers its counts under
 
     def matches(self, pod: PodInfo, namespace_labels: NamespaceLabels) -> bool:
         if pod.namespace not in self.namespaces and not self.namespace_selector.matches(
@@ -124,9 +125,16 @@ def _term(owner_namespace: str, raw: Obj) -> AffinityTerm:
     has_selector = isinstance(raw.get("namespaceSelector"), dict)
     if not namespaces and not has_selector:
         namespaces = frozenset((owner_namespace,))
-    return AffinityTerm(namespaces, _selector(raw.get("namespaceSelector")) if has_selector
-                        else label_selectors.NOTHING, _selector(raw.get("labelSelector")),
-                        str(raw.get("topologyKey") or ""))
+    namespace_selector = _selector(raw.get("namespaceSelector")) if has_selector else label_selectors.NOTHING
+    selector = _selector(raw.get("labelSelector"))
+    topology = str(raw.get("topologyKey") or "")
+    key = f"{','.join(sorted(namespaces))}|{selector_key(namespace_selector)}|{selector_key(selector)}|{topology}"
+    return AffinityTerm(namespaces, namespace_selector, selector, topology, key)
+
+
+def selector_key(selector: label_selectors.Selector) -> str:
+    """A selector as text, distinct for distinct selectors (Nothing is not Everything)."""
+    return "<nothing>" if selector.nothing else str(selector)
 
 
 def _terms(namespace: str, affinity: Obj, kind: str) -> tuple[tuple[AffinityTerm, ...], tuple[WeightedTerm, ...]]:

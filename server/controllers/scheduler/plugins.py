@@ -44,6 +44,7 @@ from server.controllers.scheduler.model import (
     NamespaceLabels,
     PodInfo,
     matches_node_selector,
+    selector_key,
     term_matches,
     tolerated,
 )
@@ -87,6 +88,7 @@ class Constraint:
     min_domains: int
     honor_affinity: bool  # nodeAffinityPolicy Honor (the default)
     honor_taints: bool  # nodeTaintsPolicy Honor (default Ignore)
+    key: str = ""  # the selector as text: what the cache remembers counts under
 
     def includes(self, pod: PodInfo, node: NodeInfo) -> bool:
         """matchNodeInclusionPolicies."""
@@ -111,14 +113,15 @@ def constraints(pod: PodInfo, action: str) -> list[Constraint]:
             parsed = label_selectors.NOTHING
         out.append(Constraint(int(raw.get("maxSkew") or 1), str(raw.get("topologyKey") or ""), parsed,
                               int(raw.get("minDomains") or 1), raw.get("nodeAffinityPolicy") != "Ignore",
-                              raw.get("nodeTaintsPolicy") == "Honor"))
+                              raw.get("nodeTaintsPolicy") == "Honor", selector_key(parsed)))
     return out
 
 
-def count_matching(node: NodeInfo, selector: label_selectors.Selector, namespace: str) -> int:
-    """countPodsMatchSelector over the Node's Pods: those of the namespace, not being deleted, that the selector
-    matches (remembered until the Node's Pods change)."""
-    key = ("count", selector, namespace)
+def count_matching(node: NodeInfo, constraint: Constraint, namespace: str) -> int:
+    """countPodsMatchSelector over the Node's Pods: those of the namespace, not being deleted, that the
+    constraint's selector matches (remembered until the Node's Pods change)."""
+    selector = constraint.selector
+    key = ("count", constraint.key, namespace)
     found = node.memo.get(key)
     if found is None:
         found = node.memo[key] = sum(1 for p in node.pods.values()
@@ -131,7 +134,7 @@ def _matching(node: NodeInfo, term: AffinityTerm, namespace_labels: NamespaceLab
     answer follows the namespaces' labels)."""
     if not term.namespace_selector.nothing:
         return sum(1 for p in node.pods.values() if term.matches(p, namespace_labels))
-    key = ("term", term)
+    key = ("term", term.key)
     found = node.memo.get(key)
     if found is None:
         found = node.memo[key] = sum(1 for p in node.pods.values() if term.matches(p, namespace_labels))
@@ -223,8 +226,7 @@ class Cycle:
                 if not c.includes(self.pod, node):
                     continue
                 pair = (c.topology_key, node.labels[c.topology_key])
-                self.pair_counts[pair] = self.pair_counts.get(pair, 0) + count_matching(
-                    node, c.selector, self.pod.namespace)
+                self.pair_counts[pair] = self.pair_counts.get(pair, 0) + count_matching(node, c, self.pod.namespace)
         for (key, _), count in self.pair_counts.items():
             self.domains[key] = self.domains.get(key, 0) + 1
             self.minimum[key] = min(self.minimum.get(key, count), count)
@@ -424,7 +426,8 @@ def system_defaults(selector: label_selectors.Selector | None) -> list[Constrain
     selects it."""
     if selector is None or selector.empty or selector.nothing:
         return []
-    return [Constraint(3, HOSTNAME, selector, 1, True, False), Constraint(5, ZONE, selector, 1, True, False)]
+    key = selector_key(selector)
+    return [Constraint(3, HOSTNAME, selector, 1, True, False, key), Constraint(5, ZONE, selector, 1, True, False, key)]
 
 
 def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
@@ -454,7 +457,7 @@ def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
         for c in soft:
             pair = (c.topology_key, node.labels.get(c.topology_key, ""))
             if c.includes(pod, node) and pair in counts:
-                counts[pair] += count_matching(node, c.selector, pod.namespace)
+                counts[pair] += count_matching(node, c, pod.namespace)
     weights = [math.log((len(nodes) - len(ignored) if c.topology_key == HOSTNAME else sizes[i]) + 2)
                for i, c in enumerate(soft)]
     raw: list[int | None] = []
@@ -468,7 +471,7 @@ def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
             if value is None:
                 continue
             if c.topology_key == HOSTNAME:
-                count = count_matching(node, c.selector, pod.namespace)
+                count = count_matching(node, c, pod.namespace)
             else:
                 count = counts.get((c.topology_key, value), 0)
             score += count * weights[i] + (c.max_skew - 1)

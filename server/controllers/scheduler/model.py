@@ -15,6 +15,7 @@ Contracts, as kube 1.28's:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -230,6 +231,25 @@ def pod_info(pod: Obj) -> PodInfo:
         preferred_affinity=affinity_preferred, preferred_anti_affinity=anti_preferred,
         spread_constraints=tuple(c for c in spec.get("topologySpreadConstraints") or [] if isinstance(c, dict)),
         raw=pod)
+
+
+def _spec_but_node(pod: Obj) -> Obj:
+    spec = dict(pod.get("spec") or {})
+    spec.pop("nodeName", None)
+    return spec
+
+
+def refresh(old: PodInfo | None, pod: Obj) -> PodInfo:
+    """pod_info(pod), reusing `old`'s parse when only spec.nodeName, the status beyond its phase, or bookkeeping
+    (resourceVersion, managedFields, annotations) changed."""
+    if old is not None:
+        was, now = old.raw.get("metadata") or {}, pod.get("metadata") or {}
+        if (was.get("uid") == now.get("uid") and was.get("labels") == now.get("labels")
+                and was.get("deletionTimestamp") == now.get("deletionTimestamp")
+                and str((pod.get("status") or {}).get("phase") or "") == old.phase
+                and _spec_but_node(old.raw) == _spec_but_node(pod)):
+            return dataclasses.replace(old, node_name=str((pod.get("spec") or {}).get("nodeName") or ""), raw=pod)
+    return pod_info(pod)
 
 
 # --- node selectors ------------------------------------------------------------------------------------------------

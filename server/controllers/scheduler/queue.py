@@ -123,6 +123,10 @@ class SchedulingQueue:
         if pod.key in self._unschedulable and _spec_changed(old, pod.raw):
             self._move([queued])
 
+    def info(self, key: Key) -> PodInfo | None:
+        queued = self._pods.get(key)
+        return queued.pod if queued is not None else None
+
     def delete(self, key: Key) -> None:
         self._pods.pop(key, None)
         self._in_active.pop(key, None)

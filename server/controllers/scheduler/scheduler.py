@@ -56,7 +56,7 @@ from server.controllers.scheduler.model import (
     PodInfo,
     key_of,
     named_nodes,
-    pod_info,
+    refresh,
 )
 from server.controllers.scheduler.queue import LEFTOVER_PERIOD, QueuedPod, SchedulingQueue
 from server.machinery import errors, meta
@@ -175,7 +175,8 @@ class Scheduler:
             if self.cache.forget(key) is not None:
                 self.queue.move_all(POD_DELETED)
             return
-        info = pod_info(new)
+        known = key_of(new)
+        info = refresh(self.cache.pod(known) or self.queue.info(known), new)
         self._nominated.pop(info.key, None)
         if info.node_name:
             self.cache.put(info)
@@ -241,7 +242,7 @@ class Scheduler:
         current = self._pods.get(key)
         if current is None or self.cache.is_assumed(key):
             return
-        pod = pod_info(current)
+        pod = queued.pod if queued.pod.raw is current else refresh(queued.pod, current)
         if pod.node_name or pod.terminating or pod.scheduler_name != DEFAULT_SCHEDULER:
             self.queue.delete(key)
             return

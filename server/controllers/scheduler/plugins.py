@@ -166,6 +166,7 @@ class Cycle:
     pair_counts: dict[Pair, int] = field(default_factory=dict)
     domains: dict[str, int] = field(default_factory=dict)
     minimum: dict[str, int] = field(default_factory=dict)
+    self_matches: list[int] = field(default_factory=list)  # whether each hard constraint selects the Pod itself
     # NodeResourcesFit: the Pod's non-zero requests in fitsRequest's order
     requests: list[tuple[str, int]] = field(default_factory=list)
     # the filters with anything to check for this Pod (PreFilter's Skip)
@@ -219,8 +220,10 @@ class Cycle:
         self.hard = constraints(self.pod, "DoNotSchedule")
         if not self.hard:
             return
+        self.self_matches = [1 if c.selector.matches(self.pod.labels) else 0 for c in self.hard]
+        keys = {c.topology_key for c in self.hard}
         for node in self.nodes:
-            if not all(c.topology_key in node.labels for c in self.hard):
+            if not keys <= node.labels.keys():
                 continue
             for c in self.hard:
                 if not c.includes(self.pod, node):
@@ -305,14 +308,13 @@ def _resource_order(name: str) -> tuple[int, str]:
 
 
 def pod_topology_spread(cycle: Cycle, node: NodeInfo) -> Status | None:
-    for c in cycle.hard:
+    for c, self_match in zip(cycle.hard, cycle.self_matches, strict=True):
         value = node.labels.get(c.topology_key)
         if value is None:
             return Status("PodTopologySpread", (SPREAD_LABEL,), True)
         minimum = cycle.minimum.get(c.topology_key, 2**31 - 1)
         if cycle.domains.get(c.topology_key, 0) < c.min_domains:
             minimum = 0
-        self_match = 1 if c.selector.matches(cycle.pod.labels) else 0
         if cycle.pair_counts.get((c.topology_key, value), 0) + self_match - minimum > c.max_skew:
             return Status("PodTopologySpread", (SPREAD,))
     return None
@@ -437,8 +439,8 @@ def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
     soft = constraints(pod, "ScheduleAnyway") if require_all else system_defaults(cycle.default_selector)
     if not soft:
         return [0] * len(nodes)
-    ignored = {node.name for node in nodes
-               if require_all and not all(c.topology_key in node.labels for c in soft)}
+    keys = {c.topology_key for c in soft}
+    ignored = {node.name for node in nodes if require_all and not keys <= node.labels.keys()}
     counts: dict[Pair, int] = {}
     sizes = [0] * len(soft)
     for node in nodes:
@@ -452,7 +454,7 @@ def spread_scores(cycle: Cycle, nodes: list[NodeInfo]) -> Scores:
                 counts[pair] = 0
                 sizes[i] += 1
     for node in cycle.nodes:
-        if require_all and not all(c.topology_key in node.labels for c in soft):
+        if require_all and not keys <= node.labels.keys():
             continue
         for c in soft:
             pair = (c.topology_key, node.labels.get(c.topology_key, ""))

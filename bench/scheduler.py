@@ -7,9 +7,10 @@ One in-process core (LMDB, fsync on as served, the default controllers, the garb
 `capstan serve` sets it) holds `--nodes` Ready Nodes (64 cpu,
 256Gi, 250 Pods each) and `--pods` pending Pods (100m cpu, 128Mi) in namespace `bench`. Then, alternating over
 3 rounds (a fresh namespace of Pods each):
-  scheduler  the scheduler (server/controllers/scheduler) is started and timed from its start until every Pod
-             is bound (its cache sees each binding through the informer): pods/s. Its CPU per Pod is this
-             process's CPU over the round (the core's writes included) per Pod;
+  scheduler  the scheduler (server/controllers/scheduler) is started (its informers list the cluster, every
+             pending Pod queued) and timed from then until every Pod is bound (its cache sees each binding
+             through the informer): pods/s. Its CPU per Pod is this process's CPU over that time (the core's
+             writes included: the binding and the Scheduled event) per Pod;
   floor      the same Pods bound through the same pods/binding subresource by 16 concurrent writers, Nodes in
              turn, without filtering or scoring: the most binding writes this layout takes per second.
   decide     the scheduling decision alone (filters and scores over the cache, no write) for one Pod: µs per
@@ -96,10 +97,11 @@ async def fill(core: Core, namespace: str, count: int, workload: str) -> None:
 
 
 async def schedule_round(core: Core, namespace: str, count: int) -> tuple[float, float]:
-    """Seconds until every Pod of the namespace is bound, and this process's CPU seconds meanwhile."""
+    """Seconds from the scheduler's start (its informers listed, the Pods queued) until every Pod of the
+    namespace is bound, and this process's CPU seconds meanwhile."""
     scheduler = Scheduler(core)
-    started, cpu = time.perf_counter(), time.process_time()
     await scheduler.start()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         while sum(1 for p in scheduler.cache if p.namespace == namespace and not scheduler.cache.is_assumed(p.key)) \
                 < count:

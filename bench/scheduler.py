@@ -40,8 +40,9 @@ from capstan.cli import gcpolicy
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
 from server.controllers.scheduler.model import pod_info
-from server.controllers.scheduler.scheduler import Scheduler, decide
+from server.controllers.scheduler.scheduler import PODS, Scheduler, decide
 from server.objects.core import Core
+from server.runtime.informer import SharedInformers, on_change
 from server.startup.app import start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
@@ -99,13 +100,22 @@ async def fill(core: Core, namespace: str, count: int, workload: str) -> None:
 async def schedule_round(core: Core, namespace: str, count: int) -> tuple[float, float]:
     """Seconds from the scheduler's start (its informers listed, the Pods queued) until every Pod of the
     namespace is bound, and this process's CPU seconds meanwhile."""
-    scheduler = Scheduler(core)
+    informers = SharedInformers(core)
+    bound: set[str] = set()
+    done = asyncio.Event()
+
+    def seen(old: Obj | None, new: Obj | None) -> None:  # the informer's view of each binding
+        metadata = (new or {}).get("metadata") or {}
+        if metadata.get("namespace") == namespace and (new or {}).get("spec", {}).get("nodeName"):
+            bound.add(str(metadata.get("name")))
+            if len(bound) == count:
+                done.set()
+    informers.informer(PODS).add_handlers(on_change(seen))
+    scheduler = Scheduler(core, informers)
     await scheduler.start()
     started, cpu = time.perf_counter(), time.process_time()
     try:
-        while sum(1 for p in scheduler.cache if p.namespace == namespace and not scheduler.cache.is_assumed(p.key)) \
-                < count:
-            await asyncio.sleep(0.1)
+        await done.wait()
         return time.perf_counter() - started, time.process_time() - cpu
     finally:
         await scheduler.stop()

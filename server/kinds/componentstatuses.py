@@ -9,7 +9,8 @@ a plain error (500, no reason: `Component not found: x`). Capstan probes nothing
 - controller-manager: Capstan's controllers run in the core elected through the `capstan-controllers` Lease in
   kube-system (server/runtime/election.py), so it is Healthy while a holder's lease is current, and otherwise
   answers the error kube shows for a controller-manager that is not running;
-- scheduler: Capstan has none, so it always answers the error kube shows for a scheduler that is not running.
+- scheduler: Capstan's (the `scheduler` controller, when run) holds no Lease or health endpoint of its own, so
+  this always answers the error kube shows for a scheduler that is not running.
 """
 
 from __future__ import annotations

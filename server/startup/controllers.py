@@ -39,6 +39,7 @@ from server.controllers.nodelifecycle import LifecycleConfig, NodeLifecycleContr
 from server.controllers.podgc import PodGC, PodGCConfig
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
+from server.controllers.scheduler import scheduler
 from server.controllers.serviceaccounts import ServiceAccountsController
 from server.objects.core import Core
 from server.runtime.election import Singleton
@@ -141,6 +142,8 @@ CONTROLLERS: tuple[Controller, ...] = (
     # the simulated nodes' partners (server/controllers/kubelets/ plays the kubelets)
     Controller("nodelifecycle", _node_lifecycle),
     Controller("podgc", _podgc),
+    # kube-scheduler's default profile, elected with the controllers (field manager kube-scheduler)
+    Controller("scheduler", lambda c: scheduler.singletons(c.core, c.informers)),
 )
 DEFAULT_NODE_FLAGS = NodeFlags()
 KNOWN = frozenset(c.name for c in CONTROLLERS)

@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from server.machinery.crdschema.cel import check, parse
-from server.machinery.crdschema.cel.rules import _display, _engine_compile
 from server.machinery.values import Obj
 
 _UNTYPED = ("request", "params", "namespaceObject", "authorizer", "variables")
@@ -57,13 +56,16 @@ def _object_type(schema: Mapping[str, Any]) -> check.Type:
 
 
 def _problems(text: str, object_type: check.Type) -> str:
-    program, syntax = _engine_compile(text)
+    # the rules module loads the CEL engine: imported with the first policy checked, never at start
+    from server.machinery.crdschema.cel.rules import display_issues, engine_compile
+
+    program, syntax = engine_compile(text)
     if program is None:
         return syntax
     checker = check.Checker({"object": object_type, "oldObject": object_type,
                              **{name: check.DYN for name in _UNTYPED}})
     checker.walk(parse.parse(text))
-    return _display(text, checker.errors) if checker.errors else ""
+    return display_issues(text, checker.errors) if checker.errors else ""
 
 
 def type_checking(policy: Obj, crds: Iterable[Obj]) -> Obj:

@@ -92,9 +92,9 @@ def compile_error(text: str, declared: Iterable[str]) -> str:
     """"" when `text` compiles with the `declared` variables, else cel-go's text of what is wrong (syntax, or
     a reference to an undeclared name)."""
     from server.machinery.crdschema.cel import parse
-    from server.machinery.crdschema.cel.rules import _engine_compile
+    from server.machinery.crdschema.cel.rules import engine_compile
 
-    program, problem = _engine_compile(text)
+    program, problem = engine_compile(text)
     if program is None:
         return problem
     known = frozenset(declared)

@@ -116,7 +116,7 @@ def _go_rule(rule: Mapping[str, Any]) -> GoValue:
                    f"FieldPath:{go_quote(rule.get('fieldPath') or '')}}}")
 
 
-def _display(text: str, issues: list[tuple[int, str]]) -> str:
+def display_issues(text: str, issues: list[tuple[int, str]]) -> str:
     """cel-go's issues.String(): each error with its position and the line it points into."""
     out = []
     for pos, message in sorted(issues):
@@ -129,7 +129,7 @@ def _display(text: str, issues: list[tuple[int, str]]) -> str:
     return "\n".join(out)
 
 
-def _engine_compile(text: str) -> tuple[Any, str]:
+def engine_compile(text: str) -> tuple[Any, str]:
     """(program, "") or (None, cel-go's syntax error text): the engine's parser is cel-go's ANTLR grammar."""
     try:
         return engine().compile(text), ""
@@ -179,7 +179,7 @@ class _Compiler:
         text = (raw.get("rule") or "").strip()
         if not text:
             return None
-        program, syntax = _engine_compile(raw.get("rule") or "")
+        program, syntax = engine_compile(raw.get("rule") or "")
         own = check.type_of(s, root=root)
         tree: parse.Node | None = None
         cost = 0
@@ -188,7 +188,7 @@ class _Compiler:
             checker = check.Checker({"self": own, "oldSelf": own}, frozenset({"self", "oldSelf"} if root else ()))
             _, cost = checker.walk(tree)
             if checker.errors:
-                syntax = _display(raw.get("rule") or "", checker.errors)
+                syntax = display_issues(raw.get("rule") or "", checker.errors)
         total = check._mul(cost, cardinality)
         if program is not None and total > STATIC_RULE_LIMIT:
             self.errors.append(FieldError.forbidden(f"{path}.rule",
@@ -206,12 +206,12 @@ class _Compiler:
         message_program = None
         expression = raw.get("messageExpression") or ""
         if expression.strip():
-            message_program, problem = _engine_compile(expression)
+            message_program, problem = engine_compile(expression)
             if not problem:
                 checker = check.Checker({"self": own, "oldSelf": own})
                 checker.walk(parse.parse(expression))
                 if checker.errors:
-                    problem = _display(expression, checker.errors)
+                    problem = display_issues(expression, checker.errors)
             if problem:
                 self.errors.append(FieldError.invalid(f"{path}.messageExpression", _go_rule(raw),
                                                       "messageExpression compilation failed: " + problem))

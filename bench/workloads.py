@@ -1,7 +1,7 @@
 """How long a Deployment takes to become Available through the workload controllers, beside the API's floor for
 the same Pod writes, in one run.
 
-    python -m bench.workloads [--quick] [--sizes 1,100] [--rounds 3]
+    python -m bench.workloads [--quick] [--sizes 1,100] [--rounds 3] [--nodes 10]
 
 One in-process core (`start_core`, LMDB with fsync as served) runs the default controllers plus `deployment` and
 `replicaset`; a kubelet stand-in in the same process (an informer on Pods) reports each new Pod Running and Ready
@@ -13,6 +13,9 @@ Impls, per size (Deployment replicas):
   floor        the same Pod writes issued directly, 16 at a time: one create and one status update per Pod
                (what any control plane must write): seconds; the gap is the controllers' rounds (expectations,
                slow-start batches, status writes)
+  nodes        the whole control plane instead of the stand-in: a second core (its own store) with the scheduler
+               and `--nodes` simulated nodes (10 by default), so each Pod is also bound and started by its node's
+               kubelet: create to Available, seconds
 
 Each line carries the median over rounds. Stdout is one JSON line per figure (bench/_util.py); progress goes to
 stderr. Exit status 1 means a Deployment never became Available.
@@ -32,6 +35,7 @@ from typing import Any
 from bench._util import context, emit, note
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
+from server.controllers.kubelets.incore import NodesConfig
 from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, path
 from server.startup import controllers
 from server.startup.app import start_core
@@ -116,6 +120,23 @@ async def floor(kubelet: Kubelet, name: str, replicas: int) -> float:
     return time.perf_counter() - started
 
 
+async def with_nodes(tmp: Path, nodes: int, name: str, replicas: int) -> tuple[float, bool]:
+    """Create to Available on a core running the scheduler and simulated nodes (no stand-in kubelet)."""
+    store = await LmdbStore.open(tmp / f"nodes-{name}", StoreOptions())
+    running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE,
+                               controller_names=controllers.DEFAULT | {"deployment", "replicaset", "scheduler"},
+                               nodes=NodesConfig(count=nodes))
+    client = Kubelet(running.core)  # never started: it only writes and reads; the simulated nodes run the Pods
+    try:
+        started = time.perf_counter()
+        await client.create(path("deployments", NS, group="apps"), deployment(name, replicas))
+        ok = await available(client, name, replicas)
+        return time.perf_counter() - started, ok
+    finally:
+        await running.stop()
+        await store.close()
+
+
 async def main(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory(prefix="capstan-bench-workloads-") as tmp:
@@ -142,6 +163,13 @@ async def main(args: argparse.Namespace) -> int:
                      writes=statistics.median(writes), rounds=args.rounds)
                 emit("deployment-available", "floor", "seconds", statistics.median(floors),
                      context("the Pod writes alone"), replicas=size, writes=2 * size, rounds=args.rounds)
+                if args.nodes:
+                    ran = [await with_nodes(Path(tmp), args.nodes, f"n{size}-{r}", size) for r in range(args.rounds)]
+                    failed = failed or not all(ok for _, ok in ran)
+                    note(f"{size} replicas over {args.nodes} nodes: {[round(t, 3) for t, _ in ran]} s")
+                    emit("deployment-available", "nodes", "seconds", statistics.median(t for t, _ in ran),
+                         context(f"create to Available, scheduled and started on {args.nodes} simulated nodes"),
+                         correct=all(ok for _, ok in ran), replicas=size, nodes=args.nodes, rounds=args.rounds)
         finally:
             await kubelet.stop()
             await running.stop()
@@ -154,6 +182,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="sizes 1,10 and one round")
     parser.add_argument("--sizes", default="1,100")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--nodes", type=int, default=10, help="simulated nodes for the `nodes` impl (0: skip it)")
     parsed = parser.parse_args()
     if parsed.quick:
         parsed.sizes, parsed.rounds = "1,10", 1

@@ -43,6 +43,7 @@ from server.controllers.workload.expectations import Expectations
 from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, key_of, named, path
 from server.controllers.workload.pods import PodControl, controller_of, controller_ref, is_pod_available, is_pod_ready
 from server.controllers.workload.refs import ControllerRefManager
+from server.kinds.tolerations import tolerates
 from server.machinery import errors
 from server.machinery.selectors.labels import Selector, SelectorError, from_label_selector
 from server.objects.core import Core
@@ -122,18 +123,6 @@ def affinity_matches(pod_spec: Obj, node: Obj) -> bool:
     if required is None:
         return True
     return any(term_matches(term, node) for term in required.get("nodeSelectorTerms") or [])
-
-
-def tolerates(toleration: Obj, taint: Obj) -> bool:
-    """Toleration.ToleratesTaint."""
-    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-        return False
-    if toleration.get("key") and toleration.get("key") != taint.get("key"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return True
-    return toleration.get("operator") in (None, "", "Equal") and (toleration.get("value") or "") == (
-        taint.get("value") or "")
 
 
 def untolerated(taints: list[Obj], tolerations: list[Obj], effects: tuple[str, ...]) -> bool:

@@ -39,6 +39,7 @@ from typing import Any
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.workload.events import NORMAL, EventRecorder
 from server.controllers.workload.keyed import Key, KeyedController, key_of, path
+from server.kinds.tolerations import tolerates
 from server.machinery import errors
 from server.machinery.codec import gotime
 from server.objects.core import Core
@@ -95,20 +96,6 @@ def now_text() -> str:
 def condition_of(node: Obj, kind: str) -> Obj | None:
     return next((c for c in (node.get("status") or {}).get("conditions") or []
                  if isinstance(c, dict) and c.get("type") == kind), None)
-
-
-def tolerates(toleration: Obj, taint: Obj) -> bool:
-    """v1.Toleration.ToleratesTaint."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 def eviction_delay(pod: Obj, taints: list[Obj]) -> float | None:

@@ -160,6 +160,19 @@ def write_kubeconfig(data_dir: Path, path: Path) -> str:
     return printed.stdout
 
 
+def serving_with(tmp_path_factory: pytest.TempPathFactory, name: str, *flags: str) -> Iterator[Capstan]:
+    """A `capstan serve --insecure` of a module's own, started with `flags`, and its kubeconfig: what a module
+    fixture yields from (the server is stopped when the fixture ends)."""
+    base = tmp_path_factory.mktemp(name)
+    serving = start_capstan(base / "data", *flags)
+    try:
+        kubeconfig = base / "kubeconfig"
+        write_kubeconfig(base / "data", kubeconfig)
+        yield Capstan(serving.url, base / "data", kubeconfig, serving.log)
+    finally:
+        stop_capstan(serving)
+
+
 @pytest.fixture(scope="session")
 def capstan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
     base = tmp_path_factory.mktemp("capstan")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Capstan, Kubectl, start_capstan, stop_capstan, write_kubeconfig
+from tests.e2e.conftest import Capstan, Kubectl, serving_with
 
 TIMEOUT = 90  # seconds: kubectl's waits, on a machine other work shares
 NODES = {"capstan-node-0", "capstan-node-1", "capstan-node-2"}
@@ -20,14 +20,8 @@ NODES = {"capstan-node-0", "capstan-node-1", "capstan-node-2"}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
-    base = tmp_path_factory.mktemp("capstan-cluster")
-    serving = start_capstan(base / "data", "--controllers=*", "--nodes=3", "--node-pod-run-seconds=1")
-    try:
-        kubeconfig = base / "kubeconfig"
-        write_kubeconfig(base / "data", kubeconfig)
-        yield Capstan(serving.url, base / "data", kubeconfig, serving.log)
-    finally:
-        stop_capstan(serving)
+    yield from serving_with(tmp_path_factory, "capstan-cluster", "--controllers=*", "--nodes=3",
+                            "--node-pod-run-seconds=1")
 
 
 @pytest.fixture

@@ -6,13 +6,12 @@ message."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.e2e.conftest import Kubectl, start_capstan, stop_capstan, write_kubeconfig
+from tests.e2e.conftest import Kubectl, serving_with
 
 Obj = dict[str, Any]
 FLAGS = ("--feature-gates=ValidatingAdmissionPolicy=true",
@@ -33,14 +32,8 @@ BINDING = {
 
 @pytest.fixture(scope="module")
 def enabled_kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
-    base = tmp_path_factory.mktemp("vap")
-    serving = start_capstan(base / "data", *FLAGS)
-    try:
-        kubeconfig: Path = base / "kubeconfig"
-        write_kubeconfig(base / "data", kubeconfig)
-        yield Kubectl(kubeconfig, base / "cache")
-    finally:
-        stop_capstan(serving)
+    for capstan in serving_with(tmp_path_factory, "vap", *FLAGS):
+        yield Kubectl(capstan.kubeconfig, capstan.data_dir.parent / "cache")
 
 
 def test_a_policy_with_kubectl(enabled_kubectl: Kubectl) -> None:

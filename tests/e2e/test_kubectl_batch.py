@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import Capstan, Kubectl, start_capstan, stop_capstan, write_kubeconfig
+from tests.e2e.conftest import Capstan, Kubectl, serving_with
 from tests.server.controllers.batchkubelet import status_of
 
 TIMEOUT = "60s"
@@ -49,14 +49,7 @@ class HttpKubelet:
 
 @pytest.fixture(scope="module")
 def controlled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
-    base = tmp_path_factory.mktemp("capstan-batch")
-    serving = start_capstan(base / "data", "--controllers=*")
-    try:
-        kubeconfig = base / "kubeconfig"
-        write_kubeconfig(base / "data", kubeconfig)
-        yield Capstan(serving.url, base / "data", kubeconfig, serving.log)
-    finally:
-        stop_capstan(serving)
+    yield from serving_with(tmp_path_factory, "capstan-batch", "--controllers=*")
 
 
 @pytest.fixture

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Capstan, Kubectl, start_capstan, stop_capstan, write_kubeconfig
+from tests.e2e.conftest import Capstan, Kubectl, serving_with
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1",
                                                           "labels": {"kubernetes.io/hostname": "worker-1"}},
@@ -26,15 +25,8 @@ def pod(name: str, cpu: str) -> dict[str, object]:
 
 @pytest.fixture(scope="module", name="scheduling")
 def scheduling_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Capstan, Kubectl]]:
-    base = tmp_path_factory.mktemp("capstan-scheduler")
-    serving = start_capstan(base / "data", "--controllers=*")
-    try:
-        kubeconfig = base / "kubeconfig"
-        write_kubeconfig(base / "data", kubeconfig)
-        capstan = Capstan(serving.url, base / "data", kubeconfig, serving.log)
-        yield capstan, Kubectl(kubeconfig, Path(base / "cache"))
-    finally:
-        stop_capstan(serving)
+    for capstan in serving_with(tmp_path_factory, "capstan-scheduler", "--controllers=*"):
+        yield capstan, Kubectl(capstan.kubeconfig, capstan.data_dir.parent / "cache")
 
 
 def test_kubectl_sees_a_pod_scheduled_and_one_that_is_not(scheduling: tuple[Capstan, Kubectl]) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from server.kinds.tolerations import tolerates
 from server.machinery.codec.quantity import QuantityError, parse_quantity
 from server.machinery.selectors import BadSelector
 from server.machinery.selectors import labels as label_selectors
@@ -326,19 +327,6 @@ def named_nodes(pod: PodInfo) -> set[str] | None:
 
 
 # --- taints --------------------------------------------------------------------------------------------------------
-
-def tolerates(toleration: Obj, taint: Obj) -> bool:
-    """Toleration.ToleratesTaint."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and str(toleration.get("value") or "") == str(taint.get("value") or "")
 
 
 def tolerated(tolerations: Iterable[Obj], taint: Obj) -> bool:

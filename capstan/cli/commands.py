@@ -50,7 +50,7 @@ from server.machinery.limits.limiter import Limiter
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
-from server.startup import controllers
+from server.startup import apienablement, controllers
 from server.startup.app import RunningCore, start_core
 from storage import StorageError, Store, StoreOptions, files
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
@@ -204,6 +204,17 @@ async def _open_store(args: argparse.Namespace) -> Store:
 
 
 def _core_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--feature-gates", action="append", default=[], metavar="KEY=BOOL[,KEY=BOOL...]",
+        help="kube-apiserver 1.28's feature gates (ValidatingAdmissionPolicy=true serves and runs "
+        "ValidatingAdmissionPolicies with --runtime-config); an unknown gate is an error, as kube's",
+    )
+    parser.add_argument(
+        "--runtime-config", action="append", default=[], metavar="GROUP/VERSION[=BOOL][,...]",
+        help="group versions to serve beyond the defaults, as kube-apiserver's flag "
+        "(admissionregistration.k8s.io/v1beta1=true, admissionregistration.k8s.io/v1alpha1=true, api/beta, "
+        "api/alpha, api/all)",
+    )
     parser.add_argument(
         "--service-cluster-ip-range", type=_cidr, default=DEFAULT_SERVICE_CLUSTER_IP_RANGE, metavar="CIDR",
         help=f"the range Services' cluster IPs are allocated from (default {DEFAULT_SERVICE_CLUSTER_IP_RANGE}, "
@@ -411,6 +422,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command != "kubeconfig" and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
+    if args.command in ("serve", "core"):
+        try:
+            args.api = apienablement.runtime_config(args.runtime_config,
+                                                    apienablement.feature_gates(args.feature_gates))
+        except ValueError as err:
+            parser.error(str(err))
     return args
 
 
@@ -487,7 +504,8 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             election=_election(args), watch_cache=_watch_cache(args),
                             admission_plugins=admission.enabled(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins),
-                            proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers))
+                            proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
+                            api=args.api)
 
 
 def _collectors(core: RunningCore) -> tuple[Collector, ...]:

@@ -7,8 +7,9 @@ The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Caps
   mutating:   LimitRanger (a new Pod's defaults), ServiceAccount, MutatingAdmissionWebhook
   the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
   between mutating and validating admission)
-  validating: LimitRanger (bounds), ValidatingAdmissionPolicy (the place it takes; not implemented here),
-              ValidatingAdmissionWebhook, ResourceQuota (last: it charges the object just before the write)
+  validating: LimitRanger (bounds), ValidatingAdmissionPolicy (server/admission/policies.py, when its feature
+              gate and group version are on), ValidatingAdmissionWebhook, ResourceQuota (last: it charges the
+              object just before the write)
 NamespaceLifecycle, kube's first plugin, is the verbs' own namespace check (server/objects/namespaces.py) and
 always on. A Pod the built-in mutating plugins changed is validated again and its QoS class recomputed, as kube
 validates and prepares a Pod after mutating admission; an object a webhook changed is typed, pruned and

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.kinds import BUILTIN
+from server.kinds import BUILTIN, admissionpolicies
 from server.machinery import errors, meta
 from server.machinery.concurrently import each
 from server.machinery.values import Obj
@@ -40,7 +40,9 @@ PATH = core_pb2.ResourcePath(group="apiregistration.k8s.io", version="v1", resou
 AUTOMANAGED = "kube-aggregator.kubernetes.io/automanaged"
 ON_START, CRD_MANAGED = "onstart", "true"
 CRD_GROUP_PRIORITY, CRD_VERSION_PRIORITY = 1000, 100
-BUILTIN_VERSIONS = frozenset((r.group, r.version) for r in BUILTIN) | {("", "v1")}
+# The built-in group versions, those served only when --runtime-config turns them on included.
+BUILTIN_VERSIONS = frozenset((r.group, r.version) for r in (
+    *BUILTIN, *admissionpolicies.V1BETA1, *admissionpolicies.V1ALPHA1)) | {("", "v1")}
 AVAILABLE = {
     "type": "Available",
     "status": "True",
@@ -67,6 +69,8 @@ PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
     ("storage.k8s.io", "v1"): (16800, 15),
     ("apiextensions.k8s.io", "v1"): (16700, 15),
     ("admissionregistration.k8s.io", "v1"): (16700, 15),
+    ("admissionregistration.k8s.io", "v1beta1"): (16700, 12),
+    ("admissionregistration.k8s.io", "v1alpha1"): (16700, 9),
     ("scheduling.k8s.io", "v1"): (16600, 15),
     ("coordination.k8s.io", "v1"): (16500, 15),
     ("node.k8s.io", "v1"): (16300, 15),

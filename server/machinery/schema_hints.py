@@ -58,6 +58,7 @@ RBAC_V1 = "k8s.io.api.rbac.v1."
 AUTOSCALING_V1 = "k8s.io.api.autoscaling.v1."
 AUTOSCALING_V2 = "k8s.io.api.autoscaling.v2."
 ADMISSION_V1 = "k8s.io.api.admissionregistration.v1."
+ADMISSION_POLICY_VERSIONS = ("k8s.io.api.admissionregistration.v1beta1.", "k8s.io.api.admissionregistration.v1alpha1.")
 APIREG_V1 = "k8s.io.kube_aggregator.pkg.apis.apiregistration.v1."
 POLICY_V1 = "k8s.io.api.policy.v1."
 CERTIFICATES_V1 = "k8s.io.api.certificates.v1."
@@ -258,6 +259,19 @@ FIELDS: Mapping[tuple[str, str], FieldHint] = MappingProxyType({
     (FLOWCONTROL_V1BETA2 + "PriorityLevelConfigurationStatus", "conditions"): BY_TYPE,
     # CSINodeSpec.drivers carries patchStrategy=merge by name without a list type.
     (STORAGE_V1 + "CSINodeSpec", "drivers"): FieldHint(patch_strategy="merge", patch_merge_key="name"),
+    # ValidatingAdmissionPolicy and its binding (admissionregistration v1beta1 and v1alpha1 types.go).
+    **{(version + message, name): hint for version in ADMISSION_POLICY_VERSIONS for message, name, hint in (
+        ("ValidatingAdmissionPolicySpec", "validations", ATOMIC),
+        ("ValidatingAdmissionPolicySpec", "auditAnnotations", ATOMIC),
+        ("ValidatingAdmissionPolicySpec", "matchConditions", BY_NAME),
+        ("ValidatingAdmissionPolicySpec", "variables", BY_NAME),
+        ("ValidatingAdmissionPolicyStatus", "conditions", FieldHint(list_type="map", list_map_keys=("type",))),
+        ("TypeChecking", "expressionWarnings", ATOMIC),
+        ("MatchResources", "resourceRules", ATOMIC),
+        ("MatchResources", "excludeResourceRules", ATOMIC),
+        ("NamedRuleWithOperations", "resourceNames", ATOMIC),
+        ("ValidatingAdmissionPolicyBindingSpec", "validationActions", FieldHint(list_type="set")),
+    )},
 })
 
 MESSAGES: Mapping[str, MessageHint] = MappingProxyType({
@@ -433,6 +447,18 @@ MESSAGES: Mapping[str, MessageHint] = MappingProxyType({
     RBAC_V1 + "ClusterRoleBindingList": MessageHint(required=("items",)),
     AUTOSCALING_V1 + "ScaleStatus": MessageHint(required=("replicas",)),
     "k8s.io.api.coordination.v1.LeaseList": MessageHint(required=("items",)),
+    **{version + message: hint for version in ADMISSION_POLICY_VERSIONS for message, hint in (
+        ("MatchResources", MessageHint(map_type="atomic")),
+        ("NamedRuleWithOperations", MessageHint(map_type="atomic")),
+        ("ParamKind", MessageHint(map_type="atomic")),
+        ("ParamRef", MessageHint(map_type="atomic")),
+        ("Variable", MessageHint(required=("name", "expression"), map_type="atomic")),
+        ("Validation", MessageHint(required=("expression",))),
+        ("AuditAnnotation", MessageHint(required=("key", "valueExpression"))),
+        ("ExpressionWarning", MessageHint(required=("fieldRef", "warning"))),
+        ("ValidatingAdmissionPolicyList", MessageHint(required=("items",))),
+        ("ValidatingAdmissionPolicyBindingList", MessageHint(required=("items",))),
+    )},
 })
 
 NO_FIELD_HINT = FieldHint()

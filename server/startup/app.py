@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server import admission
+from server.admission.policies import Policies
 from server.admission.webhooks import Webhooks
 from server.auth.apf import Classifier
 from server.auth.config import SecurityConfig
@@ -27,7 +28,7 @@ from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
 from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
-from server.kinds import BUILTIN
+from server.kinds import BUILTIN, admissionpolicies
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.limiter import Limiter
@@ -40,7 +41,8 @@ from server.runtime.informer import SharedInformers
 from server.runtime.singletons import Singletons
 from server.service import servicer as service
 from server.service.grpc_server import KUBE_GRPC_LIMITS, GrpcLimits, GrpcTls, RunningGrpc, start_grpc, stop_grpc
-from server.startup import bootstrap, controllers, flowcontrol_bootstrap, system_objects
+from server.startup import apienablement, bootstrap, controllers, flowcontrol_bootstrap, system_objects
+from server.startup.apienablement import ApiEnablement
 from storage import Store
 from storage.memory import MemoryStore
 
@@ -54,6 +56,7 @@ class RunningCore:
     terminator: PodTerminator
     crds: CrdController | None = None  # serves CustomResourceDefinitions (server/controllers/crds.py)
     webhooks: Webhooks | None = None  # the admission webhooks' configurations and client
+    policies: Policies | None = None  # the ValidatingAdmissionPolicy plugin, when its API and gate are on
     # checks APIServices with a service, keeps their discovery (server/controllers/aggregation.py)
     aggregation: AggregationController | None = None
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
@@ -91,6 +94,8 @@ class RunningCore:
             await self.security.stop()
         if self.webhooks is not None:
             await self.webhooks.stop()
+        if self.policies is not None:
+            await self.policies.stop()
         if self.classifier is not None:
             await self.classifier.stop()
         await self.core.close()
@@ -104,7 +109,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      watch_cache: CacheConfig | None = None,
                      admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
                      proxy_client: ProxyClientCertificate | None = None,
-                     controller_names: frozenset[str] = controllers.DEFAULT) -> RunningCore:
+                     controller_names: frozenset[str] = controllers.DEFAULT,
+                     api: ApiEnablement = apienablement.DEFAULT) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -119,9 +125,12 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     admission plugins on (server.admission.enabled reads kube's flags into it). `proxy_client`: the
     certificate presented to extension API servers when their APIServices are checked (the front-proxy client
     certificate; None presents none). `controller_names`: the controllers this core runs while it leads
-    (server/startup/controllers.py reads kube-controller-manager's --controllers into it)."""
+    (server/startup/controllers.py reads kube-controller-manager's --controllers into it). `api`: the
+    off-by-default group versions served and the feature gates (server/startup/apienablement.py reads kube's
+    --runtime-config and --feature-gates into it)."""
     service_resource, allocator = services(service_cluster_ip_range)
-    builtin = (*BUILTIN, service_resource)
+    policy_kinds = admissionpolicies.served(api.group_versions)
+    builtin = (*BUILTIN, service_resource, *policy_kinds)
     registry = Registry(builtin)
     core = Core(store, registry, watch_cache=watch_cache_for(store) if watch_cache is None else watch_cache)
     informers = SharedInformers(core)  # one informer per resource for every controller of this core
@@ -129,9 +138,14 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     # ServiceAccount is kept (as envtest disables it).
     webhooks = Webhooks(core, informers)
     await webhooks.start()
+    policies = None
+    if policy_kinds and api.gate(admissionpolicies.FEATURE_GATE):
+        policies = Policies(core, informers, version=policy_kinds[0].version)
+        await policies.start()
     core.context.admission.chain = admission.Chain(admission.ordered([
         *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers),
         *webhooks.plugins(admission_plugins),
+        *(policies.plugins(admission_plugins) if policies is not None else []),
     ]))
     await bootstrap.ensure_default_namespaces(core)
     await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
@@ -185,8 +199,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
-    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, aggregation, secured,
-                       singletons, elector, classifier)
+    return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, policies, aggregation,
+                       secured, singletons, elector, classifier)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

@@ -121,11 +121,11 @@ class Serving:
     url: str
 
 
-def start_capstan(data_dir: Path, extra: tuple[str, ...] = ()) -> Serving:
-    """`capstan serve` on free ports, with `extra` arguments."""
+def start_capstan(data_dir: Path, *flags: str) -> Serving:
+    """`capstan serve --insecure` on free ports, with `flags` beside."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", str(data_dir),
-         "--http-port", "0", "--grpc-port", "0", "--sync", "false", *extra],
+         "--http-port", "0", "--grpc-port", "0", "--sync", "false", *flags],
         cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )

@@ -48,7 +48,7 @@ class HttpKubelet:
 @pytest.fixture(scope="module")
 def controlled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
     base = tmp_path_factory.mktemp("capstan-controllers")
-    serving = start_capstan(base / "data", ("--controllers=*",))
+    serving = start_capstan(base / "data", "--controllers=*")
     try:
         kubeconfig = base / "kubeconfig"
         write_kubeconfig(base / "data", kubeconfig)

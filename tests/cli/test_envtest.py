@@ -1,0 +1,324 @@
+"""controller-runtime 0.16's envtest starting Capstan as its kube-apiserver, reproduced step by step in Python
+(pkg/internal/testing/controlplane/{apiserver,auth,plane}.go, process/process.go, certs/tinyca.go):
+
+1. `capstan envtest-assets DIR` lays out KUBEBUILDER_ASSETS; envtest runs DIR/kube-apiserver and DIR/etcd;
+2. etcd starts first (the official binary, as the other etcd tests start it: tests/storage/etcd_server.py);
+3. envtest's tiny CAs (ECDSA P-256, "envtest-environment"): it writes the serving pair apiserver.crt/key into
+   --cert-dir, the service-account signer sa-signer.crt/key, and its client CA client-cert-auth-ca.crt;
+4. it asks `kube-apiserver --help` whether `--insecure-port` exists (1.28's has none: it is left out);
+5. it passes its flags as its Arguments.AsStrings renders them: sorted, `--name=value`;
+6. it polls https://ADDR/healthz every 100 ms without credentials, skipping TLS verification, until a 200;
+7. it provisions its users with client certificates from its own CA (`admin` and `default`, system:masters),
+   and the client trusts only envtest's serving CA.
+Then the API is driven with those credentials by the official Python client: a ConfigMap created, read, listed
+and watched, and a CRD installed and served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from kubernetes import client, watch
+from kubernetes.client import ApiException
+
+from tests.storage.etcd_server import EtcdServer, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 60.0  # envtest's own is 20 s; the shared test machine gets more, start-up time is a benchmark's
+CRD_GROUP = "envtest.capstan.dev"
+
+
+def meta(obj: Any) -> client.V1ObjectMeta:
+    got = obj.metadata
+    assert isinstance(got, client.V1ObjectMeta), obj
+    return got
+
+
+@dataclass(frozen=True)
+class Pair:
+    cert: x509.Certificate
+    key: ec.EllipticCurvePrivateKey
+
+    def cert_pem(self) -> bytes:
+        return self.cert.public_bytes(serialization.Encoding.PEM)
+
+    def key_pem(self) -> bytes:  # PKCS#8, as tinyca's AsBytes
+        return self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption())
+
+
+class TinyCA:
+    """envtest's certs.TinyCA: a self-signed P-256 CA "envtest-environment" (O envtest), leaves for a week."""
+
+    def __init__(self) -> None:
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "envtest"),
+                          x509.NameAttribute(NameOID.COMMON_NAME, "envtest-environment")])
+        now = datetime.datetime.now(datetime.UTC)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now)
+                .not_valid_after(now + datetime.timedelta(days=3650))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=True,
+                                             content_commitment=False, data_encipherment=False, key_agreement=False,
+                                             crl_sign=False, encipher_only=False, decipher_only=False),
+                               critical=True)
+                .sign(key, hashes.SHA256()))
+        self.ca = Pair(cert, key)
+        self.serial = 1
+
+    def _leaf(self, common_name: str, organizations: list[str], usage: x509.ObjectIdentifier,
+              names: list[x509.GeneralName]) -> Pair:
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations),
+                             x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+        now = datetime.datetime.now(datetime.UTC)
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(self.ca.cert.subject)
+                   .public_key(key.public_key()).serial_number(self.serial).not_valid_before(now)
+                   .not_valid_after(now + datetime.timedelta(hours=168))
+                   .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=False,
+                                                content_commitment=False, data_encipherment=False,
+                                                key_agreement=False, crl_sign=False, encipher_only=False,
+                                                decipher_only=False), critical=True)
+                   .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
+        if names:
+            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        self.serial += 1
+        return Pair(builder.sign(self.ca.key, hashes.SHA256()), key)
+
+    def serving(self) -> Pair:
+        """NewServingCert(): "localhost", with the addresses localhost resolves to."""
+        import ipaddress
+
+        return self._leaf("localhost", ["envtest"], ExtendedKeyUsageOID.SERVER_AUTH,
+                          [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+
+    def client(self, name: str, groups: list[str]) -> Pair:
+        return self._leaf(name, groups, ExtendedKeyUsageOID.CLIENT_AUTH, [])
+
+
+@dataclass
+class ControlPlane:
+    process: subprocess.Popen[bytes]
+    address: str  # https://127.0.0.1:PORT
+    serving_ca: bytes
+    users: TinyCA
+    cert_dir: Path
+    args: list[str]
+    stderr: Path
+
+    def config(self, user: str, groups: list[str], base: Path) -> client.ApiClient:
+        """AddUser: a client certificate from envtest's own CA; the client trusts envtest's serving CA."""
+        pair = self.users.client(user, groups)
+        (base / f"{user}.crt").write_bytes(pair.cert_pem())
+        (base / f"{user}.key").write_bytes(pair.key_pem())
+        (base / "serving-ca.crt").write_bytes(self.serving_ca)
+        configuration = client.Configuration()
+        configuration.host = self.address
+        configuration.cert_file = str(base / f"{user}.crt")
+        configuration.key_file = str(base / f"{user}.key")
+        configuration.ssl_ca_cert = str(base / "serving-ca.crt")
+        return client.ApiClient(configuration)
+
+
+def has_flag(binary: Path, flag: str) -> bool:
+    """process.State.CheckFlag: `binary --help` (combined output) matched by (?m)^\\s*--flag\\b."""
+    ran = subprocess.run([str(binary), "--help"], capture_output=True, timeout=60, check=True)
+    return re.search(rf"(?m)^\s*--{re.escape(flag)}\b", (ran.stdout + ran.stderr).decode()) is not None
+
+
+def as_strings(values: dict[str, list[str]]) -> list[str]:
+    """process.Arguments.AsStrings: sorted by name, `--name=value` per value, `--name` for an empty list."""
+    out: list[str] = []
+    for name in sorted(values):
+        out.extend([f"--{name}={v}" for v in values[name]] or [f"--{name}"])
+    return out
+
+
+def poll_healthz(url: str, process: subprocess.Popen[bytes], timeout: float) -> float:
+    """pollURLUntilOK: GET every 100 ms, TLS unverified, no credentials, until 200; the seconds it took."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if process.poll() is not None:
+            pytest.fail(f"kube-apiserver exited with {process.returncode} before it was ready")
+        with contextlib.suppress(OSError, urllib.error.URLError), \
+                urllib.request.urlopen(url, context=context, timeout=2) as answer:
+            if answer.status == 200:
+                return time.monotonic() - started
+        time.sleep(0.1)
+    pytest.fail(f"kube-apiserver was not healthy within {timeout}s")
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("assets")
+    ran = subprocess.run([sys.executable, "-m", "capstan", "envtest-assets", str(directory)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert Path(ran.stdout.strip()) == directory
+    return directory
+
+
+@pytest.fixture(scope="module")
+def plane(assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    etcd = EtcdServer(tmp_path_factory.mktemp("etcd"))
+    etcd.start()
+    cert_dir = tmp_path_factory.mktemp("k8s_test_framework_")
+    serving_ca = TinyCA()
+    serving = serving_ca.serving()
+    (cert_dir / "apiserver.crt").write_bytes(serving.cert_pem())
+    (cert_dir / "apiserver.key").write_bytes(serving.key_pem())
+    signer = TinyCA().ca
+    (cert_dir / "sa-signer.crt").write_bytes(signer.cert_pem())
+    (cert_dir / "sa-signer.key").write_bytes(signer.key_pem())
+    users = TinyCA()
+    (cert_dir / "client-cert-auth-ca.crt").write_bytes(users.ca.cert_pem())
+    for name in ("apiserver.crt", "apiserver.key", "sa-signer.crt", "sa-signer.key", "client-cert-auth-ca.crt"):
+        (cert_dir / name).chmod(0o640)
+    port = free_port()
+    address = f"https://127.0.0.1:{port}"
+    values = {
+        "allow-privileged": ["true"], "authorization-mode": ["RBAC"], "bind-address": ["127.0.0.1"],
+        "cert-dir": [str(cert_dir)], "client-ca-file": [str(cert_dir / "client-cert-auth-ca.crt")],
+        "disable-admission-plugins": ["ServiceAccount"], "etcd-servers": [etcd.url], "secure-port": [str(port)],
+        "service-account-issuer": [address + "/"],
+        "service-account-key-file": [str(cert_dir / "sa-signer.crt")],
+        "service-account-signing-key-file": [str(cert_dir / "sa-signer.key")],
+        "service-cluster-ip-range": ["10.0.0.0/24"],
+    }
+    binary = assets / "kube-apiserver"
+    if has_flag(binary, "insecure-port"):
+        values["insecure-port"] = ["0"]
+    args = as_strings(values)
+    stderr = cert_dir.parent / "kube-apiserver.log"
+    with stderr.open("wb") as log:
+        process = subprocess.Popen([str(binary), *args], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                   cwd=cert_dir.parent, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        poll_healthz(address + "/healthz", process, START_TIMEOUT)
+        yield ControlPlane(process, address, serving_ca.ca.cert_pem(), users, cert_dir, args, stderr)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)  # envtest's Stop: SIGTERM, 20 s
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        etcd.stop()
+
+
+def test_envtest_flags_need_no_insecure_port(plane: ControlPlane) -> None:
+    assert not any(arg.startswith("--insecure-port") for arg in plane.args)
+    assert plane.args[0].startswith("--allow-privileged=") and "--etcd-servers=" in " ".join(plane.args)
+
+
+def test_the_serving_pair_in_cert_dir_is_served_as_given(plane: ControlPlane) -> None:
+    """The client trusts only envtest's serving CA: the handshake proves apiserver.crt was served unchanged."""
+    context = ssl.create_default_context(cadata=plane.serving_ca.decode())
+    with urllib.request.urlopen(plane.address + "/version", context=context, timeout=10) as answer:
+        assert answer.status == 200
+    served = ssl.get_server_certificate(("127.0.0.1", int(plane.address.rsplit(":", 1)[1])))
+    assert served.encode().strip() == (plane.cert_dir / "apiserver.crt").read_bytes().strip()
+
+
+@pytest.mark.parametrize("user", ["admin", "default"])
+def test_envtest_users_drive_configmaps(plane: ControlPlane, tmp_path: Path, user: str) -> None:
+    api = client.CoreV1Api(plane.config(user, ["system:masters"], tmp_path))
+    namespace = f"envtest-{user}"
+    api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)), _request_timeout=10)
+    created = api.create_namespaced_config_map(
+        namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="settings"), data={"mode": "envtest"}),
+        _request_timeout=10)
+    got = api.read_namespaced_config_map("settings", namespace, _request_timeout=10)
+    assert (got.data, meta(got).uid) == ({"mode": "envtest"}, meta(created).uid)
+    listed = api.list_namespaced_config_map(namespace, _request_timeout=10)
+    assert "settings" in [meta(item).name for item in listed.items]
+    assert listed.metadata is not None
+    watcher = watch.Watch()  # type: ignore[no-untyped-call]
+    events = watcher.stream(api.list_namespaced_config_map, namespace,  # type: ignore[no-untyped-call]
+                            resource_version=listed.metadata.resource_version, timeout_seconds=10,
+                            _request_timeout=15)
+    api.patch_namespaced_config_map("settings", namespace, {"data": {"mode": "watched"}}, _request_timeout=10)
+    first = next(events)
+    assert (first["type"], first["object"].data) == ("MODIFIED", {"mode": "watched"})
+
+
+def test_envtest_installs_a_crd_and_uses_it(plane: ControlPlane, tmp_path: Path) -> None:
+    """CRDInstallOptions: create the CRD, poll until its group version is served, then use the kind."""
+    api_client = plane.config("admin", ["system:masters"], tmp_path)
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{CRD_GROUP}"},
+        "spec": {"group": CRD_GROUP, "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                   "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]},
+    }
+    client.ApiextensionsV1Api(api_client).create_custom_resource_definition(
+        crd, _request_timeout=10)  # type: ignore[arg-type]  # the client sends a dict as it is
+    custom = client.CustomObjectsApi(api_client)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            resources = custom.get_api_resources(CRD_GROUP, "v1", _request_timeout=10)
+            if any(r.name == "widgets" for r in resources.resources):
+                break
+        except ApiException as err:
+            if err.status != 404:
+                raise
+        assert time.monotonic() < deadline, "the CRD was not served in time"
+        time.sleep(0.1)
+    body = {"apiVersion": f"{CRD_GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}}
+    custom.create_namespaced_custom_object(CRD_GROUP, "v1", "default", "widgets", body, _request_timeout=10)
+    got: Any = custom.get_namespaced_custom_object(CRD_GROUP, "v1", "default", "widgets", "w", _request_timeout=10)
+    assert got["spec"] == {"size": 3}
+
+
+def test_an_unknown_user_certificate_is_refused(plane: ControlPlane, tmp_path: Path) -> None:
+    """A certificate from envtest's CA authenticates; a user without a binding is forbidden (RBAC)."""
+    api = client.CoreV1Api(plane.config("nobody", [], tmp_path))
+    with pytest.raises(ApiException) as refused:
+        api.list_namespaced_config_map("default", _request_timeout=10)
+    assert refused.value.status == 403
+    assert json.loads(str(refused.value.body))["message"] == (
+        'configmaps is forbidden: User "nobody" cannot list resource "configmaps" in API group "" in the '
+        'namespace "default"')
+
+
+def test_no_controller_manager_runs(plane: ControlPlane, tmp_path: Path) -> None:
+    """As a bare kube-apiserver: no default ServiceAccount is made in a new namespace."""
+    api = client.CoreV1Api(plane.config("admin", ["system:masters"], tmp_path))
+    api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="bare")), _request_timeout=10)
+    time.sleep(1)
+    assert api.list_namespaced_service_account("bare", _request_timeout=10).items == []
+
+
+def test_stops_on_sigterm(plane: ControlPlane) -> None:
+    """Last: envtest's Stop sends SIGTERM and waits; the process exits cleanly."""
+    plane.process.send_signal(signal.SIGTERM)
+    assert plane.process.wait(20) == 0, plane.stderr.read_text()[-2000:]

@@ -76,11 +76,15 @@ def main(argv: Sequence[str], program: str = "kube-apiserver") -> None:
     if verbosity >= 1:
         log.info("kube-apiserver %s (Capstan %s): capstan %s", versions.KUBE_GIT_VERSION, versions.CAPSTAN_VERSION,
                  " ".join(argv_serve))
-        for name, values in parsed.given.items():
-            if name not in kubeflags.HONOURED:
-                for value in values:
-                    log.info("flag --%s=%s accepted: it has no effect in Capstan", name, value)
+        for note in without_effect(parsed):
+            log.info("%s", note)
     commands.run(args)
+
+
+def without_effect(parsed: Parsed) -> list[str]:
+    """What -v=1 logs for each flag given that Capstan accepts without giving it a meaning."""
+    return [f"flag --{name}={value} accepted: it has no effect in Capstan"
+            for name, values in parsed.given.items() if name not in kubeflags.HONOURED for value in values]
 
 
 def _fail(message: str) -> None:

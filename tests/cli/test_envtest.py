@@ -16,11 +16,8 @@ and watched, and a CRD installed and served.
 
 from __future__ import annotations
 
-import contextlib
-import datetime
 import json
 import os
-import re
 import signal
 import ssl
 import subprocess
@@ -34,13 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client, watch
 from kubernetes.client import ApiException
 
+from tests.cli.envtest_support import TinyCA, envtest_flags, poll_healthz, write_cert_dir
 from tests.storage.etcd_server import EtcdServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,69 +46,6 @@ def meta(obj: Any) -> client.V1ObjectMeta:
     got = obj.metadata
     assert isinstance(got, client.V1ObjectMeta), obj
     return got
-
-
-@dataclass(frozen=True)
-class Pair:
-    cert: x509.Certificate
-    key: ec.EllipticCurvePrivateKey
-
-    def cert_pem(self) -> bytes:
-        return self.cert.public_bytes(serialization.Encoding.PEM)
-
-    def key_pem(self) -> bytes:  # PKCS#8, as tinyca's AsBytes
-        return self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption())
-
-
-class TinyCA:
-    """envtest's certs.TinyCA: a self-signed P-256 CA "envtest-environment" (O envtest), leaves for a week."""
-
-    def __init__(self) -> None:
-        key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "envtest"),
-                          x509.NameAttribute(NameOID.COMMON_NAME, "envtest-environment")])
-        now = datetime.datetime.now(datetime.UTC)
-        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                .serial_number(x509.random_serial_number()).not_valid_before(now)
-                .not_valid_after(now + datetime.timedelta(days=3650))
-                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=True,
-                                             content_commitment=False, data_encipherment=False, key_agreement=False,
-                                             crl_sign=False, encipher_only=False, decipher_only=False),
-                               critical=True)
-                .sign(key, hashes.SHA256()))
-        self.ca = Pair(cert, key)
-        self.serial = 1
-
-    def _leaf(self, common_name: str, organizations: list[str], usage: x509.ObjectIdentifier,
-              names: list[x509.GeneralName]) -> Pair:
-        key = ec.generate_private_key(ec.SECP256R1())
-        subject = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations),
-                             x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        now = datetime.datetime.now(datetime.UTC)
-        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(self.ca.cert.subject)
-                   .public_key(key.public_key()).serial_number(self.serial).not_valid_before(now)
-                   .not_valid_after(now + datetime.timedelta(hours=168))
-                   .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=False,
-                                                content_commitment=False, data_encipherment=False,
-                                                key_agreement=False, crl_sign=False, encipher_only=False,
-                                                decipher_only=False), critical=True)
-                   .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
-        if names:
-            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-        self.serial += 1
-        return Pair(builder.sign(self.ca.key, hashes.SHA256()), key)
-
-    def serving(self) -> Pair:
-        """NewServingCert(): "localhost", with the addresses localhost resolves to."""
-        import ipaddress
-
-        return self._leaf("localhost", ["envtest"], ExtendedKeyUsageOID.SERVER_AUTH,
-                          [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
-
-    def client(self, name: str, groups: list[str]) -> Pair:
-        return self._leaf(name, groups, ExtendedKeyUsageOID.CLIENT_AUTH, [])
 
 
 @dataclass
@@ -141,37 +72,6 @@ class ControlPlane:
         return client.ApiClient(configuration)
 
 
-def has_flag(binary: Path, flag: str) -> bool:
-    """process.State.CheckFlag: `binary --help` (combined output) matched by (?m)^\\s*--flag\\b."""
-    ran = subprocess.run([str(binary), "--help"], capture_output=True, timeout=60, check=True)
-    return re.search(rf"(?m)^\s*--{re.escape(flag)}\b", (ran.stdout + ran.stderr).decode()) is not None
-
-
-def as_strings(values: dict[str, list[str]]) -> list[str]:
-    """process.Arguments.AsStrings: sorted by name, `--name=value` per value, `--name` for an empty list."""
-    out: list[str] = []
-    for name in sorted(values):
-        out.extend([f"--{name}={v}" for v in values[name]] or [f"--{name}"])
-    return out
-
-
-def poll_healthz(url: str, process: subprocess.Popen[bytes], timeout: float) -> float:
-    """pollURLUntilOK: GET every 100 ms, TLS unverified, no credentials, until 200; the seconds it took."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if process.poll() is not None:
-            pytest.fail(f"kube-apiserver exited with {process.returncode} before it was ready")
-        with contextlib.suppress(OSError, urllib.error.URLError), \
-                urllib.request.urlopen(url, context=context, timeout=2) as answer:
-            if answer.status == 200:
-                return time.monotonic() - started
-        time.sleep(0.1)
-    pytest.fail(f"kube-apiserver was not healthy within {timeout}s")
-
-
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("assets")
@@ -187,39 +87,18 @@ def plane(assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Co
     etcd = EtcdServer(tmp_path_factory.mktemp("etcd"))
     etcd.start()
     cert_dir = tmp_path_factory.mktemp("k8s_test_framework_")
-    serving_ca = TinyCA()
-    serving = serving_ca.serving()
-    (cert_dir / "apiserver.crt").write_bytes(serving.cert_pem())
-    (cert_dir / "apiserver.key").write_bytes(serving.key_pem())
-    signer = TinyCA().ca
-    (cert_dir / "sa-signer.crt").write_bytes(signer.cert_pem())
-    (cert_dir / "sa-signer.key").write_bytes(signer.key_pem())
-    users = TinyCA()
-    (cert_dir / "client-cert-auth-ca.crt").write_bytes(users.ca.cert_pem())
-    for name in ("apiserver.crt", "apiserver.key", "sa-signer.crt", "sa-signer.key", "client-cert-auth-ca.crt"):
-        (cert_dir / name).chmod(0o640)
+    written = write_cert_dir(cert_dir)
     port = free_port()
     address = f"https://127.0.0.1:{port}"
-    values = {
-        "allow-privileged": ["true"], "authorization-mode": ["RBAC"], "bind-address": ["127.0.0.1"],
-        "cert-dir": [str(cert_dir)], "client-ca-file": [str(cert_dir / "client-cert-auth-ca.crt")],
-        "disable-admission-plugins": ["ServiceAccount"], "etcd-servers": [etcd.url], "secure-port": [str(port)],
-        "service-account-issuer": [address + "/"],
-        "service-account-key-file": [str(cert_dir / "sa-signer.crt")],
-        "service-account-signing-key-file": [str(cert_dir / "sa-signer.key")],
-        "service-cluster-ip-range": ["10.0.0.0/24"],
-    }
     binary = assets / "kube-apiserver"
-    if has_flag(binary, "insecure-port"):
-        values["insecure-port"] = ["0"]
-    args = as_strings(values)
+    args = envtest_flags(cert_dir, etcd.url, port, binary)
     stderr = cert_dir.parent / "kube-apiserver.log"
     with stderr.open("wb") as log:
         process = subprocess.Popen([str(binary), *args], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                    cwd=cert_dir.parent, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         poll_healthz(address + "/healthz", process, START_TIMEOUT)
-        yield ControlPlane(process, address, serving_ca.ca.cert_pem(), users, cert_dir, args, stderr)
+        yield ControlPlane(process, address, written.serving_ca.ca.cert_pem(), written.users, cert_dir, args, stderr)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)  # envtest's Stop: SIGTERM, 20 s

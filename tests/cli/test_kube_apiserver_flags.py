@@ -206,5 +206,15 @@ def test_help_lists_every_flag_where_envtest_greps() -> None:
     assert "capstan-kube-apiserver [flags]" in ran.stdout  # the name it was started as
 
 
+def test_flags_without_effect_are_named_for_the_log() -> None:
+    parsed = kubeflags.parse([*ETCD, "--profiling=false", "--tls-min-version", "VersionTLS12", "--v=1",
+                              "--allow-privileged"])
+    assert kubeapiserver.without_effect(parsed) == [
+        "flag --profiling=false accepted: it has no effect in Capstan",
+        "flag --tls-min-version=VersionTLS12 accepted: it has no effect in Capstan",
+        "flag --allow-privileged=true accepted: it has no effect in Capstan",
+    ]
+
+
 def test_every_honoured_flag_is_one_of_kubes() -> None:
     assert set(kubeflags.HONOURED) <= set(kubeflags.FLAGS)

@@ -14,7 +14,8 @@ does, where `capstan serve` chooses otherwise:
   a bare kube-apiserver runs none, and envtest's users write their tests knowing it; `capstan serve` runs them;
 - gRPC, Capstan's own interface, listens on a free port (written to the endpoints file), without the mutual-TLS
   port, so that several servers run side by side as envtest runs them.
-Errors are cobra's: `Error: ...` on standard error and exit status 1.
+Errors are cobra's: `Error: ...` on standard error and exit status 1. `--help` and `--version` import none of the
+server's modules (envtest runs `--help` before every start).
 """
 
 from __future__ import annotations
@@ -25,11 +26,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from capstan.cli import commands, kubeflags
+from capstan.cli import kubeflags
 from capstan.cli.kubeflags import FlagError, Parsed
-from server import admission
 from server.machinery import version as versions
-from server.startup import controllers
 
 log = logging.getLogger("capstan.kube-apiserver")
 
@@ -42,7 +41,7 @@ This kube-apiserver is Capstan {versions.CAPSTAN_VERSION}, implementing Kubernet
 the flags below are kube-apiserver 1.28's; those marked as having no effect are accepted and logged at -v=1."""
 
 KUBE_DEFAULT_AUTHORIZATION = ("AlwaysAllow",)
-SUPPORTED_MODES = frozenset(commands.AUTHORIZATION_MODES)
+SUPPORTED_MODES = frozenset({"RBAC", "AlwaysAllow", "AlwaysDeny"})  # capstan serve's (commands.AUTHORIZATION_MODES)
 SKIPPED_MODES = frozenset({"Node"})  # the Node authorizer answers kubelets' requests; none run here
 
 
@@ -70,6 +69,8 @@ def main(argv: Sequence[str], program: str = "kube-apiserver") -> None:
         argv_serve = serve_argv(parsed)
     except ConfigError as err:
         _fail(str(err))
+    from capstan.cli import commands  # the server's modules: imported only to serve, not for --help
+
     args = commands.parse_args(argv_serve)
     verbosity = parsed.verbosity()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -101,6 +102,9 @@ def raw_version() -> str:
 
 def serve_argv(parsed: Parsed) -> list[str]:
     """The `capstan serve` command line the kube flags mean; ConfigError for what cannot be served."""
+    from server import admission
+    from server.startup import controllers
+
     backend = parsed.last("storage-backend") or "etcd3"
     if backend != "etcd3":
         raise ConfigError("--storage-backend invalid, allowed values: etcd3. If not specified, it will default to "

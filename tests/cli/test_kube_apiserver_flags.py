@@ -218,3 +218,4 @@ def test_flags_without_effect_are_named_for_the_log() -> None:
 
 def test_every_honoured_flag_is_one_of_kubes() -> None:
     assert set(kubeflags.HONOURED) <= set(kubeflags.FLAGS)
+    assert set(commands.AUTHORIZATION_MODES) == kubeapiserver.SUPPORTED_MODES

@@ -9,7 +9,8 @@ does, where `capstan serve` chooses otherwise:
   /var/run/kubernetes) holds the generated files and the endpoints file;
 - a serving certificate given as `apiserver.crt`/`apiserver.key` in `--cert-dir` is used as given (envtest
   writes its own there); absent, one is generated with its CA, as kube self-signs;
-- kube's defaults: `--bind-address` 0.0.0.0, `--authorization-mode` AlwaysAllow;
+- kube's defaults: `--bind-address` 0.0.0.0, `--authorization-mode` AlwaysAllow, `--service-cluster-ip-range`
+  10.0.0.0/24;
 - no kube-controller-manager controller runs (garbage collection, namespace finalization, ServiceAccounts ...):
   a bare kube-apiserver runs none, and envtest's users write their tests knowing it; `capstan serve` runs them;
 - gRPC, Capstan's own interface, listens on a free port (written to the endpoints file), without the mutual-TLS
@@ -41,6 +42,7 @@ This kube-apiserver is Capstan {versions.CAPSTAN_VERSION}, implementing Kubernet
 the flags below are kube-apiserver 1.28's; those marked as having no effect are accepted and logged at -v=1."""
 
 KUBE_DEFAULT_AUTHORIZATION = ("AlwaysAllow",)
+KUBE_SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"  # kube-apiserver's DefaultServiceIPCIDR
 SUPPORTED_MODES = frozenset({"RBAC", "AlwaysAllow", "AlwaysDeny"})  # capstan serve's (commands.AUTHORIZATION_MODES)
 SKIPPED_MODES = frozenset({"Node"})  # the Node authorizer answers kubelets' requests; none run here
 
@@ -144,9 +146,8 @@ def serve_argv(parsed: Parsed) -> list[str]:
         argv += ["--service-account-key-file", key_file]
     if parsed.has("requestheader-allowed-names"):
         argv += ["--requestheader-allowed-names", ",".join(parsed.items("requestheader-allowed-names"))]
-    ranges = parsed.items("service-cluster-ip-range")
-    if ranges:
-        argv += ["--service-cluster-ip-range", ranges[0]]
+    ranges = parsed.items("service-cluster-ip-range") or [KUBE_SERVICE_CLUSTER_IP_RANGE]
+    argv += ["--service-cluster-ip-range", ranges[0]]
     enable, disable = parsed.items("enable-admission-plugins"), parsed.items("disable-admission-plugins")
     try:
         admission.enabled(enable, disable)

@@ -16,6 +16,7 @@ and watched, and a CRD installed and served.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -176,6 +177,24 @@ def test_envtest_installs_a_crd_and_uses_it(plane: ControlPlane, tmp_path: Path)
     custom.create_namespaced_custom_object(CRD_GROUP, "v1", "default", "widgets", body, _request_timeout=10)
     got: Any = custom.get_namespaced_custom_object(CRD_GROUP, "v1", "default", "widgets", "w", _request_timeout=10)
     assert got["spec"] == {"size": 3}
+
+
+def test_service_account_tokens_are_signed_with_envtests_signer(plane: ControlPlane, tmp_path: Path) -> None:
+    """TokenRequest signs with sa-signer.key (ECDSA: ES256); the token authenticates (GET /api, which
+    system:discovery grants to every authenticated user)."""
+    api = client.CoreV1Api(plane.config("admin", ["system:masters"], tmp_path))
+    api.create_namespaced_service_account("default", client.V1ServiceAccount(
+        metadata=client.V1ObjectMeta(name="robot")), _request_timeout=10)
+    review = api.create_namespaced_service_account_token("robot", "default", client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[])), _request_timeout=10)
+    assert review.status is not None
+    token = str(review.status.token)
+    header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    assert header["alg"] == "ES256"
+    context = ssl.create_default_context(cadata=plane.serving_ca.decode())
+    request = urllib.request.Request(plane.address + "/api", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+        assert answer.status == 200
 
 
 def test_an_unknown_user_certificate_is_refused(plane: ControlPlane, tmp_path: Path) -> None:

@@ -120,6 +120,8 @@ MAPPED: list[tuple[list[str], str, object]] = [
     ([], "secure_port", 6443),
     ([], "cert_dir", Path("/var/run/kubernetes")),
     ([], "tls_cert_file", None),  # no pair in the cert dir: generated, as kube self-signs
+    ([], "service_cluster_ip_range", "10.0.0.0/24"),
+    ([], "advertise_address", None),
     (["--authorization-mode=Node,RBAC"], "authorization_mode", ("RBAC",)),
     (["--authorization-mode=Node"], "authorization_mode", ("AlwaysDeny",)),
     (["--advertise-address=10.1.2.3"], "advertise_address", "10.1.2.3"),

@@ -466,7 +466,8 @@ def _check_insecure(args: argparse.Namespace) -> None:
 def _cert_dir(args: argparse.Namespace) -> pki.CertDir:
     service_ip = Allocator(getattr(args, "service_cluster_ip_range", DEFAULT_SERVICE_CLUSTER_IP_RANGE)).first_ip
     return pki.ensure(args.cert_dir or args.data_dir / "pki", bind_address=args.bind_address,
-                      service_ip=service_ip, serving=args.tls_cert_file is None)
+                      service_ip=service_ip, serving=args.tls_cert_file is None,
+                      service_account=getattr(args, "service_account_signing_key_file", None) is None)
 
 
 def _serving(args: argparse.Namespace, certs: pki.CertDir) -> ServingFiles:

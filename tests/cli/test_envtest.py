@@ -123,6 +123,7 @@ def test_the_serving_pair_in_cert_dir_is_served_as_given(plane: ControlPlane) ->
         assert answer.status == 200
     served = ssl.get_server_certificate(("127.0.0.1", int(plane.address.rsplit(":", 1)[1])))
     assert served.encode().strip() == (plane.cert_dir / "apiserver.crt").read_bytes().strip()
+    assert not (plane.cert_dir / "sa.key").exists()  # envtest's signer is used: no key of Capstan's is made
 
 
 @pytest.mark.parametrize("user", ["admin", "default"])

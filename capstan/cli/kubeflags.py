@@ -49,6 +49,7 @@ _TABLE: dict[str, str] = {
         strict-transport-security-directives strings -
     """,
     "Etcd flags": """
+        default-watch-cache-size int 100
         delete-collection-workers int 1
         enable-garbage-collector bool true
         encryption-provider-config string -
@@ -214,6 +215,7 @@ _TABLE: dict[str, str] = {
         service-node-port-range portRange 30000-32767
     """,
     "Global flags": """
+        azure-container-registry-config string -
         help bool false
         version version false
     """,

@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from capstan.cli import kubeflags
 from capstan.cli.kubeflags import FlagError, Parsed
@@ -90,7 +91,7 @@ def without_effect(parsed: Parsed) -> list[str]:
             for name, values in parsed.given.items() if name not in kubeflags.HONOURED for value in values]
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     print(f"Error: {message}", file=sys.stderr)
     sys.exit(1)
 

@@ -18,6 +18,7 @@ logged at verbosity 1 as having no effect.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -425,6 +426,8 @@ def _check(flag: Flag, value: str) -> str | None:
         return f'strconv.ParseBool: parsing "{value}": invalid syntax'
     if kind in ("int", "level") and not re.fullmatch(r"[-+]?\d+", value):
         return f'strconv.ParseInt: parsing "{value}": invalid syntax'
+    if kind == "ip" and not _is_ip(value):
+        return f'failed to parse IP: "{value}"'
     if kind == "float" and not re.fullmatch(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?", value):
         return f'strconv.ParseFloat: parsing "{value}": invalid syntax'
     if kind == "duration" and not _is_duration(value):
@@ -442,6 +445,14 @@ def _check(flag: Flag, value: str) -> str | None:
             if "=" not in item:
                 return f"{item} must be formatted as key=value"
     return None
+
+
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_duration(value: str) -> bool:

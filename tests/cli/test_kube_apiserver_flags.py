@@ -77,6 +77,8 @@ REFUSALS: list[tuple[list[str], str]] = [
     (["--request-timeout=5"], 'invalid argument "5" for "--request-timeout" flag: time: invalid duration "5"'),
     (["--feature-gates=A"], 'invalid argument "A" for "--feature-gates" flag: missing bool value for A'),
     (["---x"], "bad flag syntax: ---x"),
+    (["--bind-address=localhost"], 'invalid argument "localhost" for "--bind-address" flag: failed to parse IP: '
+                                   '"localhost"'),
 ]
 
 

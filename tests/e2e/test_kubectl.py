@@ -1,9 +1,8 @@
 """The real kubectl against a real `capstan serve`: what a user types, and what they see.
 
-Expected output is kubectl's own against kube-apiserver 1.32 (kubectl formats it;
-the server decides the data, the columns, the Status messages). The dispatcher runs
-the kubectl matching the server's /version; kubectl.1.28 and kubectl.1.33 cover the
-discovery formats either side (aggregated discovery v2beta1 and v2).
+Expected output is kubectl's own against kube-apiserver (kubectl formats it; the server decides the data, the
+columns, the Status messages). The dispatcher runs the kubectl matching the server's /version, 1.28's;
+kubectl.1.32 and kubectl.1.33 cover newer clients and discovery formats (aggregated discovery v2beta1 and v2).
 """
 
 from __future__ import annotations

@@ -6,38 +6,22 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import platform
 from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.machinery import version as release
 
-# The Kubernetes version Capstan's API answers as; kubectl's version dispatch reads it.
-KUBE_MAJOR, KUBE_MINOR = "1", "32"
-GIT_VERSION = f"v{KUBE_MAJOR}.{KUBE_MINOR}.0"
+# The Kubernetes version Capstan's API answers as (server/machinery/version.py); kubectl's version dispatch reads it.
+GIT_VERSION = release.KUBE_GIT_VERSION
 
 Doc = dict[str, Any]
 
 
 def version() -> Doc:
-    return {
-        "major": KUBE_MAJOR,
-        "minor": KUBE_MINOR,
-        "gitVersion": GIT_VERSION,
-        "gitCommit": "capstan",
-        "gitTreeState": "clean",
-        "buildDate": "2026-01-01T00:00:00Z",
-        "goVersion": "go1.23.0",
-        "compiler": "gc",
-        "platform": f"linux/{_arch()}",
-    }
-
-
-def _arch() -> str:
-    machine = platform.machine().lower()
-    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+    return release.info()
 
 
 def _group_versions(resources: Iterable[core_pb2.Resource],

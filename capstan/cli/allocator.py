@@ -20,7 +20,8 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
-SERVING = frozenset({"serve", "core", "gateway"})  # the long-running commands; the others exit at once
+# the long-running commands; the others exit at once
+SERVING = frozenset({"serve", "core", "gateway", "kube-apiserver"})
 ENV = "CAPSTAN_ALLOCATOR"
 JEMALLOC_CONF = "background_thread:true"  # purge freed pages from a thread of its own, idle or not
 LIBRARY = "libjemalloc.so.2"  # jemalloc 5's soname (Debian/Ubuntu libjemalloc2, Fedora jemalloc, Alpine)

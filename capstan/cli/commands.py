@@ -5,6 +5,8 @@
   capstan gateway    an HTTP gateway in front of a core reached over gRPC (--core HOST:PORT)
   capstan kubeconfig a kubeconfig for the running server, for kubectl and client libraries
   capstan nodes      simulated nodes (kubelets without containers) as a client of any API server
+  capstan kube-apiserver  `capstan serve` behind kube-apiserver 1.28's command line (capstan/cli/kubeapiserver.py)
+  capstan envtest-assets DIR  a KUBEBUILDER_ASSETS directory whose kube-apiserver is Capstan (envtest.py)
 
 Secure by default, with kube-apiserver's flags: HTTPS on --secure-port, TLS gRPC on --grpc-port (and mutual
 TLS on --grpc-mtls-port), certificates from --cert-dir (generated on first start, capstan/cli/pki.py).
@@ -29,7 +31,7 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, gcpolicy, pki, workers
+from capstan.cli import allocator, envtest, gcpolicy, pki, workers
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
 from capstan.cli.inprocess import InProcessClient
@@ -46,6 +48,7 @@ from server import admission
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
+from server.machinery import version as versions
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
@@ -218,6 +221,11 @@ def _core_flags(parser: argparse.ArgumentParser) -> None:
         "api/alpha, api/all)",
     )
     parser.add_argument(
+        "--advertise-address", type=_ip, default=None, metavar="IP",
+        help="the address the `kubernetes` Service's Endpoints name, as kube-apiserver's flag (default: the bind "
+        "address when it is specific and not loopback, else the default route's interface)",
+    )
+    parser.add_argument(
         "--service-cluster-ip-range", type=_cidr, default=DEFAULT_SERVICE_CLUSTER_IP_RANGE, metavar="CIDR",
         help=f"the range Services' cluster IPs are allocated from (default {DEFAULT_SERVICE_CLUSTER_IP_RANGE}, "
         "as kube-apiserver's); its first address is the `kubernetes` Service's",
@@ -386,6 +394,8 @@ def _proxy_client(args: argparse.Namespace, certs: pki.CertDir) -> ProxyClientCe
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="capstan", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--version", action="version", version=versions.describe(),
+                        help="print Capstan's version and the Kubernetes version it implements, and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run store, gRPC core and HTTP gateway in one process")
@@ -426,8 +436,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     nodes = commands.add_parser("nodes", help="simulated nodes as a client of any API server (kwok's role)")
     simulated.command_flags(nodes)
+    assets = commands.add_parser(
+        "envtest-assets", help="lay out a KUBEBUILDER_ASSETS directory whose kube-apiserver is Capstan (envtest)")
+    assets.add_argument("dir", type=Path, help="the directory (created if need be); its path is printed")
     args = parser.parse_args(argv)
-    if args.command not in ("kubeconfig", "nodes") and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+    serving = args.command not in ("kubeconfig", "nodes", "envtest-assets")
+    if serving and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
     if args.command in ("serve", "core"):
         try:
@@ -458,7 +472,8 @@ def _check_insecure(args: argparse.Namespace) -> None:
 def _cert_dir(args: argparse.Namespace) -> pki.CertDir:
     service_ip = Allocator(getattr(args, "service_cluster_ip_range", DEFAULT_SERVICE_CLUSTER_IP_RANGE)).first_ip
     return pki.ensure(args.cert_dir or args.data_dir / "pki", bind_address=args.bind_address,
-                      service_ip=service_ip, serving=args.tls_cert_file is None)
+                      service_ip=service_ip, serving=args.tls_cert_file is None,
+                      service_account=getattr(args, "service_account_signing_key_file", None) is None)
 
 
 def _serving(args: argparse.Namespace, certs: pki.CertDir) -> ServingFiles:
@@ -512,8 +527,8 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             admission_plugins=admission.enabled(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins),
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
-                            api=args.api, nodes=simulated.nodes_config(args),
-                            node_flags=simulated.node_flags(args))
+                            api=args.api, advertise_address=args.advertise_address or "",
+                            nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args))
 
 
 def _collectors(core: RunningCore) -> tuple[Collector, ...]:
@@ -655,16 +670,35 @@ async def gateway(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["kube-apiserver"]:
+        from capstan.cli import kubeapiserver
+
+        kubeapiserver.main(words[1:], program="capstan kube-apiserver")
+        return
+    args = parse_args(words)
     if args.command == "kubeconfig":
         sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
         return
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "envtest-assets":
+        try:
+            print(envtest.lay_out(args.dir, envtest.find_etcd()))
+        except (envtest.AssetsError, OSError) as err:
+            print(f"capstan: {err}", file=sys.stderr)
+            sys.exit(1)
+        return
+    run(args)
+
+
+def run(args: argparse.Namespace, level: int = logging.INFO) -> None:
+    """Run a serving command parsed by parse_args, logging at `level`; exit 1 with the error's text when it
+    cannot start."""
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.info("memory allocator: %s", allocator.describe(os.environ))
     raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
-    run = {"serve": serve, "core": core, "gateway": gateway, "nodes": simulated.run}[args.command]
+    command = {"serve": serve, "core": core, "gateway": gateway, "nodes": simulated.run}[args.command]
     try:
-        asyncio.run(run(args))
+        asyncio.run(command(args))
     except (StorageError, OSError, UsageError) as err:
         print(f"capstan: {err}", file=sys.stderr)
         sys.exit(1)

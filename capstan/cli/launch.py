@@ -29,3 +29,17 @@ def main() -> None:
 
     gc.freeze()
     run()
+
+
+def kube_apiserver() -> None:
+    """The `capstan-kube-apiserver` script (and a KUBEBUILDER_ASSETS directory's `kube-apiserver`): `capstan
+    kube-apiserver` under the name it was started as."""
+    words = sys.argv[1:]
+    if not {"-h", "--help", "--version"} & {word.partition("=")[0] for word in words}:
+        allocator.start_again(["kube-apiserver", *words])
+    gc.disable()
+    from capstan.cli.kubeapiserver import main as run
+    from capstan.cli.kubeapiserver import program_name
+
+    gc.freeze()
+    run(words, program=program_name())

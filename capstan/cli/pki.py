@@ -92,9 +92,11 @@ class CertDir:
         return self.path / "sa.pub"
 
 
-def ensure(path: Path, *, bind_address: str, service_ip: str, serving: bool = True) -> CertDir:
+def ensure(path: Path, *, bind_address: str, service_ip: str, serving: bool = True,
+           service_account: bool = True) -> CertDir:
     """Make `path` hold every file (see the module docstring); `serving` False when the user brings the
-    serving certificate (--tls-cert-file). OSError when the directory cannot be written."""
+    serving certificate (--tls-cert-file), `service_account` False when the user brings the service-account
+    signing key (--service-account-signing-key-file). OSError when the directory cannot be written."""
     certs = CertDir(path)
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     ca = _Authority.ensure(certs.ca_cert, certs.ca_key, "kubernetes")
@@ -107,7 +109,8 @@ def ensure(path: Path, *, bind_address: str, service_ip: str, serving: bool = Tr
     front_proxy = _Authority.ensure(certs.front_proxy_ca_cert, certs.front_proxy_ca_key, "front-proxy-ca")
     front_proxy.ensure_leaf(certs.front_proxy_client_cert, certs.front_proxy_client_key,
                             _name(FRONT_PROXY_CLIENT), ExtendedKeyUsageOID.CLIENT_AUTH)
-    _ensure_service_account_key(certs.sa_key, certs.sa_pub)
+    if service_account:
+        _ensure_service_account_key(certs.sa_key, certs.sa_pub)
     return certs
 
 

@@ -118,7 +118,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      controller_names: frozenset[str] = controllers.DEFAULT,
                      api: ApiEnablement = apienablement.DEFAULT,
                      nodes: NodesConfig | None = None,
-                     node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS) -> RunningCore:
+                     node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS,
+                     advertise_address: str = "") -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -133,12 +134,12 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     admission plugins on (server.admission.enabled reads kube's flags into it). `proxy_client`: the
     certificate presented to extension API servers when their APIServices are checked (the front-proxy client
     certificate; None presents none). `controller_names`: the controllers this core runs while it leads
-    (server/startup/controllers.py reads kube-controller-manager's --controllers into it).
-    `api`: the off-by-default group versions served and the feature gates
-    (server/startup/apienablement.py reads kube's --runtime-config and --feature-gates into it).
-    `nodes`: simulated
-    nodes whose kubelets this core plays while it leads (server/controllers/kubelets/); None or count 0: none.
-    `node_flags`: the node lifecycle controller's and podgc's settings."""
+    (server/startup/controllers.py reads kube-controller-manager's --controllers into it). `api`: the
+    off-by-default group versions served and the feature gates (server/startup/apienablement.py reads kube's
+    --runtime-config and --feature-gates into it). `nodes`: simulated nodes whose kubelets this core plays while
+    it leads (server/controllers/kubelets/); None or count 0: none. `node_flags`: the node lifecycle controller's
+    and podgc's settings. `advertise_address`: the address the `kubernetes` Endpoints name (kube's
+    --advertise-address); "" derives it from `listen`."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
@@ -165,7 +166,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     ]))
     await bootstrap.ensure_default_namespaces(core)
     await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
-    await system_objects.ensure_kubernetes_endpoints(core, listen)
+    await system_objects.ensure_kubernetes_endpoints(core, listen, advertise_address)
     await system_objects.ensure_system_priority_classes(core)
     await flowcontrol_bootstrap.ensure_apf_configuration(core)
     namespaces = NamespaceController(core, informers)

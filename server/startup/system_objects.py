@@ -109,9 +109,10 @@ async def _ensure(core: Core, path: core_pb2.ResourcePath, obj: dict[str, object
     await core.update(core_pb2.UpdateRequest(path=named, object=_raw(stored)))
 
 
-async def ensure_kubernetes_endpoints(core: Core, bind_address: str) -> None:
-    """The `kubernetes` Endpoints and EndpointSlice at the advertise address (see the module docstring)."""
-    address = advertise_address(bind_address)
+async def ensure_kubernetes_endpoints(core: Core, bind_address: str, advertise: str = "") -> None:
+    """The `kubernetes` Endpoints and EndpointSlice at the advertise address: `advertise` as given
+    (--advertise-address), else the one the bind address implies (see the module docstring)."""
+    address = advertise or advertise_address(bind_address)
     if not address:
         log.warning("no non-loopback address to advertise: the kubernetes Endpoints and EndpointSlice are not written")
         return

@@ -1,9 +1,8 @@
 """The real kubectl against a real `capstan serve`: what a user types, and what they see.
 
-Expected output is kubectl's own against kube-apiserver 1.32 (kubectl formats it;
-the server decides the data, the columns, the Status messages). The dispatcher runs
-the kubectl matching the server's /version; kubectl.1.28 and kubectl.1.33 cover the
-discovery formats either side (aggregated discovery v2beta1 and v2).
+Expected output is kubectl's own against kube-apiserver (kubectl formats it; the server decides the data, the
+columns, the Status messages). The dispatcher runs the kubectl matching the server's /version, 1.28's;
+kubectl.1.32 and kubectl.1.33 cover newer clients and discovery formats (aggregated discovery v2beta1 and v2).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import yaml
 
 from tests.e2e.conftest import Capstan, Kubectl, Obj, dns_label, start_capstan, stop_capstan, write_kubeconfig
 
-PINNED = ["1.28", "1.32", "1.33"]  # oldest and newest kubectl we test, and the server's own minor
+PINNED = ["1.28", "1.32", "1.33"]  # the server's own minor, and the newer kubectls we test
 AGE = re.compile(r"^\d+[smhd]")
 PROTOBUF_SENT = "Content-Type: application/vnd.kubernetes.protobuf"
 
@@ -65,11 +64,15 @@ def header(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("version", [None, *PINNED])
-def test_version_reports_server_1_32(kubectl: Kubectl, version: str | None) -> None:
+def test_version_reports_server_1_28(kubectl: Kubectl, version: str | None) -> None:
+    """The unpinned kubectl is the dispatcher, which runs the kubectl matching the server: 1.28's."""
     ran = kubectl("version", "-o", "json", version=version)
     assert ran.code == 0, ran.err
-    server = json.loads(ran.out)["serverVersion"]
-    assert (server["major"], server["minor"], server["gitVersion"]) == ("1", "32", "v1.32.0")
+    shown = json.loads(ran.out)
+    server = shown["serverVersion"]
+    assert (server["major"], server["minor"], server["gitVersion"]) == ("1", "28", "v1.28.15")
+    if version is None:
+        assert shown["clientVersion"]["minor"] == "28"
 
 
 API_RESOURCES = [  # the core/v1 kinds; the named groups' follow them
@@ -522,6 +525,7 @@ def test_delete_namespace_then_wait_for_it(kubectl: Kubectl, capstan: Capstan, r
 
 
 # (args after the object is created, code, stdout, stderr); kubectl wait lists and watches the one object.
+# --for=create is kubectl 1.31's: that row runs kubectl 1.32, the others the dispatcher's (the server's 1.28).
 WAITS: list[tuple[list[str], int, str, str]] = [
     (["wait", "--for=jsonpath={.data.k}=v", "cm/w", "--timeout=10s"], 0, "configmap/w condition met\n", ""),
     (["wait", "--for=create", "cm/w", "--timeout=10s"], 0, "configmap/w condition met\n", ""),
@@ -535,7 +539,7 @@ WAITS: list[tuple[list[str], int, str, str]] = [
 def test_wait(kubectl: Kubectl, capstan: Capstan, namespace: str, args: list[str], code: int, out: str,
               err: str) -> None:
     capstan.create(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "w"}, "data": {"k": "v"}})
-    ran = kubectl(*args, "-n", namespace, timeout=20)
+    ran = kubectl(*args, "-n", namespace, timeout=20, version="1.32" if "--for=create" in args else None)
     assert (ran.code, ran.out) == (code, out), ran.err
     assert ran.err.endswith(err)
 

@@ -10,6 +10,7 @@ import pytest
 from capstan.api.meta.v1 import meta_pb2
 from gateway.codecs import protobuf as protobuf_codec
 from server.machinery.schema import JsonSchema
+from server.machinery.version import CAPSTAN_VERSION
 from server.registry.resources import Resource
 from tests.gateway import kube
 from tests.gateway.conftest import Server
@@ -80,7 +81,8 @@ async def test_version(server: Server) -> None:
     doc = resp.json()
     assert (resp.status, resp.content_type, list(doc)) == (200, "application/json", [
         "major", "minor", "gitVersion", "gitCommit", "gitTreeState", "buildDate", "goVersion", "compiler", "platform"])
-    assert (doc["major"], doc["minor"], doc["gitVersion"]) == ("1", "32", "v1.32.0")
+    assert (doc["major"], doc["minor"], doc["gitVersion"]) == ("1", "28", "v1.28.15")  # the release implemented
+    assert doc["gitCommit"] == f"capstan-{CAPSTAN_VERSION}"  # the build fields name Capstan's release
     assert resp.body.startswith(b'{\n  "major": "1",\n')  # written indented, whatever was asked
 
 

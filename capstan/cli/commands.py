@@ -47,12 +47,15 @@ from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
+from server.objects import health
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
 from server.startup import apienablement, controllers
 from server.startup.app import RunningCore, start_core
 from storage import StorageError, Store, StoreOptions, files
+from storage.encryption import ConfigError as EncryptionConfigError
+from storage.encryption import EncryptedStore, Encryption
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
 from storage.etcd import EtcdConfig, EtcdStore
 from storage.lmdb import LmdbStore
@@ -172,6 +175,16 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         " negative: no quota). Past it creates and updates answer 507 InsufficientStorage; reads and deletes"
         " still work, and /readyz's etcd-quota check fails",
     )
+    parser.add_argument(
+        "--encryption-provider-config", type=Path, metavar="FILE",
+        help="an EncryptionConfiguration (apiserver.config.k8s.io/v1), as kube-apiserver's flag: the providers"
+        " (identity, aescbc, aesgcm, secretbox, kms v2) that encrypt each listed resource's values in the store,"
+        " in kube's stored formats (docs/security.md#encryption-at-rest)")
+    parser.add_argument(
+        "--encryption-provider-config-automatic-reload", type=_bool, nargs="?", const=True, default=False,
+        metavar="BOOL",
+        help="re-read --encryption-provider-config when it changes and use it once it validates and its KMS"
+        " plugins answer (default false); /healthz's kms-providers check is then always there")
     etcd = parser.add_argument_group(
         "etcd (kube-apiserver's flags; without --etcd-servers the store is LMDB in --data-dir)")
     etcd.add_argument("--etcd-servers", type=_names, default=(), metavar="URL[,URL...]",
@@ -196,11 +209,38 @@ async def _open_store(args: argparse.Namespace) -> Store:
         files.private_dir(args.data_dir / "pki")
     quota = args.quota_backend_bytes or DEFAULT_QUOTA_BYTES  # etcd's reading of the flag: 0 is the default
     options = StoreOptions(sync=args.sync, quota_bytes=quota if quota > 0 else None)
-    if args.etcd_servers:
-        config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
-                            certfile=args.etcd_certfile, keyfile=args.etcd_keyfile)
-        return await EtcdStore.open(config, options)
-    return await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ))
+    encryption = None
+    if args.encryption_provider_config is not None:
+        try:
+            encryption = await Encryption.open(args.encryption_provider_config,
+                                               reload=args.encryption_provider_config_automatic_reload)
+        except EncryptionConfigError as err:
+            raise UsageError(str(err)) from None
+    root = b""  # what AES-GCM and KMS v2 authenticate: the key as the backend holds it
+    store: Store
+    try:
+        if args.etcd_servers:
+            config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
+                                certfile=args.etcd_certfile, keyfile=args.etcd_keyfile)
+            store = await EtcdStore.open(config, options)
+            root = config.root
+        else:
+            store = await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ))
+    except BaseException:
+        if encryption is not None:
+            await encryption.close()
+        raise
+    return store if encryption is None else EncryptedStore(store, encryption, context_root=root)
+
+
+def _store_checks(store: Store, args: argparse.Namespace) -> dict[str, health.Check]:
+    """kube's `kms-providers` check when KMS v2 providers are configured or the configuration reloads."""
+    if not isinstance(store, EncryptedStore):
+        return {}
+    encryption = store.encryption
+    if encryption.kms_providers() or args.encryption_provider_config_automatic_reload:
+        return {"kms-providers": encryption.kms_health}
+    return {}
 
 
 def _core_flags(parser: argparse.ArgumentParser) -> None:
@@ -505,7 +545,7 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             admission_plugins=admission.enabled(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins),
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
-                            api=args.api)
+                            api=args.api, store_checks=_store_checks(store, args))
 
 
 def _collectors(core: RunningCore) -> tuple[Collector, ...]:

@@ -11,7 +11,7 @@ leads: at once when it runs alone (election None), else when it holds the Lease
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,7 +114,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
                      proxy_client: ProxyClientCertificate | None = None,
                      controller_names: frozenset[str] = controllers.DEFAULT,
-                     api: ApiEnablement = apienablement.DEFAULT) -> RunningCore:
+                     api: ApiEnablement = apienablement.DEFAULT,
+                     store_checks: Mapping[str, health.Check] | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -131,12 +132,16 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     certificate; None presents none). `controller_names`: the controllers this core runs while it leads
     (server/startup/controllers.py reads kube-controller-manager's --controllers into it).
     `api`: the off-by-default group versions served and the feature gates
-    (server/startup/apienablement.py reads kube's --runtime-config and --feature-gates into it)."""
+    (server/startup/apienablement.py reads kube's --runtime-config and --feature-gates into it).
+    `store_checks`: health checks of what the composition put around the store, under kube's names
+    (`kms-providers` for encryption at rest's KMS plugins), reported after the store's own."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
     registry = Registry(builtin)
     core = Core(store, registry, watch_cache=watch_cache_for(store) if watch_cache is None else watch_cache)
+    for name, check in (store_checks or {}).items():
+        core.health.add(name, check)
     informers = SharedInformers(core)  # one informer per resource for every controller of this core
     # The admission chain (server/admission/) in kube's order; ServiceAccount admission only where the default
     # ServiceAccount is kept (as envtest disables it).

@@ -186,4 +186,16 @@ class Chain:
         raise TransformError("no matching prefix found")
 
 
-UNENCRYPTED = Chain([Prefixed(b"", Identity())])  # kube's default for a resource no entry lists
+class _Unlisted(Chain):
+    """kube's default for a resource no entry lists: identity alone, whose refusal of an encrypted value is the
+    error (identity.NewEncryptCheckTransformer, not wrapped in prefixTransformers)."""
+
+    def __init__(self) -> None:
+        self._identity = Identity()
+        super().__init__([Prefixed(b"", self._identity)])
+
+    def from_storage(self, data: bytes, context: bytes) -> bytes:
+        return self._identity.from_storage(data, context)
+
+
+UNENCRYPTED: Chain = _Unlisted()

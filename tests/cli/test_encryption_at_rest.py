@@ -1,0 +1,87 @@
+"""`capstan serve --encryption-provider-config`, as a user runs it: Secrets written over HTTP are encrypted in
+the LMDB file (a ConfigMap beside them, not listed, is not: the check would see plaintext), read back after a
+restart, and a KMS v2 provider's plugin (a real gRPC server on a unix socket, tests/storage/kms_plugin.py, on
+this test's event loop: the server is started from a thread so the plugin answers meanwhile) is reported by
+kube's `kms-providers` health check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import ClientSession
+
+from tests.cli.test_data_at_rest import start, stop
+from tests.storage.kms_plugin import KmsPlugin
+
+MARKER = b"PLAINTEXT-MARKER-0815"
+SECRETS = "/api/v1/namespaces/default/secrets"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+KEY = base64.b64encode(bytes(range(32))).decode()
+
+
+@pytest.fixture
+async def plugin() -> AsyncIterator[KmsPlugin]:
+    server = KmsPlugin(Path(f"/tmp/capstan-kms-cli-{os.getpid()}.sock"))
+    await server.start()
+    yield server
+    await server.stop()
+    server.socket.unlink(missing_ok=True)
+
+
+def configuration(provider: str) -> str:
+    return ("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n"
+            f"- resources: [secrets]\n  providers:\n  - {provider}\n  - identity: {{}}\n")
+
+
+@pytest.mark.parametrize("provider", ["aescbc", "aesgcm", "secretbox", "kms"])
+async def test_secrets_are_encrypted_in_the_data_file(tmp_path: Path, plugin: KmsPlugin, provider: str) -> None:
+    spec = (f"kms: {{apiVersion: v2, name: test, endpoint: '{plugin.endpoint}'}}" if provider == "kms"
+            else f"{provider}: {{keys: [{{name: k1, secret: {KEY}}}]}}")
+    config = tmp_path / "encryption.yaml"
+    config.write_text(configuration(spec))
+    data = tmp_path / "data"
+    proc, port = await asyncio.to_thread(start, data, "--encryption-provider-config", str(config))
+    url = f"http://127.0.0.1:{port}"
+    value = base64.b64encode(MARKER).decode()
+    try:
+        async with ClientSession() as http:
+            secret = {"metadata": {"name": "db"}, "data": {"password": value}}
+            async with http.post(url + SECRETS, json=secret) as response:
+                assert response.status == 201, await response.text()
+            configmap = {"metadata": {"name": "plain"}, "data": {"note": MARKER.decode()}}
+            async with http.post(url + CONFIGMAPS, json=configmap) as response:
+                assert response.status == 201, await response.text()
+            async with http.get(url + SECRETS + "/db") as response:
+                assert (await response.json())["data"] == {"password": value}
+            async with http.get(url + "/readyz?verbose") as response:
+                text = await response.text()
+                assert response.status == 200, text
+                assert ("[+]kms-providers ok" in text) is (provider == "kms")
+            if provider == "kms":
+                async with http.get(url + "/healthz/kms-providers") as response:
+                    assert (response.status, await response.text()) == (200, "ok")
+    finally:
+        await stop(proc)
+    raw = (data / "lmdb" / "data.mdb").read_bytes()
+    assert raw.count(MARKER) >= 1  # the ConfigMap: plaintext, as configured
+    assert value.encode() not in raw  # the Secret's data: nowhere in the file
+    assert f"k8s:enc:{provider}:{'v2:test' if provider == 'kms' else 'v1:k1'}:".encode() in raw
+    proc, port = await asyncio.to_thread(start, data, "--encryption-provider-config", str(config))  # restarted
+    try:
+        async with ClientSession() as http, http.get(f"http://127.0.0.1:{port}{SECRETS}/db") as response:
+            assert (await response.json())["data"] == {"password": value}
+    finally:
+        await stop(proc)
+
+
+async def test_an_invalid_configuration_refuses_to_start(tmp_path: Path) -> None:
+    config = tmp_path / "encryption.yaml"
+    config.write_text(configuration("aesgcm: {keys: [{name: k1, secret: c2hvcnQ=}]}"))
+    with pytest.raises(AssertionError, match="exited with 1 before listening"):
+        start(tmp_path / "data", "--encryption-provider-config", str(config))

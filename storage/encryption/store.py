@@ -57,22 +57,22 @@ class EncryptedStore:
         return self.encryption.chain(key)
 
     def _sealed(self, key: bytes, value: bytes) -> bytes:
-        return self._chain(key).to_storage(value, self._root + key)
+        return self._chain(key).to_storage(value, self._root + key if self._root else key)
 
     def _open_now(self, kv: KeyValue) -> KeyValue:
         """kv with its plaintext; KeyPending when a key must be fetched first, TransformError when unreadable."""
         value = kv.value
         if not value:  # a DELETE event's kv, or an empty value: nothing to decrypt
             return kv
-        memo_key = (kv.key, kv.mod_revision)
-        plain = self._memo.get(memo_key)
+        key, revision = kv.key, kv.mod_revision
+        plain = self._memo.get((key, revision))
         if plain is None:
-            chain = self._chain(kv.key)
-            plain = chain.from_storage(value, self._root + kv.key)
+            chain = self._chain(key)
+            plain = chain.from_storage(value, self._root + key if self._root else key)
             if plain is value:
                 return kv
-            self._remember(kv.key, kv.mod_revision, plain)
-        return kv._replace(value=plain)
+            self._remember(key, revision, plain)
+        return KeyValue(key, plain, kv.create_revision, revision, kv.version)
 
     async def _open(self, kv: KeyValue) -> KeyValue:
         while True:
@@ -100,7 +100,7 @@ class EncryptedStore:
         if current is not None:
             if result.ok and plain is not None:
                 self._remember(key, current.mod_revision, plain)
-                current = current._replace(value=plain)
+                current = KeyValue(key, plain, current.create_revision, current.mod_revision, current.version)
             else:
                 current = await self._open(current)
         prev = await self._open_opt(result.prev)
@@ -113,9 +113,14 @@ class EncryptedStore:
 
     async def get(self, key: bytes, *, at_revision: int | None = None) -> GetResult:
         result = await self.inner.get(key, at_revision=at_revision)
-        if result.kv is None:
+        kv = result.kv
+        if kv is None:
             return result
-        return GetResult(result.revision, await self._open(result.kv))
+        try:
+            opened = self._open_now(kv)
+        except KeyPending:
+            opened = await self._open(kv)
+        return result if opened is kv else GetResult(result.revision, opened)
 
     def recent(self, key: bytes) -> KeyValue | None:
         kv = self.inner.recent(key)

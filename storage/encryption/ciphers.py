@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from nacl import exceptions as nacl_errors
@@ -86,10 +85,9 @@ class AesCbc:
 
     def to_storage(self, data: bytes, context: bytes) -> bytes:
         iv = os.urandom(BLOCK)
-        padder = padding.PKCS7(BLOCK * 8).padder()
-        padded = padder.update(data) + padder.finalize()
+        size = BLOCK - len(data) % BLOCK  # PKCS#7: 1 to 16 bytes, each the count
         encryptor = Cipher(self._key, modes.CBC(iv)).encryptor()
-        return iv + encryptor.update(padded) + encryptor.finalize()
+        return iv + encryptor.update(data + bytes((size,)) * size) + encryptor.finalize()
 
     def from_storage(self, data: bytes, context: bytes) -> bytes:
         if len(data) < BLOCK:

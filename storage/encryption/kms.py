@@ -220,14 +220,18 @@ class KmsProvider:
             obj.ParseFromString(data)
         except DecodeError as err:
             raise TransformError(f"failed to decode the KMS v2 encrypted object: {err}") from None
-        annotations = dict(obj.annotations)
-        problem = _object_problem(obj, annotations)
-        if problem:
-            raise TransformError(problem)
-        key = _cache_key(obj.encryptedDEKSourceType, obj.encryptedDEKSource, obj.keyID, annotations)
+        annotations = obj.annotations
+        key = (obj.encryptedDEKSourceType, obj.encryptedDEKSource, obj.keyID,
+               tuple(sorted(annotations.items())) if annotations else ())
         reader = self._readers.get(key)
-        if reader is None:
-            raise KeyPending(self._loader(key, obj.keyID, annotations))
+        if reader is None:  # only what a known DEK was validated with can find one: validate the rest now
+            plain_annotations = dict(annotations)
+            problem = _object_problem(obj, plain_annotations)
+            if problem:
+                raise TransformError(problem)
+            raise KeyPending(self._loader(key, obj.keyID, plain_annotations))
+        if not obj.encryptedData:
+            raise TransformError("encrypted data is empty")
         return reader.from_storage(obj.encryptedData, context)
 
     def _loader(self, key: _CacheKey, key_id: str, annotations: dict[str, bytes]) -> Callable[[], asyncio.Future[None]]:

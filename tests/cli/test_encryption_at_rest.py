@@ -85,3 +85,29 @@ async def test_an_invalid_configuration_refuses_to_start(tmp_path: Path) -> None
     config.write_text(configuration("aesgcm: {keys: [{name: k1, secret: c2hvcnQ=}]}"))
     with pytest.raises(AssertionError, match="exited with 1 before listening"):
         start(tmp_path / "data", "--encryption-provider-config", str(config))
+
+
+async def test_automatic_reload_takes_a_new_first_provider(tmp_path: Path) -> None:
+    config = tmp_path / "encryption.yaml"
+    config.write_text(configuration(f"aesgcm: {{keys: [{{name: k1, secret: {KEY}}}]}}"))
+    data = tmp_path / "data"
+    proc, port = await asyncio.to_thread(start, data, "--encryption-provider-config", str(config),
+                                         "--encryption-provider-config-automatic-reload")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with ClientSession() as http:
+            async with http.get(url + "/readyz?verbose") as response:
+                assert "[+]kms-providers ok" in await response.text()  # always there when reloading
+            async with http.post(url + SECRETS, json={"metadata": {"name": "old"}}) as response:
+                assert response.status == 201
+            config.write_text(configuration(f"secretbox: {{keys: [{{name: box, secret: {KEY}}}]}}\n"
+                                            f"  - aesgcm: {{keys: [{{name: k1, secret: {KEY}}}]}}"))
+            await asyncio.sleep(3)  # the file is checked every second
+            async with http.post(url + SECRETS, json={"metadata": {"name": "new"}}) as response:
+                assert response.status == 201
+            async with http.get(url + SECRETS) as response:
+                assert sorted(item["metadata"]["name"] for item in (await response.json())["items"]) == ["new", "old"]
+    finally:
+        await stop(proc)
+    raw = (data / "lmdb" / "data.mdb").read_bytes()
+    assert b"k8s:enc:aesgcm:v1:k1:" in raw and b"k8s:enc:secretbox:v1:box:" in raw

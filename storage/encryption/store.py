@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
+from storage import validate
 from storage.encryption.ciphers import Chain, KeyPending, TransformError
 from storage.encryption.state import Encryption
 from storage.interface import Store, Watch
@@ -57,6 +58,7 @@ class EncryptedStore:
         return self.encryption.chain(key)
 
     def _sealed(self, key: bytes, value: bytes) -> bytes:
+        key, value = validate.check_key(key), validate.check_value(value)  # InvalidArgument before any cipher
         return self._chain(key).to_storage(value, self._root + key if self._root else key)
 
     def _open_now(self, kv: KeyValue) -> KeyValue:
@@ -191,6 +193,8 @@ class _DecryptingWatch:
 
     async def next_batch(self, within: float | None = None) -> Sequence[Event]:
         batch = await self._inner.next_batch(within)
+        if not batch:
+            return batch
         open_now = self._store._open_now
         out: list[Event] = []
         for event in batch:

@@ -69,7 +69,8 @@ async def open_backend(backend: str, path: Path, options: StoreOptions, etcd: Et
         if not config.exists():
             key = base64.b64encode(hashlib.sha256(str(path).encode()).digest()).decode()
             config.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n"
-                              f"- resources: ['*.*']\n  providers:\n  - aesgcm: {{keys: [{{name: k, secret: {key}}}]}}\n")
+                              "- resources: ['*.*']\n  providers:\n"
+                              f"  - aesgcm: {{keys: [{{name: k, secret: {key}}}]}}\n")
         return EncryptedStore(await LmdbStore.open(path, options), await Encryption.open(config))
     if backend == "memory":
         from storage.memory import MemoryStore

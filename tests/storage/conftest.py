@@ -65,13 +65,13 @@ async def open_backend(backend: str, path: Path, options: StoreOptions, etcd: Et
         from storage.encryption import EncryptedStore, Encryption
         from storage.lmdb import LmdbStore
 
-        config = path.parent / f"{path.name}-encryption.yaml"
-        if not config.exists():
+        encryption = path.parent / f"{path.name}-encryption.yaml"
+        if not encryption.exists():
             key = base64.b64encode(hashlib.sha256(str(path).encode()).digest()).decode()
-            config.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n"
-                              "- resources: ['*.*']\n  providers:\n"
-                              f"  - aesgcm: {{keys: [{{name: k, secret: {key}}}]}}\n")
-        return EncryptedStore(await LmdbStore.open(path, options), await Encryption.open(config))
+            encryption.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n"
+                                  "- resources: ['*.*']\n  providers:\n"
+                                  f"  - aesgcm: {{keys: [{{name: k, secret: {key}}}]}}\n")
+        return EncryptedStore(await LmdbStore.open(path, options), await Encryption.open(encryption))
     if backend == "memory":
         from storage.memory import MemoryStore
 

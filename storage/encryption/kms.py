@@ -13,6 +13,8 @@ Status, Encrypt, Decrypt). As kube 1.28 does with KMSv2KDF off (its default):
 - a read looks the EncryptedObject's DEK up among those already decrypted (by type, encrypted DEK, key ID and
   annotations), else asks the plugin to Decrypt it once and keeps it; values whose DEK source is an HKDF seed
   (HKDF_SHA256_XNONCE_AES_GCM_SEED, what kube 1.29 writes) are read too;
+- calls wait for the plugin's socket within the provider's timeout (kube's WaitForReady), so a plugin that
+  restarts is used again as soon as it listens;
 - Status is polled every minute while healthy and every 10 s otherwise; writes fail once no good Status came
   for WRITE_DEK_TTL (3 minutes), so a plugin that went away cannot keep encrypting under a stale key for long.
 
@@ -155,7 +157,8 @@ class KmsProvider:
 
     async def _status(self) -> str | None:
         try:
-            response = await self._stub.Status(kms_pb2.StatusRequest(), timeout=self.config.timeout)
+            response = await self._stub.Status(kms_pb2.StatusRequest(), timeout=self.config.timeout,
+                                               wait_for_ready=True)
         except grpc.aio.AioRpcError as err:
             return f"failed to get kms-plugin status, error: {err.code().name}: {err.details()}"
         problems: list[str] = []
@@ -182,7 +185,7 @@ class KmsProvider:
         dek = os.urandom(32)
         try:
             response = await self._stub.Encrypt(kms_pb2.EncryptRequest(plaintext=dek, uid=str(uuid.uuid4())),
-                                                timeout=self.config.timeout)
+                                                timeout=self.config.timeout, wait_for_ready=True)
         except grpc.aio.AioRpcError as err:
             raise TransformError(f"failed to encrypt DEK, error: {err.code().name}: {err.details()}") from None
         annotations = dict(response.annotations)
@@ -250,7 +253,7 @@ class KmsProvider:
         request = kms_pb2.DecryptRequest(ciphertext=encrypted, uid=str(uuid.uuid4()), key_id=key_id,
                                          annotations=annotations)
         try:
-            response = await self._stub.Decrypt(request, timeout=self.config.timeout)
+            response = await self._stub.Decrypt(request, timeout=self.config.timeout, wait_for_ready=True)
         except grpc.aio.AioRpcError as err:
             raise TransformError(f"failed to decrypt DEK, error: {err.code().name}: {err.details()}") from None
         plaintext = response.plaintext

@@ -344,6 +344,24 @@ async def test_kms_v2_key_rotation_and_health(tmp_path: Path, plugin: KmsPlugin)
         await store.close()
 
 
+async def test_kms_v2_plugin_down_at_start(tmp_path: Path, plugin: KmsPlugin) -> None:
+    """As kube: the server starts, writes through the provider fail and kms-providers fails until the plugin
+    answers a Status, which makes the DEK."""
+    await plugin.stop()
+    store, _, _ = await encrypted(tmp_path, config((["secrets"], [kms(plugin)])))
+    try:
+        assert (await store.encryption.kms_health() or "").startswith("kms-provider vault: failed to get kms-plugin")
+        with pytest.raises(TransformError, match="has no DEK: its plugin has not answered"):
+            await store.create(KEY, SECRET)
+        await plugin.start()
+        (provider,) = store.encryption.kms_providers()
+        assert await provider.probe(force=True) is None
+        assert (await store.create(KEY, SECRET)).ok
+        assert await store.encryption.kms_health() is None
+    finally:
+        await store.close()
+
+
 async def test_kms_v2_reload_refuses_a_plugin_that_does_not_answer(tmp_path: Path, plugin: KmsPlugin) -> None:
     store, inner, _ = await encrypted(tmp_path, config((["secrets"], [kms(plugin)])))
     try:

@@ -210,6 +210,9 @@ async def _open_store(args: argparse.Namespace) -> Store:
     quota = args.quota_backend_bytes or DEFAULT_QUOTA_BYTES  # etcd's reading of the flag: 0 is the default
     options = StoreOptions(sync=args.sync, quota_bytes=quota if quota > 0 else None)
     encryption = None
+    if args.encryption_provider_config_automatic_reload and args.encryption_provider_config is None:
+        raise UsageError("--encryption-provider-config-automatic-reload must be set with"
+                         " --encryption-provider-config")  # kube's EtcdOptions.Validate
     if args.encryption_provider_config is not None:
         try:
             encryption = await Encryption.open(args.encryption_provider_config,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pytest
 from aiohttp import ClientSession
 
 from tests.cli.test_data_at_rest import start, stop
+from tests.cli.test_serve import ROOT
 from tests.storage.kms_plugin import KmsPlugin
 
 MARKER = b"PLAINTEXT-MARKER-0815"
@@ -80,11 +83,25 @@ async def test_secrets_are_encrypted_in_the_data_file(tmp_path: Path, plugin: Km
         await stop(proc)
 
 
-async def test_an_invalid_configuration_refuses_to_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--encryption-provider-config", "{config}"),
+     'resources[0].providers[0].aesgcm.keys[0].secret: Invalid value: "REDACTED": secret is not of the expected'
+     " length, got 5, expected one of [16 24 32]"),
+    (("--encryption-provider-config", "{missing}"), "error reading encryption provider configuration file"),
+    (("--encryption-provider-config-automatic-reload",),
+     "--encryption-provider-config-automatic-reload must be set with --encryption-provider-config"),
+], ids=["invalid", "missing", "reload-alone"])
+def test_a_configuration_that_cannot_serve_refuses_to_start(tmp_path: Path, flags: tuple[str, ...],
+                                                           message: str) -> None:
     config = tmp_path / "encryption.yaml"
     config.write_text(configuration("aesgcm: {keys: [{name: k1, secret: c2hvcnQ=}]}"))
-    with pytest.raises(AssertionError, match="exited with 1 before listening"):
-        start(tmp_path / "data", "--encryption-provider-config", str(config))
+    argv = [flag.format(config=config, missing=tmp_path / "none.yaml") for flag in flags]
+    done = subprocess.run(
+        [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", str(tmp_path / "data"),
+         "--http-port", "0", "--grpc-port", "0", *argv],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert message in done.stderr
 
 
 async def test_automatic_reload_takes_a_new_first_provider(tmp_path: Path) -> None:

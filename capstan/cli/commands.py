@@ -56,6 +56,7 @@ from server.startup.app import RunningCore, start_core
 from storage import StorageError, Store, StoreOptions, files
 from storage.encryption import ConfigError as EncryptionConfigError
 from storage.encryption import EncryptedStore, Encryption
+from storage.encryption.metrics import EncryptionCollector
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
 from storage.etcd import EtcdConfig, EtcdStore
 from storage.lmdb import LmdbStore
@@ -551,11 +552,12 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             api=args.api, store_checks=_store_checks(store, args))
 
 
-def _collectors(core: RunningCore) -> tuple[Collector, ...]:
-    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks' and API
-    Priority and Fairness's."""
+def _collectors(core: RunningCore, store: Store) -> tuple[Collector, ...]:
+    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks', API
+    Priority and Fairness's, and encryption at rest's."""
     own = (core.classifier.collector(),) if core.classifier is not None else ()
-    return (webhook_metrics.REGISTRY, *own)
+    encryption = (EncryptionCollector(store.encryption),) if isinstance(store, EncryptedStore) else ()
+    return (webhook_metrics.REGISTRY, *own, *encryption)
 
 
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:
@@ -575,7 +577,7 @@ async def serve(args: argparse.Namespace) -> None:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core))
+                            limiter=limiter, storage=store, collectors=_collectors(core, store))
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -591,7 +593,7 @@ async def serve(args: argparse.Namespace) -> None:
             core = await _start_core(store, args, _security(args, certs),
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core),
+                            limiter=limiter, storage=store, collectors=_collectors(core, store),
                             proxy_client=proxy_client)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),

@@ -22,6 +22,7 @@ the caller awaits it and asks again (storage/encryption/store.py).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -38,6 +39,10 @@ ENCRYPTED_PREFIX = b"k8s:enc:"
 BLOCK = 16  # AES's block: the CBC IV's length
 GCM_NONCE = 12
 SECRETBOX_NONCE = secret.SecretBox.NONCE_SIZE  # 24
+
+# kube's apiserver_storage_transformation_operations_total: (transformation_type, transformer_prefix, status) ->
+# count, for the resources an entry lists (storage/encryption/metrics.py serves it)
+OPERATIONS: Counter[tuple[str, str, str]] = Counter()
 
 
 class TransformError(StorageError):
@@ -165,7 +170,13 @@ class Chain:
 
     def to_storage(self, data: bytes, context: bytes) -> bytes:
         first = self._write
-        return first.prefix + first.transformer.to_storage(data, context)
+        try:
+            out = first.prefix + first.transformer.to_storage(data, context)
+        except TransformError:
+            OPERATIONS["to_storage", first.prefix.decode(), "Unknown"] += 1
+            raise
+        OPERATIONS["to_storage", first.prefix.decode(), "OK"] += 1
+        return out
 
     def from_storage(self, data: bytes, context: bytes) -> bytes:
         errors: list[str] = []
@@ -174,11 +185,15 @@ class Chain:
             if not data.startswith(prefix):
                 continue
             try:
-                return provider.transformer.from_storage(data[len(prefix):], context)
+                out = provider.transformer.from_storage(data[len(prefix):], context)
             except TransformError as err:
                 if not prefix:  # identity meeting an encrypted value: a later provider may read it
                     continue
+                OPERATIONS["from_storage", prefix.decode(), "Unknown"] += 1
                 errors.append(str(err))
+                continue
+            OPERATIONS["from_storage", prefix.decode(), "OK"] += 1
+            return out
         if errors:
             raise TransformError("; ".join(errors))
         raise TransformError("no matching prefix found")
@@ -192,7 +207,7 @@ class _Unlisted(Chain):
         self._identity = Identity()
         super().__init__([Prefixed(b"", self._identity)])
 
-    def from_storage(self, data: bytes, context: bytes) -> bytes:
+    def from_storage(self, data: bytes, context: bytes) -> bytes:  # not counted: kube counts listed resources
         return self._identity.from_storage(data, context)
 
 

@@ -62,6 +62,8 @@ HKDF_SEED = envelope_pb2.HKDF_SHA256_XNONCE_AES_GCM_SEED
 
 _CacheKey = tuple[int, bytes, str, tuple[tuple[str, bytes], ...]]
 
+CACHE_MISSES = [0]  # kube's apiserver_storage_envelope_transformation_cache_misses_total: DEKs asked of a plugin
+
 
 class _Counter:
     """kube's nonce generator: 4 random bytes, then a counter that never repeats within the DEK's life."""
@@ -250,6 +252,7 @@ class KmsProvider:
 
     async def _decrypt_dek(self, key: _CacheKey, key_id: str, annotations: dict[str, bytes]) -> None:
         kind, encrypted = key[0], key[1]
+        CACHE_MISSES[0] += 1
         request = kms_pb2.DecryptRequest(ciphertext=encrypted, uid=str(uuid.uuid4()), key_id=key_id,
                                          annotations=annotations)
         try:

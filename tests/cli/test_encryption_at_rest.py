@@ -1,8 +1,8 @@
 """`capstan serve --encryption-provider-config`, as a user runs it: Secrets written over HTTP are encrypted in
 the LMDB file (a ConfigMap beside them, not listed, is not: the check would see plaintext), read back after a
-restart, and a KMS v2 provider's plugin (a real gRPC server on a unix socket, tests/storage/kms_plugin.py, on
-this test's event loop: the server is started from a thread so the plugin answers meanwhile) is reported by
-kube's `kms-providers` health check.
+restart, /metrics counts them under kube's names, and a KMS v2 provider's plugin (a real gRPC server on a unix
+socket, tests/storage/kms_plugin.py, on this test's event loop: the server is started from a thread so the
+plugin answers meanwhile) is reported by kube's `kms-providers` health check.
 """
 
 from __future__ import annotations
@@ -69,12 +69,17 @@ async def test_secrets_are_encrypted_in_the_data_file(tmp_path: Path, plugin: Km
             if provider == "kms":
                 async with http.get(url + "/healthz/kms-providers") as response:
                     assert (response.status, await response.text()) == (200, "ok")
+            async with http.get(url + "/metrics") as response:
+                metrics = await response.text()
+            prefix = f"k8s:enc:{provider}:{'v2:test' if provider == 'kms' else 'v1:k1'}:"
+            assert ('apiserver_storage_transformation_operations_total{status="OK",transformation_type="to_storage",'
+                    f'transformer_prefix="{prefix}"}} 1.0') in metrics
     finally:
         await stop(proc)
     raw = (data / "lmdb" / "data.mdb").read_bytes()
     assert raw.count(MARKER) >= 1  # the ConfigMap: plaintext, as configured
     assert value.encode() not in raw  # the Secret's data: nowhere in the file
-    assert f"k8s:enc:{provider}:{'v2:test' if provider == 'kms' else 'v1:k1'}:".encode() in raw
+    assert prefix.encode() in raw
     proc, port = await asyncio.to_thread(start, data, "--encryption-provider-config", str(config))  # restarted
     try:
         async with ClientSession() as http, http.get(f"http://127.0.0.1:{port}{SECRETS}/db") as response:

@@ -54,9 +54,6 @@ from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, G
 from server.startup import apienablement, controllers
 from server.startup.app import RunningCore, start_core
 from storage import StorageError, Store, StoreOptions, files
-from storage.encryption import ConfigError as EncryptionConfigError
-from storage.encryption import EncryptedStore, Encryption
-from storage.encryption.metrics import EncryptionCollector
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
 from storage.etcd import EtcdConfig, EtcdStore
 from storage.lmdb import LmdbStore
@@ -215,6 +212,9 @@ async def _open_store(args: argparse.Namespace) -> Store:
         raise UsageError("--encryption-provider-config-automatic-reload must be set with"
                          " --encryption-provider-config")  # kube's EtcdOptions.Validate
     if args.encryption_provider_config is not None:
+        from storage.encryption import ConfigError as EncryptionConfigError  # its ciphers: only when configured
+        from storage.encryption import Encryption
+
         try:
             encryption = await Encryption.open(args.encryption_provider_config,
                                                reload=args.encryption_provider_config_automatic_reload)
@@ -234,13 +234,20 @@ async def _open_store(args: argparse.Namespace) -> Store:
         if encryption is not None:
             await encryption.close()
         raise
-    return store if encryption is None else EncryptedStore(store, encryption, context_root=root)
+    if encryption is None:
+        return store
+    from storage.encryption import EncryptedStore
+
+    return EncryptedStore(store, encryption, context_root=root)
 
 
 def _store_checks(store: Store, args: argparse.Namespace) -> dict[str, health.Check]:
     """kube's `kms-providers` check when KMS v2 providers are configured or the configuration reloads."""
-    if not isinstance(store, EncryptedStore):
+    if args.encryption_provider_config is None:
         return {}
+    from storage.encryption import EncryptedStore
+
+    assert isinstance(store, EncryptedStore)
     encryption = store.encryption
     if encryption.kms_providers() or args.encryption_provider_config_automatic_reload:
         return {"kms-providers": encryption.kms_health}
@@ -552,12 +559,17 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             api=args.api, store_checks=_store_checks(store, args))
 
 
-def _collectors(core: RunningCore, store: Store) -> tuple[Collector, ...]:
+def _collectors(core: RunningCore, store: Store, args: argparse.Namespace) -> tuple[Collector, ...]:
     """The core's figures that the gateway beside it serves on /metrics: the admission webhooks', API
     Priority and Fairness's, and encryption at rest's."""
-    own = (core.classifier.collector(),) if core.classifier is not None else ()
-    encryption = (EncryptionCollector(store.encryption),) if isinstance(store, EncryptedStore) else ()
-    return (webhook_metrics.REGISTRY, *own, *encryption)
+    own: tuple[Collector, ...] = (core.classifier.collector(),) if core.classifier is not None else ()
+    if args.encryption_provider_config is not None:
+        from storage.encryption import EncryptedStore
+        from storage.encryption.metrics import EncryptionCollector
+
+        assert isinstance(store, EncryptedStore)
+        own = (*own, EncryptionCollector(store.encryption))
+    return (webhook_metrics.REGISTRY, *own)
 
 
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:
@@ -577,7 +589,7 @@ async def serve(args: argparse.Namespace) -> None:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core, store))
+                            limiter=limiter, storage=store, collectors=_collectors(core, store, args))
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -593,7 +605,7 @@ async def serve(args: argparse.Namespace) -> None:
             core = await _start_core(store, args, _security(args, certs),
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core, store),
+                            limiter=limiter, storage=store, collectors=_collectors(core, store, args),
                             proxy_client=proxy_client)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from nacl import secret
 
 from storage import Store
-from storage.encryption import ConfigError, EncryptedStore, Encryption, TransformError
+from storage.encryption import ConfigError, EncryptedStore, Encryption, TransformError, ciphers
 from storage.encryption import state as encryption_state
 from storage.encryption.pb.v2 import envelope_pb2
 from tests.storage.conftest import FAST, open_backend, take, within
@@ -168,6 +168,33 @@ async def test_aesgcm_authenticates_the_key(tmp_path: Path) -> None:
         with pytest.raises(TransformError, match="message authentication failed"):
             await store.get(b"/core/secrets/default/copy")
     finally:
+        await store.close()
+
+
+async def test_each_revision_is_decrypted_once(tmp_path: Path) -> None:
+    """A write's own reads and watch events decrypt nothing; another store over the same backend decrypts each
+    (key, revision) once however many gets, lists and watchers hand it out (kube's transformation counter)."""
+    store, inner, _ = await encrypted(tmp_path, config((["secrets"], [keyed("aesgcm", "k1", K1)])))
+    other = EncryptedStore(inner, await Encryption.open(tmp_path / "encryption.yaml"))
+    decrypted = ("from_storage", "k8s:enc:aesgcm:v1:k1:", "OK")
+    try:
+        base = store.current_revision()
+        watches = [s.watch(b"/core/secrets/", from_revision=base) for s in (store, store, other, other)]
+        before = ciphers.OPERATIONS[decrypted]
+        for i in range(3):
+            await store.create(KEY + b"%d" % i, SECRET)
+        for watch in watches[:2]:
+            assert [e.kv.value for e in await take(watch, 3)] == [SECRET] * 3
+        await store.get(KEY + b"0")
+        await store.list(b"/core/secrets/")
+        assert ciphers.OPERATIONS[decrypted] == before
+        for watch in watches[2:]:
+            assert [e.kv.value for e in await take(watch, 3)] == [SECRET] * 3
+        await other.get(KEY + b"0")
+        await other.list(b"/core/secrets/")
+        assert ciphers.OPERATIONS[decrypted] == before + 3
+    finally:
+        await other.encryption.close()
         await store.close()
 
 

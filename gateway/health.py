@@ -3,8 +3,10 @@ pkg/server/healthz/healthz.go, pkg/server/healthz.go).
 
 Each endpoint is a list of named checks, in kube-apiserver's order:
 
-  /healthz, /livez   ping, log, etcd, poststarthook/...
-  /readyz            ping, log, etcd, etcd-readiness, informer-sync, poststarthook/..., shutdown
+  /healthz, /livez   ping, log, etcd, kms-providers, poststarthook/...
+  /readyz            ping, log, etcd, etcd-readiness, kms-providers, informer-sync, poststarthook/..., shutdown
+
+(kms-providers only with an --encryption-provider-config that has KMS v2 providers, or reloads itself.)
 
 ping, log and shutdown are the gateway's own (ping always passes; log flushes the log handlers;
 shutdown fails once the gateway is stopping). The others are the core's (server/objects/health.py), asked
@@ -44,7 +46,7 @@ ENDPOINTS = ("healthz", "livez", "readyz")
 STORE = "etcd"  # kube's name for its storage check (EtcdOptions.addEtcdHealthEndpoint); clients look for it
 READINESS_ONLY = frozenset({"etcd-readiness", "etcd-quota", "informer-sync"})  # AddReadyzChecks in kube
 # kube-apiserver's registration order: storage checks, informer-sync, then the post-start hooks.
-_ORDER = {STORE: 0, "etcd-readiness": 1, "etcd-quota": 2, "informer-sync": 3}
+_ORDER = {STORE: 0, "etcd-readiness": 1, "etcd-quota": 2, "kms-providers": 3, "informer-sync": 4}
 _TEXT = "text/plain; charset=utf-8"
 _NOSNIFF = {"X-Content-Type-Options": "nosniff"}
 

@@ -12,7 +12,8 @@
 # generated __init__.py; capstan/__init__.py itself is hand-written and left alone.
 # etcd's API (protos/storage/etcd/pb/...) is generated the same way into
 # storage/etcd/pb/, inside the storage layer that speaks it (storage imports no other
-# layer); the __init__.py files from storage/etcd/pb down are generated too.
+# layer); the __init__.py files from storage/etcd/pb down are generated too. KMS v2 (the
+# plugin API and the envelope kube stores) goes the same way into storage/encryption/pb/.
 #
 # Reproducible: buf is pinned below and installed into ./node_modules from the
 # npm registry when missing; protoc comes from the grpcio-tools installed for the
@@ -64,10 +65,11 @@ mapfile -t api_protos < <(printf '%s\n' "${protos[@]}" | grep '^capstan/api/')
 python -m grpc_tools.protoc -I protos --include_source_info \
   --descriptor_set_out="$out/capstan/api/descriptors.binpb" "${api_protos[@]}"
 
-# A generated __init__.py for each package directory from capstan/<x> (or storage/etcd/pb)
+# A generated __init__.py for each package directory from capstan/<x> (or storage/etcd/pb,
+# storage/encryption/pb)
 # down to each directory holding generated modules.
 while IFS= read -r dir; do
-  while [[ "$dir" != capstan && "$dir" != storage/etcd ]]; do
+  while [[ "$dir" != capstan && "$dir" != storage/etcd && "$dir" != storage/encryption ]]; do
     printf '"""%s from protos/%s; do not edit."""\n' "$GENERATED_MARK" "$dir" >"$out/$dir/__init__.py"
     dir="$(dirname "$dir")"
   done
@@ -75,8 +77,8 @@ done < <(cd "$out" && find capstan storage -name '*_pb2.py' -exec dirname {} \; 
 
 # Generated files currently in the repo: protoc outputs and our __init__.py files.
 committed() {
-  find capstan storage/etcd \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' -o -name '*.binpb' \) -type f
-  find capstan storage/etcd -mindepth 2 -name __init__.py -type f -exec grep -l -F "$GENERATED_MARK" {} +
+  find capstan storage/etcd storage/encryption \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' -o -name '*.binpb' \) -type f
+  find capstan storage/etcd storage/encryption -mindepth 2 -name __init__.py -type f -exec grep -l -F "$GENERATED_MARK" {} +
 }
 mapfile -t old < <(committed 2>/dev/null | LC_ALL=C sort -u)
 mapfile -t new < <(cd "$out" && find capstan storage -type f | LC_ALL=C sort)
@@ -105,4 +107,4 @@ for f in "${new[@]}"; do
   mkdir -p "$(dirname "$f")"
   cmp -s "$out/$f" "$f" || cp "$out/$f" "$f"
 done
-echo "generate.sh: ${#new[@]} generated files written under capstan/ and storage/etcd/pb/"
+echo "generate.sh: ${#new[@]} generated files written under capstan/, storage/etcd/pb/ and storage/encryption/pb/"

@@ -52,6 +52,7 @@ from server.machinery import version as versions
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
+from server.objects import health
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
@@ -177,6 +178,16 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         " negative: no quota). Past it creates and updates answer 507 InsufficientStorage; reads and deletes"
         " still work, and /readyz's etcd-quota check fails",
     )
+    parser.add_argument(
+        "--encryption-provider-config", type=Path, metavar="FILE",
+        help="an EncryptionConfiguration (apiserver.config.k8s.io/v1), as kube-apiserver's flag: the providers"
+        " (identity, aescbc, aesgcm, secretbox, kms v2) that encrypt each listed resource's values in the store,"
+        " in kube's stored formats (docs/security.md#encryption-at-rest)")
+    parser.add_argument(
+        "--encryption-provider-config-automatic-reload", type=_bool, nargs="?", const=True, default=False,
+        metavar="BOOL",
+        help="re-read --encryption-provider-config when it changes and use it once it validates and its KMS"
+        " plugins answer (default false); /healthz's kms-providers check is then always there")
     etcd = parser.add_argument_group(
         "etcd (kube-apiserver's flags; without --etcd-servers the store is LMDB in --data-dir)")
     etcd.add_argument("--etcd-servers", type=_names, default=(), metavar="URL[,URL...]",
@@ -201,11 +212,51 @@ async def _open_store(args: argparse.Namespace) -> Store:
         files.private_dir(args.data_dir / "pki")
     quota = args.quota_backend_bytes or DEFAULT_QUOTA_BYTES  # etcd's reading of the flag: 0 is the default
     options = StoreOptions(sync=args.sync, quota_bytes=quota if quota > 0 else None)
-    if args.etcd_servers:
-        config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
-                            certfile=args.etcd_certfile, keyfile=args.etcd_keyfile)
-        return await EtcdStore.open(config, options)
-    return await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ))
+    encryption = None
+    if args.encryption_provider_config_automatic_reload and args.encryption_provider_config is None:
+        raise UsageError("--encryption-provider-config-automatic-reload must be set with"
+                         " --encryption-provider-config")  # kube's EtcdOptions.Validate
+    if args.encryption_provider_config is not None:
+        from storage.encryption import ConfigError as EncryptionConfigError  # its ciphers: only when configured
+        from storage.encryption import Encryption
+
+        try:
+            encryption = await Encryption.open(args.encryption_provider_config,
+                                               reload=args.encryption_provider_config_automatic_reload)
+        except EncryptionConfigError as err:
+            raise UsageError(str(err)) from None
+    root = b""  # what AES-GCM and KMS v2 authenticate: the key as the backend holds it
+    store: Store
+    try:
+        if args.etcd_servers:
+            config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
+                                certfile=args.etcd_certfile, keyfile=args.etcd_keyfile)
+            store = await EtcdStore.open(config, options)
+            root = config.root
+        else:
+            store = await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ))
+    except BaseException:
+        if encryption is not None:
+            await encryption.close()
+        raise
+    if encryption is None:
+        return store
+    from storage.encryption import EncryptedStore
+
+    return EncryptedStore(store, encryption, context_root=root)
+
+
+def _store_checks(store: Store, args: argparse.Namespace) -> dict[str, health.Check]:
+    """kube's `kms-providers` check when KMS v2 providers are configured or the configuration reloads."""
+    if args.encryption_provider_config is None:
+        return {}
+    from storage.encryption import EncryptedStore
+
+    assert isinstance(store, EncryptedStore)
+    encryption = store.encryption
+    if encryption.kms_providers() or args.encryption_provider_config_automatic_reload:
+        return {"kms-providers": encryption.kms_health}
+    return {}
 
 
 def _core_flags(parser: argparse.ArgumentParser) -> None:
@@ -528,13 +579,20 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                                                                 args.disable_admission_plugins),
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
                             api=args.api, advertise_address=args.advertise_address or "",
-                            nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args))
+                            nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args),
+                            store_checks=_store_checks(store, args))
 
 
-def _collectors(core: RunningCore) -> tuple[Collector, ...]:
-    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks' and API
-    Priority and Fairness's."""
-    own = (core.classifier.collector(),) if core.classifier is not None else ()
+def _collectors(core: RunningCore, store: Store, args: argparse.Namespace) -> tuple[Collector, ...]:
+    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks', API
+    Priority and Fairness's, and encryption at rest's."""
+    own: tuple[Collector, ...] = (core.classifier.collector(),) if core.classifier is not None else ()
+    if args.encryption_provider_config is not None:
+        from storage.encryption import EncryptedStore
+        from storage.encryption.metrics import EncryptionCollector
+
+        assert isinstance(store, EncryptedStore)
+        own = (*own, EncryptionCollector(store.encryption))
     return (webhook_metrics.REGISTRY, *own)
 
 
@@ -555,7 +613,7 @@ async def serve(args: argparse.Namespace) -> None:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core))
+                            limiter=limiter, storage=store, collectors=_collectors(core, store, args))
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -571,7 +629,7 @@ async def serve(args: argparse.Namespace) -> None:
             core = await _start_core(store, args, _security(args, certs),
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core),
+                            limiter=limiter, storage=store, collectors=_collectors(core, store, args),
                             proxy_client=proxy_client)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),

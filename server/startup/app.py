@@ -11,7 +11,7 @@ leads: at once when it runs alone (election None), else when it holds the Lease
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,7 +119,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      api: ApiEnablement = apienablement.DEFAULT,
                      nodes: NodesConfig | None = None,
                      node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS,
-                     advertise_address: str = "") -> RunningCore:
+                     advertise_address: str = "",
+                     store_checks: Mapping[str, health.Check] | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -139,12 +140,16 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     --runtime-config and --feature-gates into it). `nodes`: simulated nodes whose kubelets this core plays while
     it leads (server/controllers/kubelets/); None or count 0: none. `node_flags`: the node lifecycle controller's
     and podgc's settings. `advertise_address`: the address the `kubernetes` Endpoints name (kube's
-    --advertise-address); "" derives it from `listen`."""
+    --advertise-address); "" derives it from `listen`. `store_checks`: health checks of what the composition put
+    around the store, under kube's names (`kms-providers` for encryption at rest's KMS plugins), reported after
+    the store's own."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
     registry = Registry(builtin)
     core = Core(store, registry, watch_cache=watch_cache_for(store) if watch_cache is None else watch_cache)
+    for name, check in (store_checks or {}).items():
+        core.health.add(name, check)
     informers = SharedInformers(core)  # one informer per resource for every controller of this core
     # The admission chain (server/admission/) in kube's order; ServiceAccount admission only where the default
     # ServiceAccount is kept (as envtest disables it).

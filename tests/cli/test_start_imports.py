@@ -39,6 +39,8 @@ FIRST_RULE = (
     (START, "prompt_toolkit", False),
     (START, "server.machinery.crdschema.cel.rules", False),  # with the first CRD
     (START, "jsonpath_ng", False),  # with the first CRD's printer columns
+    (START, "storage.encryption", False),  # with --encryption-provider-config
+    (START, "nacl", False),
     (FIRST_RULE, "cel.cel", True),
     (FIRST_RULE, "cel", False),
     (FIRST_RULE, "prompt_toolkit", False),

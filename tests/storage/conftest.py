@@ -13,6 +13,7 @@ tests count revisions from `store.current_revision()` at open (`base`), never fr
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import random
 from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
@@ -24,7 +25,9 @@ import pytest
 from storage import Event, EventType, KeyValue, Store, StoreOptions, Watch, WriteResult
 from tests.storage.etcd_server import EtcdServer
 
-BACKENDS = ["lmdb", "memory", "etcd"]
+# "encrypted" is LMDB behind storage/encryption's EncryptedStore with every key under AES-GCM: the contract
+# holds through encryption at rest too.
+BACKENDS = ["lmdb", "memory", "etcd", "encrypted"]
 # The backends whose automatic compactor is storage/compactor.py's sampling policy (etcd's takes turns
 # with other cores instead: storage/etcd/compactor.py).
 EMBEDDED = ["lmdb", "memory"]
@@ -58,6 +61,17 @@ async def open_backend(backend: str, path: Path, options: StoreOptions, etcd: Et
         from storage.lmdb import LmdbStore
 
         return await LmdbStore.open(path, options)
+    if backend == "encrypted":
+        from storage.encryption import EncryptedStore, Encryption
+        from storage.lmdb import LmdbStore
+
+        encryption = path.parent / f"{path.name}-encryption.yaml"
+        if not encryption.exists():
+            key = base64.b64encode(hashlib.sha256(str(path).encode()).digest()).decode()
+            encryption.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n"
+                                  "- resources: ['*.*']\n  providers:\n"
+                                  f"  - aesgcm: {{keys: [{{name: k, secret: {key}}}]}}\n")
+        return EncryptedStore(await LmdbStore.open(path, options), await Encryption.open(encryption))
     if backend == "memory":
         from storage.memory import MemoryStore
 

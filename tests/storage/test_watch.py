@@ -493,7 +493,8 @@ async def test_writers_pass_idle_watchers_that_are_dropped_and_forgotten(open_st
     assert all(len(batch) >= 1 for batch in await within(asyncio.gather(*first)))
     for i in range(20, 30):
         assert (await within(store.create(b"/i/%d" % i, b"v" * 1_000), 1.0)).ok
-    broadcaster = store._broadcaster  # type: ignore[attr-defined]
+    backend: Any = getattr(store, "inner", store)  # the backend, under an EncryptedStore too
+    broadcaster = backend._broadcaster
     assert (broadcaster.subscriber_count, broadcaster.held_events, broadcaster.held_bytes) == (0, 0, 0)
     for watch in idle:
         with pytest.raises(WatcherTooSlow):

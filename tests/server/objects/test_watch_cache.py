@@ -34,7 +34,7 @@ CONFIG = CacheConfig(fresh_wait=0.5)
 NAMES = ["a", "b", "c", "d", "e"]
 
 
-@pytest.fixture(params=["lmdb", "etcd"])
+@pytest.fixture(params=["lmdb", "etcd", "encrypted"])  # encrypted: LMDB behind encryption at rest, every key
 def backend(request: pytest.FixtureRequest) -> str:
     name: str = request.param
     return name

@@ -4,6 +4,8 @@
   capstan core       store and gRPC core only, for gateways in other processes
   capstan gateway    an HTTP gateway in front of a core reached over gRPC (--core HOST:PORT)
   capstan kubeconfig a kubeconfig for the running server, for kubectl and client libraries
+  capstan snapshot   save (while serving), status and restore snapshots of the LMDB store (snapshot.py)
+  capstan check      verify every stored value; capstan defrag: compact the stopped store's file
 
 Secure by default, with kube-apiserver's flags: HTTPS on --secure-port, TLS gRPC on --grpc-port (and mutual
 TLS on --grpc-mtls-port), certificates from --cert-dir (generated on first start, capstan/cli/pki.py).
@@ -28,7 +30,7 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, gcpolicy, pki, workers
+from capstan.cli import allocator, gcpolicy, pki, snapshot, workers
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli.inprocess import InProcessClient
 from capstan.cli.tls import ServingFiles, front_proxy_credentials, server_context
@@ -55,7 +57,8 @@ from server.startup.app import RunningCore, start_core
 from storage import StorageError, Store, StoreOptions, files
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
 from storage.etcd import EtcdConfig, EtcdStore
-from storage.lmdb import LmdbStore
+from storage.lmdb import LmdbStore, datalock
+from storage.lmdb.datalock import DataLock
 from storage.lmdb.peers import Peers
 from storage.options import DEFAULT_QUOTA_BYTES
 
@@ -185,11 +188,12 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
     etcd.add_argument("--etcd-keyfile", type=Path, help="the client certificate's private key")
 
 
-async def _open_store(args: argparse.Namespace) -> Store:
+async def _open_store(args: argparse.Namespace) -> tuple[Store, DataLock | None]:
     """The data directory and its store, private to this user (storage/files.py), the default cert dir too.
 
     With --etcd-servers the store is that etcd cluster (the data directory keeps only the certificates
-    and the endpoints file); otherwise LMDB in the data directory.
+    and the endpoints file); otherwise LMDB in the data directory, locked for this server (and its workers)
+    for as long as it runs (storage/lmdb/datalock.py): a second server on it is refused.
     """
     files.private_dir(args.data_dir)
     if (args.data_dir / "pki").is_dir():
@@ -199,8 +203,13 @@ async def _open_store(args: argparse.Namespace) -> Store:
     if args.etcd_servers:
         config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
                             certfile=args.etcd_certfile, keyfile=args.etcd_keyfile)
-        return await EtcdStore.open(config, options)
-    return await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ))
+        return await EtcdStore.open(config, options), None
+    lock = datalock.acquire(args.data_dir / "lmdb", os.environ)
+    try:
+        return await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ)), lock
+    except BaseException:
+        lock.release()
+        raise
 
 
 def _core_flags(parser: argparse.ArgumentParser) -> None:
@@ -419,8 +428,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
                             help="the server's data directory, to find its address (default ./data)")
     kubeconfig.add_argument("--server", default="", help="the server's address, e.g. https://127.0.0.1:6443")
+    snapshot.add_commands(commands)
     args = parser.parse_args(argv)
-    if args.command != "kubeconfig" and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+    if args.command in ("serve", "core", "gateway") and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
     if args.command in ("serve", "core"):
         try:
@@ -526,7 +536,7 @@ async def serve(args: argparse.Namespace) -> None:
     _check_insecure(args)
     stop = _stop_event()
     host = _host(args.bind_address)
-    store = await _open_store(args)
+    store, lock = await _open_store(args)
     limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
     try:
         if args.insecure:
@@ -576,13 +586,15 @@ async def serve(args: argparse.Namespace) -> None:
         await core.stop()
     finally:
         await store.close()
+        if lock is not None:
+            lock.release()
 
 
 async def core(args: argparse.Namespace) -> None:
     _check_insecure(args)
     stop = _stop_event()
     host = _host(args.bind_address)
-    store = await _open_store(args)
+    store, lock = await _open_store(args)
     try:
         if args.insecure:
             running = await _start_core(store, args, INSECURE)
@@ -606,6 +618,8 @@ async def core(args: argparse.Namespace) -> None:
         await running.stop()
     finally:
         await store.close()
+        if lock is not None:
+            lock.release()
 
 
 async def gateway(args: argparse.Namespace) -> None:
@@ -650,6 +664,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.command == "kubeconfig":
         sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
+        return
+    if args.command in ("snapshot", "check", "defrag"):
+        try:
+            snapshot.run(args)
+        except (StorageError, OSError) as err:
+            print(f"capstan: {err}", file=sys.stderr)
+            sys.exit(1)
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.info("memory allocator: %s", allocator.describe(os.environ))

@@ -35,6 +35,7 @@ from bench._util import context, emit, note
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from storage.lmdb import snapshot as snapshots
+from storage.lmdb.integrity import Report
 
 VALUE = os.urandom(1024)
 PREFIX = b"/registry/configmaps/bench/"
@@ -100,7 +101,7 @@ def main() -> None:
              objects=status.report.objects)
 
         checked, seconds = timed(snapshots.check, data)
-        assert isinstance(checked, snapshots.Report)
+        assert isinstance(checked, Report)
         emit("check", "capstan", "seconds", seconds, INFO, correct=checked.objects == live,
              objects=checked.objects, log_entries=checked.log_entries)
 

@@ -72,10 +72,9 @@ def _open(path: Path, *, file: bool) -> Iterator[_Dbs]:
     try:
         data_file = path if file else path / DATA_FILE
         integrity.check_file(data_file, env.stat()["psize"], env.info()["last_pgno"])
-        dbs = [env.open_db(name, create=False, **({"dupsort": True, "dupfixed": True} if name == layout.IDX_DB
-                                                  else {}))
-               for name in (layout.KV_DB, layout.LOG_DB, layout.IDX_DB, layout.META_DB)]
-        yield _Dbs(env, *dbs)
+        yield _Dbs(env, env.open_db(layout.KV_DB, create=False), env.open_db(layout.LOG_DB, create=False),
+                   env.open_db(layout.IDX_DB, create=False, dupsort=True, dupfixed=True),
+                   env.open_db(layout.META_DB, create=False))
     except lmdb.NotFoundError as err:
         raise DataError(f"{path} is no Capstan store (a database is missing: {err})") from err
     except (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError) as err:

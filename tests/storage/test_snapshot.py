@@ -18,7 +18,7 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from storage import KeyValue, StoreOptions
+from storage import BackendFailure, KeyValue, StoreOptions
 from storage.lmdb import LmdbStore, layout
 from storage.lmdb import snapshot as snapshots
 from storage.lmdb.integrity import DataError
@@ -165,7 +165,7 @@ async def test_a_damaged_snapshot_is_refused_by_status_and_restore(tmp_path: Pat
 async def test_restore_refuses_an_existing_directory(tmp_path: Path) -> None:
     await fill(tmp_path / "data", 10)
     snapshots.save(tmp_path / "data", tmp_path / "snap.db")
-    with pytest.raises(snapshots.BackendFailure, match="exists"):
+    with pytest.raises(BackendFailure, match="exists"):
         snapshots.restore(tmp_path / "snap.db", tmp_path / "data")
 
 

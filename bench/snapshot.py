@@ -14,6 +14,8 @@ history and free pages as a served store does. Then, each timed once:
   check    `capstan check` on the data directory (what a verification at every start would cost): seconds.
   restore  a new data directory from the snapshot, verified first: seconds.
   defrag   `capstan defrag` of the data directory: seconds, the data file's size before and after.
+  load     `capstan snapshot save` run as its own process while 64 writers create objects with fsync on:
+           durable writes/s during the save beside the same writers with no save, and the save's seconds.
   crc32    what a checksum per stored value would cost instead (zlib.crc32 of a 1 KiB value, once per write
            and once per read): microseconds per value, beside a get of the store.
 
@@ -26,6 +28,8 @@ import argparse
 import asyncio
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import zlib
@@ -64,6 +68,41 @@ async def build(directory: Path, objects: int) -> tuple[int, float]:
             await store.get(PREFIX + b"%08d" % i)
         get_us = (time.perf_counter() - started) / gets * 1e6
         return store.current_revision(), get_us
+    finally:
+        await store.close()
+
+
+async def writes_per_s(directory: Path, seconds: float | None, during: list[str] | None) -> tuple[float, float]:
+    """Durable creates/s by WRITERS writers for `seconds`, or for as long as the command `during` runs (then
+    also its seconds)."""
+    store = await LmdbStore.open(directory, StoreOptions(sync=True, compact_interval=0))
+    done = asyncio.Event()
+    count = 0
+
+    async def writer(w: int) -> None:
+        nonlocal count
+        n = 0
+        while not done.is_set():
+            await store.create(b"/registry/configmaps/load/%02d-%08d-%d" % (w, n, len(during or ())), VALUE)
+            n += 1
+            count += 1
+
+    try:
+        tasks = [asyncio.create_task(writer(w)) for w in range(WRITERS)]
+        await asyncio.sleep(0.2)
+        started, before = time.perf_counter(), count
+        if during is None:
+            assert seconds is not None
+            await asyncio.sleep(seconds)
+        else:
+            proc = await asyncio.create_subprocess_exec(*during, stdout=subprocess.DEVNULL)
+            if await proc.wait() != 0:
+                raise RuntimeError(f"{' '.join(during)} failed")
+        elapsed = time.perf_counter() - started
+        rate = (count - before) / elapsed
+        done.set()
+        await asyncio.gather(*tasks)
+        return rate, elapsed
     finally:
         await store.close()
 
@@ -116,6 +155,13 @@ def main() -> None:
         before, after = sizes
         emit("defrag", "capstan", "seconds", seconds, INFO, correct=snapshots.check(data).hash == checked.hash,
              before_bytes=before, after_bytes=after)
+
+        save = [sys.executable, "-m", "capstan", "snapshot", "save", str(root / "loaded.db"), "--data-dir",
+                str(data.parent)]
+        during, seconds = asyncio.run(writes_per_s(data, None, save))
+        alone, _ = asyncio.run(writes_per_s(data, seconds, None))
+        emit("load", "capstan", "writes_per_s", during, INFO, alone_writes_per_s=round(alone, 1),
+             save_seconds=round(seconds, 3), snapshot_bytes=os.path.getsize(root / "loaded.db"))
 
         rounds = 200_000
         started = time.perf_counter()

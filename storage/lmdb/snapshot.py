@@ -66,35 +66,46 @@ def _open(path: Path, *, file: bool) -> Iterator[_Dbs]:
             if not (path / DATA_FILE).is_file():
                 raise BackendFailure(f"there is no store in {path} (no {DATA_FILE})")
             env = lmdb.open(str(path), create=False, readonly=False, max_dbs=MAX_DBS, readahead=False,
-                            max_readers=512)
+                            max_readers=512, mode=files.FILE_MODE)
     except lmdb.Error as err:
         raise DataError(f"{path} is damaged or is no LMDB store ({err})") from err
     try:
         data_file = path if file else path / DATA_FILE
         integrity.check_file(data_file, env.stat()["psize"], env.info()["last_pgno"])
-        yield _Dbs(env, env.open_db(layout.KV_DB, create=False), env.open_db(layout.LOG_DB, create=False),
-                   env.open_db(layout.IDX_DB, create=False, dupsort=True, dupfixed=True),
-                   env.open_db(layout.META_DB, create=False))
+        for _ in range(8):
+            try:
+                dbs = _Dbs(env, env.open_db(layout.KV_DB, create=False), env.open_db(layout.LOG_DB, create=False),
+                           env.open_db(layout.IDX_DB, create=False, dupsort=True, dupfixed=True),
+                           env.open_db(layout.META_DB, create=False))
+                break
+            except lmdb.MapResizedError:
+                env.set_mapsize(0)  # a serving process grew the map: adopt its size (no transaction is open)
+        else:
+            raise BackendFailure(f"{path}: the map kept growing while it was opened")
+        yield dbs
     except lmdb.NotFoundError as err:
         raise DataError(f"{path} is no Capstan store (a database is missing: {err})") from err
-    except (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError) as err:
+    except (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError, lmdb.BadTxnError) as err:
         raise DataError(f"{path} is damaged ({err})") from err
+    except lmdb.Error as err:
+        raise BackendFailure(f"reading {path} failed: {err}") from err
     finally:
         env.close()
 
 
 def _begin(env: Any) -> Any:
     """A read transaction, adopting a map a serving process grew meanwhile."""
-    try:
-        return env.begin()
-    except lmdb.MapResizedError:
-        env.set_mapsize(0)
-        return env.begin()
+    for _ in range(8):
+        try:
+            return env.begin()
+        except lmdb.MapResizedError:
+            env.set_mapsize(0)  # no transaction of this process is open
+    return env.begin()
 
 
 def _verify(dbs: _Dbs, path: Path) -> Report:
     try:
-        with dbs.env.begin() as txn:
+        with _begin(dbs.env) as txn:
             report = integrity.verify(txn, dbs)
     except lmdb.Error as err:
         raise DataError(f"{path} is damaged ({err})") from err

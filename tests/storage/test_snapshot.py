@@ -182,3 +182,37 @@ async def test_defrag_shrinks_the_file_and_keeps_every_object(tmp_path: Path) ->
     before, after = snapshots.defrag(data)
     assert after < before / 2
     assert await everything(data) == (revision, items)
+
+
+STALE_READER = """
+import lmdb, os, sys
+env = lmdb.open(sys.argv[1], max_dbs=8)
+txn = env.begin()
+print(os.getpid(), flush=True)
+sys.stdin.read()
+"""
+
+
+def readers(data: Path) -> list[str]:
+    """The pids in the environment's reader table, as another process sees it (LMDB's table, not a probe's)."""
+    code = "import lmdb, sys; print(lmdb.open(sys.argv[1], max_dbs=8).readers())"
+    table = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in table.stdout.splitlines()[1:] if line.strip()]
+
+
+async def test_compaction_clears_the_reader_a_killed_save_left(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    await fill(data, 10)
+    store = await LmdbStore.open(data, FAST)
+    try:
+        reader = subprocess.Popen([sys.executable, "-c", STALE_READER, str(data)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        assert reader.stdout is not None
+        pid = reader.stdout.readline().strip()
+        reader.kill()
+        reader.wait(10)
+        assert pid in readers(data)
+        await store.compact(store.current_revision())
+        assert pid not in readers(data)
+    finally:
+        await store.close()

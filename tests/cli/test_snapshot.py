@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,8 @@ import lmdb
 import pytest
 from aiohttp import ClientSession
 
-from storage.lmdb import layout
+from storage import StoreOptions
+from storage.lmdb import LmdbStore, layout
 from tests.cli.test_data_at_rest import CONFIGMAPS, start, stop
 from tests.cli.test_serve import ROOT
 from tests.cli.test_workers import serving
@@ -157,6 +159,25 @@ def test_the_etcd_store_is_etcds_tools_to_back_up(tmp_path: Path) -> None:
     assert not (tmp_path / "x.db").exists()
 
 
-def test_defrag_prints_the_sizes_before_and_after(tmp_path: Path) -> None:
+async def test_defrag_prints_the_sizes_before_and_after(tmp_path: Path) -> None:
+    store = await LmdbStore.open(tmp_path / "data" / "lmdb", StoreOptions(sync=False, compact_interval=0))
+    try:
+        for i in range(500):
+            await store.create(b"/k/%04d" % i, b"v" * 2048)
+        for i in range(450):
+            await store.delete(b"/k/%04d" % i)
+        await store.compact(store.current_revision())
+    finally:
+        await store.close()
+    done = capstan("defrag", "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 0, done.stderr
+    match = re.fullmatch(r"defragmented (\S+): .* -> .* \((\d+) -> (\d+) bytes\)\n", done.stdout)
+    assert match and match[1] == str(tmp_path / "data" / "lmdb" / "data.mdb"), done.stdout
+    assert int(match[3]) < int(match[2]) // 2
+    assert ", 50 objects, " in capstan("check", "--data-dir", str(tmp_path / "data")).stdout
+
+
+def test_missing_files_are_one_line(tmp_path: Path) -> None:
     refused_with(capstan("defrag", "--data-dir", str(tmp_path / "none")), "no store")
+    refused_with(capstan("check", "--data-dir", str(tmp_path / "none")), "no store")
     refused_with(capstan("snapshot", "status", str(tmp_path / "none.db")), "cannot read the snapshot")

@@ -93,7 +93,8 @@ def _print_status(snapshot: snapshots.Snapshot, form: str) -> None:
     report: Report = snapshot.report
     if form == "json":
         print(json.dumps({"hash": report.hash, "revision": report.revision, "totalKey": report.objects,
-                          "totalSize": snapshot.size, "compacted": report.compacted, "format": report.format}))
+                          "totalSize": snapshot.size, "compacted": report.compacted, "format": report.format},
+                         separators=(",", ":")))  # as Go's encoding/json writes it
         return
     row = [f"{report.hash:x}", str(report.revision), str(report.objects), _bytes(snapshot.size)]
     if form == "simple":

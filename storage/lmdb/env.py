@@ -37,9 +37,9 @@ def open_env(path: Path, options: StoreOptions, *, map_size: int | None = None) 
     `map_size` reserves that much address space at once (processes sharing the environment pass the same,
     so that none has to adopt another's growth); without, the map starts small and doubles as it fills.
     Readers other processes left behind when they died are cleared. A truncated or damaged data file, or
-    one of a newer format, is refused with DataError before anything is read or written (integrity.py).
+    one of a newer format, is refused with DataError before it is served (integrity.py).
     """
-    files_ok = False
+    opened = False
     env = None
     try:
         files.private_dir(path)
@@ -69,7 +69,7 @@ def open_env(path: Path, options: StoreOptions, *, map_size: int | None = None) 
                 txn.put(integrity.META_FORMAT, layout.rev(integrity.FORMAT))
         for name in ("data.mdb", "lock.mdb"):
             files.private_file(path / name)
-        files_ok = True
+        opened = True
     except integrity.DataError:
         raise
     except lmdb.InvalidError as err:
@@ -83,7 +83,7 @@ def open_env(path: Path, options: StoreOptions, *, map_size: int | None = None) 
     except (lmdb.Error, OSError) as err:
         raise BackendFailure(f"cannot open the store in {path}: {err}") from err
     finally:
-        if not files_ok and env is not None:
+        if not opened and env is not None:
             env.close()
     return Databases(env, kv, log, idx, meta)
 

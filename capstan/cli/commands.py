@@ -7,6 +7,8 @@
   capstan nodes      simulated nodes (kubelets without containers) as a client of any API server
   capstan kube-apiserver  `capstan serve` behind kube-apiserver 1.28's command line (capstan/cli/kubeapiserver.py)
   capstan envtest-assets DIR  a KUBEBUILDER_ASSETS directory whose kube-apiserver is Capstan (envtest.py)
+  capstan snapshot   save (while serving), status and restore snapshots of the LMDB store (snapshot.py)
+  capstan check      verify every stored value; capstan defrag: compact the stopped store's file
 
 Secure by default, with kube-apiserver's flags: HTTPS on --secure-port, TLS gRPC on --grpc-port (and mutual
 TLS on --grpc-mtls-port), certificates from --cert-dir (generated on first start, capstan/cli/pki.py).
@@ -31,7 +33,7 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, envtest, gcpolicy, pki, workers
+from capstan.cli import allocator, envtest, gcpolicy, pki, snapshot, workers
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
 from capstan.cli.inprocess import InProcessClient
@@ -61,7 +63,8 @@ from server.startup.app import RunningCore, start_core
 from storage import StorageError, Store, StoreOptions, files
 from storage.etcd import DEFAULT_PREFIX as ETCD_PREFIX
 from storage.etcd import EtcdConfig, EtcdStore
-from storage.lmdb import LmdbStore
+from storage.lmdb import LmdbStore, datalock
+from storage.lmdb.datalock import DataLock
 from storage.lmdb.peers import Peers
 from storage.options import DEFAULT_QUOTA_BYTES
 
@@ -201,11 +204,12 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
     etcd.add_argument("--etcd-keyfile", type=Path, help="the client certificate's private key")
 
 
-async def _open_store(args: argparse.Namespace) -> Store:
+async def _open_store(args: argparse.Namespace) -> tuple[Store, DataLock | None]:
     """The data directory and its store, private to this user (storage/files.py), the default cert dir too.
 
     With --etcd-servers the store is that etcd cluster (the data directory keeps only the certificates
-    and the endpoints file); otherwise LMDB in the data directory.
+    and the endpoints file); otherwise LMDB in the data directory, locked for this server (and its workers)
+    for as long as it runs (storage/lmdb/datalock.py): a second server on it is refused.
     """
     files.private_dir(args.data_dir)
     if (args.data_dir / "pki").is_dir():
@@ -227,6 +231,7 @@ async def _open_store(args: argparse.Namespace) -> Store:
             raise UsageError(str(err)) from None
     root = b""  # what AES-GCM and KMS v2 authenticate: the key as the backend holds it
     store: Store
+    lock: DataLock | None = None
     try:
         if args.etcd_servers:
             config = EtcdConfig(servers=args.etcd_servers, prefix=args.etcd_prefix, cafile=args.etcd_cafile,
@@ -234,16 +239,21 @@ async def _open_store(args: argparse.Namespace) -> Store:
             store = await EtcdStore.open(config, options)
             root = config.root
         else:
-            store = await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ))
+            lock = datalock.acquire(args.data_dir / "lmdb", os.environ)
+            try:
+                store = await LmdbStore.open(args.data_dir / "lmdb", options, peers=Peers.from_environ(os.environ))
+            except BaseException:
+                lock.release()
+                raise
     except BaseException:
         if encryption is not None:
             await encryption.close()
         raise
     if encryption is None:
-        return store
+        return store, lock
     from storage.encryption import EncryptedStore
 
-    return EncryptedStore(store, encryption, context_root=root)
+    return EncryptedStore(store, encryption, context_root=root), lock
 
 
 def _store_checks(store: Store, args: argparse.Namespace) -> dict[str, health.Check]:
@@ -490,9 +500,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     assets = commands.add_parser(
         "envtest-assets", help="lay out a KUBEBUILDER_ASSETS directory whose kube-apiserver is Capstan (envtest)")
     assets.add_argument("dir", type=Path, help="the directory (created if need be); its path is printed")
+    snapshot.add_commands(commands)
     args = parser.parse_args(argv)
-    serving = args.command not in ("kubeconfig", "nodes", "envtest-assets")
-    if serving and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+    if args.command in ("serve", "core", "gateway") and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
     if args.command in ("serve", "core"):
         try:
@@ -607,7 +617,7 @@ async def serve(args: argparse.Namespace) -> None:
     _check_insecure(args)
     stop = _stop_event()
     host = _host(args.bind_address)
-    store = await _open_store(args)
+    store, lock = await _open_store(args)
     limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
     try:
         if args.insecure:
@@ -657,13 +667,15 @@ async def serve(args: argparse.Namespace) -> None:
         await core.stop()
     finally:
         await store.close()
+        if lock is not None:
+            lock.release()
 
 
 async def core(args: argparse.Namespace) -> None:
     _check_insecure(args)
     stop = _stop_event()
     host = _host(args.bind_address)
-    store = await _open_store(args)
+    store, lock = await _open_store(args)
     try:
         if args.insecure:
             running = await _start_core(store, args, INSECURE)
@@ -687,6 +699,8 @@ async def core(args: argparse.Namespace) -> None:
         await running.stop()
     finally:
         await store.close()
+        if lock is not None:
+            lock.release()
 
 
 async def gateway(args: argparse.Namespace) -> None:
@@ -742,6 +756,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             print(envtest.lay_out(args.dir, envtest.find_etcd()))
         except (envtest.AssetsError, OSError) as err:
+            print(f"capstan: {err}", file=sys.stderr)
+            sys.exit(1)
+        return
+    if args.command in ("snapshot", "check", "defrag"):
+        try:
+            snapshot.run(args)
+        except (StorageError, OSError) as err:
             print(f"capstan: {err}", file=sys.stderr)
             sys.exit(1)
         return

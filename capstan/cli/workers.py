@@ -13,6 +13,9 @@ the standard library:
   once (the generated certificates, the bootstrap objects) and picks any port given as 0; the others are
   told the ports it bound, which they then share. A worker reports that it serves, and its ports, as one line
   on a pipe (`CAPSTAN_WORKER_READY`).
+- It holds the data directory's lock (storage/lmdb/datalock.py) for as long as it runs, and its workers
+  inherit it (`CAPSTAN_DATA_LOCK_FD`): another server on the same data directory is refused, its own workers
+  are not.
 - A worker that exits while the server runs is started again (at most once a second); what it acknowledged
   is on disk. If the first worker cannot start, the server cannot: the parent stops and exits as it did.
 - SIGTERM or SIGINT is passed to every worker, each drains as a single process does (listeners first, then
@@ -26,6 +29,8 @@ compactor's turns) need nothing here: they are elected through the store, as bet
 from __future__ import annotations
 
 import ctypes
+import errno
+import fcntl
 import json
 import os
 import select
@@ -38,6 +43,8 @@ from collections.abc import Mapping, Sequence
 WORKER_ENV = "CAPSTAN_WORKER"  # the worker's index, in a worker's environment
 FDS_ENV = "CAPSTAN_WORKER_FDS"  # storage/lmdb/peers.py's: the worker's own eventfd, then the others'
 READY_ENV = "CAPSTAN_WORKER_READY"  # the pipe a worker writes its ports to, as one JSON line, once it serves
+LOCK_ENV = "CAPSTAN_DATA_LOCK_FD"  # storage/lmdb/datalock.py's: the data directory's lock, held by the parent
+LOCK_FILE = "capstan.lock"  # storage/lmdb/datalock.py's, in <data-dir>/lmdb
 COMMANDS = frozenset({"serve", "core"})
 MAX_WORKERS = 8
 START_TIMEOUT = 120.0  # seconds a worker may take to serve
@@ -56,17 +63,46 @@ def workers_asked(argv: Sequence[str]) -> int:
     the command's own parser will refuse); an absent --workers means 1."""
     if _command(argv) not in COMMANDS:
         return 1
-    value: str | None = None
-    for i, word in enumerate(argv):
-        if word == "--workers" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif word.startswith("--workers="):
-            value = word.partition("=")[2]
+    value = _flag(argv, "--workers")
     if value is None:
         return 1
     if value == "auto":
         return default_workers()
     return int(value) if value.isdigit() and int(value) >= 1 else 1
+
+
+def _flag(argv: Sequence[str], name: str) -> str | None:
+    value: str | None = None
+    for i, word in enumerate(argv):
+        if word == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif word.startswith(name + "="):
+            value = word.partition("=")[2]
+    return value
+
+
+def lock_data_dir(argv: Sequence[str]) -> int | None:
+    """The data directory's lock, as storage/lmdb/datalock.py takes it, for the workers to inherit (None: the
+    store is etcd's). Exits 1 with datalock's message when another process holds it."""
+    if _flag(argv, "--etcd-servers"):
+        return None
+    directory = os.path.join(_flag(argv, "--data-dir") or "data", "lmdb")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = os.path.join(directory, LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        pid = f" (pid {holder})" if holder.isdigit() else ""
+        print(f"capstan: the data directory {directory} is in use by another process{pid} (it holds {path}): stop"
+              " it first, or use another --data-dir", file=sys.stderr)
+        sys.exit(1)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 def _command(argv: Sequence[str]) -> str | None:
@@ -90,8 +126,9 @@ def report_ready(environ: Mapping[str, str], ports: Mapping[str, int]) -> None:
 
 
 class Supervisor:
-    def __init__(self, count: int, argv: Sequence[str]) -> None:
+    def __init__(self, count: int, argv: Sequence[str], lock_fd: int | None = None) -> None:
         self.count = count
+        self.lock_fd = lock_fd
         self.argv = list(argv)  # the interpreter's command line, run again for each worker
         self.eventfds = [os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(count)]
         self.ports: dict[str, int] = {}
@@ -133,9 +170,14 @@ class Supervisor:
         own = self.eventfds[index]
         fds = [own, *(fd for i, fd in enumerate(self.eventfds) if i != index)]
         env = {**os.environ, WORKER_ENV: str(index), FDS_ENV: ",".join(map(str, fds)), READY_ENV: str(write_end)}
+        inherited: tuple[int, ...] = ()
+        if self.lock_fd is not None:
+            env[LOCK_ENV] = str(self.lock_fd)
+            inherited = (self.lock_fd,)
         self.started[index] = time.monotonic()
         try:
-            proc = subprocess.Popen(self._command_line(index), env=env, pass_fds=(*self.eventfds, write_end),
+            proc = subprocess.Popen(self._command_line(index), env=env,
+                                    pass_fds=(*self.eventfds, write_end, *inherited),
                                     preexec_fn=_die_with_parent)  # the parent has one thread
         finally:
             os.close(write_end)
@@ -212,4 +254,4 @@ def supervise(argv: Sequence[str]) -> None:
     count = workers_asked(argv)
     if count <= 1 or not sys.executable or len(sys.orig_argv) < 2:
         return
-    sys.exit(Supervisor(count, [sys.executable, *sys.orig_argv[1:]]).run())
+    sys.exit(Supervisor(count, [sys.executable, *sys.orig_argv[1:]], lock_data_dir(argv)).run())

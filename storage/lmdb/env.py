@@ -13,7 +13,7 @@ import lmdb
 
 from storage import files
 from storage.errors import BackendFailure, DiskFailure, StorageError
-from storage.lmdb import layout
+from storage.lmdb import integrity, layout
 from storage.options import StoreOptions
 
 LMDB_DEFAULT_MAP_SIZE = 10 << 20  # py-lmdb's own default: a new map starts small and doubles as it fills
@@ -36,8 +36,11 @@ def open_env(path: Path, options: StoreOptions, *, map_size: int | None = None) 
     The directory is 0700 and its files 0600 (storage/files.py), looser ones are tightened.
     `map_size` reserves that much address space at once (processes sharing the environment pass the same,
     so that none has to adopt another's growth); without, the map starts small and doubles as it fills.
-    Readers other processes left behind when they died are cleared.
+    Readers other processes left behind when they died are cleared. A truncated or damaged data file, or
+    one of a newer format, is refused with DataError before it is served (integrity.py).
     """
+    opened = False
+    env = None
     try:
         files.private_dir(path)
         env = lmdb.open(
@@ -50,20 +53,38 @@ def open_env(path: Path, options: StoreOptions, *, map_size: int | None = None) 
             max_readers=512,
             map_size=LMDB_DEFAULT_MAP_SIZE if map_size is None else map_size,
         )
+        integrity.check_file(path / integrity.DATA_FILE, env.stat()["psize"], env.info()["last_pgno"])
         env.reader_check()
         kv = env.open_db(layout.KV_DB)
         log = env.open_db(layout.LOG_DB)
         idx = env.open_db(layout.IDX_DB, dupsort=True, dupfixed=True)
         meta = env.open_db(layout.META_DB)
         with env.begin(write=True, db=meta) as txn:
+            integrity.check_format(integrity.read_format(txn, meta), path / integrity.DATA_FILE)
             if txn.get(layout.META_REVISION) is None:
                 txn.put(layout.META_REVISION, layout.rev(1))
                 txn.put(layout.META_COMPACTED, layout.rev(0))
                 txn.put(layout.META_COMPACT_DONE, layout.rev(0))
+            if txn.get(integrity.META_FORMAT) is None:
+                txn.put(integrity.META_FORMAT, layout.rev(integrity.FORMAT))
         for name in ("data.mdb", "lock.mdb"):
             files.private_file(path / name)
+        opened = True
+    except integrity.DataError:
+        raise
+    except lmdb.InvalidError as err:
+        raise integrity.DataError(
+            f"the data file {path / integrity.DATA_FILE} is damaged or is no LMDB store ({err}); restore it from a"
+            " snapshot (capstan snapshot restore)") from err
+    except (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.VersionMismatchError) as err:
+        raise integrity.DataError(
+            f"the data file {path / integrity.DATA_FILE} is damaged ({err}); restore it from a snapshot"
+            " (capstan snapshot restore)") from err
     except (lmdb.Error, OSError) as err:
         raise BackendFailure(f"cannot open the store in {path}: {err}") from err
+    finally:
+        if not opened and env is not None:
+            env.close()
     return Databases(env, kv, log, idx, meta)
 
 

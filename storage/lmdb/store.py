@@ -303,6 +303,12 @@ class LmdbStore:
         if revision > current:
             raise InvalidArgument(f"cannot compact to {revision}, beyond the current revision {current}")
         async with self._compact_lock:
+            # A reader another process left when it died (a `capstan snapshot save` killed midway) would pin
+            # every page freed after its snapshot, and the file would grow until a restart: clear it here.
+            try:
+                self._dbs.env.reader_check()
+            except lmdb.Error as err:
+                raise BackendFailure(f"clearing the readers of dead processes failed: {err}") from err
             if await self._job(lambda txn: compact.mark(txn, self._dbs, revision)):
                 self._compacted = revision
             await self._finish_compaction()

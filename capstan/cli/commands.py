@@ -350,6 +350,12 @@ def _listen_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) ->
                             help="gRPC port requiring a client certificate (default 50052; 0 picks one; -1 none)")
 
 
+def _fault_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fault-injection", action="store_true",
+                        help="FOR TESTS ONLY: serve the admin API /debug/capstan/faults, whose rules answer chosen"
+                             " requests with 429, 500, 410, 504, ... and end open watches (gateway/faults.py)")
+
+
 def _security_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token-auth-file", type=Path, default=None, help="static bearer tokens (kube's CSV)")
     parser.add_argument("--anonymous-auth", type=_bool, default=True,
@@ -394,6 +400,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _core_flags(serve)
     _limit_flags(serve)
     _proxy_client_flags(serve)
+    _fault_flags(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
@@ -414,6 +421,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _connection_flags(gateway, http=True, grpc=False)
     _proxy_client_flags(gateway)
     _limit_flags(gateway)
+    _fault_flags(gateway)
 
     kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
@@ -532,7 +540,8 @@ async def serve(args: argparse.Namespace) -> None:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core))
+                            limiter=limiter, storage=store, collectors=_collectors(core),
+                            fault_injection=args.fault_injection)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -549,7 +558,7 @@ async def serve(args: argparse.Namespace) -> None:
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
                             limiter=limiter, storage=store, collectors=_collectors(core),
-                            proxy_client=proxy_client)
+                            proxy_client=proxy_client, fault_injection=args.fault_injection)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),
@@ -621,7 +630,7 @@ async def gateway(args: argparse.Namespace) -> None:
     try:
         if args.insecure:
             app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args),
-                            core_metrics=True)
+                            core_metrics=True, fault_injection=args.fault_injection)
             hostcheck.guard(app)
             runner, port = await start_http(app, args.bind_address, args.http_port,
                                               connection_limits=_connection_limits(args))
@@ -629,7 +638,8 @@ async def gateway(args: argparse.Namespace) -> None:
         else:
             client_cas = _bundle(_client_cas(args, certs))
             app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args),
-                            core_metrics=True, proxy_client=_proxy_client(args, certs))
+                            core_metrics=True, proxy_client=_proxy_client(args, certs),
+                            fault_injection=args.fault_injection)
             runner, port = await start_http(app, args.bind_address, args.secure_port,
                                             server_context(_serving(args, certs), client_cas),
                                               connection_limits=_connection_limits(args))

@@ -209,8 +209,8 @@ def _own_server(request: pytest.FixtureRequest) -> tuple[str, ...] | None:
     kwargs = dict(marker.kwargs) if marker is not None else {}
     unknown = sorted(set(kwargs) - {"fresh", "serve_args", "controllers"})
     if unknown or (marker is not None and marker.args):
-        raise pytest.UsageError(f"@pytest.mark.{MARKER} takes fresh=, serve_args= and controllers=;"
-                                f" got {', '.join(unknown) or marker.args!r}")
+        given = ", ".join(unknown) if unknown else repr(marker.args if marker is not None else ())
+        raise pytest.UsageError(f"@pytest.mark.{MARKER} takes fresh=, serve_args= and controllers=; got {given}")
     serve_args = tuple(kwargs.get("serve_args", ()))
     controllers = kwargs.get("controllers")
     if not (kwargs.get("fresh") or serve_args or controllers is not None or config.getoption("capstan_fresh")):

@@ -18,7 +18,7 @@ from aiohttp import web
 from prometheus_client.registry import Collector
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway import access, faults, health, limits, metrics, negotiation, parsed, requestinfo
+from gateway import access, compression, faults, health, limits, metrics, negotiation, parsed, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
 from gateway.faults import FAULTS_KEY, Faults, Rule
@@ -117,19 +117,19 @@ async def _verb(client: CoreClient, call: Call, http: web.Request) -> web.Stream
                             f'{verb} is not supported on resources of kind "{call.info.resource}"'))
 
 
-GZIP_THRESHOLD = 128 * 1024  # kube-apiserver compresses answers from this size on (APIResponseCompression)
-
-
 @web.middleware
 async def _compress(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                     ) -> web.StreamResponse:
-    """gzip large answers for clients that ask; never watches (they stream, and are not web.Response), nor an
-    answer already encoded (an extension API server's, relayed as it sent it)."""
+    """gzip large answers for clients that ask (gateway/compression.py); never watches (they stream, and are not
+    web.Response), nor an answer already encoded (an extension API server's, relayed as it sent it). A whole
+    list streamed page by page compresses itself (gateway/handlers/paging.py)."""
     response = await handler(request)
     body = response.body if isinstance(response, web.Response) else None
-    if (isinstance(body, bytes) and len(body) >= GZIP_THRESHOLD and "Content-Encoding" not in response.headers
-            and "gzip" in request.headers.get("Accept-Encoding", "")):
-        response.enable_compression(web.ContentCoding.gzip)
+    if (isinstance(body, bytes) and len(body) >= compression.GZIP_THRESHOLD
+            and "Content-Encoding" not in response.headers and compression.accepts_gzip(request.headers)):
+        assert isinstance(response, web.Response)
+        response.body = await compression.gzipped(body)
+        compression.mark(response.headers)
     return response
 
 

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -89,6 +89,9 @@ class Metrics:
         self.latency = Histogram("apiserver_request_duration_seconds", "Response latency distribution in seconds "
                                  "for each verb, group, version, resource, subresource, scope and component.",
                                  LABELS[:-1], buckets=BUCKETS, registry=self.registry)
+        # Each label set's counter and histogram, found once: prometheus_client's labels() checks and joins its
+        # arguments on every call. As many entries as the metrics themselves hold label sets.
+        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -104,9 +107,13 @@ class Metrics:
         finally:
             info = request.get(INFO_KEY)
             if isinstance(info, RequestInfo):
-                labels = _labels(info)
-                self.requests.labels(*labels, str(code)).inc()
-                self.latency.labels(*labels).observe(time.perf_counter() - started)
+                labels = (*_labels(info), str(code))
+                children = self._children.get(labels)
+                if children is None:
+                    children = self._children[labels] = (self.requests.labels(*labels),
+                                                          self.latency.labels(*labels[:-1]))
+                children[0].inc()
+                children[1].observe(time.perf_counter() - started)
 
     async def handle(self, request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

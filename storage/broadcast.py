@@ -227,12 +227,18 @@ class Broadcaster:
         self._queue_limit = queue_limit
         self._byte_limit = byte_limit
         self._logs: dict[bytes, _Log] = {}
+        # The lengths of the watched prefixes (ascending) and how many prefixes have each: a publish looks up each
+        # event key's leading bytes of those lengths, so it costs what the matching prefixes cost, not one scan per
+        # watched prefix.
+        self._lengths: list[int] = []
+        self._per_length: dict[int, int] = {}
         self._closed = False
 
     def subscribe(self, prefix: bytes) -> Subscriber:
         log = self._logs.get(prefix)
         if log is None:
             log = self._logs[prefix] = _Log(prefix)
+            self._counted(len(prefix), 1)
         sub = Subscriber(self, log)
         log.place(sub, log.end)
         log.subscribers += 1
@@ -247,6 +253,7 @@ class Broadcaster:
         if log.subscribers == 0:
             if self._logs.get(log.prefix) is log:
                 del self._logs[log.prefix]
+                self._counted(len(log.prefix), -1)
         else:
             log.pop_unneeded()
 
@@ -254,10 +261,31 @@ class Broadcaster:
         """Deliver a committed batch, in revision order. Called on the event loop."""
         if not events or not self._logs:
             return
-        for prefix, log in list(self._logs.items()):
-            matched = events if not prefix else [e for e in events if e.kv.key.startswith(prefix)]
-            if matched:
-                log.append(matched, self._queue_limit, self._byte_limit)
+        logs, lengths = self._logs, self._lengths
+        matched: dict[bytes, list[Event]] = {}
+        for event in events:
+            key = event.kv.key
+            size = len(key)
+            for n in lengths:
+                if n > size:
+                    break
+                if n and key[:n] in logs:
+                    matched.setdefault(key[:n], []).append(event)
+        whole = logs.get(b"")
+        if whole is not None:
+            whole.append(events, self._queue_limit, self._byte_limit)
+        for prefix, batch in matched.items():
+            log = logs.get(prefix)
+            if log is not None:
+                log.append(batch, self._queue_limit, self._byte_limit)
+
+    def _counted(self, length: int, change: int) -> None:
+        count = self._per_length.get(length, 0) + change
+        if count:
+            self._per_length[length] = count
+        else:
+            self._per_length.pop(length, None)
+        self._lengths = sorted(self._per_length)
 
     @property
     def subscriber_count(self) -> int:
@@ -284,3 +312,5 @@ class Broadcaster:
         self._closed = True
         self.fail_all(StoreClosed("the store is closed"))
         self._logs.clear()
+        self._per_length.clear()
+        self._lengths = []

@@ -4,6 +4,7 @@
   capstan core       store and gRPC core only, for gateways in other processes
   capstan gateway    an HTTP gateway in front of a core reached over gRPC (--core HOST:PORT)
   capstan kubeconfig a kubeconfig for the running server, for kubectl and client libraries
+  capstan nodes      simulated nodes (kubelets without containers) as a client of any API server
 
 Secure by default, with kube-apiserver's flags: HTTPS on --secure-port, TLS gRPC on --grpc-port (and mutual
 TLS on --grpc-mtls-port), certificates from --cert-dir (generated on first start, capstan/cli/pki.py).
@@ -30,6 +31,7 @@ from prometheus_client.registry import Collector
 
 from capstan.cli import allocator, gcpolicy, pki, workers
 from capstan.cli import kubeconfig as kubeconfigs
+from capstan.cli import nodes as simulated
 from capstan.cli.inprocess import InProcessClient
 from capstan.cli.tls import ServingFiles, front_proxy_credentials, server_context
 from gateway import hostcheck
@@ -400,6 +402,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _core_flags(serve)
     _limit_flags(serve)
     _proxy_client_flags(serve)
+    simulated.serve_flags(serve)
     _fault_flags(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
@@ -410,6 +413,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _core_flags(core)
     _limit_flags(core)
     _proxy_client_flags(core)
+    simulated.serve_flags(core)
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
     gateway.add_argument("--core", required=True, type=_cores, metavar="HOST:PORT[,HOST:PORT...]",
@@ -427,8 +431,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
                             help="the server's data directory, to find its address (default ./data)")
     kubeconfig.add_argument("--server", default="", help="the server's address, e.g. https://127.0.0.1:6443")
+
+    nodes = commands.add_parser("nodes", help="simulated nodes as a client of any API server (kwok's role)")
+    simulated.command_flags(nodes)
     args = parser.parse_args(argv)
-    if args.command != "kubeconfig" and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+    if args.command not in ("kubeconfig", "nodes") and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
     if args.command in ("serve", "core"):
         try:
@@ -513,7 +520,8 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             admission_plugins=admission.enabled(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins),
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
-                            api=args.api)
+                            api=args.api, nodes=simulated.nodes_config(args),
+                            node_flags=simulated.node_flags(args))
 
 
 def _collectors(core: RunningCore) -> tuple[Collector, ...]:
@@ -664,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.info("memory allocator: %s", allocator.describe(os.environ))
     raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
-    run = {"serve": serve, "core": core, "gateway": gateway}[args.command]
+    run = {"serve": serve, "core": core, "gateway": gateway, "nodes": simulated.run}[args.command]
     try:
         asyncio.run(run(args))
     except (StorageError, OSError, UsageError) as err:

@@ -25,6 +25,8 @@ Fixtures (every name starts with `capstan_` or `k8s_`, so a project's own `clust
                              .conversion(handler, crd_name): the handler served as a real HTTPS webhook and
                              registered (a webhook configuration, or the CRD's spec.conversion); all of it
                              removed after the test (capstan/testing/registered.py)
+  capstan_nodes              function: .stop(node) / .resume(node): a simulated node's kubelet silenced and
+                             brought back (capstan/testing/nodes.py); every node stopped is resumed after the test
   capstan_requests           function: the requests made during the test, from the server's audit log, with
                              .find(**fields), .assert_called(times=None, **fields), .assert_not_called(**fields)
                              (capstan/testing/requestlog.py)
@@ -34,10 +36,10 @@ Fixtures (every name starts with `capstan_` or `k8s_`, so a project's own `clust
 
 Options: --capstan-kubeconfig PATH (or CAPSTAN_KUBECONFIG) uses that cluster and starts nothing;
 --capstan-insecure starts Capstan with --insecure (plain HTTP, every request allowed); --capstan-serve-arg ARG
-(repeatable; ini `capstan_serve_args`) passes ARG to `capstan serve`; --capstan-controllers NAMES (ini
-`capstan_controllers`) its --controllers; --capstan-fresh starts a server per test; --capstan-start-timeout
-SECONDS (30). The servers the plugin starts audit every request (for capstan_requests) and serve fault
-injection (--fault-injection, for capstan_faults).
+(repeatable; ini `capstan_serve_args`) passes ARG to `capstan serve` (--capstan-serve-arg=--nodes=3:
+simulated nodes); --capstan-controllers NAMES (ini `capstan_controllers`) its --controllers; --capstan-fresh
+starts a server per test; --capstan-start-timeout SECONDS (30). The servers the plugin starts audit every
+request (for capstan_requests) and serve fault injection (--fault-injection, for capstan_faults).
 
 This module imports only the standard library and pytest (and pytest-asyncio, when installed) at load: it is
 loaded by every pytest run in an environment where Capstan is installed, so the server and the kubernetes client
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
     from capstan.testing.access import Access, Rule
     from capstan.testing.apply import Applier, Manifests
     from capstan.testing.faults import Faults
+    from capstan.testing.nodes import Heartbeats
     from capstan.testing.registered import Webhooks
     from capstan.testing.requestlog import RequestLog
     from capstan.testing.rest import Obj
@@ -234,6 +237,18 @@ def capstan_test_cluster(request: pytest.FixtureRequest,
                              own=True)
     finally:
         started.stop()
+
+
+@pytest.fixture
+def capstan_nodes(request: pytest.FixtureRequest, _capstan_test_admin: client.ApiClient) -> Iterator[Heartbeats]:
+    from capstan.testing.nodes import Heartbeats
+
+    heartbeats = Heartbeats(_capstan_test_admin)
+    try:
+        yield heartbeats
+    finally:
+        _calm(request)
+        heartbeats.resume_all()
 
 
 @pytest.fixture(scope="session")

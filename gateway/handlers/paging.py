@@ -26,6 +26,7 @@ from aiohttp import web
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from gateway import compression
 from gateway import status as statuses
 from gateway.client import CoreClient
 from gateway.codecs import json as json_codec
@@ -89,17 +90,24 @@ class StreamedList(web.StreamResponse):
         super().__init__(status=200, headers={"Content-Type": content_type})
         self.enable_chunked_encoding()
         self._streamed = False
+        self._gzip: compression.Gzip | None = None
 
     async def prepare(self, request: web.BaseRequest) -> Any:
-        if "gzip" in request.headers.get("Accept-Encoding", ""):  # a whole list spans pages: it is large
-            self.enable_compression(web.ContentCoding.gzip)
+        if compression.accepts_gzip(request.headers):  # a whole list spans pages: it is large
+            self._gzip = compression.Gzip()
+            compression.mark(self.headers)
         return await super().prepare(request)
 
     async def write_eof(self, data: bytes = b"") -> None:
         if not self._streamed:
             self._streamed = True
             async for chunk in self._chunks:
-                await self.write(chunk)
+                if self._gzip is not None:
+                    chunk = await self._gzip.compress(chunk)
+                if chunk:
+                    await self.write(chunk)
+            if self._gzip is not None:
+                data = await self._gzip.compress(data) + self._gzip.flush()
         await super().write_eof(data)
 
 

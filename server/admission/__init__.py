@@ -116,10 +116,12 @@ _RANGES = "limitranges"
 _WRITES = frozenset(("CREATE", "UPDATE"))
 
 
-def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_accounts: bool) -> list[Plugin]:
+def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_accounts: bool,
+                    quotas: quota.Quotas | None = None) -> list[Plugin]:
     """LimitRanger and ServiceAccount over the built-in namespaced kinds (`builtin`) and ResourceQuota over
     every namespaced kind, where `on` names them. service_accounts: the ServiceAccount plugin runs (only where
-    the default ServiceAccount is kept in every namespace)."""
+    the default ServiceAccount is kept in every namespace). quotas: where ResourceQuota reads a namespace's
+    quotas (None: the store, every write)."""
     judged = {(r.group, r.resource) for r in builtin if r.namespaced}
 
     def ours(attrs: Attributes) -> bool:
@@ -164,7 +166,7 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
         # every namespaced kind, custom resources included: their objects count as `count/<plural>.<group>`
         if attrs.obj is not None and not attrs.subresource and attrs.resource.namespaced:
             assert attrs.obj is not None
-            await quota.admit(ctx, attrs.resource, attrs.obj, attrs.old, attrs.dry_run)
+            await quota.admit(ctx, attrs.resource, attrs.obj, attrs.old, attrs.dry_run, quotas)
 
     plugins = []
     if "LimitRanger" in on:

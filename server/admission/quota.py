@@ -8,9 +8,20 @@ measured against the winner's usage. The quota controller (server/controllers/re
 recomputes status.used from the stored objects, which also gives back what a refused write was charged.
 A dry run is checked but charges nothing. A quota without status.hard (the controller has not seen it yet)
 limits nothing, as in kube.
+
+Whether a namespace has quotas is decided as kube's quotaAccessor decides it: by an informer's cache
+(`Quotas`), so a write to a namespace without quota costs one index lookup and no store read; when the cache
+holds none for the namespace, by a live list of the store, whose empty answer is remembered for 30 s per
+namespace (kube's liveLookupCache, for a quota created a moment before its informer hears of it). A namespace
+with quotas has them read from the store, so a write is measured against the status.used and status.hard of the
+last write a client could have seen (the informer may be a moment behind), and a charge that loses its
+compare-and-swap reads them again.
 """
 
 from __future__ import annotations
+
+import time
+from collections import OrderedDict
 
 import orjson
 
@@ -33,9 +44,13 @@ from server.objects import render, update
 from server.objects.context import Context
 from server.objects.storeerrors import store_call
 from server.registry.resources import Resource
+from server.runtime.informer import Informer
 
 ATTEMPTS = 10  # kube's quota evaluator retries failed status writes this often
 QUOTA_PREFIX = "/core/resourcequotas/"
+QUOTAS = core_pb2.ResourcePath(version="v1", resource="resourcequotas")
+LIVE_TTL = 30.0  # kube's liveTTL: how long a live lookup of a namespace without cached quotas is trusted
+LIVE_SIZE = 100  # kube's lruSize: namespaces whose live lookup is remembered
 
 
 def _forbidden(resource: Resource, obj: Obj, reason: str) -> errors.ApiError:
@@ -48,7 +63,37 @@ async def quotas_in(ctx: Context, namespace: str) -> list[tuple[Obj, int]]:
     return [(render.load(kv.value), kv.mod_revision) for kv in page.kvs]
 
 
-async def admit(ctx: Context, resource: Resource, obj: Obj, old: Obj | None, dry_run: bool) -> None:
+class Quotas:
+    """kube's quotaAccessor: whether a namespace has quotas from the informer of ResourceQuotas (started by the
+    caller and running for as long as this is used), else from a live list remembered for LIVE_TTL seconds; the
+    quotas of a namespace that has some, from the store."""
+
+    def __init__(self, informer: Informer[Obj]) -> None:
+        self.informer = informer
+        self._live: OrderedDict[str, tuple[float, list[tuple[Obj, int]]]] = OrderedDict()
+
+    async def get(self, ctx: Context, namespace: str) -> list[tuple[Obj, int]]:
+        if self.informer.cache.in_namespace(namespace):
+            return await quotas_in(ctx, namespace)
+        now = time.monotonic()
+        entry = self._live.get(namespace)
+        if entry is not None and entry[0] > now:
+            self._live.move_to_end(namespace)
+            return entry[1]
+        found = await quotas_in(ctx, namespace)
+        if found:  # the informer is a moment behind: asked again until it has them, never remembered stale
+            self._live.pop(namespace, None)
+            return found
+        self._live[namespace] = (now + LIVE_TTL, found)
+        self._live.move_to_end(namespace)
+        while len(self._live) > LIVE_SIZE:
+            self._live.popitem(last=False)
+        return found
+
+
+async def admit(ctx: Context, resource: Resource, obj: Obj, old: Obj | None, dry_run: bool,
+                quotas: Quotas | None = None) -> None:
+    """`quotas`: where the namespace's quotas are read first (None: the store, every time)."""
     ev = evaluator(resource.group, resource.resource)
     if old is not None and not ev.handles_update:
         return
@@ -56,12 +101,17 @@ async def admit(ctx: Context, resource: Resource, obj: Obj, old: Obj | None, dry
     retry: set[str] | None = None  # names of quotas whose write lost a race; None: all
     conflict: errors.ApiError | None = None
     for _ in range(ATTEMPTS):
-        quotas = [(q, rev) for q, rev in await quotas_in(ctx, namespace)
-                  if retry is None or meta.meta(q).get("name") in retry]
-        charges = check(resource, ev, [q for q, _ in quotas], obj, old)
+        if retry is None and quotas is not None:
+            found = await quotas.get(ctx, namespace)
+            if not found:
+                return
+        else:
+            found = await quotas_in(ctx, namespace)
+        quotas_now = [(q, rev) for q, rev in found if retry is None or meta.meta(q).get("name") in retry]
+        charges = check(resource, ev, [q for q, _ in quotas_now], obj, old)
         if dry_run or not charges:
             return
-        revisions = {meta.meta(q).get("name"): rev for q, rev in quotas}
+        revisions = {meta.meta(q).get("name"): rev for q, rev in quotas_now}
         retry = set()
         for quota, used in charges:
             name = meta.meta(quota).get("name") or ""

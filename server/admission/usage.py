@@ -16,6 +16,7 @@ object never matches a scoped quota (generic.MatchesNoScopeFunc).
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -292,7 +293,9 @@ EVALUATORS = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def evaluator(group: str, resource: str) -> Evaluator:
+    """The kind's evaluator, made once per kind (bounded: quotas may name any count/<resource>.<group>)."""
     return EVALUATORS.get((group, resource)) or _generic(group, resource)
 
 

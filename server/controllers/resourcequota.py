@@ -7,6 +7,11 @@ period ends, and every RESYNC seconds (the quotas' informer's resync) for everyt
 (server/admission/usage.py), so what the controller writes is what admission charged, and what admission charged for
 a write that then failed is given back here.
 
+The kinds quotas count are followed only from the first quota the controller sees on: a cluster without any
+ResourceQuota pays no informer of its ConfigMaps, Secrets, Pods, Services, PersistentVolumeClaims or
+ReplicationControllers for this controller (nothing a request does not use costs it). Once they are followed,
+their first list syncs every namespace with a quota, so what changed before is counted.
+
 A singleton: one per cluster, run by the elected core only (server/runtime/election.py), as
 kube-controller-manager runs it under leader election. Status is written with the quota's resourceVersion as
 precondition; a conflict (admission charged meanwhile) syncs the namespace again.
@@ -14,6 +19,7 @@ precondition; a conflict (admission charged meanwhile) syncs the namespace again
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 from typing import Any
@@ -34,6 +40,7 @@ from server.admission.usage import (
 from server.machinery import errors
 from server.objects.core import Core
 from server.runtime.informer import Handlers, Informer, SharedInformers, Subscriptions
+from server.runtime.tasks import cancel_all
 from server.runtime.worker import Worker
 from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 
@@ -103,15 +110,18 @@ class ResourceQuotaController:
         self._namespaces: set[str] = set()  # namespaces seen with a quota (a sync forgets those without)
         self._worker = self._new_worker()
         quotas = Informer(core, _path("resourcequotas"), resync=RESYNC)  # its own: the resync is this controller's
-        self._subscriptions = Subscriptions()
+        self._subscriptions = Subscriptions()  # the quotas
+        self._counted = Subscriptions()  # what quotas count, followed from the first quota seen on
+        self._counting: asyncio.Task[None] | None = None  # starting (or having started) self._counted
         for resource in WATCHED:
             if resource == "resourcequotas":
-                informer = quotas
-            elif resource in COUNTED_ONLY:  # its own, caching each object's name and namespace alone
+                self._subscriptions.add(quotas, _Queue(self, resource).handlers())
+                continue
+            if resource in COUNTED_ONLY:  # its own, caching each object's name and namespace alone
                 informer = Informer(core, _path(resource), transform=_skeleton)
             else:
                 informer = informers.informer(_path(resource))
-            self._subscriptions.add(informer, _Queue(self, resource).handlers())
+            self._counted.add(informer, _Queue(self, resource).handlers())
 
     def _new_worker(self) -> Worker[str]:
         return Worker(WorkQueue(ExponentialBackoff(RETRY, RETRY)), self._sync, name="capstan-resourcequota-controller",
@@ -119,6 +129,17 @@ class ResourceQuotaController:
 
     def quota_seen(self, namespace: str) -> None:
         self._namespaces.add(namespace)
+        if self._counting is None:
+            self._counting = asyncio.get_running_loop().create_task(
+                self._count(), name="capstan-resourcequota-counted-informers")
+
+    async def _count(self) -> None:
+        """Follow the counted kinds; on failure the next quota event (at the latest the resync) tries again."""
+        try:
+            await self._counted.start()
+        except Exception:
+            log.exception("resourcequota: following the kinds quotas count failed")
+            self._counting = None
 
     def queue(self, namespace: str) -> None:
         if namespace in self._namespaces:
@@ -129,15 +150,21 @@ class ResourceQuotaController:
         if self._worker.queue.shutting_down():
             self._worker = self._new_worker()
         await self._subscriptions.start()
+        if self._counting is not None:  # quotas exist: their namespaces are synced from the counted kinds' lists
+            await asyncio.shield(self._counting)
         await self._worker.drain()
         self._worker.start()
 
     async def stop(self) -> None:
         await self._subscriptions.stop()
+        await cancel_all((self._counting,))
+        self._counting = None
+        await self._counted.stop()
         await self._worker.stop()
 
     def running(self) -> bool:
-        return self._worker.running() and self._subscriptions.running()
+        counted = self._counting is None or not self._counting.done() or self._counted.running()
+        return self._worker.running() and self._subscriptions.running() and counted
 
     def _failed(self, namespace: str, err: Exception) -> bool:
         if isinstance(err, errors.ApiError):

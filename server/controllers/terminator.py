@@ -7,6 +7,10 @@ shared informer) and, when a marked Pod's deletionTimestamp comes, deletes it wi
 as precondition. A Pod still held by finalizers then waits for them, as anywhere else. Because its informer starts
 with a list, Pods marked before a restart are deleted after it.
 
+A Pod on a Node a simulator plays the kubelet of (annotated `capstan.io/simulated-node: "true"`,
+server/controllers/kubelets/) is that simulator's to stop and delete, as a real kubelet's would be: the
+terminator leaves it alone, so it waits for the node's kubelet, the node lifecycle controller or podgc.
+
 Elected (server/runtime/election.py): it runs in the leading core only; a new leader's informer starts
 with a list, so Pods marked under the previous leader are deleted by the next.
 """
@@ -29,6 +33,8 @@ from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 log = logging.getLogger(__name__)
 
 PODS = core_pb2.ResourcePath(version="v1", resource="pods")
+NODES = core_pb2.ResourcePath(version="v1", resource="nodes")
+SIMULATED = "capstan.io/simulated-node"  # server/controllers/kubelets/status.py's annotation
 WORKERS = 8  # Pods deleted at once
 Obj = dict[str, Any]
 Item = tuple[str, str, str]  # a Pod's namespace, name and uid
@@ -41,9 +47,11 @@ class PodTerminator:
     def __init__(self, core: Core, informers: SharedInformers | None = None) -> None:
         self._core = core
         self._subscriptions = Subscriptions()
+        shared = informers or SharedInformers(core)
         self._informer = self._subscriptions.add(
-            (informers or SharedInformers(core)).informer(PODS),
+            shared.informer(PODS),
             Handlers(on_add=lambda pod, _: self._consider(pod), on_update=lambda _, pod: self._consider(pod)))
+        self._nodes = self._subscriptions.add(shared.informer(NODES), Handlers())
         self._worker = self._new_worker()
 
     def _new_worker(self) -> Worker[Item]:
@@ -81,6 +89,8 @@ class PodTerminator:
         if delay > 0:  # queued for an earlier mark
             self._worker.queue.add_after(item, delay)
             return
+        if self._simulated(pod):
+            return  # its node's simulated kubelet stops and deletes it
         await self._delete_now(namespace, name, uid)
 
     async def _delete_now(self, namespace: str, name: str, uid: str) -> None:
@@ -91,6 +101,12 @@ class PodTerminator:
         except errors.ApiError as err:
             if err.code not in (404, 409):  # gone already, or another Pod by that name now
                 log.warning("deleting pod %s/%s after its grace period: %s", namespace, name, err)
+
+
+    def _simulated(self, pod: Obj) -> bool:
+        node = self._nodes.cache.get(("", str((pod.get("spec") or {}).get("nodeName") or "")))
+        annotations = ((node or {}).get("metadata") or {}).get("annotations") or {}
+        return annotations.get(SIMULATED) == "true"
 
 
 def _due_in(pod: Obj) -> float | None:

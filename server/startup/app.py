@@ -17,6 +17,7 @@ from pathlib import Path
 
 from server import admission
 from server.admission.policies import Policies
+from server.admission.quota import QUOTAS, Quotas
 from server.admission.webhooks import Webhooks
 from server.auth.apf import Classifier
 from server.auth.config import SecurityConfig
@@ -26,6 +27,7 @@ from server.controllers import apiservices, flowcontrol
 from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
+from server.controllers.kubelets.incore import InCoreNodes, NodesConfig
 from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN, admissionpolicies
@@ -62,8 +64,10 @@ class RunningCore:
     security: Security | None = None  # the chain every CoreService call passes (server/auth/)
     singletons: Singletons | None = None  # what runs while this core leads
     election: LeaderElector | None = None  # None: this core leads alone, unelected
+    quotas: Quotas | None = None  # the quotas ResourceQuota admission reads (None: the plugin is off)
     # API Priority and Fairness classification (server/auth/apf.py): its collector serves the nominal seats
     classifier: Classifier | None = None
+    nodes: InCoreNodes | None = None  # the simulated nodes (--nodes N), run while this core leads
 
     @property
     def guard(self) -> GuardedCore:
@@ -98,6 +102,8 @@ class RunningCore:
             await self.classifier.stop()
         if self.policies is not None:
             await self.policies.stop()
+        if self.quotas is not None:
+            await self.quotas.informer.stop()
         await self.core.close()
 
 
@@ -110,7 +116,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
                      proxy_client: ProxyClientCertificate | None = None,
                      controller_names: frozenset[str] = controllers.DEFAULT,
-                     api: ApiEnablement = apienablement.DEFAULT) -> RunningCore:
+                     api: ApiEnablement = apienablement.DEFAULT,
+                     nodes: NodesConfig | None = None,
+                     node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -127,7 +135,10 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     certificate; None presents none). `controller_names`: the controllers this core runs while it leads
     (server/startup/controllers.py reads kube-controller-manager's --controllers into it).
     `api`: the off-by-default group versions served and the feature gates
-    (server/startup/apienablement.py reads kube's --runtime-config and --feature-gates into it)."""
+    (server/startup/apienablement.py reads kube's --runtime-config and --feature-gates into it).
+    `nodes`: simulated
+    nodes whose kubelets this core plays while it leads (server/controllers/kubelets/); None or count 0: none.
+    `node_flags`: the node lifecycle controller's and podgc's settings."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
@@ -138,12 +149,17 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     # ServiceAccount is kept (as envtest disables it).
     webhooks = Webhooks(core, informers)
     await webhooks.start()
+    quotas = None
+    if "ResourceQuota" in admission_plugins:  # ResourceQuota admission reads the quotas from this informer
+        quotas = Quotas(informers.informer(QUOTAS))
+        await quotas.informer.start()
     policies = None
     if policy_kinds and api.gate(admissionpolicies.FEATURE_GATE):
         policies = Policies(core, informers, version=policy_kinds[0].version)
         await policies.start()
     core.context.admission.chain = admission.Chain(admission.ordered([
-        *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers),
+        *admission.builtin_plugins(builtin, admission_plugins, service_accounts=namespace_controllers,
+                                   quotas=quotas),
         *webhooks.plugins(admission_plugins),
         *(policies.plugins(admission_plugins) if policies is not None else []),
     ]))
@@ -172,10 +188,12 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         "clusterrole-aggregation": [s for s in secured.singletons if s.name == "AggregationController"],
     }
     try:
-        chosen = controllers.build(controllers.Context(core, informers, security, prebuilt), controller_names,
+        chosen = controllers.build(controllers.Context(core, informers, security, prebuilt, node_flags),
+                                   controller_names,
                                    namespace_controllers=namespace_controllers)
     except (OSError, ValueError) as err:  # a root CA file that cannot be read
         raise ConfigError(str(err)) from None
+    simulated = InCoreNodes(core, informers, nodes) if nodes is not None and nodes.count > 0 else None
     singletons = Singletons([
         *chosen,  # kube-controller-manager's, as --controllers names them
         Singleton("PodTerminator", terminator.start, terminator.stop),  # the kubelets' part in deletion
@@ -183,6 +201,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         *(s for s in secured.singletons if s.name != "AggregationController"),
         *apiservices.singletons(core),
         *flowcontrol.singletons(core, informers),
+        *(simulated.singletons() if simulated is not None else ()),  # the simulated kubelets
     ])
     aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)
     _add_health_checks(core.health, namespaces=namespaces, terminator=terminator, crds=crds, aggregation=aggregation,
@@ -200,7 +219,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, policies, aggregation,
-                       secured, singletons, elector, classifier)
+                       secured, singletons, elector, quotas, classifier, simulated)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

@@ -35,6 +35,8 @@ from server.controllers import (
     statefulset,
     ttlafterfinished,
 )
+from server.controllers.nodelifecycle import LifecycleConfig, NodeLifecycleController
+from server.controllers.podgc import PodGC, PodGCConfig
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
 from server.controllers.serviceaccounts import ServiceAccountsController
@@ -48,6 +50,14 @@ class ControllersError(ValueError):
 
 
 @dataclass(frozen=True)
+class NodeFlags:
+    """kube-controller-manager's flags for the node lifecycle controller and podgc."""
+
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    podgc: PodGCConfig = field(default_factory=PodGCConfig)
+
+
+@dataclass(frozen=True)
 class Context:
     """What a controller is built from: the core it writes through, the informers every controller of this core
     shares, and the security configuration (the cluster CA for signing, the root CA to publish)."""
@@ -58,6 +68,7 @@ class Context:
     # the singletons of controllers their owners build with parts of their own that run in every core
     # (the garbage collector's and the namespace controller's health, RBAC's aggregation): by controller name
     prebuilt: Mapping[str, Sequence[Singleton]] = field(default_factory=dict)
+    node_flags: NodeFlags = field(default_factory=lambda: NodeFlags())
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,16 @@ def _root_ca(context: Context) -> Sequence[Singleton]:
 def _quota(context: Context) -> Sequence[Singleton]:
     quotas = ResourceQuotaController(context.core, context.informers)
     return [Singleton("ResourceQuotaController", quotas.start, quotas.stop)]
+
+
+def _node_lifecycle(context: Context) -> Sequence[Singleton]:
+    lifecycle = NodeLifecycleController(context.core, context.informers, context.node_flags.lifecycle)
+    return [Singleton("NodeLifecycleController", lifecycle.start, lifecycle.stop)]
+
+
+def _podgc(context: Context) -> Sequence[Singleton]:
+    gc = PodGC(context.core, context.informers, context.node_flags.podgc)
+    return [Singleton("PodGC", gc.start, gc.stop)]
 
 
 def _prebuilt(name: str) -> Callable[[Context], Sequence[Singleton]]:
@@ -117,7 +138,11 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("cronjob", lambda c: cronjob.singletons(c.core, c.informers)),
     Controller("ttl-after-finished", lambda c: ttlafterfinished.singletons(c.core, c.informers)),
     Controller("disruption", lambda c: disruption.singletons(c.core, c.informers)),
+    # the simulated nodes' partners (server/controllers/kubelets/ plays the kubelets)
+    Controller("nodelifecycle", _node_lifecycle),
+    Controller("podgc", _podgc),
 )
+DEFAULT_NODE_FLAGS = NodeFlags()
 KNOWN = frozenset(c.name for c in CONTROLLERS)
 DEFAULT = frozenset(c.name for c in CONTROLLERS if c.default)
 

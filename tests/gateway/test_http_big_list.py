@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+import gateway.compression
 import gateway.handlers.paging
 import gateway.transport.grpc
 import server.objects.list
@@ -105,3 +106,24 @@ async def test_a_paged_request_is_passed_through(server: Server) -> None:
     assert "Transfer-Encoding" not in first.headers
     rest = await server.request("GET", PATH + "?limit=100&continue=" + doc["metadata"]["continue"])
     assert [item["metadata"]["name"] for item in rest.json()["items"]] == [f"cm-{i:03}" for i in range(10, COUNT)]
+
+
+@pytest.mark.parametrize(("query", "encoding", "compressed"), [
+    ("?limit=100", "gzip", True),  # one page, one answer of known length
+    ("", "gzip, deflate", True),  # the list the gateway pages through
+    ("?limit=100", "identity", False),
+    ("?limit=5", "gzip", False),  # below the threshold
+])
+async def test_large_answers_are_gzipped_as_kube_gzips_them(
+    server: Server, monkeypatch: pytest.MonkeyPatch, query: str, encoding: str, compressed: bool
+) -> None:
+    """Answers from the threshold on, to a client that accepts gzip, carry Content-Encoding: gzip and Vary:
+    Accept-Encoding (kube's deferredResponseWriter), and inflate to the uncompressed answer."""
+    monkeypatch.setattr(gateway.compression, "GZIP_THRESHOLD", 32 * 1024)
+    await fill(server)
+    got = await server.request("GET", PATH + query, headers={"Accept-Encoding": encoding})
+    plain = await server.request("GET", PATH + query, headers={"Accept-Encoding": "identity"})
+    assert got.status == plain.status == 200
+    assert got.headers.get("Content-Encoding") == ("gzip" if compressed else None)
+    assert ("Accept-Encoding" in got.headers.getall("Vary", [])) == compressed
+    assert got.body == plain.body  # the client inflated it

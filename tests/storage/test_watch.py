@@ -534,3 +534,29 @@ def test_watchers_of_a_prefix_take_each_published_batch_as_one_shared_object(
     for got in [*taken, late_got]:
         assert all(mine is first for mine, first in zip(got, taken[0], strict=True))
     assert (broadcaster.held_events, broadcaster.held_bytes) == (0, 0)
+
+
+BATCH_KEYS = [[b"/a/1", b"/ab", b"/a/2"], [b"/b/1"], [b"/a", b"/a/1", b"\xff\x01", b"/a/"], [b"/b"]]
+
+
+@pytest.mark.parametrize("closed", [(), (b"/a/",), (b"/a/", b"/a")])
+def test_every_prefix_watched_at_once_takes_exactly_its_events(closed: tuple[bytes, ...]) -> None:
+    """Prefixes of many lengths watched together (the whole store, a key's exact bytes, a prefix longer than some
+    keys), some of them closed before the writes: each open watcher reads its prefix's events of each batch, in
+    order, and no other."""
+    broadcaster = Broadcaster(100)
+    subs = {prefix: broadcaster.subscribe(prefix) for prefix, _ in PREFIX_TABLE}
+    subs[b"/a/1"] = broadcaster.subscribe(b"/a/1")
+    subs[b"/a/10/"] = broadcaster.subscribe(b"/a/10/")
+    for prefix in closed:
+        subs.pop(prefix).close()
+    revision = 0
+    for keys in BATCH_KEYS:
+        batch = []
+        for key in keys:
+            revision += 1
+            batch.append(Event(EventType.PUT, KeyValue(key, b"x", revision, revision, 1), None))
+        broadcaster.publish(batch)
+    for prefix, sub in subs.items():
+        got = [e.kv.key for batch in drain(sub) for e in batch]
+        assert got == [k for keys in BATCH_KEYS for k in keys if k.startswith(prefix)], prefix

@@ -8,6 +8,7 @@ levels. Empty values are left out where kube's types say omitempty, and kept whe
 from __future__ import annotations
 
 import datetime
+import math
 from typing import Any
 
 from capstan.api.meta.v1 import meta_pb2
@@ -17,10 +18,24 @@ from server.machinery.user import UserInfo
 Json = dict[str, Any]
 
 
+_second: list[tuple[int, str]] = [(-1, "")]  # the last whole second formatted, and its text
+
+
 def micro_time(seconds: float) -> str:
-    """RFC 3339 in UTC with six fractional digits, as metav1.MicroTime marshals."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 in UTC with six fractional digits, as metav1.MicroTime marshals. The date and time of day are
+    formatted once per second (every request of that second shares them); the microseconds are the float's, as
+    datetime.fromtimestamp rounds them (half to even)."""
+    fraction, integral = math.modf(seconds)
+    whole, micros = int(integral), round(fraction * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    elif micros < 0:
+        whole, micros = whole - 1, micros + 1_000_000
+    second, text = _second[0]
+    if whole != second:
+        text = datetime.datetime.fromtimestamp(whole, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second[0] = (whole, text)
+    return f"{text}.{micros:06d}Z"
 
 
 def user_info(user: UserInfo | None) -> Json:

@@ -198,3 +198,17 @@ async def test_controller_keeps_status_current(managed_client: Client) -> None:
     changed["spec"]["hard"] = {"pods": "1", "secrets": "2"}
     await managed_client.update(path("resourcequotas", NS, "q"), changed)
     await status_of(managed_client, "q", {"hard": {"pods": "1", "secrets": "2"}, "used": {"pods": "0", "secrets": "0"}})
+
+
+@pytest.mark.parametrize("before", [[], [configmap("early")]])  # a namespace written to before its first quota
+async def test_a_quota_limits_from_when_it_has_status_until_it_is_deleted(managed_client: Client,
+                                                                          before: list[Obj]) -> None:
+    for obj in before:
+        await create(managed_client, obj)
+    used = {"count/configmaps": str(len(before))}
+    await managed_client.create(path("resourcequotas", NS), quota("q", {"count/configmaps": str(len(before))}))
+    await status_of(managed_client, "q", {"hard": used, "used": used})
+    failed = await refused(create(managed_client, configmap("over")))
+    assert failed.status["code"] == 403, failed.status
+    await managed_client.delete(path("resourcequotas", NS, "q"))
+    await create(managed_client, configmap("after"))  # nothing charged to the deleted quota

@@ -1,0 +1,478 @@
+"""What a simulated kubelet reports, as pure functions of time: the Node it registers and a Pod's status.
+
+A Pod's life is a timeline fixed when the simulator first sees it bound (t0, wall clock): init containers run
+for `capstan.io/init-seconds` together, then the containers start; each counts as started once its startup
+probe's initialDelaySeconds have passed and as ready once its readiness probe's have passed after that (no probe:
+at once); a container that is set to exit does so `run_seconds` after it
+starts, and is restarted per restartPolicy with the kubelet's back-off (base, doubling, capped), or ends the Pod
+(Succeeded when it exited 0, else Failed). `pod_status(pod, life, now)` is the status at `now` and the next
+instant it changes, so the simulator writes only what changed and wakes only when something will.
+
+Annotations on the Pod (copied from a template, so a workload's Pods carry them):
+- `capstan.io/run-seconds`: seconds a container runs before it exits (default: the simulator's
+  `run_seconds` for restartPolicy Never/OnFailure; Always Pods run forever unless another annotation says).
+- `capstan.io/exit-code`: the code the containers exit with (default 0).
+- `capstan.io/crash-loop`: "true": the containers exit 1 after run-seconds and are restarted with back-off.
+- `capstan.io/oom-killed`: "true": the containers are OOMKilled (exit 137) after run-seconds.
+- `capstan.io/never-ready`: "true": the containers run but never pass readiness.
+- `capstan.io/init-seconds`: seconds the init containers take together (default 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+
+from server.machinery.codec import gotime
+from server.machinery.codec.quantity import parse_quantity
+
+Obj = dict[str, Any]
+
+RUN_SECONDS = "capstan.io/run-seconds"
+EXIT_CODE = "capstan.io/exit-code"
+CRASH_LOOP = "capstan.io/crash-loop"
+OOM_KILLED = "capstan.io/oom-killed"
+NEVER_READY = "capstan.io/never-ready"
+INIT_SECONDS = "capstan.io/init-seconds"
+HEARTBEAT = "capstan.io/heartbeat"  # on a Node: "stopped" stops its kubelet (no Lease, status or Pod progress)
+SIMULATED = "capstan.io/simulated-node"  # on a Node: "true" when a simulator plays its kubelet
+KUBELET_VERSION = "v1.28.0"
+KUBELET_CONDITIONS = frozenset({"Initialized", "Ready", "ContainersReady", "PodScheduled"})
+KUBELET_PORT = 10250
+FOREVER = float("inf")
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """What every simulated node has: capacity (= allocatable), the zones they spread over, the prefix of
+    their names, and the address ranges their InternalIPs and podCIDRs come from."""
+
+    cpu: str = "32"
+    memory: str = "256Gi"
+    pods: int = 110
+    ephemeral_storage: str = "1Ti"
+    zones: tuple[str, ...] = ("zone-a", "zone-b", "zone-c")
+    region: str = "capstan"
+    prefix: str = "capstan-node-"
+    node_network: str = "172.20.0.0/16"
+    cluster_cidr: str = "10.244.0.0/14"  # one /24 per node (1,024 nodes), as kube-controller-manager's IPAM does
+
+    def name(self, index: int) -> str:
+        return f"{self.prefix}{index}"
+
+    def zone(self, index: int) -> str:
+        return self.zones[index % len(self.zones)] if self.zones else ""
+
+    def internal_ip(self, index: int) -> str:
+        network = ipaddress.ip_network(self.node_network)
+        return str(network.network_address + 2 + index)
+
+    def pod_cidr(self, index: int) -> str:
+        """ValueError when the cluster CIDR has no /24 left for this node."""
+        network = ipaddress.ip_network(self.cluster_cidr)
+        if index >= 2 ** max(0, 24 - network.prefixlen):
+            raise ValueError(f"cluster CIDR {self.cluster_cidr} has no /24 for node {index}")
+        return f"{network.network_address + index * 256}/24"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The simulated kubelet's clocks (seconds). The defaults are the kubelet's, except run_seconds (how long a
+    container that is to exit runs) and stop_seconds (how long stopping a Pod's containers takes)."""
+
+    run_seconds: float = 2.0
+    stop_seconds: float = 0.5
+    lease_renew: float = 10.0  # the kubelet renews its Lease every leaseDuration/4
+    lease_duration: int = 40
+    status_report: float = 300.0  # nodeStatusReportFrequency: an unchanged status is still written this often
+    backoff_base: float = 10.0  # the kubelet's crash back-off: base, doubled per restart, capped
+    backoff_cap: float = 300.0
+
+
+DEFAULT_SHAPE = NodeShape()
+DEFAULT_TIMING = Timing()
+
+
+def now_text(seconds: float) -> str:
+    return gotime.format_seconds(int(seconds))
+
+
+def micro_text(seconds: float) -> str:
+    return gotime.format_micro(int(seconds), int(seconds % 1 * 1e9))
+
+
+def node_conditions(heartbeat: float, ready_since: float) -> list[Obj]:
+    """The four conditions a healthy kubelet reports (heartbeat: lastHeartbeatTime)."""
+    beat, since = now_text(heartbeat), now_text(ready_since)
+
+    def condition(kind: str, status: str, reason: str, message: str) -> Obj:
+        return {"type": kind, "status": status, "lastHeartbeatTime": beat, "lastTransitionTime": since,
+                "reason": reason, "message": message}
+
+    return [
+        condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+    ]
+
+
+def node_object(shape: NodeShape, index: int, now: float) -> Obj:
+    """The Node a kubelet registers (labels as kubelet's: hostname, os, arch and their beta forms; the zone and
+    region as a cloud provider labels them), with its status."""
+    name = shape.name(index)
+    labels = {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+    zone = shape.zone(index)
+    if zone:
+        labels |= {"topology.kubernetes.io/zone": zone, "topology.kubernetes.io/region": shape.region}
+    cidr = shape.pod_cidr(index)
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels,
+                     "annotations": {"node.alpha.kubernetes.io/ttl": "0", SIMULATED: "true",
+                                     "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+        "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+        "status": node_status(shape, index, now, now),
+    }
+
+
+def node_status(shape: NodeShape, index: int, heartbeat: float, ready_since: float) -> Obj:
+    name = shape.name(index)
+    resources = {"cpu": shape.cpu, "memory": shape.memory, "pods": str(shape.pods),
+                 "ephemeral-storage": shape.ephemeral_storage, "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
+    return {
+        "capacity": dict(resources), "allocatable": dict(resources),
+        "conditions": node_conditions(heartbeat, ready_since),
+        "addresses": [{"type": "InternalIP", "address": shape.internal_ip(index)},
+                      {"type": "Hostname", "address": name}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},
+        "nodeInfo": {"machineID": f"capstan-{index:08x}", "systemUUID": f"capstan-{index:08x}",
+                     "bootID": f"capstan-boot-{index:08x}", "kernelVersion": "6.1.0-capstan",
+                     "osImage": "Capstan simulated node", "containerRuntimeVersion": "capstan://1.0.0",
+                     "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
+                     "operatingSystem": "linux", "architecture": "amd64"},
+    }
+
+
+@dataclass(frozen=True)
+class Life:
+    """A Pod as the simulator first saw it bound: when (wall clock), with which IP and host IP; and, once its
+    deletion is seen, when its containers have stopped (None: not being deleted)."""
+
+    start: float
+    pod_ip: str
+    host_ip: str
+    stop_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a Pod's annotations and spec make of its containers."""
+
+    init_seconds: float
+    run_seconds: float  # FOREVER: the containers never exit on their own
+    exit_code: int
+    reason: str  # the terminated state's reason when they exit
+    never_ready: bool
+    restart_policy: str
+
+
+def quantity(text: Any) -> float:
+    """A resource quantity's value (0 for one that does not parse)."""
+    try:
+        q = parse_quantity(str(text))
+    except ValueError:
+        return 0.0
+    return float(q.coefficient) * 10.0 ** q.exponent
+
+
+def pod_requests(pod: Obj) -> dict[str, float]:
+    """What a Pod asks of a node, as the kubelet's admission counts it: per resource the larger of its
+    containers' sum and its largest init container, plus its overhead."""
+    spec = pod.get("spec") or {}
+
+    def requests(container: Obj) -> dict[str, float]:
+        asked = (container.get("resources") or {}).get("requests") or {}
+        return {str(k): quantity(v) for k, v in asked.items()}
+
+    total: dict[str, float] = {}
+    for container in spec.get("containers") or []:
+        for k, v in requests(container).items():
+            total[k] = total.get(k, 0.0) + v
+    for container in spec.get("initContainers") or []:
+        for k, v in requests(container).items():
+            total[k] = max(total.get(k, 0.0), v)
+    for k, v in (spec.get("overhead") or {}).items():
+        total[str(k)] = total.get(str(k), 0.0) + quantity(v)
+    return total
+
+
+def admission(shape: NodeShape, pod: Obj, admitted: list[Obj]) -> tuple[str, str]:
+    """The kubelet's resource admission of `pod` beside the active Pods `admitted` before it: ("", "") when it
+    fits, else the rejection's reason and message (OutOfpods, OutOfcpu, OutOfmemory)."""
+    if len(admitted) + 1 > shape.pods:
+        return "OutOfpods", (f"Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: "
+                             f"{len(admitted)}, capacity: {shape.pods}")
+    asked = pod_requests(pod)
+    for resource, capacity in (("cpu", shape.cpu), ("memory", shape.memory)):
+        if not asked.get(resource):
+            continue
+        used = sum(pod_requests(p).get(resource, 0.0) for p in admitted)
+        limit = quantity(capacity)
+        if used + asked[resource] > limit:
+            scale = 1000 if resource == "cpu" else 1  # the kubelet prints cpu in millicores
+            return f"OutOf{resource}", (
+                f"Pod was rejected: Node didn't have enough resource: {resource}, requested: "
+                f"{round(asked[resource] * scale)}, used: {round(used * scale)}, capacity: {round(limit * scale)}")
+    return "", ""
+
+
+def _number(value: Any, default: float) -> float:
+    try:
+        return max(0.0, float(value))
+    except (TypeError, ValueError):
+        return default
+
+
+def plan(pod: Obj, timing: Timing) -> Plan:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+    crash, oom = annotations.get(CRASH_LOOP) == "true", annotations.get(OOM_KILLED) == "true"
+    code = int(_number(annotations.get(EXIT_CODE), 0))
+    if oom:
+        code = 137
+    elif crash and code == 0:
+        code = 1
+    exits = policy != "Always" or crash or oom or EXIT_CODE in annotations or RUN_SECONDS in annotations
+    run = _number(annotations.get(RUN_SECONDS), timing.run_seconds) if exits else FOREVER
+    reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
+    return Plan(_number(annotations.get(INIT_SECONDS), 0.0), run, code, reason,
+                annotations.get(NEVER_READY) == "true", policy)
+
+
+def _probe_delay(container: Obj, probe: str) -> float:
+    """When a probe first passes, loosely: its initialDelaySeconds (none: at once)."""
+    found = container.get(probe)
+    if not isinstance(found, dict):
+        return 0.0
+    return _number(found.get("initialDelaySeconds"), 0.0)
+
+
+def _started_ready(container: Obj, since: float) -> tuple[float, float]:
+    """When a container started at `since` counts as started (its startup probe passed) and as ready (then its
+    readiness probe passed)."""
+    started = since + _probe_delay(container, "startupProbe")
+    return started, started + _probe_delay(container, "readinessProbe")
+
+
+def _image_id(image: str) -> str:
+    return f"capstan.io/{image}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
+def _container_id(uid: str, name: str, restarts: int) -> str:
+    return "capstan://" + hashlib.sha256(f"{uid}/{name}/{restarts}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Phase:
+    """The containers' common state at an instant: running since `since` (restarts so far), waiting in back-off,
+    or terminated for good."""
+
+    state: str  # "init", "running", "backoff", "terminated"
+    since: float
+    restarts: int
+    last_exit: float  # when they last exited (backoff/terminated); 0 when never
+    next_change: float
+
+
+def containers_phase(p: Plan, run_start: float, now: float, timing: Timing) -> Phase:
+    """Where the restart loop is at `now`: cycle k runs [s_k, s_k + run), exits, waits min(base * 2^k, cap)."""
+    if now < run_start:
+        return Phase("init", 0.0, 0, 0.0, run_start)
+    start, restarts = run_start, 0
+    while True:
+        end = start + p.run_seconds
+        if now < end:
+            return Phase("running", start, restarts, 0.0, end)
+        final = p.restart_policy == "Never" or (p.restart_policy == "OnFailure" and p.exit_code == 0)
+        if final:
+            return Phase("terminated", start, restarts, end, FOREVER)
+        back = min(timing.backoff_base * 2 ** restarts, timing.backoff_cap)
+        restarts += 1
+        if now < end + back:
+            return Phase("backoff", start, restarts, end, end + back)
+        start = end + back
+
+
+def pod_status(pod: Obj, life: Life, now: float, timing: Timing) -> tuple[Obj, float]:
+    """The status the kubelet reports at `now`, and the instant it next changes (FOREVER: never on its own)."""
+    spec = pod.get("spec") or {}
+    metadata = pod.get("metadata") or {}
+    uid = str(metadata.get("uid", ""))
+    old = pod.get("status") or {}
+    p = plan(pod, timing)
+    run_start = life.start + p.init_seconds
+    containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    inits = [c for c in spec.get("initContainers") or [] if isinstance(c, dict)]
+    phase = containers_phase(p, run_start, now, timing)
+    next_change = phase.next_change
+    stopped = life.stop_at is not None and now >= life.stop_at
+    stop_at = life.stop_at
+    deadline = _deadline(spec, life, phase)
+    expired = deadline is not None and now >= deadline and not stopped
+    if expired:  # the kubelet kills a Pod past its activeDeadlineSeconds
+        stopped, stop_at = True, deadline
+    elif deadline is not None:
+        next_change = min(next_change, deadline)
+    started_of: dict[str, bool] = {}
+    ready_of: dict[str, bool] = {}
+    if phase.state == "running" and not stopped:
+        for c in containers:
+            started_at, ready_at = _started_ready(c, phase.since)
+            if p.never_ready:
+                ready_at = FOREVER
+            started_of[str(c.get("name", ""))] = now >= started_at
+            ready_of[str(c.get("name", ""))] = now >= ready_at
+            for at in (started_at, ready_at):
+                if now < at:
+                    next_change = min(next_change, at)
+    ready = bool(ready_of) and all(ready_of.values())
+
+    def terminated(code: int, reason: str, started: float, finished: float, cid: str) -> Obj:
+        return {"terminated": {"exitCode": code, "reason": reason, "startedAt": now_text(started),
+                               "finishedAt": now_text(finished), "containerID": cid}}
+
+    statuses = []
+    for c in containers:
+        name, image = str(c.get("name", "")), str(c.get("image", ""))
+        cid = _container_id(uid, name, phase.restarts)
+        entry: Obj = {"name": name, "image": image, "imageID": _image_id(image), "restartCount": phase.restarts,
+                      "ready": False, "started": False, "lastState": {}}
+        if phase.state == "init":
+            entry["state"] = {"waiting": {"reason": "PodInitializing"}}
+        elif stopped:
+            since = stop_at or now
+            code, why = (137, "Error") if expired else (0, "Completed")
+            entry |= {"containerID": cid, "state": terminated(code, why, phase.since, since, cid)}
+        elif phase.state == "running":
+            entry |= {"containerID": cid, "started": started_of.get(name, True), "ready": ready_of.get(name, False),
+                      "state": {"running": {"startedAt": now_text(phase.since)}}}
+        elif phase.state == "backoff":
+            entry |= {"containerID": cid, "state": {"waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off restarting failed container {name} in pod {metadata.get('name')}_"
+                           f"{metadata.get('namespace')}({uid})"}},
+                "lastState": terminated(p.exit_code, p.reason, phase.since, phase.last_exit, cid)}
+        else:
+            entry |= {"containerID": cid,
+                      "state": terminated(p.exit_code, p.reason, phase.since, phase.last_exit, cid)}
+        if phase.restarts and phase.state == "running":
+            previous = _container_id(uid, name, phase.restarts - 1)
+            entry["lastState"] = terminated(p.exit_code, p.reason, phase.since, phase.since, previous)
+        statuses.append(entry)
+
+    init_statuses = []
+    for i, c in enumerate(inits):
+        name, image = str(c.get("name", "")), str(c.get("image", ""))
+        cid = _container_id(uid, name, 0)
+        entry = {"name": name, "image": image, "imageID": _image_id(image), "restartCount": 0, "ready": False,
+                 "started": False, "lastState": {}}
+        if phase.state != "init":
+            entry |= {"containerID": cid, "ready": True,
+                      "state": terminated(0, "Completed", life.start, run_start, cid)}
+        elif i == 0:
+            entry |= {"containerID": cid, "started": True,
+                      "state": {"running": {"startedAt": now_text(life.start)}}}
+        else:
+            entry["state"] = {"waiting": {"reason": "PodInitializing"}}
+        init_statuses.append(entry)
+
+    if stopped or phase.state == "terminated":
+        code = (137 if expired else 0) if stopped else p.exit_code
+        pod_phase = "Succeeded" if code == 0 else "Failed"
+    else:
+        pod_phase = "Pending" if phase.state == "init" else "Running"
+    terminal = pod_phase in ("Succeeded", "Failed")
+
+    transitions = _transitions(old)
+
+    def condition(kind: str, value: bool, reason: str = "", message: str = "", at: float = now) -> Obj:
+        status = "True" if value else "False"
+        entry = {"type": kind, "status": status, "lastProbeTime": None,
+                 "lastTransitionTime": transitions.get((kind, status), now_text(at))}
+        if reason:
+            entry["reason"] = reason
+        if message:
+            entry["message"] = message
+        return entry
+
+    unready = [str(c.get("name", "")) for c in containers
+               if terminal or not ready_of.get(str(c.get("name", "")), False)]
+    why = "PodCompleted" if terminal else "ContainersNotReady"
+    message = "" if terminal else f"containers with unready status: [{' '.join(unready)}]"
+    gates_why, gates_message = _gates(spec, old)
+    containers_ready = ready and not terminal
+    scheduled = next((c for c in old.get("conditions") or [] if isinstance(c, dict) and c.get("type") ==
+                      "PodScheduled"), None)
+    initialized = phase.state != "init"
+    incomplete = f"containers with incomplete status: [{' '.join(str(c.get('name')) for c in inits)}]"
+    conditions = [
+        condition("Initialized", initialized, *(("PodCompleted",) if terminal and inits else ()),
+                  *(() if initialized else ("ContainersNotInitialized", incomplete))),
+        condition("Ready", containers_ready and not gates_why,
+                  *((why, message) if not containers_ready else (gates_why, gates_message) if gates_why else ())),
+        condition("ContainersReady", containers_ready, *(() if containers_ready else (why, message))),
+        scheduled or condition("PodScheduled", True, at=life.start),
+        # conditions others own (readiness gates, DisruptionTarget, ...) stay as they are
+        *(c for c in old.get("conditions") or [] if isinstance(c, dict) and c.get("type") not in KUBELET_CONDITIONS),
+    ]
+    status: Obj = {
+        "phase": pod_phase, "conditions": conditions, "hostIP": life.host_ip, "hostIPs": [{"ip": life.host_ip}],
+        "podIP": life.pod_ip, "podIPs": [{"ip": life.pod_ip}], "startTime": now_text(life.start),
+        "containerStatuses": statuses,
+    }
+    if init_statuses:
+        status["initContainerStatuses"] = init_statuses
+    if old.get("qosClass"):
+        status["qosClass"] = old["qosClass"]
+    if expired:
+        status |= {"reason": "DeadlineExceeded",
+                   "message": "Pod was active on the node longer than the specified deadline"}
+    if stopped:
+        next_change = FOREVER
+    elif life.stop_at is not None:
+        next_change = min(next_change, life.stop_at)
+    return status, next_change
+
+
+def _deadline(spec: Obj, life: Life, phase: Phase) -> float | None:
+    """When spec.activeDeadlineSeconds ends the Pod (None: no deadline, or it ended on its own before)."""
+    seconds = spec.get("activeDeadlineSeconds")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return None
+    deadline = life.start + float(seconds)
+    if phase.state == "terminated" and phase.last_exit <= deadline:
+        return None
+    return deadline
+
+
+def _gates(spec: Obj, old: Obj) -> tuple[str, str]:
+    """Why readiness gates hold the Pod's Ready condition back ("" when none does), as the kubelet words it."""
+    conditions = {str(c.get("type")): c for c in old.get("conditions") or [] if isinstance(c, dict)}
+    for gate in spec.get("readinessGates") or []:
+        kind = str((gate or {}).get("conditionType") or "")
+        if kind not in conditions:
+            return "ReadinessGatesNotReady", f'corresponding condition of pod readiness gate "{kind}" does not exist.'
+        if conditions[kind].get("status") != "True":
+            return "ReadinessGatesNotReady", f'the status of pod readiness gate "{kind}" is not "True", but ' \
+                                             f'{conditions[kind].get("status")}'
+    return "", ""
+
+
+def _transitions(old: Obj) -> dict[tuple[str, str], str]:
+    """The lastTransitionTime of each condition as it stands, kept while its status does not change."""
+    return {(str(c.get("type")), str(c.get("status"))): str(c.get("lastTransitionTime"))
+            for c in old.get("conditions") or [] if isinstance(c, dict) and c.get("lastTransitionTime")}

@@ -1,0 +1,337 @@
+"""Simulated nodes (server/controllers/kubelets/) in a real core: Nodes registered with kubelet-shaped status and
+Leases, Pods bound to them going Pending -> Running -> Ready with IPs from the node's podCIDR, the failure
+annotations, graceful deletion by the node's kubelet, and a stopped heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server.auth.config import INSECURE
+from server.controllers.kubelets.incore import NodesConfig
+from server.controllers.kubelets.status import NodeShape, Timing
+from server.runtime.election import ElectionConfig
+from server.startup.app import RunningCore, start_core
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+from storage.memory import MemoryStore
+from tests.server.client import Client, Failed, Obj, path
+
+NS = "default"
+TIMING = Timing(run_seconds=0.5, stop_seconds=0.2, lease_renew=0.5, status_report=2.0, backoff_base=0.3,
+                backoff_cap=1.0)
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, RunningCore]]:
+    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False,
+                            nodes=NodesConfig(3, NodeShape(zones=("a", "b")), TIMING))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
+            yield Client(core_pb2_grpc.CoreServiceStub(channel), core), core  # type: ignore[no-untyped-call]
+    finally:
+        await core.stop()
+        await store.close()
+
+
+def pod(name: str, node: str = "capstan-node-0", annotations: dict[str, str] | None = None, **spec: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.25"}], **spec}}
+
+
+async def until(fetch: Callable[[], Awaitable[Any]], check: Callable[[Any], bool], timeout: float = 8.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = await fetch()
+        if check(got):
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"last seen: {got}")
+        await asyncio.sleep(0.05)
+
+
+def condition(obj: Obj, kind: str) -> str:
+    return next((str(c.get("status")) for c in (obj.get("status") or {}).get("conditions") or []
+                 if c.get("type") == kind), "")
+
+
+async def test_nodes_registered_with_status_and_leases(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    _, nodes = await client.list(path("nodes"))
+    assert sorted(n["metadata"]["name"] for n in nodes) == ["capstan-node-0", "capstan-node-1", "capstan-node-2"]
+    node = nodes[0]
+    labels = node["metadata"]["labels"]
+    assert labels["kubernetes.io/hostname"] == "capstan-node-0"
+    assert labels["kubernetes.io/os"] == "linux"
+    assert [n["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in nodes] == ["a", "b", "a"]
+    assert node["spec"]["podCIDR"] == "10.244.0.0/24"
+    status = node["status"]
+    assert status["capacity"]["cpu"] == "32" and status["allocatable"]["pods"] == "110"
+    assert [c["type"] for c in status["conditions"]] == ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+    assert condition(node, "Ready") == "True"
+    assert status["nodeInfo"]["kubeletVersion"].startswith("v1.28.")
+    assert {a["type"] for a in status["addresses"]} == {"InternalIP", "Hostname"}
+    assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 10250
+    lease = await until(lambda: client.get(path("leases", "kube-node-lease", "capstan-node-1",
+                                                group="coordination.k8s.io")), lambda lease: True)
+    first = lease["spec"]["renewTime"]
+    assert lease["spec"]["holderIdentity"] == "capstan-node-1"
+    assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+    await until(lambda: client.get(path("leases", "kube-node-lease", "capstan-node-1", group="coordination.k8s.io")),
+                lambda lease: lease["spec"]["renewTime"] != first)
+
+
+async def test_pod_runs_and_becomes_ready(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("web", initContainers=[{"name": "init", "image": "busybox"}]))
+    await client.create(path("pods", NS), pod("web2"))
+    got = await until(lambda: client.get(path("pods", NS, "web")), lambda p: condition(p, "Ready") == "True")
+    status = got["status"]
+    assert status["phase"] == "Running"
+    assert ipaddress.ip_address(status["podIP"]) in ipaddress.ip_network("10.244.0.0/24")
+    assert status["hostIP"] == "172.20.0.2"
+    assert status["qosClass"] == "BestEffort"
+    assert status["startTime"]
+    assert [condition(got, k) for k in ("PodScheduled", "Initialized", "ContainersReady", "Ready")] == ["True"] * 4
+    container = status["containerStatuses"][0]
+    assert container["ready"] and container["started"] and container["restartCount"] == 0
+    assert "running" in container["state"] and container["imageID"] and container["containerID"]
+    assert status["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    other = await until(lambda: client.get(path("pods", NS, "web2")), lambda p: condition(p, "Ready") == "True")
+    assert other["status"]["podIP"] != status["podIP"]
+    await client.create(path("pods", NS), pod("host", hostNetwork=True))
+    host = await until(lambda: client.get(path("pods", NS, "host")), lambda p: condition(p, "Ready") == "True")
+    assert host["status"]["podIP"] == host["status"]["hostIP"] == "172.20.0.2"
+
+
+@pytest.mark.parametrize(("annotations", "spec", "phase", "check"), [
+    ({}, {"restartPolicy": "Never"}, "Succeeded",
+     lambda c: c["state"]["terminated"]["exitCode"] == 0 and c["state"]["terminated"]["reason"] == "Completed"),
+    ({"capstan.io/exit-code": "3"}, {"restartPolicy": "Never"}, "Failed",
+     lambda c: c["state"]["terminated"]["exitCode"] == 3 and c["state"]["terminated"]["reason"] == "Error"),
+    ({"capstan.io/oom-killed": "true"}, {"restartPolicy": "Never"}, "Failed",
+     lambda c: c["state"]["terminated"]["reason"] == "OOMKilled"),
+    ({}, {"restartPolicy": "OnFailure"}, "Succeeded", lambda c: "terminated" in c["state"]),
+    ({"capstan.io/crash-loop": "true"}, {}, "Running",
+     lambda c: c["restartCount"] >= 1 and c["lastState"]["terminated"]["exitCode"] == 1),
+    ({"capstan.io/never-ready": "true"}, {}, "Running", lambda c: "running" in c["state"] and not c["ready"]),
+    ({}, {"activeDeadlineSeconds": 1}, "Failed", lambda c: c["state"]["terminated"]["exitCode"] == 137),
+], ids=["never-succeeds", "exit-code", "oom", "onfailure-succeeds", "crash-loop", "never-ready", "deadline"])
+async def test_failure_annotations(cluster: tuple[Client, RunningCore], annotations: dict[str, str],
+                                   spec: Obj, phase: str, check: Callable[[Obj], bool]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("p", annotations=annotations, **spec))
+
+    def settled(p: Obj) -> bool:
+        statuses = (p.get("status") or {}).get("containerStatuses") or []
+        return p["status"].get("phase") == phase and bool(statuses) and check(statuses[0])
+
+    got = await until(lambda: client.get(path("pods", NS, "p")), settled)
+    if phase != "Running":
+        assert condition(got, "Ready") == "False"
+    if "activeDeadlineSeconds" in spec:
+        assert got["status"]["reason"] == "DeadlineExceeded"
+
+
+async def test_readiness_gates_and_others_conditions(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("gated", readinessGates=[{"conditionType": "example.com/gate"}]))
+    got = await until(lambda: client.get(path("pods", NS, "gated")),
+                      lambda p: condition(p, "ContainersReady") == "True")
+    assert condition(got, "Ready") == "False"
+    assert [c["reason"] for c in got["status"]["conditions"] if c["type"] == "Ready"] == ["ReadinessGatesNotReady"]
+    got["status"]["conditions"].append({"type": "example.com/gate", "status": "True"})
+    await client.update(path("pods", NS, "gated", subresource="status"), got)
+    ready = await until(lambda: client.get(path("pods", NS, "gated")), lambda p: condition(p, "Ready") == "True")
+    assert condition(ready, "example.com/gate") == "True"
+
+
+async def test_graceful_deletion_by_the_nodes_kubelet(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("web", terminationGracePeriodSeconds=30))
+    await until(lambda: client.get(path("pods", NS, "web")), lambda p: condition(p, "Ready") == "True")
+    marked = await client.delete(path("pods", NS, "web"))
+    assert marked["metadata"]["deletionTimestamp"]
+
+    async def gone() -> bool:
+        try:
+            await client.get(path("pods", NS, "web"))
+        except Failed:
+            return True
+        return False
+
+    started = time.monotonic()
+    await until(gone, bool)
+    assert time.monotonic() - started < 5  # the containers' stop, not the 30 s grace period
+
+
+async def test_stopped_heartbeat_holds_lease_and_pods(cluster: tuple[Client, RunningCore]) -> None:
+    client, core = cluster
+    lease_path = path("leases", "kube-node-lease", "capstan-node-2", group="coordination.k8s.io")
+    await until(lambda: client.get(lease_path), lambda lease: True)
+    node = await client.get(path("nodes", "", "capstan-node-2"))
+    node["metadata"].setdefault("annotations", {})["capstan.io/heartbeat"] = "stopped"
+    await client.update(path("nodes", "", "capstan-node-2"), node)
+    await asyncio.sleep(TIMING.lease_renew * 3)  # a renewal in flight lands
+    held = (await client.get(lease_path))["spec"]["renewTime"]
+    await client.create(path("pods", NS), pod("held", node="capstan-node-2"))
+    await asyncio.sleep(TIMING.lease_renew * 3)
+    assert (await client.get(lease_path))["spec"]["renewTime"] == held
+    assert (await client.get(path("pods", NS, "held")))["status"]["phase"] == "Pending"
+    node = await client.get(path("nodes", "", "capstan-node-2"))
+    del node["metadata"]["annotations"]["capstan.io/heartbeat"]
+    await client.update(path("nodes", "", "capstan-node-2"), node)
+    await until(lambda: client.get(path("pods", NS, "held")), lambda p: condition(p, "Ready") == "True")
+    await until(lambda: client.get(lease_path), lambda lease: lease["spec"]["renewTime"] != held)
+    assert core.nodes is not None and core.nodes.running()
+
+
+async def test_a_standby_core_takes_the_kubelets_over() -> None:
+    """Two cores over one store: the leader plays the kubelets; when it stops leading the standby takes them up,
+    keeping each Pod's IP, and runs the Pods created after."""
+
+    store = await MemoryStore.open(StoreOptions(compact_interval=0))
+
+    def timings() -> ElectionConfig:  # each core its own identity
+        return ElectionConfig(lease_duration=4.0, renew_deadline=3.0, retry_period=0.5)
+
+    config = NodesConfig(2, NodeShape(), TIMING)
+    first = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False,
+                             election=timings(), nodes=config)
+    second = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False,
+                              election=timings(), nodes=config)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{second.grpc_port}") as channel:
+            client = Client(core_pb2_grpc.CoreServiceStub(channel), second)  # type: ignore[no-untyped-call]
+            assert first.nodes is not None and second.nodes is not None
+            await until(lambda: asyncio.sleep(0, first.nodes is not None and first.nodes.running()), bool)
+            assert second.nodes is not None and not second.nodes.running()
+            await client.create(path("pods", NS), pod("before"))
+            ran = await until(lambda: client.get(path("pods", NS, "before")), lambda p: condition(p, "Ready") == "True")
+            assert first.election is not None
+            await first.election.stop()
+            await until(lambda: asyncio.sleep(0, second.nodes is not None and second.nodes.running()), bool)
+            await client.create(path("pods", NS), pod("after"))
+            after = await until(lambda: client.get(path("pods", NS, "after")),
+                                lambda p: condition(p, "Ready") == "True")
+            assert after["status"]["podIP"] != ran["status"]["podIP"]
+            kept = await client.get(path("pods", NS, "before"))
+            assert kept["status"]["podIP"] == ran["status"]["podIP"]
+            assert kept["status"]["startTime"] == ran["status"]["startTime"]
+    finally:
+        await second.stop()
+        await first.stop()
+        await store.close()
+
+
+async def test_the_pod_terminator_leaves_simulated_nodes_pods_to_their_kubelets(
+        cluster: tuple[Client, RunningCore]) -> None:
+    client, core = cluster
+    assert core.nodes is not None
+    core.nodes.simulator.stop_heartbeat("capstan-node-1")
+    await client.create(path("pods", NS), pod("silent", node="capstan-node-1", terminationGracePeriodSeconds=1))
+    await client.create(path("pods", NS), pod("nowhere", node="no-such-node", terminationGracePeriodSeconds=1))
+    await client.delete(path("pods", NS, "silent"))
+    await client.delete(path("pods", NS, "nowhere"))
+
+    async def names() -> list[str]:
+        return sorted(await client.names(path("pods", NS)))
+
+    await until(names, lambda got: got == ["silent"])  # the terminator removed the other after its grace period
+    await asyncio.sleep(1.0)
+    assert await names() == ["silent"]
+    core.nodes.simulator.resume_heartbeat("capstan-node-1")
+    await until(names, lambda got: got == [])
+
+
+async def test_a_terminal_pod_is_deleted_with_its_status_kept(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.create(path("pods", NS), pod("done", annotations={"capstan.io/exit-code": "3"}, restartPolicy="Never",
+                                              terminationGracePeriodSeconds=30))
+    failed = await until(lambda: client.get(path("pods", NS, "done")), lambda p: p["status"]["phase"] == "Failed")
+    events = client.watch(path("pods", NS), resourceVersion=failed["metadata"]["resourceVersion"])
+    await client.delete(path("pods", NS, "done"))
+    phases = []
+    async for kind, obj in events:
+        phases.append(obj["status"]["phase"])
+        if kind == "DELETED":
+            break
+    assert set(phases) == {"Failed"}
+
+
+async def test_a_deleted_node_stays_deleted(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    await client.delete(path("nodes", "", "capstan-node-2"))
+    await asyncio.sleep(TIMING.status_report + TIMING.lease_renew * 2)
+    assert sorted(await client.names(path("nodes"))) == ["capstan-node-0", "capstan-node-1"]
+
+
+@pytest.mark.parametrize(("requests", "count", "reason"), [
+    ({"cpu": "20"}, 2, "OutOfcpu"),  # 32 cpu: the second Pod's 20 do not fit
+    ({"memory": "200Gi"}, 2, "OutOfmemory"),
+    ({}, 111, "OutOfpods"),  # 110 Pods per node
+], ids=["cpu", "memory", "pods"])
+async def test_the_kubelets_admission_rejects_what_does_not_fit(cluster: tuple[Client, RunningCore],
+                                                                 requests: dict[str, str], count: int,
+                                                                 reason: str) -> None:
+    client, _ = cluster
+    container = {"name": "app", "image": "nginx", "resources": {"requests": requests}}
+    for i in range(count):
+        await client.create(path("pods", NS), pod(f"p{i}", containers=[container]))
+    last = f"p{count - 1}"
+    got = await until(lambda: client.get(path("pods", NS, last)), lambda p: p["status"]["phase"] != "Pending",
+                      timeout=20)
+    assert (got["status"]["phase"], got["status"]["reason"]) == ("Failed", reason)
+    assert got["status"]["message"].startswith("Pod was rejected: Node didn't have enough resource: ")
+    first = await client.get(path("pods", NS, "p0"))
+    assert first["status"]["phase"] == "Running"
+
+
+async def test_each_container_is_ready_after_its_own_probes(cluster: tuple[Client, RunningCore]) -> None:
+    client, _ = cluster
+    probe = {"exec": {"command": ["true"]}, "initialDelaySeconds": 2}
+    containers = [{"name": "slow", "image": "nginx", "readinessProbe": probe},
+                  {"name": "starting", "image": "nginx", "startupProbe": {**probe, "initialDelaySeconds": 1}},
+                  {"name": "quick", "image": "nginx"}]
+    await client.create(path("pods", NS), pod("probed", containers=containers))
+    running = await until(lambda: client.get(path("pods", NS, "probed")), lambda p: p["status"]["phase"] == "Running")
+    by_name = {c["name"]: c for c in running["status"]["containerStatuses"]}
+    assert (by_name["quick"]["ready"], by_name["quick"]["started"]) == (True, True)
+    assert (by_name["starting"]["ready"], by_name["starting"]["started"]) == (False, False)
+    assert (by_name["slow"]["ready"], by_name["slow"]["started"]) == (False, True)
+    message = next(c["message"] for c in running["status"]["conditions"] if c["type"] == "Ready")
+    assert message == "containers with unready status: [slow starting]"
+    ready = await until(lambda: client.get(path("pods", NS, "probed")), lambda p: condition(p, "Ready") == "True")
+    assert all(c["ready"] and c["started"] for c in ready["status"]["containerStatuses"])
+
+
+async def test_leading_again_learns_the_pods_anew(cluster: tuple[Client, RunningCore]) -> None:
+    """Stopped (leadership lost) and started again in the same core: what changed meanwhile is learnt from the
+    feeds, so a Pod deleted meanwhile holds no room or IP, and one kept keeps its IP."""
+    client, core = cluster
+    assert core.nodes is not None
+    await client.create(path("pods", NS), pod("kept"))
+    await client.create(path("pods", NS), pod("gone"))
+    kept = await until(lambda: client.get(path("pods", NS, "kept")), lambda p: condition(p, "Ready") == "True")
+    await until(lambda: client.get(path("pods", NS, "gone")), lambda p: condition(p, "Ready") == "True")
+    kept_ip = kept["status"]["podIP"]
+    await core.nodes.stop()
+    await client.delete(path("pods", NS, "gone"), gracePeriodSeconds=0)
+    await core.nodes.start()
+    await client.create(path("pods", NS), pod("new"))
+    new = await until(lambda: client.get(path("pods", NS, "new")), lambda p: condition(p, "Ready") == "True")
+    assert new["status"]["podIP"] != kept_ip
+    assert (await client.get(path("pods", NS, "kept")))["status"]["podIP"] == kept_ip
+    assert core.nodes.simulator.pods_on("capstan-node-0") and all(
+        p["metadata"]["name"] != "gone" for p in core.nodes.simulator.pods_on("capstan-node-0"))

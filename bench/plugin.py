@@ -35,6 +35,10 @@ from capstan.testing.requestlog import AUDIT_POLICY
 CONFIGS = ("plain", "aids", "aids+rule")
 
 
+def _config_map(name: str) -> client.V1ConfigMap:
+    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name))
+
+
 def _round(config: str, directory: Path, requests: int) -> tuple[float, float, float]:
     aids = config != "plain"
     started = servers.start(directory / "data", extra=("--fault-injection",) if aids else (),
@@ -44,14 +48,14 @@ def _round(config: str, directory: Path, requests: int) -> tuple[float, float, f
             if config == "aids+rule":
                 Faults(api).inject(500, resource="nothing-matches", count=0)
             core = client.CoreV1Api(api)
-            core.create_namespaced_config_map("default", {"metadata": {"name": "read"}})
+            core.create_namespaced_config_map("default", _config_map("read"))
             gets, creates = [], []
             for i in range(requests):
                 began = time.perf_counter()
                 core.read_namespaced_config_map("read", "default")
                 gets.append(time.perf_counter() - began)
                 began = time.perf_counter()
-                core.create_namespaced_config_map("default", {"metadata": {"name": f"c{i}"}})
+                core.create_namespaced_config_map("default", _config_map(f"c{i}"))
                 creates.append(time.perf_counter() - began)
         return started.started_in, statistics.median(gets), statistics.median(creates)
     finally:

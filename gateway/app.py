@@ -18,15 +18,17 @@ from aiohttp import web
 from prometheus_client.registry import Collector
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway import access, compression, faults, health, limits, metrics, negotiation, parsed, requestinfo
+from gateway import access, compression, health, limits, metrics, negotiation, parsed, requestinfo
+from gateway import faults as faults_api
 from gateway.client import CoreClient, CoreError, failure
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
-from gateway.faults import FAULTS_KEY, Faults, Rule
+from gateway.faults import FAULTS_KEY
 from gateway.handlers import aggregated, delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
 from gateway.parking import ParkingLot
 from server.machinery.aggregation import ClientContexts, ProxyClientCertificate
+from server.machinery.faults import Faults, Rule
 from server.machinery.limits.limiter import Limiter
 
 log = logging.getLogger(__name__)
@@ -151,14 +153,14 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
               collectors: Sequence[Collector] = (),
               core_metrics: bool = False,
               proxy_client: ProxyClientCertificate | None = None,
-              fault_injection: bool = False) -> web.Application:
+              faults: Faults | None = None) -> web.Application:
     """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
     store beside the gateway, when there is one, for its size and quota on /metrics; `collectors`: the figures
     of a core beside the gateway that /metrics also serves (its admission webhook metrics); `core_metrics`:
     /metrics also serves the figures of the core the client reaches (its Metrics call), for a gateway whose
     core runs in another process; `proxy_client`: the certificate presented to extension API servers (kube's
-    --proxy-client-cert-file; None presents none); `fault_injection`: serve the fault injection admin API and
-    run its rules (gateway/faults.py; --fault-injection, never on by default)."""
+    --proxy-client-cert-file; None presents none); `faults`: the fault injection rules this gateway runs and whose admin
+    API it serves (gateway/faults.py), enabled only with --fault-injection; None: off."""
     limiter = limiter or Limiter()
     lot = ParkingLot(limiter)
     gateway = Gateway(client, server_address)
@@ -185,7 +187,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     app.router.add_route("*", "/version/", discovery.version)
     openapi.add_routes(app, app[GATEWAY_KEY])
     issuer.add_routes(app, client)
-    faults.add_routes(app, Faults(fault_injection))
+    faults_api.add_routes(app, faults or Faults())
     app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app

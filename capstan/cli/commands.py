@@ -47,6 +47,7 @@ from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.machinery.aggregation import ProxyClientCertificate
+from server.machinery.faults import Faults
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
 from server.objects.watchcache import DISABLED, CacheConfig
@@ -355,7 +356,8 @@ def _listen_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) ->
 def _fault_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fault-injection", action="store_true",
                         help="FOR TESTS ONLY: serve the admin API /debug/capstan/faults, whose rules answer chosen"
-                             " requests with 429, 500, 410, 504, ... and end open watches (gateway/faults.py)")
+                             " requests with 429, 500, 410, 504, ... and end open watches (gateway/faults.py);"
+                             " with serve, gRPC calls meet the same rules")
 
 
 def _security_flags(parser: argparse.ArgumentParser) -> None:
@@ -512,7 +514,8 @@ def _host(address: str) -> str:
 
 async def _start_core(store: Store, args: argparse.Namespace, security: SecurityConfig,
                       tls: GrpcTls | None = None, limiter: Limiter | None = None,
-                      proxy_client: ProxyClientCertificate | None = None) -> RunningCore:
+                      proxy_client: ProxyClientCertificate | None = None,
+                      faults: Faults | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
@@ -521,7 +524,7 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                                                                 args.disable_admission_plugins),
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
                             api=args.api, nodes=simulated.nodes_config(args),
-                            node_flags=simulated.node_flags(args))
+                            node_flags=simulated.node_flags(args), faults=faults)
 
 
 def _collectors(core: RunningCore) -> tuple[Collector, ...]:
@@ -544,12 +547,12 @@ async def serve(args: argparse.Namespace) -> None:
     host = _host(args.bind_address)
     store = await _open_store(args)
     limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
+    faults = Faults(enabled=args.fault_injection)  # and its fault injection rules (off without the flag)
     try:
         if args.insecure:
-            core = await _start_core(store, args, INSECURE, limiter=limiter)
+            core = await _start_core(store, args, INSECURE, limiter=limiter, faults=faults)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core),
-                            fault_injection=args.fault_injection)
+                            limiter=limiter, storage=store, collectors=_collectors(core), faults=faults)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -563,10 +566,10 @@ async def serve(args: argparse.Namespace) -> None:
             client_cas = _bundle(_client_cas(args, certs))
             proxy_client = _proxy_client(args, certs)
             core = await _start_core(store, args, _security(args, certs),
-                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
+                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client, faults)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
                             limiter=limiter, storage=store, collectors=_collectors(core),
-                            proxy_client=proxy_client, fault_injection=args.fault_injection)
+                            proxy_client=proxy_client, faults=faults)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),
@@ -638,7 +641,7 @@ async def gateway(args: argparse.Namespace) -> None:
     try:
         if args.insecure:
             app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args),
-                            core_metrics=True, fault_injection=args.fault_injection)
+                            core_metrics=True, faults=Faults(enabled=args.fault_injection))
             hostcheck.guard(app)
             runner, port = await start_http(app, args.bind_address, args.http_port,
                                               connection_limits=_connection_limits(args))
@@ -647,7 +650,7 @@ async def gateway(args: argparse.Namespace) -> None:
             client_cas = _bundle(_client_cas(args, certs))
             app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args),
                             core_metrics=True, proxy_client=_proxy_client(args, certs),
-                            fault_injection=args.fault_injection)
+                            faults=Faults(enabled=args.fault_injection))
             runner, port = await start_http(app, args.bind_address, args.secure_port,
                                             server_context(_serving(args, certs), client_cas),
                                               connection_limits=_connection_limits(args))

@@ -38,11 +38,12 @@ from gateway import status as statuses
 from gateway.client import CoreClient, CoreError
 from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec
-from gateway.faults import FAULTS_KEY, OpenWatch
+from gateway.faults import FAULTS_KEY
 from gateway.handlers import respond
 from gateway.handlers.request import Call
 from gateway.negotiation import CodecName
 from server.machinery import flowcontrol
+from server.machinery.faults import OpenWatch
 
 MIN_REQUEST_TIMEOUT = 1800  # seconds; kube-apiserver's --min-request-timeout default
 ACCEPT_WINDOW = 0.2  # seconds the core has to refuse a watch before the 200 goes out

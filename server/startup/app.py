@@ -33,6 +33,7 @@ from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN, admissionpolicies
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
 from server.machinery.aggregation import ProxyClientCertificate
+from server.machinery.faults import Faults
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
 from server.objects.core import Core
@@ -118,7 +119,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      controller_names: frozenset[str] = controllers.DEFAULT,
                      api: ApiEnablement = apienablement.DEFAULT,
                      nodes: NodesConfig | None = None,
-                     node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS) -> RunningCore:
+                     node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS,
+                     faults: Faults | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -138,7 +140,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     (server/startup/apienablement.py reads kube's --runtime-config and --feature-gates into it).
     `nodes`: simulated
     nodes whose kubelets this core plays while it leads (server/controllers/kubelets/); None or count 0: none.
-    `node_flags`: the node lifecycle controller's and podgc's settings."""
+    `node_flags`: the node lifecycle controller's and podgc's settings. `faults`: the fault injection rules the
+    gRPC calls meet (server/machinery/faults.py; `capstan serve --fault-injection` shares its gateway's)."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
@@ -215,7 +218,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         await singletons.start()
     await aggregation.start()
     secured.guard.locator = aggregation
-    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
+    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter, faults=faults)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, policies, aggregation,

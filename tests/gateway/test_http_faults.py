@@ -9,25 +9,33 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import grpc
 import pytest
 
 from capstan.cli.inprocess import InProcessClient
+from capstan.core.v1 import core_service_pb2 as pb
+from capstan.core.v1 import core_service_pb2_grpc
 from gateway.app import build_app, start_http
 from server.auth.config import INSECURE
+from server.machinery.faults import Faults
 from server.startup.app import start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.gateway.conftest import Server
+from tests.server.client import status_of
 
 FAULTS = "/debug/capstan/faults"
 CM = "/api/v1/namespaces/default/configmaps"
 
 
 async def _server(tmp_path: Path, *, enabled: bool) -> AsyncIterator[Server]:
+    """As `capstan serve [--fault-injection]`: one Faults for the gateway and the core's gRPC port."""
+    faults = Faults(enabled=enabled)
     store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False)
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False,
+                            faults=faults)
     client = InProcessClient(core.guard)
-    runner, port = await start_http(build_app(client, fault_injection=enabled), "127.0.0.1", 0)
+    runner, port = await start_http(build_app(client, faults=faults), "127.0.0.1", 0)
     session = aiohttp.ClientSession()
     try:
         yield Server(f"http://127.0.0.1:{port}", session, core, client, "inprocess")
@@ -163,6 +171,42 @@ async def test_dropping_open_watches(faulty: Server, match: dict[str, str], drop
         await faulty.create(CM, {"metadata": {"name": "b"}})
         if not dropped[0]:
             assert [e["object"]["metadata"]["name"] for e in await first.lines(1)] == ["b"]
+
+
+@pytest.mark.parametrize(("rule", "call", "code", "status"), [
+    ({"verb": "list", "code": 429, "retryAfterSeconds": 2}, "List", grpc.StatusCode.RESOURCE_EXHAUSTED,
+     {"reason": "TooManyRequests", "message": "Too many requests, please try again later.",
+      "details": {"retryAfterSeconds": 2}}),
+    ({"verb": "get", "name": "a", "code": 500}, "Get", grpc.StatusCode.INTERNAL,
+     {"reason": "InternalError", "message": "Internal error occurred: injected fault",
+      "details": {"name": "a", "group": "", "kind": "configmaps"}}),
+    ({"verb": "watch", "code": 410}, "Watch", None,
+     {"reason": "Expired", "message": "too old resource version: 0 (0)"}),
+])
+async def test_grpc_calls_meet_the_same_rules(faulty: Server, rule: dict[str, Any], call: str,
+                                              code: grpc.StatusCode | None, status: dict[str, Any]) -> None:
+    await faulty.create(CM, {"metadata": {"name": "a"}})
+    await _rule(faulty, **rule)
+    path = pb.ResourcePath(version="v1", resource="configmaps", namespace="default",
+                           name="a" if call == "Get" else "")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{faulty.core.grpc_port}") as channel:
+        stub = core_service_pb2_grpc.CoreServiceStub(channel)  # type: ignore[no-untyped-call]
+
+        async def once() -> None:
+            if call == "Watch":
+                async for _ in stub.Watch(pb.WatchRequest(path=path, options={"timeoutSeconds": 1})):
+                    break
+            elif call == "List":
+                await stub.List(pb.ListRequest(path=path))
+            else:
+                await stub.Get(pb.GetRequest(path=path))
+
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await once()
+        if code is not None:
+            assert refused.value.code() == code
+        assert status_of(refused.value) == {"status": "Failure", "code": rule["code"], "metadata": {}, **status}
+        await once()  # the rule is spent
 
 
 @pytest.mark.parametrize(("body", "message"), [

@@ -7,6 +7,7 @@ the core's Discover answered; there is no route per kind.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import ssl
@@ -18,13 +19,16 @@ from prometheus_client.registry import Collector
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import access, compression, health, limits, metrics, negotiation, parsed, requestinfo
+from gateway import faults as faults_api
 from gateway.client import CoreClient, CoreError, failure
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
+from gateway.faults import FAULTS_KEY
 from gateway.handlers import aggregated, delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
 from gateway.parking import ParkingLot
 from server.machinery.aggregation import ClientContexts, ProxyClientCertificate
+from server.machinery.faults import Faults, Rule
 from server.machinery.limits.limiter import Limiter
 
 log = logging.getLogger(__name__)
@@ -62,11 +66,25 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         resource = served_as(await gateway.resource(info.group, info.version, info.resource), info.subresource)
         out = output(http, resource, stream=info.verb == "watch")
         call = Call(info, resource, query_of(http), out)
+        injecting = http.app[FAULTS_KEY]
+        if injecting.active and (rule := injecting.take(info)) is not None:
+            return await _injected(rule, call, http)
         return _deprecated(resource, await _verb(access.caller_client(gateway.client, http), call, http))
     except CoreError as err:
         return _deprecated(resource, respond.status(out, err.status))
     except negotiation.NegotiationError as err:
         return respond.status(None, failure(err.code, err.reason, err.message))
+
+
+async def _injected(rule: Rule, call: Call, http: web.Request) -> web.StreamResponse:
+    """A fault rule's answer (gateway/faults.py): a watch's 410 as kube's cacher sends a too-old
+    resourceVersion (200, then an ERROR event), anything else as the Status a filter or the verb would answer."""
+    if rule.delay_seconds:
+        await asyncio.sleep(rule.delay_seconds)
+    status = rule.status(call.info, call.query.get("resourceVersion", [""])[0])
+    if call.info.verb == "watch" and rule.code == 410:
+        return await watch.failed_at_once(call, http, status)
+    raise CoreError(status)
 
 
 def _deprecated(resource: core_pb2.Resource | None, response: web.StreamResponse) -> web.StreamResponse:
@@ -134,13 +152,15 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
               storage: metrics.StorageSize | None = None,
               collectors: Sequence[Collector] = (),
               core_metrics: bool = False,
-              proxy_client: ProxyClientCertificate | None = None) -> web.Application:
+              proxy_client: ProxyClientCertificate | None = None,
+              faults: Faults | None = None) -> web.Application:
     """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
     store beside the gateway, when there is one, for its size and quota on /metrics; `collectors`: the figures
     of a core beside the gateway that /metrics also serves (its admission webhook metrics); `core_metrics`:
     /metrics also serves the figures of the core the client reaches (its Metrics call), for a gateway whose
     core runs in another process; `proxy_client`: the certificate presented to extension API servers (kube's
-    --proxy-client-cert-file; None presents none)."""
+    --proxy-client-cert-file; None presents none); `faults`: the fault injection rules this gateway runs and whose admin
+    API it serves (gateway/faults.py), enabled only with --fault-injection; None: off."""
     limiter = limiter or Limiter()
     lot = ParkingLot(limiter)
     gateway = Gateway(client, server_address)
@@ -167,6 +187,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     app.router.add_route("*", "/version/", discovery.version)
     openapi.add_routes(app, app[GATEWAY_KEY])
     issuer.add_routes(app, client)
+    faults_api.add_routes(app, faults or Faults())
     app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app

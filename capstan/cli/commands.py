@@ -52,6 +52,7 @@ from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.machinery import version as versions
 from server.machinery.aggregation import ProxyClientCertificate
+from server.machinery.faults import Faults
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
@@ -421,6 +422,13 @@ def _listen_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool) ->
                             help="gRPC port requiring a client certificate (default 50052; 0 picks one; -1 none)")
 
 
+def _fault_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fault-injection", action="store_true",
+                        help="FOR TESTS ONLY: serve the admin API /debug/capstan/faults, whose rules answer chosen"
+                             " requests with 429, 500, 410, 504, ... and end open watches (gateway/faults.py);"
+                             " with serve, gRPC calls meet the same rules")
+
+
 def _security_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token-auth-file", type=Path, default=None, help="static bearer tokens (kube's CSV)")
     parser.add_argument("--anonymous-auth", type=_bool, default=True,
@@ -468,6 +476,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _limit_flags(serve)
     _proxy_client_flags(serve)
     simulated.serve_flags(serve)
+    _fault_flags(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
@@ -489,6 +498,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _connection_flags(gateway, http=True, grpc=False)
     _proxy_client_flags(gateway)
     _limit_flags(gateway)
+    _fault_flags(gateway)
 
     kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
@@ -580,7 +590,8 @@ def _host(address: str) -> str:
 
 async def _start_core(store: Store, args: argparse.Namespace, security: SecurityConfig,
                       tls: GrpcTls | None = None, limiter: Limiter | None = None,
-                      proxy_client: ProxyClientCertificate | None = None) -> RunningCore:
+                      proxy_client: ProxyClientCertificate | None = None,
+                      faults: Faults | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
@@ -590,7 +601,7 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
                             api=args.api, advertise_address=args.advertise_address or "",
                             nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args),
-                            store_checks=_store_checks(store, args))
+                            store_checks=_store_checks(store, args), faults=faults)
 
 
 def _collectors(core: RunningCore, store: Store, args: argparse.Namespace) -> tuple[Collector, ...]:
@@ -619,11 +630,13 @@ async def serve(args: argparse.Namespace) -> None:
     host = _host(args.bind_address)
     store, lock = await _open_store(args)
     limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
+    faults = Faults(enabled=args.fault_injection)  # and its fault injection rules (off without the flag)
     try:
         if args.insecure:
-            core = await _start_core(store, args, INSECURE, limiter=limiter)
+            core = await _start_core(store, args, INSECURE, limiter=limiter, faults=faults)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core, store, args))
+                            limiter=limiter, storage=store, collectors=_collectors(core, store, args),
+                            faults=faults)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -637,10 +650,10 @@ async def serve(args: argparse.Namespace) -> None:
             client_cas = _bundle(_client_cas(args, certs))
             proxy_client = _proxy_client(args, certs)
             core = await _start_core(store, args, _security(args, certs),
-                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
+                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client, faults)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
                             limiter=limiter, storage=store, collectors=_collectors(core, store, args),
-                            proxy_client=proxy_client)
+                            proxy_client=proxy_client, faults=faults)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),
@@ -716,7 +729,7 @@ async def gateway(args: argparse.Namespace) -> None:
     try:
         if args.insecure:
             app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args),
-                            core_metrics=True)
+                            core_metrics=True, faults=Faults(enabled=args.fault_injection))
             hostcheck.guard(app)
             runner, port = await start_http(app, args.bind_address, args.http_port,
                                               connection_limits=_connection_limits(args))
@@ -724,7 +737,8 @@ async def gateway(args: argparse.Namespace) -> None:
         else:
             client_cas = _bundle(_client_cas(args, certs))
             app = build_app(client, server_address=f"{args.bind_address}:{args.secure_port}", limiter=_limiter(args),
-                            core_metrics=True, proxy_client=_proxy_client(args, certs))
+                            core_metrics=True, proxy_client=_proxy_client(args, certs),
+                            faults=Faults(enabled=args.fault_injection))
             runner, port = await start_http(app, args.bind_address, args.secure_port,
                                             server_context(_serving(args, certs), client_cas),
                                               connection_limits=_connection_limits(args))

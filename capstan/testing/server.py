@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+AUDIT_FILE = "audit.log"
+AUDIT_POLICY_FILE = "audit-policy.yaml"
 ENDPOINTS_FILE = "endpoints.json"  # as capstan/cli/kubeconfig.py names it; not imported, to keep the plugin light
 KUBECONFIG_FILE = "kubeconfig.yaml"
 POLL = 0.005  # seconds between looks for the endpoints file
@@ -41,6 +43,7 @@ class LocalServer:
     kubeconfig: Path
     log: Path
     started_in: float  # seconds from exec to listening
+    audit_log: Path | None = None  # every request at level Metadata (capstan/testing/requestlog.py), when asked
 
     @property
     def url(self) -> str:
@@ -64,8 +67,16 @@ def serve_command(data_dir: Path, *, insecure: bool, extra: tuple[str, ...] = ()
             "--grpc-port", "0", *ports, *(["--insecure"] if insecure else []), "--sync", "false", *extra]
 
 
-def start(data_dir: Path, *, insecure: bool = False, extra: tuple[str, ...] = (), timeout: float = 30.0) -> LocalServer:
+def start(data_dir: Path, *, insecure: bool = False, extra: tuple[str, ...] = (), timeout: float = 30.0,
+          audit_policy: str | None = None) -> LocalServer:
+    """`audit_policy`: an audit.k8s.io/v1 Policy; the server then writes `<data dir>-audit.log`."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    audit_log = None
+    if audit_policy is not None:
+        policy = data_dir.parent / f"{data_dir.name}-{AUDIT_POLICY_FILE}"
+        policy.write_text(audit_policy)
+        audit_log = data_dir.parent / f"{data_dir.name}-{AUDIT_FILE}"
+        extra = (f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}", *extra)
     endpoints_file = data_dir / ENDPOINTS_FILE
     endpoints_file.unlink(missing_ok=True)
     log = data_dir.parent / f"{data_dir.name}.log"
@@ -86,7 +97,7 @@ def start(data_dir: Path, *, insecure: bool = False, extra: tuple[str, ...] = ()
     endpoints: dict[str, str] = json.loads(endpoints_file.read_text())
     kubeconfig = data_dir.parent / f"{data_dir.name}-{KUBECONFIG_FILE}"
     write_private(kubeconfig, _render_kubeconfig(data_dir))  # it holds the admin's private key
-    return LocalServer(process, data_dir, endpoints, kubeconfig, log, started_in)
+    return LocalServer(process, data_dir, endpoints, kubeconfig, log, started_in, audit_log)
 
 
 def write_private(path: Path, text: str) -> None:

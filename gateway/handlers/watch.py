@@ -38,10 +38,12 @@ from gateway import status as statuses
 from gateway.client import CoreClient, CoreError
 from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec
+from gateway.faults import FAULTS_KEY
 from gateway.handlers import respond
 from gateway.handlers.request import Call
 from gateway.negotiation import CodecName
 from server.machinery import flowcontrol
+from server.machinery.faults import OpenWatch
 
 MIN_REQUEST_TIMEOUT = 1800  # seconds; kube-apiserver's --min-request-timeout default
 ACCEPT_WINDOW = 0.2  # seconds the core has to refuse a watch before the 200 goes out
@@ -65,6 +67,10 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
     first = asyncio.ensure_future(_next(stream))
     response: web.StreamResponse | None = None
     gone = _Disconnects.of_loop().watch(http)
+    faults = http.app.get(FAULTS_KEY)
+    droppable: contextlib.AbstractContextManager[OpenWatch | None] = (
+        faults.watching(call.info) if faults is not None else contextlib.nullcontext(None))
+    dropping: OpenWatch | None = None
     try:
         done, _ = await asyncio.wait({first}, timeout=ACCEPT_WINDOW)
         batch = first.result() if done else None  # a refusal raises here, before any streaming
@@ -74,7 +80,8 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
         response.enable_chunked_encoding()
         await response.prepare(http)
         _bound_send_buffer(http)
-        with gone:  # from here the client's disconnect cancels this task, within DISCONNECT_POLL
+        # from here the client's disconnect cancels this task, within DISCONNECT_POLL; so does a dropping fault
+        with gone, droppable as dropping:
             if not done:
                 batch = await first
             while batch is not None:
@@ -90,13 +97,15 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
             raise
         return response  # the client went away, or stopped reading: nothing more to write
     except asyncio.CancelledError:
-        if not gone.fired:
+        dropped = dropping is not None and dropping.dropped
+        if not (gone.fired or dropped):
             raise
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
         assert response is not None  # registered only once the response had started
-        return response  # the client went away or stopped reading: nothing more to write
+        if not dropped:
+            return response  # the client went away or stopped reading: nothing more to write
     finally:
         if not first.done():
             first.cancel()
@@ -106,6 +115,17 @@ async def watch(client: CoreClient, call: Call, http: web.Request) -> web.Stream
     assert response is not None  # every path that leaves it unset raised
     with contextlib.suppress(ConnectionResetError):
         await _write(response, http, b"", eof=True)
+    return response
+
+
+async def failed_at_once(call: Call, http: web.Request, status: meta_pb2.Status) -> web.StreamResponse:
+    """A watch that starts and fails at once: 200, one ERROR event carrying `status`, the end (kube's answer to a
+    watch from a resourceVersion its cache no longer holds)."""
+    response = web.StreamResponse(status=200, headers={"Content-Type": call.out.content_type})
+    response.enable_chunked_encoding()
+    await response.prepare(http)
+    with contextlib.suppress(ConnectionResetError):
+        await _write(response, http, _error_frame(call, status), eof=True)
     return response
 
 

@@ -12,12 +12,18 @@ client's flow. The split form
 counts a REST request once in the gateway's process and once in the core's, each against its own process's
 limits; `capstan serve` shares one Limiter between its HTTP and gRPC fronts, and its in-process gateway
 never passes here.
+
+Fault injection (server/machinery/faults.py, only with --fault-injection): in `capstan serve` the rules its
+gateway holds answer the resource calls (Create ... Watch) after parsing and before the guard, with the rule's
+Status as any refusal is answered, so gRPC clients meet the same failures as REST ones.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -30,6 +36,7 @@ from server.auth.guard import GuardedCore
 from server.machinery import deadline, errors, flowcontrol, wiretext
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
+from server.machinery.faults import Faults
 from server.machinery.fields.managers import manager_from_user_agent
 from server.machinery.limits import flow
 from server.machinery.limits.config import Kind
@@ -53,9 +60,24 @@ class CoreService:
     """Every call goes through the guard with the credentials its metadata and TLS peer present; which calls
     there are, and what each is, is the method table's (server/machinery/methods.py)."""
 
-    def __init__(self, guard: GuardedCore, is_proxy: Callable[[bytes], bool]) -> None:
+    def __init__(self, guard: GuardedCore, is_proxy: Callable[[bytes], bool], faults: Faults | None = None) -> None:
         self._guard = guard
         self._is_proxy = is_proxy
+        self._faults = faults or Faults()
+
+    async def _injected(self, method: Method, request: Any) -> None:
+        """Raises the ApiError of the fault rule that answers this call, if one does."""
+        if method.name not in _FAULTABLE:
+            return
+        path = request.path
+        target = _Target(method.verb, path.group, path.resource, path.subresource, path.namespace, path.name)
+        rule = self._faults.take(target)
+        if rule is None:
+            return
+        if rule.delay_seconds:
+            await asyncio.sleep(rule.delay_seconds)
+        options = getattr(request, "options", None)
+        raise errors.ApiError(rule.status(target, getattr(options, "resourceVersion", "")))
 
     def credentials(self, context: Ctx) -> Credentials:
         pems = list(context.auth_context().get("x509_pem_cert") or ())
@@ -74,6 +96,8 @@ class CoreService:
             # A body given as JSON text is read as bytes before anything else sees it (audit, admission), and
             # refused, like a request that is no message (_parse), before authentication when malformed.
             body.from_text(request)
+            if self._faults.active:
+                await self._injected(method, request)
             with deadline.within(context.time_remaining()):  # the call's gRPC deadline, where it has one
                 answer: Message = await self._guard.unary(method, request, credentials)
             context.set_trailing_metadata(classified.metadata())
@@ -88,6 +112,8 @@ class CoreService:
     async def stream(self, method: Method, request: Any, context: Ctx) -> AsyncIterator[Message]:
         classified = flowcontrol.begin()  # the call's APF classification, sent as initial metadata
         try:
+            if self._faults.active:
+                await self._injected(method, request)
             stream = await self._guard.stream(method, request, self.credentials(context))
             await context.send_initial_metadata(classified.metadata())
             text = getattr(request, "accept", None) == render.JSON_TEXT
@@ -100,6 +126,20 @@ class CoreService:
             await _abort(context, errors.internal(str(err)), classified)
 
 
+# The calls that name a resource by a ResourcePath, as the gateway's resource requests do.
+_FAULTABLE = frozenset({"Create", "Get", "List", "Update", "Patch", "Delete", "DeleteCollection", "Watch"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    verb: str
+    group: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+
+
 async def _abort(context: Ctx, err: errors.ApiError, classified: flowcontrol.Classified | None = None) -> None:
     status = rpc_status.to_status(errors.to_grpc_status(err))
     extra = classified.metadata() if classified is not None else ()
@@ -109,9 +149,10 @@ async def _abort(context: Ctx, err: errors.ApiError, classified: flowcontrol.Cla
 Handler = Callable[[Any, Ctx], Any]
 
 
-def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: Limiter | None = None
-             ) -> Callable[[grpc.aio.Server], list[str]]:
-    """A registrar for server.service.grpc_server.start_grpc; `limiter` sheds load (kube's defaults when None).
+def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: Limiter | None = None,
+             faults: Faults | None = None) -> Callable[[grpc.aio.Server], list[str]]:
+    """A registrar for server.service.grpc_server.start_grpc; `limiter` sheds load (kube's defaults when None);
+    `faults`: the fault injection rules the calls meet (None: none).
 
     The handlers take and give bytes, parsing and serializing the messages themselves, so bytes that are
     no request get a Kubernetes Status (grpc.aio's own deserializer answers a bare INTERNAL), and grpc's
@@ -119,7 +160,7 @@ def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: 
     """
 
     def add(server: grpc.aio.Server) -> list[str]:
-        servicer = CoreService(guard, is_proxy)
+        servicer = CoreService(guard, is_proxy, faults)
         shedding = limiter or Limiter()
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for method in METHODS:

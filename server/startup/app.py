@@ -33,6 +33,7 @@ from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN, admissionpolicies
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
 from server.machinery.aggregation import ProxyClientCertificate
+from server.machinery.faults import Faults
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
 from server.objects.core import Core
@@ -120,7 +121,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      nodes: NodesConfig | None = None,
                      node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS,
                      advertise_address: str = "",
-                     store_checks: Mapping[str, health.Check] | None = None) -> RunningCore:
+                     store_checks: Mapping[str, health.Check] | None = None,
+                     faults: Faults | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -142,7 +144,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     and podgc's settings. `advertise_address`: the address the `kubernetes` Endpoints name (kube's
     --advertise-address); "" derives it from `listen`. `store_checks`: health checks of what the composition put
     around the store, under kube's names (`kms-providers` for encryption at rest's KMS plugins), reported after
-    the store's own."""
+    the store's own. `faults`: the fault injection rules the gRPC calls meet
+    (server/machinery/faults.py; `capstan serve --fault-injection` shares its gateway's)."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
@@ -221,7 +224,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         await singletons.start()
     await aggregation.start()
     secured.guard.locator = aggregation
-    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
+    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter, faults=faults)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, policies, aggregation,

@@ -184,11 +184,24 @@ def test_insecure_server(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPa
 
         def test_no_rbac_to_test(capstan_service_account):
             raise AssertionError("not skipped")
+
+        def test_no_audit_to_read(capstan_requests):
+            raise AssertionError("not skipped")
+
+        def test_faults_all_the_same(capstan_faults, k8s_client):
+            capstan_faults.inject(500, verb="list", resource="namespaces")
+            try:
+                client.CoreV1Api(k8s_client).list_namespace()
+            except client.ApiException as err:
+                assert err.status == 500
+            else:
+                raise AssertionError("not refused")
     '''))
     result = pytester.runpytest_subprocess(*INNER, "--capstan-insecure", "-rs")
-    result.assert_outcomes(passed=1, skipped=1)
+    result.assert_outcomes(passed=2, skipped=2)
     result.stdout.fnmatch_lines(["capstan: served http://127.0.0.1:*",
-                                 "*--capstan-insecure allows every request: RBAC cannot be tested*"])
+                                 "*--capstan-insecure allows every request: RBAC cannot be tested*",
+                                 "*capstan_requests reads the audit log, which a server started with*"])
 
 
 @pytest.mark.parametrize(("args", "says"), [

@@ -28,7 +28,7 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, gcpolicy, pki, workers
+from capstan.cli import allocator, gcpolicy, logs, pki, workers
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli.inprocess import InProcessClient
 from capstan.cli.tls import ServingFiles, front_proxy_credentials, server_context
@@ -394,6 +394,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _core_flags(serve)
     _limit_flags(serve)
     _proxy_client_flags(serve)
+    logs.add_flags(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
@@ -403,6 +404,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _core_flags(core)
     _limit_flags(core)
     _proxy_client_flags(core)
+    logs.add_flags(core)
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
     gateway.add_argument("--core", required=True, type=_cores, metavar="HOST:PORT[,HOST:PORT...]",
@@ -414,6 +416,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _connection_flags(gateway, http=True, grpc=False)
     _proxy_client_flags(gateway)
     _limit_flags(gateway)
+    logs.add_flags(gateway)
 
     kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
@@ -651,7 +654,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "kubeconfig":
         sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
         return
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.v, args.logging_format)
+    logs.log_flags(log, logs.namespace_flags(args, skip=("command", "api")))
     log.info("memory allocator: %s", allocator.describe(os.environ))
     raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
     run = {"serve": serve, "core": core, "gateway": gateway}[args.command]

@@ -21,11 +21,13 @@ import ipaddress
 import logging
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 from prometheus_client.registry import Collector
 
 from capstan.cli import allocator, gcpolicy, logs, pki, workers
@@ -33,6 +35,7 @@ from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli.inprocess import InProcessClient
 from capstan.cli.tls import ServingFiles, front_proxy_credentials, server_context
 from gateway import hostcheck
+from gateway import metrics as gateway_metrics
 from gateway.app import build_app, start_http
 from gateway.client import CoreClient
 from gateway.connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, ConnectionLimits, raise_nofile_limit
@@ -44,9 +47,11 @@ from server import admission
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
+from server.machinery import apimetrics
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
+from server.objects.storageobjects import StorageObjectsCounter
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
@@ -305,7 +310,7 @@ async def _start_health(app: web.Application, args: argparse.Namespace) -> Healt
 
 def _connection_limits(args: argparse.Namespace) -> ConnectionLimits:
     return ConnectionLimits(read_header_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
-                            max_connections=args.max_connections)
+                            max_connections=getattr(args, "max_connections", 0))
 
 
 def _grpc_limits(args: argparse.Namespace) -> GrpcLimits:
@@ -405,6 +410,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _limit_flags(core)
     _proxy_client_flags(core)
     logs.add_flags(core)
+    core.add_argument("--metrics-port", type=int, default=-1,
+                      help="serve /metrics on this port (HTTPS with the serving certificate, authenticated and "
+                           "authorized as kube's: get /metrics; plain HTTP with --insecure; 0 picks one; default "
+                           "-1: off)")
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
     gateway.add_argument("--core", required=True, type=_cores, metavar="HOST:PORT[,HOST:PORT...]",
@@ -500,7 +509,8 @@ def _host(address: str) -> str:
 
 async def _start_core(store: Store, args: argparse.Namespace, security: SecurityConfig,
                       tls: GrpcTls | None = None, limiter: Limiter | None = None,
-                      proxy_client: ProxyClientCertificate | None = None) -> RunningCore:
+                      proxy_client: ProxyClientCertificate | None = None,
+                      requests: apimetrics.RequestMetrics | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
@@ -508,14 +518,42 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             admission_plugins=admission.enabled(args.enable_admission_plugins,
                                                                 args.disable_admission_plugins),
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
-                            api=args.api)
+                            api=args.api, request_metrics=requests)
 
 
-def _collectors(core: RunningCore) -> tuple[Collector, ...]:
-    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks' and API
-    Priority and Fairness's."""
+def _collectors(core: RunningCore, objects: StorageObjectsCounter) -> tuple[Collector, ...]:
+    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks', the core's
+    own (authentication, admission, watches, leader election), API Priority and Fairness's and the store's
+    object counts."""
     own = (core.classifier.collector(),) if core.classifier is not None else ()
-    return (webhook_metrics.REGISTRY, *own)
+    return (webhook_metrics.REGISTRY, apimetrics.REGISTRY, *own, objects.collector)
+
+
+def _request_metrics() -> apimetrics.RequestMetrics:
+    """One process's apiserver_request_* (both transports of `capstan serve`), with process_* and python_*."""
+    requests = apimetrics.RequestMetrics(CollectorRegistry())
+    apimetrics.runtime_collectors(requests.registry)
+    return requests
+
+
+async def _start_metrics(running: RunningCore, args: argparse.Namespace, limiter: Limiter,
+                         tls: ssl.SSLContext | None) -> web.AppRunner | None:
+    """`capstan core --metrics-port`: /metrics of a core without a gateway, secured as kube's (gateway/metrics.py's
+    metrics_app): the gRPC calls, process and runtime, load shedding, the store's size and objects, then the
+    core's Metrics answer."""
+    if args.metrics_port < 0:
+        return None
+    objects = StorageObjectsCounter(running.core)
+    assert running.request_metrics is not None
+    counters = gateway_metrics.Metrics(limiter, running.core.context.store,
+                                       collectors=(running.classifier.collector(),) if running.classifier else (),
+                                       requests=running.request_metrics, refresh=objects.refresh)
+    counters.registry.register(objects.collector)
+    app = gateway_metrics.metrics_app(InProcessClient(running.guard), counters)
+    runner, port = await start_http(app, args.bind_address, args.metrics_port, tls,
+                                    connection_limits=_connection_limits(args))
+    log.info("capstan core metrics: %s://%s:%d/metrics", "https" if tls else "http", _host(args.bind_address), port)
+    return runner
 
 
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:
@@ -531,11 +569,14 @@ async def serve(args: argparse.Namespace) -> None:
     host = _host(args.bind_address)
     store = await _open_store(args)
     limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
+    requests = _request_metrics()  # and one scrape counts both
     try:
         if args.insecure:
-            core = await _start_core(store, args, INSECURE, limiter=limiter)
+            core = await _start_core(store, args, INSECURE, limiter=limiter, requests=requests)
+            objects = StorageObjectsCounter(core.core)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core))
+                            limiter=limiter, storage=store, collectors=_collectors(core, objects),
+                            requests=requests, refresh=objects.refresh)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -549,10 +590,12 @@ async def serve(args: argparse.Namespace) -> None:
             client_cas = _bundle(_client_cas(args, certs))
             proxy_client = _proxy_client(args, certs)
             core = await _start_core(store, args, _security(args, certs),
-                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client)
+                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client,
+                                     requests)
+            objects = StorageObjectsCounter(core.core)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core),
-                            proxy_client=proxy_client)
+                            limiter=limiter, storage=store, collectors=_collectors(core, objects),
+                            proxy_client=proxy_client, requests=requests, refresh=objects.refresh)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),
@@ -586,16 +629,21 @@ async def core(args: argparse.Namespace) -> None:
     stop = _stop_event()
     host = _host(args.bind_address)
     store = await _open_store(args)
+    limiter = _limiter(args)
     try:
         if args.insecure:
-            running = await _start_core(store, args, INSECURE)
+            running = await _start_core(store, args, INSECURE, limiter=limiter)
+            metrics_runner = await _start_metrics(running, args, limiter, None)
             summary = f"gRPC {host}:{running.grpc_port}"
             ports = {"grpc": running.grpc_port}
         else:
             certs = _cert_dir(args)
+            client_cas = _bundle(_client_cas(args, certs))
             running = await _start_core(store, args, _security(args, certs),
-                                        GrpcTls(_serving(args, certs), _bundle(_client_cas(args, certs)),
-                                                args.grpc_mtls_port), proxy_client=_proxy_client(args, certs))
+                                        GrpcTls(_serving(args, certs), client_cas, args.grpc_mtls_port),
+                                        limiter=limiter, proxy_client=_proxy_client(args, certs))
+            metrics_runner = await _start_metrics(running, args, limiter,
+                                                  server_context(_serving(args, certs), client_cas))
             summary = f"gRPC {host}:{running.grpc_port} (TLS)"
             ports = {"grpc": running.grpc_port, "grpc_mtls": running.grpc.mtls_port or -1}
             if running.grpc.mtls_port is not None:
@@ -606,6 +654,8 @@ async def core(args: argparse.Namespace) -> None:
         workers.report_ready(os.environ, ports)
         await stop.wait()
         log.info("capstan core shutting down")
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
         await running.stop()
     finally:
         await store.close()

@@ -2,8 +2,9 @@
 
 Verbosity is klog's: `-v N` / `--v=N` turns on the messages logged at V(N) and below. A klog level maps onto a
 Python logging level below INFO (`level(n)` = INFO - n, so V(0) is INFO, V(9) sits just above DEBUG and
-Python's DEBUG messages appear from -v=10). Code logs at a verbosity with `logger.log(logs.level(3), ...)`, or
-structured, as klog's InfoS, with `logs.info_s(logger, 3, "HTTP", verb="GET", ...)`.
+Python's DEBUG messages appear from -v=10; server/machinery/klog.py, which every layer may import). Code logs
+at a verbosity with `logger.log(level(3), ...)`, or structured, as klog's InfoS, with
+`info_s(logger, 3, "HTTP", verb="GET", ...)`.
 
 `--logging-format` is kube's component-base flag:
   text  klog's header and message: `I1129 08:00:00.000000   12345 file.py:123] msg`; a structured message is
@@ -13,8 +14,9 @@ structured, as klog's InfoS, with `logs.info_s(logger, 3, "HTTP", verb="GET", ..
         an error has no "v"; its exception, if any, is "err".
 
 `configure` installs the handler on the root logger; `log_flags` logs every flag's value at V(1) as kube's
-`cliflag.PrintFlags` does (`FLAG: --name="value"`). The module imports the standard library only, so any entry
-point (`capstan serve|core|gateway`, a kube-apiserver command line) can take its flags from here.
+`cliflag.PrintFlags` does (`FLAG: --name="value"`). Any entry
+point (`capstan serve|core|gateway`, a kube-apiserver command line) can take its flags from here; it imports
+the standard library and server/machinery/klog.py only.
 """
 
 from __future__ import annotations
@@ -27,25 +29,11 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from server.machinery.klog import KV_ATTR, STRUCTURED_ATTR, info_s, level, verbosity_of
+
+__all__ = ["FORMATS", "add_flags", "configure", "info_s", "level", "log_flags", "namespace_flags"]
+
 FORMATS = ("text", "json")
-KV_ATTR = "capstan_kv"  # a LogRecord's structured key/value pairs (info_s puts them there)
-STRUCTURED_ATTR = "capstan_structured"
-
-
-def level(verbosity: int) -> int:
-    """The Python logging level of klog's V(verbosity)."""
-    return logging.INFO - max(0, min(verbosity, 9)) if verbosity < 10 else logging.DEBUG - (verbosity - 10)
-
-
-def verbosity_of(levelno: int) -> int:
-    """klog's V for a record's level at or below INFO (0 for INFO and above)."""
-    return max(0, logging.INFO - levelno)
-
-
-def info_s(logger: logging.Logger, verbosity: int, msg: str, /, **kv: object) -> None:
-    """klog's InfoS at V(verbosity): a constant message and key/value pairs, formatted by the handler."""
-    if logger.isEnabledFor(level(verbosity)):
-        logger.log(level(verbosity), msg, extra={KV_ATTR: kv, STRUCTURED_ATTR: True}, stacklevel=2)
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

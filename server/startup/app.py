@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from server import admission
 from server.admission.policies import Policies
 from server.admission.webhooks import Webhooks
@@ -30,6 +32,7 @@ from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN, admissionpolicies
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
+from server.machinery import apimetrics
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
@@ -64,6 +67,8 @@ class RunningCore:
     election: LeaderElector | None = None  # None: this core leads alone, unelected
     # API Priority and Fairness classification (server/auth/apf.py): its collector serves the nominal seats
     classifier: Classifier | None = None
+    # apiserver_request_* of the gRPC calls, in the registry the core's /metrics serves (with `metrics_registry`)
+    request_metrics: apimetrics.RequestMetrics | None = None
 
     @property
     def guard(self) -> GuardedCore:
@@ -110,7 +115,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
                      proxy_client: ProxyClientCertificate | None = None,
                      controller_names: frozenset[str] = controllers.DEFAULT,
-                     api: ApiEnablement = apienablement.DEFAULT) -> RunningCore:
+                     api: ApiEnablement = apienablement.DEFAULT,
+                     request_metrics: apimetrics.RequestMetrics | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -127,7 +133,10 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     certificate; None presents none). `controller_names`: the controllers this core runs while it leads
     (server/startup/controllers.py reads kube-controller-manager's --controllers into it).
     `api`: the off-by-default group versions served and the feature gates
-    (server/startup/apienablement.py reads kube's --runtime-config and --feature-gates into it)."""
+    (server/startup/apienablement.py reads kube's --runtime-config and --feature-gates into it).
+    `request_metrics`: where the gRPC calls are counted (`capstan serve` passes its gateway's, so one scrape
+    counts both transports); None: a registry of the core's own, with process_* and python_* (RunningCore's
+    request_metrics)."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
@@ -196,11 +205,14 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         await singletons.start()
     await aggregation.start()
     secured.guard.locator = aggregation
-    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter)
+    if request_metrics is None:
+        request_metrics = apimetrics.RequestMetrics(CollectorRegistry())
+        apimetrics.runtime_collectors(request_metrics.registry)
+    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter, metrics=request_metrics)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, policies, aggregation,
-                       secured, singletons, elector, classifier)
+                       secured, singletons, elector, classifier, request_metrics)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

@@ -39,7 +39,7 @@ from server.objects import health
 from server.objects.core import Core
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.registry.resources import Registry
-from server.runtime.election import ElectionConfig, LeaderElector, Singleton, awaitable
+from server.runtime.election import LEASE_NAME, ElectionConfig, LeaderElector, Singleton, awaitable
 from server.runtime.informer import SharedInformers
 from server.runtime.singletons import Singletons
 from server.service import servicer as service
@@ -201,7 +201,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     if election is not None and election.enabled:
         elector = LeaderElector(core, election, on_started=singletons.start, on_stopped=singletons.stop)
         await elector.start()
-    else:
+    else:  # leading alone, as a kube-controller-manager with --leader-elect=false: its singletons run here
+        apimetrics.leading(election.name if election is not None else LEASE_NAME, True)
         await singletons.start()
     await aggregation.start()
     secured.guard.locator = aggregation

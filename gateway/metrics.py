@@ -39,7 +39,7 @@ from gateway.access import caller_client
 from gateway.client import CoreClient, CoreError
 from gateway.handlers.respond import status
 from gateway.requestinfo import RequestInfo
-from server.machinery import apimetrics, klog
+from server.machinery import apimetrics, klog, tracing
 from server.machinery.limits.limiter import Limiter
 
 INFO_KEY = web.RequestKey("capstan_request_info", RequestInfo)  # set by the dispatcher once it knows what was asked
@@ -99,6 +99,22 @@ class Metrics:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if tracing.enabled():
+            return await self._traced(request, handler)
+        return await self._counted(request, handler)
+
+    async def _traced(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The request in kube's HTTP server span ("KubernetesAPI", otelhttp's attributes), continuing the
+        client's trace when it sent a traceparent."""
+        attributes = {"http.method": request.method, "http.target": request.path_qs,
+                      "http.user_agent": request.headers.get("User-Agent", ""), "http.scheme": request.scheme}
+        with tracing.span("KubernetesAPI", attributes, server=True,
+                          parent=tracing.headers_of(request.headers)) as current:
+            response = await self._counted(request, handler)
+            tracing.set_attribute(current, "http.status_code", response.status)
+            return response
+
+    async def _counted(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.perf_counter()
         code = 500
         try:

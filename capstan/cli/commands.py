@@ -47,7 +47,7 @@ from server import admission
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
-from server.machinery import apimetrics
+from server.machinery import apimetrics, tracing
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
@@ -400,6 +400,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _limit_flags(serve)
     _proxy_client_flags(serve)
     logs.add_flags(serve)
+    _tracing_flag(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
@@ -410,6 +411,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _limit_flags(core)
     _proxy_client_flags(core)
     logs.add_flags(core)
+    _tracing_flag(core)
     core.add_argument("--metrics-port", type=int, default=-1,
                       help="serve /metrics on this port (HTTPS with the serving certificate, authenticated and "
                            "authorized as kube's: get /metrics; plain HTTP with --insecure; 0 picks one; default "
@@ -426,6 +428,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _proxy_client_flags(gateway)
     _limit_flags(gateway)
     logs.add_flags(gateway)
+    _tracing_flag(gateway)
 
     kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
@@ -699,6 +702,28 @@ async def gateway(args: argparse.Namespace) -> None:
         await client.close()
 
 
+def _tracing_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tracing-config-file", type=Path, default=None,
+                        help="kube's TracingConfiguration (apiserver.config.k8s.io/v1alpha1 or v1beta1: endpoint, "
+                             "samplingRatePerMillion): OpenTelemetry traces to an OTLP gRPC collector; needs the "
+                             "tracing extra (pip install 'capstan[tracing]')")
+
+
+def _start_tracing(args: argparse.Namespace) -> None:
+    """Trace as --tracing-config-file says (before anything starts, so every part sees it on); OpenTelemetry is
+    imported only then."""
+    if args.tracing_config_file is None:
+        return
+    config = tracing.load_config(args.tracing_config_file)
+    try:
+        tracing.configure(config)
+    except ImportError as err:
+        raise ImportError(f"--tracing-config-file needs OpenTelemetry: pip install 'capstan[tracing]' ({err})"
+                          ) from None
+    log.info("tracing to %s, %d of every million requests sampled", config.endpoint,
+             config.sampling_rate_per_million)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.command == "kubeconfig":
@@ -706,6 +731,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     logs.configure(args.v, args.logging_format)
     logs.log_flags(log, logs.namespace_flags(args, skip=("command", "api")))
+    try:
+        _start_tracing(args)
+    except (ValueError, ImportError) as err:
+        print(f"capstan: {err}", file=sys.stderr)
+        sys.exit(1)
     log.info("memory allocator: %s", allocator.describe(os.environ))
     raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
     run = {"serve": serve, "core": core, "gateway": gateway}[args.command]
@@ -714,3 +744,5 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (StorageError, OSError, UsageError) as err:
         print(f"capstan: {err}", file=sys.stderr)
         sys.exit(1)
+    finally:
+        tracing.shutdown()  # what is batched is sent before the process ends

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from server.admission import limitranger, quota, serviceaccount
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
-from server.machinery import apimetrics
+from server.machinery import apimetrics, tracing
 from server.machinery.values import Obj
 from server.objects import validate
 from server.objects.admitting import Attributes
@@ -103,6 +103,10 @@ class Chain:
         self._validating = tuple(p for p in self.plugins if p.validate is not None)
 
     async def admit(self, ctx: Context, attrs: Attributes) -> None:
+        with tracing.span("Admission", {"operation": attrs.operation, "resource": attrs.resource.resource}):
+            await self._admit(ctx, attrs)
+
+    async def _admit(self, ctx: Context, attrs: Attributes) -> None:
         operation = attrs.operation
         started = time.perf_counter()
         rejected = True

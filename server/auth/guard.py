@@ -38,7 +38,7 @@ from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
 from server.auth.serviceaccounts.oidc import Documents
 from server.callouts import metrics as webhook_metrics
-from server.machinery import apimetrics, errors, flowcontrol
+from server.machinery import apimetrics, errors, flowcontrol, tracing
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
@@ -125,16 +125,18 @@ class GuardedCore(Answerer[Credentials]):
 
     async def _admit(self, credentials: Credentials, attributes: Callable[[UserInfo], Attributes],
                      audit: AuditedRequest | None = None) -> UserInfo:
-        if audit is None:
-            user = await self.user(credentials)
-        else:
-            user = await self._audited_user(credentials, attributes, audit)
+        with tracing.span("Authentication"):
+            if audit is None:
+                user = await self.user(credentials)
+            else:
+                user = await self._audited_user(credentials, attributes, audit)
         wanted = attributes(user)
         if self.classifier is not None:  # kube's APF filter: after impersonation, before authorization
             classified = self.classifier.classify(wanted)
             if classified is not None:
                 flowcontrol.note(*classified)
-        decision, reason = self.authorizer.authorize(wanted)
+        with tracing.span("Authorization"):
+            decision, reason = self.authorizer.authorize(wanted)
         if audit is not None:
             audit.decided(decision, reason)
         if decision is not Decision.ALLOW:

@@ -34,7 +34,7 @@ from grpc_status import rpc_status
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.guard import GuardedCore
-from server.machinery import apimetrics, deadline, errors, flowcontrol, wiretext
+from server.machinery import apimetrics, deadline, errors, flowcontrol, tracing, wiretext
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
 from server.machinery.fields.managers import manager_from_user_agent
@@ -72,6 +72,16 @@ class CoreService:
         md: Any = context.invocation_metadata() or ()
         agent = next((str(v) for k, v in md if k == "user-agent"), "")
         return metadata.from_call(md, peer, agent, context.peer(), self._is_proxy)
+
+    async def traced_unary(self, method: Method, request: Any, context: Ctx) -> Message:
+        """unary in a server span continuing the caller's trace (a core that traces registers these)."""
+        with tracing.span(method.path.lstrip("/"), server=True, parent=_parent(context)):
+            return await self.unary(method, request, context)
+
+    async def traced_stream(self, method: Method, request: Any, context: Ctx) -> AsyncIterator[Message]:
+        with tracing.span(method.path.lstrip("/"), server=True, parent=_parent(context)):
+            async for response in self.stream(method, request, context):
+                yield response
 
     async def unary(self, method: Method, request: Any, context: Ctx) -> Message:
         applying = isinstance(request, core_pb2.PatchRequest) and request.type == core_pb2.PATCH_TYPE_APPLY
@@ -123,6 +133,11 @@ class CoreService:
                 self.metrics.observe(_labels(method, request), code, time.perf_counter() - started)
 
 
+def _parent(context: Ctx) -> dict[str, str]:
+    """The caller's W3C trace headers, from the call's metadata."""
+    return tracing.headers_of(context.invocation_metadata() or ())
+
+
 def _labels(method: Method, request: Any) -> tuple[str, str, str, str, str, str, str]:
     asked = method.authorization(request)
     return apimetrics.request_labels(asked.verb, asked.api_group, asked.api_version, asked.resource,
@@ -152,13 +167,16 @@ def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: 
         servicer = CoreService(guard, is_proxy, metrics)
         shedding = limiter or Limiter()
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+        traced = tracing.enabled()  # configured before the core starts (server/machinery/tracing.py)
+        serve_unary = servicer.traced_unary if traced else servicer.unary
+        serve_stream = servicer.traced_stream if traced else servicer.stream
         for method in METHODS:
             if method.streaming:  # Watch: long-running, never counted
                 handlers[method.name] = grpc.unary_stream_rpc_method_handler(
-                    _bytes_stream(partial(servicer.stream, method), method.request))
+                    _bytes_stream(partial(serve_stream, method), method.request))
             else:
                 kind = Kind.READ_ONLY if method.read_only else Kind.MUTATING
-                unary = _bytes_unary(partial(servicer.unary, method), method.request)
+                unary = _bytes_unary(partial(serve_unary, method), method.request)
                 handlers[method.name] = grpc.unary_unary_rpc_method_handler(
                     _limited(shedding, kind, servicer, method, unary))
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))

@@ -32,11 +32,12 @@ from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN, admissionpolicies
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
-from server.machinery import apimetrics
+from server.machinery import apimetrics, tracing
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
 from server.objects.core import Core
+from server.objects.tracedstore import TracedStore
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.registry.resources import Registry
 from server.runtime.election import LEASE_NAME, ElectionConfig, LeaderElector, Singleton, awaitable
@@ -141,7 +142,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
     registry = Registry(builtin)
-    core = Core(store, registry, watch_cache=watch_cache_for(store) if watch_cache is None else watch_cache)
+    cache = watch_cache_for(store) if watch_cache is None else watch_cache
+    # A tracing core's store calls are spans (server/objects/tracedstore.py); an untraced one calls it directly.
+    core = Core(TracedStore(store) if tracing.enabled() else store, registry, watch_cache=cache)
     informers = SharedInformers(core)  # one informer per resource for every controller of this core
     # The admission chain (server/admission/) in kube's order; ServiceAccount admission only where the default
     # ServiceAccount is kept (as envtest disables it).

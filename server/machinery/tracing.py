@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 API_VERSIONS = ("apiserver.config.k8s.io/v1alpha1", "apiserver.config.k8s.io/v1beta1")
 KIND = "TracingConfiguration"
 DEFAULT_ENDPOINT = "localhost:4317"
@@ -41,6 +39,8 @@ class TracingConfig:
 
 def load_config(path: Path) -> TracingConfig:
     """A TracingConfiguration file; ValueError with what is wrong, as kube refuses one at start."""
+    import yaml  # only with a configuration: a start without one never loads it
+
     try:
         doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as err:

@@ -9,10 +9,11 @@ The configuration is kube's TracingConfiguration (apiserver.config.k8s.io/v1alph
   endpoint                the OTLP gRPC collector (default localhost:4317, plaintext as kube's default dial)
   samplingRatePerMillion  traces sampled per million requests that arrive without a sampled parent (default 0);
                           a request whose parent was sampled is traced, as kube's ParentBased sampler does.
-Spans are kube's where kube has one: the HTTP server span "KubernetesAPI" (otelhttp's, with http.* attributes),
-the gRPC server span named by the method ("capstan.core.v1.CoreService/Get", as otelgrpc names them),
-"Authentication", "Authorization", "Admission", each webhook call ("Call mutating webhook" /
-"Call validating webhook"), and the store's calls ("Store.Create", ...). The W3C `traceparent` (and
+Only a request's spans are made: a server span per request (sampled or not, so its decision travels on), then,
+in a sampled request only, its children. Spans are kube's where kube has one: the HTTP server span
+"KubernetesAPI" (otelhttp's, with http.* attributes), the gRPC server span named by the method
+("capstan.core.v1.CoreService/Get", as otelgrpc names them), "Authentication", "Authorization", "Admission",
+each webhook call ("Call webhook"), and the store's calls ("Store.Create", ...). The W3C `traceparent` (and
 `tracestate`) is carried in gRPC metadata between gateway and core and in the HTTP headers of webhook calls.
 """
 
@@ -64,6 +65,7 @@ _NULL = contextlib.nullcontext()
 _tracer: Any = None  # opentelemetry.trace.Tracer once configured
 _propagator: Any = None
 _provider: Any = None
+_current: Any = None  # opentelemetry.trace.get_current_span
 
 
 def enabled() -> bool:
@@ -73,11 +75,12 @@ def enabled() -> bool:
 def configure(config: TracingConfig, exporter: Any = None) -> None:
     """Trace from now on: spans go to `exporter` when given (tests: the SDK's InMemorySpanExporter, exported as
     each span ends), else to the OTLP gRPC exporter at config.endpoint, batched."""
-    global _tracer, _propagator, _provider
+    global _tracer, _propagator, _provider, _current
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+    from opentelemetry.trace import get_current_span
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(config.sampling_rate_per_million / 1_000_000)),
@@ -91,22 +94,25 @@ def configure(config: TracingConfig, exporter: Any = None) -> None:
     _provider = provider
     _tracer = provider.get_tracer("capstan")
     _propagator = TraceContextTextMapPropagator()
+    _current = get_current_span
 
 
 def shutdown() -> None:
     """Flush what is batched and stop tracing."""
-    global _tracer, _propagator, _provider
+    global _tracer, _propagator, _provider, _current
     if _provider is not None:
         _provider.shutdown()
-    _tracer = _propagator = _provider = None
+    _tracer = _propagator = _provider = _current = None
 
 
 def span(name: str, attributes: Mapping[str, Any] | None = None, *, server: bool = False,
          parent: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[Any]:
-    """A span around a block, child of the current one (or of `parent`, the W3C headers a request came with);
-    `server` marks the span of a request this process serves. Nothing when tracing is off."""
+    """A span around a block. `server`: the span of a request this process serves, a child of `parent` (the W3C
+    headers the request came with) when given, the sampling decided here. Any other span is a child of the
+    current one, and only of a sampled one: work outside a request (controllers, informers) and requests not
+    sampled make no spans. Nothing when tracing is off."""
     tracer = _tracer
-    if tracer is None:
+    if tracer is None or (not server and not _current().is_recording()):
         return _NULL
     return _start(tracer, name, attributes, server, parent)
 

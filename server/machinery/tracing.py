@@ -20,6 +20,9 @@ each webhook call ("Call webhook"), and the store's calls ("Store.Create", ...).
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import random
+import secrets
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +66,7 @@ def load_config(path: Path) -> TracingConfig:
 
 _NULL = contextlib.nullcontext()
 _tracer: Any = None  # opentelemetry.trace.Tracer once configured
+_rate = 0.0  # the share of requests without a parent that are sampled
 _propagator: Any = None
 _provider: Any = None
 _current: Any = None  # opentelemetry.trace.get_current_span
@@ -75,16 +79,17 @@ def enabled() -> bool:
 def configure(config: TracingConfig, exporter: Any = None) -> None:
     """Trace from now on: spans go to `exporter` when given (tests: the SDK's InMemorySpanExporter, exported as
     each span ends), else to the OTLP gRPC exporter at config.endpoint, batched."""
-    global _tracer, _propagator, _provider, _current
+    global _tracer, _propagator, _provider, _current, _rate
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
-    from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
     from opentelemetry.trace import get_current_span
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(config.sampling_rate_per_million / 1_000_000)),
-                              resource=Resource.create({"service.name": SERVICE_NAME}))
+    # span() decides a request's sampling before OpenTelemetry sees it (an unsampled request makes no span at all),
+    # so what reaches the SDK is a sampled root, or a child of a sampled parent: ParentBased over ALWAYS_ON.
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_ON), resource=Resource.create({"service.name": SERVICE_NAME}))
     if exporter is None:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
@@ -95,6 +100,7 @@ def configure(config: TracingConfig, exporter: Any = None) -> None:
     _tracer = provider.get_tracer("capstan")
     _propagator = TraceContextTextMapPropagator()
     _current = get_current_span
+    _rate = config.sampling_rate_per_million / 1_000_000
 
 
 def shutdown() -> None:
@@ -112,9 +118,46 @@ def span(name: str, attributes: Mapping[str, Any] | None = None, *, server: bool
     current one, and only of a sampled one: work outside a request (controllers, informers) and requests not
     sampled make no spans. Nothing when tracing is off."""
     tracer = _tracer
-    if tracer is None or (not server and not _current().is_recording()):
+    if tracer is None:
         return _NULL
-    return _start(tracer, name, attributes, server, parent)
+    if not server:
+        return _start(tracer, name, attributes, False, None) if _current().is_recording() else _NULL
+    flags = _sampled_flags(parent.get("traceparent", "")) if parent else None
+    if flags is None:  # no parent: kube's TraceIdRatioBased share of the requests
+        sampled = _rate > 0 and random.random() < _rate
+        parent = None
+    else:  # a parent: its decision (ParentBased)
+        sampled = flags
+    if not sampled:
+        return _Unsampled()
+    return _start(tracer, name, attributes, True, parent)
+
+
+def _sampled_flags(traceparent: str) -> bool | None:
+    """Whether a W3C traceparent says its span was sampled; None when there is none or it is malformed."""
+    parts = traceparent.split("-")
+    if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16 or len(parts[3]) != 2:
+        return None
+    try:
+        return bool(int(parts[3], 16) & 1)
+    except ValueError:
+        return None
+
+
+_UNSAMPLED: contextvars.ContextVar[bool] = contextvars.ContextVar("capstan_unsampled", default=False)
+
+
+class _Unsampled:
+    """A request not sampled: no span, but the traceparent handed on (gRPC metadata, webhooks) says so, so the
+    next process does not decide again (one decision per request, as ParentBased gives kube)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _UNSAMPLED.set(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _UNSAMPLED.reset(self._token)
 
 
 @contextlib.contextmanager
@@ -135,8 +178,13 @@ def set_attribute(current: Any, key: str, value: Any) -> None:
 
 
 def inject(carrier: MutableMapping[str, str]) -> None:
-    """Add the current span's W3C headers to `carrier` (gRPC metadata, a webhook call's headers)."""
-    if _propagator is not None:
+    """Add the current span's W3C headers to `carrier` (gRPC metadata, a webhook call's headers); in a request
+    not sampled, a traceparent that says so."""
+    if _propagator is None:
+        return
+    if _UNSAMPLED.get():
+        carrier["traceparent"] = f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-00"
+    else:
         _propagator.inject(carrier)
 
 

@@ -8,7 +8,8 @@ The load shedding's counts (server/machinery/limits/) are read from the limiter 
 scraped, under kube's names: apiserver_current_inflight_requests,
 apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
 (priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
-(by reason) and apiserver_dropped_requests_total.
+(by reason), apiserver_flowcontrol_dispatched_requests_total, apiserver_flowcontrol_current_limit_seats (the
+lane's limit) and apiserver_dropped_requests_total.
 Collectors of the core beside the gateway (`capstan serve`: its apiserver_admission_webhook_* metrics) are
 registered as given; a gateway whose core is another process (`capstan gateway --core`) asks that core for them
 at each scrape (`with_core`, the core's Metrics call) and serves them after its own.
@@ -175,6 +176,11 @@ class _LimiterCollector(Collector):
                                        labels=["priority_level", "flow_schema", "reason"])
         dropped = CounterMetricFamily("apiserver_dropped_requests", "Number of requests dropped with 'Try again "
                                       "later' response", labels=["request_kind"])
+        dispatched = CounterMetricFamily("apiserver_flowcontrol_dispatched_requests", "Number of requests "
+                                         "executed by API Priority and Fairness subsystem",
+                                         labels=["priority_level", "flow_schema"])
+        limit = GaugeMetricFamily("apiserver_flowcontrol_current_limit_seats", "current derived number of "
+                                  "execution seats available to each priority level", labels=["priority_level"])
         for lane in self._limiter.states():
             kind = lane.kind.value
             inflight.add_metric([kind], lane.executing)
@@ -183,7 +189,10 @@ class _LimiterCollector(Collector):
             for reason, count in sorted(lane.rejected.items()):
                 rejected.add_metric([kind, FLOW_SCHEMA, reason], count)
             dropped.add_metric([kind], sum(lane.rejected.values()))
-        yield from (inflight, executing, inqueue, rejected, dropped)
+            dispatched.add_metric([kind, FLOW_SCHEMA], lane.dispatched)
+            if lane.limit > 0:
+                limit.add_metric([kind], lane.limit)
+        yield from (inflight, executing, inqueue, rejected, dropped, dispatched, limit)
 
 
 class _AggregatorCollector(Collector):

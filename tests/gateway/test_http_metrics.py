@@ -49,6 +49,8 @@ def _core_figures(server: Server) -> str:
     ("gateway", "process_cpu_seconds_total", {}),
     ("gateway", "process_resident_memory_bytes", {}),
     ("gateway", "python_info", {"implementation": "CPython"}),
+    ("gateway", "apiserver_flowcontrol_dispatched_requests_total", {"priority_level": "readOnly"}),
+    ("gateway", "apiserver_flowcontrol_current_limit_seats", {"priority_level": "mutating"}),
     # the core's figures: on the gateway beside it (in-process) or through its Metrics call (gRPC)
     ("gateway", "leader_election_master_status", {"name": "capstan-controllers"}),
     ("core", "authentication_attempts_total", {"result": "success"}),

@@ -28,6 +28,7 @@ from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
 from gateway.parking import ParkingLot
 from server.machinery.aggregation import ClientContexts, ProxyClientCertificate
+from server.machinery.apimetrics import RequestMetrics
 from server.machinery.faults import Faults, Rule
 from server.machinery.limits.limiter import Limiter
 
@@ -153,18 +154,22 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
               collectors: Sequence[Collector] = (),
               core_metrics: bool = False,
               proxy_client: ProxyClientCertificate | None = None,
-              faults: Faults | None = None) -> web.Application:
+              faults: Faults | None = None,
+              requests: RequestMetrics | None = None,
+              refresh: Callable[[], Awaitable[None]] | None = None) -> web.Application:
     """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
     store beside the gateway, when there is one, for its size and quota on /metrics; `collectors`: the figures
     of a core beside the gateway that /metrics also serves (its admission webhook metrics); `core_metrics`:
     /metrics also serves the figures of the core the client reaches (its Metrics call), for a gateway whose
     core runs in another process; `proxy_client`: the certificate presented to extension API servers (kube's
     --proxy-client-cert-file; None presents none); `faults`: the fault injection rules this gateway runs and whose admin
-    API it serves (gateway/faults.py), enabled only with --fault-injection; None: off."""
+    API it serves (gateway/faults.py), enabled only with --fault-injection; None: off; `requests`: the request
+    counters to count in (shared with a gRPC servicer beside the gateway; the gateway's own when None);
+    `refresh`: awaited before each scrape."""
     limiter = limiter or Limiter()
     lot = ParkingLot(limiter)
     gateway = Gateway(client, server_address)
-    counters = metrics.Metrics(limiter, storage, lot, collectors, gateway.apiservices)
+    counters = metrics.Metrics(limiter, storage, lot, collectors, gateway.apiservices, requests, refresh)
     app = web.Application(client_max_size=MAX_BODY + 1,
                           middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter, lot),
                                        access.middleware(client), _compress])

@@ -8,7 +8,8 @@ The load shedding's counts (server/machinery/limits/) are read from the limiter 
 scraped, under kube's names: apiserver_current_inflight_requests,
 apiserver_flowcontrol_current_executing_requests and _current_inqueue_requests
 (priority_level is the request kind), apiserver_flowcontrol_rejected_requests_total
-(by reason) and apiserver_dropped_requests_total.
+(by reason), apiserver_flowcontrol_dispatched_requests_total, apiserver_flowcontrol_current_limit_seats (the
+lane's limit) and apiserver_dropped_requests_total.
 Collectors of the core beside the gateway (`capstan serve`: its apiserver_admission_webhook_* metrics) are
 registered as given; a gateway whose core is another process (`capstan gateway --core`) asks that core for them
 at each scrape (`with_core`, the core's Metrics call) and serves them after its own.
@@ -26,26 +27,28 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from gateway import access
 from gateway.access import caller_client
 from gateway.client import CoreClient, CoreError
+from gateway.handlers.respond import status
 from gateway.requestinfo import RequestInfo
+from server.machinery import apimetrics, klog, tracing
 from server.machinery.limits.limiter import Limiter
 
 INFO_KEY = web.RequestKey("capstan_request_info", RequestInfo)  # set by the dispatcher once it knows what was asked
-LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component", "code")
-BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60)
-_VERBS = {"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", "update": "PUT", "patch": "PATCH",
-          "delete": "DELETE", "deletecollection": "DELETECOLLECTION"}
+LABELS = apimetrics.REQUEST_LABELS
 
 log = logging.getLogger("capstan.gateway.metrics")
+httplog = logging.getLogger("capstan.httplog")  # kube's request log, on at -v=3
+HTTPLOG_LEVEL = klog.level(3)
 
 STORAGE_CLUSTER_ID = "capstan"  # the label kube gives the storage's size by; Capstan has one store
 
@@ -70,9 +73,17 @@ class Parked(Protocol):
 class Metrics:
     def __init__(self, limiter: Limiter | None = None, storage: StorageSize | None = None,
                  parked: Parked | None = None, collectors: Sequence[Collector] = (),
-                 apiservices: Callable[[], Iterable[tuple[str, bool]]] | None = None) -> None:
-        """`apiservices`: (name, available) of each APIService with a service, when scraped."""
-        self.registry = CollectorRegistry()
+                 apiservices: Callable[[], Iterable[tuple[str, bool]]] | None = None,
+                 requests: apimetrics.RequestMetrics | None = None,
+                 refresh: Callable[[], Awaitable[None]] | None = None) -> None:
+        """`apiservices`: (name, available) of each APIService with a service, when scraped; `requests`: the
+        request counters to count in (the gRPC servicer's beside it, in `capstan serve`), else the gateway's own
+        registry's, with process_* and python_* beside them; `refresh`: awaited before each scrape (the store's
+        object counts)."""
+        self.refresh = refresh
+        self.registry = requests.registry if requests is not None else CollectorRegistry()
+        if requests is None:
+            apimetrics.runtime_collectors(self.registry)
         for collector in collectors:
             self.registry.register(collector)
         if apiservices is not None:
@@ -83,18 +94,28 @@ class Metrics:
             self.registry.register(_ParkingCollector(parked))
         if storage is not None:
             self.registry.register(_StorageCollector(storage))
-        self.requests = Counter("apiserver_request", "Counter of apiserver requests broken out for each verb, "
-                                "dry run value, group, version, resource, scope, component, and HTTP response code.",
-                                LABELS, registry=self.registry)
-        self.latency = Histogram("apiserver_request_duration_seconds", "Response latency distribution in seconds "
-                                 "for each verb, group, version, resource, subresource, scope and component.",
-                                 LABELS[:-1], buckets=BUCKETS, registry=self.registry)
-        # Each label set's counter and histogram, found once: prometheus_client's labels() checks and joins its
-        # arguments on every call. As many entries as the metrics themselves hold label sets.
-        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        self.counted = requests if requests is not None else apimetrics.RequestMetrics(self.registry)
+        self.requests = self.counted.requests
+        self.latency = self.counted.latency
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if tracing.enabled():
+            return await self._traced(request, handler)
+        return await self._counted(request, handler)
+
+    async def _traced(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The request in kube's HTTP server span ("KubernetesAPI", otelhttp's attributes), continuing the
+        client's trace when it sent a traceparent."""
+        attributes = {"http.method": request.method, "http.target": request.path_qs,
+                      "http.user_agent": request.headers.get("User-Agent", ""), "http.scheme": request.scheme}
+        with tracing.span("KubernetesAPI", attributes, server=True,
+                          parent=tracing.headers_of(request.headers)) as current:
+            response = await self._counted(request, handler)
+            tracing.set_attribute(current, "http.status_code", response.status)
+            return response
+
+    async def _counted(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.perf_counter()
         code = 500
         try:
@@ -105,24 +126,33 @@ class Metrics:
             code = err.status
             raise
         finally:
+            elapsed = time.perf_counter() - started
             info = request.get(INFO_KEY)
             if isinstance(info, RequestInfo):
-                labels = (*_labels(info), str(code))
-                children = self._children.get(labels)
-                if children is None:
-                    children = self._children[labels] = (self.requests.labels(*labels),
-                                                          self.latency.labels(*labels[:-1]))
-                children[0].inc()
-                children[1].observe(time.perf_counter() - started)
+                self.counted.observe(_labels(info), code, elapsed)
+            if httplog.isEnabledFor(HTTPLOG_LEVEL):
+                _log_request(request, code, elapsed)
 
     async def handle(self, request: web.Request) -> web.Response:
+        if self.refresh is not None:
+            await self.refresh()
         return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-def _labels(info: RequestInfo) -> tuple[str, ...]:
-    scope = "resource" if info.name else ("namespace" if info.namespace else "cluster")
-    return (_VERBS.get(info.verb, info.verb.upper()), info.group, info.version, info.resource, info.subresource,
-            scope, "apiserver")
+def _labels(info: RequestInfo) -> tuple[str, str, str, str, str, str, str]:
+    return apimetrics.request_labels(info.verb, info.group, info.version, info.resource, info.subresource,
+                                     info.namespace, info.name)
+
+
+def _log_request(request: web.Request, code: int, seconds: float) -> None:
+    """kube's httplog line at V(3): `"HTTP" verb="GET" URI="/api/v1/..." latency=... userAgent=... srcIP=...
+    resp=200`. The user is the core's to know (it authenticates); the audit log names it."""
+    peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+    source = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else ""
+    info = request.get(INFO_KEY)
+    verb = _labels(info)[0] if isinstance(info, RequestInfo) else request.method
+    klog.info_s(httplog, 3, "HTTP", verb=verb, URI=request.path_qs, latency=klog.duration(seconds),
+                userAgent=request.headers.get("User-Agent", ""), srcIP=source, resp=code)
 
 
 FLOW_SCHEMA = "per-client"  # the one way requests are told apart: by credential (server/machinery/limits/flow.py)
@@ -146,6 +176,11 @@ class _LimiterCollector(Collector):
                                        labels=["priority_level", "flow_schema", "reason"])
         dropped = CounterMetricFamily("apiserver_dropped_requests", "Number of requests dropped with 'Try again "
                                       "later' response", labels=["request_kind"])
+        dispatched = CounterMetricFamily("apiserver_flowcontrol_dispatched_requests", "Number of requests "
+                                         "executed by API Priority and Fairness subsystem",
+                                         labels=["priority_level", "flow_schema"])
+        limit = GaugeMetricFamily("apiserver_flowcontrol_current_limit_seats", "current derived number of "
+                                  "execution seats available to each priority level", labels=["priority_level"])
         for lane in self._limiter.states():
             kind = lane.kind.value
             inflight.add_metric([kind], lane.executing)
@@ -154,7 +189,10 @@ class _LimiterCollector(Collector):
             for reason, count in sorted(lane.rejected.items()):
                 rejected.add_metric([kind, FLOW_SCHEMA, reason], count)
             dropped.add_metric([kind], sum(lane.rejected.values()))
-        yield from (inflight, executing, inqueue, rejected, dropped)
+            dispatched.add_metric([kind, FLOW_SCHEMA], lane.dispatched)
+            if lane.limit > 0:
+                limit.add_metric([kind], lane.limit)
+        yield from (inflight, executing, inqueue, rejected, dropped, dispatched, limit)
 
 
 class _AggregatorCollector(Collector):
@@ -205,6 +243,8 @@ def with_core(counters: Metrics, client: CoreClient) -> Callable[[web.Request], 
     a core that cannot answer leaves its figures out of this scrape, logged."""
 
     async def handle(request: web.Request) -> web.Response:
+        if counters.refresh is not None:
+            await counters.refresh()
         own = generate_latest(counters.registry)
         try:
             answer = await caller_client(client, request).metrics(core_pb2.MetricsRequest())
@@ -214,3 +254,24 @@ def with_core(counters: Metrics, client: CoreClient) -> Callable[[web.Request], 
         return web.Response(body=own + answer.data, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     return handle
+
+
+def metrics_app(client: CoreClient, counters: Metrics) -> web.Application:
+    """An application serving only /metrics, secured as kube-apiserver's: the caller is authenticated and must
+    be allowed the non-resource `get /metrics` (the core's Access, then its Metrics call, with the caller's
+    credentials; 401/403 otherwise). It serves `counters`' figures, then the core's own. `capstan core
+    --metrics-port` serves it, for a core that has no gateway beside it."""
+    app = web.Application(middlewares=[access.middleware(client)])
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if counters.refresh is not None:
+            await counters.refresh()
+        try:
+            answer = await caller_client(client, request).metrics(core_pb2.MetricsRequest())
+        except CoreError as err:
+            return status(None, err.status)
+        return web.Response(body=generate_latest(counters.registry) + answer.data,
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app.router.add_get("/metrics", handle)
+    return app

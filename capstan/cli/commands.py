@@ -26,19 +26,22 @@ import ipaddress
 import logging
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, envtest, gcpolicy, pki, snapshot, workers
+from capstan.cli import allocator, envtest, gcpolicy, logs, pki, snapshot, workers
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
 from capstan.cli.inprocess import InProcessClient
 from capstan.cli.tls import ServingFiles, front_proxy_credentials, server_context
 from gateway import hostcheck
+from gateway import metrics as gateway_metrics
 from gateway.app import build_app, start_http
 from gateway.client import CoreClient
 from gateway.connections import IDLE_TIMEOUT, READ_HEADER_TIMEOUT, ConnectionLimits, raise_nofile_limit
@@ -50,12 +53,14 @@ from server import admission
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
+from server.machinery import apimetrics, tracing
 from server.machinery import version as versions
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.faults import Faults
 from server.machinery.limits.config import DEFAULT, Limits
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
+from server.objects.storageobjects import StorageObjectsCounter
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.runtime.election import LEASE_NAME, ElectionConfig
 from server.service.grpc_server import MAX_STREAMS_PER_CONNECTION, GrpcLimits, GrpcTls
@@ -377,7 +382,7 @@ async def _start_health(app: web.Application, args: argparse.Namespace) -> Healt
 
 def _connection_limits(args: argparse.Namespace) -> ConnectionLimits:
     return ConnectionLimits(read_header_timeout=args.read_header_timeout, idle_timeout=args.idle_timeout,
-                            max_connections=args.max_connections)
+                            max_connections=getattr(args, "max_connections", 0))
 
 
 def _grpc_limits(args: argparse.Namespace) -> GrpcLimits:
@@ -477,6 +482,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _proxy_client_flags(serve)
     simulated.serve_flags(serve)
     _fault_flags(serve)
+    logs.add_flags(serve)
+    _tracing_flag(serve)
 
     core = commands.add_parser("core", help="run the store and the gRPC core only")
     _store_flags(core)
@@ -487,6 +494,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _limit_flags(core)
     _proxy_client_flags(core)
     simulated.serve_flags(core)
+    logs.add_flags(core)
+    _tracing_flag(core)
+    core.add_argument("--metrics-port", type=int, default=-1,
+                      help="serve /metrics on this port (HTTPS with the serving certificate, authenticated and "
+                           "authorized as kube's: get /metrics; plain HTTP with --insecure; 0 picks one; default "
+                           "-1: off)")
 
     gateway = commands.add_parser("gateway", help="run an HTTP gateway in front of a core reached over gRPC")
     gateway.add_argument("--core", required=True, type=_cores, metavar="HOST:PORT[,HOST:PORT...]",
@@ -499,6 +512,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _proxy_client_flags(gateway)
     _limit_flags(gateway)
     _fault_flags(gateway)
+    logs.add_flags(gateway)
+    _tracing_flag(gateway)
 
     kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
     kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
@@ -507,6 +522,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     nodes = commands.add_parser("nodes", help="simulated nodes as a client of any API server (kwok's role)")
     simulated.command_flags(nodes)
+    logs.add_flags(nodes)
+    _tracing_flag(nodes)
     assets = commands.add_parser(
         "envtest-assets", help="lay out a KUBEBUILDER_ASSETS directory whose kube-apiserver is Capstan (envtest)")
     assets.add_argument("dir", type=Path, help="the directory (created if need be); its path is printed")
@@ -591,7 +608,8 @@ def _host(address: str) -> str:
 async def _start_core(store: Store, args: argparse.Namespace, security: SecurityConfig,
                       tls: GrpcTls | None = None, limiter: Limiter | None = None,
                       proxy_client: ProxyClientCertificate | None = None,
-                      faults: Faults | None = None) -> RunningCore:
+                      faults: Faults | None = None,
+                      requests: apimetrics.RequestMetrics | None = None) -> RunningCore:
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
@@ -601,12 +619,14 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
                             api=args.api, advertise_address=args.advertise_address or "",
                             nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args),
-                            store_checks=_store_checks(store, args), faults=faults)
+                            store_checks=_store_checks(store, args), faults=faults, request_metrics=requests)
 
 
-def _collectors(core: RunningCore, store: Store, args: argparse.Namespace) -> tuple[Collector, ...]:
-    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks', API
-    Priority and Fairness's, and encryption at rest's."""
+def _collectors(core: RunningCore, store: Store, args: argparse.Namespace,
+                objects: StorageObjectsCounter) -> tuple[Collector, ...]:
+    """The core's figures that the gateway beside it serves on /metrics: the admission webhooks', the core's
+    own (authentication, admission, watches, leader election), API Priority and Fairness's, encryption at
+    rest's and the store's object counts."""
     own: tuple[Collector, ...] = (core.classifier.collector(),) if core.classifier is not None else ()
     if args.encryption_provider_config is not None:
         from storage.encryption import EncryptedStore
@@ -614,7 +634,34 @@ def _collectors(core: RunningCore, store: Store, args: argparse.Namespace) -> tu
 
         assert isinstance(store, EncryptedStore)
         own = (*own, EncryptionCollector(store.encryption))
-    return (webhook_metrics.REGISTRY, *own)
+    return (webhook_metrics.REGISTRY, apimetrics.REGISTRY, *own, objects.collector)
+
+
+def _request_metrics() -> apimetrics.RequestMetrics:
+    """One process's apiserver_request_* (both transports of `capstan serve`), with process_* and python_*."""
+    requests = apimetrics.RequestMetrics(CollectorRegistry())
+    apimetrics.runtime_collectors(requests.registry)
+    return requests
+
+
+async def _start_metrics(running: RunningCore, args: argparse.Namespace, limiter: Limiter,
+                         tls: ssl.SSLContext | None) -> web.AppRunner | None:
+    """`capstan core --metrics-port`: /metrics of a core without a gateway, secured as kube's (gateway/metrics.py's
+    metrics_app): the gRPC calls, process and runtime, load shedding, the store's size and objects, then the
+    core's Metrics answer."""
+    if args.metrics_port < 0:
+        return None
+    objects = StorageObjectsCounter(running.core)
+    assert running.request_metrics is not None
+    counters = gateway_metrics.Metrics(limiter, running.core.context.store,
+                                       collectors=(running.classifier.collector(),) if running.classifier else (),
+                                       requests=running.request_metrics, refresh=objects.refresh)
+    counters.registry.register(objects.collector)
+    app = gateway_metrics.metrics_app(InProcessClient(running.guard), counters)
+    runner, port = await start_http(app, args.bind_address, args.metrics_port, tls,
+                                    connection_limits=_connection_limits(args))
+    log.info("capstan core metrics: %s://%s:%d/metrics", "https" if tls else "http", _host(args.bind_address), port)
+    return runner
 
 
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:
@@ -631,12 +678,14 @@ async def serve(args: argparse.Namespace) -> None:
     store, lock = await _open_store(args)
     limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
     faults = Faults(enabled=args.fault_injection)  # and its fault injection rules (off without the flag)
+    requests = _request_metrics()  # and one scrape counts both
     try:
         if args.insecure:
-            core = await _start_core(store, args, INSECURE, limiter=limiter, faults=faults)
+            core = await _start_core(store, args, INSECURE, limiter=limiter, faults=faults, requests=requests)
+            objects = StorageObjectsCounter(core.core)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core, store, args),
-                            faults=faults)
+                            limiter=limiter, storage=store, collectors=_collectors(core, store, args, objects),
+                            faults=faults, requests=requests, refresh=objects.refresh)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -650,10 +699,12 @@ async def serve(args: argparse.Namespace) -> None:
             client_cas = _bundle(_client_cas(args, certs))
             proxy_client = _proxy_client(args, certs)
             core = await _start_core(store, args, _security(args, certs),
-                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client, faults)
+                                     GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client, faults,
+                                     requests)
+            objects = StorageObjectsCounter(core.core)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
-                            limiter=limiter, storage=store, collectors=_collectors(core, store, args),
-                            proxy_client=proxy_client, faults=faults)
+                            limiter=limiter, storage=store, collectors=_collectors(core, store, args, objects),
+                            proxy_client=proxy_client, faults=faults, requests=requests, refresh=objects.refresh)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),
@@ -689,16 +740,21 @@ async def core(args: argparse.Namespace) -> None:
     stop = _stop_event()
     host = _host(args.bind_address)
     store, lock = await _open_store(args)
+    limiter = _limiter(args)
     try:
         if args.insecure:
-            running = await _start_core(store, args, INSECURE)
+            running = await _start_core(store, args, INSECURE, limiter=limiter)
+            metrics_runner = await _start_metrics(running, args, limiter, None)
             summary = f"gRPC {host}:{running.grpc_port}"
             ports = {"grpc": running.grpc_port}
         else:
             certs = _cert_dir(args)
+            client_cas = _bundle(_client_cas(args, certs))
             running = await _start_core(store, args, _security(args, certs),
-                                        GrpcTls(_serving(args, certs), _bundle(_client_cas(args, certs)),
-                                                args.grpc_mtls_port), proxy_client=_proxy_client(args, certs))
+                                        GrpcTls(_serving(args, certs), client_cas, args.grpc_mtls_port),
+                                        limiter=limiter, proxy_client=_proxy_client(args, certs))
+            metrics_runner = await _start_metrics(running, args, limiter,
+                                                  server_context(_serving(args, certs), client_cas))
             summary = f"gRPC {host}:{running.grpc_port} (TLS)"
             ports = {"grpc": running.grpc_port, "grpc_mtls": running.grpc.mtls_port or -1}
             if running.grpc.mtls_port is not None:
@@ -709,6 +765,8 @@ async def core(args: argparse.Namespace) -> None:
         workers.report_ready(os.environ, ports)
         await stop.wait()
         log.info("capstan core shutting down")
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
         await running.stop()
     finally:
         await store.close()
@@ -755,6 +813,28 @@ async def gateway(args: argparse.Namespace) -> None:
         await client.close()
 
 
+def _tracing_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tracing-config-file", type=Path, default=None,
+                        help="kube's TracingConfiguration (apiserver.config.k8s.io/v1alpha1 or v1beta1: endpoint, "
+                             "samplingRatePerMillion): OpenTelemetry traces to an OTLP gRPC collector; needs the "
+                             "tracing extra (pip install 'capstan[tracing]')")
+
+
+def _start_tracing(args: argparse.Namespace) -> None:
+    """Trace as --tracing-config-file says (before anything starts, so every part sees it on); OpenTelemetry is
+    imported only then."""
+    if args.tracing_config_file is None:
+        return
+    config = tracing.load_config(args.tracing_config_file)
+    try:
+        tracing.configure(config)
+    except ImportError as err:
+        raise ImportError(f"--tracing-config-file needs OpenTelemetry: pip install 'capstan[tracing]' ({err})"
+                          ) from None
+    log.info("tracing to %s, %d of every million requests sampled", config.endpoint,
+             config.sampling_rate_per_million)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["kube-apiserver"]:
@@ -783,10 +863,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     run(args)
 
 
-def run(args: argparse.Namespace, level: int = logging.INFO) -> None:
-    """Run a serving command parsed by parse_args, logging at `level`; exit 1 with the error's text when it
-    cannot start."""
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def run(args: argparse.Namespace) -> None:
+    """Run a serving command parsed by parse_args, logging as its -v and --logging-format say; exit 1 with the
+    error's text when it cannot start."""
+    logs.configure(args.v, args.logging_format)
+    logs.log_flags(log, logs.namespace_flags(args, skip=("command", "api")))
+    try:
+        _start_tracing(args)
+    except (ValueError, ImportError) as err:
+        print(f"capstan: {err}", file=sys.stderr)
+        sys.exit(1)
     log.info("memory allocator: %s", allocator.describe(os.environ))
     raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
     command = {"serve": serve, "core": core, "gateway": gateway, "nodes": simulated.run}[args.command]
@@ -795,3 +881,5 @@ def run(args: argparse.Namespace, level: int = logging.INFO) -> None:
     except (StorageError, OSError, UsageError) as err:
         print(f"capstan: {err}", file=sys.stderr)
         sys.exit(1)
+    finally:
+        tracing.shutdown()  # what is batched is sent before the process ends

@@ -72,11 +72,12 @@ def main(argv: Sequence[str], program: str = "kube-apiserver") -> None:
         argv_serve = serve_argv(parsed)
     except ConfigError as err:
         _fail(str(err))
-    from capstan.cli import commands  # the server's modules: imported only to serve, not for --help
+    from capstan.cli import commands, logs  # the server's modules: imported only to serve, not for --help
 
     args = commands.parse_args(argv_serve)
     verbosity = parsed.verbosity()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args.v = max(args.v, verbosity)  # kube's -v is the server's (capstan/cli/logs.py)
+    logs.configure(args.v, args.logging_format)
     if verbosity >= 1:
         log.info("kube-apiserver %s (Capstan %s): capstan %s", versions.KUBE_GIT_VERSION, versions.CAPSTAN_VERSION,
                  " ".join(argv_serve))

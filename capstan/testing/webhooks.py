@@ -49,6 +49,7 @@ class WebhookServer:
     ca_pem: bytes
     requests: list[Obj] = field(default_factory=list)  # every AdmissionReview received, in order
     paths: list[str] = field(default_factory=list)  # the path and query of each (kube's ?timeout= among them)
+    headers: list[dict[str, str]] = field(default_factory=list)  # the HTTP headers of each (a traceparent among them)
 
     @property
     def url(self) -> str:
@@ -96,6 +97,7 @@ async def serve(handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -
         sent = await request.json()
         server.requests.append(sent)
         server.paths.append(request.path_qs)
+        server.headers.append({key.lower(): value for key, value in request.headers.items()})
         answer = handler(sent.get("request") or {})
         if inspect.isawaitable(answer):
             answer = await answer

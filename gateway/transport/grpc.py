@@ -18,7 +18,7 @@ from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
 from gateway.client import CoreClient, CoreError, failure
-from server.machinery import deadline, flowcontrol
+from server.machinery import deadline, flowcontrol, tracing
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Method
@@ -112,7 +112,7 @@ class GrpcClient(CoreClient):
     async def unary(self, method: Method, request: Any) -> Any:
         """The call, with what remains of the request's deadline as its gRPC deadline (when one is bound); the
         core's API Priority and Fairness classification comes back in its trailing metadata."""
-        call = self._calls[method.name](request, metadata=self._metadata, timeout=deadline.remaining())
+        call = self._calls[method.name](request, metadata=_traced(self._metadata), timeout=deadline.remaining())
         try:
             response = await call
         except grpc.aio.AioRpcError as err:
@@ -152,7 +152,7 @@ class GrpcClient(CoreClient):
         return bool(answer.status == _SERVING)
 
     async def stream(self, method: Method, request: Any) -> AsyncIterator[Any]:
-        call = self._calls[method.name](request, metadata=self._metadata)
+        call = self._calls[method.name](request, metadata=_traced(self._metadata))
         try:
             flowcontrol.note_metadata(await call.initial_metadata())
             async for response in call:
@@ -166,3 +166,12 @@ class GrpcClient(CoreClient):
 
     async def close(self) -> None:
         await self._channel.close()
+
+
+def _traced(md: tuple[tuple[str, str | bytes], ...]) -> tuple[tuple[str, str | bytes], ...]:
+    """The call's metadata with the current span's W3C traceparent when tracing (server/machinery/tracing.py)."""
+    if not tracing.enabled():
+        return md
+    carrier: dict[str, str] = {}
+    tracing.inject(carrier)
+    return (*md, *carrier.items())

@@ -18,16 +18,22 @@ resources are counted; writes through a subresource, and the objects of a subres
 Eviction, a Scale), reach the webhooks only.
 
 `--enable-admission-plugins` / `--disable-admission-plugins` choose among kube's plugin names (`enabled`).
+
+Each step and each plugin that runs is timed under kube's names (server/machinery/apimetrics.py):
+apiserver_admission_step_admission_duration_seconds{type="admit"|"validate"} and
+apiserver_admission_controller_admission_duration_seconds{name=<plugin>}, `rejected` true when it refused.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from server.admission import limitranger, quota, serviceaccount
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
+from server.machinery import apimetrics, tracing
 from server.machinery.values import Obj
 from server.objects import validate
 from server.objects.admitting import Attributes
@@ -97,18 +103,45 @@ class Chain:
         self._validating = tuple(p for p in self.plugins if p.validate is not None)
 
     async def admit(self, ctx: Context, attrs: Attributes) -> None:
-        for plugin in self._mutating:
-            if plugin.handles(attrs.operation):
-                assert plugin.mutate is not None
-                await plugin.mutate(ctx, attrs)
-        if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
-            _revalidate_pod(attrs.resource, attrs.obj)
-        if attrs.obj is not None and not attrs.subresource and attrs.kind is None:
-            await attrs.resource.strategy.admit(ctx, attrs.obj, attrs.old, attrs.dry_run)
-        for plugin in self._validating:
-            if plugin.handles(attrs.operation):
-                assert plugin.validate is not None
-                await plugin.validate(ctx, attrs)
+        with tracing.span("Admission", {"operation": attrs.operation, "resource": attrs.resource.resource}):
+            await self._admit(ctx, attrs)
+
+    async def _admit(self, ctx: Context, attrs: Attributes) -> None:
+        operation = attrs.operation
+        started = time.perf_counter()
+        rejected = True
+        try:
+            for plugin in self._mutating:
+                if plugin.handles(operation):
+                    assert plugin.mutate is not None
+                    await _timed(plugin.name, "admit", operation, plugin.mutate(ctx, attrs))
+            if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
+                _revalidate_pod(attrs.resource, attrs.obj)
+            if attrs.obj is not None and not attrs.subresource and attrs.kind is None:
+                await attrs.resource.strategy.admit(ctx, attrs.obj, attrs.old, attrs.dry_run)
+            rejected = False
+        finally:
+            apimetrics.admission_step("admit", operation, rejected, time.perf_counter() - started)
+        started = time.perf_counter()
+        rejected = True
+        try:
+            for plugin in self._validating:
+                if plugin.handles(operation):
+                    assert plugin.validate is not None
+                    await _timed(plugin.name, "validate", operation, plugin.validate(ctx, attrs))
+            rejected = False
+        finally:
+            apimetrics.admission_step("validate", operation, rejected, time.perf_counter() - started)
+
+
+async def _timed(name: str, kind: str, operation: str, step: Awaitable[None]) -> None:
+    started = time.perf_counter()
+    rejected = True
+    try:
+        await step
+        rejected = False
+    finally:
+        apimetrics.admission_controller(name, kind, operation, rejected, time.perf_counter() - started)
 
 
 POD_CHANGED = "pod-changed"

@@ -19,6 +19,7 @@ path for every unary method and one for every stream, and gets each method's typ
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -37,7 +38,7 @@ from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
 from server.auth.serviceaccounts.oidc import Documents
 from server.callouts import metrics as webhook_metrics
-from server.machinery import errors, flowcontrol
+from server.machinery import apimetrics, errors, flowcontrol, tracing
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
@@ -85,10 +86,24 @@ class GuardedCore(Answerer[Credentials]):
             method.name: getattr(core, method.python_name) if method.core else own[method.name]
             for method in METHODS if not method.streaming}
 
+    async def _authenticate(self, credentials: Credentials) -> UserInfo:
+        """The authenticator's answer, counted and timed as kube's authentication_attempts{result}."""
+        started = time.perf_counter()
+        result = "error"
+        try:
+            user = await self.authenticator.authenticate(credentials)
+            result = "success"
+            return user
+        except Unauthorized:
+            result = "failure"
+            raise
+        finally:
+            apimetrics.authenticated(result, time.perf_counter() - started)
+
     async def user(self, credentials: Credentials) -> UserInfo:
         """Who the credentials prove, impersonation applied (401/403 ApiError when not allowed)."""
         try:
-            user = await self.authenticator.authenticate(credentials)
+            user = await self._authenticate(credentials)
         except Unauthorized:
             raise unauthorized() from None
         return impersonate(user, credentials.impersonation, self.authorizer)
@@ -98,7 +113,7 @@ class GuardedCore(Answerer[Credentials]):
         """user(), telling audit who authenticated (or that nobody did) before impersonation, where kube's audit
         filter sits: the event's user is the authenticated one, impersonatedUser the one the request runs as."""
         try:
-            authenticated = await self.authenticator.authenticate(credentials)
+            authenticated = await self._authenticate(credentials)
         except Unauthorized:
             audit.unauthenticated(attributes(ANONYMOUS_USER))
             raise unauthorized() from None
@@ -110,16 +125,18 @@ class GuardedCore(Answerer[Credentials]):
 
     async def _admit(self, credentials: Credentials, attributes: Callable[[UserInfo], Attributes],
                      audit: AuditedRequest | None = None) -> UserInfo:
-        if audit is None:
-            user = await self.user(credentials)
-        else:
-            user = await self._audited_user(credentials, attributes, audit)
+        with tracing.span("Authentication"):
+            if audit is None:
+                user = await self.user(credentials)
+            else:
+                user = await self._audited_user(credentials, attributes, audit)
         wanted = attributes(user)
         if self.classifier is not None:  # kube's APF filter: after impersonation, before authorization
             classified = self.classifier.classify(wanted)
             if classified is not None:
                 flowcontrol.note(*classified)
-        decision, reason = self.authorizer.authorize(wanted)
+        with tracing.span("Authorization"):
+            decision, reason = self.authorizer.authorize(wanted)
         if audit is not None:
             audit.decided(decision, reason)
         if decision is not Decision.ALLOW:
@@ -217,10 +234,12 @@ async def _granted(request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
 
 
 async def _metrics(request: core_pb2.MetricsRequest) -> core_pb2.MetricsResponse:
-    """This process's admission webhook metrics (server/callouts/metrics.py), as kube-apiserver's /metrics
-    carries them."""
+    """This process's admission webhook metrics (server/callouts/metrics.py) and its core figures
+    (server/machinery/apimetrics.py's REGISTRY: authentication, admission, watches, leader election), as
+    kube-apiserver's /metrics carries them."""
     return core_pb2.MetricsResponse(content_type=CONTENT_TYPE_LATEST,
-                                    data=generate_latest(webhook_metrics.REGISTRY))
+                                    data=generate_latest(webhook_metrics.REGISTRY) +
+                                    generate_latest(apimetrics.REGISTRY))
 
 
 async def _audited_stream(stream: AsyncIterator[Message], audit: AuditedRequest) -> AsyncIterator[Message]:

@@ -26,6 +26,8 @@ from typing import Any
 
 import aiohttp
 
+from server.machinery import tracing
+
 MAX_SESSIONS = 256  # sessions kept for configurations seen lately; the oldest is closed beyond it
 
 
@@ -103,10 +105,13 @@ class Callouts:
                 target, server_name = await self._target(config)
                 session = self._session(config)
                 url = f"{target}{'&' if '?' in target else '?'}timeout={go_seconds(timeout)}"
-                async with session.post(url, data=body, server_hostname=server_name,
-                                        headers={"Content-Type": "application/json",
-                                                 "Accept": "application/json"}) as resp:
-                    return resp.status, await resp.read()
+                headers = {"Content-Type": "application/json", "Accept": "application/json"}
+                with tracing.span("Call webhook", {"url": shown}) as current:
+                    tracing.inject(headers)  # the webhook continues the request's trace
+                    async with session.post(url, data=body, server_hostname=server_name,
+                                            headers=headers) as resp:
+                        tracing.set_attribute(current, "http.status_code", resp.status)
+                        return resp.status, await resp.read()
         except TimeoutError:
             raise CallError(f'Post "{shown}": context deadline exceeded') from None
         except CallError:

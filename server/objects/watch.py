@@ -26,7 +26,7 @@ import orjson
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.machinery import errors
+from server.machinery import apimetrics, errors
 from server.machinery.codec import transcode
 from server.machinery.values import Obj
 from server.objects import conversion, options, render, views, watchcache
@@ -67,6 +67,7 @@ async def watch(
     initial = opts.sendInitialEvents if opts.HasField("sendInitialEvents") else not wanted
     deadline = time.monotonic() + opts.timeoutSeconds if opts.timeoutSeconds > 0 else None
     stream = _Stream(resource, chosen, encoding, converter=converted, renderings=ctx.renderings)
+    figures = apimetrics.WatchFigures(resource.group, resource.version, resource.kind)
 
     start = wanted
     cache = await _cache(ctx, resource, wanted) if initial and (rv == "0" or opts.HasField("sendInitialEvents")) \
@@ -86,6 +87,7 @@ async def watch(
                 return
             added = [stream.added(kv.key, kv.value, kv.mod_revision) for kv in kvs]
             for chunk in _chunks([e for e in added if e is not None]):
+                figures.events.inc(len(chunk))
                 yield core_pb2.WatchResponse(events=chunk)
         start = snapshot.revision
         if opts.HasField("sendInitialEvents"):
@@ -94,6 +96,7 @@ async def watch(
         start = ctx.store.current_revision()
 
     changes = ctx.store.watch(prefix, from_revision=start)
+    figures.watchers.inc()
     # The deadline closes the store watch, which ends the loop below; no timer per batch.
     closer = asyncio.get_running_loop().call_later(deadline - time.monotonic(), changes.close) if deadline else None
     reader = _Reader(changes, bookmark_interval if opts.allowWatchBookmarks else None)
@@ -121,8 +124,10 @@ async def watch(
                 yield core_pb2.WatchResponse(events=[stream.error(err.status)])
                 return
             for response in stream.responses(events):
+                figures.events.inc(len(response.events))
                 yield response
     finally:
+        figures.watchers.dec()
         if closer is not None:
             closer.cancel()
         changes.close()

@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.machinery import errors
+from server.machinery import apimetrics, errors
 from server.machinery.codec import gotime
 from server.objects.core import Core
 from server.runtime.tasks import cancel_all
@@ -114,6 +114,7 @@ class LeaderElector:
         self._observed_at = 0.0  # monotonic: when _observed last changed
         self._renewed_at = 0.0  # monotonic: this core's last successful acquire or renewal
         self._task: asyncio.Task[None] | None = None
+        apimetrics.leading(config.name, False)  # leader_election_master_status: a candidate, until it leads
 
     def leading(self) -> bool:
         return self._leading
@@ -153,6 +154,7 @@ class LeaderElector:
         log.info("leader election: %s acquired lease %s/%s", self.config.identity, self.config.namespace,
                  self.config.name)
         self._leading = True
+        apimetrics.leading(self.config.name, True)
         try:
             await self._on_started()
         except Exception:
@@ -160,6 +162,7 @@ class LeaderElector:
 
     async def _unlead(self) -> None:
         self._leading = False
+        apimetrics.leading(self.config.name, False)
         try:
             await self._on_stopped()
         except Exception:

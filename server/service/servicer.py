@@ -16,12 +16,19 @@ never passes here.
 Fault injection (server/machinery/faults.py, only with --fault-injection): in `capstan serve` the rules its
 gateway holds answer the resource calls (Create ... Watch) after parsing and before the guard, with the rule's
 Status as any refusal is answered, so gRPC clients meet the same failures as REST ones.
+
+With request metrics (server/machinery/apimetrics.py), every call is counted in apiserver_request_total and
+timed in apiserver_request_duration_seconds as the REST request it corresponds to: the verb as kube's metrics
+name it (Create is POST, List LIST, Watch WATCH, timed for as long as it stays open), the path's group,
+version, resource, subresource and scope, and the Kubernetes Status code the call ended with (200, 201 for a
+Create, the ApiError's code, 500 for anything unexpected). A call refused by load shedding is counted 429.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -33,7 +40,7 @@ from grpc_status import rpc_status
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.guard import GuardedCore
-from server.machinery import deadline, errors, flowcontrol, wiretext
+from server.machinery import apimetrics, deadline, errors, flowcontrol, tracing, wiretext
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
 from server.machinery.faults import Faults
@@ -60,10 +67,12 @@ class CoreService:
     """Every call goes through the guard with the credentials its metadata and TLS peer present; which calls
     there are, and what each is, is the method table's (server/machinery/methods.py)."""
 
-    def __init__(self, guard: GuardedCore, is_proxy: Callable[[bytes], bool], faults: Faults | None = None) -> None:
+    def __init__(self, guard: GuardedCore, is_proxy: Callable[[bytes], bool], faults: Faults | None = None,
+                 metrics: apimetrics.RequestMetrics | None = None) -> None:
         self._guard = guard
         self._is_proxy = is_proxy
         self._faults = faults or Faults()
+        self.metrics = metrics
 
     async def _injected(self, method: Method, request: Any) -> None:
         """Raises the ApiError of the fault rule that answers this call, if one does."""
@@ -86,12 +95,24 @@ class CoreService:
         agent = next((str(v) for k, v in md if k == "user-agent"), "")
         return metadata.from_call(md, peer, agent, context.peer(), self._is_proxy)
 
+    async def traced_unary(self, method: Method, request: Any, context: Ctx) -> Message:
+        """unary in a server span continuing the caller's trace (a core that traces registers these)."""
+        with tracing.span(method.path.lstrip("/"), server=True, parent=_parent(context)):
+            return await self.unary(method, request, context)
+
+    async def traced_stream(self, method: Method, request: Any, context: Ctx) -> AsyncIterator[Message]:
+        with tracing.span(method.path.lstrip("/"), server=True, parent=_parent(context)):
+            async for response in self.stream(method, request, context):
+                yield response
+
     async def unary(self, method: Method, request: Any, context: Ctx) -> Message:
         applying = isinstance(request, core_pb2.PatchRequest) and request.type == core_pb2.PATCH_TYPE_APPLY
         if method.field_manager and not applying:  # an apply must name its manager
             _default_manager(getattr(request, method.field_manager), context)
         credentials = self.credentials(context)
         classified = flowcontrol.begin()  # the call's APF classification, sent back as trailing metadata
+        started = time.perf_counter()
+        code = 500
         try:
             # A body given as JSON text is read as bytes before anything else sees it (audit, admission), and
             # refused, like a request that is no message (_parse), before authentication when malformed.
@@ -101,16 +122,23 @@ class CoreService:
             with deadline.within(context.time_remaining()):  # the call's gRPC deadline, where it has one
                 answer: Message = await self._guard.unary(method, request, credentials)
             context.set_trailing_metadata(classified.metadata())
+            code = 201 if method.name == "Create" else 200
             return render.as_text(answer) if getattr(request, "accept", None) == render.JSON_TEXT else answer
         except errors.ApiError as err:
+            code = err.status.code
             await _abort(context, err, classified)
         except Exception as err:
             log.exception("request failed")
             await _abort(context, errors.internal(str(err)), classified)
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe(_labels(method, request), code, time.perf_counter() - started)
         raise AssertionError("unreachable: abort raises")
 
     async def stream(self, method: Method, request: Any, context: Ctx) -> AsyncIterator[Message]:
         classified = flowcontrol.begin()  # the call's APF classification, sent as initial metadata
+        started = time.perf_counter()
+        code = 200  # a watch the client closes ended well
         try:
             if self._faults.active:
                 await self._injected(method, request)
@@ -120,10 +148,26 @@ class CoreService:
             async for response in stream:
                 yield render.as_text(response) if text else response
         except errors.ApiError as err:
+            code = err.status.code
             await _abort(context, err, classified)
         except Exception as err:  # the wire gets a Status, the log gets the traceback
+            code = 500
             log.exception("watch failed")
             await _abort(context, errors.internal(str(err)), classified)
+        finally:
+            if self.metrics is not None:
+                self.metrics.observe(_labels(method, request), code, time.perf_counter() - started)
+
+
+def _parent(context: Ctx) -> dict[str, str]:
+    """The caller's W3C trace headers, from the call's metadata."""
+    return tracing.headers_of(context.invocation_metadata() or ())
+
+
+def _labels(method: Method, request: Any) -> tuple[str, str, str, str, str, str, str]:
+    asked = method.authorization(request)
+    return apimetrics.request_labels(asked.verb, asked.api_group, asked.api_version, asked.resource,
+                                     asked.subresource, asked.namespace, asked.name)
 
 
 # The calls that name a resource by a ResourcePath, as the gateway's resource requests do.
@@ -150,9 +194,10 @@ Handler = Callable[[Any, Ctx], Any]
 
 
 def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: Limiter | None = None,
-             faults: Faults | None = None) -> Callable[[grpc.aio.Server], list[str]]:
+             faults: Faults | None = None,
+             metrics: apimetrics.RequestMetrics | None = None) -> Callable[[grpc.aio.Server], list[str]]:
     """A registrar for server.service.grpc_server.start_grpc; `limiter` sheds load (kube's defaults when None);
-    `faults`: the fault injection rules the calls meet (None: none).
+    `faults`: the fault injection rules the calls meet (None: none); `metrics` counts the calls (none when None).
 
     The handlers take and give bytes, parsing and serializing the messages themselves, so bytes that are
     no request get a Kubernetes Status (grpc.aio's own deserializer answers a bare INTERNAL), and grpc's
@@ -160,17 +205,21 @@ def register(guard: GuardedCore, is_proxy: Callable[[bytes], bool], *, limiter: 
     """
 
     def add(server: grpc.aio.Server) -> list[str]:
-        servicer = CoreService(guard, is_proxy, faults)
+        servicer = CoreService(guard, is_proxy, faults, metrics)
         shedding = limiter or Limiter()
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+        traced = tracing.enabled()  # configured before the core starts (server/machinery/tracing.py)
+        serve_unary = servicer.traced_unary if traced else servicer.unary
+        serve_stream = servicer.traced_stream if traced else servicer.stream
         for method in METHODS:
             if method.streaming:  # Watch: long-running, never counted
                 handlers[method.name] = grpc.unary_stream_rpc_method_handler(
-                    _bytes_stream(partial(servicer.stream, method), method.request))
+                    _bytes_stream(partial(serve_stream, method), method.request))
             else:
                 kind = Kind.READ_ONLY if method.read_only else Kind.MUTATING
+                unary = _bytes_unary(partial(serve_unary, method), method.request)
                 handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-                    _limited(shedding, kind, servicer, _bytes_unary(partial(servicer.unary, method), method.request)))
+                    _limited(shedding, kind, servicer, method, unary))
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),))
         server.add_registered_method_handlers(SERVICE.full_name, handlers)
         return [SERVICE.full_name]
@@ -186,12 +235,15 @@ def _bytes_unary(call: Handler, request_class: type[Message]) -> Callable[[bytes
     return handle
 
 
-def _limited(limiter: Limiter, kind: Kind, servicer: CoreService,
+def _limited(limiter: Limiter, kind: Kind, servicer: CoreService, method: Method,
              handle: Callable[[bytes, Ctx], Awaitable[bytes]]) -> Callable[[bytes, Ctx], Awaitable[bytes]]:
     async def limited(data: bytes, context: Ctx) -> bytes:
         try:
             await limiter.acquire(kind, flow.of(servicer.credentials(context)))
         except errors.ApiError as err:
+            if servicer.metrics is not None:
+                refused = apimetrics.request_labels(method.verb, "", "", "", "", "", "")  # not parsed yet
+                servicer.metrics.observe(refused, err.status.code, 0.0)
             await _abort(context, err)
         try:
             return await handle(data, context)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
 from server import admission
 from server.admission.policies import Policies
 from server.admission.quota import QUOTAS, Quotas
@@ -32,14 +34,16 @@ from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN, admissionpolicies
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
+from server.machinery import apimetrics, tracing
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.faults import Faults
 from server.machinery.limits.limiter import Limiter
 from server.objects import health
 from server.objects.core import Core
+from server.objects.tracedstore import TracedStore
 from server.objects.watchcache import DISABLED, CacheConfig
 from server.registry.resources import Registry
-from server.runtime.election import ElectionConfig, LeaderElector, Singleton, awaitable
+from server.runtime.election import LEASE_NAME, ElectionConfig, LeaderElector, Singleton, awaitable
 from server.runtime.informer import SharedInformers
 from server.runtime.singletons import Singletons
 from server.service import servicer as service
@@ -69,6 +73,8 @@ class RunningCore:
     # API Priority and Fairness classification (server/auth/apf.py): its collector serves the nominal seats
     classifier: Classifier | None = None
     nodes: InCoreNodes | None = None  # the simulated nodes (--nodes N), run while this core leads
+    # apiserver_request_* of the gRPC calls, in the registry the core's /metrics serves (with `metrics_registry`)
+    request_metrics: apimetrics.RequestMetrics | None = None
 
     @property
     def guard(self) -> GuardedCore:
@@ -122,7 +128,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS,
                      advertise_address: str = "",
                      store_checks: Mapping[str, health.Check] | None = None,
-                     faults: Faults | None = None) -> RunningCore:
+                     faults: Faults | None = None,
+                     request_metrics: apimetrics.RequestMetrics | None = None) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -144,13 +151,17 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     and podgc's settings. `advertise_address`: the address the `kubernetes` Endpoints name (kube's
     --advertise-address); "" derives it from `listen`. `store_checks`: health checks of what the composition put
     around the store, under kube's names (`kms-providers` for encryption at rest's KMS plugins), reported after
-    the store's own. `faults`: the fault injection rules the gRPC calls meet
-    (server/machinery/faults.py; `capstan serve --fault-injection` shares its gateway's)."""
+    the store's own. `faults`: the fault injection rules the gRPC calls meet (server/machinery/faults.py; `capstan
+    serve --fault-injection` shares its gateway's). `request_metrics`: where the gRPC calls are counted (`capstan
+    serve` passes its gateway's, so one scrape counts both transports); None: a registry of the core's own, with
+    process_* and python_* (RunningCore's request_metrics)."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
     registry = Registry(builtin)
-    core = Core(store, registry, watch_cache=watch_cache_for(store) if watch_cache is None else watch_cache)
+    cache = watch_cache_for(store) if watch_cache is None else watch_cache
+    # A tracing core's store calls are spans (server/objects/tracedstore.py); an untraced one calls it directly.
+    core = Core(TracedStore(store) if tracing.enabled() else store, registry, watch_cache=cache)
     for name, check in (store_checks or {}).items():
         core.health.add(name, check)
     informers = SharedInformers(core)  # one informer per resource for every controller of this core
@@ -220,15 +231,20 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     if election is not None and election.enabled:
         elector = LeaderElector(core, election, on_started=singletons.start, on_stopped=singletons.stop)
         await elector.start()
-    else:
+    else:  # leading alone, as a kube-controller-manager with --leader-elect=false: its singletons run here
+        apimetrics.leading(election.name if election is not None else LEASE_NAME, True)
         await singletons.start()
     await aggregation.start()
     secured.guard.locator = aggregation
-    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter, faults=faults)
+    if request_metrics is None:
+        request_metrics = apimetrics.RequestMetrics(CollectorRegistry())
+        apimetrics.runtime_collectors(request_metrics.registry)
+    registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter, faults=faults,
+                                 metrics=request_metrics)
     running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
                                limits=grpc_limits)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, policies, aggregation,
-                       secured, singletons, elector, quotas, classifier, simulated)
+                       secured, singletons, elector, quotas, classifier, simulated, request_metrics)
 
 
 def watch_cache_for(store: Store) -> CacheConfig:

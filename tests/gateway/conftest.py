@@ -26,6 +26,8 @@ from gateway.client import CoreClient
 from gateway.transport.grpc import GrpcClient
 from server.auth.config import INSECURE
 from server.callouts import metrics as webhook_metrics
+from server.machinery import apimetrics
+from server.objects.storageobjects import StorageObjectsCounter
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
@@ -172,7 +174,9 @@ async def server(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         InProcessClient(core.guard) if request.param == "inprocess" else GrpcClient(f"127.0.0.1:{core.grpc_port}")
     )
     # As `capstan serve` (the core's collectors beside the gateway) and `capstan gateway --core` (asked for).
-    app = (build_app(client, collectors=(webhook_metrics.REGISTRY,)) if request.param == "inprocess"
+    objects = StorageObjectsCounter(core.core)
+    app = (build_app(client, collectors=(webhook_metrics.REGISTRY, apimetrics.REGISTRY, objects.collector),
+                     refresh=objects.refresh) if request.param == "inprocess"
            else build_app(client, core_metrics=True))
     runner, port = await start_http(app, "127.0.0.1", 0)
     session = aiohttp.ClientSession()

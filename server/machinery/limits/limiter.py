@@ -28,6 +28,8 @@ class LaneState:
     executing: int
     queued: int
     rejected: dict[str, int]  # by reason (server/machinery/limits/lane.py)
+    dispatched: int = 0  # requests admitted so far
+    limit: int = 0  # requests executing at once (0: unlimited)
 
 
 class Limiter:
@@ -37,6 +39,7 @@ class Limiter:
     def __init__(self, limits: Limits = DEFAULT) -> None:
         self.limits = limits
         self._lanes = {kind: Lane(limits.limit(kind), limits) for kind in Kind}
+        self._dispatched = dict.fromkeys(Kind, 0)
 
     async def acquire(self, kind: Kind, flow: int) -> None:
         """Counts a request in flight (release it with `release`); raises the 429 ApiError instead."""
@@ -44,6 +47,7 @@ class Limiter:
             await self._lanes[kind].acquire(flow)
         except Rejected:
             raise too_many_requests() from None
+        self._dispatched[kind] += 1
 
     def release(self, kind: Kind) -> None:
         self._lanes[kind].release()
@@ -61,4 +65,5 @@ class Limiter:
             self.release(kind)
 
     def states(self) -> list[LaneState]:
-        return [LaneState(kind, lane.executing, lane.queued, dict(lane.rejected)) for kind, lane in self._lanes.items()]
+        return [LaneState(kind, lane.executing, lane.queued, dict(lane.rejected), self._dispatched[kind], lane.limit)
+                for kind, lane in self._lanes.items()]

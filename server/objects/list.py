@@ -9,6 +9,10 @@ a fresh token that continues at the latest revision).
 Where the answer comes from is kube-apiserver 1.28's cacher's rule (`shouldDelegateList`): "0", and N
 without a limit (match unset or NotOlderThan), from the watch cache when it is ready (watchcache.py),
 where "0" ignores the limit (the whole collection, no continue token); everything else from the store.
+
+A request's max_response_bytes (what its gRPC client can receive; 0, no bound, for the in-process gateway)
+bounds the answer as a limit would: the items that fit, and a continue token after the last of them
+(core_service.proto, ListRequest).
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ CHUNK = 500  # keys read per store call while filling a filtered page
 # milliseconds of work at a time, so health checks and small requests are answered meanwhile.
 RENDER_SLICE = 100
 CONVERT_SLICE = 25  # Table rows and PartialObjectMetadata cost ~4x an item's rendering
+# Bytes of a ListResponse that are not its items (ListMeta with a continue token, kind, apiVersion, encoding),
+# with room to spare: what max_response_bytes leaves for them.
+LIST_OVERHEAD = 4096
 
 EXPIRED_CONTINUE = (
     "The provided continue parameter is too old to display a consistent list result. You can start a new list "
@@ -81,6 +88,14 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
             await asyncio.sleep(0)
         items += [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed)
                   for kv in page.kvs[start:start + RENDER_SLICE]]
+    fitting = _fitting(items, req.max_response_bytes)
+    if fitting < len(items):  # the rest on later pages: a continue token after the last item sent
+        last = page.kvs[fitting - 1].key
+        selected = req.options.labelSelector or req.options.fieldSelector
+        rest = None if selected else len(items) - fitting + (page.remaining or 0)
+        page = Page(page.revision, page.kvs[:fitting],
+                    continuation.encode(page.revision, _relative(resource.key_prefix(req.path.namespace), last)), rest)
+        items = items[:fitting]
     metadata = meta_pb2.ListMeta(resourceVersion=str(page.revision))
     if page.continue_token:
         setattr(metadata, "continue", page.continue_token)
@@ -89,6 +104,20 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     return core_pb2.ListResponse(
         metadata=metadata, encoding=encoding, items=items, kind=resource.list_kind, api_version=resource.api_version
     )
+
+
+def _fitting(items: list[bytes], max_bytes: int) -> int:
+    """How many of the items, from the first, fit in a ListResponse of at most `max_bytes` (0: no bound), with
+    LIST_OVERHEAD left for everything else it holds; at least one."""
+    if not max_bytes:
+        return len(items)
+    room = max_bytes - LIST_OVERHEAD
+    for count, item in enumerate(items):
+        size = len(item)
+        room -= size + 1 + (size.bit_length() + 6) // 7  # the field's tag, its length as a varint, the bytes
+        if room < 0:
+            return max(count, 1)
+    return len(items)
 
 
 async def _converted(

@@ -83,16 +83,22 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     typed = not resource.schema.proto_message
     item = ctx.renderings.item
     items: list[bytes] = []
+    rendered_bytes = 0
     for start in range(0, len(page.kvs), RENDER_SLICE):
         if start:
             await asyncio.sleep(0)
-        items += [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed)
-                  for kv in page.kvs[start:start + RENDER_SLICE]]
+        rendered = [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed)
+                    for kv in page.kvs[start:start + RENDER_SLICE]]
+        items += rendered
+        if req.max_response_bytes:  # what cannot be sent is not rendered
+            rendered_bytes += sum(map(len, rendered))
+            if rendered_bytes > req.max_response_bytes:
+                break
     fitting = _fitting(items, req.max_response_bytes)
-    if fitting < len(items):  # the rest on later pages: a continue token after the last item sent
+    if fitting < len(page.kvs):  # the rest on later pages: a continue token after the last item sent
         last = page.kvs[fitting - 1].key
         selected = req.options.labelSelector or req.options.fieldSelector
-        rest = None if selected else len(items) - fitting + (page.remaining or 0)
+        rest = None if selected else len(page.kvs) - fitting + (page.remaining or 0)
         page = Page(page.revision, page.kvs[:fitting],
                     continuation.encode(page.revision, _relative(resource.key_prefix(req.path.namespace), last)), rest)
         items = items[:fitting]

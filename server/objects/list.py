@@ -12,7 +12,8 @@ where "0" ignores the limit (the whole collection, no continue token); everythin
 
 A request's max_response_bytes (what its gRPC client can receive; 0, no bound, for the in-process gateway)
 bounds the answer as a limit would: the items that fit, and a continue token after the last of them
-(core_service.proto, ListRequest).
+(core_service.proto, ListRequest). A read from the store stops once the values read weigh more, and only what
+was read is rendered, so the pages of a collection together read and render it once.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     resource = resolve(ctx.registry, req.path, "list")
     if resource.computed is not None:
         return await computed.list_(ctx, resource, req)
-    page = await read_page(ctx, resource, req.path.namespace, req.options)
+    page = await read_page(ctx, resource, req.path.namespace, req.options, req.max_response_bytes)
     if conversion.converts(resource):  # the page in one call: a failed conversion fails the list whole
         page = Page(page.revision, await conversion.kvs(resource, page.kvs), page.continue_token, page.remaining)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
@@ -166,7 +167,10 @@ async def _converted(
                               data=data[:-len(member)] + member[:-4] + b",".join(parts) + b"]}")
 
 
-async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta_pb2.ListOptions) -> Page:
+async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta_pb2.ListOptions,
+                    max_bytes: int = 0) -> Page:
+    """The page the options ask for; with `max_bytes`, a read from the store stops once the values read weigh
+    more (a continue token after the last one read), since no more could be sent."""
     options.list_options(opts, watch=False)
     chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
     if opts.limit < 0:
@@ -183,7 +187,7 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         revision: int | None = cont.revision
         start_after = prefix + cont.start.removesuffix("\x00").encode()
         try:
-            return await _page(ctx, prefix, chosen, revision, start_after, limit)
+            return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes)
         except Compacted:
             status = errors.expired(EXPIRED_CONTINUE).status
             setattr(status.metadata, "continue", continuation.encode(ctx.store.current_revision(), cont.start))
@@ -199,14 +203,14 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         else:
             await reach(ctx, wanted)
     try:
-        return await _page(ctx, prefix, chosen, revision, start_after, limit)
+        return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes)
     except Compacted:
         if revision is not None:
             raise errors.expired("The resourceVersion for the provided list is too old.") from None
     # The read chose its own snapshot, which was compacted before the read was done (a list is read in
     # slices): a newer one answers as well (etcd would have read it in one range).
     try:
-        return await _page(ctx, prefix, chosen, None, start_after, limit)
+        return await _page(ctx, prefix, chosen, None, start_after, limit, max_bytes)
     except Compacted:
         raise errors.expired("The resourceVersion for the provided list is too old.") from None
 
@@ -253,8 +257,11 @@ async def _page(
     revision: int | None,
     start_after: bytes | None,
     limit: int | None,
+    max_bytes: int = 0,
 ) -> Page:
     """Fill one page. Compacted escapes (the caller words it); other store errors are translated."""
+    if chosen.everything and max_bytes and (limit is None or limit > CHUNK):
+        return await _bounded_page(ctx, prefix, revision, start_after, limit, max_bytes)
     if chosen.everything:
         result = await _list(ctx, prefix, revision, start_after, limit)
         token = ""
@@ -277,6 +284,27 @@ async def _page(
         if not result.remaining or not result.kvs:
             return Page(revision, picked, "", None)
         start_after = result.kvs[-1].key
+
+
+async def _bounded_page(
+    ctx: Context, prefix: bytes, revision: int | None, start_after: bytes | None, limit: int | None, max_bytes: int
+) -> Page:
+    """The page read CHUNK keys at a time, all at the first read's revision, until `limit` keys or until the
+    values read weigh more than `max_bytes`; a continue token after the last key read when more follow."""
+    kvs: list[KeyValue] = []
+    weight = 0
+    while True:
+        want = CHUNK if limit is None else min(CHUNK, limit - len(kvs))
+        result = await _list(ctx, prefix, revision, start_after, want)
+        revision = result.revision
+        kvs += result.kvs
+        weight += sum(len(kv.value) for kv in result.kvs)
+        more = bool(result.remaining and result.kvs)
+        if not more or weight > max_bytes or (limit is not None and len(kvs) >= limit):
+            token = continuation.encode(revision, _relative(prefix, kvs[-1].key)) if more else ""
+            return Page(revision, kvs, token, result.remaining or None)
+        start_after = result.kvs[-1].key
+        await asyncio.sleep(0)
 
 
 async def _list(

@@ -6,18 +6,44 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test install lint typecheck protos check-protos bench clean
+.PHONY: serve test install install-runtime lint typecheck protos check-protos check-floors bench clean
+
+# `make serve` needs the runtime dependencies only; `make test` (and what it runs) the development ones too.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+
+$(RUNTIME_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP)
+
+install-runtime: $(RUNTIME_STAMP)
 
 install: $(STAMP)
 
-serve: install
+serve: install-runtime
 	$(BIN)/capstan serve --data-dir ./data
+
+# Every dependency at its floor (.ci/minimum-versions.txt) in a second environment, Capstan installed from a
+# built wheel as a user gets it, and a smoke subset: a core's gRPC create/get/list/watch (the README's example),
+# the gateway in front of a core over gRPC (health, whose List grpcio-health-checking may lack), and the pytest
+# plugin's fixtures in a project of the user's. Its tests come from this checkout; `capstan` runs the wheel.
+FLOORS := build/floors-venv
+SMOKE  := tests/cli/test_serve.py::test_readme_grpc_example_runs \
+          tests/gateway/test_http_health.py::test_verbose_lists_every_check tests/plugin/test_user_project.py
+check-floors:
+	rm -rf $(FLOORS)
+	$(PYTHON) -m venv $(FLOORS)
+	$(FLOORS)/bin/python -m pip install --quiet --upgrade pip
+	$(FLOORS)/bin/python -m pip install --quiet -c .ci/minimum-versions.txt '.[testing]' pytest-asyncio
+	$(FLOORS)/bin/python -m pip list --format=freeze | grep -iE '^(grpcio|protobuf|kubernetes|pytest)'
+	$(FLOORS)/bin/python -m pytest -p no:xdist $(SMOKE)
 
 test: install lint typecheck check-protos
 	$(BIN)/python -m pytest -n auto

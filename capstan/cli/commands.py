@@ -817,7 +817,7 @@ def _tracing_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tracing-config-file", type=Path, default=None,
                         help="kube's TracingConfiguration (apiserver.config.k8s.io/v1alpha1 or v1beta1: endpoint, "
                              "samplingRatePerMillion): OpenTelemetry traces to an OTLP gRPC collector; needs the "
-                             "tracing extra (pip install 'capstan[tracing]')")
+                             "tracing extra (pip install 'capstan-apiserver[tracing]')")
 
 
 def _start_tracing(args: argparse.Namespace) -> None:
@@ -829,7 +829,7 @@ def _start_tracing(args: argparse.Namespace) -> None:
     try:
         tracing.configure(config)
     except ImportError as err:
-        raise ImportError(f"--tracing-config-file needs OpenTelemetry: pip install 'capstan[tracing]' ({err})"
+        raise ImportError(f"--tracing-config-file needs OpenTelemetry: pip install 'capstan-apiserver[tracing]' ({err})"
                           ) from None
     log.info("tracing to %s, %d of every million requests sampled", config.endpoint,
              config.sampling_rate_per_million)

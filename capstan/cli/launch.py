@@ -1,5 +1,7 @@
 """The `capstan` console script: start again under the allocator allocator.py chooses, supervise the workers
-when asked for several (workers.py), else run the command.
+when asked for several (workers.py), else run the command,
+with Capstan's own `server`, `gateway` and `storage` claimed first (ownpackages.py) so that no package of the
+caller's with one of those names is imported in their place.
 
 The command's modules (commands.py and every layer below it) are imported only after that step, so starting
 again costs one interpreter start, not the server's imports.
@@ -18,12 +20,13 @@ from __future__ import annotations
 import gc
 import sys
 
-from capstan.cli import allocator, workers
+from capstan.cli import allocator, ownpackages, workers
 
 
 def main() -> None:
     allocator.start_again(sys.argv[1:])
     workers.supervise(sys.argv[1:])  # with --workers N > 1 this process supervises the workers, then exits
+    ownpackages.claim()  # `server`, `gateway`, `storage`: Capstan's, whatever the caller's cwd or PYTHONPATH holds
     gc.disable()
     from capstan.cli.commands import main as run
 

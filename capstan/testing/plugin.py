@@ -1,4 +1,4 @@
-"""The pytest plugin `pip install capstan` registers (entry point `pytest11: capstan`): fixtures that give a
+"""The pytest plugin `pip install capstan-apiserver` registers (entry point `pytest11: capstan`): fixtures that give a
 controller's tests a Kubernetes API server — a throwaway Capstan per session (or per test, when asked), or any
 cluster a kubeconfig names.
 

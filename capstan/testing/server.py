@@ -8,6 +8,7 @@ of the test process, and a server sharing that process would compete with it for
 Contract: `start` returns once the server listens on every port, which is when `serve` writes
 `<data-dir>/endpoints.json` (removed first, so a restart on the same data dir never reads the last run's
 ports); it fails with the server's log when the child exits or the deadline passes. `stop` always reaps it.
+The child imports Capstan's packages, never same-named ones of the project under test (serve_command).
 """
 
 from __future__ import annotations
@@ -62,8 +63,12 @@ class LocalServer:
 
 def serve_command(data_dir: Path, *, insecure: bool, extra: tuple[str, ...] = ()) -> list[str]:
     ports = ["--http-port", "0"] if insecure else ["--secure-port", "0", "--grpc-mtls-port", "0"]
-    # --sync false: a crash loses acknowledged writes, which a throwaway test store can afford for the speed
-    return [sys.executable, "-m", "capstan", "serve", "--data-dir", str(data_dir), "--bind-address", "127.0.0.1",
+    # --sync false: a crash loses acknowledged writes, which a throwaway test store can afford for the speed.
+    # -P: the test run's working directory is not put on the child's sys.path, so a module of the project under
+    # test never stands in for one Capstan imports; the console script claims Capstan's own `server`, `gateway`
+    # and `storage` against PYTHONPATH too (capstan/cli/ownpackages.py). The working directory stays the
+    # caller's, so relative paths in --capstan-serve-arg name what they name for the caller.
+    return [sys.executable, "-P", "-m", "capstan", "serve", "--data-dir", str(data_dir), "--bind-address", "127.0.0.1",
             "--grpc-port", "0", *ports, *(["--insecure"] if insecure else []), "--sync", "false", *extra]
 
 

@@ -24,6 +24,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from capstan.options.v1 import options_pb2
 from gateway.openapi.comments import Comments
 from server.machinery.codec.gojson import json_fields, map_value, message_type
+from server.machinery.protofields import is_repeated
 from server.machinery.schema_hints import field_hint, message_hint
 
 Schema = dict[str, Any]
@@ -200,7 +201,7 @@ class SchemaSet:
         value = map_value(field)
         if value is not None:
             schema: Schema = {"additionalProperties": self._element(value), "type": "object"}
-        elif field.is_repeated:
+        elif is_repeated(field):
             schema = {"items": self._element(field), "type": "array"}
         elif field.type == _F.TYPE_MESSAGE:
             schema = self._value(message_type(field))
@@ -209,7 +210,7 @@ class SchemaSet:
             if required:
                 schema["default"] = _ZERO[schema["type"]]
         extras: dict[str, Any] = {}
-        if _struct(schema, field) and field.GetOptions().Extensions[_EMIT_ZERO] and not field.is_repeated:
+        if _struct(schema, field) and field.GetOptions().Extensions[_EMIT_ZERO] and not is_repeated(field):
             extras["default"] = {}  # a struct Go always prints (not a pointer)
         description = self._comments.field(owner.full_name, field.name) or _standard(field)
         if description:

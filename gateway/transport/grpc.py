@@ -3,6 +3,9 @@
 The Kubernetes Status rides in the rich error details; when there is none (the
 core is unreachable, the call timed out) the gRPC code is turned into the
 nearest Status, so the HTTP client still gets a Kubernetes answer.
+
+A List tells the core what this channel receives (MAX_MESSAGE): a larger page comes back shorter, with a continue
+token, which the whole-list paging (gateway/handlers/paging.py) follows like any other.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from grpc_status import rpc_status
 
 from capstan.api.meta.v1 import meta_pb2
 from gateway.client import CoreClient, CoreError, failure
-from server.machinery import deadline, flowcontrol, tracing
+from server.machinery import deadline, flowcontrol, healthlist, tracing
 from server.machinery import grpcmetadata as metadata
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Method
@@ -37,7 +40,6 @@ MAX_MESSAGE = 64 * 1024 * 1024  # a whole LIST page travels as one message
 HEALTH_CHECK_PREFIX = "healthz/"
 HEALTH_TIMEOUT = 5.0  # seconds: the core runs its store check within 2
 _SERVING = health_pb2.HealthCheckResponse.SERVING
-_LISTING: Any = health_pb2  # its List messages are missing from the type stubs
 
 
 def status_of(err: grpc.aio.AioRpcError) -> meta_pb2.Status:
@@ -101,17 +103,25 @@ class GrpcClient(CoreClient):
             self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         self._calls = _multicallables(self._channel)
         self._health: Any = health_pb2_grpc.HealthStub(self._channel)
+        request, response = healthlist.messages()  # List by its path: not every grpcio-health-checking has it
+        self._health_list = self._channel.unary_unary(
+            healthlist.LIST_METHOD, request_serializer=request.SerializeToString,
+            response_deserializer=response.FromString)
         self._metadata: tuple[tuple[str, str | bytes], ...] = ()
 
     def as_caller(self, credentials: Credentials) -> GrpcClient:
         view = object.__new__(GrpcClient)
         view._channel, view._calls, view._health = self._channel, self._calls, self._health
+        view._health_list = self._health_list
         view._metadata = tuple(metadata.to_metadata(credentials, forwarded=True))
         return view
 
     async def unary(self, method: Method, request: Any) -> Any:
         """The call, with what remains of the request's deadline as its gRPC deadline (when one is bound); the
-        core's API Priority and Fairness classification comes back in its trailing metadata."""
+        core's API Priority and Fairness classification comes back in its trailing metadata. A List says how much
+        this channel receives, and the core pages beyond it."""
+        if method.name == "List":
+            request.max_response_bytes = MAX_MESSAGE
         call = self._calls[method.name](request, metadata=_traced(self._metadata), timeout=deadline.remaining())
         try:
             response = await call
@@ -122,7 +132,7 @@ class GrpcClient(CoreClient):
         return response
 
     async def health(self) -> dict[str, bool]:
-        listed = await _call(self._health.List(_LISTING.HealthListRequest(), timeout=HEALTH_TIMEOUT))
+        listed = await _call(self._health_list(healthlist.messages()[0](), timeout=HEALTH_TIMEOUT))
         return {service.removeprefix(HEALTH_CHECK_PREFIX): answer.status == _SERVING
                 for service, answer in listed.statuses.items() if service.startswith(HEALTH_CHECK_PREFIX)}
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from server.machinery.protofields import is_repeated
+
 
 def undecodable(message: Message, prefix: str = "") -> str:
     """The path of the first string field (at any depth) that holds bytes that are not UTF-8; '' if none."""
@@ -34,4 +36,4 @@ def undecodable(message: Message, prefix: str = "") -> str:
 
 
 def _repeated(field: FieldDescriptor) -> bool:
-    return bool(field.is_repeated)
+    return is_repeated(field)

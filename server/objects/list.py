@@ -9,6 +9,11 @@ a fresh token that continues at the latest revision).
 Where the answer comes from is kube-apiserver 1.28's cacher's rule (`shouldDelegateList`): "0", and N
 without a limit (match unset or NotOlderThan), from the watch cache when it is ready (watchcache.py),
 where "0" ignores the limit (the whole collection, no continue token); everything else from the store.
+
+A request's max_response_bytes (what its gRPC client can receive; 0, no bound, for the in-process gateway)
+bounds the answer as a limit would: the items that fit, and a continue token after the last of them
+(core_service.proto, ListRequest). A read from the store stops once the values read weigh more, and only what
+was read is rendered, so the pages of a collection together read and render it once.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ CHUNK = 500  # keys read per store call while filling a filtered page
 # milliseconds of work at a time, so health checks and small requests are answered meanwhile.
 RENDER_SLICE = 100
 CONVERT_SLICE = 25  # Table rows and PartialObjectMetadata cost ~4x an item's rendering
+# Bytes of a ListResponse that are not its items (ListMeta with a continue token, kind, apiVersion, encoding),
+# with room to spare: what max_response_bytes leaves for them.
+LIST_OVERHEAD = 4096
 
 EXPIRED_CONTINUE = (
     "The provided continue parameter is too old to display a consistent list result. You can start a new list "
@@ -64,7 +72,7 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     resource = resolve(ctx.registry, req.path, "list")
     if resource.computed is not None:
         return await computed.list_(ctx, resource, req)
-    page = await read_page(ctx, resource, req.path.namespace, req.options)
+    page = await read_page(ctx, resource, req.path.namespace, req.options, req.max_response_bytes)
     if conversion.converts(resource):  # the page in one call: a failed conversion fails the list whole
         page = Page(page.revision, await conversion.kvs(resource, page.kvs), page.continue_token, page.remaining)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
@@ -76,11 +84,25 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     typed = not resource.schema.proto_message
     item = ctx.renderings.item
     items: list[bytes] = []
+    rendered_bytes = 0
     for start in range(0, len(page.kvs), RENDER_SLICE):
         if start:
             await asyncio.sleep(0)
-        items += [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed)
-                  for kv in page.kvs[start:start + RENDER_SLICE]]
+        rendered = [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed)
+                    for kv in page.kvs[start:start + RENDER_SLICE]]
+        items += rendered
+        if req.max_response_bytes:  # what cannot be sent is not rendered
+            rendered_bytes += sum(map(len, rendered))
+            if rendered_bytes > req.max_response_bytes:
+                break
+    fitting = _fitting(items, req.max_response_bytes)
+    if fitting < len(page.kvs):  # the rest on later pages: a continue token after the last item sent
+        last = page.kvs[fitting - 1].key
+        selected = req.options.labelSelector or req.options.fieldSelector
+        rest = None if selected else len(page.kvs) - fitting + (page.remaining or 0)
+        page = Page(page.revision, page.kvs[:fitting],
+                    continuation.encode(page.revision, _relative(resource.key_prefix(req.path.namespace), last)), rest)
+        items = items[:fitting]
     metadata = meta_pb2.ListMeta(resourceVersion=str(page.revision))
     if page.continue_token:
         setattr(metadata, "continue", page.continue_token)
@@ -89,6 +111,20 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     return core_pb2.ListResponse(
         metadata=metadata, encoding=encoding, items=items, kind=resource.list_kind, api_version=resource.api_version
     )
+
+
+def _fitting(items: list[bytes], max_bytes: int) -> int:
+    """How many of the items, from the first, fit in a ListResponse of at most `max_bytes` (0: no bound), with
+    LIST_OVERHEAD left for everything else it holds; at least one."""
+    if not max_bytes:
+        return len(items)
+    room = max_bytes - LIST_OVERHEAD
+    for count, item in enumerate(items):
+        size = len(item)
+        room -= size + 1 + (size.bit_length() + 6) // 7  # the field's tag, its length as a varint, the bytes
+        if room < 0:
+            return max(count, 1)
+    return len(items)
 
 
 async def _converted(
@@ -131,7 +167,10 @@ async def _converted(
                               data=data[:-len(member)] + member[:-4] + b",".join(parts) + b"]}")
 
 
-async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta_pb2.ListOptions) -> Page:
+async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta_pb2.ListOptions,
+                    max_bytes: int = 0) -> Page:
+    """The page the options ask for; with `max_bytes`, a read from the store stops once the values read weigh
+    more (a continue token after the last one read), since no more could be sent."""
     options.list_options(opts, watch=False)
     chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
     if opts.limit < 0:
@@ -148,7 +187,7 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         revision: int | None = cont.revision
         start_after = prefix + cont.start.removesuffix("\x00").encode()
         try:
-            return await _page(ctx, prefix, chosen, revision, start_after, limit)
+            return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes)
         except Compacted:
             status = errors.expired(EXPIRED_CONTINUE).status
             setattr(status.metadata, "continue", continuation.encode(ctx.store.current_revision(), cont.start))
@@ -164,14 +203,14 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         else:
             await reach(ctx, wanted)
     try:
-        return await _page(ctx, prefix, chosen, revision, start_after, limit)
+        return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes)
     except Compacted:
         if revision is not None:
             raise errors.expired("The resourceVersion for the provided list is too old.") from None
     # The read chose its own snapshot, which was compacted before the read was done (a list is read in
     # slices): a newer one answers as well (etcd would have read it in one range).
     try:
-        return await _page(ctx, prefix, chosen, None, start_after, limit)
+        return await _page(ctx, prefix, chosen, None, start_after, limit, max_bytes)
     except Compacted:
         raise errors.expired("The resourceVersion for the provided list is too old.") from None
 
@@ -218,8 +257,11 @@ async def _page(
     revision: int | None,
     start_after: bytes | None,
     limit: int | None,
+    max_bytes: int = 0,
 ) -> Page:
     """Fill one page. Compacted escapes (the caller words it); other store errors are translated."""
+    if chosen.everything and max_bytes and (limit is None or limit > CHUNK):
+        return await _bounded_page(ctx, prefix, revision, start_after, limit, max_bytes)
     if chosen.everything:
         result = await _list(ctx, prefix, revision, start_after, limit)
         token = ""
@@ -242,6 +284,27 @@ async def _page(
         if not result.remaining or not result.kvs:
             return Page(revision, picked, "", None)
         start_after = result.kvs[-1].key
+
+
+async def _bounded_page(
+    ctx: Context, prefix: bytes, revision: int | None, start_after: bytes | None, limit: int | None, max_bytes: int
+) -> Page:
+    """The page read CHUNK keys at a time, all at the first read's revision, until `limit` keys or until the
+    values read weigh more than `max_bytes`; a continue token after the last key read when more follow."""
+    kvs: list[KeyValue] = []
+    weight = 0
+    while True:
+        want = CHUNK if limit is None else min(CHUNK, limit - len(kvs))
+        result = await _list(ctx, prefix, revision, start_after, want)
+        revision = result.revision
+        kvs += result.kvs
+        weight += sum(len(kv.value) for kv in result.kvs)
+        more = bool(result.remaining and result.kvs)
+        if not more or weight > max_bytes or (limit is not None and len(kvs) >= limit):
+            token = continuation.encode(revision, _relative(prefix, kvs[-1].key)) if more else ""
+            return Page(revision, kvs, token, result.remaining or None)
+        start_after = result.kvs[-1].key
+        await asyncio.sleep(0)
 
 
 async def _list(

@@ -17,6 +17,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import stored
 from server.machinery.bounded import Bounded
 from server.machinery.meta import canonical
+from server.machinery.protofields import is_repeated
 from server.machinery.values import Obj
 from server.registry.resources import Resource
 
@@ -193,5 +194,5 @@ def _texts(message: Message) -> None:
     for field, value in message.ListFields():
         if field.message_type is None or field.message_type.file is not core_pb2.DESCRIPTOR:
             continue  # Kubernetes messages (ListMeta, a Delete's Status) hold no RawObject
-        for item in value if field.is_repeated else (value,):
+        for item in value if is_repeated(field) else (value,):
             _texts(item)

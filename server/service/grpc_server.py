@@ -20,15 +20,16 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
+from server.machinery import healthlist
 from server.objects.health import HealthChecks
 
 # Adds a servicer to the server and returns the full service names it registered.
 Registrar = Callable[[grpc.aio.Server], list[str]]
 
+_HEALTH = "grpc.health.v1.Health"
 CHECK_PREFIX = "healthz/"  # a health "service" name that is one of the core's checks (the wire contract)
 _SERVING = health_pb2.HealthCheckResponse.SERVING
 _NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-_LISTING: Any = health_pb2  # its List messages (grpcio-health-checking >= 1.67) are missing from the type stubs
 
 
 class _HealthServicer(health.aio.HealthServicer):
@@ -47,7 +48,7 @@ class _HealthServicer(health.aio.HealthServicer):
         return await super().Check(request, context)
 
     async def List(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        response = _LISTING.HealthListResponse()
+        response = healthlist.messages()[1]()
         for service in ["", *self._services]:
             answer = await super().Check(health_pb2.HealthCheckRequest(service=service), context)
             response.statuses[service].status = answer.status
@@ -157,6 +158,11 @@ async def start_grpc(listen: str, port: int, registrars: list[Registrar] | None 
     names.append(health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
     health_servicer = _HealthServicer(checks or HealthChecks(), names)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    if not hasattr(health_pb2_grpc.HealthServicer, "List"):  # a grpcio-health-checking without it: served by path
+        request, response = healthlist.messages()
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_HEALTH, {"List": (
+            grpc.unary_unary_rpc_method_handler(health_servicer.List, request_deserializer=request.FromString,
+                                                response_serializer=response.SerializeToString))}),))
     _serve_reflection(server, names)
     mtls_port: int | None = None
     if tls is None:

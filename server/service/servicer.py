@@ -5,6 +5,9 @@ An ApiError becomes a gRPC status whose details carry the Kubernetes Status
 (server/machinery/errors.py); anything unexpected becomes a 500 Status, never a traceback
 on the wire.
 
+A List answers at most what its client can receive (ListRequest.max_response_bytes, gRPC's default 4 MiB when
+unset), paged with a continue token beyond it, so a client with default settings never gets RESOURCE_EXHAUSTED.
+
 Load shedding (server/machinery/limits/) is the first thing a call meets, before its bytes are parsed: Watch is
 long-running and exempt, the read calls (the method table's read_only) count as read-only, every other call
 as mutating, each call in the flow of the credential it presents — a split gateway's forwarded call in its
@@ -54,6 +57,9 @@ from server.objects import body, render
 log = logging.getLogger(__name__)
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
+# gRPC's default max receive message length: an unset ListRequest.max_response_bytes means a client with
+# default settings, whose List answers are paged to fit (server/objects/list.py).
+DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024
 
 
 def _default_manager(options: Any, context: Ctx) -> None:
@@ -119,6 +125,8 @@ class CoreService:
             body.from_text(request)
             if self._faults.active:
                 await self._injected(method, request)
+            if isinstance(request, core_pb2.ListRequest) and not request.max_response_bytes:
+                request.max_response_bytes = DEFAULT_MAX_RECEIVE  # what a client with default settings takes
             with deadline.within(context.time_remaining()):  # the call's gRPC deadline, where it has one
                 answer: Message = await self._guard.unary(method, request, credentials)
             context.set_trailing_metadata(classified.metadata())

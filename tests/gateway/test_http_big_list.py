@@ -89,12 +89,9 @@ async def test_split_form_serves_a_list_past_its_message_limit(server: Server, m
     assert listed.status == 200, listed.body[:300]
     assert [item["metadata"]["name"] for item in listed.json()["items"]] == [f"cm-{i:03}" for i in range(COUNT)]
     monkeypatch.setattr(gateway.handlers.paging, "PAGE", 10_000)
+    # Pages of more than the channel takes come back cut short, with a continue token the paging follows.
     one_call = await server.request("GET", PATH)
-    if server.transport == "grpc":  # what the split form answered before it paged: the message is too large
-        assert one_call.status == 429, one_call.body[:300]
-        assert b"larger than max" in one_call.body
-    else:
-        assert one_call.body == listed.body
+    assert one_call.body == listed.body
 
 
 async def test_a_paged_request_is_passed_through(server: Server) -> None:

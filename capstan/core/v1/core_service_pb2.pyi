@@ -4,8 +4,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -125,16 +124,18 @@ class GetResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("path", "options", "accept", "view")
+    __slots__ = ("path", "options", "accept", "view", "max_response_bytes")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESPONSE_BYTES_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.ListOptions
     accept: Encoding
     view: ViewOptions
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
+    max_response_bytes: int
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ..., max_response_bytes: _Optional[int] = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ("metadata", "encoding", "items", "kind", "api_version", "converted", "json_items")
@@ -174,7 +175,7 @@ class UpdateResponse(_message.Message):
     object: RawObject
     warnings: _containers.RepeatedScalarFieldContainer[str]
     created: bool
-    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
+    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: bool = ...) -> None: ...
 
 class PatchRequest(_message.Message):
     __slots__ = ("path", "type", "patch", "options", "accept", "patch_text")
@@ -200,7 +201,7 @@ class PatchResponse(_message.Message):
     object: RawObject
     warnings: _containers.RepeatedScalarFieldContainer[str]
     created: bool
-    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: _Optional[bool] = ...) -> None: ...
+    def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: bool = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
     __slots__ = ("path", "options", "accept")
@@ -280,7 +281,7 @@ class DiscoverResponse(_message.Message):
     generation: int
     unchanged: bool
     aggregated: _containers.RepeatedCompositeFieldContainer[AggregatedVersion]
-    def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., generation: _Optional[int] = ..., unchanged: _Optional[bool] = ..., aggregated: _Optional[_Iterable[_Union[AggregatedVersion, _Mapping]]] = ...) -> None: ...
+    def __init__(self, resources: _Optional[_Iterable[_Union[Resource, _Mapping]]] = ..., generation: _Optional[int] = ..., unchanged: bool = ..., aggregated: _Optional[_Iterable[_Union[AggregatedVersion, _Mapping]]] = ...) -> None: ...
 
 class AggregatedVersion(_message.Message):
     __slots__ = ("group", "version", "group_priority_minimum", "version_priority", "available", "resources", "openapi_v3")
@@ -298,7 +299,7 @@ class AggregatedVersion(_message.Message):
     available: bool
     resources: bytes
     openapi_v3: bytes
-    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., group_priority_minimum: _Optional[int] = ..., version_priority: _Optional[int] = ..., available: _Optional[bool] = ..., resources: _Optional[bytes] = ..., openapi_v3: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., group_priority_minimum: _Optional[int] = ..., version_priority: _Optional[int] = ..., available: bool = ..., resources: _Optional[bytes] = ..., openapi_v3: _Optional[bytes] = ...) -> None: ...
 
 class Resource(_message.Message):
     __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema", "deprecation_warning", "no_table")
@@ -336,7 +337,7 @@ class Resource(_message.Message):
     json_schema: bytes
     deprecation_warning: str
     no_table: bool
-    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: _Optional[bool] = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ..., deprecation_warning: _Optional[str] = ..., no_table: _Optional[bool] = ...) -> None: ...
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: bool = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ..., deprecation_warning: _Optional[str] = ..., no_table: bool = ...) -> None: ...
 
 class Subresource(_message.Message):
     __slots__ = ("name", "kind", "verbs", "group", "version", "proto_message")
@@ -406,7 +407,7 @@ class ProxyResponse(_message.Message):
     server_name: str
     ca_bundle: bytes
     insecure_skip_tls_verify: bool
-    def __init__(self, user: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., extra: _Optional[_Iterable[_Union[UserExtra, _Mapping]]] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., server_name: _Optional[str] = ..., ca_bundle: _Optional[bytes] = ..., insecure_skip_tls_verify: _Optional[bool] = ...) -> None: ...
+    def __init__(self, user: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ..., extra: _Optional[_Iterable[_Union[UserExtra, _Mapping]]] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., server_name: _Optional[str] = ..., ca_bundle: _Optional[bytes] = ..., insecure_skip_tls_verify: bool = ...) -> None: ...
 
 class UserExtra(_message.Message):
     __slots__ = ("key", "values")

@@ -5,8 +5,10 @@ import warnings
 
 from capstan.core.v1 import core_service_pb2 as capstan_dot_core_dot_v1_dot_core__service__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.63.2'
 GRPC_VERSION = grpc.__version__
+EXPECTED_ERROR_RELEASE = '1.65.0'
+SCHEDULED_RELEASE_DATE = 'June 25, 2024'
 _version_not_supported = False
 
 try:
@@ -16,16 +18,19 @@ except ImportError:
     _version_not_supported = True
 
 if _version_not_supported:
-    raise RuntimeError(
+    warnings.warn(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in capstan/core/v1/core_service_pb2_grpc.py depends on'
+        + f' but the generated code in capstan/core/v1/core_service_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
+        + f' This warning will become an error in {EXPECTED_ERROR_RELEASE},'
+        + f' scheduled for release on {SCHEDULED_RELEASE_DATE}.',
+        RuntimeWarning
     )
 
 
-class CoreServiceStub:
+class CoreServiceStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -106,7 +111,7 @@ class CoreServiceStub:
                 _registered_method=True)
 
 
-class CoreServiceServicer:
+class CoreServiceServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def Create(self, request, context):
@@ -124,7 +129,8 @@ class CoreServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def List(self, request, context):
-        """Read a collection (one page of it, with limit/continue).
+        """Read a collection (one page of it, with limit/continue). A page is at most
+        ListRequest.max_response_bytes (4 MiB by default): see there.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -296,11 +302,10 @@ def add_CoreServiceServicer_to_server(servicer, server):
     generic_handler = grpc.method_handlers_generic_handler(
             'capstan.core.v1.CoreService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('capstan.core.v1.CoreService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class CoreService:
+class CoreService(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod

@@ -25,6 +25,7 @@ from server.machinery.codec.gojson import (
 )
 from server.machinery.codec.planned import Decoder, Plan, Resolve, State
 from server.machinery.codec.wellknown import WELL_KNOWN, WellKnown
+from server.machinery.protofields import is_repeated
 
 
 def field_decoder(field: FieldDescriptor, name: str, resolve: Resolve) -> Decoder:
@@ -38,7 +39,7 @@ def field_decoder(field: FieldDescriptor, name: str, resolve: Resolve) -> Decode
         return _value_map(_value_decoder(value_field), go_type, value_field.type == FieldDescriptor.TYPE_STRING)
     go_type = go_field_type(field)
     sub = resolve(field)
-    if field.is_repeated:
+    if is_repeated(field):
         if sub is not None:
             return _message_list(name, sub, go_type)
         return _value_list(_value_decoder(field), go_type, field.type == FieldDescriptor.TYPE_STRING)

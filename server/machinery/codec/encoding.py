@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 from server.machinery.codec.gojson import encode_base64, map_value, message_type
 from server.machinery.codec.planned import Plan, Resolve
 from server.machinery.codec.wellknown import WELL_KNOWN, ZERO
+from server.machinery.protofields import is_repeated
 
 # Encoder modes: one branch each in encode_object. INLINE prints a sub-message's fields into the enclosing object.
 SCALAR, MESSAGE, MAP, LIST, KNOWN, LIST_MESSAGE, MAP_MESSAGE, CONVERT, INLINE = range(9)
@@ -36,7 +37,7 @@ def field_encoder(field: FieldDescriptor, resolve: Resolve) -> tuple[int, Any, C
             return MAP_MESSAGE, aux, dict
         convert = aux
         return CONVERT, lambda values: {key: convert(values[key]) for key in sorted(values)}, dict
-    repeated = field.is_repeated
+    repeated = is_repeated(field)
     mode, aux = _value_encoder(field, resolve, element=repeated)
     if repeated:
         if mode == SCALAR:

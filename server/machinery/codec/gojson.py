@@ -19,6 +19,7 @@ from typing import Any
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from capstan.options.v1 import options_pb2
+from server.machinery.protofields import is_repeated
 
 _GO_SCALARS = {
     FieldDescriptor.TYPE_STRING: "string",
@@ -147,7 +148,7 @@ def go_field_type(field: FieldDescriptor) -> str:
     value = map_value(field)
     if value is not None:
         return f"map[string]{go_value_type(value)}"
-    if field.is_repeated:
+    if is_repeated(field):
         return f"[]{go_value_type(field)}"
     return go_value_type(field)
 

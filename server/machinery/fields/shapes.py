@@ -22,6 +22,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from server.machinery import schema_hints
 from server.machinery.codec.gojson import json_fields
+from server.machinery.protofields import is_repeated
 
 SCALAR_MESSAGES = frozenset({
     "k8s.io.apimachinery.pkg.apis.meta.v1.Time",
@@ -146,7 +147,7 @@ def _field_shape(message: Descriptor, field: FieldDescriptor) -> Shape:
     entry = field.message_type
     if entry is not None and entry.GetOptions().map_entry:
         return MapShape(_value_shape(entry.fields_by_name["value"]))
-    if field.is_repeated:
+    if is_repeated(field):
         kind = list_type(schema_hints.field_hint(message.full_name, field.name))
         elem = field.message_type.full_name if field.message_type is not None else ""
         defaults = tuple((k, KEY_DEFAULTS[(elem, k)]) for k in kind.keys if (elem, k) in KEY_DEFAULTS)

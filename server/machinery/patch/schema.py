@@ -27,6 +27,7 @@ from server.machinery.codec.gojson import json_fields
 from server.machinery.codec.wellknown import WELL_KNOWN
 from server.machinery.gofmt import go_quote
 from server.machinery.patch.errors import failed
+from server.machinery.protofields import is_repeated
 
 _VERBS = schema_hints.META_V1 + "Verbs"  # a well-known type that is a Go slice ([]string)
 
@@ -103,7 +104,7 @@ def _field_type(field: FieldDescriptor) -> GoType:
     entry = field.message_type
     if entry is not None and entry.GetOptions().map_entry:
         return GoType("map", elem=_value_type(entry.fields_by_name["value"]))
-    if field.is_repeated:
+    if is_repeated(field):
         return GoType("slice", elem=_value_type(field))
     return _value_type(field)
 

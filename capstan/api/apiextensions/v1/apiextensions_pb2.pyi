@@ -3,8 +3,7 @@ from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -32,7 +31,7 @@ class CustomResourceDefinitionSpec(_message.Message):
     versions: _containers.RepeatedCompositeFieldContainer[CustomResourceDefinitionVersion]
     conversion: CustomResourceConversion
     preserveUnknownFields: bool
-    def __init__(self, group: _Optional[str] = ..., names: _Optional[_Union[CustomResourceDefinitionNames, _Mapping]] = ..., scope: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[CustomResourceDefinitionVersion, _Mapping]]] = ..., conversion: _Optional[_Union[CustomResourceConversion, _Mapping]] = ..., preserveUnknownFields: _Optional[bool] = ...) -> None: ...
+    def __init__(self, group: _Optional[str] = ..., names: _Optional[_Union[CustomResourceDefinitionNames, _Mapping]] = ..., scope: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[CustomResourceDefinitionVersion, _Mapping]]] = ..., conversion: _Optional[_Union[CustomResourceConversion, _Mapping]] = ..., preserveUnknownFields: bool = ...) -> None: ...
 
 class CustomResourceDefinitionNames(_message.Message):
     __slots__ = ("plural", "singular", "shortNames", "kind", "listKind", "categories")
@@ -70,7 +69,7 @@ class CustomResourceDefinitionVersion(_message.Message):
     deprecated: bool
     deprecationWarning: str
     selectableFields: _containers.RepeatedCompositeFieldContainer[SelectableField]
-    def __init__(self, name: _Optional[str] = ..., served: _Optional[bool] = ..., storage: _Optional[bool] = ..., schema: _Optional[_Union[CustomResourceValidation, _Mapping]] = ..., subresources: _Optional[_Union[CustomResourceSubresources, _Mapping]] = ..., additionalPrinterColumns: _Optional[_Iterable[_Union[CustomResourceColumnDefinition, _Mapping]]] = ..., deprecated: _Optional[bool] = ..., deprecationWarning: _Optional[str] = ..., selectableFields: _Optional[_Iterable[_Union[SelectableField, _Mapping]]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., served: bool = ..., storage: bool = ..., schema: _Optional[_Union[CustomResourceValidation, _Mapping]] = ..., subresources: _Optional[_Union[CustomResourceSubresources, _Mapping]] = ..., additionalPrinterColumns: _Optional[_Iterable[_Union[CustomResourceColumnDefinition, _Mapping]]] = ..., deprecated: bool = ..., deprecationWarning: _Optional[str] = ..., selectableFields: _Optional[_Iterable[_Union[SelectableField, _Mapping]]] = ...) -> None: ...
 
 class CustomResourceValidation(_message.Message):
     __slots__ = ("openAPIV3Schema",)
@@ -313,7 +312,7 @@ class JSONSchemaProps(_message.Message):
     xKubernetesListType: str
     xKubernetesMapType: str
     xKubernetesValidations: _containers.RepeatedCompositeFieldContainer[ValidationRule]
-    def __init__(self, id: _Optional[str] = ..., schema: _Optional[str] = ..., ref: _Optional[str] = ..., description: _Optional[str] = ..., type: _Optional[str] = ..., format: _Optional[str] = ..., title: _Optional[str] = ..., default: _Optional[_Union[JSON, _Mapping]] = ..., maximum: _Optional[float] = ..., exclusiveMaximum: _Optional[bool] = ..., minimum: _Optional[float] = ..., exclusiveMinimum: _Optional[bool] = ..., maxLength: _Optional[int] = ..., minLength: _Optional[int] = ..., pattern: _Optional[str] = ..., maxItems: _Optional[int] = ..., minItems: _Optional[int] = ..., uniqueItems: _Optional[bool] = ..., multipleOf: _Optional[float] = ..., enum: _Optional[_Iterable[_Union[JSON, _Mapping]]] = ..., maxProperties: _Optional[int] = ..., minProperties: _Optional[int] = ..., required: _Optional[_Iterable[str]] = ..., items: _Optional[_Union[JSONSchemaPropsOrArray, _Mapping]] = ..., allOf: _Optional[_Iterable[_Union[JSONSchemaProps, _Mapping]]] = ..., oneOf: _Optional[_Iterable[_Union[JSONSchemaProps, _Mapping]]] = ..., anyOf: _Optional[_Iterable[_Union[JSONSchemaProps, _Mapping]]] = ..., properties: _Optional[_Mapping[str, JSONSchemaProps]] = ..., additionalProperties: _Optional[_Union[JSONSchemaPropsOrBool, _Mapping]] = ..., patternProperties: _Optional[_Mapping[str, JSONSchemaProps]] = ..., dependencies: _Optional[_Mapping[str, JSONSchemaPropsOrStringArray]] = ..., additionalItems: _Optional[_Union[JSONSchemaPropsOrBool, _Mapping]] = ..., definitions: _Optional[_Mapping[str, JSONSchemaProps]] = ..., externalDocs: _Optional[_Union[ExternalDocumentation, _Mapping]] = ..., example: _Optional[_Union[JSON, _Mapping]] = ..., nullable: _Optional[bool] = ..., xKubernetesPreserveUnknownFields: _Optional[bool] = ..., xKubernetesEmbeddedResource: _Optional[bool] = ..., xKubernetesIntOrString: _Optional[bool] = ..., xKubernetesListMapKeys: _Optional[_Iterable[str]] = ..., xKubernetesListType: _Optional[str] = ..., xKubernetesMapType: _Optional[str] = ..., xKubernetesValidations: _Optional[_Iterable[_Union[ValidationRule, _Mapping]]] = ..., **kwargs) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., schema: _Optional[str] = ..., ref: _Optional[str] = ..., description: _Optional[str] = ..., type: _Optional[str] = ..., format: _Optional[str] = ..., title: _Optional[str] = ..., default: _Optional[_Union[JSON, _Mapping]] = ..., maximum: _Optional[float] = ..., exclusiveMaximum: bool = ..., minimum: _Optional[float] = ..., exclusiveMinimum: bool = ..., maxLength: _Optional[int] = ..., minLength: _Optional[int] = ..., pattern: _Optional[str] = ..., maxItems: _Optional[int] = ..., minItems: _Optional[int] = ..., uniqueItems: bool = ..., multipleOf: _Optional[float] = ..., enum: _Optional[_Iterable[_Union[JSON, _Mapping]]] = ..., maxProperties: _Optional[int] = ..., minProperties: _Optional[int] = ..., required: _Optional[_Iterable[str]] = ..., items: _Optional[_Union[JSONSchemaPropsOrArray, _Mapping]] = ..., allOf: _Optional[_Iterable[_Union[JSONSchemaProps, _Mapping]]] = ..., oneOf: _Optional[_Iterable[_Union[JSONSchemaProps, _Mapping]]] = ..., anyOf: _Optional[_Iterable[_Union[JSONSchemaProps, _Mapping]]] = ..., properties: _Optional[_Mapping[str, JSONSchemaProps]] = ..., additionalProperties: _Optional[_Union[JSONSchemaPropsOrBool, _Mapping]] = ..., patternProperties: _Optional[_Mapping[str, JSONSchemaProps]] = ..., dependencies: _Optional[_Mapping[str, JSONSchemaPropsOrStringArray]] = ..., additionalItems: _Optional[_Union[JSONSchemaPropsOrBool, _Mapping]] = ..., definitions: _Optional[_Mapping[str, JSONSchemaProps]] = ..., externalDocs: _Optional[_Union[ExternalDocumentation, _Mapping]] = ..., example: _Optional[_Union[JSON, _Mapping]] = ..., nullable: bool = ..., xKubernetesPreserveUnknownFields: bool = ..., xKubernetesEmbeddedResource: bool = ..., xKubernetesIntOrString: bool = ..., xKubernetesListMapKeys: _Optional[_Iterable[str]] = ..., xKubernetesListType: _Optional[str] = ..., xKubernetesMapType: _Optional[str] = ..., xKubernetesValidations: _Optional[_Iterable[_Union[ValidationRule, _Mapping]]] = ..., **kwargs) -> None: ...
 
 class JSON(_message.Message):
     __slots__ = ("raw",)
@@ -335,7 +334,7 @@ class JSONSchemaPropsOrBool(_message.Message):
     SCHEMA_FIELD_NUMBER: _ClassVar[int]
     allows: bool
     schema: JSONSchemaProps
-    def __init__(self, allows: _Optional[bool] = ..., schema: _Optional[_Union[JSONSchemaProps, _Mapping]] = ...) -> None: ...
+    def __init__(self, allows: bool = ..., schema: _Optional[_Union[JSONSchemaProps, _Mapping]] = ...) -> None: ...
 
 class JSONSchemaPropsOrStringArray(_message.Message):
     __slots__ = ("schema", "property")
@@ -367,4 +366,4 @@ class ValidationRule(_message.Message):
     reason: str
     fieldPath: str
     optionalOldSelf: bool
-    def __init__(self, rule: _Optional[str] = ..., message: _Optional[str] = ..., messageExpression: _Optional[str] = ..., reason: _Optional[str] = ..., fieldPath: _Optional[str] = ..., optionalOldSelf: _Optional[bool] = ...) -> None: ...
+    def __init__(self, rule: _Optional[str] = ..., message: _Optional[str] = ..., messageExpression: _Optional[str] = ..., reason: _Optional[str] = ..., fieldPath: _Optional[str] = ..., optionalOldSelf: bool = ...) -> None: ...

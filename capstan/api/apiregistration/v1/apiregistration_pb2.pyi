@@ -3,8 +3,7 @@ from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -42,7 +41,7 @@ class APIServiceSpec(_message.Message):
     caBundle: bytes
     groupPriorityMinimum: int
     versionPriority: int
-    def __init__(self, service: _Optional[_Union[ServiceReference, _Mapping]] = ..., group: _Optional[str] = ..., version: _Optional[str] = ..., insecureSkipTLSVerify: _Optional[bool] = ..., caBundle: _Optional[bytes] = ..., groupPriorityMinimum: _Optional[int] = ..., versionPriority: _Optional[int] = ...) -> None: ...
+    def __init__(self, service: _Optional[_Union[ServiceReference, _Mapping]] = ..., group: _Optional[str] = ..., version: _Optional[str] = ..., insecureSkipTLSVerify: bool = ..., caBundle: _Optional[bytes] = ..., groupPriorityMinimum: _Optional[int] = ..., versionPriority: _Optional[int] = ...) -> None: ...
 
 class ServiceReference(_message.Message):
     __slots__ = ("namespace", "name", "port")

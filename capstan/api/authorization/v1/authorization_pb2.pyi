@@ -3,8 +3,7 @@ from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -81,7 +80,7 @@ class SubjectAccessReviewStatus(_message.Message):
     denied: bool
     reason: str
     evaluationError: str
-    def __init__(self, allowed: _Optional[bool] = ..., denied: _Optional[bool] = ..., reason: _Optional[str] = ..., evaluationError: _Optional[str] = ...) -> None: ...
+    def __init__(self, allowed: bool = ..., denied: bool = ..., reason: _Optional[str] = ..., evaluationError: _Optional[str] = ...) -> None: ...
 
 class SubjectAccessReview(_message.Message):
     __slots__ = ("metadata", "spec", "status")
@@ -149,7 +148,7 @@ class SubjectRulesReviewStatus(_message.Message):
     nonResourceRules: _containers.RepeatedCompositeFieldContainer[NonResourceRule]
     incomplete: bool
     evaluationError: str
-    def __init__(self, resourceRules: _Optional[_Iterable[_Union[ResourceRule, _Mapping]]] = ..., nonResourceRules: _Optional[_Iterable[_Union[NonResourceRule, _Mapping]]] = ..., incomplete: _Optional[bool] = ..., evaluationError: _Optional[str] = ...) -> None: ...
+    def __init__(self, resourceRules: _Optional[_Iterable[_Union[ResourceRule, _Mapping]]] = ..., nonResourceRules: _Optional[_Iterable[_Union[NonResourceRule, _Mapping]]] = ..., incomplete: bool = ..., evaluationError: _Optional[str] = ...) -> None: ...
 
 class SelfSubjectRulesReview(_message.Message):
     __slots__ = ("metadata", "spec", "status")

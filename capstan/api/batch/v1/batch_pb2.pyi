@@ -4,8 +4,7 @@ from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -109,7 +108,7 @@ class JobSpec(_message.Message):
     suspend: bool
     podReplacementPolicy: str
     managedBy: str
-    def __init__(self, parallelism: _Optional[int] = ..., completions: _Optional[int] = ..., activeDeadlineSeconds: _Optional[int] = ..., podFailurePolicy: _Optional[_Union[PodFailurePolicy, _Mapping]] = ..., successPolicy: _Optional[_Union[SuccessPolicy, _Mapping]] = ..., backoffLimit: _Optional[int] = ..., backoffLimitPerIndex: _Optional[int] = ..., maxFailedIndexes: _Optional[int] = ..., selector: _Optional[_Union[_meta_pb2.LabelSelector, _Mapping]] = ..., manualSelector: _Optional[bool] = ..., template: _Optional[_Union[_core_pb2.PodTemplateSpec, _Mapping]] = ..., ttlSecondsAfterFinished: _Optional[int] = ..., completionMode: _Optional[str] = ..., suspend: _Optional[bool] = ..., podReplacementPolicy: _Optional[str] = ..., managedBy: _Optional[str] = ...) -> None: ...
+    def __init__(self, parallelism: _Optional[int] = ..., completions: _Optional[int] = ..., activeDeadlineSeconds: _Optional[int] = ..., podFailurePolicy: _Optional[_Union[PodFailurePolicy, _Mapping]] = ..., successPolicy: _Optional[_Union[SuccessPolicy, _Mapping]] = ..., backoffLimit: _Optional[int] = ..., backoffLimitPerIndex: _Optional[int] = ..., maxFailedIndexes: _Optional[int] = ..., selector: _Optional[_Union[_meta_pb2.LabelSelector, _Mapping]] = ..., manualSelector: bool = ..., template: _Optional[_Union[_core_pb2.PodTemplateSpec, _Mapping]] = ..., ttlSecondsAfterFinished: _Optional[int] = ..., completionMode: _Optional[str] = ..., suspend: bool = ..., podReplacementPolicy: _Optional[str] = ..., managedBy: _Optional[str] = ...) -> None: ...
 
 class JobStatus(_message.Message):
     __slots__ = ("conditions", "startTime", "completionTime", "active", "succeeded", "failed", "terminating", "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
@@ -205,7 +204,7 @@ class CronJobSpec(_message.Message):
     jobTemplate: JobTemplateSpec
     successfulJobsHistoryLimit: int
     failedJobsHistoryLimit: int
-    def __init__(self, schedule: _Optional[str] = ..., timeZone: _Optional[str] = ..., startingDeadlineSeconds: _Optional[int] = ..., concurrencyPolicy: _Optional[str] = ..., suspend: _Optional[bool] = ..., jobTemplate: _Optional[_Union[JobTemplateSpec, _Mapping]] = ..., successfulJobsHistoryLimit: _Optional[int] = ..., failedJobsHistoryLimit: _Optional[int] = ...) -> None: ...
+    def __init__(self, schedule: _Optional[str] = ..., timeZone: _Optional[str] = ..., startingDeadlineSeconds: _Optional[int] = ..., concurrencyPolicy: _Optional[str] = ..., suspend: bool = ..., jobTemplate: _Optional[_Union[JobTemplateSpec, _Mapping]] = ..., successfulJobsHistoryLimit: _Optional[int] = ..., failedJobsHistoryLimit: _Optional[int] = ...) -> None: ...
 
 class CronJobStatus(_message.Message):
     __slots__ = ("active", "lastScheduleTime", "lastSuccessfulTime")

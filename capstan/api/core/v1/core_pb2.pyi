@@ -5,8 +5,7 @@ from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -80,7 +79,7 @@ class ConfigMap(_message.Message):
     data: _containers.ScalarMap[str, str]
     binaryData: _containers.ScalarMap[str, bytes]
     immutable: bool
-    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., data: _Optional[_Mapping[str, str]] = ..., binaryData: _Optional[_Mapping[str, bytes]] = ..., immutable: _Optional[bool] = ...) -> None: ...
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., data: _Optional[_Mapping[str, str]] = ..., binaryData: _Optional[_Mapping[str, bytes]] = ..., immutable: bool = ...) -> None: ...
 
 class ConfigMapList(_message.Message):
     __slots__ = ("metadata", "items")
@@ -116,7 +115,7 @@ class Secret(_message.Message):
     type: str
     stringData: _containers.ScalarMap[str, str]
     immutable: bool
-    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., data: _Optional[_Mapping[str, bytes]] = ..., type: _Optional[str] = ..., stringData: _Optional[_Mapping[str, str]] = ..., immutable: _Optional[bool] = ...) -> None: ...
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., data: _Optional[_Mapping[str, bytes]] = ..., type: _Optional[str] = ..., stringData: _Optional[_Mapping[str, str]] = ..., immutable: bool = ...) -> None: ...
 
 class SecretList(_message.Message):
     __slots__ = ("metadata", "items")
@@ -250,7 +249,7 @@ class PersistentVolumeClaimVolumeSource(_message.Message):
     READONLY_FIELD_NUMBER: _ClassVar[int]
     claimName: str
     readOnly: bool
-    def __init__(self, claimName: _Optional[str] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, claimName: _Optional[str] = ..., readOnly: bool = ...) -> None: ...
 
 class PersistentVolumeSource(_message.Message):
     __slots__ = ("gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "iscsi", "cinder", "cephfs", "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "portworxVolume", "scaleIO", "local", "storageos", "csi")
@@ -324,7 +323,7 @@ class GlusterfsVolumeSource(_message.Message):
     endpoints: str
     path: str
     readOnly: bool
-    def __init__(self, endpoints: _Optional[str] = ..., path: _Optional[str] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, endpoints: _Optional[str] = ..., path: _Optional[str] = ..., readOnly: bool = ...) -> None: ...
 
 class GlusterfsPersistentVolumeSource(_message.Message):
     __slots__ = ("endpoints", "path", "readOnly", "endpointsNamespace")
@@ -336,7 +335,7 @@ class GlusterfsPersistentVolumeSource(_message.Message):
     path: str
     readOnly: bool
     endpointsNamespace: str
-    def __init__(self, endpoints: _Optional[str] = ..., path: _Optional[str] = ..., readOnly: _Optional[bool] = ..., endpointsNamespace: _Optional[str] = ...) -> None: ...
+    def __init__(self, endpoints: _Optional[str] = ..., path: _Optional[str] = ..., readOnly: bool = ..., endpointsNamespace: _Optional[str] = ...) -> None: ...
 
 class RBDVolumeSource(_message.Message):
     __slots__ = ("monitors", "image", "fsType", "pool", "user", "keyring", "secretRef", "readOnly")
@@ -356,7 +355,7 @@ class RBDVolumeSource(_message.Message):
     keyring: str
     secretRef: LocalObjectReference
     readOnly: bool
-    def __init__(self, monitors: _Optional[_Iterable[str]] = ..., image: _Optional[str] = ..., fsType: _Optional[str] = ..., pool: _Optional[str] = ..., user: _Optional[str] = ..., keyring: _Optional[str] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, monitors: _Optional[_Iterable[str]] = ..., image: _Optional[str] = ..., fsType: _Optional[str] = ..., pool: _Optional[str] = ..., user: _Optional[str] = ..., keyring: _Optional[str] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., readOnly: bool = ...) -> None: ...
 
 class RBDPersistentVolumeSource(_message.Message):
     __slots__ = ("monitors", "image", "fsType", "pool", "user", "keyring", "secretRef", "readOnly")
@@ -376,7 +375,7 @@ class RBDPersistentVolumeSource(_message.Message):
     keyring: str
     secretRef: SecretReference
     readOnly: bool
-    def __init__(self, monitors: _Optional[_Iterable[str]] = ..., image: _Optional[str] = ..., fsType: _Optional[str] = ..., pool: _Optional[str] = ..., user: _Optional[str] = ..., keyring: _Optional[str] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, monitors: _Optional[_Iterable[str]] = ..., image: _Optional[str] = ..., fsType: _Optional[str] = ..., pool: _Optional[str] = ..., user: _Optional[str] = ..., keyring: _Optional[str] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., readOnly: bool = ...) -> None: ...
 
 class CinderVolumeSource(_message.Message):
     __slots__ = ("volumeID", "fsType", "readOnly", "secretRef")
@@ -388,7 +387,7 @@ class CinderVolumeSource(_message.Message):
     fsType: str
     readOnly: bool
     secretRef: LocalObjectReference
-    def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ...) -> None: ...
+    def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ...) -> None: ...
 
 class CinderPersistentVolumeSource(_message.Message):
     __slots__ = ("volumeID", "fsType", "readOnly", "secretRef")
@@ -400,7 +399,7 @@ class CinderPersistentVolumeSource(_message.Message):
     fsType: str
     readOnly: bool
     secretRef: SecretReference
-    def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ...) -> None: ...
+    def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ...) -> None: ...
 
 class CephFSVolumeSource(_message.Message):
     __slots__ = ("monitors", "path", "user", "secretFile", "secretRef", "readOnly")
@@ -416,7 +415,7 @@ class CephFSVolumeSource(_message.Message):
     secretFile: str
     secretRef: LocalObjectReference
     readOnly: bool
-    def __init__(self, monitors: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., user: _Optional[str] = ..., secretFile: _Optional[str] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, monitors: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., user: _Optional[str] = ..., secretFile: _Optional[str] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., readOnly: bool = ...) -> None: ...
 
 class SecretReference(_message.Message):
     __slots__ = ("name", "namespace")
@@ -440,7 +439,7 @@ class CephFSPersistentVolumeSource(_message.Message):
     secretFile: str
     secretRef: SecretReference
     readOnly: bool
-    def __init__(self, monitors: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., user: _Optional[str] = ..., secretFile: _Optional[str] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, monitors: _Optional[_Iterable[str]] = ..., path: _Optional[str] = ..., user: _Optional[str] = ..., secretFile: _Optional[str] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., readOnly: bool = ...) -> None: ...
 
 class FlockerVolumeSource(_message.Message):
     __slots__ = ("datasetName", "datasetUUID")
@@ -460,7 +459,7 @@ class GCEPersistentDiskVolumeSource(_message.Message):
     fsType: str
     partition: int
     readOnly: bool
-    def __init__(self, pdName: _Optional[str] = ..., fsType: _Optional[str] = ..., partition: _Optional[int] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, pdName: _Optional[str] = ..., fsType: _Optional[str] = ..., partition: _Optional[int] = ..., readOnly: bool = ...) -> None: ...
 
 class QuobyteVolumeSource(_message.Message):
     __slots__ = ("registry", "volume", "readOnly", "user", "group", "tenant")
@@ -476,7 +475,7 @@ class QuobyteVolumeSource(_message.Message):
     user: str
     group: str
     tenant: str
-    def __init__(self, registry: _Optional[str] = ..., volume: _Optional[str] = ..., readOnly: _Optional[bool] = ..., user: _Optional[str] = ..., group: _Optional[str] = ..., tenant: _Optional[str] = ...) -> None: ...
+    def __init__(self, registry: _Optional[str] = ..., volume: _Optional[str] = ..., readOnly: bool = ..., user: _Optional[str] = ..., group: _Optional[str] = ..., tenant: _Optional[str] = ...) -> None: ...
 
 class FlexPersistentVolumeSource(_message.Message):
     __slots__ = ("driver", "fsType", "secretRef", "readOnly", "options")
@@ -497,7 +496,7 @@ class FlexPersistentVolumeSource(_message.Message):
     secretRef: SecretReference
     readOnly: bool
     options: _containers.ScalarMap[str, str]
-    def __init__(self, driver: _Optional[str] = ..., fsType: _Optional[str] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., readOnly: _Optional[bool] = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, driver: _Optional[str] = ..., fsType: _Optional[str] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., readOnly: bool = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class FlexVolumeSource(_message.Message):
     __slots__ = ("driver", "fsType", "secretRef", "readOnly", "options")
@@ -518,7 +517,7 @@ class FlexVolumeSource(_message.Message):
     secretRef: LocalObjectReference
     readOnly: bool
     options: _containers.ScalarMap[str, str]
-    def __init__(self, driver: _Optional[str] = ..., fsType: _Optional[str] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., readOnly: _Optional[bool] = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, driver: _Optional[str] = ..., fsType: _Optional[str] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., readOnly: bool = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class AWSElasticBlockStoreVolumeSource(_message.Message):
     __slots__ = ("volumeID", "fsType", "partition", "readOnly")
@@ -530,7 +529,7 @@ class AWSElasticBlockStoreVolumeSource(_message.Message):
     fsType: str
     partition: int
     readOnly: bool
-    def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., partition: _Optional[int] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., partition: _Optional[int] = ..., readOnly: bool = ...) -> None: ...
 
 class GitRepoVolumeSource(_message.Message):
     __slots__ = ("repository", "revision", "directory")
@@ -552,7 +551,7 @@ class SecretVolumeSource(_message.Message):
     items: _containers.RepeatedCompositeFieldContainer[KeyToPath]
     defaultMode: int
     optional: bool
-    def __init__(self, secretName: _Optional[str] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., defaultMode: _Optional[int] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, secretName: _Optional[str] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., defaultMode: _Optional[int] = ..., optional: bool = ...) -> None: ...
 
 class SecretProjection(_message.Message):
     __slots__ = ("localObjectReference", "items", "optional")
@@ -562,7 +561,7 @@ class SecretProjection(_message.Message):
     localObjectReference: LocalObjectReference
     items: _containers.RepeatedCompositeFieldContainer[KeyToPath]
     optional: bool
-    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., optional: bool = ...) -> None: ...
 
 class NFSVolumeSource(_message.Message):
     __slots__ = ("server", "path", "readOnly")
@@ -572,7 +571,7 @@ class NFSVolumeSource(_message.Message):
     server: str
     path: str
     readOnly: bool
-    def __init__(self, server: _Optional[str] = ..., path: _Optional[str] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, server: _Optional[str] = ..., path: _Optional[str] = ..., readOnly: bool = ...) -> None: ...
 
 class ISCSIVolumeSource(_message.Message):
     __slots__ = ("targetPortal", "iqn", "lun", "iscsiInterface", "fsType", "readOnly", "portals", "chapAuthDiscovery", "secretRef", "chapAuthSession", "initiatorName")
@@ -598,7 +597,7 @@ class ISCSIVolumeSource(_message.Message):
     secretRef: LocalObjectReference
     chapAuthSession: bool
     initiatorName: str
-    def __init__(self, targetPortal: _Optional[str] = ..., iqn: _Optional[str] = ..., lun: _Optional[int] = ..., iscsiInterface: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., portals: _Optional[_Iterable[str]] = ..., chapAuthDiscovery: _Optional[bool] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., chapAuthSession: _Optional[bool] = ..., initiatorName: _Optional[str] = ...) -> None: ...
+    def __init__(self, targetPortal: _Optional[str] = ..., iqn: _Optional[str] = ..., lun: _Optional[int] = ..., iscsiInterface: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ..., portals: _Optional[_Iterable[str]] = ..., chapAuthDiscovery: bool = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., chapAuthSession: bool = ..., initiatorName: _Optional[str] = ...) -> None: ...
 
 class ISCSIPersistentVolumeSource(_message.Message):
     __slots__ = ("targetPortal", "iqn", "lun", "iscsiInterface", "fsType", "readOnly", "portals", "chapAuthDiscovery", "secretRef", "chapAuthSession", "initiatorName")
@@ -624,7 +623,7 @@ class ISCSIPersistentVolumeSource(_message.Message):
     secretRef: SecretReference
     chapAuthSession: bool
     initiatorName: str
-    def __init__(self, targetPortal: _Optional[str] = ..., iqn: _Optional[str] = ..., lun: _Optional[int] = ..., iscsiInterface: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., portals: _Optional[_Iterable[str]] = ..., chapAuthDiscovery: _Optional[bool] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., chapAuthSession: _Optional[bool] = ..., initiatorName: _Optional[str] = ...) -> None: ...
+    def __init__(self, targetPortal: _Optional[str] = ..., iqn: _Optional[str] = ..., lun: _Optional[int] = ..., iscsiInterface: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ..., portals: _Optional[_Iterable[str]] = ..., chapAuthDiscovery: bool = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., chapAuthSession: bool = ..., initiatorName: _Optional[str] = ...) -> None: ...
 
 class FCVolumeSource(_message.Message):
     __slots__ = ("targetWWNs", "lun", "fsType", "readOnly", "wwids")
@@ -638,7 +637,7 @@ class FCVolumeSource(_message.Message):
     fsType: str
     readOnly: bool
     wwids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, targetWWNs: _Optional[_Iterable[str]] = ..., lun: _Optional[int] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., wwids: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, targetWWNs: _Optional[_Iterable[str]] = ..., lun: _Optional[int] = ..., fsType: _Optional[str] = ..., readOnly: bool = ..., wwids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AzureFileVolumeSource(_message.Message):
     __slots__ = ("secretName", "shareName", "readOnly")
@@ -648,7 +647,7 @@ class AzureFileVolumeSource(_message.Message):
     secretName: str
     shareName: str
     readOnly: bool
-    def __init__(self, secretName: _Optional[str] = ..., shareName: _Optional[str] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, secretName: _Optional[str] = ..., shareName: _Optional[str] = ..., readOnly: bool = ...) -> None: ...
 
 class AzureFilePersistentVolumeSource(_message.Message):
     __slots__ = ("secretName", "shareName", "readOnly", "secretNamespace")
@@ -660,7 +659,7 @@ class AzureFilePersistentVolumeSource(_message.Message):
     shareName: str
     readOnly: bool
     secretNamespace: str
-    def __init__(self, secretName: _Optional[str] = ..., shareName: _Optional[str] = ..., readOnly: _Optional[bool] = ..., secretNamespace: _Optional[str] = ...) -> None: ...
+    def __init__(self, secretName: _Optional[str] = ..., shareName: _Optional[str] = ..., readOnly: bool = ..., secretNamespace: _Optional[str] = ...) -> None: ...
 
 class VsphereVirtualDiskVolumeSource(_message.Message):
     __slots__ = ("volumePath", "fsType", "storagePolicyName", "storagePolicyID")
@@ -696,7 +695,7 @@ class AzureDiskVolumeSource(_message.Message):
     fsType: str
     readOnly: bool
     kind: str
-    def __init__(self, diskName: _Optional[str] = ..., diskURI: _Optional[str] = ..., cachingMode: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., kind: _Optional[str] = ...) -> None: ...
+    def __init__(self, diskName: _Optional[str] = ..., diskURI: _Optional[str] = ..., cachingMode: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ..., kind: _Optional[str] = ...) -> None: ...
 
 class PortworxVolumeSource(_message.Message):
     __slots__ = ("volumeID", "fsType", "readOnly")
@@ -706,7 +705,7 @@ class PortworxVolumeSource(_message.Message):
     volumeID: str
     fsType: str
     readOnly: bool
-    def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ...) -> None: ...
 
 class ScaleIOVolumeSource(_message.Message):
     __slots__ = ("gateway", "system", "secretRef", "sslEnabled", "protectionDomain", "storagePool", "storageMode", "volumeName", "fsType", "readOnly")
@@ -730,7 +729,7 @@ class ScaleIOVolumeSource(_message.Message):
     volumeName: str
     fsType: str
     readOnly: bool
-    def __init__(self, gateway: _Optional[str] = ..., system: _Optional[str] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., sslEnabled: _Optional[bool] = ..., protectionDomain: _Optional[str] = ..., storagePool: _Optional[str] = ..., storageMode: _Optional[str] = ..., volumeName: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, gateway: _Optional[str] = ..., system: _Optional[str] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., sslEnabled: bool = ..., protectionDomain: _Optional[str] = ..., storagePool: _Optional[str] = ..., storageMode: _Optional[str] = ..., volumeName: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ...) -> None: ...
 
 class ScaleIOPersistentVolumeSource(_message.Message):
     __slots__ = ("gateway", "system", "secretRef", "sslEnabled", "protectionDomain", "storagePool", "storageMode", "volumeName", "fsType", "readOnly")
@@ -754,7 +753,7 @@ class ScaleIOPersistentVolumeSource(_message.Message):
     volumeName: str
     fsType: str
     readOnly: bool
-    def __init__(self, gateway: _Optional[str] = ..., system: _Optional[str] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., sslEnabled: _Optional[bool] = ..., protectionDomain: _Optional[str] = ..., storagePool: _Optional[str] = ..., storageMode: _Optional[str] = ..., volumeName: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ...) -> None: ...
+    def __init__(self, gateway: _Optional[str] = ..., system: _Optional[str] = ..., secretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., sslEnabled: bool = ..., protectionDomain: _Optional[str] = ..., storagePool: _Optional[str] = ..., storageMode: _Optional[str] = ..., volumeName: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ...) -> None: ...
 
 class StorageOSVolumeSource(_message.Message):
     __slots__ = ("volumeName", "volumeNamespace", "fsType", "readOnly", "secretRef")
@@ -768,7 +767,7 @@ class StorageOSVolumeSource(_message.Message):
     fsType: str
     readOnly: bool
     secretRef: LocalObjectReference
-    def __init__(self, volumeName: _Optional[str] = ..., volumeNamespace: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ...) -> None: ...
+    def __init__(self, volumeName: _Optional[str] = ..., volumeNamespace: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ...) -> None: ...
 
 class StorageOSPersistentVolumeSource(_message.Message):
     __slots__ = ("volumeName", "volumeNamespace", "fsType", "readOnly", "secretRef")
@@ -782,7 +781,7 @@ class StorageOSPersistentVolumeSource(_message.Message):
     fsType: str
     readOnly: bool
     secretRef: ObjectReference
-    def __init__(self, volumeName: _Optional[str] = ..., volumeNamespace: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., secretRef: _Optional[_Union[ObjectReference, _Mapping]] = ...) -> None: ...
+    def __init__(self, volumeName: _Optional[str] = ..., volumeNamespace: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: bool = ..., secretRef: _Optional[_Union[ObjectReference, _Mapping]] = ...) -> None: ...
 
 class ConfigMapVolumeSource(_message.Message):
     __slots__ = ("localObjectReference", "items", "defaultMode", "optional")
@@ -794,7 +793,7 @@ class ConfigMapVolumeSource(_message.Message):
     items: _containers.RepeatedCompositeFieldContainer[KeyToPath]
     defaultMode: int
     optional: bool
-    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., defaultMode: _Optional[int] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., defaultMode: _Optional[int] = ..., optional: bool = ...) -> None: ...
 
 class ConfigMapProjection(_message.Message):
     __slots__ = ("localObjectReference", "items", "optional")
@@ -804,7 +803,7 @@ class ConfigMapProjection(_message.Message):
     localObjectReference: LocalObjectReference
     items: _containers.RepeatedCompositeFieldContainer[KeyToPath]
     optional: bool
-    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., items: _Optional[_Iterable[_Union[KeyToPath, _Mapping]]] = ..., optional: bool = ...) -> None: ...
 
 class ServiceAccountTokenProjection(_message.Message):
     __slots__ = ("audience", "expirationSeconds", "path")
@@ -828,7 +827,7 @@ class ClusterTrustBundleProjection(_message.Message):
     labelSelector: _meta_pb2.LabelSelector
     path: str
     optional: bool
-    def __init__(self, name: _Optional[str] = ..., signerName: _Optional[str] = ..., labelSelector: _Optional[_Union[_meta_pb2.LabelSelector, _Mapping]] = ..., path: _Optional[str] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., signerName: _Optional[str] = ..., labelSelector: _Optional[_Union[_meta_pb2.LabelSelector, _Mapping]] = ..., path: _Optional[str] = ..., optional: bool = ...) -> None: ...
 
 class ProjectedVolumeSource(_message.Message):
     __slots__ = ("sources", "defaultMode")
@@ -899,7 +898,7 @@ class CSIPersistentVolumeSource(_message.Message):
     nodePublishSecretRef: SecretReference
     controllerExpandSecretRef: SecretReference
     nodeExpandSecretRef: SecretReference
-    def __init__(self, driver: _Optional[str] = ..., volumeHandle: _Optional[str] = ..., readOnly: _Optional[bool] = ..., fsType: _Optional[str] = ..., volumeAttributes: _Optional[_Mapping[str, str]] = ..., controllerPublishSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., nodeStageSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., nodePublishSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., controllerExpandSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., nodeExpandSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ...) -> None: ...
+    def __init__(self, driver: _Optional[str] = ..., volumeHandle: _Optional[str] = ..., readOnly: bool = ..., fsType: _Optional[str] = ..., volumeAttributes: _Optional[_Mapping[str, str]] = ..., controllerPublishSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., nodeStageSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., nodePublishSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., controllerExpandSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ..., nodeExpandSecretRef: _Optional[_Union[SecretReference, _Mapping]] = ...) -> None: ...
 
 class CSIVolumeSource(_message.Message):
     __slots__ = ("driver", "readOnly", "fsType", "volumeAttributes", "nodePublishSecretRef")
@@ -920,7 +919,7 @@ class CSIVolumeSource(_message.Message):
     fsType: str
     volumeAttributes: _containers.ScalarMap[str, str]
     nodePublishSecretRef: LocalObjectReference
-    def __init__(self, driver: _Optional[str] = ..., readOnly: _Optional[bool] = ..., fsType: _Optional[str] = ..., volumeAttributes: _Optional[_Mapping[str, str]] = ..., nodePublishSecretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ...) -> None: ...
+    def __init__(self, driver: _Optional[str] = ..., readOnly: bool = ..., fsType: _Optional[str] = ..., volumeAttributes: _Optional[_Mapping[str, str]] = ..., nodePublishSecretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ...) -> None: ...
 
 class EphemeralVolumeSource(_message.Message):
     __slots__ = ("volumeClaimTemplate",)
@@ -966,7 +965,7 @@ class VolumeMount(_message.Message):
     subPath: str
     mountPropagation: str
     subPathExpr: str
-    def __init__(self, name: _Optional[str] = ..., readOnly: _Optional[bool] = ..., recursiveReadOnly: _Optional[str] = ..., mountPath: _Optional[str] = ..., subPath: _Optional[str] = ..., mountPropagation: _Optional[str] = ..., subPathExpr: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., readOnly: bool = ..., recursiveReadOnly: _Optional[str] = ..., mountPath: _Optional[str] = ..., subPath: _Optional[str] = ..., mountPropagation: _Optional[str] = ..., subPathExpr: _Optional[str] = ...) -> None: ...
 
 class VolumeDevice(_message.Message):
     __slots__ = ("name", "devicePath")
@@ -1024,7 +1023,7 @@ class ConfigMapKeySelector(_message.Message):
     localObjectReference: LocalObjectReference
     key: str
     optional: bool
-    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., key: _Optional[str] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., key: _Optional[str] = ..., optional: bool = ...) -> None: ...
 
 class SecretKeySelector(_message.Message):
     __slots__ = ("localObjectReference", "key", "optional")
@@ -1034,7 +1033,7 @@ class SecretKeySelector(_message.Message):
     localObjectReference: LocalObjectReference
     key: str
     optional: bool
-    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., key: _Optional[str] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., key: _Optional[str] = ..., optional: bool = ...) -> None: ...
 
 class EnvFromSource(_message.Message):
     __slots__ = ("prefix", "configMapRef", "secretRef")
@@ -1052,7 +1051,7 @@ class ConfigMapEnvSource(_message.Message):
     OPTIONAL_FIELD_NUMBER: _ClassVar[int]
     localObjectReference: LocalObjectReference
     optional: bool
-    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., optional: bool = ...) -> None: ...
 
 class SecretEnvSource(_message.Message):
     __slots__ = ("localObjectReference", "optional")
@@ -1060,7 +1059,7 @@ class SecretEnvSource(_message.Message):
     OPTIONAL_FIELD_NUMBER: _ClassVar[int]
     localObjectReference: LocalObjectReference
     optional: bool
-    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., optional: _Optional[bool] = ...) -> None: ...
+    def __init__(self, localObjectReference: _Optional[_Union[LocalObjectReference, _Mapping]] = ..., optional: bool = ...) -> None: ...
 
 class HTTPHeader(_message.Message):
     __slots__ = ("name", "value")
@@ -1248,7 +1247,7 @@ class Container(_message.Message):
     stdin: bool
     stdinOnce: bool
     tty: bool
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., args: _Optional[_Iterable[str]] = ..., workingDir: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[ContainerPort, _Mapping]]] = ..., envFrom: _Optional[_Iterable[_Union[EnvFromSource, _Mapping]]] = ..., env: _Optional[_Iterable[_Union[EnvVar, _Mapping]]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., resizePolicy: _Optional[_Iterable[_Union[ContainerResizePolicy, _Mapping]]] = ..., restartPolicy: _Optional[str] = ..., volumeMounts: _Optional[_Iterable[_Union[VolumeMount, _Mapping]]] = ..., volumeDevices: _Optional[_Iterable[_Union[VolumeDevice, _Mapping]]] = ..., livenessProbe: _Optional[_Union[Probe, _Mapping]] = ..., readinessProbe: _Optional[_Union[Probe, _Mapping]] = ..., startupProbe: _Optional[_Union[Probe, _Mapping]] = ..., lifecycle: _Optional[_Union[Lifecycle, _Mapping]] = ..., terminationMessagePath: _Optional[str] = ..., terminationMessagePolicy: _Optional[str] = ..., imagePullPolicy: _Optional[str] = ..., securityContext: _Optional[_Union[SecurityContext, _Mapping]] = ..., stdin: _Optional[bool] = ..., stdinOnce: _Optional[bool] = ..., tty: _Optional[bool] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., args: _Optional[_Iterable[str]] = ..., workingDir: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[ContainerPort, _Mapping]]] = ..., envFrom: _Optional[_Iterable[_Union[EnvFromSource, _Mapping]]] = ..., env: _Optional[_Iterable[_Union[EnvVar, _Mapping]]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., resizePolicy: _Optional[_Iterable[_Union[ContainerResizePolicy, _Mapping]]] = ..., restartPolicy: _Optional[str] = ..., volumeMounts: _Optional[_Iterable[_Union[VolumeMount, _Mapping]]] = ..., volumeDevices: _Optional[_Iterable[_Union[VolumeDevice, _Mapping]]] = ..., livenessProbe: _Optional[_Union[Probe, _Mapping]] = ..., readinessProbe: _Optional[_Union[Probe, _Mapping]] = ..., startupProbe: _Optional[_Union[Probe, _Mapping]] = ..., lifecycle: _Optional[_Union[Lifecycle, _Mapping]] = ..., terminationMessagePath: _Optional[str] = ..., terminationMessagePolicy: _Optional[str] = ..., imagePullPolicy: _Optional[str] = ..., securityContext: _Optional[_Union[SecurityContext, _Mapping]] = ..., stdin: bool = ..., stdinOnce: bool = ..., tty: bool = ...) -> None: ...
 
 class ProbeHandler(_message.Message):
     __slots__ = ("exec", "httpGet", "tcpSocket", "grpc")
@@ -1359,7 +1358,7 @@ class ContainerStatus(_message.Message):
     resources: ResourceRequirements
     volumeMounts: _containers.RepeatedCompositeFieldContainer[VolumeMountStatus]
     user: ContainerUser
-    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[ContainerState, _Mapping]] = ..., lastState: _Optional[_Union[ContainerState, _Mapping]] = ..., ready: _Optional[bool] = ..., restartCount: _Optional[int] = ..., image: _Optional[str] = ..., imageID: _Optional[str] = ..., containerID: _Optional[str] = ..., started: _Optional[bool] = ..., allocatedResources: _Optional[_Mapping[str, _resource_pb2.Quantity]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., volumeMounts: _Optional[_Iterable[_Union[VolumeMountStatus, _Mapping]]] = ..., user: _Optional[_Union[ContainerUser, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[ContainerState, _Mapping]] = ..., lastState: _Optional[_Union[ContainerState, _Mapping]] = ..., ready: bool = ..., restartCount: _Optional[int] = ..., image: _Optional[str] = ..., imageID: _Optional[str] = ..., containerID: _Optional[str] = ..., started: bool = ..., allocatedResources: _Optional[_Mapping[str, _resource_pb2.Quantity]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., volumeMounts: _Optional[_Iterable[_Union[VolumeMountStatus, _Mapping]]] = ..., user: _Optional[_Union[ContainerUser, _Mapping]] = ...) -> None: ...
 
 class ContainerUser(_message.Message):
     __slots__ = ("linux",)
@@ -1403,7 +1402,7 @@ class VolumeMountStatus(_message.Message):
     mountPath: str
     readOnly: bool
     recursiveReadOnly: str
-    def __init__(self, name: _Optional[str] = ..., mountPath: _Optional[str] = ..., readOnly: _Optional[bool] = ..., recursiveReadOnly: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., mountPath: _Optional[str] = ..., readOnly: bool = ..., recursiveReadOnly: _Optional[str] = ...) -> None: ...
 
 class NodeSelector(_message.Message):
     __slots__ = ("nodeSelectorTerms",)
@@ -1635,7 +1634,7 @@ class PodSpec(_message.Message):
     hostUsers: bool
     schedulingGates: _containers.RepeatedCompositeFieldContainer[PodSchedulingGate]
     resourceClaims: _containers.RepeatedCompositeFieldContainer[PodResourceClaim]
-    def __init__(self, volumes: _Optional[_Iterable[_Union[Volume, _Mapping]]] = ..., initContainers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., ephemeralContainers: _Optional[_Iterable[_Union[EphemeralContainer, _Mapping]]] = ..., restartPolicy: _Optional[str] = ..., terminationGracePeriodSeconds: _Optional[int] = ..., activeDeadlineSeconds: _Optional[int] = ..., dnsPolicy: _Optional[str] = ..., nodeSelector: _Optional[_Mapping[str, str]] = ..., serviceAccountName: _Optional[str] = ..., serviceAccount: _Optional[str] = ..., automountServiceAccountToken: _Optional[bool] = ..., nodeName: _Optional[str] = ..., hostNetwork: _Optional[bool] = ..., hostPID: _Optional[bool] = ..., hostIPC: _Optional[bool] = ..., shareProcessNamespace: _Optional[bool] = ..., securityContext: _Optional[_Union[PodSecurityContext, _Mapping]] = ..., imagePullSecrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., schedulerName: _Optional[str] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., hostAliases: _Optional[_Iterable[_Union[HostAlias, _Mapping]]] = ..., priorityClassName: _Optional[str] = ..., priority: _Optional[int] = ..., dnsConfig: _Optional[_Union[PodDNSConfig, _Mapping]] = ..., readinessGates: _Optional[_Iterable[_Union[PodReadinessGate, _Mapping]]] = ..., runtimeClassName: _Optional[str] = ..., enableServiceLinks: _Optional[bool] = ..., preemptionPolicy: _Optional[str] = ..., overhead: _Optional[_Mapping[str, _resource_pb2.Quantity]] = ..., topologySpreadConstraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., setHostnameAsFQDN: _Optional[bool] = ..., os: _Optional[_Union[PodOS, _Mapping]] = ..., hostUsers: _Optional[bool] = ..., schedulingGates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., resourceClaims: _Optional[_Iterable[_Union[PodResourceClaim, _Mapping]]] = ...) -> None: ...
+    def __init__(self, volumes: _Optional[_Iterable[_Union[Volume, _Mapping]]] = ..., initContainers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., ephemeralContainers: _Optional[_Iterable[_Union[EphemeralContainer, _Mapping]]] = ..., restartPolicy: _Optional[str] = ..., terminationGracePeriodSeconds: _Optional[int] = ..., activeDeadlineSeconds: _Optional[int] = ..., dnsPolicy: _Optional[str] = ..., nodeSelector: _Optional[_Mapping[str, str]] = ..., serviceAccountName: _Optional[str] = ..., serviceAccount: _Optional[str] = ..., automountServiceAccountToken: bool = ..., nodeName: _Optional[str] = ..., hostNetwork: bool = ..., hostPID: bool = ..., hostIPC: bool = ..., shareProcessNamespace: bool = ..., securityContext: _Optional[_Union[PodSecurityContext, _Mapping]] = ..., imagePullSecrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., hostname: _Optional[str] = ..., subdomain: _Optional[str] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., schedulerName: _Optional[str] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., hostAliases: _Optional[_Iterable[_Union[HostAlias, _Mapping]]] = ..., priorityClassName: _Optional[str] = ..., priority: _Optional[int] = ..., dnsConfig: _Optional[_Union[PodDNSConfig, _Mapping]] = ..., readinessGates: _Optional[_Iterable[_Union[PodReadinessGate, _Mapping]]] = ..., runtimeClassName: _Optional[str] = ..., enableServiceLinks: bool = ..., preemptionPolicy: _Optional[str] = ..., overhead: _Optional[_Mapping[str, _resource_pb2.Quantity]] = ..., topologySpreadConstraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., setHostnameAsFQDN: bool = ..., os: _Optional[_Union[PodOS, _Mapping]] = ..., hostUsers: bool = ..., schedulingGates: _Optional[_Iterable[_Union[PodSchedulingGate, _Mapping]]] = ..., resourceClaims: _Optional[_Iterable[_Union[PodResourceClaim, _Mapping]]] = ...) -> None: ...
 
 class PodResourceClaim(_message.Message):
     __slots__ = ("name", "resourceClaimName", "resourceClaimTemplateName")
@@ -1721,7 +1720,7 @@ class PodSecurityContext(_message.Message):
     fsGroupChangePolicy: str
     seccompProfile: SeccompProfile
     appArmorProfile: AppArmorProfile
-    def __init__(self, seLinuxOptions: _Optional[_Union[SELinuxOptions, _Mapping]] = ..., windowsOptions: _Optional[_Union[WindowsSecurityContextOptions, _Mapping]] = ..., runAsUser: _Optional[int] = ..., runAsGroup: _Optional[int] = ..., runAsNonRoot: _Optional[bool] = ..., supplementalGroups: _Optional[_Iterable[int]] = ..., supplementalGroupsPolicy: _Optional[str] = ..., fsGroup: _Optional[int] = ..., sysctls: _Optional[_Iterable[_Union[Sysctl, _Mapping]]] = ..., fsGroupChangePolicy: _Optional[str] = ..., seccompProfile: _Optional[_Union[SeccompProfile, _Mapping]] = ..., appArmorProfile: _Optional[_Union[AppArmorProfile, _Mapping]] = ...) -> None: ...
+    def __init__(self, seLinuxOptions: _Optional[_Union[SELinuxOptions, _Mapping]] = ..., windowsOptions: _Optional[_Union[WindowsSecurityContextOptions, _Mapping]] = ..., runAsUser: _Optional[int] = ..., runAsGroup: _Optional[int] = ..., runAsNonRoot: bool = ..., supplementalGroups: _Optional[_Iterable[int]] = ..., supplementalGroupsPolicy: _Optional[str] = ..., fsGroup: _Optional[int] = ..., sysctls: _Optional[_Iterable[_Union[Sysctl, _Mapping]]] = ..., fsGroupChangePolicy: _Optional[str] = ..., seccompProfile: _Optional[_Union[SeccompProfile, _Mapping]] = ..., appArmorProfile: _Optional[_Union[AppArmorProfile, _Mapping]] = ...) -> None: ...
 
 class SeccompProfile(_message.Message):
     __slots__ = ("type", "localhostProfile")
@@ -1819,7 +1818,7 @@ class EphemeralContainerCommon(_message.Message):
     stdin: bool
     stdinOnce: bool
     tty: bool
-    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., args: _Optional[_Iterable[str]] = ..., workingDir: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[ContainerPort, _Mapping]]] = ..., envFrom: _Optional[_Iterable[_Union[EnvFromSource, _Mapping]]] = ..., env: _Optional[_Iterable[_Union[EnvVar, _Mapping]]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., resizePolicy: _Optional[_Iterable[_Union[ContainerResizePolicy, _Mapping]]] = ..., restartPolicy: _Optional[str] = ..., volumeMounts: _Optional[_Iterable[_Union[VolumeMount, _Mapping]]] = ..., volumeDevices: _Optional[_Iterable[_Union[VolumeDevice, _Mapping]]] = ..., livenessProbe: _Optional[_Union[Probe, _Mapping]] = ..., readinessProbe: _Optional[_Union[Probe, _Mapping]] = ..., startupProbe: _Optional[_Union[Probe, _Mapping]] = ..., lifecycle: _Optional[_Union[Lifecycle, _Mapping]] = ..., terminationMessagePath: _Optional[str] = ..., terminationMessagePolicy: _Optional[str] = ..., imagePullPolicy: _Optional[str] = ..., securityContext: _Optional[_Union[SecurityContext, _Mapping]] = ..., stdin: _Optional[bool] = ..., stdinOnce: _Optional[bool] = ..., tty: _Optional[bool] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., image: _Optional[str] = ..., command: _Optional[_Iterable[str]] = ..., args: _Optional[_Iterable[str]] = ..., workingDir: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[ContainerPort, _Mapping]]] = ..., envFrom: _Optional[_Iterable[_Union[EnvFromSource, _Mapping]]] = ..., env: _Optional[_Iterable[_Union[EnvVar, _Mapping]]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., resizePolicy: _Optional[_Iterable[_Union[ContainerResizePolicy, _Mapping]]] = ..., restartPolicy: _Optional[str] = ..., volumeMounts: _Optional[_Iterable[_Union[VolumeMount, _Mapping]]] = ..., volumeDevices: _Optional[_Iterable[_Union[VolumeDevice, _Mapping]]] = ..., livenessProbe: _Optional[_Union[Probe, _Mapping]] = ..., readinessProbe: _Optional[_Union[Probe, _Mapping]] = ..., startupProbe: _Optional[_Union[Probe, _Mapping]] = ..., lifecycle: _Optional[_Union[Lifecycle, _Mapping]] = ..., terminationMessagePath: _Optional[str] = ..., terminationMessagePolicy: _Optional[str] = ..., imagePullPolicy: _Optional[str] = ..., securityContext: _Optional[_Union[SecurityContext, _Mapping]] = ..., stdin: bool = ..., stdinOnce: bool = ..., tty: bool = ...) -> None: ...
 
 class EphemeralContainer(_message.Message):
     __slots__ = ("ephemeralContainerCommon", "targetContainerName")
@@ -2069,7 +2068,7 @@ class ServiceSpec(_message.Message):
     loadBalancerClass: str
     internalTrafficPolicy: str
     trafficDistribution: str
-    def __init__(self, ports: _Optional[_Iterable[_Union[ServicePort, _Mapping]]] = ..., selector: _Optional[_Mapping[str, str]] = ..., clusterIP: _Optional[str] = ..., clusterIPs: _Optional[_Iterable[str]] = ..., type: _Optional[str] = ..., externalIPs: _Optional[_Iterable[str]] = ..., sessionAffinity: _Optional[str] = ..., loadBalancerIP: _Optional[str] = ..., loadBalancerSourceRanges: _Optional[_Iterable[str]] = ..., externalName: _Optional[str] = ..., externalTrafficPolicy: _Optional[str] = ..., healthCheckNodePort: _Optional[int] = ..., publishNotReadyAddresses: _Optional[bool] = ..., sessionAffinityConfig: _Optional[_Union[SessionAffinityConfig, _Mapping]] = ..., ipFamilies: _Optional[_Iterable[str]] = ..., ipFamilyPolicy: _Optional[str] = ..., allocateLoadBalancerNodePorts: _Optional[bool] = ..., loadBalancerClass: _Optional[str] = ..., internalTrafficPolicy: _Optional[str] = ..., trafficDistribution: _Optional[str] = ...) -> None: ...
+    def __init__(self, ports: _Optional[_Iterable[_Union[ServicePort, _Mapping]]] = ..., selector: _Optional[_Mapping[str, str]] = ..., clusterIP: _Optional[str] = ..., clusterIPs: _Optional[_Iterable[str]] = ..., type: _Optional[str] = ..., externalIPs: _Optional[_Iterable[str]] = ..., sessionAffinity: _Optional[str] = ..., loadBalancerIP: _Optional[str] = ..., loadBalancerSourceRanges: _Optional[_Iterable[str]] = ..., externalName: _Optional[str] = ..., externalTrafficPolicy: _Optional[str] = ..., healthCheckNodePort: _Optional[int] = ..., publishNotReadyAddresses: bool = ..., sessionAffinityConfig: _Optional[_Union[SessionAffinityConfig, _Mapping]] = ..., ipFamilies: _Optional[_Iterable[str]] = ..., ipFamilyPolicy: _Optional[str] = ..., allocateLoadBalancerNodePorts: bool = ..., loadBalancerClass: _Optional[str] = ..., internalTrafficPolicy: _Optional[str] = ..., trafficDistribution: _Optional[str] = ...) -> None: ...
 
 class ServicePort(_message.Message):
     __slots__ = ("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
@@ -2115,7 +2114,7 @@ class ServiceAccount(_message.Message):
     secrets: _containers.RepeatedCompositeFieldContainer[ObjectReference]
     imagePullSecrets: _containers.RepeatedCompositeFieldContainer[LocalObjectReference]
     automountServiceAccountToken: bool
-    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., secrets: _Optional[_Iterable[_Union[ObjectReference, _Mapping]]] = ..., imagePullSecrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., automountServiceAccountToken: _Optional[bool] = ...) -> None: ...
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., secrets: _Optional[_Iterable[_Union[ObjectReference, _Mapping]]] = ..., imagePullSecrets: _Optional[_Iterable[_Union[LocalObjectReference, _Mapping]]] = ..., automountServiceAccountToken: bool = ...) -> None: ...
 
 class ServiceAccountList(_message.Message):
     __slots__ = ("metadata", "items")
@@ -2191,7 +2190,7 @@ class NodeSpec(_message.Message):
     taints: _containers.RepeatedCompositeFieldContainer[Taint]
     configSource: NodeConfigSource
     externalID: str
-    def __init__(self, podCIDR: _Optional[str] = ..., podCIDRs: _Optional[_Iterable[str]] = ..., providerID: _Optional[str] = ..., unschedulable: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., configSource: _Optional[_Union[NodeConfigSource, _Mapping]] = ..., externalID: _Optional[str] = ...) -> None: ...
+    def __init__(self, podCIDR: _Optional[str] = ..., podCIDRs: _Optional[_Iterable[str]] = ..., providerID: _Optional[str] = ..., unschedulable: bool = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., configSource: _Optional[_Union[NodeConfigSource, _Mapping]] = ..., externalID: _Optional[str] = ...) -> None: ...
 
 class NodeConfigSource(_message.Message):
     __slots__ = ("configMap",)
@@ -2231,7 +2230,7 @@ class NodeRuntimeHandlerFeatures(_message.Message):
     USERNAMESPACES_FIELD_NUMBER: _ClassVar[int]
     recursiveReadOnlyMounts: bool
     userNamespaces: bool
-    def __init__(self, recursiveReadOnlyMounts: _Optional[bool] = ..., userNamespaces: _Optional[bool] = ...) -> None: ...
+    def __init__(self, recursiveReadOnlyMounts: bool = ..., userNamespaces: bool = ...) -> None: ...
 
 class NodeRuntimeHandler(_message.Message):
     __slots__ = ("name", "features")
@@ -2245,7 +2244,7 @@ class NodeFeatures(_message.Message):
     __slots__ = ("supplementalGroupsPolicy",)
     SUPPLEMENTALGROUPSPOLICY_FIELD_NUMBER: _ClassVar[int]
     supplementalGroupsPolicy: bool
-    def __init__(self, supplementalGroupsPolicy: _Optional[bool] = ...) -> None: ...
+    def __init__(self, supplementalGroupsPolicy: bool = ...) -> None: ...
 
 class NodeSystemInfo(_message.Message):
     __slots__ = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture")
@@ -2641,7 +2640,7 @@ class SecurityContext(_message.Message):
     procMount: str
     seccompProfile: SeccompProfile
     appArmorProfile: AppArmorProfile
-    def __init__(self, capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., privileged: _Optional[bool] = ..., seLinuxOptions: _Optional[_Union[SELinuxOptions, _Mapping]] = ..., windowsOptions: _Optional[_Union[WindowsSecurityContextOptions, _Mapping]] = ..., runAsUser: _Optional[int] = ..., runAsGroup: _Optional[int] = ..., runAsNonRoot: _Optional[bool] = ..., readOnlyRootFilesystem: _Optional[bool] = ..., allowPrivilegeEscalation: _Optional[bool] = ..., procMount: _Optional[str] = ..., seccompProfile: _Optional[_Union[SeccompProfile, _Mapping]] = ..., appArmorProfile: _Optional[_Union[AppArmorProfile, _Mapping]] = ...) -> None: ...
+    def __init__(self, capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., privileged: bool = ..., seLinuxOptions: _Optional[_Union[SELinuxOptions, _Mapping]] = ..., windowsOptions: _Optional[_Union[WindowsSecurityContextOptions, _Mapping]] = ..., runAsUser: _Optional[int] = ..., runAsGroup: _Optional[int] = ..., runAsNonRoot: bool = ..., readOnlyRootFilesystem: bool = ..., allowPrivilegeEscalation: bool = ..., procMount: _Optional[str] = ..., seccompProfile: _Optional[_Union[SeccompProfile, _Mapping]] = ..., appArmorProfile: _Optional[_Union[AppArmorProfile, _Mapping]] = ...) -> None: ...
 
 class SELinuxOptions(_message.Message):
     __slots__ = ("user", "role", "type", "level")
@@ -2665,7 +2664,7 @@ class WindowsSecurityContextOptions(_message.Message):
     gmsaCredentialSpec: str
     runAsUserName: str
     hostProcess: bool
-    def __init__(self, gmsaCredentialSpecName: _Optional[str] = ..., gmsaCredentialSpec: _Optional[str] = ..., runAsUserName: _Optional[str] = ..., hostProcess: _Optional[bool] = ...) -> None: ...
+    def __init__(self, gmsaCredentialSpecName: _Optional[str] = ..., gmsaCredentialSpec: _Optional[str] = ..., runAsUserName: _Optional[str] = ..., hostProcess: bool = ...) -> None: ...
 
 class Sysctl(_message.Message):
     __slots__ = ("name", "value")

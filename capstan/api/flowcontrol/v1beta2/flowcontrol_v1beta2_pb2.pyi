@@ -3,8 +3,7 @@ from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -96,7 +95,7 @@ class ResourcePolicyRule(_message.Message):
     resources: _containers.RepeatedScalarFieldContainer[str]
     clusterScope: bool
     namespaces: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, verbs: _Optional[_Iterable[str]] = ..., apiGroups: _Optional[_Iterable[str]] = ..., resources: _Optional[_Iterable[str]] = ..., clusterScope: _Optional[bool] = ..., namespaces: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, verbs: _Optional[_Iterable[str]] = ..., apiGroups: _Optional[_Iterable[str]] = ..., resources: _Optional[_Iterable[str]] = ..., clusterScope: bool = ..., namespaces: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NonResourcePolicyRule(_message.Message):
     __slots__ = ("verbs", "nonResourceURLs")

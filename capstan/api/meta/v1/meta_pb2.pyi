@@ -4,8 +4,7 @@ from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -79,7 +78,7 @@ class OwnerReference(_message.Message):
     apiVersion: str
     controller: bool
     blockOwnerDeletion: bool
-    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., apiVersion: _Optional[str] = ..., controller: _Optional[bool] = ..., blockOwnerDeletion: _Optional[bool] = ...) -> None: ...
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., apiVersion: _Optional[str] = ..., controller: bool = ..., blockOwnerDeletion: bool = ...) -> None: ...
 
 class ManagedFieldsEntry(_message.Message):
     __slots__ = ("manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource")
@@ -215,7 +214,7 @@ class ListOptions(_message.Message):
     allowWatchBookmarks: bool
     resourceVersionMatch: str
     sendInitialEvents: bool
-    def __init__(self, labelSelector: _Optional[str] = ..., fieldSelector: _Optional[str] = ..., watch: _Optional[bool] = ..., resourceVersion: _Optional[str] = ..., timeoutSeconds: _Optional[int] = ..., limit: _Optional[int] = ..., allowWatchBookmarks: _Optional[bool] = ..., resourceVersionMatch: _Optional[str] = ..., sendInitialEvents: _Optional[bool] = ..., **kwargs) -> None: ...
+    def __init__(self, labelSelector: _Optional[str] = ..., fieldSelector: _Optional[str] = ..., watch: bool = ..., resourceVersion: _Optional[str] = ..., timeoutSeconds: _Optional[int] = ..., limit: _Optional[int] = ..., allowWatchBookmarks: bool = ..., resourceVersionMatch: _Optional[str] = ..., sendInitialEvents: bool = ..., **kwargs) -> None: ...
 
 class GetOptions(_message.Message):
     __slots__ = ("resourceVersion",)
@@ -253,7 +252,7 @@ class PatchOptions(_message.Message):
     force: bool
     fieldManager: str
     fieldValidation: str
-    def __init__(self, dryRun: _Optional[_Iterable[str]] = ..., force: _Optional[bool] = ..., fieldManager: _Optional[str] = ..., fieldValidation: _Optional[str] = ...) -> None: ...
+    def __init__(self, dryRun: _Optional[_Iterable[str]] = ..., force: bool = ..., fieldManager: _Optional[str] = ..., fieldValidation: _Optional[str] = ...) -> None: ...
 
 class DeleteOptions(_message.Message):
     __slots__ = ("gracePeriodSeconds", "preconditions", "orphanDependents", "propagationPolicy", "dryRun", "ignoreStoreReadErrorWithClusterBreakingPotential")
@@ -269,7 +268,7 @@ class DeleteOptions(_message.Message):
     propagationPolicy: str
     dryRun: _containers.RepeatedScalarFieldContainer[str]
     ignoreStoreReadErrorWithClusterBreakingPotential: bool
-    def __init__(self, gracePeriodSeconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ..., orphanDependents: _Optional[bool] = ..., propagationPolicy: _Optional[str] = ..., dryRun: _Optional[_Iterable[str]] = ..., ignoreStoreReadErrorWithClusterBreakingPotential: _Optional[bool] = ...) -> None: ...
+    def __init__(self, gracePeriodSeconds: _Optional[int] = ..., preconditions: _Optional[_Union[Preconditions, _Mapping]] = ..., orphanDependents: bool = ..., propagationPolicy: _Optional[str] = ..., dryRun: _Optional[_Iterable[str]] = ..., ignoreStoreReadErrorWithClusterBreakingPotential: bool = ...) -> None: ...
 
 class Preconditions(_message.Message):
     __slots__ = ("uid", "resourceVersion")
@@ -411,7 +410,7 @@ class APIResource(_message.Message):
     group: str
     version: str
     storageVersionHash: str
-    def __init__(self, name: _Optional[str] = ..., namespaced: _Optional[bool] = ..., kind: _Optional[str] = ..., verbs: _Optional[_Union[Verbs, _Mapping]] = ..., shortNames: _Optional[_Iterable[str]] = ..., singularName: _Optional[str] = ..., categories: _Optional[_Iterable[str]] = ..., group: _Optional[str] = ..., version: _Optional[str] = ..., storageVersionHash: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., namespaced: bool = ..., kind: _Optional[str] = ..., verbs: _Optional[_Union[Verbs, _Mapping]] = ..., shortNames: _Optional[_Iterable[str]] = ..., singularName: _Optional[str] = ..., categories: _Optional[_Iterable[str]] = ..., group: _Optional[str] = ..., version: _Optional[str] = ..., storageVersionHash: _Optional[str] = ...) -> None: ...
 
 class Verbs(_message.Message):
     __slots__ = ("items",)

@@ -3,8 +3,7 @@ from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -20,7 +19,7 @@ class PriorityClass(_message.Message):
     globalDefault: bool
     description: str
     preemptionPolicy: str
-    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., value: _Optional[int] = ..., globalDefault: _Optional[bool] = ..., description: _Optional[str] = ..., preemptionPolicy: _Optional[str] = ...) -> None: ...
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., value: _Optional[int] = ..., globalDefault: bool = ..., description: _Optional[str] = ..., preemptionPolicy: _Optional[str] = ...) -> None: ...
 
 class PriorityClassList(_message.Message):
     __slots__ = ("metadata", "items")

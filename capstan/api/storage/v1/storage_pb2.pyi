@@ -5,8 +5,7 @@ from capstan.options.v1 import options_pb2 as _options_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -35,7 +34,7 @@ class StorageClass(_message.Message):
     allowVolumeExpansion: bool
     volumeBindingMode: str
     allowedTopologies: _containers.RepeatedCompositeFieldContainer[_core_pb2.TopologySelectorTerm]
-    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., provisioner: _Optional[str] = ..., parameters: _Optional[_Mapping[str, str]] = ..., reclaimPolicy: _Optional[str] = ..., mountOptions: _Optional[_Iterable[str]] = ..., allowVolumeExpansion: _Optional[bool] = ..., volumeBindingMode: _Optional[str] = ..., allowedTopologies: _Optional[_Iterable[_Union[_core_pb2.TopologySelectorTerm, _Mapping]]] = ...) -> None: ...
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., provisioner: _Optional[str] = ..., parameters: _Optional[_Mapping[str, str]] = ..., reclaimPolicy: _Optional[str] = ..., mountOptions: _Optional[_Iterable[str]] = ..., allowVolumeExpansion: bool = ..., volumeBindingMode: _Optional[str] = ..., allowedTopologies: _Optional[_Iterable[_Union[_core_pb2.TopologySelectorTerm, _Mapping]]] = ...) -> None: ...
 
 class StorageClassList(_message.Message):
     __slots__ = ("metadata", "items")
@@ -71,7 +70,7 @@ class CSIDriverSpec(_message.Message):
     tokenRequests: _containers.RepeatedCompositeFieldContainer[TokenRequest]
     requiresRepublish: bool
     seLinuxMount: bool
-    def __init__(self, attachRequired: _Optional[bool] = ..., podInfoOnMount: _Optional[bool] = ..., volumeLifecycleModes: _Optional[_Iterable[str]] = ..., storageCapacity: _Optional[bool] = ..., fsGroupPolicy: _Optional[str] = ..., tokenRequests: _Optional[_Iterable[_Union[TokenRequest, _Mapping]]] = ..., requiresRepublish: _Optional[bool] = ..., seLinuxMount: _Optional[bool] = ...) -> None: ...
+    def __init__(self, attachRequired: bool = ..., podInfoOnMount: bool = ..., volumeLifecycleModes: _Optional[_Iterable[str]] = ..., storageCapacity: bool = ..., fsGroupPolicy: _Optional[str] = ..., tokenRequests: _Optional[_Iterable[_Union[TokenRequest, _Mapping]]] = ..., requiresRepublish: bool = ..., seLinuxMount: bool = ...) -> None: ...
 
 class TokenRequest(_message.Message):
     __slots__ = ("audience", "expirationSeconds")
@@ -196,7 +195,7 @@ class VolumeAttachmentStatus(_message.Message):
     attachmentMetadata: _containers.ScalarMap[str, str]
     attachError: VolumeError
     detachError: VolumeError
-    def __init__(self, attached: _Optional[bool] = ..., attachmentMetadata: _Optional[_Mapping[str, str]] = ..., attachError: _Optional[_Union[VolumeError, _Mapping]] = ..., detachError: _Optional[_Union[VolumeError, _Mapping]] = ...) -> None: ...
+    def __init__(self, attached: bool = ..., attachmentMetadata: _Optional[_Mapping[str, str]] = ..., attachError: _Optional[_Union[VolumeError, _Mapping]] = ..., detachError: _Optional[_Union[VolumeError, _Mapping]] = ...) -> None: ...
 
 class VolumeError(_message.Message):
     __slots__ = ("time", "message")

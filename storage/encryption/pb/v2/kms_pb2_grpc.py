@@ -5,8 +5,10 @@ import warnings
 
 from storage.encryption.pb.v2 import kms_pb2 as storage_dot_encryption_dot_pb_dot_v2_dot_kms__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.63.2'
 GRPC_VERSION = grpc.__version__
+EXPECTED_ERROR_RELEASE = '1.65.0'
+SCHEDULED_RELEASE_DATE = 'June 25, 2024'
 _version_not_supported = False
 
 try:
@@ -16,16 +18,19 @@ except ImportError:
     _version_not_supported = True
 
 if _version_not_supported:
-    raise RuntimeError(
+    warnings.warn(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in storage/encryption/pb/v2/kms_pb2_grpc.py depends on'
+        + f' but the generated code in storage/encryption/pb/v2/kms_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
+        + f' This warning will become an error in {EXPECTED_ERROR_RELEASE},'
+        + f' scheduled for release on {SCHEDULED_RELEASE_DATE}.',
+        RuntimeWarning
     )
 
 
-class KeyManagementServiceStub:
+class KeyManagementServiceStub(object):
     """The public API of a remote KMS provider.
     """
 
@@ -52,7 +57,7 @@ class KeyManagementServiceStub:
                 _registered_method=True)
 
 
-class KeyManagementServiceServicer:
+class KeyManagementServiceServicer(object):
     """The public API of a remote KMS provider.
     """
 
@@ -99,11 +104,10 @@ def add_KeyManagementServiceServicer_to_server(servicer, server):
     generic_handler = grpc.method_handlers_generic_handler(
             'v2.KeyManagementService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('v2.KeyManagementService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class KeyManagementService:
+class KeyManagementService(object):
     """The public API of a remote KMS provider.
     """
 

@@ -3,8 +3,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -34,7 +33,7 @@ class RangeRequest(_message.Message):
     revision: int
     serializable: bool
     count_only: bool
-    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., limit: _Optional[int] = ..., revision: _Optional[int] = ..., serializable: _Optional[bool] = ..., count_only: _Optional[bool] = ...) -> None: ...
+    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., limit: _Optional[int] = ..., revision: _Optional[int] = ..., serializable: bool = ..., count_only: bool = ...) -> None: ...
 
 class RangeResponse(_message.Message):
     __slots__ = ("header", "kvs", "more", "count")
@@ -46,7 +45,7 @@ class RangeResponse(_message.Message):
     kvs: _containers.RepeatedCompositeFieldContainer[_kv_pb2.KeyValue]
     more: bool
     count: int
-    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., kvs: _Optional[_Iterable[_Union[_kv_pb2.KeyValue, _Mapping]]] = ..., more: _Optional[bool] = ..., count: _Optional[int] = ...) -> None: ...
+    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., kvs: _Optional[_Iterable[_Union[_kv_pb2.KeyValue, _Mapping]]] = ..., more: bool = ..., count: _Optional[int] = ...) -> None: ...
 
 class PutRequest(_message.Message):
     __slots__ = ("key", "value", "lease", "prev_kv")
@@ -58,7 +57,7 @@ class PutRequest(_message.Message):
     value: bytes
     lease: int
     prev_kv: bool
-    def __init__(self, key: _Optional[bytes] = ..., value: _Optional[bytes] = ..., lease: _Optional[int] = ..., prev_kv: _Optional[bool] = ...) -> None: ...
+    def __init__(self, key: _Optional[bytes] = ..., value: _Optional[bytes] = ..., lease: _Optional[int] = ..., prev_kv: bool = ...) -> None: ...
 
 class PutResponse(_message.Message):
     __slots__ = ("header", "prev_kv")
@@ -76,7 +75,7 @@ class DeleteRangeRequest(_message.Message):
     key: bytes
     range_end: bytes
     prev_kv: bool
-    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., prev_kv: _Optional[bool] = ...) -> None: ...
+    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., prev_kv: bool = ...) -> None: ...
 
 class DeleteRangeResponse(_message.Message):
     __slots__ = ("header", "deleted", "prev_kvs")
@@ -174,7 +173,7 @@ class TxnResponse(_message.Message):
     header: ResponseHeader
     succeeded: bool
     responses: _containers.RepeatedCompositeFieldContainer[ResponseOp]
-    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., succeeded: _Optional[bool] = ..., responses: _Optional[_Iterable[_Union[ResponseOp, _Mapping]]] = ...) -> None: ...
+    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., succeeded: bool = ..., responses: _Optional[_Iterable[_Union[ResponseOp, _Mapping]]] = ...) -> None: ...
 
 class CompactionRequest(_message.Message):
     __slots__ = ("revision", "physical")
@@ -182,7 +181,7 @@ class CompactionRequest(_message.Message):
     PHYSICAL_FIELD_NUMBER: _ClassVar[int]
     revision: int
     physical: bool
-    def __init__(self, revision: _Optional[int] = ..., physical: _Optional[bool] = ...) -> None: ...
+    def __init__(self, revision: _Optional[int] = ..., physical: bool = ...) -> None: ...
 
 class CompactionResponse(_message.Message):
     __slots__ = ("header",)
@@ -216,7 +215,7 @@ class WatchCreateRequest(_message.Message):
     prev_kv: bool
     watch_id: int
     fragment: bool
-    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., start_revision: _Optional[int] = ..., progress_notify: _Optional[bool] = ..., prev_kv: _Optional[bool] = ..., watch_id: _Optional[int] = ..., fragment: _Optional[bool] = ...) -> None: ...
+    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., start_revision: _Optional[int] = ..., progress_notify: bool = ..., prev_kv: bool = ..., watch_id: _Optional[int] = ..., fragment: bool = ...) -> None: ...
 
 class WatchCancelRequest(_message.Message):
     __slots__ = ("watch_id",)
@@ -246,7 +245,7 @@ class WatchResponse(_message.Message):
     cancel_reason: str
     fragment: bool
     events: _containers.RepeatedCompositeFieldContainer[_kv_pb2.Event]
-    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., watch_id: _Optional[int] = ..., created: _Optional[bool] = ..., canceled: _Optional[bool] = ..., compact_revision: _Optional[int] = ..., cancel_reason: _Optional[str] = ..., fragment: _Optional[bool] = ..., events: _Optional[_Iterable[_Union[_kv_pb2.Event, _Mapping]]] = ...) -> None: ...
+    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., watch_id: _Optional[int] = ..., created: bool = ..., canceled: bool = ..., compact_revision: _Optional[int] = ..., cancel_reason: _Optional[str] = ..., fragment: bool = ..., events: _Optional[_Iterable[_Union[_kv_pb2.Event, _Mapping]]] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()

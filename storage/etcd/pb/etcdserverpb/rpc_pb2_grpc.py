@@ -5,8 +5,10 @@ import warnings
 
 from storage.etcd.pb.etcdserverpb import rpc_pb2 as storage_dot_etcd_dot_pb_dot_etcdserverpb_dot_rpc__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.63.2'
 GRPC_VERSION = grpc.__version__
+EXPECTED_ERROR_RELEASE = '1.65.0'
+SCHEDULED_RELEASE_DATE = 'June 25, 2024'
 _version_not_supported = False
 
 try:
@@ -16,16 +18,19 @@ except ImportError:
     _version_not_supported = True
 
 if _version_not_supported:
-    raise RuntimeError(
+    warnings.warn(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in storage/etcd/pb/etcdserverpb/rpc_pb2_grpc.py depends on'
+        + f' but the generated code in storage/etcd/pb/etcdserverpb/rpc_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
+        + f' This warning will become an error in {EXPECTED_ERROR_RELEASE},'
+        + f' scheduled for release on {SCHEDULED_RELEASE_DATE}.',
+        RuntimeWarning
     )
 
 
-class KVStub:
+class KVStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -51,7 +56,7 @@ class KVStub:
                 _registered_method=True)
 
 
-class KVServicer:
+class KVServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def Range(self, request, context):
@@ -94,11 +99,10 @@ def add_KVServicer_to_server(servicer, server):
     generic_handler = grpc.method_handlers_generic_handler(
             'etcdserverpb.KV', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('etcdserverpb.KV', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class KV:
+class KV(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
@@ -183,7 +187,7 @@ class KV:
             _registered_method=True)
 
 
-class WatchStub:
+class WatchStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -199,7 +203,7 @@ class WatchStub:
                 _registered_method=True)
 
 
-class WatchServicer:
+class WatchServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def Watch(self, request_iterator, context):
@@ -220,11 +224,10 @@ def add_WatchServicer_to_server(servicer, server):
     generic_handler = grpc.method_handlers_generic_handler(
             'etcdserverpb.Watch', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('etcdserverpb.Watch', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class Watch:
+class Watch(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
@@ -255,7 +258,7 @@ class Watch:
             _registered_method=True)
 
 
-class MaintenanceStub:
+class MaintenanceStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -271,7 +274,7 @@ class MaintenanceStub:
                 _registered_method=True)
 
 
-class MaintenanceServicer:
+class MaintenanceServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def Status(self, request, context):
@@ -292,11 +295,10 @@ def add_MaintenanceServicer_to_server(servicer, server):
     generic_handler = grpc.method_handlers_generic_handler(
             'etcdserverpb.Maintenance', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('etcdserverpb.Maintenance', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class Maintenance:
+class Maintenance(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod

@@ -2,8 +2,9 @@
 
 `start_security` answers the GuardedCore both transports call, and `is_proxy` (whether a TLS client certificate
 is a front proxy's), which the gRPC servicer needs to read forwarded credentials. With `insecure` every request
-is system:unsecured and everything is allowed; otherwise authenticators are kube's union (authn/union.py) and
-authorizers the --authorization-mode list in order.
+is system:unsecured and everything is allowed; otherwise authenticators are kube's union (authn/union.py) in
+kube's order (request header, x509, static tokens, service account tokens, OIDC, the token webhook) and
+authorizers the --authorization-mode list in order (Node, RBAC, Webhook, AlwaysAllow, AlwaysDeny).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from server.auth.audit.policy import PolicyError
 from server.auth.audit.start import start_audit
 from server.auth.authn import Authenticator as PartAuthenticator
 from server.auth.authn import tokenfile
+from server.auth.authn.oidc import OidcAuthenticator, OidcConfig, OidcConfigError
 from server.auth.authn.requestheader import RequestHeaderAuthenticator
 from server.auth.authn.union import UnionAuthenticator
 from server.auth.authn.x509 import X509Authenticator
@@ -23,11 +25,19 @@ from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, Union
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore, unguarded
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
+from server.auth.webhook import (
+    VERSIONS,
+    WebhookAuthorizer,
+    WebhookConfigError,
+    WebhookTokenAuthenticator,
+    load_kubeconfig,
+)
+from server.callouts.client import Callouts
 from server.machinery.pem import Verifier, load_bundle
 from server.objects.core import Core
 from server.runtime.election import Singleton, awaitable
 
-MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
+MODES = ("Node", "RBAC", "Webhook", "AlwaysAllow", "AlwaysDeny")
 
 
 class ConfigError(ValueError):
@@ -69,6 +79,10 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     unknown = [m for m in config.authorization_modes if m not in MODES]
     if unknown or not config.authorization_modes:
         raise ConfigError(f"authorization-mode {','.join(unknown)!r} is not one of {', '.join(MODES)}")
+    if ("Webhook" in config.authorization_modes) != bool(config.authorization_webhook_config_file):
+        raise ConfigError("authorization-mode Webhook and authorization-webhook-config-file go together"
+                          if config.authorization_webhook_config_file else
+                          "authorization-mode Webhook requires authorization-webhook-config-file")
     try:
         client_cas = load_bundle(config.client_ca_file)
         proxy_cas = load_bundle(config.requestheader_client_ca_file)
@@ -82,9 +96,20 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     if accounts.authenticator is not None:  # caches its own verifications, checks the objects on every call
         token_authenticators.append(accounts.authenticator)
     security = Security(unguarded(core), requestheader.is_proxy, accounts, [accounts.stop], singletons)
+    await _external_authenticators(config, token_authenticators, security)
+    cacheable: list[PartAuthenticator] = [static, *(a for a in token_authenticators
+                                                    if isinstance(a, OidcAuthenticator))]
     authorizers: list[Authorizer] = []
     for mode in config.authorization_modes:
-        if mode == "AlwaysAllow":
+        if mode == "Webhook":
+            authorizers.append(_webhook_authorizer(config, security))
+        elif mode == "Node":
+            from server.auth.node import start_node_authorizer
+
+            node = await start_node_authorizer(core)
+            security.stops.append(node.stop)
+            authorizers.append(node)
+        elif mode == "AlwaysAllow":
             authorizers.append(AlwaysAllow())
         elif mode == "AlwaysDeny":
             authorizers.append(AlwaysDeny())
@@ -98,11 +123,55 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
                                                      rbac.aggregation.stop))
             authorizers.append(rbac)
     authenticator = UnionAuthenticator(connection=connection, tokens=token_authenticators,
-                                       anonymous=config.anonymous_auth, cacheable_tokens=[static])
+                                       anonymous=config.anonymous_auth, cacheable_tokens=cacheable)
     documents = accounts.documents
     security.guard = GuardedCore(core, authenticator, Union(tuple(authorizers)), documents,
                                  audiences=(config.service_account_issuer,))
     return _audited(security, auditor)
+
+
+async def _external_authenticators(config: SecurityConfig, tokens: list[PartAuthenticator],
+                                   security: Security) -> None:
+    """OIDC and the token webhook, after the service account tokens, as kube orders them."""
+    if config.oidc_issuer_url:
+        try:
+            oidc = OidcAuthenticator(OidcConfig(
+                config.oidc_issuer_url, config.oidc_client_id, config.oidc_username_claim,
+                config.oidc_username_prefix, config.oidc_groups_claim, config.oidc_groups_prefix,
+                config.oidc_required_claims, config.oidc_ca_file, config.oidc_signing_algs))
+        except OidcConfigError as err:
+            raise ConfigError(str(err)) from None
+        oidc.start()
+        security.stops.append(oidc.stop)
+        tokens.append(oidc)
+    if config.authentication_token_webhook_config_file:
+        if config.authentication_token_webhook_version not in VERSIONS:
+            raise ConfigError(f"unsupported authentication-token-webhook-version "
+                              f"{config.authentication_token_webhook_version!r}")
+        try:
+            client = load_kubeconfig(config.authentication_token_webhook_config_file)
+        except WebhookConfigError as err:
+            raise ConfigError(str(err)) from None
+        callouts = Callouts()
+        security.stops.append(callouts.close)
+        tokens.append(WebhookTokenAuthenticator(
+            callouts, client, version=config.authentication_token_webhook_version,
+            cache_ttl=config.authentication_token_webhook_cache_ttl, audiences=(config.service_account_issuer,)))
+
+
+def _webhook_authorizer(config: SecurityConfig, security: Security) -> WebhookAuthorizer:
+    if config.authorization_webhook_version not in VERSIONS:
+        raise ConfigError(f"unsupported authorization-webhook-version {config.authorization_webhook_version!r}")
+    assert config.authorization_webhook_config_file is not None
+    try:
+        client = load_kubeconfig(config.authorization_webhook_config_file)
+    except WebhookConfigError as err:
+        raise ConfigError(str(err)) from None
+    callouts = Callouts()
+    security.stops.append(callouts.close)
+    return WebhookAuthorizer(callouts, client, version=config.authorization_webhook_version,
+                             authorized_ttl=config.authorization_webhook_cache_authorized_ttl,
+                             unauthorized_ttl=config.authorization_webhook_cache_unauthorized_ttl)
 
 
 def _audited(security: Security, auditor: Auditor | None) -> Security:

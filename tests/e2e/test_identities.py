@@ -141,7 +141,7 @@ OIDC_CASES = [
 @pytest.mark.parametrize(("claims", "code", "user"), OIDC_CASES, ids=["logged-in", "no-tenant", "wrong-audience"])
 def test_id_tokens_log_users_in(cluster: Cluster, claims: Obj, code: int, user: Obj | None) -> None:
     token = cluster.issuer.token(KEY, claims)
-    got_code, got = until(lambda: cluster.whoami(token), lambda answer: answer[0] == code)  # discovery is async
+    _, got = until(lambda: cluster.whoami(token), lambda answer: answer[0] == code)  # discovery is async
     if user is not None:
         assert got == user
     else:

@@ -96,9 +96,7 @@ class Threaded:
             self._loop.run_until_complete(self._runner.setup())
             site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
             self._loop.run_until_complete(site.start())
-            server = site._server
-            assert server is not None and server.sockets
-            self.port = server.sockets[0].getsockname()[1]
+            self.port = self._runner.addresses[0][1]
             ready.set()
             self._loop.run_forever()
 
@@ -191,7 +189,9 @@ class ReviewWebhook:
     fail: bool = False  # answer 500
 
     def kubeconfig(self, path: Path, ca: Authority, client: tuple[bytes, bytes]) -> Path:
-        b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode()
+
         path.write_text(orjson.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "webhook",
             "clusters": [{"name": "remote", "cluster": {"server": self.server.url + "/review",

@@ -18,7 +18,7 @@ from server.auth.authn.oidc import OidcAuthenticator, OidcConfig, OidcConfigErro
 from server.auth.errors import Unauthorized
 from server.machinery.credentials import Credentials
 from server.machinery.user import UserInfo
-from tests.server.auth.identity_servers import Issuer, SigningKey, Authority, start_issuer
+from tests.server.auth.identity_servers import Authority, Issuer, SigningKey, start_issuer
 
 RSA = SigningKey.make("rsa-1", "RS256")
 EC = SigningKey.make("ec-1", "ES256")

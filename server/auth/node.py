@@ -18,8 +18,9 @@ Contract:
 
 The graph kube keeps of these edges is, here, what informers over Pods, PersistentVolumes and
 VolumeAttachments hold: each Pod reduced once, when it changes, to its node and the names it references
-(indexed by node), each PV to its claim and secrets (indexed by claim). A decision walks the Pods of one node,
-so it costs a few µs per Pod bound there.
+(indexed by each name it references), each PV to its claim and secrets (indexed by secret). A
+decision looks up the Pods that reference the object (and, for a secret, the bound PVs that reference it and
+the Pods that use their claims), so its cost does not grow with the Pods of the node.
 """
 
 from __future__ import annotations
@@ -153,11 +154,11 @@ def _path(resource: str, group: str = "", version: str = "v1") -> core_pb2.Resou
 class NodeAuthorizer:
     def __init__(self, core: Core) -> None:
         self._rules = _node_rules()
-        self.pods: Informer[PodRefs] = Informer(core, _path("pods"), transform=pod_refs,
-                                                indexers={"node": lambda p: (p.node,) if p.node else ()})
+        self.pods: Informer[PodRefs] = Informer(core, _path("pods"), transform=pod_refs, indexers={
+            "ref": lambda p: ("/".join(ref) for ref in p.refs) if p.node else ()})
         self.volumes: Informer[VolumeRefs] = Informer(
             core, _path("persistentvolumes"), transform=volume_refs,
-            indexers={"claim": lambda v: (v.claim,) if v.claim else ()})
+            indexers={"secret": lambda v: (f"{ns}/{name}" for ns, name in v.secrets) if v.claim else ()})
         self.attachments: Informer[str] = Informer(
             core, _path("volumeattachments", "storage.k8s.io"),
             transform=lambda va: str((va.get("spec") or {}).get("nodeName") or ""))
@@ -230,27 +231,20 @@ class NodeAuthorizer:
     def _has_path(self, node: str, kind: str, namespace: str, name: str) -> bool:
         if kind == "va":
             return self.attachments.cache.get(("", name)) == node
-        pods = self.pods.cache.by_index("node", node)
         if kind == "pv":
             volume = self.volumes.cache.get(("", name))
-            if volume is None or not volume.claim:
-                return False
-            claim_ns, _, claim = volume.claim.partition("/")
-            return any(("pvc", claim_ns, claim) in pod.refs for pod in pods)
-        wanted = (kind, namespace, name)
-        if any(wanted in pod.refs for pod in pods):
+            return volume is not None and bool(volume.claim) and self._used(node, f"pvc/{volume.claim}")
+        if self._used(node, f"{kind}/{namespace}/{name}"):
             return True
         if kind != "secret":
             return False
         # a secret of a PersistentVolume bound to a claim a Pod of the node uses
-        for pod in pods:
-            for ref_kind, ref_ns, ref_name in pod.refs:
-                if ref_kind != "pvc":
-                    continue
-                for volume in self.volumes.cache.by_index("claim", f"{ref_ns}/{ref_name}"):
-                    if (namespace, name) in volume.secrets:
-                        return True
-        return False
+        return any(self._used(node, f"pvc/{volume.claim}")
+                   for volume in self.volumes.cache.by_index("secret", f"{namespace}/{name}"))
+
+    def _used(self, node: str, ref: str) -> bool:
+        """Whether a Pod bound to the node references `kind/namespace/name`."""
+        return any(pod.node == node for pod in self.pods.cache.by_index("ref", ref))
 
     def rules_for(self, user: UserInfo, namespace: str) -> Rules:
         if node_name(user) is None:

@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 
-from capstan.testing.server import LocalServer, start
-from tests.server.auth.identity_servers import (
+from capstan.testing.identities import (
     Authority,
     Issuer,
     ReviewWebhook,
@@ -30,6 +29,7 @@ from tests.server.auth.identity_servers import (
     start_issuer,
     start_review_webhook,
 )
+from capstan.testing.server import LocalServer, start
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 Obj = dict[str, Any]

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from capstan.testing.identities import Authority, Issuer, SigningKey, start_issuer
 from server.auth.authn import oidc
 from server.auth.authn.oidc import OidcAuthenticator, OidcConfig, OidcConfigError
 from server.auth.errors import Unauthorized
 from server.machinery.credentials import Credentials
 from server.machinery.user import UserInfo
-from tests.server.auth.identity_servers import Authority, Issuer, SigningKey, start_issuer
 
 RSA = SigningKey.make("rsa-1", "RS256")
 EC = SigningKey.make("ec-1", "ES256")

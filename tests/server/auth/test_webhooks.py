@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from capstan.testing.identities import Authority, ReviewWebhook, start_review_webhook
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import AlwaysDeny, Union, decide
 from server.auth.errors import Unauthorized
@@ -17,7 +18,6 @@ from server.auth.webhook import WebhookAuthorizer, WebhookConfigError, WebhookTo
 from server.callouts.client import Callouts
 from server.machinery.credentials import Credentials
 from server.machinery.user import UserInfo
-from tests.server.auth.identity_servers import Authority, ReviewWebhook, start_review_webhook
 
 Obj = dict[str, Any]
 

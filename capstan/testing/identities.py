@@ -1,7 +1,8 @@
-"""Real servers for the identity tests: a test CA and its certificates, an OpenID Connect issuer (discovery and
-JWKS over HTTPS, signing ID tokens with the keys the test makes) and review webhooks (TokenReview and
-SubjectAccessReview over HTTPS requiring the client certificate the test CA signed), each an aiohttp server on
-its own thread, so the same server serves an in-process authenticator and a `capstan serve` child."""
+"""Real servers for the identity tests and benchmarks: a test CA and its certificates, an OpenID Connect issuer
+(discovery and JWKS over HTTPS, signing ID tokens with the keys the caller makes) and review webhooks
+(TokenReview and SubjectAccessReview over HTTPS requiring the client certificate the test CA signed), each an
+aiohttp server on its own thread, so the same server serves an in-process authenticator and a `capstan serve`
+child."""
 
 from __future__ import annotations
 

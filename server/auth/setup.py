@@ -32,7 +32,7 @@ from server.auth.webhook import (
     WebhookTokenAuthenticator,
     load_kubeconfig,
 )
-from server.callouts.client import Callouts
+from server.callouts.client import Callouts, ClientConfig
 from server.machinery.pem import Verifier, load_bundle
 from server.objects.core import Core
 from server.runtime.election import Singleton, awaitable
@@ -65,8 +65,9 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     """ConfigError when the configuration cannot start (an unknown mode, an unreadable file). elected=True
     does not start the ClusterRole aggregation controller but lists it in Security.singletons, for the caller
     to run while it leads."""
+    external = _external(config)  # first: flags kube refuses start nothing
     try:
-        auditor = start_audit(config, core.registry)  # first: a policy kube refuses starts nothing
+        auditor = start_audit(config, core.registry)  # a policy kube refuses starts nothing
     except PolicyError as err:
         raise ConfigError(str(err)) from None
     try:
@@ -79,10 +80,6 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     unknown = [m for m in config.authorization_modes if m not in MODES]
     if unknown or not config.authorization_modes:
         raise ConfigError(f"authorization-mode {','.join(unknown)!r} is not one of {', '.join(MODES)}")
-    if ("Webhook" in config.authorization_modes) != bool(config.authorization_webhook_config_file):
-        raise ConfigError("authorization-mode Webhook and authorization-webhook-config-file go together"
-                          if config.authorization_webhook_config_file else
-                          "authorization-mode Webhook requires authorization-webhook-config-file")
     try:
         client_cas = load_bundle(config.client_ca_file)
         proxy_cas = load_bundle(config.requestheader_client_ca_file)
@@ -96,13 +93,13 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     if accounts.authenticator is not None:  # caches its own verifications, checks the objects on every call
         token_authenticators.append(accounts.authenticator)
     security = Security(unguarded(core), requestheader.is_proxy, accounts, [accounts.stop], singletons)
-    await _external_authenticators(config, token_authenticators, security)
+    await _external_authenticators(config, external, token_authenticators, security)
     cacheable: list[PartAuthenticator] = [static, *(a for a in token_authenticators
                                                     if isinstance(a, OidcAuthenticator))]
     authorizers: list[Authorizer] = []
     for mode in config.authorization_modes:
         if mode == "Webhook":
-            authorizers.append(_webhook_authorizer(config, security))
+            authorizers.append(_webhook_authorizer(config, external.authorization_webhook, security))
         elif mode == "Node":
             from server.auth.node import start_node_authorizer
 
@@ -130,43 +127,64 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     return _audited(security, auditor)
 
 
-async def _external_authenticators(config: SecurityConfig, tokens: list[PartAuthenticator],
+@dataclass(frozen=True, slots=True)
+class _External:
+    """The identity services outside the server, their flags checked and kubeconfigs read before anything
+    starts."""
+
+    oidc: OidcConfig | None = None
+    token_webhook: ClientConfig | None = None
+    authorization_webhook: ClientConfig | None = None
+
+
+def _external(config: SecurityConfig) -> _External:
+    if ("Webhook" in config.authorization_modes) != bool(config.authorization_webhook_config_file):
+        raise ConfigError("authorization-mode Webhook and authorization-webhook-config-file go together"
+                          if config.authorization_webhook_config_file else
+                          "authorization-mode Webhook requires authorization-webhook-config-file")
+    for flag, version in (("authentication-token-webhook-version", config.authentication_token_webhook_version),
+                          ("authorization-webhook-version", config.authorization_webhook_version)):
+        if version not in VERSIONS:
+            raise ConfigError(f"unsupported {flag} {version!r}")
+    oidc = None
+    if config.oidc_issuer_url:
+        oidc = OidcConfig(config.oidc_issuer_url, config.oidc_client_id, config.oidc_username_claim,
+                          config.oidc_username_prefix, config.oidc_groups_claim, config.oidc_groups_prefix,
+                          config.oidc_required_claims, config.oidc_ca_file, config.oidc_signing_algs)
+    try:
+        if oidc is not None:
+            oidc.check()
+        tokens = authorization = None
+        if config.authentication_token_webhook_config_file:
+            tokens = load_kubeconfig(config.authentication_token_webhook_config_file)
+        if config.authorization_webhook_config_file:
+            authorization = load_kubeconfig(config.authorization_webhook_config_file)
+    except (OidcConfigError, WebhookConfigError) as err:
+        raise ConfigError(str(err)) from None
+    return _External(oidc, tokens, authorization)
+
+
+async def _external_authenticators(config: SecurityConfig, external: _External, tokens: list[PartAuthenticator],
                                    security: Security) -> None:
     """OIDC and the token webhook, after the service account tokens, as kube orders them."""
-    if config.oidc_issuer_url:
+    if external.oidc is not None:
         try:
-            oidc = OidcAuthenticator(OidcConfig(
-                config.oidc_issuer_url, config.oidc_client_id, config.oidc_username_claim,
-                config.oidc_username_prefix, config.oidc_groups_claim, config.oidc_groups_prefix,
-                config.oidc_required_claims, config.oidc_ca_file, config.oidc_signing_algs))
-        except OidcConfigError as err:
+            oidc = OidcAuthenticator(external.oidc)
+        except OidcConfigError as err:  # an oidc-ca-file that cannot be read
             raise ConfigError(str(err)) from None
         oidc.start()
         security.stops.append(oidc.stop)
         tokens.append(oidc)
-    if config.authentication_token_webhook_config_file:
-        if config.authentication_token_webhook_version not in VERSIONS:
-            raise ConfigError(f"unsupported authentication-token-webhook-version "
-                              f"{config.authentication_token_webhook_version!r}")
-        try:
-            client = load_kubeconfig(config.authentication_token_webhook_config_file)
-        except WebhookConfigError as err:
-            raise ConfigError(str(err)) from None
+    if external.token_webhook is not None:
         callouts = Callouts()
         security.stops.append(callouts.close)
         tokens.append(WebhookTokenAuthenticator(
-            callouts, client, version=config.authentication_token_webhook_version,
+            callouts, external.token_webhook, version=config.authentication_token_webhook_version,
             cache_ttl=config.authentication_token_webhook_cache_ttl, audiences=(config.service_account_issuer,)))
 
 
-def _webhook_authorizer(config: SecurityConfig, security: Security) -> WebhookAuthorizer:
-    if config.authorization_webhook_version not in VERSIONS:
-        raise ConfigError(f"unsupported authorization-webhook-version {config.authorization_webhook_version!r}")
-    assert config.authorization_webhook_config_file is not None
-    try:
-        client = load_kubeconfig(config.authorization_webhook_config_file)
-    except WebhookConfigError as err:
-        raise ConfigError(str(err)) from None
+def _webhook_authorizer(config: SecurityConfig, client: ClientConfig | None, security: Security) -> WebhookAuthorizer:
+    assert client is not None
     callouts = Callouts()
     security.stops.append(callouts.close)
     return WebhookAuthorizer(callouts, client, version=config.authorization_webhook_version,

@@ -1,6 +1,7 @@
 """Webhook token authentication and webhook authorization against real HTTPS webhooks that require the client
 certificate the kubeconfig names: what is sent (TokenReview, SubjectAccessReview, v1 and v1beta1), how the
-answers decide, what is cached, and what a failing webhook means (401; no opinion)."""
+answers decide, what is cached, and what a failing webhook means (401; no opinion); and the identity
+configurations the core refuses to start with."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import pytest
 from capstan.testing.identities import Authority, ReviewWebhook, start_review_webhook
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import AlwaysDeny, Union, decide
+from server.auth.config import SecurityConfig
 from server.auth.errors import Unauthorized
+from server.auth.setup import ConfigError, start_security
 from server.auth.webhook import WebhookAuthorizer, WebhookConfigError, WebhookTokenAuthenticator, load_kubeconfig
 from server.callouts.client import Callouts
 from server.machinery.credentials import Credentials
 from server.machinery.user import UserInfo
+from server.objects.core import Core
 
 Obj = dict[str, Any]
 
@@ -193,3 +197,14 @@ def test_kubeconfigs_that_name_no_server_are_refused(tmp_path: Path, text: str, 
     path.write_text(text)
     with pytest.raises(WebhookConfigError, match=words):
         load_kubeconfig(path)
+
+
+@pytest.mark.parametrize(("config", "words"), [
+    (SecurityConfig(authorization_modes=("Webhook",)), "requires authorization-webhook-config-file"),
+    (SecurityConfig(authorization_webhook_config_file=Path("sar.kc")), "go together"),
+    (SecurityConfig(oidc_issuer_url="http://issuer.example", oidc_client_id="x"), "'https' required"),
+    (SecurityConfig(authentication_token_webhook_config_file=Path("/nonexistent/kc")), "invalid webhook kubeconfig"),
+])
+async def test_configurations_the_core_refuses(core: Core, config: SecurityConfig, words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        await start_security(core, config)

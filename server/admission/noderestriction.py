@@ -11,6 +11,7 @@ Contract (writes by anyone but a node identity pass untouched; kube's messages, 
   `node-restriction.kubernetes.io/` ones, never changes those labels or its taints afterwards, and never sets a
   configSource.
 - PersistentVolumeClaims: only their status, and in it only capacity and conditions.
+- ServiceAccount tokens: only bound to a Pod (with its uid) scheduled on the node.
 - Leases: only in kube-node-lease, named as the node. CSINodes: only the node's own.
 """
 
@@ -86,6 +87,9 @@ async def admit(ctx: Context, attrs: Attributes) -> None:
         _admit_node(node, attrs)
     elif group == "" and resource == "persistentvolumeclaims":
         _admit_pvc(node, attrs)
+    elif group == "" and resource == "serviceaccounts":
+        if attrs.operation == "CREATE" and attrs.subresource == "token":
+            await _admit_token(ctx, node, attrs)
     elif group == "coordination.k8s.io" and resource == "leases":
         if attrs.namespace != NODE_LEASE_NAMESPACE:
             raise _forbidden(attrs, f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system namespace')
@@ -163,6 +167,21 @@ async def _admit_pod_create(ctx: Context, node: str, attrs: Attributes) -> None:
         raise _forbidden(attrs, f'node "{node}" can not create pods that reference configmaps')
     if any(isinstance(v, dict) and v.get("persistentVolumeClaim") for v in spec.get("volumes") or ()):
         raise _forbidden(attrs, f'node "{node}" can not create pods that reference persistentvolumeclaims')
+
+
+async def _admit_token(ctx: Context, node: str, attrs: Attributes) -> None:
+    """A node's TokenRequest must be bound to a Pod scheduled on it, named with its uid."""
+    ref = _spec(attrs.obj).get("boundObjectRef")
+    if not isinstance(ref, dict) or ref.get("apiVersion") != "v1" or ref.get("kind") != "Pod" or not ref.get("name"):
+        raise _forbidden(attrs, "node requested token not bound to a pod")
+    if not ref.get("uid"):
+        raise _forbidden(attrs, "node requested token with a pod binding without a uid")
+    pod = await _pod(ctx, attrs.namespace, str(ref["name"]))
+    if ref["uid"] != _metadata(pod).get("uid"):
+        raise _forbidden(attrs, f"the UID in the bound object reference ({ref['uid']}) does not match the UID in "
+                                "record. The object might have been deleted and then recreated")
+    if _spec(pod).get("nodeName") != node:
+        raise _forbidden(attrs, "node requested token bound to a pod scheduled on a different node")
 
 
 def _label_namespace(key: str) -> str:

@@ -4,10 +4,13 @@ writes refused with kube's words, the same writes by anyone else untouched."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 import pytest
 import pytest_asyncio
 
@@ -34,7 +37,11 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")  # one core for the module
 async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningCore]:
     path: Path = tmp_path_factory.mktemp("noderestriction")
     store = await LmdbStore.open(path / "lmdb", StoreOptions(sync=False, compact_interval=0))
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False,
+    key = path / "sa.key"  # tokens are issued (serviceaccounts/token is served) only with a signing key
+    key.write_bytes(ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    security = replace(INSECURE, service_account_signing_key_file=key, service_account_key_files=(key,))
+    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=security, namespace_controllers=False,
                             admission_plugins=admission.KUBE_DEFAULT | {"NodeRestriction"},
                             controller_names=frozenset())
     try:
@@ -42,6 +49,7 @@ async def running(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Run
             await call(core, ADMIN, "create", "nodes", {"metadata": {"name": node}}, namespace="")
         for name, node in (("on-a", "node-a"), ("on-b", "node-b")):
             await call(core, ADMIN, "create", "pods", pod(name, node))
+        await call(core, ADMIN, "create", "serviceaccounts", {"metadata": {"name": "default"}})
         await call(core, ADMIN, "create", "persistentvolumeclaims", {"metadata": {"name": "claim"}, "spec": {
             "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
         yield core
@@ -171,3 +179,34 @@ async def test_what_a_node_may_change(running: RunningCore) -> None:
         await call(running, NODE_A, "update", "nodes", tainted, namespace="")
     await call(running, ADMIN, "update", "nodes", tainted, namespace="")  # anyone else is not restricted
     await call(running, NODE_A, "delete", "pods", on_a, name="on-a")
+
+
+TOKENS = [
+    ("bound to its pod", lambda a, b: {"apiVersion": "v1", "kind": "Pod", "name": "on-a", "uid": a}, ""),
+    ("unbound", lambda a, b: None, "node requested token not bound to a pod"),
+    ("bound to a secret", lambda a, b: {"apiVersion": "v1", "kind": "Secret", "name": "s", "uid": "u"},
+     "node requested token not bound to a pod"),
+    ("without the pod's uid", lambda a, b: {"apiVersion": "v1", "kind": "Pod", "name": "on-a"},
+     "node requested token with a pod binding without a uid"),
+    ("with another uid", lambda a, b: {"apiVersion": "v1", "kind": "Pod", "name": "on-a", "uid": "x"},
+     "the UID in the bound object reference (x) does not match the UID in record"),
+    ("bound to another node's pod", lambda a, b: {"apiVersion": "v1", "kind": "Pod", "name": "on-b", "uid": b},
+     "node requested token bound to a pod scheduled on a different node"),
+]
+
+
+@pytest.mark.parametrize(("ref", "refusal"), [t[1:] for t in TOKENS], ids=[t[0] for t in TOKENS])
+async def test_tokens_a_node_may_request(running: RunningCore, ref: Any, refusal: str) -> None:
+    uids = [(await current(running, "pods", name))["metadata"]["uid"] for name in ("on-a", "on-b")]
+    bound = ref(*uids)
+    request: Obj = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                    "spec": {"boundObjectRef": bound} if bound else {}}
+    if not refusal:
+        answer = await call(running, NODE_A, "create", "serviceaccounts", request, subresource="token",
+                            name="default")
+        assert answer["status"]["token"]
+        return
+    with pytest.raises(errors.ApiError) as refused:
+        await call(running, NODE_A, "create", "serviceaccounts", request, subresource="token", name="default")
+    assert refused.value.code == 403 and refusal in refused.value.status.message
+

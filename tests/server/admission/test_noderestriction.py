@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 import pytest
 import pytest_asyncio
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server import admission

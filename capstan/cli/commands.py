@@ -77,7 +77,7 @@ from storage.options import DEFAULT_QUOTA_BYTES
 log = logging.getLogger("capstan")
 
 ENDPOINTS_FILE = kubeconfigs.ENDPOINTS_FILE
-AUTHORIZATION_MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
+AUTHORIZATION_MODES = ("Node", "RBAC", "Webhook", "AlwaysAllow", "AlwaysDeny")
 INSECURE_WARNING = (
     "\n*** capstan is running with --insecure: plain HTTP and gRPC, no authentication, no authorization. ***"
     "\n*** Anyone who reaches %s can read every Secret and write anything. For tests and demos only.  ***"
@@ -119,6 +119,23 @@ def _modes(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(
             f"authorization-mode {','.join(unknown) or text!r} is not a valid mode ({', '.join(AUTHORIZATION_MODES)})")
     return modes
+
+
+def _go_duration(text: str) -> float:
+    """A Go duration flag (kube's 2m0s, 30s, 5m) in seconds."""
+    from server.machinery.codec.gotime import TimeError, parse_duration
+
+    try:
+        return parse_duration(text) / 1e9
+    except TimeError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _claim(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, not {text!r}")
+    return key, value
 
 
 def _cores(text: str) -> tuple[str, ...]:
@@ -439,7 +456,34 @@ def _security_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--anonymous-auth", type=_bool, default=True,
                         help="requests with no credential run as system:anonymous (default true)")
     parser.add_argument("--authorization-mode", type=_modes, default=("RBAC",),
-                        help="comma list of RBAC, AlwaysAllow, AlwaysDeny (default RBAC)")
+                        help="comma list of Node, RBAC, Webhook, AlwaysAllow, AlwaysDeny, in order (default RBAC)")
+    parser.add_argument("--oidc-issuer-url", default="", help="the OpenID Connect issuer (https)")
+    parser.add_argument("--oidc-client-id", default="", help="the audience ID tokens must be for")
+    parser.add_argument("--oidc-username-claim", default="sub", help="the claim that is the username (default sub)")
+    parser.add_argument("--oidc-username-prefix", default="",
+                        help="prefixed to usernames (default: '<issuer>#' unless the claim is email; '-' for none)")
+    parser.add_argument("--oidc-groups-claim", default="", help="the claim that lists the user's groups")
+    parser.add_argument("--oidc-groups-prefix", default="", help="prefixed to every group")
+    parser.add_argument("--oidc-required-claim", type=_claim, action="append", default=[], metavar="KEY=VALUE",
+                        help="a claim ID tokens must carry with this value; repeatable")
+    parser.add_argument("--oidc-ca-file", type=Path, default=None,
+                        help="the CA that verifies the issuer's certificate (default: the system roots)")
+    parser.add_argument("--oidc-signing-algs", type=_names, default=("RS256",),
+                        help="comma list of accepted JOSE algorithms (default RS256)")
+    parser.add_argument("--authentication-token-webhook-config-file", type=Path, default=None,
+                        help="a kubeconfig naming the service that answers TokenReviews for unknown bearer tokens")
+    parser.add_argument("--authentication-token-webhook-version", default="v1beta1", choices=("v1", "v1beta1"),
+                        help="the TokenReview version sent (default v1beta1)")
+    parser.add_argument("--authentication-token-webhook-cache-ttl", type=_go_duration, default=120.0,
+                        metavar="DURATION", help="how long the webhook's answers are cached (default 2m0s)")
+    parser.add_argument("--authorization-webhook-config-file", type=Path, default=None,
+                        help="a kubeconfig naming the service that answers SubjectAccessReviews (mode Webhook)")
+    parser.add_argument("--authorization-webhook-version", default="v1beta1", choices=("v1", "v1beta1"),
+                        help="the SubjectAccessReview version sent (default v1beta1)")
+    parser.add_argument("--authorization-webhook-cache-authorized-ttl", type=_go_duration, default=300.0,
+                        metavar="DURATION", help="how long an allow is cached (default 5m0s)")
+    parser.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=_go_duration, default=30.0,
+                        metavar="DURATION", help="how long a refusal is cached (default 30s)")
     parser.add_argument("--service-account-issuer", default=DEFAULT_ISSUER,
                         help=f"the iss of service account tokens (default {DEFAULT_ISSUER})")
     parser.add_argument("--service-account-key-file", type=Path, action="append", default=[],
@@ -593,6 +637,22 @@ def _security(args: argparse.Namespace, certs: pki.CertDir) -> SecurityConfig:
         root_ca_file=certs.ca_cert if args.tls_cert_file is None else None,
         cluster_signing_cert_file=certs.ca_cert,  # the cert dir's CA, which --client-ca-file trusts by default
         cluster_signing_key_file=certs.ca_key,
+        oidc_issuer_url=args.oidc_issuer_url,
+        oidc_client_id=args.oidc_client_id,
+        oidc_username_claim=args.oidc_username_claim,
+        oidc_username_prefix=args.oidc_username_prefix,
+        oidc_groups_claim=args.oidc_groups_claim,
+        oidc_groups_prefix=args.oidc_groups_prefix,
+        oidc_required_claims=tuple(args.oidc_required_claim),
+        oidc_ca_file=args.oidc_ca_file,
+        oidc_signing_algs=args.oidc_signing_algs,
+        authentication_token_webhook_config_file=args.authentication_token_webhook_config_file,
+        authentication_token_webhook_version=args.authentication_token_webhook_version,
+        authentication_token_webhook_cache_ttl=args.authentication_token_webhook_cache_ttl,
+        authorization_webhook_config_file=args.authorization_webhook_config_file,
+        authorization_webhook_version=args.authorization_webhook_version,
+        authorization_webhook_cache_authorized_ttl=args.authorization_webhook_cache_authorized_ttl,
+        authorization_webhook_cache_unauthorized_ttl=args.authorization_webhook_cache_unauthorized_ttl,
         audit_log_path=args.audit_log_path,
         audit_policy_file=args.audit_policy_file,
         audit_log_maxsize=args.audit_log_maxsize,

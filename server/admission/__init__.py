@@ -4,7 +4,8 @@ whichever interface the call came in on (the verbs hand every write to the chain
 server/objects/admitting.py).
 
 The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Capstan runs):
-  mutating:   LimitRanger (a new Pod's defaults), ServiceAccount, MutatingAdmissionWebhook
+  mutating:   LimitRanger (a new Pod's defaults), ServiceAccount, NodeRestriction (noderestriction.py, a
+              kubelet's writes; off by default, as kube's), MutatingAdmissionWebhook
   the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
   between mutating and validating admission)
   validating: LimitRanger (bounds), ValidatingAdmissionPolicy (server/admission/policies.py, when its feature
@@ -30,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from server.admission import limitranger, quota, serviceaccount
+from server.admission import limitranger, noderestriction, quota, serviceaccount
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
 from server.machinery import apimetrics, tracing
@@ -206,6 +207,9 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
         plugins.append(Plugin("LimitRanger", _WRITES, limit_defaults, limit_bounds))
     if "ServiceAccount" in on and service_accounts:
         plugins.append(Plugin("ServiceAccount", frozenset(("CREATE",)), service_account))
+    if noderestriction.NAME in on:  # a kubelet's writes, whatever the kind or subresource
+        plugins.append(Plugin(noderestriction.NAME, frozenset(("CREATE", "UPDATE", "DELETE")),
+                              noderestriction.admit))
     if "ResourceQuota" in on:
         plugins.append(Plugin("ResourceQuota", _WRITES, validate=charge))
     return plugins

@@ -4,10 +4,16 @@
 of authorizers would ask the next on NO_OPINION). The reason is what kube appends to a Forbidden message and
 what a SubjectAccessReview reports. RBAC (server/auth/rbac/) is the default implementation; reviews call the
 same method, so what `kubectl auth can-i` says is what the request path does.
+
+An authorizer that asks over the network (the webhook, server/auth/webhook.py) also has `async decide`; the
+request path, impersonation and the access reviews call `decide(authorizer, attributes)`, which awaits it
+where there is one, so no decision blocks the event loop. Checks made synchronously while a verb runs call
+`authorize`, which such an authorizer answers from what it has already been told.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,6 +55,14 @@ class Authorizer(Protocol):
     def rules_for(self, user: UserInfo, namespace: str) -> Rules: ...
 
 
+async def decide(authorizer: Authorizer, attributes: Attributes) -> tuple[Decision, str]:
+    """The authorizer's decision, awaited when it has an asynchronous one."""
+    deciding: Callable[[Attributes], Awaitable[tuple[Decision, str]]] | None = getattr(authorizer, "decide", None)
+    if deciding is not None:
+        return await deciding(attributes)
+    return authorizer.authorize(attributes)
+
+
 class AlwaysAllow:
     """--authorization-mode=AlwaysAllow (and --insecure): everything is allowed."""
 
@@ -75,6 +89,20 @@ class Union:
 
     def __init__(self, authorizers: tuple[Authorizer, ...]) -> None:
         self._authorizers = authorizers
+        self._asynchronous = any(getattr(a, "decide", None) is not None for a in authorizers)
+
+    async def decide(self, attributes: Attributes) -> tuple[Decision, str]:
+        """authorize, awaiting the members that decide asynchronously."""
+        if not self._asynchronous:
+            return self.authorize(attributes)
+        reasons: list[str] = []
+        for authorizer in self._authorizers:
+            decision, reason = await decide(authorizer, attributes)
+            if decision is not Decision.NO_OPINION:
+                return decision, reason
+            if reason:
+                reasons.append(reason)
+        return Decision.NO_OPINION, "\n".join(reasons)
 
     def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         if len(self._authorizers) == 1:

@@ -17,7 +17,8 @@ DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 @dataclass(frozen=True, slots=True)
 class SecurityConfig:
     insecure: bool = False
-    # --authorization-mode: "RBAC" (default), "AlwaysAllow", "AlwaysDeny", tried in order (kube's union).
+    # --authorization-mode: "Node", "RBAC" (default), "Webhook", "AlwaysAllow", "AlwaysDeny", tried in order
+    # (kube's union).
     authorization_modes: tuple[str, ...] = ("RBAC",)
     anonymous_auth: bool = True
     # --client-ca-file: CAs whose client certificates authenticate (CN = user, O = groups).
@@ -42,6 +43,25 @@ class SecurityConfig:
     # approved kubernetes.io/kube-apiserver-client CertificateSigningRequests (server/controllers/csrsigning.py).
     cluster_signing_cert_file: Path | None = None
     cluster_signing_key_file: Path | None = None
+    # OpenID Connect (kube's --oidc-*; server/auth/authn/oidc.py): on when oidc_issuer_url is set.
+    oidc_issuer_url: str = ""
+    oidc_client_id: str = ""
+    oidc_username_claim: str = "sub"
+    oidc_username_prefix: str = ""
+    oidc_groups_claim: str = ""
+    oidc_groups_prefix: str = ""
+    oidc_required_claims: tuple[tuple[str, str], ...] = ()
+    oidc_ca_file: Path | None = None
+    oidc_signing_algs: tuple[str, ...] = ("RS256",)
+    # Webhook token authentication and webhook authorization (server/auth/webhook.py): kubeconfig files naming
+    # the remote service, the review API version, and how long answers are cached (seconds).
+    authentication_token_webhook_config_file: Path | None = None
+    authentication_token_webhook_version: str = "v1beta1"
+    authentication_token_webhook_cache_ttl: float = 120.0
+    authorization_webhook_config_file: Path | None = None
+    authorization_webhook_version: str = "v1beta1"
+    authorization_webhook_cache_authorized_ttl: float = 300.0
+    authorization_webhook_cache_unauthorized_ttl: float = 30.0
     audit_log_path: str = ""  # "-" is standard output, as kube's
     audit_policy_file: Path | None = None
     audit_log_maxsize: int = 0  # megabytes before rotating; 0 is lumberjack's (and kube's) 100

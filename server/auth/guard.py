@@ -32,7 +32,7 @@ from server.auth.apf import Classifier
 from server.auth.attributes import Attributes, Decision
 from server.auth.audit.auditor import AuditedRequest, Auditor
 from server.auth.authn import RequestAuthenticator
-from server.auth.authorizer import AlwaysAllow, Authorizer
+from server.auth.authorizer import AlwaysAllow, Authorizer, decide
 from server.auth.errors import Unauthorized, forbidden, unauthorized
 from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
@@ -106,7 +106,7 @@ class GuardedCore(Answerer[Credentials]):
             user = await self._authenticate(credentials)
         except Unauthorized:
             raise unauthorized() from None
-        return impersonate(user, credentials.impersonation, self.authorizer)
+        return await impersonate(user, credentials.impersonation, self.authorizer)
 
     async def _audited_user(self, credentials: Credentials, attributes: Callable[[UserInfo], Attributes],
                             audit: AuditedRequest) -> UserInfo:
@@ -118,7 +118,7 @@ class GuardedCore(Answerer[Credentials]):
             audit.unauthenticated(attributes(ANONYMOUS_USER))
             raise unauthorized() from None
         audit.received(attributes(authenticated), authenticated)
-        user = impersonate(authenticated, credentials.impersonation, self.authorizer)
+        user = await impersonate(authenticated, credentials.impersonation, self.authorizer)
         if user is not authenticated:
             audit.impersonated(user)
         return user
@@ -136,7 +136,7 @@ class GuardedCore(Answerer[Credentials]):
             if classified is not None:
                 flowcontrol.note(*classified)
         with tracing.span("Authorization"):
-            decision, reason = self.authorizer.authorize(wanted)
+            decision, reason = await decide(self.authorizer, wanted)
         if audit is not None:
             audit.decided(decision, reason)
         if decision is not Decision.ALLOW:

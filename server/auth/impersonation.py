@@ -11,7 +11,7 @@ system:authenticated unless it is anonymous or a group says system:unauthenticat
 from __future__ import annotations
 
 from server.auth.attributes import Attributes, Decision
-from server.auth.authorizer import Authorizer
+from server.auth.authorizer import Authorizer, decide
 from server.auth.errors import forbidden
 from server.machinery import errors
 from server.machinery.credentials import Impersonation
@@ -25,7 +25,7 @@ from server.machinery.user import (
 )
 
 
-def impersonate(caller: UserInfo, request: Impersonation, authorizer: Authorizer) -> UserInfo:
+async def impersonate(caller: UserInfo, request: Impersonation, authorizer: Authorizer) -> UserInfo:
     if not request.requested:
         return caller
     if not request.user:
@@ -46,7 +46,7 @@ def impersonate(caller: UserInfo, request: Impersonation, authorizer: Authorizer
         checks.append(Attributes(caller, "impersonate", api_group="authentication.k8s.io", resource="uids",
                                  name=request.uid))
     for attributes in checks:
-        decision, reason = authorizer.authorize(attributes)
+        decision, reason = await decide(authorizer, attributes)
         if decision is not Decision.ALLOW:
             raise forbidden(attributes, reason)
     if request.user != ANONYMOUS:

@@ -23,6 +23,7 @@ from typing import Any
 
 from server.auth import caller
 from server.auth.attributes import Attributes, Decision
+from server.auth.authorizer import decide
 from server.auth.errors import Unauthorized
 from server.machinery import errors, meta
 from server.machinery.credentials import Credentials
@@ -112,9 +113,9 @@ def _attributes(user: UserInfo, spec: Obj) -> Attributes:
     return Attributes(user, str(n.get("verb", "")), resource_request=False, path=str(n.get("path", "")))
 
 
-def _decide(obj: Obj, user: UserInfo) -> Obj:
+async def _decide(obj: Obj, user: UserInfo) -> Obj:
     spec = _dict(obj.get("spec"))
-    decision, reason = caller.current().authorizer.authorize(_attributes(user, spec))
+    decision, reason = await decide(caller.current().authorizer, _attributes(user, spec))
     status: Obj = {"allowed": decision is Decision.ALLOW}
     if decision is Decision.DENY:
         status["denied"] = True
@@ -137,7 +138,7 @@ async def subject_access_review(ctx: Any, resource: Resource, obj: Obj) -> Obj:
     if _unmanaged_meta(obj):
         errs.append(FieldError.invalid("metadata", _go_object_meta(_dict(obj.get("metadata"))), "must be empty"))
     _raise_if_invalid(errs)
-    return _decide(obj, _subject(spec))
+    return await _decide(obj, _subject(spec))
 
 
 async def local_subject_access_review(ctx: Any, resource: Resource, obj: Obj) -> Obj:
@@ -157,7 +158,7 @@ async def local_subject_access_review(ctx: Any, resource: Resource, obj: Obj) ->
         errs.append(FieldError.invalid("spec.nonResourceAttributes", _go_non_resource(_dict(
             spec["nonResourceAttributes"])), "disallowed on this kind of request"))
     _raise_if_invalid(errs)
-    return _decide(obj, _subject(spec))
+    return await _decide(obj, _subject(spec))
 
 
 async def self_subject_access_review(ctx: Any, resource: Resource, obj: Obj) -> Obj:
@@ -166,7 +167,7 @@ async def self_subject_access_review(ctx: Any, resource: Resource, obj: Obj) -> 
     if _unmanaged_meta(obj):
         errs.append(FieldError.invalid("metadata", _go_object_meta(_dict(obj.get("metadata"))), "must be empty"))
     _raise_if_invalid(errs)
-    return _decide(obj, caller.current().user)
+    return await _decide(obj, caller.current().user)
 
 
 def _words(values: tuple[str, ...], key: str) -> Obj:

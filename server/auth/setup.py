@@ -2,8 +2,9 @@
 
 `start_security` answers the GuardedCore both transports call, and `is_proxy` (whether a TLS client certificate
 is a front proxy's), which the gRPC servicer needs to read forwarded credentials. With `insecure` every request
-is system:unsecured and everything is allowed; otherwise authenticators are kube's union (authn/union.py) and
-authorizers the --authorization-mode list in order.
+is system:unsecured and everything is allowed; otherwise authenticators are kube's union (authn/union.py) in
+kube's order (request header, x509, static tokens, service account tokens, OIDC, the token webhook) and
+authorizers the --authorization-mode list in order (Node, RBAC, Webhook, AlwaysAllow, AlwaysDeny).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from server.auth.audit.policy import PolicyError
 from server.auth.audit.start import start_audit
 from server.auth.authn import Authenticator as PartAuthenticator
 from server.auth.authn import tokenfile
+from server.auth.authn.oidc import OidcAuthenticator, OidcConfig, OidcConfigError
 from server.auth.authn.requestheader import RequestHeaderAuthenticator
 from server.auth.authn.union import UnionAuthenticator
 from server.auth.authn.x509 import X509Authenticator
@@ -23,11 +25,19 @@ from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, Union
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore, unguarded
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
+from server.auth.webhook import (
+    VERSIONS,
+    WebhookAuthorizer,
+    WebhookConfigError,
+    WebhookTokenAuthenticator,
+    load_kubeconfig,
+)
+from server.callouts.client import Callouts, ClientConfig
 from server.machinery.pem import Verifier, load_bundle
 from server.objects.core import Core
 from server.runtime.election import Singleton, awaitable
 
-MODES = ("RBAC", "AlwaysAllow", "AlwaysDeny")
+MODES = ("Node", "RBAC", "Webhook", "AlwaysAllow", "AlwaysDeny")
 
 
 class ConfigError(ValueError):
@@ -55,8 +65,9 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     """ConfigError when the configuration cannot start (an unknown mode, an unreadable file). elected=True
     does not start the ClusterRole aggregation controller but lists it in Security.singletons, for the caller
     to run while it leads."""
+    external = _external(config)  # first: flags kube refuses start nothing
     try:
-        auditor = start_audit(config, core.registry)  # first: a policy kube refuses starts nothing
+        auditor = start_audit(config, core.registry)  # a policy kube refuses starts nothing
     except PolicyError as err:
         raise ConfigError(str(err)) from None
     try:
@@ -82,9 +93,20 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     if accounts.authenticator is not None:  # caches its own verifications, checks the objects on every call
         token_authenticators.append(accounts.authenticator)
     security = Security(unguarded(core), requestheader.is_proxy, accounts, [accounts.stop], singletons)
+    await _external_authenticators(config, external, token_authenticators, security)
+    cacheable: list[PartAuthenticator] = [static, *(a for a in token_authenticators
+                                                    if isinstance(a, OidcAuthenticator))]
     authorizers: list[Authorizer] = []
     for mode in config.authorization_modes:
-        if mode == "AlwaysAllow":
+        if mode == "Webhook":
+            authorizers.append(_webhook_authorizer(config, external.authorization_webhook, security))
+        elif mode == "Node":
+            from server.auth.node import start_node_authorizer
+
+            node = await start_node_authorizer(core)
+            security.stops.append(node.stop)
+            authorizers.append(node)
+        elif mode == "AlwaysAllow":
             authorizers.append(AlwaysAllow())
         elif mode == "AlwaysDeny":
             authorizers.append(AlwaysDeny())
@@ -98,11 +120,76 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
                                                      rbac.aggregation.stop))
             authorizers.append(rbac)
     authenticator = UnionAuthenticator(connection=connection, tokens=token_authenticators,
-                                       anonymous=config.anonymous_auth, cacheable_tokens=[static])
+                                       anonymous=config.anonymous_auth, cacheable_tokens=cacheable)
     documents = accounts.documents
     security.guard = GuardedCore(core, authenticator, Union(tuple(authorizers)), documents,
                                  audiences=(config.service_account_issuer,))
     return _audited(security, auditor)
+
+
+@dataclass(frozen=True, slots=True)
+class _External:
+    """The identity services outside the server, their flags checked and kubeconfigs read before anything
+    starts."""
+
+    oidc: OidcConfig | None = None
+    token_webhook: ClientConfig | None = None
+    authorization_webhook: ClientConfig | None = None
+
+
+def _external(config: SecurityConfig) -> _External:
+    if ("Webhook" in config.authorization_modes) != bool(config.authorization_webhook_config_file):
+        raise ConfigError("authorization-mode Webhook and authorization-webhook-config-file go together"
+                          if config.authorization_webhook_config_file else
+                          "authorization-mode Webhook requires authorization-webhook-config-file")
+    for flag, version in (("authentication-token-webhook-version", config.authentication_token_webhook_version),
+                          ("authorization-webhook-version", config.authorization_webhook_version)):
+        if version not in VERSIONS:
+            raise ConfigError(f"unsupported {flag} {version!r}")
+    oidc = None
+    if config.oidc_issuer_url:
+        oidc = OidcConfig(config.oidc_issuer_url, config.oidc_client_id, config.oidc_username_claim,
+                          config.oidc_username_prefix, config.oidc_groups_claim, config.oidc_groups_prefix,
+                          config.oidc_required_claims, config.oidc_ca_file, config.oidc_signing_algs)
+    try:
+        if oidc is not None:
+            oidc.check()
+        tokens = authorization = None
+        if config.authentication_token_webhook_config_file:
+            tokens = load_kubeconfig(config.authentication_token_webhook_config_file)
+        if config.authorization_webhook_config_file:
+            authorization = load_kubeconfig(config.authorization_webhook_config_file)
+    except (OidcConfigError, WebhookConfigError) as err:
+        raise ConfigError(str(err)) from None
+    return _External(oidc, tokens, authorization)
+
+
+async def _external_authenticators(config: SecurityConfig, external: _External, tokens: list[PartAuthenticator],
+                                   security: Security) -> None:
+    """OIDC and the token webhook, after the service account tokens, as kube orders them."""
+    if external.oidc is not None:
+        try:
+            oidc = OidcAuthenticator(external.oidc)
+        except OidcConfigError as err:  # an oidc-ca-file that cannot be read
+            raise ConfigError(str(err)) from None
+        oidc.start()
+        security.stops.append(oidc.stop)
+        tokens.append(oidc)
+    if external.token_webhook is not None:
+        callouts = Callouts()
+        security.stops.append(callouts.close)
+        tokens.append(WebhookTokenAuthenticator(
+            callouts, external.token_webhook, version=config.authentication_token_webhook_version,
+            cache_ttl=config.authentication_token_webhook_cache_ttl, audiences=(config.service_account_issuer,)))
+
+
+def _webhook_authorizer(config: SecurityConfig, client: ClientConfig | None, security: Security) -> WebhookAuthorizer:
+    assert client is not None
+    callouts = Callouts()
+    security.stops.append(callouts.close)
+    return WebhookAuthorizer(callouts, client, version=config.authorization_webhook_version,
+                             authorized_ttl=config.authorization_webhook_cache_authorized_ttl,
+                             unauthorized_ttl=config.authorization_webhook_cache_unauthorized_ttl)
 
 
 def _audited(security: Security, auditor: Auditor | None) -> Security:

@@ -47,6 +47,11 @@ class ClientConfig:
     url: str = ""
     service: ServiceReference | None = None
     ca_bundle: bytes = b""
+    # A kubeconfig's user (authentication and authorization webhooks): the client certificate and key (PEM)
+    # presented in the handshake, and a bearer token sent with each call.
+    client_cert: bytes = b""
+    client_key: bytes = b""
+    token: str = ""
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> ClientConfig:
@@ -106,6 +111,8 @@ class Callouts:
                 session = self._session(config)
                 url = f"{target}{'&' if '?' in target else '?'}timeout={go_seconds(timeout)}"
                 headers = {"Content-Type": "application/json", "Accept": "application/json"}
+                if config.token:
+                    headers["Authorization"] = f"Bearer {config.token}"
                 with tracing.span("Call webhook", {"url": shown}) as current:
                     tracing.inject(headers)  # the webhook continues the request's trace
                     async with session.post(url, data=body, server_hostname=server_name,
@@ -139,7 +146,7 @@ class Callouts:
         return f"https://{shown_host}:{port}{s.path}", f"{s.name}.{s.namespace}.svc"
 
     def _session(self, config: ClientConfig) -> aiohttp.ClientSession:
-        key = (config.url, config.service, config.ca_bundle)
+        key = (config.url, config.service, config.ca_bundle, config.client_cert, config.client_key)
         session = self._sessions.get(key)
         if session is not None and not session.closed:
             self._sessions.move_to_end(key)
@@ -170,8 +177,25 @@ def _tls_context(config: ClientConfig) -> ssl.SSLContext:
         # A bundle that does not load leaves an empty pool: every handshake fails as unknown authority.
         with contextlib.suppress(ssl.SSLError, ValueError):
             context.load_verify_locations(cadata=config.ca_bundle.decode("ascii", "replace"))
+    if config.client_cert and config.client_key:
+        _load_client_certificate(context, config.client_cert, config.client_key)
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+def _load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """ssl loads a certificate chain from files only: the PEMs go through a private temporary file, removed at
+    once."""
+    import os
+    import tempfile
+
+    fd, name = tempfile.mkstemp(suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(cert.rstrip(b"\n") + b"\n" + key)
+        context.load_cert_chain(name)
+    finally:
+        os.unlink(name)
 
 
 def _tls_reason(err: BaseException) -> str:

@@ -37,6 +37,7 @@ from server.objects.update import guaranteed_update
 from server.registry.resources import Handlers, Resource, Subresource
 from server.registry.strategy import Declared
 
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static pod's mirror, which a kubelet writes
 DEFAULT_SERVICE_ACCOUNT = "default"
 # DefaultTolerationSeconds admission: every Pod tolerates a not-ready or unreachable node for 300 s.
 DEFAULT_TOLERATIONS = tuple(
@@ -75,15 +76,17 @@ def prepare_pod(obj: Obj, old: Obj | None) -> None:
     if old is not None:
         return
     spec = obj.setdefault("spec", {})
-    _admit_new_pod(spec)
+    mirror = MIRROR_ANNOTATION in ((obj.get("metadata") or {}).get("annotations") or {})
+    _admit_new_pod(spec, mirror=mirror)
     obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
     retype(POD_SCHEMA, obj)
 
 
-def _admit_new_pod(spec: Obj) -> None:
+def _admit_new_pod(spec: Obj, *, mirror: bool) -> None:
     """What admission plugins add to a new Pod."""
-    # ServiceAccount admission (without the token volume: no token controller runs here).
-    if not spec.get("serviceAccountName"):
+    # ServiceAccount admission (without the token volume: no token controller runs here), which leaves a mirror
+    # pod without an account, as kube's does.
+    if not spec.get("serviceAccountName") and not mirror:
         spec["serviceAccountName"] = spec["serviceAccount"] = DEFAULT_SERVICE_ACCOUNT
     # Priority admission: no PriorityClass objects are served, so every Pod has the default priority.
     spec.setdefault("priority", 0)

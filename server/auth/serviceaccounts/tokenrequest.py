@@ -7,6 +7,9 @@ Answers 201 with the request, its status holding the token and its expirationTim
   at least 600 and at most 2^32 (ValidateTokenRequest; 422 TokenRequest.authentication.k8s.io "" is invalid);
 - spec.boundObjectRef names a Pod (running as this account: else 400) or a Secret in the namespace, which
   must exist (404) with the given uid if one is given (409 Conflict); any other kind is 400.
+Admission sees the request (a CREATE of serviceaccounts/token whose object is the TokenRequest) before the
+ServiceAccount is read, as kube's handler admits it before TokenREST.Create: webhooks that match
+`serviceaccounts/token`, and NodeRestriction, which binds a node's tokens to its own Pods.
 Nothing is stored; dryRun is refused by the registry's options as for any create.
 """
 
@@ -25,6 +28,7 @@ from server.machinery.validation import names
 from server.machinery.validation.names import FieldError
 from server.machinery.values import Obj
 from server.objects import body, options, render
+from server.objects.admitting import Attributes, admit
 from server.objects.context import Context
 from server.objects.storeerrors import store_call
 from server.registry.resources import Resource, Subresource
@@ -98,7 +102,7 @@ async def _bound(ctx: Context, namespace: str, account: str, ref: dict[str, Any]
 
 def handler(issuer: TokenIssuer) -> Handler:
     async def create_token(ctx: Context, resource: Resource, req: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
-        options.dry_run(req.options.dryRun, "CreateOptions")
+        dry_run = options.dry_run(req.options.dryRun, "CreateOptions")
         request, warnings = body.decode(TOKEN_REQUEST_KIND, req.object,
                                         options.field_validation(req.options.fieldValidation, "CreateOptions"))
         namespace, name = req.path.namespace, req.path.name
@@ -109,6 +113,8 @@ def handler(issuer: TokenIssuer) -> Handler:
         if m.get("namespace") and m["namespace"] != namespace:
             raise _invalid(name, [FieldError.invalid("metadata.namespace", m["namespace"],
                                                      "must match the service account namespace if specified")])
+        await admit(ctx, Attributes(resource, "CREATE", name, namespace, request, None, dry_run, subresource="token",
+                                    kind=TOKEN_REQUEST_KIND, warnings=warnings))
         account = await _read(ctx, "serviceaccounts", namespace, name)
         spec = request.setdefault("spec", {})
         if not spec.get("audiences"):

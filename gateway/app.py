@@ -20,6 +20,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import access, compression, health, limits, metrics, negotiation, parsed, requestinfo
 from gateway.client import CoreClient, CoreError, failure
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
+from gateway.console import routes as console
 from gateway.handlers import aggregated, delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of
@@ -167,6 +168,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     app.router.add_route("*", "/version/", discovery.version)
     openapi.add_routes(app, app[GATEWAY_KEY])
     issuer.add_routes(app, client)
+    console.add_routes(app, access.CREDENTIALS_KEY)
     app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app

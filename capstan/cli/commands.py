@@ -4,6 +4,7 @@
   capstan core       store and gRPC core only, for gateways in other processes
   capstan gateway    an HTTP gateway in front of a core reached over gRPC (--core HOST:PORT)
   capstan kubeconfig a kubeconfig for the running server, for kubectl and client libraries
+  capstan console    a one-time login URL of the web console (/console/) for the admin
   capstan nodes      simulated nodes (kubelets without containers) as a client of any API server
 
 Secure by default, with kube-apiserver's flags: HTTPS on --secure-port, TLS gRPC on --grpc-port (and mutual
@@ -26,10 +27,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import aiohttp
 from aiohttp import web
 from prometheus_client.registry import Collector
 
 from capstan.cli import allocator, gcpolicy, pki, workers
+from capstan.cli import console as consoles
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
 from capstan.cli.inprocess import InProcessClient
@@ -424,10 +427,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                             help="the server's data directory, to find its address (default ./data)")
     kubeconfig.add_argument("--server", default="", help="the server's address, e.g. https://127.0.0.1:6443")
 
+    console = commands.add_parser("console", help="print the web console's one-time login URL for the admin")
+    consoles.add_flags(console)
+
     nodes = commands.add_parser("nodes", help="simulated nodes as a client of any API server (kwok's role)")
     simulated.command_flags(nodes)
     args = parser.parse_args(argv)
-    if args.command not in ("kubeconfig", "nodes") and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+    clients = ("kubeconfig", "nodes", "console")  # the commands that serve nothing
+    if args.command not in clients and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
     if args.command in ("serve", "core"):
         try:
@@ -658,6 +665,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.command == "kubeconfig":
         sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
+        return
+    if args.command == "console":
+        try:
+            print(asyncio.run(consoles.login_url(args.data_dir, args.server, args.expiration)))
+        except (consoles.ConsoleError, OSError, aiohttp.ClientError) as err:
+            print(f"capstan console: {err}", file=sys.stderr)
+            sys.exit(1)
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.info("memory allocator: %s", allocator.describe(os.environ))

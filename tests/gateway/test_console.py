@@ -202,8 +202,17 @@ async def test_browser_apply_conflict_shows(server: LocalServer, browser: Browse
         text = await page.text(".edit .failure")
         assert "Conflict" in text and 'conflict with "other-tool"' in text and ".data.mode" in text, text
         await page.screenshot("apply-conflict")
+        status, live = await call(server, "GET", f"{NS}/configmaps/owned")
+        assert live["data"] == {"mode": "a"}  # the dry run and the refused apply changed nothing
+        await page.click(".edit input[name=force]")
+        await page.click(".edit button.primary")
+        await page.text(".edit .result", "Applied.")
+        await page.click(".tabs button:nth-child(6)")  # History: the watch saw the forced apply
+        assert "+   mode: b" in await page.text(".diff", "+   mode: b")
+        await page.screenshot("history-diff")
     status, live = await call(server, "GET", f"{NS}/configmaps/owned")
-    assert live["data"] == {"mode": "a"}  # the dry run and the refused apply changed nothing
+    assert live["data"] == {"mode": "b"}
+    assert [m["manager"] for m in live["metadata"]["managedFields"]] == ["capstan-console"]
 
 
 @needs_chromium

@@ -225,7 +225,7 @@ export async function showObject(main, ctx, res, namespace, name) {
       if (event.type === 'ERROR') throw new ApiError(event.object.code || 500, event.object);
       obj = event.object;
       history.push({ resourceVersion: obj.metadata.resourceVersion, type: event.type, seen: new Date(), object: obj });
-      live.textContent = event.type === 'DELETED' ? 'deleted' : `live · ${history.length - 1} changes`;
+      live.textContent = event.type === 'DELETED' ? 'deleted' : `live · ${history.length - 1} change${history.length === 2 ? '' : 's'} seen`;
       if (tab !== 'Edit') show(tab);
     }, ctx.signal);
   } catch (err) {

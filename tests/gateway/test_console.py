@@ -216,6 +216,44 @@ async def test_browser_apply_conflict_shows(server: LocalServer, browser: Browse
 
 
 @needs_chromium
+async def test_browser_one_object_relations_scale_delete(server: LocalServer, browser: Browser) -> None:
+    await ensure_team(server)
+    status, owner = await call(server, "POST", "/apis/apps/v1/namespaces/team/deployments", body={
+        "metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    assert status == 201, owner
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": owner["metadata"]["uid"]}
+    await call(server, "POST", f"{NS}/configmaps", body={"metadata": {"name": "web-dep", "ownerReferences": [ref]}})
+    await call(server, "POST", f"{NS}/events", body={
+        "metadata": {"name": "web.1"}, "reason": "Tested", "message": "looked at by the console", "type": "Normal",
+        "involvedObject": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "team",
+                           "uid": owner["metadata"]["uid"]}})
+    async with browser.page() as page:
+        await log_in(page, server, ADMIN)
+        await page.goto(server.url + "/console/#/o/apps/v1/deployments/team/web")
+        await page.text(".yaml", "replicas: 1")
+        await page.click(".tabs button:nth-child(3)")  # Events
+        await page.text(".tabbody", "looked at by the console")
+        await page.click(".tabs button:nth-child(4)")  # Relations
+        assert "ConfigMap web-dep" in await page.text(".tabbody", "ConfigMap web-dep")
+        await page.click(".tabs button:last-child")  # Edit
+        await page.fill(".edit input[name=replicas]", "3")
+        await page.click(".edit .scale")
+        await page.text(".edit .result", "Scaled to 3.")
+        status, scaled = await call(server, "GET", "/apis/apps/v1/namespaces/team/deployments/web")
+        assert scaled["spec"]["replicas"] == 3
+        await page.fill(".edit select[name=propagationPolicy]", "Orphan")
+        await page.click(".edit .remove")
+        await page.click(".edit .confirm")
+        await page.text(".edit .result", "Deleted.")
+        await page.screenshot("deleted")
+    status, _ = await call(server, "GET", "/apis/apps/v1/namespaces/team/deployments/web")
+    assert status == 404
+    status, orphan = await call(server, "GET", f"{NS}/configmaps/web-dep")
+    assert status == 200 and not orphan["metadata"].get("ownerReferences"), orphan  # Orphan: the dependent stays
+
+
+@needs_chromium
 async def test_browser_rbac_hides_and_forbids(server: LocalServer, browser: Browser) -> None:
     await ensure_team(server)
     async with browser.page() as page:

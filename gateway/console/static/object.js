@@ -127,9 +127,10 @@ function editView(obj, res, ctx, reload) {
   async function remove() {
     const body = { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: policy.value };
     try {
-      await request('DELETE', `${path}?dryRun=All`, { body });
+      // kube reads DeleteOptions from the body when there is one, and then ignores the query: dryRun goes in it
+      await request('DELETE', path, { body: { ...body, dryRun: ['All'] } });
       show(h('p', {}, `Dry run: the server would delete ${meta.name} (${policy.value}).`),
-        h('button', { type: 'button', class: 'danger', onclick: async () => {
+        h('button', { type: 'button', class: 'danger confirm', onclick: async () => {
           try { await request('DELETE', path, { body }); show(h('p', { class: 'ok' }, 'Deleted.')); reload(); } catch (err) { show(failure(err)); }
         } }, 'Confirm delete'));
     } catch (err) { show(failure(err)); }
@@ -142,7 +143,7 @@ function editView(obj, res, ctx, reload) {
       h('button', { type: 'button', class: 'primary', onclick: () => apply(false) }, 'Apply'),
       h('label', {}, force, ' force (take the fields over)')),
     h('h3', {}, 'Delete'),
-    h('div', { class: 'toolbar' }, h('label', {}, 'propagation ', policy), h('button', { type: 'button', class: 'danger', onclick: remove }, 'Delete…'))];
+    h('div', { class: 'toolbar' }, h('label', {}, 'propagation ', policy), h('button', { type: 'button', class: 'danger remove', onclick: remove }, 'Delete…'))];
   if (res.subresources.includes('scale')) {
     const replicas = h('input', { type: 'number', min: 0, name: 'replicas', value: (obj.spec && obj.spec.replicas) ?? 0 });
     async function scale() {
@@ -154,7 +155,7 @@ function editView(obj, res, ctx, reload) {
         reload();
       } catch (err) { show(failure(err)); }
     }
-    parts.push(h('h3', {}, 'Scale'), h('div', { class: 'toolbar' }, h('label', {}, 'replicas ', replicas), h('button', { type: 'button', onclick: scale }, 'Scale')));
+    parts.push(h('h3', {}, 'Scale'), h('div', { class: 'toolbar' }, h('label', {}, 'replicas ', replicas), h('button', { type: 'button', class: 'scale', onclick: scale }, 'Scale')));
   }
   parts.push(result);
   return h('div', { class: 'edit' }, parts);

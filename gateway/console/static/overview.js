@@ -1,5 +1,5 @@
 // The cluster at a glance: namespaces, object counts per resource, recent events, the store's revision, the
-// controllers' leader, request rates and latencies from the server's own /metrics (small charts, sampled while
+// controllers' leader, the store's size, request rates and latencies from the server's own /metrics (small charts, sampled while
 // the page is open), and nodes and Pods by phase when there are (simulated) nodes. Each part asks as the user:
 // what RBAC refuses says so in its place.
 
@@ -49,8 +49,9 @@ export async function showOverview(main, ctx) {
   const store = h('div');
   const metrics = h('div');
   const nodes = h('div');
+  const storeSize = h('p', { class: 'hint', id: 'store-size' });
   main.append(h('h2', {}, 'Overview'), h('div', { class: 'cards' },
-    card('Store', store), card('Requests', metrics), card('Nodes and Pods', nodes), card('Namespaces', namespaces),
+    card('Store', store, storeSize), card('Requests', metrics), card('Nodes and Pods', nodes), card('Namespaces', namespaces),
     card('Objects', counts), card('Recent events', events)));
   const byName = (group, resource) => ctx.resources.find((r) => r.group === group && r.resource === resource && r.preferred);
 
@@ -112,7 +113,8 @@ export async function showOverview(main, ctx) {
   const latencies = [];
   let last = null;
   async function sample() {
-    return sums(await text('/metrics'), ['apiserver_request_total', 'apiserver_request_duration_seconds_sum', 'apiserver_request_duration_seconds_count']);
+    return sums(await text('/metrics'), ['apiserver_request_total', 'apiserver_request_duration_seconds_sum',
+      'apiserver_request_duration_seconds_count', 'apiserver_storage_size_bytes']);
   }
   async function tick() {
     try {
@@ -126,6 +128,8 @@ export async function showOverview(main, ctx) {
         if (rates.length > KEEP) { rates.shift(); latencies.shift(); }
       }
       last = { now, at };
+      const size = now.apiserver_storage_size_bytes;
+      clear(storeSize).append(size ? `store size ${(size / 1048576).toFixed(1)} MiB` : '');
       clear(metrics).append(h('p', { class: 'hint' }, 'requests per second'), chart(rates, 'req/s'),
         h('p', { class: 'hint' }, 'mean latency'), chart(latencies, 'ms'));
     } catch (err) {

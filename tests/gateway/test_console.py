@@ -1,13 +1,15 @@
 """The web console (gateway/console/) against a real secure `capstan serve`, over HTTP and in a real headless
 Chromium (tests/gateway/chromium.py): its security headers and public paths, the one-time login code of
-`capstan console`, and in the browser: log in, browse a resource as the server's Table, a watched change appears
-without reload, an apply conflict shows as kube reports it, and RBAC hides what a limited user may not see.
+`capstan console`, and in the browser: log in, browse a resource as the server's Table (a custom resource's with
+its printer columns), a watched change appears without reload, an apply conflict shows as kube reports it, one
+object's events, dependents, scale and delete, and RBAC hides what a limited user may not see.
 
 One server and one browser for the module; screenshots go to the module's temporary directory (printed).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import subprocess
@@ -194,6 +196,7 @@ async def test_browser_apply_conflict_shows(server: LocalServer, browser: Browse
         await log_in(page, server, ADMIN)
         await page.goto(server.url + "/console/#/o/core/v1/configmaps/team/owned")
         await page.text(".yaml", "other-tool (Apply)")  # the owner beside the field it owns
+        await page.screenshot("object-yaml")
         await page.click(".tabs button:last-child")  # Edit
         await page.wait("!!document.querySelector('textarea.editor')")
         await page.eval("(() => { const t = document.querySelector('textarea.editor'); const o = JSON.parse(t.value);"
@@ -251,6 +254,41 @@ async def test_browser_one_object_relations_scale_delete(server: LocalServer, br
     assert status == 404
     status, orphan = await call(server, "GET", f"{NS}/configmaps/web-dep")
     assert status == 200 and not orphan["metadata"].get("ownerReferences"), orphan  # Orphan: the dependent stays
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                               "type": "object", "properties": {"size": {"type": "integer"}}}}}},
+                           "additionalPrinterColumns": [{"name": "Size", "type": "integer",
+                                                         "jsonPath": ".spec.size"}]}]}}
+
+
+@needs_chromium
+async def test_browser_custom_resources_with_their_printer_columns(server: LocalServer, browser: Browser) -> None:
+    await ensure_team(server)
+    status, answer = await call(server, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=CRD)
+    assert status == 201, answer
+    path = "/apis/example.com/v1/namespaces/team/widgets"
+    for _ in range(200):  # served once the CRD is established
+        status, answer = await call(server, "POST", path, body={
+            "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 7}})
+        if status == 201:
+            break
+        await asyncio.sleep(0.02)
+    assert status == 201, answer
+    async with browser.page() as page:
+        await page.goto(server.url + "/console/")
+        await page.eval("sessionStorage.setItem('capstan.console.namespace', 'team')")
+        await log_in(page, server, ADMIN)
+        await page.click("#resources a[data-resource='example.com/widgets']")
+        await page.text(".vrow", "7")
+        headers = await page.eval("[...document.querySelectorAll('.vhead div')].map(d => d.textContent)")
+        assert headers == ["Name", "Size"]  # kube adds Age only to a CRD that names no columns
 
 
 @needs_chromium

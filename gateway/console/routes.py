@@ -12,7 +12,6 @@ inline script, no framing), nosniff, no referrer, and no caching of the login ex
 
 from __future__ import annotations
 
-import mimetypes
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -45,7 +44,7 @@ def _assets() -> dict[str, tuple[bytes, str]]:
     found: dict[str, tuple[bytes, str]] = {}
     for path in sorted(STATIC.iterdir()):
         if path.is_file():
-            kind = _TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            kind = _TYPES.get(path.suffix, "application/octet-stream")
             found[path.name] = (path.read_bytes(), f"{kind}; charset=utf-8" if kind.startswith("text/") else kind)
     found[""] = found["index.html"]
     return found

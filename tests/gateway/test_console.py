@@ -308,3 +308,9 @@ async def test_browser_rbac_hides_and_forbids(server: LocalServer, browser: Brow
         await page.screenshot("forbidden")
         await page.goto(server.url + "/console/#/r/core/v1/configmaps")
         await page.wait(f"{rows()}.some(t => t.startsWith('gamma'))")
+        await page.fill("input[name=search]", "amm")  # the name filter, in the page
+        await page.wait(f"{rows()}.length === 1 && {rows()}[0].startsWith('gamma')")
+        await page.fill("input[name=search]", "")
+        await page.fill("input[name=fieldSelector]", "metadata.name=alpha")  # sent to the server
+        await page.click("form.toolbar button[type=submit]")
+        await page.wait(f"location.hash.includes('field=') && {rows()}.length === 1 && {rows()}[0].startsWith('alpha')")

@@ -7,7 +7,7 @@ import { collectionPath, get, text } from './api.js';
 import { age, clear, failure, h } from './dom.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
-const SAMPLE = 5000; // ms between /metrics samples
+const SAMPLE = 2000; // ms between /metrics samples
 const KEEP = 60; // samples each chart keeps
 
 function card(title, ...children) { return h('section', { class: 'card' }, h('h3', {}, title), ...children); }
@@ -88,7 +88,8 @@ export async function showOverview(main, ctx) {
     }));
     found.sort((a, b) => b[1] - a[1]);
     return h('table', { class: 'grid' }, h('tbody', {}, found.map(([res, n]) => h('tr', {},
-      h('td', {}, h('a', { href: `#/r/${res.group || 'core'}/${res.version}/${res.resource}` }, res.resource)), h('td', { class: 'num' }, String(n))))));
+      h('td', {}, h('a', { href: `#/r/${res.group || 'core'}/${res.version}/${res.resource}` }, res.resource),
+        res.group ? h('small', {}, ` ${res.group}`) : null), h('td', { class: 'num' }, String(n))))));
   });
   part(events, async () => {
     const list = await get(`${ctx.namespace ? `/api/v1/namespaces/${ctx.namespace}` : '/api/v1'}/events?limit=500`);

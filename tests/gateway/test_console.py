@@ -15,11 +15,14 @@ import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
+from capstan.cli.console import ConsoleError
+from capstan.cli.console import login_url as console_login_url
 from capstan.testing.server import LocalServer, start
 from tests.gateway.chromium import Browser, Page, executable
 
@@ -139,6 +142,19 @@ async def test_login_code_is_single_use_and_never_the_token(server: LocalServer)
     assert review["status"]["userInfo"]["username"] == "system:serviceaccount:kube-system:capstan-console"
     status, again = await call(server, "POST", "/console/login", token="", body={"code": code})
     assert (status, again["reason"]) == (401, "Unauthorized")
+
+
+@pytest.mark.parametrize(("endpoints", "expected"), [
+    ({"http": "http://127.0.0.1:8080", "grpc": "127.0.0.1:50051"}, "http://127.0.0.1:8080/console/"),  # --insecure
+    (None, "no running server's endpoints in"),
+])
+async def test_capstan_console_without_login(tmp_path: Path, endpoints: dict[str, str] | None, expected: str) -> None:
+    if endpoints is None:
+        with pytest.raises(ConsoleError, match=expected):
+            await console_login_url(tmp_path)
+        return
+    (tmp_path / "endpoints.json").write_text(json.dumps(endpoints))
+    assert await console_login_url(tmp_path) == expected
 
 
 async def log_in(page: Page, server: LocalServer, token: str) -> None:

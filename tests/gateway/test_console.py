@@ -305,6 +305,8 @@ async def test_browser_custom_resources_with_their_printer_columns(server: Local
         await page.text(".vrow", "7")
         headers = await page.eval("[...document.querySelectorAll('.vhead div')].map(d => d.textContent)")
         assert headers == ["Name", "Size"]  # kube adds Age only to a CRD that names no columns
+        await page.goto(server.url + "/console/#/r/autoscaling/v1/horizontalpodautoscalers")
+        assert "v2" in await page.text("main h2 .versions", "v2")  # every served version, not only the preferred
 
 
 @needs_chromium

@@ -30,8 +30,12 @@ export async function showList(main, ctx, res, params) {
   const form = h('form', { class: 'toolbar', onsubmit: (e) => { e.preventDefault(); select(); } },
     label, field, search, h('button', { type: 'submit' }, 'Apply'), status);
   search.addEventListener('input', () => render());
+  // Every served version of the resource, the preferred one first (the side bar lists only that one).
+  const versions = ctx.resources.filter((r) => r.group === res.group && r.resource === res.resource);
+  const switcher = versions.length > 1 ? h('span', { class: 'versions' }, versions.map((r) => (r.version === res.version
+    ? h('strong', {}, r.version) : h('a', { href: `#/r/${r.group || 'core'}/${r.version}/${r.resource}` }, r.version)))) : null;
   main.append(h('h2', {}, res.kind, h('small', {}, ` ${res.group ? `${res.group}/` : ''}${res.version} · ${res.resource}`,
-    res.namespaced ? ` · ${ctx.namespace || 'all namespaces'}` : ' · cluster')), form, problem);
+    res.namespaced ? ` · ${ctx.namespace || 'all namespaces'}` : ' · cluster'), switcher), form, problem);
 
   let table = null;
   const rows = new Map(); // namespace/name -> row

@@ -2,7 +2,8 @@
 and, for every request that names no resource (/version, /healthz, /metrics, /openapi/..., discovery under
 /api and /apis, and unknown paths), asks the core whether the caller may make it before anything is served —
 kube authorizes those paths as non-resource URLs. Resource requests are authorized by the core in the verb
-itself. Either way the core decides; a refusal is its 401/403 Status. The core's API Priority and Fairness
+itself. Either way the core decides; a refusal is its 401/403 Status. The console's static assets and its login
+exchange are the exception, served to anyone (gateway/console/routes.py says why). The core's API Priority and Fairness
 classification of the request's calls comes back as kube's X-Kubernetes-PF-* response headers
 (server/machinery/flowcontrol.py).
 """
@@ -17,6 +18,7 @@ from aiohttp.typedefs import Middleware
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import parsed, requestinfo
 from gateway.client import CoreClient, CoreError
+from gateway.console import routes as console
 from gateway.credentials import of_request
 from gateway.handlers import respond
 from server.machinery import flowcontrol
@@ -41,7 +43,7 @@ def middleware(client: CoreClient) -> Middleware:
         classified = flowcontrol.begin()  # filled by the core's classification of this request's calls
         info = parsed.info_of(http)
         response: web.StreamResponse
-        if not isinstance(info, requestinfo.RequestInfo):
+        if not isinstance(info, requestinfo.RequestInfo) and not console.public(http.method, http.path):
             verb = "get" if http.method == "HEAD" else http.method.lower()
             try:
                 await client.as_caller(credentials).access(core_pb2.AccessRequest(verb=verb, path=http.path))

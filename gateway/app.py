@@ -22,6 +22,7 @@ from gateway import access, compression, health, limits, metrics, negotiation, p
 from gateway import faults as faults_api
 from gateway.client import CoreClient, CoreError, failure
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
+from gateway.console import routes as console
 from gateway.faults import FAULTS_KEY
 from gateway.handlers import aggregated, delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
@@ -193,6 +194,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     openapi.add_routes(app, app[GATEWAY_KEY])
     issuer.add_routes(app, client)
     faults_api.add_routes(app, faults or Faults())
+    console.add_routes(app, access.CREDENTIALS_KEY)
     app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app

@@ -4,6 +4,7 @@
   capstan core       store and gRPC core only, for gateways in other processes
   capstan gateway    an HTTP gateway in front of a core reached over gRPC (--core HOST:PORT)
   capstan kubeconfig a kubeconfig for the running server, for kubectl and client libraries
+  capstan console    a one-time login URL of the web console (/console/) for the admin
   capstan nodes      simulated nodes (kubelets without containers) as a client of any API server
   capstan kube-apiserver  `capstan serve` behind kube-apiserver 1.28's command line (capstan/cli/kubeapiserver.py)
   capstan envtest-assets DIR  a KUBEBUILDER_ASSETS directory whose kube-apiserver is Capstan (envtest.py)
@@ -31,11 +32,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.registry import Collector
 
 from capstan.cli import allocator, envtest, gcpolicy, logs, pki, snapshot, workers
+from capstan.cli import console as consoles
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
 from capstan.cli.inprocess import InProcessClient
@@ -564,6 +567,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                             help="the server's data directory, to find its address (default ./data)")
     kubeconfig.add_argument("--server", default="", help="the server's address, e.g. https://127.0.0.1:6443")
 
+    console = commands.add_parser("console", help="print the web console's one-time login URL for the admin")
+    consoles.add_flags(console)
+
     nodes = commands.add_parser("nodes", help="simulated nodes as a client of any API server (kwok's role)")
     simulated.command_flags(nodes)
     logs.add_flags(nodes)
@@ -918,6 +924,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             snapshot.run(args)
         except (StorageError, OSError) as err:
             print(f"capstan: {err}", file=sys.stderr)
+            sys.exit(1)
+        return
+    if args.command == "console":
+        try:
+            print(asyncio.run(consoles.login_url(args.data_dir, args.server, args.expiration)))
+        except (consoles.ConsoleError, OSError, aiohttp.ClientError) as err:
+            print(f"capstan console: {err}", file=sys.stderr)
             sys.exit(1)
         return
     run(args)

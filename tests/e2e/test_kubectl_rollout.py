@@ -5,44 +5,14 @@ returns; `kubectl set image` rolls out; `rollout history` lists the revisions; `
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
 
 from tests.e2e.conftest import Capstan, Kubectl, serving_with
-from tests.server.controllers.kubelet import running_status
+from tests.e2e.httpkubelet import HttpKubelet
 
 TIMEOUT = "60s"
-
-
-class HttpKubelet:
-    """Reports every Pod of a namespace Running and Ready through pods/status, polling over HTTP."""
-
-    def __init__(self, capstan: Capstan, namespace: str) -> None:
-        self._capstan = capstan
-        self._base = f"/api/v1/namespaces/{namespace}/pods"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> HttpKubelet:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            code, listed = self._capstan.request("GET", self._base)
-            if code != 200:
-                continue
-            for pod in listed.get("items") or []:
-                if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("podIP"):
-                    continue
-                pod["status"] = running_status(pod)
-                self._capstan.request("PUT", f"{self._base}/{pod['metadata']['name']}/status", pod)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +28,7 @@ def kc(controlled: Capstan, tmp_path_factory: pytest.TempPathFactory) -> Kubectl
 def test_rollout_status_history_undo(kc: Kubectl, controlled: Capstan) -> None:
     ns = "rollout"
     assert kc("create", "namespace", ns).code == 0
-    with HttpKubelet(controlled, ns):
+    with HttpKubelet(controlled, ns, finish=False):
         ran = kc("create", "deployment", "web", "--image=nginx:1", "--replicas=3", "-n", ns)
         assert ran.code == 0, ran.err
         ran = kc("rollout", "status", "deployment/web", f"--timeout={TIMEOUT}", "-n", ns, timeout=70)

@@ -44,8 +44,14 @@ the flags below are kube-apiserver 1.28's; those marked as having no effect are 
 
 KUBE_DEFAULT_AUTHORIZATION = ("AlwaysAllow",)
 KUBE_SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"  # kube-apiserver's DefaultServiceIPCIDR
-SUPPORTED_MODES = frozenset({"RBAC", "AlwaysAllow", "AlwaysDeny"})  # capstan serve's (commands.AUTHORIZATION_MODES)
-SKIPPED_MODES = frozenset({"Node"})  # the Node authorizer answers kubelets' requests; none run here
+# capstan serve's (commands.AUTHORIZATION_MODES, not imported: --help loads none of the server)
+SUPPORTED_MODES = frozenset({"Node", "RBAC", "Webhook", "AlwaysAllow", "AlwaysDeny"})
+IDENTITY_FLAGS = ("oidc-issuer-url", "oidc-client-id", "oidc-username-claim", "oidc-username-prefix",
+                  "oidc-groups-claim", "oidc-groups-prefix", "oidc-ca-file",
+                  "authentication-token-webhook-config-file", "authentication-token-webhook-version",
+                  "authentication-token-webhook-cache-ttl", "authorization-webhook-config-file",
+                  "authorization-webhook-version", "authorization-webhook-cache-authorized-ttl",
+                  "authorization-webhook-cache-unauthorized-ttl")
 
 
 class ConfigError(ValueError):
@@ -134,7 +140,7 @@ def serve_argv(parsed: Parsed) -> list[str]:
                  "client-ca-file", "requestheader-client-ca-file", "token-auth-file",
                  "service-account-signing-key-file", "proxy-client-cert-file", "proxy-client-key-file",
                  "audit-log-path", "audit-policy-file", "audit-log-maxsize", "audit-log-maxbackup",
-                 "max-requests-inflight", "max-mutating-requests-inflight"):
+                 "max-requests-inflight", "max-mutating-requests-inflight", *IDENTITY_FLAGS):
         value = parsed.last(name)
         if value:
             argv += [f"--{name}", value]
@@ -146,6 +152,10 @@ def serve_argv(parsed: Parsed) -> list[str]:
         argv += ["--service-account-issuer", issuers[0]]  # kube signs with the first; Capstan accepts that one
     for key_file in parsed.items("service-account-key-file"):
         argv += ["--service-account-key-file", key_file]
+    if parsed.has("oidc-signing-algs"):
+        argv += ["--oidc-signing-algs", ",".join(parsed.items("oidc-signing-algs"))]
+    for claim in parsed.items("oidc-required-claim"):
+        argv += ["--oidc-required-claim", claim]
     if parsed.has("requestheader-allowed-names"):
         argv += ["--requestheader-allowed-names", ",".join(parsed.items("requestheader-allowed-names"))]
     ranges = parsed.items("service-cluster-ip-range") or [KUBE_SERVICE_CLUSTER_IP_RANGE]
@@ -172,15 +182,14 @@ def _default(name: str) -> str:
 
 
 def _modes(parsed: Parsed) -> list[str]:
-    """--authorization-mode as Capstan can serve it: kube's default AlwaysAllow; Node skipped (no kubelets);
-    ConfigError for an authorizer Capstan does not have."""
+    """--authorization-mode as Capstan serves it: kube's default AlwaysAllow; ConfigError for a mode it does not
+    serve (ABAC)."""
     modes = parsed.items("authorization-mode") or list(KUBE_DEFAULT_AUTHORIZATION)
-    missing = [mode for mode in modes if mode not in SUPPORTED_MODES | SKIPPED_MODES]
+    missing = [mode for mode in modes if mode not in SUPPORTED_MODES]
     if missing:
         raise ConfigError(f"authorization-mode {','.join(missing)!r} is not served by Capstan (it serves "
-                          f"{', '.join(sorted(SUPPORTED_MODES))}, and skips Node)")
-    kept = [mode for mode in modes if mode not in SKIPPED_MODES]
-    return kept or ["AlwaysDeny"]  # Node alone authorizes only kubelets
+                          f"{', '.join(sorted(SUPPORTED_MODES))})")
+    return modes
 
 
 def program_name() -> str:

@@ -124,8 +124,12 @@ MAPPED: list[tuple[list[str], str, object]] = [
     ([], "tls_cert_file", None),  # no pair in the cert dir: generated, as kube self-signs
     ([], "service_cluster_ip_range", "10.0.0.0/24"),
     ([], "advertise_address", None),
-    (["--authorization-mode=Node,RBAC"], "authorization_mode", ("RBAC",)),
-    (["--authorization-mode=Node"], "authorization_mode", ("AlwaysDeny",)),
+    (["--authorization-mode=Node,RBAC"], "authorization_mode", ("Node", "RBAC")),
+    (["--authorization-mode=Node"], "authorization_mode", ("Node",)),
+    (["--oidc-issuer-url=https://issuer.example", "--oidc-client-id=app"], "oidc_issuer_url",
+     "https://issuer.example"),
+    (["--oidc-required-claim=team=a", "--oidc-required-claim=env=b"], "oidc_required_claim",
+     [("team", "a"), ("env", "b")]),
     (["--advertise-address=10.1.2.3"], "advertise_address", "10.1.2.3"),
     (["--service-cluster-ip-range=10.96.0.0/12,fd00::/108"], "service_cluster_ip_range", "10.96.0.0/12"),
     (["--service-account-issuer=https://a", "--service-account-issuer=https://b"], "service_account_issuer",
@@ -154,8 +158,8 @@ CONFIG_ERRORS: list[tuple[list[str], str]] = [
     ([], "[--etcd-servers must be specified]"),
     ([*ETCD, "--storage-backend=etcd2"], "--storage-backend invalid, allowed values: etcd3. If not specified, "
                                          "it will default to 'etcd3'"),
-    ([*ETCD, "--authorization-mode=Webhook"], "authorization-mode 'Webhook' is not served by Capstan (it serves "
-                                              "AlwaysAllow, AlwaysDeny, RBAC, and skips Node)"),
+    ([*ETCD, "--authorization-mode=ABAC"], "authorization-mode 'ABAC' is not served by Capstan (it serves "
+                                           "AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook)"),
     ([*ETCD, "--enable-admission-plugins=Nope"], 'enable-admission-plugins plugin "Nope" is unknown'),
 ]
 

@@ -55,7 +55,7 @@ async def test_a_snapshot_saved_under_write_load_restores_the_store_at_its_revis
         saved = await within(asyncio.to_thread(snapshots.save, data, tmp_path / "snap.db"), 30)
         await asyncio.sleep(0.2)  # and go on after the save
     finally:
-        await kill(writer)
+        await kill(writer, 60)  # the save's copy and fsync share the disk with the writer's fsyncs
     final, _ = await everything(data)
     assert saved.report.revision < final  # the writer wrote past the snapshot
     _, expected = await everything(data, at_revision=saved.report.revision)

@@ -14,13 +14,14 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'storage/encryption/pb/v2/envelope.proto\x12\x02v2\"\xfe\x01\n\x0f\x45ncryptedObject\x12\x15\n\rencryptedData\x18\x01 \x01(\x0c\x12\r\n\x05keyID\x18\x02 \x01(\t\x12\x1a\n\x12\x65ncryptedDEKSource\x18\x03 \x01(\x0c\x12\x39\n\x0b\x61nnotations\x18\x04 \x03(\x0b\x32$.v2.EncryptedObject.AnnotationsEntry\x12:\n\x16\x65ncryptedDEKSourceType\x18\x05 \x01(\x0e\x32\x1a.v2.EncryptedDEKSourceType\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01*N\n\x16\x45ncryptedDEKSourceType\x12\x0f\n\x0b\x41\x45S_GCM_KEY\x10\x00\x12#\n\x1fHKDF_SHA256_XNONCE_AES_GCM_SEED\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'storage/encryption/pb/v2/envelope.proto\x12\x02v2\"\xfe\x01\n\x0f\x45ncryptedObject\x12\x15\n\rencryptedData\x18\x01 \x01(\x0c\x12\r\n\x05keyID\x18\x02 \x01(\t\x12\x1a\n\x12\x65ncryptedDEKSource\x18\x03 \x01(\x0c\x12\x39\n\x0b\x61nnotations\x18\x04 \x03(\x0b\x32$.v2.EncryptedObject.AnnotationsEntry\x12:\n\x16\x65ncryptedDEKSourceType\x18\x05 \x01(\x0e\x32\x1a.v2.EncryptedDEKSourceType\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01*N\n\x16\x45ncryptedDEKSourceType\x12\x0f\n\x0b\x41\x45S_GCM_KEY\x10\x00\x12#\n\x1fHKDF_SHA256_XNONCE_AES_GCM_SEED\x10\x01\x42\x43ZAgithub.com/capstan-dev/capstan/gen/go/storage/encryption/pb/v2;v2b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'storage.encryption.pb.v2.envelope_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'ZAgithub.com/capstan-dev/capstan/gen/go/storage/encryption/pb/v2;v2'
   _globals['_ENCRYPTEDOBJECT_ANNOTATIONSENTRY']._loaded_options = None
   _globals['_ENCRYPTEDOBJECT_ANNOTATIONSENTRY']._serialized_options = b'8\001'
   _globals['_ENCRYPTEDDEKSOURCETYPE']._serialized_start=304

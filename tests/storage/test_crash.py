@@ -20,7 +20,7 @@ import pytest
 
 from storage import Compacted, Event, EventType, KeyValue, Store
 from storage.lmdb import LmdbStore
-from tests.storage.conftest import FAST, TIMEOUT, churn, revisions, take_until, within
+from tests.storage.conftest import FAST, churn, revisions, take_until, within
 from tests.storage.crash_writer import value_for
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root, so `import storage` works
@@ -48,11 +48,10 @@ async def start(mode: str, path: Path, arg: str) -> tuple[asyncio.subprocess.Pro
     return proc, int(ready.split()[1])
 
 
-async def kill(proc: asyncio.subprocess.Process, timeout: float = TIMEOUT) -> None:
-    """SIGKILL, then its end: a process inside an fsync dies when the disk lets the call return."""
+async def kill(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         proc.send_signal(signal.SIGKILL)
-        await within(proc.wait(), timeout)
+        await within(proc.wait())
     assert proc.returncode == -signal.SIGKILL, proc.returncode
 
 

@@ -50,12 +50,17 @@ async def test_a_snapshot_saved_under_write_load_restores_the_store_at_its_revis
     data = tmp_path / "data"
     await fill(data, 200)
     writer, _ = await start("write", data, "load")
+    assert writer.stdout is not None
+    # its acknowledgements are read as they come: a pipe left full would hold back the end of its output, and with
+    # it the wait for its exit
+    drained = asyncio.get_running_loop().create_task(writer.stdout.read())
     try:
         await asyncio.sleep(0.3)  # writes are flowing
         saved = await within(asyncio.to_thread(snapshots.save, data, tmp_path / "snap.db"), 30)
         await asyncio.sleep(0.2)  # and go on after the save
     finally:
-        await kill(writer, 60)  # the save's copy and fsync share the disk with the writer's fsyncs
+        await kill(writer)
+        await within(drained)
     final, _ = await everything(data)
     assert saved.report.revision < final  # the writer wrote past the snapshot
     _, expected = await everything(data, at_revision=saved.report.revision)

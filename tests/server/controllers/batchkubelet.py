@@ -12,17 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 from tests.server.client import Client, Failed, Obj, path
+from tests.server.controllers.kubelet import WatchingKubelet, now
 
 Outcome = Callable[[Obj, int], int | None]
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def status_of(pod: Obj, exit_code: int | None, *, conditions: list[Obj] | None = None) -> Obj:
@@ -52,25 +47,11 @@ async def report(client: Client, namespace: str, name: str, exit_code: int | Non
     await client.update(path("pods", namespace, name, subresource="status"), current)
 
 
-class JobKubelet:
+class JobKubelet(WatchingKubelet):
     def __init__(self, client: Client, namespace: str, outcome: Outcome) -> None:
-        self._client = client
-        self._namespace = namespace
+        super().__init__(client, namespace)
         self._outcome = outcome
-        self._task: asyncio.Task[None] | None = None
         self.seen: list[str] = []
-
-    async def __aenter__(self) -> JobKubelet:
-        started = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(self._run(started))
-        await started.wait()
-        return self
-
-    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
     async def _run(self, started: asyncio.Event) -> None:
         pods = path("pods", self._namespace)

@@ -15,7 +15,7 @@ import contextlib
 import itertools
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from tests.server.client import Client, Failed, Obj, path
 
@@ -55,16 +55,16 @@ async def mark(client: Client, namespace: str, name: str, *, ready: bool = True,
     return updated
 
 
-class Kubelet:
-    """Marks every Pod of `namespace` Running and Ready as it appears (not ready when labelled so)."""
+class WatchingKubelet:
+    """A task following a namespace's Pods while the `async with` lasts: entered once `_run` has listed them
+    (it sets `started`), cancelled on exit."""
 
     def __init__(self, client: Client, namespace: str) -> None:
         self._client = client
         self._namespace = namespace
         self._task: asyncio.Task[None] | None = None
-        self.marked: set[str] = set()
 
-    async def __aenter__(self) -> Kubelet:
+    async def __aenter__(self) -> Self:
         started = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run(started))
         await started.wait()
@@ -75,6 +75,17 @@ class Kubelet:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    async def _run(self, started: asyncio.Event) -> None:
+        raise NotImplementedError
+
+
+class Kubelet(WatchingKubelet):
+    """Marks every Pod of `namespace` Running and Ready as it appears (not ready when labelled so)."""
+
+    def __init__(self, client: Client, namespace: str) -> None:
+        super().__init__(client, namespace)
+        self.marked: set[str] = set()
 
     async def _run(self, started: asyncio.Event) -> None:
         pods = path("pods", self._namespace)

@@ -91,12 +91,47 @@ async def cluster(client: Client) -> AsyncIterator[None]:
 async def placement(client: Client) -> dict[str, str]:
     """Each live Pod's node (by affinity) and image."""
     _, items = await client.list(path("pods", NS), labelSelector="app=agent")
+    return placed(items)
+
+
+def placed(items: list[Obj]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pod in items:
         if not pod["metadata"].get("deletionTimestamp"):
             node = affinity_node(pod)
             out[node] = out.get(node, "") + ("," if node in out else "") + pod["spec"]["containers"][0]["image"]
     return out
+
+
+@contextlib.asynccontextmanager
+async def placements(client: Client) -> AsyncIterator[list[dict[str, str]]]:
+    """Every placement the Pods pass through, from a watch, so a state that lasts one event is seen."""
+    seen: list[dict[str, str]] = []
+    meta, items = await client.list(path("pods", NS), labelSelector="app=agent")
+    live = {pod["metadata"]["name"]: pod for pod in items}
+    seen.append(placed(list(live.values())))
+
+    async def follow() -> None:
+        async for kind, pod in client.watch(path("pods", NS), resourceVersion=meta["resourceVersion"],
+                                            labelSelector="app=agent"):
+            if kind == "DELETED":
+                live.pop(pod["metadata"]["name"], None)
+            elif kind in ("ADDED", "MODIFIED"):
+                live[pod["metadata"]["name"]] = pod
+            seen.append(placed(list(live.values())))
+
+    task = asyncio.create_task(follow())
+    try:
+        yield seen
+        final = await placement(client)
+        for _ in range(100):  # the watch catches up with what the caller last saw
+            if seen[-1] == final:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def status(client: Client) -> Obj:
@@ -166,16 +201,11 @@ async def test_rolling_update(stateful_client: Client, strategy: Obj, both_seen:
     await client.create(SETS, daemon_set(strategy=strategy))
     async with cluster(client):
         await settled(lambda: status(client), lambda s: s.get("numberAvailable") == 2)
-        seen: list[dict[str, str]] = []
-
-        async def watched() -> dict[str, str]:
-            seen.append(await placement(client))
-            return seen[-1]
-
-        await set_image(client, "agent:2")
-        await settled(watched, {"n1": "agent:2", "n2": "agent:2"})
-        got = await settled(lambda: status(client), lambda s: s.get("updatedNumberScheduled") == 2
-                            and s.get("numberAvailable") == 2)
+        async with placements(client) as seen:
+            await set_image(client, "agent:2")
+            await settled(lambda: placement(client), {"n1": "agent:2", "n2": "agent:2"})
+            got = await settled(lambda: status(client), lambda s: s.get("updatedNumberScheduled") == 2
+                                and s.get("numberAvailable") == 2)
     assert got["observedGeneration"] == 2
     surged = any("," in images for state in seen for images in state.values())
     assert surged == both_seen  # with maxSurge the new Pod runs beside the old one before it goes

@@ -100,8 +100,8 @@ class Chain:
 
     def __init__(self, plugins: Sequence[Plugin]) -> None:
         self.plugins = tuple(plugins)
-        self._mutating = tuple(p for p in self.plugins if p.mutate is not None)
-        self._validating = tuple(p for p in self.plugins if p.validate is not None)
+        self._mutating = tuple((p, p.mutate) for p in self.plugins if p.mutate is not None)
+        self._validating = tuple((p, p.validate) for p in self.plugins if p.validate is not None)
 
     async def admit(self, ctx: Context, attrs: Attributes) -> None:
         with tracing.span("Admission", {"operation": attrs.operation, "resource": attrs.resource.resource}):
@@ -112,10 +112,7 @@ class Chain:
         started = time.perf_counter()
         rejected = True
         try:
-            for plugin in self._mutating:
-                if plugin.handles(operation):
-                    assert plugin.mutate is not None
-                    await _timed(plugin.name, "admit", operation, plugin.mutate(ctx, attrs))
+            await _steps(self._mutating, "admit", ctx, attrs)
             if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
                 _revalidate_pod(attrs.resource, attrs.obj)
             if attrs.obj is not None and not attrs.subresource and attrs.kind is None:
@@ -126,23 +123,25 @@ class Chain:
         started = time.perf_counter()
         rejected = True
         try:
-            for plugin in self._validating:
-                if plugin.handles(operation):
-                    assert plugin.validate is not None
-                    await _timed(plugin.name, "validate", operation, plugin.validate(ctx, attrs))
+            await _steps(self._validating, "validate", ctx, attrs)
             rejected = False
         finally:
             apimetrics.admission_step("validate", operation, rejected, time.perf_counter() - started)
 
 
-async def _timed(name: str, kind: str, operation: str, step: Awaitable[None]) -> None:
-    started = time.perf_counter()
-    rejected = True
-    try:
-        await step
-        rejected = False
-    finally:
-        apimetrics.admission_controller(name, kind, operation, rejected, time.perf_counter() - started)
+async def _steps(steps: tuple[tuple[Plugin, Step], ...], kind: str, ctx: Context, attrs: Attributes) -> None:
+    """One phase's plugins that handle the operation, in order, each timed as kube's admission controller
+    histogram; the first to refuse ends the phase."""
+    operation = attrs.operation
+    for plugin, step in steps:
+        if plugin.handles(operation):
+            started, rejected = time.perf_counter(), True
+            try:
+                await step(ctx, attrs)
+                rejected = False
+            finally:
+                apimetrics.admission_controller(plugin.name, kind, operation, rejected,
+                                                time.perf_counter() - started)
 
 
 POD_CHANGED = "pod-changed"

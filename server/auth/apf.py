@@ -31,6 +31,7 @@ GROUP, VERSION = "flowcontrol.apiserver.k8s.io", "v1beta3"
 FLOW_SCHEMAS = core_pb2.ResourcePath(group=GROUP, version=VERSION, resource="flowschemas")
 PRIORITY_LEVELS = core_pb2.ResourcePath(group=GROUP, version=VERSION, resource="prioritylevelconfigurations")
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+_REMEMBERED = 4096  # classifications kept: a server's users x verbs x resources in use, within a few hundred KiB
 
 
 class Classifier:
@@ -44,6 +45,9 @@ class Classifier:
         self._handlers: Handlers[Obj] = on_change(self._changed)
         # (spec, FlowSchema uid, priority level uid) in matching order, dangling ones left out; None: stale
         self._ordered: list[tuple[Obj, str, str]] | None = None
+        # Answers by what a FlowSchema can match on (user, groups, verb, group, resource, namespace or path),
+        # emptied when the configuration changes and when it holds _REMEMBERED of them.
+        self._answers: dict[tuple[object, ...], tuple[str, str] | None] = {}
 
     async def start(self) -> None:
         for informer in (self._schemas, self._levels):
@@ -59,6 +63,7 @@ class Classifier:
 
     def _changed(self, old: Obj | None, new: Obj | None) -> None:
         self._ordered = None
+        self._answers = {}
 
     def _order(self) -> list[tuple[Obj, str, str]]:
         levels = {_name(level): _uid(level) for level in self._levels.cache.values()}
@@ -73,12 +78,24 @@ class Classifier:
 
     def classify(self, attrs: Attributes) -> tuple[str, str] | None:
         """(FlowSchema uid, priority level uid) of the request, or None with no configuration to match."""
+        user = attrs.user
+        key = (user.name, user.groups, attrs.verb, attrs.resource_request, attrs.api_group, attrs.resource,
+               attrs.subresource, attrs.namespace, "" if attrs.resource_request else attrs.path)
+        try:
+            return self._answers[key]
+        except KeyError:
+            pass
         if self._ordered is None:
             self._ordered = self._order()
+        answer = None
         for spec, schema_uid, level_uid in self._ordered:
             if matches(spec, attrs):
-                return schema_uid, level_uid
-        return None
+                answer = schema_uid, level_uid
+                break
+        if len(self._answers) >= _REMEMBERED:
+            self._answers = {}
+        self._answers[key] = answer
+        return answer
 
     def nominal_seats(self) -> dict[str, int]:
         """Each priority level's nominal concurrency limit, kube's computation over this server's seats."""

@@ -39,19 +39,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.workload.events import NORMAL, WARNING, EventRecorder
 from server.controllers.workload.expectations import Expectations
-from server.controllers.workload.keyed import MANAGER, Key, KeyedController, Obj, decode, key_of, path, raw
+from server.controllers.workload.keyed import Key, KeyedController, Obj, key_of, path
 from server.controllers.workload.pods import (
-    FAILED_CREATE,
-    SUCCESSFUL_CREATE,
     PodControl,
     controller_of,
     controller_ref,
     is_pod_ready,
     parse_time,
-    pod_from_template,
 )
 from server.controllers.workload.refs import ControllerRefManager
 from server.machinery import errors
@@ -650,28 +646,16 @@ class JobController(KeyedController):
     async def _create_pod(self, job: Obj, template: Obj, index: int | None) -> Obj:
         """CreatePodsWithGenerateName: the Job's Pod for `index` (None: NonIndexed), with its events."""
         name = str(_meta(job).get("name", ""))
+        namespace, ref = str(_meta(job).get("namespace", "")), controller_ref(job, API_VERSION, KIND)
         if index is None:
-            return await self.pod_control.create(str(_meta(job).get("namespace", "")), template, job,
-                                                 controller_ref(job, API_VERSION, KIND), kind=KIND,
-                                                 api_version=API_VERSION)
+            return await self.pod_control.create(namespace, template, job, ref, kind=KIND, api_version=API_VERSION)
         indexed = copy.deepcopy(template)
         metadata = indexed.setdefault("metadata", {})
         metadata.setdefault("annotations", {})[COMPLETION_INDEX] = str(index)
         metadata.setdefault("labels", {})[COMPLETION_INDEX] = str(index)
         indexed.setdefault("spec", {})["hostname"] = f"{name}-{index}"
-        pod = pod_from_template(indexed, job, controller_ref(job, API_VERSION, KIND))
-        pod["metadata"]["generateName"] = generate_name_with_index(name, index)
-        request = core_pb2.CreateRequest(path=path("pods", str(_meta(job).get("namespace", ""))), object=raw(pod))
-        request.options.fieldManager = MANAGER
-        try:
-            created = decode((await self.core.create(request)).object)
-        except errors.ApiError as err:
-            self.recorder.event(job, WARNING, FAILED_CREATE, f"Error creating: {err.status.message}", kind=KIND,
-                                api_version=API_VERSION)
-            raise
-        self.recorder.event(job, NORMAL, SUCCESSFUL_CREATE, f"Created pod: {_meta(created).get('name', '')}",
-                            kind=KIND, api_version=API_VERSION)
-        return created
+        return await self.pod_control.create(namespace, indexed, job, ref, kind=KIND, api_version=API_VERSION,
+                                             generate_name=generate_name_with_index(name, index))
 
     @staticmethod
     def _for_removal(job: Obj, active_pods: list[Obj], at_least: int) -> list[Obj]:

@@ -14,25 +14,29 @@ Two kinds of figures live here:
 `runtime_collectors` adds client_golang's process_* figures (the `prometheus_client` process collector) and the
 Python runtime's (python_info, python_gc_*), as a Go component exports process_* and go_*.
 
-Recording costs a dictionary look-up and an add: label children are looked up once per label set and kept.
+The figures recorded on every request are `LoopCounter`s and `LoopHistogram`s: families whose children are
+plain counts (an add, or a bisect and two adds, ~0.2 µs) with no lock, since every request is observed on the
+event loop's thread; prometheus_client's own (a lock and an exemplar check per observation, ~1.5 µs) remain for
+figures observed from several threads. A scrape reads either kind alike. Label children are looked up once per
+label set and kept.
 Pure: imports only prometheus_client and the standard library, so every layer may record here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
 
 from prometheus_client import (
     GC_COLLECTOR,
     PLATFORM_COLLECTOR,
     PROCESS_COLLECTOR,
     CollectorRegistry,
-    Counter,
     Gauge,
-    Histogram,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 REQUEST_LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component", "code")
 REQUEST_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30,
@@ -44,18 +48,96 @@ REST_VERBS = {"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", 
               "delete": "DELETE", "deletecollection": "DELETECOLLECTION", "connect": "CONNECT"}
 
 
+class LoopCounter(Collector):
+    """A counter family incremented on one thread only (the event loop's): `labels(...)` gives a child whose
+    `inc` is an add. Exposed as `<name>_total`, as prometheus_client's Counter and client_golang's are."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str],
+                 registry: CollectorRegistry | None = None) -> None:
+        self._name, self._documentation, self._labelnames = name, documentation, tuple(labelnames)
+        self._children: dict[tuple[str, ...], _CounterChild] = {}
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, *values: str) -> _CounterChild:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = _CounterChild()
+        return child
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        for values, child in list(self._children.items()):
+            family.add_metric(values, child.value)
+        yield family
+
+
+class _CounterChild:
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.value += amount
+
+
+class LoopHistogram(Collector):
+    """A histogram family observed on one thread only (the event loop's): a child's `observe` is a bisect over
+    the bounds and two adds; the cumulative buckets are summed when scraped."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float],
+                 registry: CollectorRegistry | None = None) -> None:
+        self._name, self._documentation, self._labelnames = name, documentation, tuple(labelnames)
+        self._bounds = tuple(float(bound) for bound in buckets)
+        go_float = floatToGoString  # Go's float formatting, as the `le` labels of client_golang's histograms
+        self._les = [go_float(bound) for bound in self._bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
+        self._children: dict[tuple[str, ...], _HistogramChild] = {}
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, *values: str) -> _HistogramChild:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = _HistogramChild(self._bounds)
+        return child
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        for values, child in list(self._children.items()):
+            cumulative, buckets = 0, []
+            for le, count in zip(self._les, list(child.counts), strict=True):
+                cumulative += count
+                buckets.append((le, float(cumulative)))
+            family.add_metric(values, buckets, child.sum)
+        yield family
+
+
+class _HistogramChild:
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last: above every bound (+Inf)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1  # a bucket counts values up to its bound, inclusive
+        self.sum += value
+
+
 class RequestMetrics:
     """apiserver_request_total and apiserver_request_duration_seconds in `registry`."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
-        self.requests = Counter("apiserver_request", "Counter of apiserver requests broken out for each verb, "
+        self.requests = LoopCounter("apiserver_request", "Counter of apiserver requests broken out for each verb, "
                                 "dry run value, group, version, resource, scope, component, and HTTP response "
                                 "code.", REQUEST_LABELS, registry=registry)
-        self.latency = Histogram("apiserver_request_duration_seconds", "Response latency distribution in seconds "
+        self.latency = LoopHistogram("apiserver_request_duration_seconds", "Response latency distribution in seconds "
                                  "for each verb, group, version, resource, subresource, scope and component.",
                                  REQUEST_LABELS[:-1], buckets=REQUEST_BUCKETS, registry=registry)
-        self._children: dict[tuple[str, ...], tuple[Counter, Histogram]] = {}
+        self._children: dict[tuple[str, ...], tuple[_CounterChild, _HistogramChild]] = {}
 
     def observe(self, labels: tuple[str, str, str, str, str, str, str], code: int, seconds: float) -> None:
         """One request: `labels` are REQUEST_LABELS without the code."""
@@ -93,9 +175,9 @@ class _Forward(Collector):
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 # kube's authentication metrics (k8s.io/apiserver/pkg/authentication/request/... metrics.go)
-_AUTHN_ATTEMPTS = Counter("authentication_attempts", "Counter of authenticated attempts.", ["result"],
+_AUTHN_ATTEMPTS = LoopCounter("authentication_attempts", "Counter of authenticated attempts.", ["result"],
                           registry=REGISTRY)
-_AUTHN_DURATION = Histogram("authentication_duration_seconds", "Authentication duration in seconds broken out by "
+_AUTHN_DURATION = LoopHistogram("authentication_duration_seconds", "Authentication duration in seconds broken out by "
                             "result.", ["result"], buckets=(0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128,
                                                             0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384),
                             registry=REGISTRY)
@@ -112,15 +194,15 @@ def authenticated(result: str, seconds: float) -> None:
 
 # kube's admission metrics (k8s.io/apiserver/pkg/admission/metrics)
 _STEP_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5)
-_STEP = Histogram("apiserver_admission_step_admission_duration_seconds", "Admission sub-step latency histogram in "
+_STEP = LoopHistogram("apiserver_admission_step_admission_duration_seconds", "Admission sub-step latency histogram in "
                   "seconds, broken out for each operation and API resource and step type (validate or admit).",
                   ["type", "operation", "rejected"], buckets=_STEP_BUCKETS, registry=REGISTRY)
-_CONTROLLER = Histogram("apiserver_admission_controller_admission_duration_seconds", "Admission controller latency "
+_CONTROLLER = LoopHistogram("apiserver_admission_controller_admission_duration_seconds", "Admission controller latency "
                         "histogram in seconds, identified by name and broken out for each operation and API "
                         "resource and type (validate or admit).", ["name", "type", "operation", "rejected"],
                         buckets=_STEP_BUCKETS, registry=REGISTRY)
-_STEP_CHILDREN: dict[tuple[str, str, bool], Histogram] = {}
-_CONTROLLER_CHILDREN: dict[tuple[str, str, str, bool], Histogram] = {}
+_STEP_CHILDREN: dict[tuple[str, str, bool], _HistogramChild] = {}
+_CONTROLLER_CHILDREN: dict[tuple[str, str, str, bool], _HistogramChild] = {}
 
 
 def admission_step(kind: str, operation: str, rejected: bool, seconds: float) -> None:
@@ -145,9 +227,9 @@ def admission_controller(name: str, kind: str, operation: str, rejected: bool, s
 # kube's watch metrics (k8s.io/apiserver/pkg/endpoints/metrics)
 _WATCHERS = Gauge("apiserver_registered_watchers", "Number of currently registered watchers for a given "
                   "resources", ["group", "version", "kind"], registry=REGISTRY)
-_WATCH_EVENTS = Counter("apiserver_watch_events", "Number of events sent in watch clients",
+_WATCH_EVENTS = LoopCounter("apiserver_watch_events", "Number of events sent in watch clients",
                         ["group", "version", "kind"], registry=REGISTRY)
-_WATCH_CHILDREN: dict[tuple[str, str, str], tuple[Gauge, Counter]] = {}
+_WATCH_CHILDREN: dict[tuple[str, str, str], tuple[Gauge, _CounterChild]] = {}
 
 
 class WatchFigures:

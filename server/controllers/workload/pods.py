@@ -120,10 +120,13 @@ class PodControl:
         self._recorder = recorder
 
     async def create(self, namespace: str, template: Obj, owner: Obj, ref: Obj, *, kind: str = "",
-                     api_version: str = "", name: str = "") -> Obj:
+                     api_version: str = "", name: str = "", generate_name: str = "") -> Obj:
         """CreatePodsWithControllerRef (with `name`, a Pod of that name instead of a generated one, as the
-        StatefulSet controller makes them). The created Pod; the ApiError of a refused create, recorded."""
+        StatefulSet controller makes them; with `generate_name`, CreatePodsWithGenerateName's prefix instead of
+        the owner's, as an Indexed Job's). The created Pod; the ApiError of a refused create, recorded."""
         pod = pod_from_template(template, owner, ref)
+        if generate_name:
+            pod["metadata"]["generateName"] = generate_name
         if name:
             pod["metadata"]["name"] = name
             pod["metadata"].pop("generateName", None)

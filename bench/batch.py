@@ -22,58 +22,36 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
-from bench._util import context, emit, note
-from capstan.core.v1 import core_service_pb2 as core_pb2
+from bench._standin import FLOOR_LABEL, NS, StandIn, floor, rounds, through
+from bench._util import context, emit
 from server.auth.config import INSECURE
-from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, path
+from server.controllers.workload.keyed import Obj, path
 from server.startup import controllers
 from server.startup.app import start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
-NS = "default"
-TIMEOUT = 120.0
 PARALLELISM = 10
-FLOOR_LABEL = "bench/floor"  # the floor's Pods, which the bench writes itself
 # the floor's stand-in for the tracking finalizer (the Job controller takes that one off any Pod no Job owns)
 FLOOR_FINALIZER = "bench.capstan.dev/floor"
 
 
-class Kubelet(KeyedController):
+class Kubelet(StandIn):
     """Every Pod not yet terminated reported Succeeded (but the floor's)."""
 
-    name = "bench-kubelet"
-    workers = 4
+    @staticmethod
+    def reported(pod: Obj) -> bool:
+        return (pod.get("status") or {}).get("phase") == "Succeeded"
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.pods = self.follow(path("pods"), lambda old, new: self.queue(_key(new or old or {})))
-
-    async def sync(self, key: Key) -> None:
-        pod = self.pods.get(key)
-        if pod is None or (pod.get("status") or {}).get("phase") == "Succeeded" \
-                or pod["metadata"].get("deletionTimestamp") or FLOOR_LABEL in (pod["metadata"].get("labels") or {}):
-            return
-        await succeed(self, pod)
-
-
-def _key(obj: Obj) -> Key:
-    return str(obj["metadata"].get("namespace", "")), str(obj["metadata"]["name"])
-
-
-async def succeed(controller: KeyedController, pod: Obj) -> None:
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    body = {**pod, "status": {"phase": "Succeeded", "containerStatuses": [{
-        "name": "main", "image": "busybox", "imageID": "", "ready": False, "restartCount": 0,
-        "state": {"terminated": {"exitCode": 0, "startedAt": now, "finishedAt": now}}}]}}
-    await controller.update(path("pods", _key(pod)[0]), body, subresource="status")
+    @staticmethod
+    def status(pod: Obj, now: str) -> Obj:
+        return {"phase": "Succeeded", "containerStatuses": [{
+            "name": "main", "image": "busybox", "imageID": "", "ready": False, "restartCount": 0,
+            "state": {"terminated": {"exitCode": 0, "startedAt": now, "finishedAt": now}}}]}
 
 
 def job(name: str, completions: int) -> Obj:
@@ -82,43 +60,9 @@ def job(name: str, completions: int) -> Obj:
         "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}
 
 
-async def complete(kubelet: Kubelet, name: str) -> bool:
-    deadline = time.monotonic() + TIMEOUT
-    at = path("jobs", NS, name, group="batch")
-    while time.monotonic() < deadline:
-        got = decode((await kubelet.core.get(core_pb2.GetRequest(path=at))).object)
-        if any(c["type"] == "Complete" and c["status"] == "True" for c in (got.get("status") or {}).get(
-                "conditions") or []):
-            return True
-        await asyncio.sleep(0.005)
-    return False
-
-
-async def through_controllers(kubelet: Kubelet, name: str, completions: int) -> tuple[float, int, bool]:
-    store = kubelet.core.context.store
-    before = store.current_revision()
-    started = time.perf_counter()
-    await kubelet.create(path("jobs", NS, group="batch"), job(name, completions))
-    ok = await complete(kubelet, name)
-    return time.perf_counter() - started, store.current_revision() - before, ok
-
-
-async def floor(kubelet: Kubelet, name: str, completions: int) -> float:
-    spec = job(name, completions)["spec"]["template"]["spec"]
-    gate = asyncio.Semaphore(PARALLELISM)
-
-    async def one(i: int) -> None:
-        async with gate:
-            pod_name = f"{name}-{i}"
-            meta: Obj = {"name": pod_name, "labels": {FLOOR_LABEL: "true"}, "finalizers": [FLOOR_FINALIZER]}
-            pod = await kubelet.create(path("pods", NS), {"metadata": meta, "spec": spec})
-            await succeed(kubelet, pod)
-            await kubelet.patch(path("pods", NS), pod_name,
-                                {"metadata": {"$deleteFromPrimitiveList/finalizers": [FLOOR_FINALIZER]}})
-
-    started = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(completions)))
-    return time.perf_counter() - started
+def complete(got: Obj) -> bool:
+    return any(c["type"] == "Complete" and c["status"] == "True"
+               for c in (got.get("status") or {}).get("conditions") or [])
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -129,25 +73,31 @@ async def main(args: argparse.Namespace) -> int:
                                    controller_names=controllers.DEFAULT | {"job"})
         kubelet = Kubelet(running.core)
         await kubelet.start()
+
+        async def controllers_run(name: str, completions: int) -> tuple[float, int, bool]:
+            return await through(kubelet, job(name, completions), path("jobs", NS, group="batch"), complete)
+
+        async def floor_run(name: str, completions: int) -> float:
+            spec = job(name, completions)["spec"]["template"]["spec"]
+
+            async def one(i: int) -> None:
+                pod_name = f"{name}-{i}"
+                meta: Obj = {"name": pod_name, "labels": {FLOOR_LABEL: "true"}, "finalizers": [FLOOR_FINALIZER]}
+                await kubelet.report(await kubelet.create(path("pods", NS), {"metadata": meta, "spec": spec}))
+                await kubelet.patch(path("pods", NS), pod_name,
+                                    {"metadata": {"$deleteFromPrimitiveList/finalizers": [FLOOR_FINALIZER]}})
+
+            return await floor(completions, PARALLELISM, one)
+
         failed = False
         try:
             for size in sizes:
-                seconds: list[float] = []
-                writes: list[int] = []
-                floors: list[float] = []
-                for round_ in range(args.rounds):
-                    took, wrote, ok = await through_controllers(kubelet, f"j{size}-{round_}", size)
-                    failed = failed or not ok
-                    seconds.append(took)
-                    writes.append(wrote)
-                    floors.append(await floor(kubelet, f"f{size}-{round_}", size))
-                    note(f"{size} completions, round {round_}: {took:.3f} s ({wrote} writes), "
-                         f"floor {floors[-1]:.3f} s")
-                emit("job-complete", "controllers", "seconds", statistics.median(seconds),
-                     context("create to Complete"), correct=not failed, completions=size,
-                     writes=statistics.median(writes), rounds=args.rounds)
-                emit("job-complete", "floor", "seconds", statistics.median(floors),
-                     context("the Pod writes alone"), completions=size, writes=3 * size, rounds=args.rounds)
+                got = await rounds(size, args.rounds, "completions", "j", controllers_run, floor_run)
+                failed = failed or not got.ok
+                emit("job-complete", "controllers", "seconds", got.seconds, context("create to Complete"),
+                     correct=got.ok, completions=size, writes=got.writes, rounds=args.rounds)
+                emit("job-complete", "floor", "seconds", got.floor, context("the Pod writes alone"),
+                     completions=size, writes=3 * size, rounds=args.rounds)
         finally:
             await kubelet.stop()
             await running.stop()

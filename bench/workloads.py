@@ -29,51 +29,31 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from bench._standin import FLOOR_LABEL, NS, StandIn, floor, rounds, through, until
 from bench._util import context, emit, note
-from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
 from server.controllers.kubelets.incore import NodesConfig
-from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, path
+from server.controllers.workload.keyed import Obj, path
 from server.startup import controllers
 from server.startup.app import start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
-NS = "default"
-TIMEOUT = 120.0
-FLOOR_LABEL = "bench/floor"  # the floor's Pods, which the bench writes itself
 
-
-class Kubelet(KeyedController):
+class Kubelet(StandIn):
     """Every Pod without an IP reported Running and Ready (but the floor's)."""
 
-    name = "bench-kubelet"
-    workers = 4
+    @staticmethod
+    def reported(pod: Obj) -> bool:
+        return bool((pod.get("status") or {}).get("podIP"))
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.pods = self.follow(path("pods"), lambda old, new: self.queue(_key(new or old or {})))
-
-    async def sync(self, key: Key) -> None:
-        pod = self.pods.get(key)
-        if pod is None or (pod.get("status") or {}).get("podIP") or pod["metadata"].get("deletionTimestamp") \
-                or FLOOR_LABEL in (pod["metadata"].get("labels") or {}):
-            return
-        await mark(self, pod)
-
-
-def _key(obj: Obj) -> Key:
-    return str(obj["metadata"].get("namespace", "")), str(obj["metadata"]["name"])
-
-
-async def mark(controller: KeyedController, pod: Obj) -> None:
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    body = {**pod, "status": {"phase": "Running", "podIP": "10.244.0.1", "conditions": [
-        {"type": "Ready", "status": "True", "lastTransitionTime": now}]}}
-    await controller.update(path("pods", _key(pod)[0]), body, subresource="status")
+    @staticmethod
+    def status(pod: Obj, now: str) -> Obj:
+        return {"phase": "Running", "podIP": "10.244.0.1", "conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": now}]}
 
 
 def deployment(name: str, replicas: int) -> Obj:
@@ -83,41 +63,13 @@ def deployment(name: str, replicas: int) -> Obj:
                      "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}
 
 
-async def available(kubelet: Kubelet, name: str, replicas: int) -> bool:
-    deadline = time.monotonic() + TIMEOUT
-    at = path("deployments", NS, name, group="apps")
-    while time.monotonic() < deadline:
-        d = decode((await kubelet.core.get(core_pb2.GetRequest(path=at))).object)
+def available(replicas: int) -> Callable[[Obj], bool]:
+    def done(d: Obj) -> bool:
         status = d.get("status") or {}
         progressing: Obj = next((c for c in status.get("conditions") or [] if c["type"] == "Progressing"), {})
-        if status.get("availableReplicas", 0) == replicas and progressing.get("reason") == "NewReplicaSetAvailable":
-            return True
-        await asyncio.sleep(0.005)
-    return False
-
-
-async def through_controllers(kubelet: Kubelet, name: str, replicas: int) -> tuple[float, int, bool]:
-    store = kubelet.core.context.store
-    before = store.current_revision()
-    started = time.perf_counter()
-    await kubelet.create(path("deployments", NS, group="apps"), deployment(name, replicas))
-    ok = await available(kubelet, name, replicas)
-    return time.perf_counter() - started, store.current_revision() - before, ok
-
-
-async def floor(kubelet: Kubelet, name: str, replicas: int) -> float:
-    template = deployment(name, replicas)["spec"]["template"]
-    gate = asyncio.Semaphore(16)
-
-    async def one(i: int) -> None:
-        async with gate:
-            meta = {"name": f"{name}-{i}", "labels": {**template["metadata"]["labels"], FLOOR_LABEL: "true"}}
-            pod = await kubelet.create(path("pods", NS), {"metadata": meta, "spec": template["spec"]})
-            await mark(kubelet, pod)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(replicas)))
-    return time.perf_counter() - started
+        return bool(status.get("availableReplicas", 0) == replicas
+                    and progressing.get("reason") == "NewReplicaSetAvailable")
+    return done
 
 
 async def with_nodes(tmp: Path, nodes: int, name: str, replicas: int) -> tuple[float, bool]:
@@ -130,7 +82,7 @@ async def with_nodes(tmp: Path, nodes: int, name: str, replicas: int) -> tuple[f
     try:
         started = time.perf_counter()
         await client.create(path("deployments", NS, group="apps"), deployment(name, replicas))
-        ok = await available(client, name, replicas)
+        ok = await until(client, path("deployments", NS, name, group="apps"), available(replicas))
         return time.perf_counter() - started, ok
     finally:
         await running.stop()
@@ -145,24 +97,30 @@ async def main(args: argparse.Namespace) -> int:
                                    controller_names=controllers.DEFAULT | {"deployment", "replicaset"})
         kubelet = Kubelet(running.core)
         await kubelet.start()
+
+        async def controllers_run(name: str, replicas: int) -> tuple[float, int, bool]:
+            return await through(kubelet, deployment(name, replicas), path("deployments", NS, group="apps"),
+                                 available(replicas))
+
+        async def floor_run(name: str, replicas: int) -> float:
+            template = deployment(name, replicas)["spec"]["template"]
+
+            async def one(i: int) -> None:
+                meta = {"name": f"{name}-{i}", "labels": {**template["metadata"]["labels"], FLOOR_LABEL: "true"}}
+                await kubelet.report(await kubelet.create(path("pods", NS),
+                                                          {"metadata": meta, "spec": template["spec"]}))
+
+            return await floor(replicas, 16, one)
+
         failed = False
         try:
             for size in sizes:
-                seconds: list[float] = []
-                writes: list[int] = []
-                floors: list[float] = []
-                for round_ in range(args.rounds):
-                    took, wrote, ok = await through_controllers(kubelet, f"d{size}-{round_}", size)
-                    failed = failed or not ok
-                    seconds.append(took)
-                    writes.append(wrote)
-                    floors.append(await floor(kubelet, f"f{size}-{round_}", size))
-                    note(f"{size} replicas, round {round_}: {took:.3f} s ({wrote} writes), floor {floors[-1]:.3f} s")
-                emit("deployment-available", "controllers", "seconds", statistics.median(seconds),
-                     context("create to Available"), correct=not failed, replicas=size,
-                     writes=statistics.median(writes), rounds=args.rounds)
-                emit("deployment-available", "floor", "seconds", statistics.median(floors),
-                     context("the Pod writes alone"), replicas=size, writes=2 * size, rounds=args.rounds)
+                got = await rounds(size, args.rounds, "replicas", "d", controllers_run, floor_run)
+                failed = failed or not got.ok
+                emit("deployment-available", "controllers", "seconds", got.seconds, context("create to Available"),
+                     correct=got.ok, replicas=size, writes=got.writes, rounds=args.rounds)
+                emit("deployment-available", "floor", "seconds", got.floor, context("the Pod writes alone"),
+                     replicas=size, writes=2 * size, rounds=args.rounds)
                 if args.nodes:
                     ran = [await with_nodes(Path(tmp), args.nodes, f"n{size}-{r}", size) for r in range(args.rounds)]
                     failed = failed or not all(ok for _, ok in ran)

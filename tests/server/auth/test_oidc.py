@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,14 @@ def _user(name: str, *groups: str) -> UserInfo:
 
 
 # (config changes, claims, key, the user or the refusal's words)
+@dataclass(frozen=True)
+class FromNow:
+    """A time claim this many seconds from when the token is made: the suite may run a case minutes after it
+    collected the table."""
+
+    seconds: int
+
+
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], SigningKey, UserInfo | str]] = [
     ("sub with the issuer prefix", {}, {}, RSA, _user("{issuer}#alice")),
     ("ES256", {}, {}, EC, _user("{issuer}#alice")),
@@ -86,8 +94,8 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], SigningKey, UserInfo | st
     ("required claim differs", {"required_claims": (("hd", "example.com"),)}, {"hd": "evil.com"}, RSA,
      "oidc: required claim hd value does not match. Got = evil.com, want = example.com"),
     ("another audience", {}, {"aud": "someone-else"}, RSA, "expected audience 'capstan'"),
-    ("expired", {}, {"exp": int(time.time()) - 10}, RSA, "token is expired"),
-    ("not yet valid", {}, {"nbf": int(time.time()) + 600}, RSA, "before the nbf"),
+    ("expired", {}, {"exp": FromNow(-10)}, RSA, "token is expired"),
+    ("not yet valid", {}, {"nbf": FromNow(600)}, RSA, "before the nbf"),
     ("no username claim", {"username_claim": "preferred_username"}, {}, RSA,
      "oidc: parse username claims 'preferred_username': claim not present"),
     ("an algorithm not accepted", {"signing_algs": ("RS256",)}, {}, EC, "unsupported algorithm"),
@@ -101,7 +109,8 @@ async def test_id_tokens_as_kube_judges_them(issuer: Issuer, base: OidcConfig, c
                                              expected: UserInfo | str) -> None:
     authenticator = await started(replace(base, **changes))
     try:
-        token = issuer.token(key, claims)
+        token = issuer.token(key, {name: int(time.time()) + value.seconds if isinstance(value, FromNow) else value
+                                   for name, value in claims.items()})
         if isinstance(expected, str):
             with pytest.raises(Unauthorized, match=expected.replace("(", r"\(").replace(".", r"\.")):
                 await authenticator.authenticate(Credentials(token=token))

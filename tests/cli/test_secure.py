@@ -62,9 +62,10 @@ def start(data: Path, *flags: str, pattern: re.Pattern[str] = SECURE) -> Server:
     raise AssertionError(f"capstan serve exited with {proc.wait()} before listening")
 
 
-@pytest.fixture
-def serving(tmp_path: Path) -> Iterator[Server]:
-    server = start(tmp_path / "data", "--authorization-mode", "AlwaysAllow")
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One secure server for the module's tests that only read from it."""
+    server = start(tmp_path_factory.mktemp("serving") / "data", "--authorization-mode", "AlwaysAllow")
     try:
         yield server
     finally:
@@ -288,9 +289,10 @@ def test_insecure_refuses_a_non_loopback_bind_address(tmp_path: Path, bind: str)
            f"not {bind}" in out.stderr
 
 
-@pytest.fixture
-def insecure(tmp_path: Path) -> Iterator[Server]:
-    server = start(tmp_path / "data", "--insecure", pattern=INSECURE)
+@pytest.fixture(scope="module")
+def insecure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One insecure server for the module's tests that only read from it."""
+    server = start(tmp_path_factory.mktemp("insecure") / "data", "--insecure", pattern=INSECURE)
     try:
         yield server
     finally:

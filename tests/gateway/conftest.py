@@ -28,9 +28,9 @@ from server.auth.config import INSECURE
 from server.callouts import metrics as webhook_metrics
 from server.machinery import apimetrics
 from server.objects.storageobjects import StorageObjectsCounter
-from server.startup.app import RunningCore, start_core
+from server.startup.app import RunningCore
 from storage import StoreOptions
-from storage.lmdb import LmdbStore
+from tests import bootstrapped
 
 TIMEOUT = 10.0  # seconds any single HTTP exchange may take before the test fails instead of hanging
 
@@ -166,10 +166,11 @@ def quick_disconnects(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(params=["inprocess", "grpc"])
 async def server(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Server]:
-    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0, future_wait=0.5))
     # No default ServiceAccount per namespace (kube-controller-manager's part, as envtest leaves it out): these
     # tests count the store's revisions.
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False)
+    store, core = await bootstrapped.started(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0,
+                                                                             future_wait=0.5),
+                                             security=INSECURE, namespace_controllers=False)
     client: CoreClient = (
         InProcessClient(core.guard) if request.param == "inprocess" else GrpcClient(f"127.0.0.1:{core.grpc_port}")
     )

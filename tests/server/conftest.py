@@ -16,9 +16,10 @@ from server.kinds import BUILTIN
 from server.objects.core import Core
 from server.registry.resources import Registry
 from server.startup import bootstrap
-from server.startup.app import RunningCore, start_core
+from server.startup.app import RunningCore
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
+from tests import bootstrapped
 from tests.server.client import Client
 
 
@@ -36,10 +37,11 @@ async def core(tmp_path: Path) -> AsyncIterator[Core]:
 
 @pytest.fixture
 async def running(tmp_path: Path) -> AsyncIterator[RunningCore]:
-    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0, future_wait=0.5))
     # No default ServiceAccount per namespace (kube-controller-manager's part, as envtest leaves it out): these
     # tests count the store's revisions.
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, namespace_controllers=False)
+    store, core = await bootstrapped.started(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0,
+                                                                             future_wait=0.5),
+                                             security=INSECURE, namespace_controllers=False)
     try:
         yield core
     finally:

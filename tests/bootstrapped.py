@@ -34,7 +34,8 @@ def _root() -> Path:
 async def store(path: Path, options: StoreOptions, **core: Any) -> LmdbStore:
     """An LMDB store at `path` holding what `start_core(store, **core)` bootstraps (on 127.0.0.1, gRPC on a free
     port), opened with `options`."""
-    key = tuple(sorted((name, repr(value)) for name, value in core.items()))
+    key = tuple(sorted((name, repr(sorted(value) if isinstance(value, frozenset | set) else value))
+                       for name, value in core.items()))
     template = _TEMPLATES.get(key)
     if template is None:
         template = _root() / f"template-{len(_TEMPLATES)}"

@@ -11,9 +11,8 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
-from server.startup.app import start_core
 from storage import StoreOptions
-from storage.lmdb import LmdbStore
+from tests import bootstrapped
 from tests.server.client import Client
 
 
@@ -21,8 +20,8 @@ from tests.server.client import Client
 async def managed_client_fixture(tmp_path: Path) -> AsyncIterator[Client]:
     """A client of a core that also runs kube-controller-manager's parts (the default ServiceAccount, the quota
     controller) and so the ServiceAccount admission plugin, as a cluster does; for tests that need them."""
-    store = await LmdbStore.open(tmp_path / "managed", StoreOptions(sync=False, compact_interval=0))
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE)
+    store, core = await bootstrapped.started(tmp_path / "managed", StoreOptions(sync=False, compact_interval=0),
+                                             security=INSECURE)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
             yield Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]

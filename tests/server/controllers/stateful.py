@@ -16,9 +16,8 @@ import pytest
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
 from server.startup import controllers
-from server.startup.app import start_core
 from storage import StoreOptions
-from storage.lmdb import LmdbStore
+from tests import bootstrapped
 from tests.server.client import Client, Failed, Obj, path
 
 NS = "default"
@@ -27,9 +26,9 @@ STATEFUL = frozenset({"statefulset", "daemonset", "persistentvolume-binder"})
 
 @pytest.fixture(name="stateful_client")
 async def stateful_client_fixture(tmp_path: Path) -> AsyncIterator[Client]:
-    store = await LmdbStore.open(tmp_path / "stateful", StoreOptions(sync=False, compact_interval=0))
-    names = controllers.DEFAULT | (STATEFUL & controllers.KNOWN)
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, controller_names=names)
+    store, core = await bootstrapped.started(tmp_path / "stateful", StoreOptions(sync=False, compact_interval=0),
+                                             security=INSECURE,
+                                             controller_names=controllers.DEFAULT | (STATEFUL & controllers.KNOWN))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
             yield Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]

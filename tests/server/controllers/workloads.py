@@ -15,18 +15,16 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
 from server.startup import controllers
-from server.startup.app import start_core
 from storage import StoreOptions
-from storage.lmdb import LmdbStore
+from tests import bootstrapped
 from tests.server.client import Client, Failed, Obj, path
 
 
 @asynccontextmanager
 async def controlled(tmp_path: Path, *names: str) -> AsyncIterator[Client]:
     """A client of a core that runs the default controllers and `names`."""
-    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
-    core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE,
-                            controller_names=controllers.DEFAULT | frozenset(names))
+    store, core = await bootstrapped.started(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0),
+                                             security=INSECURE, controller_names=controllers.DEFAULT | frozenset(names))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
             yield Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]

@@ -23,7 +23,7 @@ JSON, YAML, PROTOBUF = "application/json", "application/yaml", "application/vnd.
 TABLE_V1 = "application/json;as=Table;v=v1;g=meta.k8s.io"
 TABLE_V1BETA1 = "application/json;as=Table;v=v1beta1;g=meta.k8s.io"
 KUBECTL_GET = f"{TABLE_V1},{TABLE_V1BETA1},application/json"
-AGE = re.compile(r"\d+s")
+AGE = re.compile(r"(\d+[smhdy])+")  # kube's HumanDuration: the bootstrap's objects may be minutes old
 
 
 def decoded(resp: Response) -> Obj:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench._util import note
+from bench._util import context, emit, note
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, path
 
@@ -123,3 +123,11 @@ async def rounds(size: int, count: int, what: str, prefix: str,
         floors.append(await floor_of(f"f{size}-{round_}", size))
         note(f"{size} {what}, round {round_}: {took:.3f} s ({wrote} writes), floor {floors[-1]:.3f} s")
     return Rounds(statistics.median(seconds), statistics.median(writes), statistics.median(floors), ok)
+
+
+def report(op: str, done: str, got: Rounds, rounds_run: int, floor_writes: int, **size: int) -> None:
+    """The controllers' and the floor's figures of one size (`size`: its name and value, as the lines carry it)."""
+    emit(op, "controllers", "seconds", got.seconds, context(f"create to {done}"), correct=got.ok, **size,
+         writes=got.writes, rounds=rounds_run)
+    emit(op, "floor", "seconds", got.floor, context("the Pod writes alone"), correct=True, **size,
+         writes=floor_writes, rounds=rounds_run)

@@ -26,8 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench._standin import FLOOR_LABEL, NS, StandIn, floor, rounds, through
-from bench._util import context, emit
+from bench._standin import FLOOR_LABEL, NS, StandIn, floor, report, rounds, through
 from server.auth.config import INSECURE
 from server.controllers.workload.keyed import Obj, path
 from server.startup import controllers
@@ -94,10 +93,7 @@ async def main(args: argparse.Namespace) -> int:
             for size in sizes:
                 got = await rounds(size, args.rounds, "completions", "j", controllers_run, floor_run)
                 failed = failed or not got.ok
-                emit("job-complete", "controllers", "seconds", got.seconds, context("create to Complete"),
-                     correct=got.ok, completions=size, writes=got.writes, rounds=args.rounds)
-                emit("job-complete", "floor", "seconds", got.floor, context("the Pod writes alone"),
-                     completions=size, writes=3 * size, rounds=args.rounds)
+                report("job-complete", "Complete", got, args.rounds, 3 * size, completions=size)
         finally:
             await kubelet.stop()
             await running.stop()

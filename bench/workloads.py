@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench._standin import FLOOR_LABEL, NS, StandIn, floor, rounds, through, until
+from bench._standin import FLOOR_LABEL, NS, StandIn, floor, report, rounds, through, until
 from bench._util import context, emit, note
 from server.auth.config import INSECURE
 from server.controllers.kubelets.incore import NodesConfig
@@ -117,10 +117,7 @@ async def main(args: argparse.Namespace) -> int:
             for size in sizes:
                 got = await rounds(size, args.rounds, "replicas", "d", controllers_run, floor_run)
                 failed = failed or not got.ok
-                emit("deployment-available", "controllers", "seconds", got.seconds, context("create to Available"),
-                     correct=got.ok, replicas=size, writes=got.writes, rounds=args.rounds)
-                emit("deployment-available", "floor", "seconds", got.floor, context("the Pod writes alone"),
-                     replicas=size, writes=2 * size, rounds=args.rounds)
+                report("deployment-available", "Available", got, args.rounds, 2 * size, replicas=size)
                 if args.nodes:
                     ran = [await with_nodes(Path(tmp), args.nodes, f"n{size}-{r}", size) for r in range(args.rounds)]
                     failed = failed or not all(ok for _, ok in ran)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Generic, TypeVar
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -38,6 +39,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+_Child = TypeVar("_Child")
+
 REQUEST_LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component", "code")
 REQUEST_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30,
                    45, 60)
@@ -48,28 +51,24 @@ REST_VERBS = {"get": "GET", "list": "LIST", "watch": "WATCH", "create": "POST", 
               "delete": "DELETE", "deletecollection": "DELETECOLLECTION", "connect": "CONNECT"}
 
 
-class LoopCounter(Collector):
-    """A counter family incremented on one thread only (the event loop's): `labels(...)` gives a child whose
-    `inc` is an add. Exposed as `<name>_total`, as prometheus_client's Counter and client_golang's are."""
+class _LoopFamily(Collector, Generic[_Child]):
+    """A family of children by label values, registered where asked; `_made` makes a child."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str],
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None) -> None:
         self._name, self._documentation, self._labelnames = name, documentation, tuple(labelnames)
-        self._children: dict[tuple[str, ...], _CounterChild] = {}
+        self._children: dict[tuple[str, ...], _Child] = {}
         if registry is not None:
             registry.register(self)
 
-    def labels(self, *values: str) -> _CounterChild:
+    def _made(self) -> _Child:
+        raise NotImplementedError
+
+    def labels(self, *values: str) -> _Child:
         child = self._children.get(values)
         if child is None:
-            child = self._children[values] = _CounterChild()
+            child = self._children[values] = self._made()
         return child
-
-    def collect(self) -> Iterator[Metric]:
-        family = CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
-        for values, child in list(self._children.items()):
-            family.add_metric(values, child.value)
-        yield family
 
 
 class _CounterChild:
@@ -82,25 +81,37 @@ class _CounterChild:
         self.value += amount
 
 
-class LoopHistogram(Collector):
+class LoopCounter(_LoopFamily[_CounterChild]):
+    """A counter family incremented on one thread only (the event loop's): `labels(...)` gives a child whose
+    `inc` is an add. Exposed as `<name>_total`, as prometheus_client's Counter and client_golang's are."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str],
+                 registry: CollectorRegistry | None = None) -> None:
+        super().__init__(name, documentation, labelnames, registry)
+
+    def _made(self) -> _CounterChild:
+        return _CounterChild()
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        for values, child in list(self._children.items()):
+            family.add_metric(values, child.value)
+        yield family
+
+
+class LoopHistogram(_LoopFamily["_HistogramChild"]):
     """A histogram family observed on one thread only (the event loop's): a child's `observe` is a bisect over
     the bounds and two adds; the cumulative buckets are summed when scraped."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float],
                  registry: CollectorRegistry | None = None) -> None:
-        self._name, self._documentation, self._labelnames = name, documentation, tuple(labelnames)
         self._bounds = tuple(float(bound) for bound in buckets)
         go_float = floatToGoString  # Go's float formatting, as the `le` labels of client_golang's histograms
         self._les = [go_float(bound) for bound in self._bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
-        self._children: dict[tuple[str, ...], _HistogramChild] = {}
-        if registry is not None:
-            registry.register(self)
+        super().__init__(name, documentation, labelnames, registry)
 
-    def labels(self, *values: str) -> _HistogramChild:
-        child = self._children.get(values)
-        if child is None:
-            child = self._children[values] = _HistogramChild(self._bounds)
-        return child
+    def _made(self) -> _HistogramChild:
+        return _HistogramChild(self._bounds)
 
     def collect(self) -> Iterator[Metric]:
         family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)

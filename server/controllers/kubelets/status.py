@@ -210,9 +210,27 @@ def pod_requests(pod: Obj) -> dict[str, float]:
     return total
 
 
+def host_ports(pod: Obj) -> list[tuple[str, str, int]]:
+    """The (hostIP, protocol, hostPort) its containers ask of the node (the scheduler's getContainerPorts: ports
+    with a hostPort; an empty hostIP is 0.0.0.0, an empty protocol TCP)."""
+    out = []
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for port in (container or {}).get("ports") or []:
+            if isinstance(port, dict) and int(port.get("hostPort") or 0) > 0:
+                out.append((str(port.get("hostIP") or "0.0.0.0"), str(port.get("protocol") or "TCP"),
+                            int(port["hostPort"])))
+    return out
+
+
+def ports_conflict(wanted: tuple[str, str, int], used: tuple[str, str, int]) -> bool:
+    """HostPortInfo.CheckConflict: the same protocol and port, and the same IP or 0.0.0.0 on either side."""
+    return wanted[1:] == used[1:] and (wanted[0] == used[0] or "0.0.0.0" in (wanted[0], used[0]))
+
+
 def admission(shape: NodeShape, pod: Obj, admitted: list[Obj]) -> tuple[str, str]:
-    """The kubelet's resource admission of `pod` beside the active Pods `admitted` before it: ("", "") when it
-    fits, else the rejection's reason and message (OutOfpods, OutOfcpu, OutOfmemory)."""
+    """The kubelet's admission of `pod` beside the active Pods `admitted` before it (its general predicates'
+    resource fit, then host ports): ("", "") when it fits, else the rejection's reason and message (OutOfpods,
+    OutOfcpu, OutOfmemory; NodePorts)."""
     if len(admitted) + 1 > shape.pods:
         return "OutOfpods", (f"Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: "
                              f"{len(admitted)}, capacity: {shape.pods}")
@@ -227,6 +245,9 @@ def admission(shape: NodeShape, pod: Obj, admitted: list[Obj]) -> tuple[str, str
             return f"OutOf{resource}", (
                 f"Pod was rejected: Node didn't have enough resource: {resource}, requested: "
                 f"{round(asked[resource] * scale)}, used: {round(used * scale)}, capacity: {round(limit * scale)}")
+    used_ports = [port for p in admitted for port in host_ports(p)]
+    if any(ports_conflict(wanted, used) for wanted in host_ports(pod) for used in used_ports):
+        return "NodePorts", "Pod was rejected: Predicate NodePorts failed"
     return "", ""
 
 

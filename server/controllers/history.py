@@ -36,7 +36,8 @@ def patch_of(template: Obj) -> Obj:
     for metadata in _object_metas(recorded, make=True):
         metadata.setdefault("creationTimestamp", None)
     recorded["$patch"] = "replace"
-    return _sorted({"spec": {"template": recorded}})
+    data: Obj = _sorted({"spec": {"template": recorded}})
+    return data
 
 
 def template_of(revision: Obj) -> Obj:

@@ -285,7 +285,9 @@ class DaemonSetController(KeyedController):
 
     def _queue_controller(self, revision: Obj | None) -> None:
         """resolveControllerRef: the DaemonSet the revision's controller reference names, by kind, name and uid."""
-        ref = controller_of(revision or {})
+        if revision is None:
+            return
+        ref = controller_of(revision)
         if ref is None or ref.get("kind") != KIND:
             return
         key = (str(_meta(revision).get("namespace", "")), str(ref.get("name", "")))

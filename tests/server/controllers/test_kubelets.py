@@ -334,6 +334,40 @@ async def test_the_kubelets_admission_rejects_a_host_port_in_use(cluster: tuple[
     await until(lambda: client.get(path("pods", NS, "third")), lambda p: p["status"].get("phase") == "Running")
 
 
+@pytest.mark.parametrize(("spec", "reason"), [
+    ({"nodeSelector": {"kubernetes.io/hostname": "capstan-node-0"}}, ""),
+    ({"nodeSelector": {"disk": "ssd"}}, "NodeAffinity"),
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["b"]}]}]}}}},
+     "NodeAffinity"),
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["capstan-node-0"]}]}]}}}}, ""),
+    ({}, "TaintToleration"),
+    ({"tolerations": [{"key": "maintenance", "operator": "Exists", "effect": "NoExecute"}]}, ""),
+], ids=["selector-matches", "selector-misses", "affinity-misses", "affinity-by-name", "untolerated-taint",
+        "tolerated-taint"])
+async def test_the_kubelets_admission_checks_node_affinity_and_no_execute_taints(
+        cluster: tuple[Client, RunningCore], spec: Obj, reason: str) -> None:
+    """A Pod bound past the scheduler (spec.nodeName set) to a node its node affinity does not match, or with a
+    NoExecute taint it does not tolerate, is Failed as the kubelet's admission fails it."""
+    client, _ = cluster
+    if "tolerat" in str(spec) or reason == "TaintToleration":
+        taint = {"key": "maintenance", "value": "yes", "effect": "NoExecute"}
+        node = await client.get(path("nodes", "", "capstan-node-0"))
+        node["spec"]["taints"] = [taint]
+        await client.update(path("nodes", "", "capstan-node-0"), node)
+        await until(lambda: client.get(path("nodes", "", "capstan-node-0")),
+                    lambda n: n["spec"].get("taints") == [taint])
+    await client.create(path("pods", NS), pod("bound", **spec))
+    got = await until(lambda: client.get(path("pods", NS, "bound")), lambda p: p["status"].get("phase") in (
+        "Running", "Failed"))
+    if not reason:
+        assert got["status"]["phase"] == "Running"
+        return
+    assert (got["status"]["phase"], got["status"]["reason"], got["status"]["message"]) == (
+        "Failed", reason, f"Pod was rejected: Predicate {reason} failed")
+
+
 async def test_each_container_is_ready_after_its_own_probes(cluster: tuple[Client, RunningCore]) -> None:
     client, _ = cluster
     probe = {"exec": {"command": ["true"]}, "initialDelaySeconds": 2}

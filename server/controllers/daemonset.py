@@ -255,9 +255,45 @@ class DaemonSetController(KeyedController):
             self.queue(key_of(daemon_set))
 
     def _revision_changed(self, old: Obj | None, new: Obj | None) -> None:
-        ref = controller_of(new or old or {})
-        if ref is not None and ref.get("kind") == KIND:
-            self.queue((str(_meta(new or old or {}).get("namespace", "")), str(ref.get("name", ""))))
+        """addHistory, updateHistory, deleteHistory: a controlled revision wakes its DaemonSet when it changes
+        or goes, not when it is added (a revision someone else adds waits for the next sync); an orphan wakes the
+        DaemonSets whose selector matches it when added, or when its labels or controller change."""
+        if new is not None and _meta(new).get("deletionTimestamp"):
+            new = None
+        if new is None:
+            self._queue_controller(old)
+            return
+        ref = controller_of(new)
+        if old is not None:
+            if _meta(old).get("resourceVersion") == _meta(new).get("resourceVersion"):
+                return
+            old_ref = controller_of(old)
+            ref_changed = old_ref != ref
+            if ref_changed:
+                self._queue_controller(old)
+            if ref is not None:
+                self._queue_controller(new)
+                return
+            if not ref_changed and _labels(old) == _labels(new):
+                return
+        elif ref is not None:
+            return
+        namespace = str(_meta(new).get("namespace", ""))
+        for daemon_set in self.sets.in_namespace(namespace):
+            if _selector(daemon_set).matches(_labels(new)):
+                self.queue(key_of(daemon_set))
+
+    def _queue_controller(self, revision: Obj | None) -> None:
+        """resolveControllerRef: the DaemonSet the revision's controller reference names, by kind, name and uid."""
+        if revision is None:
+            return
+        ref = controller_of(revision)
+        if ref is None or ref.get("kind") != KIND:
+            return
+        key = (str(_meta(revision).get("namespace", "")), str(ref.get("name", "")))
+        daemon_set = self.sets.get(key)
+        if daemon_set is not None and _meta(daemon_set).get("uid") == ref.get("uid"):
+            self.queue(key)
 
     async def sync(self, key: Key) -> None:
         daemon_set = self.sets.get(key)

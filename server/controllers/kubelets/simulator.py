@@ -6,10 +6,11 @@ Contracts, as the kubelet's:
   seconds; its status is written every `status_report` seconds, and at once when its Ready condition is not
   True (after a heartbeat stop, or the node lifecycle controller marked it Unknown);
 - a Pod bound to one of these nodes (spec.nodeName) is admitted as the kubelet admits it (room for one more
-  Pod, and for its cpu and memory requests beside the node's active Pods; else Failed with OutOfpods,
-  OutOfcpu or OutOfmemory); it gets its IP from the node's podCIDR (unique while it lives), then the status
-  status.pod_status computes, written (merge patch on pods/status) only when it
-  differs from what is stored, and again at each instant it changes;
+  Pod, and for its cpu and memory requests beside the node's active Pods, its node selector and required
+  node affinity matching the Node, no host port an active Pod holds, every NoExecute taint tolerated; else
+  Failed with OutOfpods, OutOfcpu, OutOfmemory, NodeAffinity, NodePorts or TaintToleration); it gets its IP
+  from the node's podCIDR (unique while it lives), then the status status.pod_status computes, written (merge
+  patch on pods/status) only when it differs from what is stored, and again at each instant it changes;
 - a Pod with a deletionTimestamp has its containers stopped min(grace period, stop_seconds) after the
   deletion is seen; its final status is written and it is deleted with grace 0 and its uid as precondition; a
   Pod already Succeeded or Failed keeps its status and is deleted at once;
@@ -304,7 +305,7 @@ class Simulator:
             return  # a terminal Pod's status is final
         if life is None:
             if not old.get("podIP"):  # a Pod not admitted before (a simulator taking over keeps the running ones)
-                reason, message = status.admission(self.shape, pod, self._admitted(node))
+                reason, message = status.admission(self.shape, pod, self._admitted(node), self._nodes.get(node))
                 if reason:
                     await self._reject(pod, node, reason, message)
                     return

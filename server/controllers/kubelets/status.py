@@ -25,6 +25,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from server.controllers.scheduler.model import term_matches
+from server.kinds.tolerations import tolerates
 from server.machinery.codec import gotime
 from server.machinery.codec.quantity import parse_quantity
 
@@ -210,9 +212,51 @@ def pod_requests(pod: Obj) -> dict[str, float]:
     return total
 
 
-def admission(shape: NodeShape, pod: Obj, admitted: list[Obj]) -> tuple[str, str]:
-    """The kubelet's resource admission of `pod` beside the active Pods `admitted` before it: ("", "") when it
-    fits, else the rejection's reason and message (OutOfpods, OutOfcpu, OutOfmemory)."""
+def host_ports(pod: Obj) -> list[tuple[str, str, int]]:
+    """The (hostIP, protocol, hostPort) its containers ask of the node (the scheduler's getContainerPorts: ports
+    with a hostPort; an empty hostIP is 0.0.0.0, an empty protocol TCP)."""
+    out = []
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for port in (container or {}).get("ports") or []:
+            if isinstance(port, dict) and int(port.get("hostPort") or 0) > 0:
+                out.append((str(port.get("hostIP") or "0.0.0.0"), str(port.get("protocol") or "TCP"),
+                            int(port["hostPort"])))
+    return out
+
+
+def ports_conflict(wanted: tuple[str, str, int], used: tuple[str, str, int]) -> bool:
+    """HostPortInfo.CheckConflict: the same protocol and port, and the same IP or 0.0.0.0 on either side."""
+    return wanted[1:] == used[1:] and (wanted[0] == used[0] or "0.0.0.0" in (wanted[0], used[0]))
+
+
+def _node_affinity_fits(pod: Obj, node: Obj) -> bool:
+    """The Pod's nodeSelector and required node affinity against the Node (GetRequiredNodeAffinity.Match)."""
+    spec = pod.get("spec") or {}
+    labels = {str(k): str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()}
+    if any(labels.get(str(k)) != str(v) for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if not isinstance(required, dict):
+        return True
+    name = str((node.get("metadata") or {}).get("name") or "")
+    return any(term_matches(term, name, labels) for term in required.get("nodeSelectorTerms") or []
+               if isinstance(term, dict))
+
+
+def _untolerated_no_execute(pod: Obj, node: Obj) -> bool:
+    tolerations = [t for t in (pod.get("spec") or {}).get("tolerations") or [] if isinstance(t, dict)]
+    return any(not any(tolerates(t, taint) for t in tolerations)
+               for taint in (node.get("spec") or {}).get("taints") or []
+               if isinstance(taint, dict) and taint.get("effect") == "NoExecute")
+
+
+def admission(shape: NodeShape, pod: Obj, admitted: list[Obj], node: Obj | None = None) -> tuple[str, str]:
+    """The kubelet's admission of `pod` beside the active Pods `admitted` before it, on `node` (the Node as last
+    seen; None skips what needs it): its general predicates in their order, the first failure reported (resource
+    fit, node affinity, host ports, then NoExecute taints the Pod does not tolerate). ("", "") when it fits, else
+    the rejection's reason and message (OutOfpods, OutOfcpu, OutOfmemory; NodeAffinity, NodePorts,
+    TaintToleration: "Pod was rejected: Predicate <name> failed")."""
     if len(admitted) + 1 > shape.pods:
         return "OutOfpods", (f"Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: "
                              f"{len(admitted)}, capacity: {shape.pods}")
@@ -227,7 +271,18 @@ def admission(shape: NodeShape, pod: Obj, admitted: list[Obj]) -> tuple[str, str
             return f"OutOf{resource}", (
                 f"Pod was rejected: Node didn't have enough resource: {resource}, requested: "
                 f"{round(asked[resource] * scale)}, used: {round(used * scale)}, capacity: {round(limit * scale)}")
+    if node is not None and not _node_affinity_fits(pod, node):
+        return _predicate("NodeAffinity")
+    used_ports = [port for p in admitted for port in host_ports(p)]
+    if any(ports_conflict(wanted, used) for wanted in host_ports(pod) for used in used_ports):
+        return _predicate("NodePorts")
+    if node is not None and _untolerated_no_execute(pod, node):
+        return _predicate("TaintToleration")
     return "", ""
+
+
+def _predicate(name: str) -> tuple[str, str]:
+    return name, f"Pod was rejected: Predicate {name} failed"
 
 
 def _number(value: Any, default: float) -> float:

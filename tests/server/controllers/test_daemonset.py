@@ -229,3 +229,33 @@ async def test_on_delete_replaces_only_deleted_pods(stateful_client: Client) -> 
         got = await settled(lambda: status(client), lambda s: s.get("numberAvailable") == 2)
     assert got["updatedNumberScheduled"] == 1
     assert len(await names(client, "controllerrevisions", group="apps")) == 2
+
+
+@pytest.mark.parametrize("controlled", [True, False], ids=["controlled", "orphan"])
+async def test_a_revision_someone_adds_waits_for_the_next_sync(stateful_client: Client, controlled: bool) -> None:
+    """As kube's addHistory: adding a revision the DaemonSet controls wakes nothing, so an equal copy of the
+    current revision stays beside it until the DaemonSet syncs for another reason (here the original's deletion,
+    after which the copy is current); an orphan matching the selector wakes the DaemonSet, which adopts it (and,
+    equal to the current one at a higher number, keeps it and deletes the older copy)."""
+    client = stateful_client
+    created = await client.create(SETS, daemon_set())
+    _, items = await settled(lambda: client.list(REVISIONS), lambda got: len(got[1]) == 1)
+    original = items[0]
+    copy = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "agent-copy", "labels": original["metadata"]["labels"]},
+            "data": original["data"], "revision": original["revision"] + 1}
+    if controlled:
+        copy["metadata"]["ownerReferences"] = [{
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": created["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}]
+    await client.create(REVISIONS, copy)
+    if not controlled:
+        await settled(lambda: names(client, "controllerrevisions", group="apps"), ["agent-copy"])
+        adopted = await client.get(path("controllerrevisions", NS, "agent-copy", group="apps"))
+        assert adopted["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+        return
+    await asyncio.sleep(0.5)  # nothing is to happen: no condition to wait for
+    both = sorted(["agent-copy", original["metadata"]["name"]])
+    assert await names(client, "controllerrevisions", group="apps") == both
+    await client.delete(path("controllerrevisions", NS, original["metadata"]["name"], group="apps"))
+    assert await names(client, "controllerrevisions", group="apps") == ["agent-copy"]

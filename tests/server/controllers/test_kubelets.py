@@ -298,6 +298,76 @@ async def test_the_kubelets_admission_rejects_what_does_not_fit(cluster: tuple[C
     assert first["status"]["phase"] == "Running"
 
 
+def with_port(name: str, host_port: int, protocol: str = "TCP", host_ip: str = "") -> Obj:
+    port: Obj = {"containerPort": 80, "hostPort": host_port, "protocol": protocol}
+    if host_ip:
+        port["hostIP"] = host_ip
+    return pod(name, containers=[{"name": "app", "image": "nginx", "ports": [port]}])
+
+
+@pytest.mark.parametrize(("first", "second", "rejected"), [
+    ({"host_port": 8080}, {"host_port": 8080}, True),
+    ({"host_port": 8080}, {"host_port": 8081}, False),
+    ({"host_port": 8080}, {"host_port": 8080, "protocol": "UDP"}, False),
+    ({"host_port": 8080, "host_ip": "10.0.0.1"}, {"host_port": 8080, "host_ip": "10.0.0.2"}, False),
+    ({"host_port": 8080, "host_ip": "10.0.0.1"}, {"host_port": 8080}, True),  # 0.0.0.0 takes every address
+], ids=["same-port", "other-port", "other-protocol", "other-ips", "any-ip"])
+async def test_the_kubelets_admission_rejects_a_host_port_in_use(cluster: tuple[Client, RunningCore],
+                                                                  first: dict[str, Any], second: dict[str, Any],
+                                                                  rejected: bool) -> None:
+    """A Pod bound past the scheduler (spec.nodeName set) whose host port an active Pod of the node holds is
+    Failed with NodePorts; once that Pod is gone, the same Pod is admitted."""
+    client, _ = cluster
+    await client.create(path("pods", NS), with_port("holder", **first))
+    await until(lambda: client.get(path("pods", NS, "holder")), lambda p: p["status"].get("phase") == "Running")
+    await client.create(path("pods", NS), with_port("second", **second))
+    got = await until(lambda: client.get(path("pods", NS, "second")), lambda p: p["status"].get("phase") in (
+        "Running", "Failed"))
+    if not rejected:
+        assert got["status"]["phase"] == "Running"
+        return
+    assert (got["status"]["phase"], got["status"]["reason"], got["status"]["message"]) == (
+        "Failed", "NodePorts", "Pod was rejected: Predicate NodePorts failed")
+    await client.delete(path("pods", NS, "holder"), gracePeriodSeconds=0)
+    await until(lambda: client.names(path("pods", NS)), lambda names: "holder" not in names)
+    await client.create(path("pods", NS), with_port("third", **second))
+    await until(lambda: client.get(path("pods", NS, "third")), lambda p: p["status"].get("phase") == "Running")
+
+
+@pytest.mark.parametrize(("spec", "reason"), [
+    ({"nodeSelector": {"kubernetes.io/hostname": "capstan-node-0"}}, ""),
+    ({"nodeSelector": {"disk": "ssd"}}, "NodeAffinity"),
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["b"]}]}]}}}},
+     "NodeAffinity"),
+    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["capstan-node-0"]}]}]}}}}, ""),
+    ({}, "TaintToleration"),
+    ({"tolerations": [{"key": "maintenance", "operator": "Exists", "effect": "NoExecute"}]}, ""),
+], ids=["selector-matches", "selector-misses", "affinity-misses", "affinity-by-name", "untolerated-taint",
+        "tolerated-taint"])
+async def test_the_kubelets_admission_checks_node_affinity_and_no_execute_taints(
+        cluster: tuple[Client, RunningCore], spec: Obj, reason: str) -> None:
+    """A Pod bound past the scheduler (spec.nodeName set) to a node its node affinity does not match, or with a
+    NoExecute taint it does not tolerate, is Failed as the kubelet's admission fails it."""
+    client, _ = cluster
+    if "tolerat" in str(spec) or reason == "TaintToleration":
+        taint = {"key": "maintenance", "value": "yes", "effect": "NoExecute"}
+        node = await client.get(path("nodes", "", "capstan-node-0"))
+        node["spec"]["taints"] = [taint]
+        await client.update(path("nodes", "", "capstan-node-0"), node)
+        await until(lambda: client.get(path("nodes", "", "capstan-node-0")),
+                    lambda n: n["spec"].get("taints") == [taint])
+    await client.create(path("pods", NS), pod("bound", **spec))
+    got = await until(lambda: client.get(path("pods", NS, "bound")), lambda p: p["status"].get("phase") in (
+        "Running", "Failed"))
+    if not reason:
+        assert got["status"]["phase"] == "Running"
+        return
+    assert (got["status"]["phase"], got["status"]["reason"], got["status"]["message"]) == (
+        "Failed", reason, f"Pod was rejected: Predicate {reason} failed")
+
+
 async def test_each_container_is_ready_after_its_own_probes(cluster: tuple[Client, RunningCore]) -> None:
     client, _ = cluster
     probe = {"exec": {"command": ["true"]}, "initialDelaySeconds": 2}

@@ -241,6 +241,9 @@ async def test_a_revision_someone_adds_waits_for_the_next_sync(stateful_client: 
     created = await client.create(SETS, daemon_set())
     _, items = await settled(lambda: client.list(REVISIONS), lambda got: len(got[1]) == 1)
     original = items[0]
+    # the DaemonSet's own status write wakes one more sync: let it pass before the copy comes
+    await settled(lambda: status(client), lambda s: s.get("observedGeneration") == 1)
+    await asyncio.sleep(0.5)
     copy = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
             "metadata": {"name": "agent-copy", "labels": original["metadata"]["labels"]},
             "data": original["data"], "revision": original["revision"] + 1}

@@ -169,8 +169,10 @@ async def test_on_delete_replaces_only_pods_someone_deletes(stateful_client: Cli
         kubelet.marked.discard("web-1")
         await client.delete(path("pods", NS, "web-1"))
         await settled(lambda: images(client), {"web-0": "nginx:1.25", "web-1": "nginx:1.26"})
-        got = await settled(lambda: status(client), lambda s: s.get("readyReplicas") == 2)
-    assert got["updatedReplicas"] == 1 and got["currentRevision"] != got["updateRevision"]
+        # the status from before the deletion also says 2 ready: wait for the one that counts the new Pod
+        got = await settled(lambda: status(client), lambda s: s.get("readyReplicas") == 2
+                            and s.get("updatedReplicas") == 1)
+    assert got["currentRevision"] != got["updateRevision"]
 
 
 async def test_failed_pods_are_made_again(stateful_client: Client) -> None:

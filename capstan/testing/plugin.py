@@ -256,23 +256,23 @@ def capstan_kubeconfig(capstan_cluster: CapstanCluster) -> Path:
     return capstan_cluster.kubeconfig
 
 
-@pytest.fixture(scope="session")
-def capstan_admin(capstan_cluster: CapstanCluster) -> Iterator[client.ApiClient]:
-    api = capstan_cluster.api_client()
+def _closing(api: client.ApiClient) -> Iterator[client.ApiClient]:
+    """A fixture's client, closed after the test (or the session) that used it."""
     try:
         yield api
     finally:
         api.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture(scope="session")
+def capstan_admin(capstan_cluster: CapstanCluster) -> Iterator[client.ApiClient]:
+    yield from _closing(capstan_cluster.api_client())
 
 
 @pytest.fixture(scope="session")
 def _capstan_plugin_admin(capstan_cluster: CapstanCluster) -> Iterator[client.ApiClient]:
     """The session's admin client of the plugin's own fixtures (left out of the request log)."""
-    api = capstan_cluster.plugin_client()
-    try:
-        yield api
-    finally:
-        api.close()  # type: ignore[no-untyped-call]
+    yield from _closing(capstan_cluster.plugin_client())
 
 
 @pytest.fixture
@@ -282,11 +282,7 @@ def _capstan_test_admin(request: pytest.FixtureRequest,
     if not capstan_test_cluster.own:
         yield request.getfixturevalue("_capstan_plugin_admin")
         return
-    api = capstan_test_cluster.plugin_client()
-    try:
-        yield api
-    finally:
-        api.close()  # type: ignore[no-untyped-call]
+    yield from _closing(capstan_test_cluster.plugin_client())
 
 
 @pytest.fixture(scope="session")
@@ -298,11 +294,7 @@ def capstan_apply(_capstan_plugin_admin: client.ApiClient) -> Applier:
 
 @pytest.fixture
 def k8s_client(capstan_test_cluster: CapstanCluster) -> Iterator[client.ApiClient]:
-    api = capstan_test_cluster.api_client()
-    try:
-        yield api
-    finally:
-        api.close()  # type: ignore[no-untyped-call]
+    yield from _closing(capstan_test_cluster.api_client())
 
 
 @pytest.fixture

@@ -226,8 +226,9 @@ async def test_on_delete_replaces_only_deleted_pods(stateful_client: Client) -> 
         on_n1 = next(p["metadata"]["name"] for p in items if affinity_node(p) == "n1")
         await client.delete(path("pods", NS, on_n1))
         await settled(lambda: placement(client), {"n1": "agent:2", "n2": "agent:1"})
-        got = await settled(lambda: status(client), lambda s: s.get("numberAvailable") == 2)
-    assert got["updatedNumberScheduled"] == 1
+        # the status from before the deletion also says 2 available: wait for the one that counts the new Pod
+        await settled(lambda: status(client), lambda s: s.get("numberAvailable") == 2
+                      and s.get("updatedNumberScheduled") == 1)
     assert len(await names(client, "controllerrevisions", group="apps")) == 2
 
 

@@ -3,7 +3,9 @@ deletionTimestamp, each kind's default propagation, dry run and bad options."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import time
 
 import orjson
 import pytest
@@ -191,6 +193,15 @@ async def test_what_a_delete_answers_kind_by_kind(client: Client, group: str, re
         await refused(client.get(one))
 
 
+async def _judged(client: Client, at: core_pb2.ResourcePath, timeout: float = 5.0) -> None:
+    """Once the availability controller has written the APIService's Available condition (True or not)."""
+    deadline = time.monotonic() + timeout
+    while not any(c["type"] == "Available"
+                  for c in ((await client.get(at)).get("status") or {}).get("conditions") or []):
+        assert time.monotonic() < deadline, "the APIService's availability was never written"
+        await asyncio.sleep(0.01)
+
+
 @pytest.mark.parametrize(("group", "resource"), list(DELETES), ids=KIND_IDS)
 async def test_a_dry_run_delete_answers_as_the_kind_does_and_stores_nothing(
     client: Client, group: str, resource: str
@@ -201,6 +212,8 @@ async def test_a_dry_run_delete_answers_as_the_kind_does_and_stores_nothing(
     one = path(at.resource, at.namespace, created["metadata"]["name"], group=group, version=at.version)
     if resource == "customresourcedefinitions":  # the CRD's controllers' writes are over
         await settled(client, await established(client, created["metadata"]["name"]))
+    if resource == "apiservices":  # the availability controller's status write is over
+        await _judged(client, one)
     stored = await client.get(one)
     before = client.revision()
     answer = await client.delete(one, dryRun=["All"], propagationPolicy="Background")

@@ -115,11 +115,14 @@ class Store(Protocol):
         at_revision: int | None = None,
         start_after: bytes | None = None,
         limit: int | None = None,
+        counted: bool = True,
     ) -> ListResult:
         """Keys under `prefix` at one revision, ordered by key.
 
         start_after: only keys strictly greater (a page's continuation point).
         limit: at most this many (None or 0: all). `remaining` counts the keys after the page.
+        counted: False when the caller needs only whether keys follow the page, not how many (a store
+        that has to pass over them to count them may then not, and `remaining` is any positive number).
         To page consistently, pass the first page's revision as `at_revision` for the rest.
         """
         ...

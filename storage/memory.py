@@ -68,6 +68,7 @@ class MemoryStore:
         at_revision: int | None = None,
         start_after: bytes | None = None,
         limit: int | None = None,
+        counted: bool = True,
     ) -> ListResult:
         validate.check_prefix(prefix)
         after = validate.check_start_after(start_after)

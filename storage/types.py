@@ -75,7 +75,8 @@ class ListResult:
     """One page of a prefix, ordered by key, all as of `revision`.
 
     remaining: how many keys under the prefix come after this page at that revision
-    (0 when the page is the last); feeds Kubernetes' remainingItemCount.
+    (0 when the page is the last); feeds Kubernetes' remainingItemCount. From a list
+    asked with counted=False it is only 0 or not: any positive number when keys follow.
     """
 
     revision: int

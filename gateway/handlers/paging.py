@@ -52,6 +52,7 @@ def whole_list(options: meta_pb2.ListOptions) -> bool:
 def first_page(request: core_pb2.ListRequest) -> core_pb2.ListRequest:
     paged = core_pb2.ListRequest()
     paged.CopyFrom(request)
+    paged.omit_remaining_item_count = True  # the whole list's ListMeta has none: no page needs it counted
     opts = paged.options
     opts.limit = PAGE
     if opts.resourceVersion not in ("", "0") and not opts.resourceVersionMatch:
@@ -76,6 +77,7 @@ async def rest(client: CoreClient, call: Call, request: core_pb2.ListRequest,
         page.options.resourceVersion = ""
         page.options.resourceVersionMatch = ""
         page.options.limit = PAGE
+        page.omit_remaining_item_count = True
         setattr(page.options, "continue", token)
         listed = await call.within_deadline(client.list(page))
         yield listed

@@ -72,7 +72,8 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     resource = resolve(ctx.registry, req.path, "list")
     if resource.computed is not None:
         return await computed.list_(ctx, resource, req)
-    page = await read_page(ctx, resource, req.path.namespace, req.options, req.max_response_bytes)
+    page = await read_page(ctx, resource, req.path.namespace, req.options, req.max_response_bytes,
+                           counted=not req.omit_remaining_item_count)
     if conversion.converts(resource):  # the page in one call: a failed conversion fails the list whole
         page = Page(page.revision, await conversion.kvs(resource, page.kvs), page.continue_token, page.remaining)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
@@ -99,7 +100,7 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     if fitting < len(page.kvs):  # the rest on later pages: a continue token after the last item sent
         last = page.kvs[fitting - 1].key
         selected = req.options.labelSelector or req.options.fieldSelector
-        rest = None if selected else len(page.kvs) - fitting + (page.remaining or 0)
+        rest = None if selected or req.omit_remaining_item_count else len(page.kvs) - fitting + (page.remaining or 0)
         page = Page(page.revision, page.kvs[:fitting],
                     continuation.encode(page.revision, _relative(resource.key_prefix(req.path.namespace), last)), rest)
         items = items[:fitting]
@@ -168,9 +169,10 @@ async def _converted(
 
 
 async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta_pb2.ListOptions,
-                    max_bytes: int = 0) -> Page:
+                    max_bytes: int = 0, *, counted: bool = True) -> Page:
     """The page the options ask for; with `max_bytes`, a read from the store stops once the values read weigh
-    more (a continue token after the last one read), since no more could be sent."""
+    more (a continue token after the last one read), since no more could be sent. Not `counted`: the page's
+    `remaining` is None rather than the number of keys after it."""
     options.list_options(opts, watch=False)
     chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
     if opts.limit < 0:
@@ -187,7 +189,7 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         revision: int | None = cont.revision
         start_after = prefix + cont.start.removesuffix("\x00").encode()
         try:
-            return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes)
+            return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes, counted)
         except Compacted:
             status = errors.expired(EXPIRED_CONTINUE).status
             setattr(status.metadata, "continue", continuation.encode(ctx.store.current_revision(), cont.start))
@@ -203,14 +205,14 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         else:
             await reach(ctx, wanted)
     try:
-        return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes)
+        return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes, counted)
     except Compacted:
         if revision is not None:
             raise errors.expired("The resourceVersion for the provided list is too old.") from None
     # The read chose its own snapshot, which was compacted before the read was done (a list is read in
     # slices): a newer one answers as well (etcd would have read it in one range).
     try:
-        return await _page(ctx, prefix, chosen, None, start_after, limit, max_bytes)
+        return await _page(ctx, prefix, chosen, None, start_after, limit, max_bytes, counted)
     except Compacted:
         raise errors.expired("The resourceVersion for the provided list is too old.") from None
 
@@ -258,16 +260,17 @@ async def _page(
     start_after: bytes | None,
     limit: int | None,
     max_bytes: int = 0,
+    counted: bool = True,
 ) -> Page:
     """Fill one page. Compacted escapes (the caller words it); other store errors are translated."""
     if chosen.everything and max_bytes and (limit is None or limit > CHUNK):
-        return await _bounded_page(ctx, prefix, revision, start_after, limit, max_bytes)
+        return await _bounded_page(ctx, prefix, revision, start_after, limit, max_bytes, counted)
     if chosen.everything:
-        result = await _list(ctx, prefix, revision, start_after, limit)
+        result = await _list(ctx, prefix, revision, start_after, limit, counted)
         token = ""
         if limit and result.remaining:
             token = continuation.encode(result.revision, _relative(prefix, result.kvs[-1].key))
-        return Page(result.revision, list(result.kvs), token, result.remaining or None)
+        return Page(result.revision, list(result.kvs), token, (result.remaining or None) if counted else None)
     picked: list[KeyValue] = []
     while True:
         want = max(CHUNK, limit or 0) if limit else None
@@ -287,7 +290,8 @@ async def _page(
 
 
 async def _bounded_page(
-    ctx: Context, prefix: bytes, revision: int | None, start_after: bytes | None, limit: int | None, max_bytes: int
+    ctx: Context, prefix: bytes, revision: int | None, start_after: bytes | None, limit: int | None, max_bytes: int,
+    counted: bool = True,
 ) -> Page:
     """The page read CHUNK keys at a time, all at the first read's revision, until `limit` keys or until the
     values read weigh more than `max_bytes`; a continue token after the last key read when more follow."""
@@ -295,23 +299,25 @@ async def _bounded_page(
     weight = 0
     while True:
         want = CHUNK if limit is None else min(CHUNK, limit - len(kvs))
-        result = await _list(ctx, prefix, revision, start_after, want)
+        result = await _list(ctx, prefix, revision, start_after, want, counted)
         revision = result.revision
         kvs += result.kvs
         weight += sum(len(kv.value) for kv in result.kvs)
         more = bool(result.remaining and result.kvs)
         if not more or weight > max_bytes or (limit is not None and len(kvs) >= limit):
             token = continuation.encode(revision, _relative(prefix, kvs[-1].key)) if more else ""
-            return Page(revision, kvs, token, result.remaining or None)
+            return Page(revision, kvs, token, (result.remaining or None) if counted else None)
         start_after = result.kvs[-1].key
         await asyncio.sleep(0)
 
 
 async def _list(
-    ctx: Context, prefix: bytes, revision: int | None, start_after: bytes | None, limit: int | None
+    ctx: Context, prefix: bytes, revision: int | None, start_after: bytes | None, limit: int | None,
+    counted: bool = True,
 ) -> ListResult:
     try:
-        return await ctx.store.list(prefix, at_revision=revision, start_after=start_after, limit=limit)
+        return await ctx.store.list(prefix, at_revision=revision, start_after=start_after, limit=limit,
+                                    counted=counted)
     except Compacted:
         raise
     except StorageError as err:

@@ -134,8 +134,9 @@ class EncryptedStore:
             return None
 
     async def list(self, prefix: bytes, *, at_revision: int | None = None, start_after: bytes | None = None,
-                   limit: int | None = None) -> ListResult:
-        result = await self.inner.list(prefix, at_revision=at_revision, start_after=start_after, limit=limit)
+                   limit: int | None = None, counted: bool = True) -> ListResult:
+        result = await self.inner.list(prefix, at_revision=at_revision, start_after=start_after, limit=limit,
+                                       counted=counted)
         return ListResult(result.revision, await self._open_all(result.kvs), result.remaining)
 
     async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:

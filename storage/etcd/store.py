@@ -180,7 +180,9 @@ class EtcdStore:
         at_revision: int | None = None,
         start_after: bytes | None = None,
         limit: int | None = None,
+        counted: bool = True,
     ) -> ListResult:
+        # etcd counts the range in the same read whatever is asked: `counted` changes nothing here.
         validate.check_prefix(prefix)
         after = validate.check_start_after(start_after)
         lim = validate.check_limit(limit)

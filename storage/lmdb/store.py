@@ -152,6 +152,7 @@ class LmdbStore:
         at_revision: int | None = None,
         start_after: bytes | None = None,
         limit: int | None = None,
+        counted: bool = True,
     ) -> ListResult:
         validate.check_prefix(prefix)
         after = validate.check_start_after(start_after)
@@ -172,6 +173,8 @@ class LmdbStore:
             if lim is not None and len(kvs) == lim:
                 break
             await asyncio.sleep(0)
+        if not counted:
+            return ListResult(wanted, kvs, 1)  # more follow (list_latest/list_at saw the next key)
         remaining = 0
         while after is not None:
             await asyncio.sleep(0)

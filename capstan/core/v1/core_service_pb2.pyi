@@ -124,18 +124,20 @@ class GetResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("path", "options", "accept", "view", "max_response_bytes")
+    __slots__ = ("path", "options", "accept", "view", "max_response_bytes", "omit_remaining_item_count")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     MAX_RESPONSE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    OMIT_REMAINING_ITEM_COUNT_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.ListOptions
     accept: Encoding
     view: ViewOptions
     max_response_bytes: int
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ..., max_response_bytes: _Optional[int] = ...) -> None: ...
+    omit_remaining_item_count: bool
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ..., max_response_bytes: _Optional[int] = ..., omit_remaining_item_count: bool = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ("metadata", "encoding", "items", "kind", "api_version", "converted", "json_items")

@@ -13,9 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
+from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from tests.server import kube
-from tests.server.client import Client, Obj, path, refused
+from tests.server.client import Client, Obj, list_meta, path, refused
 
 CM = path("configmaps", "default")
 ALL_CM = path("configmaps")
@@ -188,6 +189,30 @@ async def test_remaining_item_count_is_only_given_without_selectors(client: Clie
     meta, items = await client.list(CM, limit=1, **selection)
     assert len(items) == 1 and meta["continue"]
     assert "remainingItemCount" not in meta
+
+
+@pytest.mark.parametrize(("limit", "max_response_bytes"), [(2, 0), (0, 4096 + 700), (4, 4096 + 700)],
+                         ids=["limit", "max_response_bytes", "both"])
+async def test_pages_read_to_assemble_a_whole_list_leave_the_remaining_items_uncounted(
+        client: Client, limit: int, max_response_bytes: int) -> None:
+    """omit_remaining_item_count: the same pages and continue tokens, without remainingItemCount."""
+    await seed(client)
+    pages: dict[bool, list[tuple[Obj, list[str]]]] = {}
+    for omit in (False, True):
+        token, pages[omit] = "", []
+        while True:
+            options = meta_pb2.ListOptions(limit=limit)
+            setattr(options, "continue", token)
+            listed: core_pb2.ListResponse = await client.call(client.stub.List, core_pb2.ListRequest(
+                path=CM, options=options, max_response_bytes=max_response_bytes, omit_remaining_item_count=omit))
+            meta = list_meta(listed.metadata)
+            pages[omit].append((meta, names([orjson.loads(item) for item in listed.items])))
+            token = meta.get("continue", "")
+            if not token:
+                break
+    assert len(pages[False]) > 1 and pages[False][0][0]["remainingItemCount"] > 0
+    assert pages[True] == [({k: v for k, v in meta.items() if k != "remainingItemCount"}, items)
+                           for meta, items in pages[False]]
 
 
 async def test_paging_with_a_selector_walks_every_match(client: Client) -> None:

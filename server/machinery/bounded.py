@@ -38,6 +38,12 @@ class Bounded(Generic[K, V]):
     def get(self, key: K) -> V | None:
         return self._entries.get(key)
 
+    @property
+    def getter(self) -> Callable[[K], V | None]:
+        """get itself, without the method call around it: for loops that look up many keys in a row (it stays
+        valid while the entries change)."""
+        return self._entries.get
+
     def put(self, key: K, value: V) -> None:
         entries, weight = self._entries, self._weight
         if weight is None:

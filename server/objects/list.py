@@ -83,14 +83,13 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
         return core_pb2.ListResponse(converted=converted, encoding=core_pb2.ENCODING_JSON)
     encoding = render.encoding_for(resource, req.accept)
     typed = not resource.schema.proto_message
-    item = ctx.renderings.item
+    render_items = ctx.renderings.items
     items: list[bytes] = []
     rendered_bytes = 0
     for start in range(0, len(page.kvs), RENDER_SLICE):
         if start:
             await asyncio.sleep(0)
-        rendered = [item(resource, kv.key, kv.value, kv.mod_revision, encoding, typed)
-                    for kv in page.kvs[start:start + RENDER_SLICE]]
+        rendered = render_items(resource, page.kvs[start:start + RENDER_SLICE], encoding, typed)
         items += rendered
         if req.max_response_bytes:  # what cannot be sent is not rendered
             rendered_bytes += sum(map(len, rendered))

@@ -146,13 +146,15 @@ def _json_like(out: Output, head: bytes, batches: AsyncIterator[list[bytes]],
 
 
 async def _compact(head: bytes, batches: AsyncIterator[list[bytes]], tail: bytes) -> AsyncIterator[bytes]:
-    yield head
-    separator = b""
+    """A chunk per batch, the head before the first items and a comma before each later batch's, each chunk
+    joined in one copy of its items."""
+    lead = head
     async for items in batches:
         if items:
-            yield separator + b",".join(items)
-            separator = b","
-    yield tail + b"\n"  # json_codec.encode ends a compact document with a newline
+            items[0] = lead + items[0]
+            yield b",".join(items)
+            lead = b","
+    yield (head if lead is head else b"") + tail + b"\n"  # json_codec.encode ends a compact document with a newline
 
 
 async def _reencoded(encode: Callable[[bytes], bytes], head: bytes, batches: AsyncIterator[list[bytes]],

@@ -116,6 +116,7 @@ class Store(Protocol):
         start_after: bytes | None = None,
         limit: int | None = None,
         counted: bool = True,
+        values: bool = True,
     ) -> ListResult:
         """Keys under `prefix` at one revision, ordered by key.
 
@@ -123,6 +124,8 @@ class Store(Protocol):
         limit: at most this many (None or 0: all). `remaining` counts the keys after the page.
         counted: False when the caller needs only whether keys follow the page, not how many (a store
         that has to pass over them to count them may then not, and `remaining` is any positive number).
+        values: False when the caller needs the keys and their revisions alone: every value is then b"" (a
+        store that would copy or decrypt them need not).
         To page consistently, pass the first page's revision as `at_revision` for the rest.
         """
         ...

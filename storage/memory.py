@@ -69,6 +69,7 @@ class MemoryStore:
         start_after: bytes | None = None,
         limit: int | None = None,
         counted: bool = True,
+        values: bool = True,
     ) -> ListResult:
         validate.check_prefix(prefix)
         after = validate.check_start_after(start_after)
@@ -80,6 +81,8 @@ class MemoryStore:
             if key.startswith(prefix) and (after is None or key > after)
             if (kv := self._at(key, rev)) is not None
         ]
+        if not values:
+            kvs = [kv._replace(value=b"") for kv in kvs]
         if lim is None:
             return ListResult(rev, kvs, 0)
         return ListResult(rev, kvs[:lim], max(0, len(kvs) - lim))

@@ -14,13 +14,17 @@ A request's max_response_bytes (what its gRPC client can receive; 0, no bound, f
 bounds the answer as a limit would: the items that fit, and a continue token after the last of them
 (core_service.proto, ListRequest). A read from the store stops once the values read weigh more, and only what
 was read is rendered, so the pages of a collection together read and render it once.
+
+The items of a list read again are in the renderings (render.Renderings) already: a page of every object (no
+selector, no view, no conversion, not bounded by max_response_bytes) is read first without its values, and only
+when one of its items is not rendered yet is it read again with them, at the same revision.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from capstan.api.meta.v1 import meta_pb2
@@ -66,14 +70,24 @@ class Page:
     kvs: list[KeyValue]
     continue_token: str
     remaining: int | None
+    rendered: list[bytes] | None = None  # the items, when they were all rendered already; kvs' values are then b""
+
+
+Prerendered = Callable[[Sequence[KeyValue]], list[bytes] | None]  # the items of these kvs, if all are rendered
 
 
 async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListResponse:
     resource = resolve(ctx.registry, req.path, "list")
     if resource.computed is not None:
         return await computed.list_(ctx, resource, req)
+    encoding = render.encoding_for(resource, req.accept)
+    typed = not resource.schema.proto_message
+    prerendered: Prerendered | None = None
+    if req.view.view == core_pb2.VIEW_UNSPECIFIED and not conversion.converts(resource):
+        def prerendered(kvs: Sequence[KeyValue]) -> list[bytes] | None:
+            return ctx.renderings.held(resource, kvs, encoding, typed)
     page = await read_page(ctx, resource, req.path.namespace, req.options, req.max_response_bytes,
-                           counted=not req.omit_remaining_item_count)
+                           counted=not req.omit_remaining_item_count, prerendered=prerendered)
     if conversion.converts(resource):  # the page in one call: a failed conversion fails the list whole
         page = Page(page.revision, await conversion.kvs(resource, page.kvs), page.continue_token, page.remaining)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
@@ -81,20 +95,9 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
                      "remainingItemCount": page.remaining}
         converted = await _converted(resource, req.view, page.kvs, list_meta)
         return core_pb2.ListResponse(converted=converted, encoding=core_pb2.ENCODING_JSON)
-    encoding = render.encoding_for(resource, req.accept)
-    typed = not resource.schema.proto_message
-    render_items = ctx.renderings.items
-    items: list[bytes] = []
-    rendered_bytes = 0
-    for start in range(0, len(page.kvs), RENDER_SLICE):
-        if start:
-            await asyncio.sleep(0)
-        rendered = render_items(resource, page.kvs[start:start + RENDER_SLICE], encoding, typed)
-        items += rendered
-        if req.max_response_bytes:  # what cannot be sent is not rendered
-            rendered_bytes += sum(map(len, rendered))
-            if rendered_bytes > req.max_response_bytes:
-                break
+    items = page.rendered
+    if items is None:
+        items = await _render(ctx, resource, page.kvs, encoding, typed, req.max_response_bytes)
     fitting = _fitting(items, req.max_response_bytes)
     if fitting < len(page.kvs):  # the rest on later pages: a continue token after the last item sent
         last = page.kvs[fitting - 1].key
@@ -111,6 +114,23 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     return core_pb2.ListResponse(
         metadata=metadata, encoding=encoding, items=items, kind=resource.list_kind, api_version=resource.api_version
     )
+
+
+async def _render(ctx: Context, resource: Resource, kvs: list[KeyValue], encoding: render.Encoding, typed: bool,
+                  max_bytes: int) -> list[bytes]:
+    """The items of `kvs`, a slice at a time; with `max_bytes`, no more once they weigh more than that."""
+    items: list[bytes] = []
+    rendered_bytes = 0
+    for start in range(0, len(kvs), RENDER_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        rendered = ctx.renderings.items(resource, kvs[start:start + RENDER_SLICE], encoding, typed)
+        items += rendered
+        if max_bytes:  # what cannot be sent is not rendered
+            rendered_bytes += sum(map(len, rendered))
+            if rendered_bytes > max_bytes:
+                break
+    return items
 
 
 def _fitting(items: list[bytes], max_bytes: int) -> int:
@@ -168,10 +188,11 @@ async def _converted(
 
 
 async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta_pb2.ListOptions,
-                    max_bytes: int = 0, *, counted: bool = True) -> Page:
+                    max_bytes: int = 0, *, counted: bool = True, prerendered: Prerendered | None = None) -> Page:
     """The page the options ask for; with `max_bytes`, a read from the store stops once the values read weigh
     more (a continue token after the last one read), since no more could be sent. Not `counted`: the page's
-    `remaining` is None rather than the number of keys after it."""
+    `remaining` is None rather than the number of keys after it. With `prerendered`, a page of every object read
+    from the store is read without values first, and comes with its items (`rendered`) when it has them all."""
     options.list_options(opts, watch=False)
     chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
     if opts.limit < 0:
@@ -188,7 +209,7 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         revision: int | None = cont.revision
         start_after = prefix + cont.start.removesuffix("\x00").encode()
         try:
-            return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes, counted)
+            return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes, counted, prerendered)
         except Compacted:
             status = errors.expired(EXPIRED_CONTINUE).status
             setattr(status.metadata, "continue", continuation.encode(ctx.store.current_revision(), cont.start))
@@ -204,14 +225,14 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
         else:
             await reach(ctx, wanted)
     try:
-        return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes, counted)
+        return await _page(ctx, prefix, chosen, revision, start_after, limit, max_bytes, counted, prerendered)
     except Compacted:
         if revision is not None:
             raise errors.expired("The resourceVersion for the provided list is too old.") from None
     # The read chose its own snapshot, which was compacted before the read was done (a list is read in
     # slices): a newer one answers as well (etcd would have read it in one range).
     try:
-        return await _page(ctx, prefix, chosen, None, start_after, limit, max_bytes, counted)
+        return await _page(ctx, prefix, chosen, None, start_after, limit, max_bytes, counted, prerendered)
     except Compacted:
         raise errors.expired("The resourceVersion for the provided list is too old.") from None
 
@@ -260,16 +281,25 @@ async def _page(
     limit: int | None,
     max_bytes: int = 0,
     counted: bool = True,
+    prerendered: Prerendered | None = None,
 ) -> Page:
     """Fill one page. Compacted escapes (the caller words it); other store errors are translated."""
     if chosen.everything and max_bytes and (limit is None or limit > CHUNK):
         return await _bounded_page(ctx, prefix, revision, start_after, limit, max_bytes, counted)
     if chosen.everything:
-        result = await _list(ctx, prefix, revision, start_after, limit, counted)
+        rendered = None
+        if prerendered is None:
+            result = await _list(ctx, prefix, revision, start_after, limit, counted)
+        else:
+            result = await _list(ctx, prefix, revision, start_after, limit, counted, values=False)
+            rendered = prerendered(result.kvs)
+            if rendered is None:  # the same page at the same revision, with the values to render
+                result = await _list(ctx, prefix, result.revision, start_after, limit, counted)
         token = ""
         if limit and result.remaining:
             token = continuation.encode(result.revision, _relative(prefix, result.kvs[-1].key))
-        return Page(result.revision, list(result.kvs), token, (result.remaining or None) if counted else None)
+        return Page(result.revision, list(result.kvs), token, (result.remaining or None) if counted else None,
+                    rendered)
     picked: list[KeyValue] = []
     while True:
         want = max(CHUNK, limit or 0) if limit else None
@@ -312,11 +342,11 @@ async def _bounded_page(
 
 async def _list(
     ctx: Context, prefix: bytes, revision: int | None, start_after: bytes | None, limit: int | None,
-    counted: bool = True,
+    counted: bool = True, *, values: bool = True,
 ) -> ListResult:
     try:
         return await ctx.store.list(prefix, at_revision=revision, start_after=start_after, limit=limit,
-                                    counted=counted)
+                                    counted=counted, values=values)
     except Compacted:
         raise
     except StorageError as err:

@@ -146,6 +146,21 @@ class Renderings:
             append(data if data is not None else self._get(resource, key, value, revision, encoding, False, typed))
         return out
 
+    def held(self, resource: Resource, kvs: Sequence[KeyValue], encoding: Encoding,
+             typed: bool) -> list[bytes] | None:
+        """items() of `kvs` when every one is rendered already (their values are not read), else None."""
+        typed = typed or encoding == PROTOBUF
+        api_version, kind, code = resource.api_version, resource.kind, int(encoding)
+        get = self._cache.getter
+        out: list[bytes] = []
+        append = out.append
+        for key, _, _, revision, _ in kvs:
+            data = get((api_version, kind, key, revision, code, False, typed))
+            if data is None:
+                return None
+            append(data)
+        return out
+
     def _get(self, resource: Resource, key: bytes, value: bytes, revision: int, encoding: Encoding, old: bool,
              typed: bool) -> bytes:
         entry = (resource.api_version, resource.kind, key, revision, int(encoding), old, typed)

@@ -34,10 +34,10 @@ class TracedStore:
         return self.inner.recent(key)
 
     async def list(self, prefix: bytes, *, at_revision: int | None = None, start_after: bytes | None = None,
-                   limit: int | None = None, counted: bool = True) -> ListResult:
+                   limit: int | None = None, counted: bool = True, values: bool = True) -> ListResult:
         with tracing.span("Store.List", {"prefix": prefix.decode(errors="replace"), "limit": limit or 0}):
             return await self.inner.list(prefix, at_revision=at_revision, start_after=start_after, limit=limit,
-                                         counted=counted)
+                                         counted=counted, values=values)
 
     async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:
         with tracing.span("Store.Count", {"prefix": prefix.decode(errors="replace")}):

@@ -134,9 +134,11 @@ class EncryptedStore:
             return None
 
     async def list(self, prefix: bytes, *, at_revision: int | None = None, start_after: bytes | None = None,
-                   limit: int | None = None, counted: bool = True) -> ListResult:
+                   limit: int | None = None, counted: bool = True, values: bool = True) -> ListResult:
         result = await self.inner.list(prefix, at_revision=at_revision, start_after=start_after, limit=limit,
-                                       counted=counted)
+                                       counted=counted, values=values)
+        if not values:
+            return result  # nothing sealed to open
         return ListResult(result.revision, await self._open_all(result.kvs), result.remaining)
 
     async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:

@@ -181,6 +181,7 @@ class EtcdStore:
         start_after: bytes | None = None,
         limit: int | None = None,
         counted: bool = True,
+        values: bool = True,
     ) -> ListResult:
         # etcd counts the range in the same read whatever is asked: `counted` changes nothing here.
         validate.check_prefix(prefix)
@@ -190,7 +191,8 @@ class EtcdStore:
         start = self._root + prefix
         if after is not None:
             start = max(start, self._root + after + b"\x00")  # the first key strictly after
-        request = rpc_pb2.RangeRequest(key=start, range_end=range_end(self._root + prefix), limit=lim or 0)
+        request = rpc_pb2.RangeRequest(key=start, range_end=range_end(self._root + prefix), limit=lim or 0,
+                                       keys_only=not values)
         response = await self._read(request, at)
         kvs = [to_kv(self._root, kv) for kv in response.kvs]
         # count is every key in [start, end) at that revision, the page included.

@@ -90,6 +90,28 @@ def list_latest(
     return kvs, False
 
 
+def list_latest_heads(
+    txn: Any, dbs: Databases, prefix: bytes, start_after: bytes | None, limit: int
+) -> tuple[list[KeyValue], bool]:
+    """list_latest with every value b"", in a transaction opened with buffers=True: of each value only its header
+    is read, nothing of it copied."""
+    cursor = txn.cursor(db=dbs.kv)
+    kvs: list[KeyValue] = []
+    if not cursor.set_range(_start(prefix, start_after)):
+        return kvs, False
+    unpack = layout.HEADER.unpack_from
+    append = kvs.append
+    new = tuple.__new__
+    for view, data in cursor:
+        key = bytes(view)
+        if not key.startswith(prefix):
+            return kvs, False
+        if len(kvs) == limit:
+            return kvs, True
+        append(new(KeyValue, (key, b"", *unpack(data))))
+    return kvs, False
+
+
 def count_latest_after(
     txn: Any, dbs: Databases, prefix: bytes, start_after: bytes | None, budget: int
 ) -> tuple[int, bytes | None]:

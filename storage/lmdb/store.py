@@ -98,17 +98,18 @@ class LmdbStore:
 
     # -- reads -------------------------------------------------------------
 
-    def _read(self, fn: Any, *args: Any) -> Any:
-        """Run fn(txn, dbs, *args) in a fresh read transaction."""
+    def _read(self, fn: Any, *args: Any, buffers: bool = False) -> Any:
+        """Run fn(txn, dbs, *args) in a fresh read transaction; with `buffers`, one whose reads are memoryviews
+        into the map, valid only within it (fn copies out what it returns)."""
         if self._closed:
             raise StoreClosed("the store is closed")
         try:
             try:
-                with self._dbs.env.begin() as txn:
+                with self._dbs.env.begin(buffers=buffers) as txn:
                     return fn(txn, self._dbs, *args)
             except lmdb.MapResizedError:
                 self._adopt_map_size()
-                with self._dbs.env.begin() as txn:
+                with self._dbs.env.begin(buffers=buffers) as txn:
                     return fn(txn, self._dbs, *args)
         except lmdb.Error as err:
             raise BackendFailure(f"read failed: {err}") from err
@@ -153,6 +154,7 @@ class LmdbStore:
         start_after: bytes | None = None,
         limit: int | None = None,
         counted: bool = True,
+        values: bool = True,
     ) -> ListResult:
         validate.check_prefix(prefix)
         after = validate.check_start_after(start_after)
@@ -165,7 +167,10 @@ class LmdbStore:
         kvs: builtins.list[KeyValue] = []
         while True:
             want = LIST_SLICE if lim is None else min(LIST_SLICE, lim - len(kvs))
-            wanted, (page, more) = self._read(_list, prefix, wanted, after, want)
+            if values:
+                wanted, (page, more) = self._read(_list, prefix, wanted, after, want)
+            else:
+                wanted, (page, more) = self._read_heads(prefix, wanted, after, want)
             kvs += page
             if not more:
                 return ListResult(wanted, kvs, 0)
@@ -181,6 +186,17 @@ class LmdbStore:
             counted, after = self._read(_count_after, prefix, wanted, after, COUNT_SLICE)
             remaining += counted
         return ListResult(wanted, kvs, remaining)
+
+    def _read_heads(self, prefix: bytes, wanted: int | None, after: bytes | None,
+                    limit: int) -> tuple[int, tuple[builtins.list[KeyValue], bool]]:
+        """_list with every value b"": the latest state read without copying values out of the map; a past
+        revision's entries are read whole from the log and their values dropped."""
+        heads: tuple[int, tuple[builtins.list[KeyValue], bool]] | None = self._read(
+            _list_heads, prefix, wanted, after, limit, buffers=True)
+        if heads is not None:
+            return heads
+        revision, (page, more) = self._read(_list, prefix, wanted, after, limit)
+        return revision, ([kv._replace(value=b"") for kv in page], more)
 
     async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:
         validate.check_prefix(prefix)
@@ -371,6 +387,16 @@ def _list(
         return revision, reader.list_latest(txn, dbs, prefix, after, limit)
     _check_past(txn, dbs, wanted)
     return wanted, reader.list_at(txn, dbs, prefix, wanted, after, limit)
+
+
+def _list_heads(
+    txn: Any, dbs: Databases, prefix: bytes, wanted: int | None, after: bytes | None, limit: int
+) -> tuple[int, tuple[list[KeyValue], bool]] | None:
+    """_list of the latest state with every value b"", in a transaction with buffers; None for a past revision."""
+    revision = reader.revision(txn, dbs)
+    if wanted is None or wanted == revision:
+        return revision, reader.list_latest_heads(txn, dbs, prefix, after, limit)
+    return None
 
 
 def _count_after(

@@ -314,6 +314,25 @@ async def test_list_pages(
     assert listed.more is (remaining > 0)
 
 
+@pytest.mark.parametrize(("at", "start_after", "limit"), [
+    ("latest", None, None), ("latest", b"/p/02", 3), ("past", None, None), ("past", b"/p/02", 3)])
+async def test_a_list_without_values_has_the_same_keys_and_revisions(
+        store: Store, at: str, start_after: bytes | None, limit: int | None) -> None:
+    """values=False: every value b"", all else as listed with values, at the latest revision and at a past one."""
+    for key in PAGE_KEYS:
+        await within(store.create(key, key * 100))
+    revision = store.current_revision() if at == "latest" else store.current_revision() - 2
+    if at == "past":
+        await within(store.update(PAGE_KEYS[9], b"new"))
+        await within(store.delete(PAGE_KEYS[4]))
+    whole = await within(store.list(b"/p/", at_revision=revision, start_after=start_after, limit=limit))
+    heads = await within(store.list(b"/p/", at_revision=revision, start_after=start_after, limit=limit,
+                                    values=False))
+    assert whole.kvs and {kv.value for kv in heads.kvs} == {b""}
+    assert [kv._replace(value=b"") for kv in whole.kvs] == list(heads.kvs)
+    assert (heads.revision, heads.remaining) == (whole.revision, whole.remaining)
+
+
 async def test_paging_at_the_first_pages_revision_ignores_later_writes(store: Store) -> None:
     for key in PAGE_KEYS:
         await within(store.create(key, b"old"))

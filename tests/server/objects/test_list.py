@@ -215,6 +215,36 @@ async def test_pages_read_to_assemble_a_whole_list_leave_the_remaining_items_unc
                            for meta, items in pages[False]]
 
 
+@pytest.mark.parametrize(("change", "accept"), [
+    ("update", core_pb2.ENCODING_JSON), ("update", core_pb2.ENCODING_PROTOBUF), ("delete", core_pb2.ENCODING_JSON),
+    ("forget", core_pb2.ENCODING_JSON), ("forget", core_pb2.ENCODING_PROTOBUF)])
+async def test_a_list_read_again_answers_what_is_stored_whatever_its_renderings_hold(
+        client: Client, change: str, accept: core_pb2.Encoding) -> None:
+    """A page whose items are all rendered is answered from the renderings; a write, or renderings forgotten,
+    and it is read again with its values: every answer is the store's state at its revision."""
+    await seed(client)
+
+    async def listed(limit: int = 500) -> list[bytes]:  # a page of every object: no max_response_bytes cut
+        answer: core_pb2.ListResponse = await client.call(client.stub.List, core_pb2.ListRequest(
+            path=CM, options=meta_pb2.ListOptions(limit=limit), accept=accept))
+        return list(answer.items)
+
+    first = await listed()
+    assert await listed() == first and await listed(limit=2) == first[:2]
+    if change == "update":
+        await client.update(path("configmaps", "default", "b"), {"metadata": {"name": "b"}, "data": {"v": "2"}})
+    elif change == "delete":
+        await client.delete(path("configmaps", "default", "b"))
+    else:
+        client.running.core.context.renderings.clear()
+    again = await listed()
+    expected = {"update": 5, "delete": 4, "forget": 5}[change]
+    assert len(again) == expected and (again == first) is (change == "forget")
+    if change == "update" and accept == core_pb2.ENCODING_JSON:
+        assert orjson.loads(again[1])["data"] == {"v": "2"}
+    assert await listed() == again
+
+
 async def test_paging_with_a_selector_walks_every_match(client: Client) -> None:
     await seed(client)
     seen: list[str] = []

@@ -20,20 +20,22 @@ class ResponseHeader(_message.Message):
     def __init__(self, cluster_id: _Optional[int] = ..., member_id: _Optional[int] = ..., revision: _Optional[int] = ..., raft_term: _Optional[int] = ...) -> None: ...
 
 class RangeRequest(_message.Message):
-    __slots__ = ("key", "range_end", "limit", "revision", "serializable", "count_only")
+    __slots__ = ("key", "range_end", "limit", "revision", "serializable", "keys_only", "count_only")
     KEY_FIELD_NUMBER: _ClassVar[int]
     RANGE_END_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SERIALIZABLE_FIELD_NUMBER: _ClassVar[int]
+    KEYS_ONLY_FIELD_NUMBER: _ClassVar[int]
     COUNT_ONLY_FIELD_NUMBER: _ClassVar[int]
     key: bytes
     range_end: bytes
     limit: int
     revision: int
     serializable: bool
+    keys_only: bool
     count_only: bool
-    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., limit: _Optional[int] = ..., revision: _Optional[int] = ..., serializable: bool = ..., count_only: bool = ...) -> None: ...
+    def __init__(self, key: _Optional[bytes] = ..., range_end: _Optional[bytes] = ..., limit: _Optional[int] = ..., revision: _Optional[int] = ..., serializable: bool = ..., keys_only: bool = ..., count_only: bool = ...) -> None: ...
 
 class RangeResponse(_message.Message):
     __slots__ = ("header", "kvs", "more", "count")

@@ -18,7 +18,7 @@ watch cache) and never meets this; here it needs a list that outlives the retent
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import orjson
@@ -224,14 +224,37 @@ async def _converted_whole(out: Output, first: core_pb2.ListResponse,
 async def _protobuf(first: core_pb2.ListResponse, pages: AsyncIterator[core_pb2.ListResponse]) -> AsyncIterator[bytes]:
     """The envelope of the list message; its length comes first, so the pages are all read before writing."""
     meta = meta_pb2.ListMeta(resourceVersion=first.metadata.resourceVersion).SerializeToString(deterministic=True)
-    collected = [list(first.items)]
+    framed = [_framed(first.items)]
     async for page in pages:
-        collected.append(list(page.items))
-    framed = [[b"\x12" + wire.varint(len(item)) + item for item in items] for items in collected]
+        framed.append(_framed(page.items))
     list_head = b"\x0a" + wire.varint(len(meta)) + meta
-    length = len(list_head) + sum(len(item) for items in framed for item in items)
+    length = len(list_head) + sum(size for _, size in framed)
     type_meta = wire.field(1, first.api_version.encode()) + wire.field(2, first.kind.encode())
     yield protobuf_codec.MAGIC + wire.field(1, type_meta) + b"\x12" + wire.varint(length) + list_head
-    for items in framed:
-        yield b"".join(items)
+    for parts, _ in framed:
+        yield b"".join(parts)
     yield b"\x1a\x00\x22\x00"
+
+
+_ITEM_TAG = b"\x12"  # field 2 of a list message (items), length-delimited
+_ITEM_HEADS: dict[int, bytes] = {}  # an item's tag and length by its length, for lengths below _HELD_HEADS
+_HELD_HEADS = 1 << 14  # lengths of one or two varint bytes: at most this many heads are kept
+
+
+def _framed(items: Iterable[bytes]) -> tuple[list[bytes], int]:
+    """(each item's tag and length followed by the item, their total size): a page of the list's items field."""
+    parts: list[bytes] = []
+    append = parts.append
+    heads = _ITEM_HEADS
+    size = 0
+    for item in items:
+        n = len(item)
+        head = heads.get(n)
+        if head is None:
+            head = _ITEM_TAG + wire.varint(n)
+            if n < _HELD_HEADS:
+                heads[n] = head
+        append(head)
+        append(item)
+        size += len(head) + n
+    return parts, size

@@ -18,7 +18,7 @@ watch cache) and never meets this; here it needs a list that outlives the retent
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
@@ -70,7 +70,9 @@ def continue_of(listed: core_pb2.ListResponse) -> str:
 
 async def rest(client: CoreClient, call: Call, request: core_pb2.ListRequest,
                token: str) -> AsyncIterator[core_pb2.ListResponse]:
-    """The pages after the first, each read at the first page's revision through its continue token."""
+    """The pages after the first, each read at the first page's revision through its continue token; their items
+    joined by the core as the answer carries them, unless the output re-encodes them a slice at a time."""
+    join = call.out.codec is not CodecName.YAML and not call.out.pretty
     while token:
         page = core_pb2.ListRequest()
         page.CopyFrom(request)
@@ -78,6 +80,7 @@ async def rest(client: CoreClient, call: Call, request: core_pb2.ListRequest,
         page.options.resourceVersionMatch = ""
         page.options.limit = PAGE
         page.omit_remaining_item_count = True
+        page.join_items = join
         setattr(page.options, "continue", token)
         listed = await call.within_deadline(client.list(page))
         yield listed
@@ -129,6 +132,7 @@ def _assemble(out: Output, first: core_pb2.ListResponse,
 
 async def _item_batches(first: core_pb2.ListResponse,
                         pages: AsyncIterator[core_pb2.ListResponse]) -> AsyncIterator[list[bytes]]:
+    """Each page's items, or its items joined by commas as one (ListResponse.items_joined)."""
     yield list(first.items)
     async for page in pages:
         yield list(page.items)
@@ -222,39 +226,19 @@ async def _converted_whole(out: Output, first: core_pb2.ListResponse,
 
 
 async def _protobuf(first: core_pb2.ListResponse, pages: AsyncIterator[core_pb2.ListResponse]) -> AsyncIterator[bytes]:
-    """The envelope of the list message; its length comes first, so the pages are all read before writing."""
+    """The envelope of the list message; its length comes first, so the pages are all read before writing. Each
+    page is its items framed as the list's field 2, by the core when it joined them (ListResponse.items_joined)."""
     meta = meta_pb2.ListMeta(resourceVersion=first.metadata.resourceVersion).SerializeToString(deterministic=True)
-    framed = [_framed(first.items)]
+    framed = [wire.repeated(_ITEMS_FIELD, first.items)]
     async for page in pages:
-        framed.append(_framed(page.items))
+        framed.append(b"".join(page.items) if page.items_joined else wire.repeated(_ITEMS_FIELD, page.items))
     list_head = b"\x0a" + wire.varint(len(meta)) + meta
-    length = len(list_head) + sum(size for _, size in framed)
+    length = len(list_head) + sum(map(len, framed))
     type_meta = wire.field(1, first.api_version.encode()) + wire.field(2, first.kind.encode())
     yield protobuf_codec.MAGIC + wire.field(1, type_meta) + b"\x12" + wire.varint(length) + list_head
-    for parts, _ in framed:
-        yield b"".join(parts)
+    for items in framed:
+        yield items
     yield b"\x1a\x00\x22\x00"
 
 
-_ITEM_TAG = b"\x12"  # field 2 of a list message (items), length-delimited
-_ITEM_HEADS: dict[int, bytes] = {}  # an item's tag and length by its length, for lengths below _HELD_HEADS
-_HELD_HEADS = 1 << 14  # lengths of one or two varint bytes: at most this many heads are kept
-
-
-def _framed(items: Iterable[bytes]) -> tuple[list[bytes], int]:
-    """(each item's tag and length followed by the item, their total size): a page of the list's items field."""
-    parts: list[bytes] = []
-    append = parts.append
-    heads = _ITEM_HEADS
-    size = 0
-    for item in items:
-        n = len(item)
-        head = heads.get(n)
-        if head is None:
-            head = _ITEM_TAG + wire.varint(n)
-            if n < _HELD_HEADS:
-                heads[n] = head
-        append(head)
-        append(item)
-        size += len(head) + n
-    return parts, size
+_ITEMS_FIELD = 2  # a list message's items

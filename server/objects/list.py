@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import continuation, errors
+from server.machinery.codec import wire
 from server.machinery.values import Obj
 from server.objects import computed, conversion, options, render, views
 from server.objects.context import Context, reach
@@ -48,6 +49,7 @@ from server.registry.resources import Resource
 from storage import Compacted, KeyValue, ListResult, StorageError
 
 CHUNK = 500  # keys read per store call while filling a filtered page
+ITEMS_FIELD = 2  # a Kubernetes list message's items
 # Items rendered (or Table rows built) between yields to the event loop: a large list is a few
 # milliseconds of work at a time, so health checks and small requests are answered meanwhile.
 RENDER_SLICE = 100
@@ -111,9 +113,11 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
         setattr(metadata, "continue", page.continue_token)
     if page.remaining is not None:
         metadata.remainingItemCount = page.remaining
-    return core_pb2.ListResponse(
-        metadata=metadata, encoding=encoding, items=items, kind=resource.list_kind, api_version=resource.api_version
-    )
+    joined = req.join_items and req.accept != core_pb2.ENCODING_JSON_TEXT
+    if joined and items:
+        items = [wire.repeated(ITEMS_FIELD, items) if encoding == render.PROTOBUF else b",".join(items)]
+    return core_pb2.ListResponse(metadata=metadata, encoding=encoding, items=items, kind=resource.list_kind,
+                                 api_version=resource.api_version, items_joined=joined)
 
 
 async def _render(ctx: Context, resource: Resource, kvs: list[KeyValue], encoding: render.Encoding, typed: bool,

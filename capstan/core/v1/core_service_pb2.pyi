@@ -124,23 +124,25 @@ class GetResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ("path", "options", "accept", "view", "max_response_bytes", "omit_remaining_item_count")
+    __slots__ = ("path", "options", "accept", "view", "max_response_bytes", "omit_remaining_item_count", "join_items")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     MAX_RESPONSE_BYTES_FIELD_NUMBER: _ClassVar[int]
     OMIT_REMAINING_ITEM_COUNT_FIELD_NUMBER: _ClassVar[int]
+    JOIN_ITEMS_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.ListOptions
     accept: Encoding
     view: ViewOptions
     max_response_bytes: int
     omit_remaining_item_count: bool
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ..., max_response_bytes: _Optional[int] = ..., omit_remaining_item_count: bool = ...) -> None: ...
+    join_items: bool
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ..., max_response_bytes: _Optional[int] = ..., omit_remaining_item_count: bool = ..., join_items: bool = ...) -> None: ...
 
 class ListResponse(_message.Message):
-    __slots__ = ("metadata", "encoding", "items", "kind", "api_version", "converted", "json_items")
+    __slots__ = ("metadata", "encoding", "items", "kind", "api_version", "converted", "json_items", "items_joined")
     METADATA_FIELD_NUMBER: _ClassVar[int]
     ENCODING_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
@@ -148,6 +150,7 @@ class ListResponse(_message.Message):
     API_VERSION_FIELD_NUMBER: _ClassVar[int]
     CONVERTED_FIELD_NUMBER: _ClassVar[int]
     JSON_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_JOINED_FIELD_NUMBER: _ClassVar[int]
     metadata: _meta_pb2.ListMeta
     encoding: Encoding
     items: _containers.RepeatedScalarFieldContainer[bytes]
@@ -155,7 +158,8 @@ class ListResponse(_message.Message):
     api_version: str
     converted: RawObject
     json_items: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., kind: _Optional[str] = ..., api_version: _Optional[str] = ..., converted: _Optional[_Union[RawObject, _Mapping]] = ..., json_items: _Optional[_Iterable[str]] = ...) -> None: ...
+    items_joined: bool
+    def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., kind: _Optional[str] = ..., api_version: _Optional[str] = ..., converted: _Optional[_Union[RawObject, _Mapping]] = ..., json_items: _Optional[_Iterable[str]] = ..., items_joined: bool = ...) -> None: ...
 
 class UpdateRequest(_message.Message):
     __slots__ = ("path", "object", "options", "accept")

@@ -6,6 +6,8 @@ OpenAPI v2 protobuf document): written once here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 LEN = 2  # wire type of length-delimited fields (strings, bytes, messages)
 VARINT = 0
 
@@ -35,3 +37,25 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
 def field(number: int, payload: bytes) -> bytes:
     """A length-delimited field: tag, length, payload."""
     return varint(number << 3 | LEN) + varint(len(payload)) + payload
+
+
+_HEADS: dict[tuple[int, int], bytes] = {}  # a field's tag and length by (tag, length), for short lengths
+_HELD_LENGTH = 1 << 14  # lengths whose varint is one or two bytes: at most this many heads per tag are kept
+
+
+def repeated(number: int, payloads: Iterable[bytes]) -> bytes:
+    """Each payload as length-delimited field `number`, in order, in one bytes: a repeated field's encoding."""
+    tag = number << 3 | LEN
+    heads = _HEADS
+    parts: list[bytes] = []
+    append = parts.append
+    for payload in payloads:
+        n = len(payload)
+        head = heads.get((tag, n))
+        if head is None:
+            head = varint(tag) + varint(n)
+            if n < _HELD_LENGTH:
+                heads[tag, n] = head
+        append(head)
+        append(payload)
+    return b"".join(parts)

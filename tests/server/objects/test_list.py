@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from capstan.api.core.v1 import core_pb2 as corev1_pb2
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from tests.server import kube
@@ -243,6 +244,34 @@ async def test_a_list_read_again_answers_what_is_stored_whatever_its_renderings_
     if change == "update" and accept == core_pb2.ENCODING_JSON:
         assert orjson.loads(again[1])["data"] == {"v": "2"}
     assert await listed() == again
+
+
+@pytest.mark.parametrize(("accept", "selector", "joined"), [
+    (core_pb2.ENCODING_JSON, "", True), (core_pb2.ENCODING_PROTOBUF, "", True),
+    (core_pb2.ENCODING_JSON, "app=nothing", True),  # an empty page: no element
+    (core_pb2.ENCODING_JSON_TEXT, "", False)])
+async def test_items_joined_as_the_answer_carries_them(
+        client: Client, accept: core_pb2.Encoding, selector: str, joined: bool) -> None:
+    """join_items: one element, JSON items joined by commas or protobuf items framed as the list's field 2."""
+    await seed(client)
+    answers = []
+    for join in (False, True):
+        request = core_pb2.ListRequest(path=CM, options=meta_pb2.ListOptions(limit=3, labelSelector=selector),
+                                       accept=accept, join_items=join)
+        answers.append(await client.call(client.stub.List, request))
+    apart, together = answers
+    assert together.items_joined is joined and list_meta(together.metadata) == list_meta(apart.metadata)
+    assert list(together.json_items) == list(apart.json_items)
+    if not joined:
+        assert list(together.items) == list(apart.items)
+    elif not apart.items:
+        assert list(together.items) == []
+    elif accept == core_pb2.ENCODING_JSON:
+        assert list(together.items) == [b",".join(apart.items)]
+    else:  # the items field of a ConfigMapList: the same messages, in order
+        assert len(together.items) == 1
+        parsed = corev1_pb2.ConfigMapList.FromString(together.items[0]).items
+        assert [item.SerializeToString(deterministic=True) for item in parsed] == list(apart.items)
 
 
 async def test_paging_with_a_selector_walks_every_match(client: Client) -> None:

@@ -34,15 +34,19 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 
 WORKER_ENV = "CAPSTAN_WORKER"  # the worker's index, in a worker's environment
 FDS_ENV = "CAPSTAN_WORKER_FDS"  # storage/lmdb/peers.py's: the worker's own eventfd, then the others'
 READY_ENV = "CAPSTAN_WORKER_READY"  # the pipe a worker writes its ports to, as one JSON line, once it serves
+COUNT_ENV = "CAPSTAN_WORKERS"  # how many workers the server runs, in a worker's environment
+DIR_ENV = "CAPSTAN_WORKER_DIR"  # a private directory (0700) of the parent's, for the workers' sockets
 LOCK_ENV = "CAPSTAN_DATA_LOCK_FD"  # storage/lmdb/datalock.py's: the data directory's lock, held by the parent
 LOCK_FILE = "capstan.lock"  # storage/lmdb/datalock.py's, in <data-dir>/lmdb
 COMMANDS = frozenset({"serve", "core"})
@@ -60,13 +64,11 @@ def default_workers() -> int:
 
 def workers_asked(argv: Sequence[str]) -> int:
     """The worker count a `serve` or `core` command line asks for (1 for any other command, or for a value
-    the command's own parser will refuse); an absent --workers means 1."""
+    the command's own parser will refuse); an absent --workers means auto."""
     if _command(argv) not in COMMANDS:
         return 1
     value = _flag(argv, "--workers")
-    if value is None:
-        return 1
-    if value == "auto":
+    if value is None or value == "auto":
         return default_workers()
     return int(value) if value.isdigit() and int(value) >= 1 else 1
 
@@ -115,6 +117,12 @@ def worker_index(environ: Mapping[str, str]) -> int | None:
     return None if text is None else int(text)
 
 
+def worker_count(environ: Mapping[str, str]) -> int:
+    """How many workers serve beside this one, itself included (1 when it is alone)."""
+    text = environ.get(COUNT_ENV, "1")
+    return int(text) if text.isdigit() and int(text) >= 1 else 1
+
+
 def report_ready(environ: Mapping[str, str], ports: Mapping[str, int]) -> None:
     """In a worker: tell the parent it serves, on which ports."""
     text = environ.get(READY_ENV)
@@ -135,6 +143,7 @@ class Supervisor:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.started: dict[int, float] = {}
         self.stopping = False
+        self.directory = tempfile.mkdtemp(prefix="capstan-workers-")  # 0700: the workers' sockets
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -152,6 +161,7 @@ class Supervisor:
         finally:
             for fd in self.eventfds:
                 os.close(fd)
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def _stop(self, signum: int, frame: object) -> None:
         self.stopping = True
@@ -169,7 +179,8 @@ class Supervisor:
         read_end, write_end = os.pipe()
         own = self.eventfds[index]
         fds = [own, *(fd for i, fd in enumerate(self.eventfds) if i != index)]
-        env = {**os.environ, WORKER_ENV: str(index), FDS_ENV: ",".join(map(str, fds)), READY_ENV: str(write_end)}
+        env = {**os.environ, WORKER_ENV: str(index), FDS_ENV: ",".join(map(str, fds)), READY_ENV: str(write_end),
+               COUNT_ENV: str(self.count), DIR_ENV: self.directory}
         inherited: tuple[int, ...] = ()
         if self.lock_fd is not None:
             env[LOCK_ENV] = str(self.lock_fd)

@@ -32,7 +32,7 @@ from server.machinery.aggregation import ClientContexts, ProxyClientCertificate
 from server.machinery.apimetrics import RequestMetrics
 from server.machinery.faults import Faults, Rule
 from server.machinery.limits.limiter import Limiter
-from server.machinery.metricsmerge import Peers
+from server.machinery.workerpeers import Peers
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     openapi.add_routes(app, app[GATEWAY_KEY])
     issuer.add_routes(app, client)
     faults_api.add_routes(app, faults or Faults())
-    console.add_routes(app, access.CREDENTIALS_KEY)
+    console.add_routes(app, access.CREDENTIALS_KEY, peers=peers)
     app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app

@@ -42,6 +42,7 @@ from gateway.handlers.respond import status
 from gateway.requestinfo import RequestInfo
 from server.machinery import apimetrics, klog, metricsmerge, tracing
 from server.machinery.limits.limiter import Limiter
+from server.machinery.workerpeers import Peers
 
 INFO_KEY = web.RequestKey("capstan_request_info", RequestInfo)  # set by the dispatcher once it knows what was asked
 LABELS = apimetrics.REQUEST_LABELS
@@ -76,7 +77,7 @@ class Metrics:
                  apiservices: Callable[[], Iterable[tuple[str, bool]]] | None = None,
                  requests: apimetrics.RequestMetrics | None = None,
                  refresh: Callable[[], Awaitable[None]] | None = None,
-                 peers: metricsmerge.Peers | None = None, kind: str = "http") -> None:
+                 peers: Peers | None = None, kind: str = "http") -> None:
         """`apiservices`: (name, available) of each APIService with a service, when scraped; `requests`: the
         request counters to count in (the gRPC servicer's beside it, in `capstan serve`), else the gateway's own
         registry's, with process_* and python_* beside them; `refresh`: awaited before each scrape (the store's
@@ -86,7 +87,7 @@ class Metrics:
         self.peers = peers
         self.kind = kind
         if peers is not None:
-            peers.provide(kind, self.own)
+            peers.provide(kind, self._own_for_peer)
         self.registry = requests.registry if requests is not None else CollectorRegistry()
         if requests is None:
             apimetrics.runtime_collectors(self.registry)
@@ -145,10 +146,13 @@ class Metrics:
             await self.refresh()
         return generate_latest(self.registry)
 
+    async def _own_for_peer(self, argument: bytes) -> bytes:
+        return await self.own()
+
     async def figures(self) -> bytes:
-        """The server's figures: this process's, with every other worker's when it has some."""
+        """The server's figures: this process's, merged with every other worker's when it has some."""
         own = await self.own()
-        return own if self.peers is None else await self.peers.combined(self.kind, own)
+        return own if self.peers is None else metricsmerge.merge([own, *await self.peers.ask(self.kind)])
 
     async def handle(self, request: web.Request) -> web.Response:
         return web.Response(body=await self.figures(), headers={"Content-Type": CONTENT_TYPE_LATEST})

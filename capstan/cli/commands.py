@@ -37,7 +37,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, envtest, gcpolicy, logs, peermetrics, pki, snapshot, workers
+from capstan.cli import allocator, envtest, gcpolicy, logs, pki, snapshot, workerpeers, workers
 from capstan.cli import console as consoles
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
@@ -722,9 +722,9 @@ def _request_metrics() -> apimetrics.RequestMetrics:
     return requests
 
 
-async def _start_peers(running: RunningCore) -> peermetrics.PeerMetrics | None:
+async def _start_peers(running: RunningCore) -> workerpeers.WorkerPeers | None:
     """In a worker: its socket for the other workers' scrapes, and the Metrics call answering for all."""
-    peers = peermetrics.from_environment(os.environ)
+    peers = workerpeers.from_environment(os.environ)
     if peers is not None:
         await peers.start()
         running.guard.share_figures(peers)
@@ -732,7 +732,7 @@ async def _start_peers(running: RunningCore) -> peermetrics.PeerMetrics | None:
 
 
 async def _start_metrics(running: RunningCore, args: argparse.Namespace, limiter: Limiter,
-                         tls: ssl.SSLContext | None, peers: peermetrics.PeerMetrics | None) -> web.AppRunner | None:
+                         tls: ssl.SSLContext | None, peers: workerpeers.WorkerPeers | None) -> web.AppRunner | None:
     """`capstan core --metrics-port`: /metrics of a core without a gateway, secured as kube's (gateway/metrics.py's
     metrics_app): the gRPC calls, process and runtime, load shedding, the store's size and objects, then the
     core's Metrics answer."""

@@ -41,8 +41,9 @@ from server.callouts import metrics as webhook_metrics
 from server.machinery import apimetrics, errors, flowcontrol, tracing
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
-from server.machinery.metricsmerge import Peers
+from server.machinery.metricsmerge import merge
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
+from server.machinery.workerpeers import Peers
 from server.objects import admitting, aggregated
 from server.objects.core import Core
 
@@ -97,7 +98,7 @@ class GuardedCore(Answerer[Credentials]):
 
     async def _metrics(self, request: core_pb2.MetricsRequest) -> core_pb2.MetricsResponse:
         own = await _own_figures()
-        data = own if self.peers is None else await self.peers.combined(FIGURES_KIND, own)
+        data = own if self.peers is None else merge([own, *await self.peers.ask(FIGURES_KIND)])
         return core_pb2.MetricsResponse(content_type=CONTENT_TYPE_LATEST, data=data)
 
     async def _authenticate(self, credentials: Credentials) -> UserInfo:
@@ -247,7 +248,7 @@ async def _granted(request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
     return core_pb2.AccessResponse()
 
 
-async def _own_figures() -> bytes:
+async def _own_figures(argument: bytes = b"") -> bytes:
     """This process's admission webhook metrics (server/callouts/metrics.py) and its core figures
     (server/machinery/apimetrics.py's REGISTRY: authentication, admission, watches, leader election), as
     kube-apiserver's /metrics carries them."""

@@ -15,8 +15,7 @@ Pure: it reads and writes the exposition format with prometheus_client alone.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Protocol
+from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
@@ -85,18 +84,3 @@ class _Merged(Collector):
                 merged.add_sample(sample_name, dict(labels), value)
             yield merged
 
-
-Provider = Callable[[], Awaitable[bytes]]
-
-
-class Peers(Protocol):
-    """The other workers of this server, as /metrics reaches them (capstan/cli/peermetrics.py's)."""
-
-    def provide(self, kind: str, own: Provider) -> None:
-        """Answer the other workers' requests for this worker's `kind` of figures with `own`."""
-        ...
-
-    async def combined(self, kind: str, own: bytes) -> bytes:
-        """`own` merged with every other worker's `kind` of figures (a worker that does not answer in time is
-        left out of this scrape)."""
-        ...

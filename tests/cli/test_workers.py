@@ -227,6 +227,27 @@ async def test_every_worker_answers_metrics_for_the_whole_server(tmp_path: Path,
                 await session.close()
 
 
+@pytest.mark.parametrize(("issuer", "redeemer"), [(0, 1), (1, 0)])
+async def test_a_console_code_redeems_once_at_any_worker(tmp_path: Path, issuer: int, redeemer: int) -> None:
+    """A login code lives in the worker that issued it; the login may reach another worker, which redeems it
+    there, once."""
+    async with serving(tmp_path / "data") as server:
+        sessions = await session_per_worker(server)
+        try:
+            async with sessions[issuer].post("/console/codes", headers={"Authorization": "Bearer the-token"}) as resp:
+                assert resp.status == 201, await resp.text()
+                code = (await resp.json())["code"]
+            async with sessions[redeemer].post("/console/login", json={"code": code}) as resp:
+                assert resp.status == 200, await resp.text()
+                assert (await resp.json())["token"] == "the-token"
+            for session in (sessions[issuer], sessions[redeemer]):
+                async with session.post("/console/login", json={"code": code}) as resp:
+                    assert resp.status == 401  # redeemed: gone from every worker
+        finally:
+            for session in sessions.values():
+                await session.close()
+
+
 async def test_a_worker_killed_under_writes_loses_nothing_acknowledged_and_comes_back(tmp_path: Path) -> None:
     async with serving(tmp_path / "data") as server:
         sessions = await session_per_worker(server)
@@ -272,6 +293,8 @@ async def test_a_worker_killed_under_writes_loses_nothing_acknowledged_and_comes
     (["serve", "--insecure"], workers.default_workers()),  # the default: the usable cores
     (["core", "--insecure"], workers.default_workers()),
     (["serve", "--workers", "1"], 1),
+    (["serve", "--fault-injection"], 1),  # its rules are one process's
+    (["serve", "--fault-injection", "--workers", "2"], 2),
     (["serve", "--workers", "3"], 3),
     (["core", "--workers=2", "--insecure"], 2),
     (["serve", "--workers", "auto"], workers.default_workers()),

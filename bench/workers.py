@@ -213,9 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for round_no in range(args.rounds):
                     ordered = servers if round_no % 2 == 0 else servers[::-1]
                     for server in ordered:
-                        note(f"{op} round {round_no + 1}: {server.impl}")
-                        server.figures.setdefault(op, []).append(
-                            run_wrk(wrk, root, server, op, args.seconds, args.connections, round_no))
+                        figure = run_wrk(wrk, root, server, op, args.seconds, args.connections, round_no)
+                        server.figures.setdefault(op, []).append(figure)
+                        note(f"{op} round {round_no + 1}: {server.impl}: {figure['rate']:.0f}/s, "
+                             f"{figure['cpu_us']:.0f} µs CPU a request")
             report(servers, ops, args.rounds, args.seconds, args.connections)
         finally:
             children.stop()

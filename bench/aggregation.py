@@ -309,7 +309,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ok = False
     try:
         (root / "backend-ca.crt").write_bytes(_issue_backend(root))
-        children.start("capstan", "-m", "capstan", "serve", "--data-dir", str(root / "data"), "--secure-port", "0",
+        children.start("capstan", "-m", "capstan", "serve", "--workers", "1",
+                       "--data-dir", str(root / "data"), "--secure-port", "0",
                        "--grpc-port", "0", "--grpc-mtls-port", "0", "--sync", "false")
         children.all[0].listening(SERVING)
         shutil.copy(root / "data" / "pki" / "front-proxy-ca.crt", root / "front-proxy-ca.crt")

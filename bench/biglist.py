@@ -50,7 +50,8 @@ def capstan_args(tree: str | None) -> tuple[str, ...]:
 def start(children: Children, root: Path, layout: str, tree: str | None) -> str:
     capstan = capstan_args(tree)
     if layout == "serve":
-        serve = children.start("serve", *capstan, "serve", "--insecure", "--data-dir", str(root / "data"),
+        serve = children.start("serve", *capstan, "serve", "--workers", "1",
+                               "--insecure", "--data-dir", str(root / "data"),
                                "--http-port", "0", "--grpc-port", "0")
         return serve.listening(SERVE)
     core = children.start("core", *capstan, "core", "--insecure", "--data-dir", str(root / "data"), "--grpc-port", "0")

@@ -67,7 +67,8 @@ async def run(args: argparse.Namespace) -> None:
     children = Children(root)
     browser = None
     try:
-        serve = children.start("serve", "-m", "capstan", "serve", "--insecure", "--data-dir", str(root / "data"),
+        serve = children.start("serve", "-m", "capstan", "serve", "--workers", "1",
+                               "--insecure", "--data-dir", str(root / "data"),
                                "--http-port", "0", "--grpc-port", "0", "--sync", "false")
         url = serve.listening(SERVE)
         note(f"creating {args.objects} ConfigMaps")

@@ -94,7 +94,8 @@ def _serve(base: Path, etcd_url: str) -> float:
     port = free_port()
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "capstan", "serve", "--data-dir", str(base / "serve"), "--etcd-servers", etcd_url,
+        [sys.executable, "-m", "capstan", "serve", "--workers", "1",
+         "--data-dir", str(base / "serve"), "--etcd-servers", etcd_url,
          "--etcd-prefix", "/anchor", "--secure-port", str(port), "--grpc-port", "0", "--grpc-mtls-port", "-1"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     try:

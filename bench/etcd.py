@@ -137,13 +137,15 @@ def start_targets(children: Children, root: Path, impls: Sequence[str]) -> list[
         try:
             flags = WATCH_CACHE_FLAGS.get(impl, ())
             if impl.startswith("capstan-lmdb"):
-                serve = children.start("serve", *capstan, "serve", "--insecure", "--data-dir", str(data),
+                serve = children.start("serve", *capstan, "serve", "--workers", "1",
+                                       "--insecure", "--data-dir", str(data),
                                        "--http-port", "0", "--grpc-port", "0", *flags)
                 target.processes = [serve]
                 target.bases = [serve.listening(http.LISTENING["serve"])]
             elif impl.startswith("capstan-etcd"):
                 members, target.etcd_urls = start_etcd(children, root, impl, 1)
-                serve = children.start("serve", *capstan, "serve", "--insecure", "--etcd-servers", target.etcd_urls[0],
+                serve = children.start("serve", *capstan, "serve", "--workers", "1",
+                                       "--insecure", "--etcd-servers", target.etcd_urls[0],
                                        "--data-dir", str(data), "--http-port", "0", "--grpc-port", "0", *flags)
                 target.processes = [*members, serve]
                 target.bases = [serve.listening(http.LISTENING["serve"])]

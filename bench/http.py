@@ -4,10 +4,11 @@ Every server runs in its own process and this process is the client. Each worklo
 rounds against every server in turn (the order rotates each round), so that a slow figure
 reads as "the machine", "aiohttp", "Capstan" or "the gRPC hop" at a glance:
 
-  capstan            `capstan serve --insecure`: store, core and gateway in one process (fsync on, as
-                     served), plain HTTP, no authentication
-  capstan-secure     `capstan serve` as users run it: its secure default (HTTPS with the certificates
-                     it generates in its data dir, RBAC, admission, limits; fsync on); the client sends
+  capstan            `capstan serve --insecure --workers 1`: store, core and gateway in one process
+                     (fsync on, as served), plain HTTP, no authentication
+  capstan-secure     `capstan serve` as users run it: its secure default (a worker per usable core,
+                     HTTPS with the certificates it generates in its data dir, RBAC, admission, limits;
+                     fsync on; CPU is the whole process tree's); the client sends
                      a ServiceAccount token from TokenRequest (ServiceAccount `bench` in default, bound
                      to cluster-admin, its token asked for with the data dir's admin certificate)
   kube-apiserver     a real kube-apiserver binary (--kube-apiserver PATH, default $KUBE_APISERVER; else
@@ -113,6 +114,7 @@ from aiohttp import web
 
 from bench._processes import START_TIMEOUT, Child, Children, free_port, start_etcd
 from bench._util import Goal, at_least, at_most, check_choices, emit, note
+from capstan.cli.workers import default_workers
 
 IMPLS = ("capstan", "capstan-2workers", "capstan-secure", "capstan-scaleout", "capstan-1gw-grpc", "kube-apiserver",
          "kmock", "ceiling")
@@ -287,7 +289,7 @@ def start_targets(children: Children, root: Path, impls: Sequence[str], kube_api
             target.processes = [children.start("serve", *capstan, "serve", "--data-dir", str(root / impl),
                                                "--secure-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "0")]
         elif impl in ("capstan", "capstan-2workers"):
-            workers = ("--workers", "2") if impl == "capstan-2workers" else ()
+            workers = ("--workers", "2") if impl == "capstan-2workers" else ("--workers", "1")
             target.processes = [children.start("serve", *capstan, "serve", "--insecure", "--data-dir",
                                                str(root / impl), "--http-port", "0", "--grpc-port", "0", *workers)]
         elif impl.startswith("capstan-"):
@@ -314,8 +316,9 @@ def start_targets(children: Children, root: Path, impls: Sequence[str], kube_api
                 target.bases = [gateway.listening(LISTENING["gateway"]) for gateway in target.processes[1:]]
             else:
                 target.bases = [address]
-                if target.impl == "capstan-2workers":  # the second worker serves once the first does
-                    first.listening(re.compile(r"capstan serving: .* worker (1) pid"))
+                last = {"capstan-2workers": 1, "capstan-secure": default_workers() - 1}.get(target.impl, 0)
+                if last:  # each worker serves once the one before does
+                    first.listening(re.compile(rf"capstan serving: .* worker ({last}) pid"))
         except RuntimeError as err:
             target.error = str(err)
             note(f"{target.impl}: not running: {err}")

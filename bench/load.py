@@ -231,7 +231,8 @@ def run_with(args: argparse.Namespace, allocator: str) -> bool:
     impl = "capstan-serve" if allocator == "auto" else f"capstan-serve-{allocator}"
     try:
         lag_file = str(root / "looplag.txt")
-        server = children.start("serve", "-m", "bench._looplag", lag_file, "serve", "--insecure", "--data-dir",
+        server = children.start("serve", "-m", "bench._looplag", lag_file, "serve", "--workers", "1",
+                                "--insecure", "--data-dir",
                                 str(root / "data"), "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1",
                                 "--health-port", "0", *args.serve_arg)
         url = server.listening(LISTENING)

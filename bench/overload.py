@@ -106,7 +106,8 @@ def run(duration: float, clients: list[int]) -> None:
     for mode, flags in MODES.items():
         children = Children(root)
         try:
-            server = children.start(mode, "-m", "capstan", "serve", "--insecure", "--data-dir", str(root / mode),
+            server = children.start(mode, "-m", "capstan", "serve", "--workers", "1",
+                                    "--insecure", "--data-dir", str(root / mode),
                                     "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1", *flags)
             url = server.listening(LISTENING)
             asyncio.run(prepare(url))

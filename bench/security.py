@@ -134,7 +134,7 @@ class Rounds:
 def start(children: Children, root: Path, certs: pki.CertDir, impls: Sequence[str]) -> list[Target]:
     """Every server asked for, each waited for until it listens; token, sa-token and cert are one `capstan serve`
     (sa-token's header is set by prepare, once the ServiceAccount exists)."""
-    capstan = ("-m", "capstan", "serve", "--grpc-port", "0")
+    capstan = ("-m", "capstan", "serve", "--workers", "1", "--grpc-port", "0")
     processes: dict[str, Child] = {}
     if "insecure" in impls:
         processes["insecure"] = children.start("insecure", *capstan, "--insecure", "--data-dir",

@@ -89,7 +89,8 @@ def main() -> None:
     parser.add_argument("--max-connections", type=int, default=0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data:
-        command = [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", data, "--sync", "false",
+        command = [sys.executable, "-m", "capstan", "serve", "--workers", "1",
+                   "--insecure", "--data-dir", data, "--sync", "false",
                    "--http-port", "0", "--grpc-port", "0", "--read-header-timeout", str(args.read_header_timeout),
                    "--max-connections", str(args.max_connections)]
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -23,7 +23,9 @@ where anonymous requests may read it), polled every 5 ms:
 The other starts run with cached bytecode, as on a machine where Python writes it (the first start
 after an install writes it: one untimed start does that first). The ceiling beside each figure is a
 bare aiohttp app answering GET /version in a process started the same way: what Python, aiohttp and
-the process itself cost before any of Capstan. Each figure is the median of the rounds.
+the process itself cost before any of Capstan. Beside it, `capstan serve --workers 1`: the same start as one
+process, without the parent that supervises a worker per core (the server answers once its first worker
+does). Each figure is the median of the rounds.
 
 Stdout is one JSON line per figure (see bench/_util.py); progress goes to stderr.
 """
@@ -142,8 +144,11 @@ def _timed_start(argv: Callable[[int], list[str]], env: dict[str, str], *, https
                 proc.wait()
 
 
-def capstan(data_dir: Path, *, secure: bool) -> Callable[[int], list[str]]:
-    common = [str(CAPSTAN), "serve", "--data-dir", str(data_dir), "--bind-address", "127.0.0.1", "--grpc-port", "0"]
+def capstan(data_dir: Path, *, secure: bool, one_worker: bool = False) -> Callable[[int], list[str]]:
+    """The command as users run it (a worker per core under its parent), or as one process."""
+    workers = ["--workers", "1"] if one_worker else []
+    common = [str(CAPSTAN), "serve", *workers, "--data-dir", str(data_dir), "--bind-address", "127.0.0.1",
+              "--grpc-port", "0"]
     if secure:
         return lambda port: [*common, "--secure-port", str(port), "--grpc-mtls-port", "0"]
     return lambda port: [*common, "--insecure", "--http-port", str(port)]
@@ -159,17 +164,22 @@ def measure(workload: str, rounds: int, root: Path) -> None:
     kind = workload.removesuffix("-insecure")
     env = environment(root, bytecode=bytecode)
     timed_start(capstan(root / f"warm-{workload}", secure=secure), env, https=secure)  # writes the bytecode cache
-    times, ceilings = [], []
+    times: list[float] = []
+    alone: list[float] = []
+    ceilings: list[float] = []
     for i in range(rounds):
-        data_dir = root / f"{workload}-{i}"
-        if kind == "restart":
-            timed_start(capstan(data_dir, secure=secure), env, https=secure)
-        times.append(timed_start(capstan(data_dir, secure=secure), env, https=secure))
+        for one_worker, into in ((False, times), (True, alone)):
+            data_dir = root / f"{workload}-{i}{'-one' if one_worker else ''}"
+            if kind == "restart":
+                timed_start(capstan(data_dir, secure=secure, one_worker=one_worker), env, https=secure)
+            into.append(timed_start(capstan(data_dir, secure=secure, one_worker=one_worker), env, https=secure))
         ceilings.append(timed_start(ceiling, env))
     context: dict[str, Any] = {"rounds": rounds, "bytecode_cache": bytecode, "secure": secure,
                                "worst_s": round(max(times), 3)}
     emit(workload, "capstan", "seconds", round(statistics.median(times), 3), GOALS[kind] if bytecode else CONTEXT,
          **context)
+    emit(workload, "capstan --workers 1", "seconds", round(statistics.median(alone), 3), CONTEXT,
+         rounds=rounds, worst_s=round(max(alone), 3))
     emit(workload, "ceiling", "seconds", round(statistics.median(ceilings), 3), CEILING, rounds=rounds,
          bytecode_cache=bytecode)
 

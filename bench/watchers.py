@@ -242,7 +242,8 @@ async def beside(args: argparse.Namespace, children: Children, session: aiohttp.
 async def run(args: argparse.Namespace, root: Path) -> None:
     children = Children(root)
     try:
-        serve = children.start("serve", "-m", "capstan", "serve", "--insecure", "--data-dir", str(root / "data"),
+        serve = children.start("serve", "-m", "capstan", "serve", "--workers", "1",
+                               "--insecure", "--data-dir", str(root / "data"),
                                "--http-port", "0", "--grpc-port", "0")
         address = serve.listening(LISTENING)
         found = LISTENING.search(serve.log.read_text(errors="replace"))

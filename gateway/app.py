@@ -32,6 +32,7 @@ from server.machinery.aggregation import ClientContexts, ProxyClientCertificate
 from server.machinery.apimetrics import RequestMetrics
 from server.machinery.faults import Faults, Rule
 from server.machinery.limits.limiter import Limiter
+from server.machinery.workerpeers import Peers
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,8 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
               proxy_client: ProxyClientCertificate | None = None,
               faults: Faults | None = None,
               requests: RequestMetrics | None = None,
-              refresh: Callable[[], Awaitable[None]] | None = None) -> web.Application:
+              refresh: Callable[[], Awaitable[None]] | None = None,
+              peers: Peers | None = None) -> web.Application:
     """`limiter`: the load shedding of this process's transports (kube's defaults when None); `storage`: the
     store beside the gateway, when there is one, for its size and quota on /metrics; `collectors`: the figures
     of a core beside the gateway that /metrics also serves (its admission webhook metrics); `core_metrics`:
@@ -166,11 +168,12 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     --proxy-client-cert-file; None presents none); `faults`: the fault injection rules this gateway runs and whose admin
     API it serves (gateway/faults.py), enabled only with --fault-injection; None: off; `requests`: the request
     counters to count in (shared with a gRPC servicer beside the gateway; the gateway's own when None);
-    `refresh`: awaited before each scrape."""
+    `refresh`: awaited before each scrape; `peers`: the other workers of this server, whose figures /metrics
+    adds to this worker's (gateway/metrics.py)."""
     limiter = limiter or Limiter()
     lot = ParkingLot(limiter)
     gateway = Gateway(client, server_address)
-    counters = metrics.Metrics(limiter, storage, lot, collectors, gateway.apiservices, requests, refresh)
+    counters = metrics.Metrics(limiter, storage, lot, collectors, gateway.apiservices, requests, refresh, peers)
     app = web.Application(client_max_size=MAX_BODY + 1,
                           middlewares=[counters.middleware, _no_tracebacks, limits.middleware(limiter, lot),
                                        access.middleware(client), _compress])
@@ -194,7 +197,7 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     openapi.add_routes(app, app[GATEWAY_KEY])
     issuer.add_routes(app, client)
     faults_api.add_routes(app, faults or Faults())
-    console.add_routes(app, access.CREDENTIALS_KEY)
+    console.add_routes(app, access.CREDENTIALS_KEY, peers=peers)
     app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app

@@ -40,8 +40,9 @@ from gateway.access import caller_client
 from gateway.client import CoreClient, CoreError
 from gateway.handlers.respond import status
 from gateway.requestinfo import RequestInfo
-from server.machinery import apimetrics, klog, tracing
+from server.machinery import apimetrics, klog, metricsmerge, tracing
 from server.machinery.limits.limiter import Limiter
+from server.machinery.workerpeers import Peers
 
 INFO_KEY = web.RequestKey("capstan_request_info", RequestInfo)  # set by the dispatcher once it knows what was asked
 LABELS = apimetrics.REQUEST_LABELS
@@ -75,12 +76,18 @@ class Metrics:
                  parked: Parked | None = None, collectors: Sequence[Collector] = (),
                  apiservices: Callable[[], Iterable[tuple[str, bool]]] | None = None,
                  requests: apimetrics.RequestMetrics | None = None,
-                 refresh: Callable[[], Awaitable[None]] | None = None) -> None:
+                 refresh: Callable[[], Awaitable[None]] | None = None,
+                 peers: Peers | None = None, kind: str = "http") -> None:
         """`apiservices`: (name, available) of each APIService with a service, when scraped; `requests`: the
         request counters to count in (the gRPC servicer's beside it, in `capstan serve`), else the gateway's own
         registry's, with process_* and python_* beside them; `refresh`: awaited before each scrape (the store's
-        object counts)."""
+        object counts); `peers`: the other workers of this server, whose `kind` of figures a scrape adds to this
+        worker's (and which ask this worker for its own)."""
         self.refresh = refresh
+        self.peers = peers
+        self.kind = kind
+        if peers is not None:
+            peers.provide(kind, self._own_for_peer)
         self.registry = requests.registry if requests is not None else CollectorRegistry()
         if requests is None:
             apimetrics.runtime_collectors(self.registry)
@@ -133,10 +140,22 @@ class Metrics:
             if httplog.isEnabledFor(HTTPLOG_LEVEL):
                 _log_request(request, code, elapsed)
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def own(self) -> bytes:
+        """This process's figures alone."""
         if self.refresh is not None:
             await self.refresh()
-        return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return generate_latest(self.registry)
+
+    async def _own_for_peer(self, argument: bytes) -> bytes:
+        return await self.own()
+
+    async def figures(self) -> bytes:
+        """The server's figures: this process's, merged with every other worker's when it has some."""
+        own = await self.own()
+        return own if self.peers is None else metricsmerge.merge([own, *await self.peers.ask(self.kind)])
+
+    async def handle(self, request: web.Request) -> web.Response:
+        return web.Response(body=await self.figures(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 def _labels(info: RequestInfo) -> tuple[str, str, str, str, str, str, str]:
@@ -243,9 +262,7 @@ def with_core(counters: Metrics, client: CoreClient) -> Callable[[web.Request], 
     a core that cannot answer leaves its figures out of this scrape, logged."""
 
     async def handle(request: web.Request) -> web.Response:
-        if counters.refresh is not None:
-            await counters.refresh()
-        own = generate_latest(counters.registry)
+        own = await counters.figures()
         try:
             answer = await caller_client(client, request).metrics(core_pb2.MetricsRequest())
         except CoreError as err:
@@ -264,13 +281,11 @@ def metrics_app(client: CoreClient, counters: Metrics) -> web.Application:
     app = web.Application(middlewares=[access.middleware(client)])
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        if counters.refresh is not None:
-            await counters.refresh()
         try:
             answer = await caller_client(client, request).metrics(core_pb2.MetricsRequest())
         except CoreError as err:
             return status(None, err.status)
-        return web.Response(body=generate_latest(counters.registry) + answer.data,
+        return web.Response(body=await counters.figures() + answer.data,
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app.router.add_get("/metrics", handle)

@@ -37,7 +37,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, envtest, gcpolicy, logs, pki, snapshot, workers
+from capstan.cli import allocator, envtest, gcpolicy, logs, pki, snapshot, workerpeers, workers
 from capstan.cli import console as consoles
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
@@ -171,9 +171,10 @@ def _workers(text: str) -> int:
 
 def _store_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--workers", type=_workers, default=1, metavar="N",
-        help="serving processes sharing the ports and the store (default 1; auto: the usable cores, at most "
-        f"{workers.MAX_WORKERS}); a parent process supervises them (capstan/cli/workers.py)",
+        "--workers", type=_workers, default="auto", metavar="N",
+        help=f"serving processes sharing the ports and the store (default auto: the usable cores, at most "
+        f"{workers.MAX_WORKERS}; 1: this process alone serves); a parent process supervises them "
+        "(capstan/cli/workers.py)",
     )
     parser.add_argument("--data-dir", type=Path, default=Path("data"), help="data directory (default ./data)")
     parser.add_argument(
@@ -341,20 +342,31 @@ def _election(args: argparse.Namespace) -> ElectionConfig:
 
 
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-requests-inflight", type=int, default=DEFAULT.max_requests_inflight,
-                        help=f"read-only requests served at once, watches aside (default "
-                        f"{DEFAULT.max_requests_inflight}, kube's 400 shared by one event loop; 0: no limit)")
-    parser.add_argument("--max-mutating-requests-inflight", type=int, default=DEFAULT.max_mutating_requests_inflight,
-                        help=f"mutating requests served at once (default {DEFAULT.max_mutating_requests_inflight}, "
-                        "kube's 200 shared by one event loop; 0: no limit)")
+    parser.add_argument("--max-requests-inflight", type=int, default=None,
+                        help=f"read-only requests the server serves at once, watches aside, shared evenly by its "
+                        f"workers (default {DEFAULT.max_requests_inflight} a worker, kube's 400 shared by one "
+                        "event loop; 0: no limit)")
+    parser.add_argument("--max-mutating-requests-inflight", type=int, default=None,
+                        help="mutating requests the server serves at once, shared evenly by its workers (default "
+                        f"{DEFAULT.max_mutating_requests_inflight} a worker, kube's 200 shared by one event loop; 0: "
+                        "no limit)")
     parser.add_argument("--enable-priority-and-fairness", type=_bool, default=True,
                         help="over a limit, queue each client's requests fairly (default true); false: answer "
                         "429 at once")
 
 
 def _limiter(args: argparse.Namespace) -> Limiter:
-    return Limiter(Limits(max_requests_inflight=args.max_requests_inflight,
-                          max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+    """This process's limits. A limit given on the command line is the server's: each of its N workers admits
+    its share (rounded up), so together they admit what was asked, as one kube-apiserver would. The defaults
+    are each event loop's (server/machinery/limits/config.py says why), so each worker has them whole."""
+    count = workers.worker_count(os.environ)
+
+    def share(given: int | None, default: int) -> int:
+        return default if given is None else -(-given // count)
+
+    return Limiter(Limits(max_requests_inflight=share(args.max_requests_inflight, DEFAULT.max_requests_inflight),
+                          max_mutating_requests_inflight=share(args.max_mutating_requests_inflight,
+                                                               DEFAULT.max_mutating_requests_inflight),
                           fair_queuing=args.enable_priority_and_fairness))
 
 
@@ -662,7 +674,7 @@ def _security(args: argparse.Namespace, certs: pki.CertDir) -> SecurityConfig:
         audit_log_path=args.audit_log_path,
         audit_policy_file=args.audit_policy_file,
         audit_log_maxsize=args.audit_log_maxsize,
-        audit_log_maxbackup=args.audit_log_maxbackup,
+        audit_log_maxbackup=args.audit_log_maxbackup, audit_log_shared=workers.worker_count(os.environ) > 1,
     )
 
 
@@ -710,8 +722,17 @@ def _request_metrics() -> apimetrics.RequestMetrics:
     return requests
 
 
+async def _start_peers(running: RunningCore) -> workerpeers.WorkerPeers | None:
+    """In a worker: its socket for the other workers' scrapes, and the Metrics call answering for all."""
+    peers = workerpeers.from_environment(os.environ)
+    if peers is not None:
+        await peers.start()
+        running.guard.share_figures(peers)
+    return peers
+
+
 async def _start_metrics(running: RunningCore, args: argparse.Namespace, limiter: Limiter,
-                         tls: ssl.SSLContext | None) -> web.AppRunner | None:
+                         tls: ssl.SSLContext | None, peers: workerpeers.WorkerPeers | None) -> web.AppRunner | None:
     """`capstan core --metrics-port`: /metrics of a core without a gateway, secured as kube's (gateway/metrics.py's
     metrics_app): the gRPC calls, process and runtime, load shedding, the store's size and objects, then the
     core's Metrics answer."""
@@ -721,7 +742,7 @@ async def _start_metrics(running: RunningCore, args: argparse.Namespace, limiter
     assert running.request_metrics is not None
     counters = gateway_metrics.Metrics(limiter, running.core.context.store,
                                        collectors=(running.classifier.collector(),) if running.classifier else (),
-                                       requests=running.request_metrics, refresh=objects.refresh)
+                                       requests=running.request_metrics, refresh=objects.refresh, peers=peers)
     counters.registry.register(objects.collector)
     app = gateway_metrics.metrics_app(InProcessClient(running.guard), counters)
     runner, port = await start_http(app, args.bind_address, args.metrics_port, tls,
@@ -748,10 +769,11 @@ async def serve(args: argparse.Namespace) -> None:
     try:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter, faults=faults, requests=requests)
+            peers = await _start_peers(core)
             objects = StorageObjectsCounter(core.core)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
                             limiter=limiter, storage=store, collectors=_collectors(core, store, args, objects),
-                            faults=faults, requests=requests, refresh=objects.refresh)
+                            faults=faults, requests=requests, refresh=objects.refresh, peers=peers)
             hostcheck.guard(app)
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
@@ -767,10 +789,12 @@ async def serve(args: argparse.Namespace) -> None:
             core = await _start_core(store, args, _security(args, certs),
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client, faults,
                                      requests)
+            peers = await _start_peers(core)
             objects = StorageObjectsCounter(core.core)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
                             limiter=limiter, storage=store, collectors=_collectors(core, store, args, objects),
-                            proxy_client=proxy_client, faults=faults, requests=requests, refresh=objects.refresh)
+                            proxy_client=proxy_client, faults=faults, requests=requests, refresh=objects.refresh,
+                            peers=peers)
             runner, https_port = await start_http(app, args.bind_address, args.secure_port,
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),
@@ -794,6 +818,8 @@ async def serve(args: argparse.Namespace) -> None:
         await runner.cleanup()
         if health_listener is not None:
             await health_listener.stop()
+        if peers is not None:
+            await peers.stop()
         await core.stop()
     finally:
         await store.close()
@@ -810,7 +836,8 @@ async def core(args: argparse.Namespace) -> None:
     try:
         if args.insecure:
             running = await _start_core(store, args, INSECURE, limiter=limiter)
-            metrics_runner = await _start_metrics(running, args, limiter, None)
+            peers = await _start_peers(running)
+            metrics_runner = await _start_metrics(running, args, limiter, None, peers)
             summary = f"gRPC {host}:{running.grpc_port}"
             ports = {"grpc": running.grpc_port}
         else:
@@ -819,8 +846,9 @@ async def core(args: argparse.Namespace) -> None:
             running = await _start_core(store, args, _security(args, certs),
                                         GrpcTls(_serving(args, certs), client_cas, args.grpc_mtls_port),
                                         limiter=limiter, proxy_client=_proxy_client(args, certs))
+            peers = await _start_peers(running)
             metrics_runner = await _start_metrics(running, args, limiter,
-                                                  server_context(_serving(args, certs), client_cas))
+                                                  server_context(_serving(args, certs), client_cas), peers)
             summary = f"gRPC {host}:{running.grpc_port} (TLS)"
             ports = {"grpc": running.grpc_port, "grpc_mtls": running.grpc.mtls_port or -1}
             if running.grpc.mtls_port is not None:
@@ -833,6 +861,8 @@ async def core(args: argparse.Namespace) -> None:
         log.info("capstan core shutting down")
         if metrics_runner is not None:
             await metrics_runner.cleanup()
+        if peers is not None:
+            await peers.stop()
         await running.stop()
     finally:
         await store.close()

@@ -34,21 +34,27 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 WORKER_ENV = "CAPSTAN_WORKER"  # the worker's index, in a worker's environment
 FDS_ENV = "CAPSTAN_WORKER_FDS"  # storage/lmdb/peers.py's: the worker's own eventfd, then the others'
 READY_ENV = "CAPSTAN_WORKER_READY"  # the pipe a worker writes its ports to, as one JSON line, once it serves
+COUNT_ENV = "CAPSTAN_WORKERS"  # how many workers the server runs, in a worker's environment
+DIR_ENV = "CAPSTAN_WORKER_DIR"  # a private directory (0700) of the parent's, for the workers' sockets
 LOCK_ENV = "CAPSTAN_DATA_LOCK_FD"  # storage/lmdb/datalock.py's: the data directory's lock, held by the parent
 LOCK_FILE = "capstan.lock"  # storage/lmdb/datalock.py's, in <data-dir>/lmdb
 COMMANDS = frozenset({"serve", "core"})
 MAX_WORKERS = 8
 START_TIMEOUT = 120.0  # seconds a worker may take to serve
 RESTART_INTERVAL = 1.0  # seconds at least between two starts of one worker
+STOP_GRACE = 5.0  # seconds a worker stopped while starting has to exit before it is killed
+STOP_POLL = 0.1  # seconds between looks at whether the server stops, while a worker starts
 PORT_FLAGS = {"https": "--secure-port", "http": "--http-port", "grpc": "--grpc-port", "grpc_mtls": "--grpc-mtls-port"}
 PR_SET_PDEATHSIG = 1
 
@@ -60,13 +66,14 @@ def default_workers() -> int:
 
 def workers_asked(argv: Sequence[str]) -> int:
     """The worker count a `serve` or `core` command line asks for (1 for any other command, or for a value
-    the command's own parser will refuse); an absent --workers means 1."""
+    the command's own parser will refuse); an absent --workers means auto, except with --fault-injection, whose
+    rules (a test's) live in one process's memory and so ask for one."""
     if _command(argv) not in COMMANDS:
         return 1
     value = _flag(argv, "--workers")
-    if value is None:
+    if value is None and "--fault-injection" in argv:
         return 1
-    if value == "auto":
+    if value is None or value == "auto":
         return default_workers()
     return int(value) if value.isdigit() and int(value) >= 1 else 1
 
@@ -86,8 +93,10 @@ def lock_data_dir(argv: Sequence[str]) -> int | None:
     store is etcd's). Exits 1 with datalock's message when another process holds it."""
     if _flag(argv, "--etcd-servers"):
         return None
-    directory = os.path.join(_flag(argv, "--data-dir") or "data", "lmdb")
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    data_dir = _flag(argv, "--data-dir") or "data"
+    directory = os.path.join(data_dir, "lmdb")
+    os.makedirs(data_dir, mode=0o700, exist_ok=True)  # private as the server makes it (makedirs gives the
+    os.makedirs(directory, mode=0o700, exist_ok=True)  # mode to the last directory only)
     path = os.path.join(directory, LOCK_FILE)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -115,6 +124,12 @@ def worker_index(environ: Mapping[str, str]) -> int | None:
     return None if text is None else int(text)
 
 
+def worker_count(environ: Mapping[str, str]) -> int:
+    """How many workers serve beside this one, itself included (1 when it is alone)."""
+    text = environ.get(COUNT_ENV, "1")
+    return int(text) if text.isdigit() and int(text) >= 1 else 1
+
+
 def report_ready(environ: Mapping[str, str], ports: Mapping[str, int]) -> None:
     """In a worker: tell the parent it serves, on which ports."""
     text = environ.get(READY_ENV)
@@ -135,6 +150,7 @@ class Supervisor:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.started: dict[int, float] = {}
         self.stopping = False
+        self.directory = tempfile.mkdtemp(prefix="capstan-workers-")  # 0700: the workers' sockets
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -145,6 +161,9 @@ class Supervisor:
                 if self.stopping:
                     break
                 if not self._start(index):
+                    if self.stopping:  # stopped while it started: it exits as asked, or is made to
+                        self._reap(index, grace=STOP_GRACE)
+                        break
                     failed = self._reap(index)
                     self._stop(signal.SIGTERM, None)
                     break
@@ -152,6 +171,7 @@ class Supervisor:
         finally:
             for fd in self.eventfds:
                 os.close(fd)
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def _stop(self, signum: int, frame: object) -> None:
         self.stopping = True
@@ -169,7 +189,8 @@ class Supervisor:
         read_end, write_end = os.pipe()
         own = self.eventfds[index]
         fds = [own, *(fd for i, fd in enumerate(self.eventfds) if i != index)]
-        env = {**os.environ, WORKER_ENV: str(index), FDS_ENV: ",".join(map(str, fds)), READY_ENV: str(write_end)}
+        env = {**os.environ, WORKER_ENV: str(index), FDS_ENV: ",".join(map(str, fds)), READY_ENV: str(write_end),
+               COUNT_ENV: str(self.count), DIR_ENV: self.directory}
         inherited: tuple[int, ...] = ()
         if self.lock_fd is not None:
             env[LOCK_ENV] = str(self.lock_fd)
@@ -182,8 +203,10 @@ class Supervisor:
         finally:
             os.close(write_end)
         self.procs[index] = proc
+        if self.stopping:  # the signal came between its start and now: _stop did not see it
+            proc.send_signal(signal.SIGTERM)
         try:
-            line = _read_line(read_end, START_TIMEOUT)
+            line = _read_line(read_end, START_TIMEOUT, lambda: self.stopping)
         finally:
             os.close(read_end)
         if not line:
@@ -192,10 +215,13 @@ class Supervisor:
             self.ports = {key: int(port) for key, port in json.loads(line).items() if key in PORT_FLAGS}
         return True
 
-    def _reap(self, index: int) -> int:
-        """The exit code of worker `index`, which failed to start (killed if it is still trying)."""
+    def _reap(self, index: int, grace: float = 0.0) -> int:
+        """The exit code of worker `index`, which failed to start or was stopped while starting (killed if it
+        is still trying after `grace` seconds: it has answered nothing yet)."""
         proc = self.procs.pop(index)
-        if proc.poll() is None:
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
             proc.kill()
         code = proc.wait()
         return code if code > 0 else 1
@@ -218,22 +244,27 @@ class Supervisor:
                 continue
             print(f"capstan: worker {index} exited ({proc.returncode}); starting it again", file=sys.stderr)
             time.sleep(max(0.0, self.started[index] + RESTART_INTERVAL - time.monotonic()))
-            if not self.stopping and not self._start(index):
+            if self.stopping or self._start(index):
+                continue
+            if self.stopping:  # stopped while it started again
+                self._reap(index, grace=STOP_GRACE)
+            else:
                 print(f"capstan: worker {index} did not start again; stopping", file=sys.stderr)
                 worst = self._reap(index)
                 self._stop(signal.SIGTERM, None)
         return worst
 
 
-def _read_line(fd: int, timeout: float) -> bytes:
-    """One line from `fd`; b"" when the writer closed it first (the worker exited) or after `timeout`."""
+def _read_line(fd: int, timeout: float, stopping: Callable[[], bool]) -> bytes:
+    """One line from `fd`; b"" when the writer closed it first (the worker exited), after `timeout`, or once
+    `stopping()`."""
     data = b""
     deadline = time.monotonic() + timeout
     while not data.endswith(b"\n"):
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if remaining <= 0 or stopping():
             return b""
-        ready, _, _ = select.select([fd], [], [], remaining)
+        ready, _, _ = select.select([fd], [], [], min(remaining, STOP_POLL))
         if ready:
             chunk = os.read(fd, 4096)
             if not chunk:

@@ -67,9 +67,12 @@ def serve_command(data_dir: Path, *, insecure: bool, extra: tuple[str, ...] = ()
     # -P: the test run's working directory is not put on the child's sys.path, so a module of the project under
     # test never stands in for one Capstan imports; the console script claims Capstan's own `server`, `gateway`
     # and `storage` against PYTHONPATH too (capstan/cli/ownpackages.py). The working directory stays the
-    # caller's, so relative paths in --capstan-serve-arg name what they name for the caller.
+    # caller's, so relative paths in --capstan-serve-arg name what they name for the caller. One worker: a test's
+    # server starts at once, costs one process's memory, and every cache answers every connection alike (an
+    # `extra` --workers, given later, wins).
     return [sys.executable, "-P", "-m", "capstan", "serve", "--data-dir", str(data_dir), "--bind-address", "127.0.0.1",
-            "--grpc-port", "0", *ports, *(["--insecure"] if insecure else []), "--sync", "false", *extra]
+            "--grpc-port", "0", *ports, *(["--insecure"] if insecure else []), "--sync", "false", "--workers", "1",
+            *extra]
 
 
 def start(data_dir: Path, *, insecure: bool = False, extra: tuple[str, ...] = (), timeout: float = 30.0,

@@ -8,6 +8,10 @@ authorized before its 404. The page reads the API only through the ordinary REST
 
 Every answer carries a strict Content-Security-Policy (scripts, styles and connections to this origin only, no
 inline script, no framing), nosniff, no referrer, and no caching of the login exchange.
+
+A code lives in the memory of the worker that issued it; the login may reach another worker of the same server
+(`--workers N`), which then asks the others to redeem it (server/machinery/workerpeers.py), so a code still
+redeems once, wherever it is presented.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from aiohttp import web
 from gateway.console.codes import Codes
 from gateway.handlers import respond
 from server.machinery.credentials import Credentials
+from server.machinery.workerpeers import Peers
 
 PREFIX = "/console"
 LOGIN = f"{PREFIX}/login"
@@ -37,6 +42,9 @@ SECURITY_HEADERS = {
 }
 _TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 CODES_KEY = web.AppKey("console_codes", Codes)
+PEERS_KEY = web.AppKey("console_peers", Peers)
+CODE_KIND = "console-code"  # the question the other workers answer by redeeming a code they issued
+MAX_CODE = 256  # characters: a code is 43; anything longer is not asked of the other workers
 
 
 def _assets() -> dict[str, tuple[bytes, str]]:
@@ -117,14 +125,26 @@ async def _login(http: web.Request) -> web.StreamResponse:
     if not isinstance(code, str) or not code:
         return _refusal(400, "BadRequest", 'send {"code": "..."} as application/json')
     token = http.app[CODES_KEY].redeem(code)
+    peers = http.app.get(PEERS_KEY)
+    if token is None and peers is not None and len(code) <= MAX_CODE:
+        token = next((answer.decode() for answer in await peers.ask(CODE_KIND, code.encode())), None)
     if token is None:
         return _refusal(401, "Unauthorized", "the login code is unknown, already used or expired")
     return _json(200, {"token": token})
 
 
 def add_routes(app: web.Application, credentials_key: web.RequestKey[Credentials],
-               codes: Codes | None = None) -> None:
-    app[CODES_KEY] = codes or Codes()
+               codes: Codes | None = None, peers: Peers | None = None) -> None:
+    """`peers`: the other workers of this server, which redeem the codes they issued for this one."""
+    app[CODES_KEY] = codes = codes or Codes()
+    if peers is not None:
+        app[PEERS_KEY] = peers
+
+        async def redeem(argument: bytes) -> bytes:
+            token = codes.redeem(argument.decode(errors="replace"))
+            return token.encode() if token is not None else b""
+
+        peers.provide(CODE_KIND, redeem)
     app.router.add_get(PREFIX, _redirect)
     app.router.add_get(PREFIX + "/{name:[A-Za-z0-9._-]*}", _asset)
     app.router.add_post(LOGIN, _login)

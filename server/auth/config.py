@@ -66,6 +66,7 @@ class SecurityConfig:
     audit_policy_file: Path | None = None
     audit_log_maxsize: int = 0  # megabytes before rotating; 0 is lumberjack's (and kube's) 100
     audit_log_maxbackup: int = 0
+    audit_log_shared: bool = False  # other processes append to the same file: the workers of one server
 
 
 INSECURE = SecurityConfig(insecure=True, authorization_modes=("AlwaysAllow",))

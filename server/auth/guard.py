@@ -41,11 +41,15 @@ from server.callouts import metrics as webhook_metrics
 from server.machinery import apimetrics, errors, flowcontrol, tracing
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
+from server.machinery.metricsmerge import merge
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
+from server.machinery.workerpeers import Peers
 from server.objects import admitting, aggregated
 from server.objects.core import Core
 
 Answer = Callable[[Any], Awaitable[Message]]
+
+FIGURES_KIND = "rpc"  # what the Metrics call answers, as the other workers ask for it
 
 
 class Constant:
@@ -67,6 +71,7 @@ class GuardedCore(Answerer[Credentials]):
 
     auditor: Auditor | None = None  # set by start_security when --audit-policy-file asks for audit
     classifier: Classifier | None = None  # API Priority and Fairness (server/auth/apf.py), set by start_core
+    peers: Peers | None = None  # the other workers of this server, whose figures the Metrics call adds (share_figures)
     # Where Proxy sends a request: through the core by default; start_core installs the aggregation
     # controller's, which reads its informers' caches.
     locator: aggregated.Locator
@@ -81,10 +86,20 @@ class GuardedCore(Answerer[Credentials]):
         self.locator = aggregated.StoreLocator(core)
         # What answers each unary method once a call is admitted: the Core's verb, or the guard's own answer.
         own: dict[str, Answer] = {"Access": _granted, "IssuerDocument": self._issuer_document,
-                                  "Proxy": self._proxy, "Metrics": _metrics}
+                                  "Proxy": self._proxy, "Metrics": self._metrics}
         self._answers: dict[str, Answer] = {
             method.name: getattr(core, method.python_name) if method.core else own[method.name]
             for method in METHODS if not method.streaming}
+
+    def share_figures(self, peers: Peers) -> None:
+        """Answer the Metrics call for every worker of this server, and give the others this worker's."""
+        self.peers = peers
+        peers.provide(FIGURES_KIND, _own_figures)
+
+    async def _metrics(self, request: core_pb2.MetricsRequest) -> core_pb2.MetricsResponse:
+        own = await _own_figures()
+        data = own if self.peers is None else merge([own, *await self.peers.ask(FIGURES_KIND)])
+        return core_pb2.MetricsResponse(content_type=CONTENT_TYPE_LATEST, data=data)
 
     async def _authenticate(self, credentials: Credentials) -> UserInfo:
         """The authenticator's answer, counted and timed as kube's authentication_attempts{result}."""
@@ -233,13 +248,11 @@ async def _granted(request: core_pb2.AccessRequest) -> core_pb2.AccessResponse:
     return core_pb2.AccessResponse()
 
 
-async def _metrics(request: core_pb2.MetricsRequest) -> core_pb2.MetricsResponse:
+async def _own_figures(argument: bytes = b"") -> bytes:
     """This process's admission webhook metrics (server/callouts/metrics.py) and its core figures
     (server/machinery/apimetrics.py's REGISTRY: authentication, admission, watches, leader election), as
     kube-apiserver's /metrics carries them."""
-    return core_pb2.MetricsResponse(content_type=CONTENT_TYPE_LATEST,
-                                    data=generate_latest(webhook_metrics.REGISTRY) +
-                                    generate_latest(apimetrics.REGISTRY))
+    return generate_latest(webhook_metrics.REGISTRY) + generate_latest(apimetrics.REGISTRY)
 
 
 async def _audited_stream(stream: AsyncIterator[Message], audit: AuditedRequest) -> AsyncIterator[Message]:

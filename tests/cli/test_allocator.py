@@ -65,7 +65,7 @@ def _serve(tmp_path: Path, allocator: str) -> subprocess.Popen[str]:
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONMALLOC", "LD_PRELOAD", "MALLOC_CONF")}
     return subprocess.Popen(
         [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", str(tmp_path / "data"),
-         "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1"],
+         "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1", "--workers", "1"],  # this process serves
         cwd=ROOT, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         env={**environ, "PYTHONUNBUFFERED": "1", "CAPSTAN_ALLOCATOR": allocator})
 

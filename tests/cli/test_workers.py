@@ -24,9 +24,11 @@ from typing import Any
 
 import pytest
 from aiohttp import ClientError, ClientSession, TCPConnector
+from prometheus_client.parser import text_string_to_metric_families
 
-from capstan.cli import workers
+from capstan.cli import commands, workers
 from capstan.cli.commands import parse_args
+from server.machinery.limits.config import DEFAULT
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 
@@ -198,6 +200,54 @@ async def test_every_worker_writes_one_order_that_every_worker_watches(
         await store.close()
 
 
+def request_count(text: str, verb: str, resource: str, code: str) -> float:
+    """apiserver_request_total for one verb, resource and code, in a /metrics answer."""
+    wanted = {"verb": verb, "resource": resource, "code": code}
+    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+               if sample.name == "apiserver_request_total" and wanted.items() <= sample.labels.items())
+
+
+@pytest.mark.parametrize("creates", [(3, 5)])
+async def test_every_worker_answers_metrics_for_the_whole_server(tmp_path: Path, creates: tuple[int, int]) -> None:
+    """A scrape reaches whichever worker the kernel picks; each answers with every worker's requests counted."""
+    async with serving(tmp_path / "data") as server:
+        sessions = await session_per_worker(server)
+        try:
+            for index, session in sessions.items():
+                for n in range(creates[index]):
+                    await create(session, "default", f"m-{index}-{n}")
+            for session in sessions.values():
+                async with session.get("/metrics") as resp:
+                    assert resp.status == 200
+                    text = await resp.text()
+                assert request_count(text, "POST", "configmaps", "201") == sum(creates)
+                assert text.count("# TYPE apiserver_request_total counter") == 1
+        finally:
+            for session in sessions.values():
+                await session.close()
+
+
+@pytest.mark.parametrize(("issuer", "redeemer"), [(0, 1), (1, 0)])
+async def test_a_console_code_redeems_once_at_any_worker(tmp_path: Path, issuer: int, redeemer: int) -> None:
+    """A login code lives in the worker that issued it; the login may reach another worker, which redeems it
+    there, once."""
+    async with serving(tmp_path / "data") as server:
+        sessions = await session_per_worker(server)
+        try:
+            async with sessions[issuer].post("/console/codes", headers={"Authorization": "Bearer the-token"}) as resp:
+                assert resp.status == 201, await resp.text()
+                code = (await resp.json())["code"]
+            async with sessions[redeemer].post("/console/login", json={"code": code}) as resp:
+                assert resp.status == 200, await resp.text()
+                assert (await resp.json())["token"] == "the-token"
+            for session in (sessions[issuer], sessions[redeemer]):
+                async with session.post("/console/login", json={"code": code}) as resp:
+                    assert resp.status == 401  # redeemed: gone from every worker
+        finally:
+            for session in sessions.values():
+                await session.close()
+
+
 async def test_a_worker_killed_under_writes_loses_nothing_acknowledged_and_comes_back(tmp_path: Path) -> None:
     async with serving(tmp_path / "data") as server:
         sessions = await session_per_worker(server)
@@ -240,12 +290,17 @@ async def test_a_worker_killed_under_writes_loses_nothing_acknowledged_and_comes
 
 
 @pytest.mark.parametrize("argv, count", [
-    (["serve", "--insecure"], 1),
+    (["serve", "--insecure"], workers.default_workers()),  # the default: the usable cores
+    (["core", "--insecure"], workers.default_workers()),
+    (["serve", "--workers", "1"], 1),
+    (["serve", "--fault-injection"], 1),  # its rules are one process's
+    (["serve", "--fault-injection", "--workers", "2"], 2),
     (["serve", "--workers", "3"], 3),
     (["core", "--workers=2", "--insecure"], 2),
     (["serve", "--workers", "auto"], workers.default_workers()),
     (["gateway", "--workers", "2"], 1),  # a gateway is stateless: run more of them instead
     (["serve", "--workers", "0"], 1),  # refused by the command's own parser, in the one process
+    (["kube-apiserver", "--etcd-servers", "http://127.0.0.1:2379"], 1),  # envtest's: one process, as it starts one
 ])
 def test_the_parent_reads_the_worker_count(argv: list[str], count: int) -> None:
     assert workers.workers_asked(argv) == count
@@ -255,6 +310,21 @@ def test_the_parent_reads_the_worker_count(argv: list[str], count: int) -> None:
 def test_the_command_takes_workers(text: str, count: int) -> None:
     assert parse_args(["serve", "--workers", text]).workers == count
     assert parse_args(["core", "--workers", text]).workers == count
+
+
+@pytest.mark.parametrize(("count", "argv", "limits"), [
+    (1, [], (DEFAULT.max_requests_inflight, DEFAULT.max_mutating_requests_inflight)),
+    (2, [], (DEFAULT.max_requests_inflight, DEFAULT.max_mutating_requests_inflight)),  # each event loop's
+    (1, ["--max-requests-inflight", "400", "--max-mutating-requests-inflight", "200"], (400, 200)),
+    (2, ["--max-requests-inflight", "400", "--max-mutating-requests-inflight", "200"], (200, 100)),
+    (3, ["--max-requests-inflight", "400", "--max-mutating-requests-inflight", "200"], (134, 67)),  # rounded up
+    (2, ["--max-requests-inflight", "0"], (0, DEFAULT.max_mutating_requests_inflight)),  # no limit stays none
+])
+def test_a_limit_given_is_the_servers_shared_by_its_workers(
+        monkeypatch: pytest.MonkeyPatch, count: int, argv: list[str], limits: tuple[int, int]) -> None:
+    monkeypatch.setenv(workers.COUNT_ENV, str(count))
+    limiter = commands._limiter(parse_args(["serve", *argv]))
+    assert (limiter.limits.max_requests_inflight, limiter.limits.max_mutating_requests_inflight) == limits
 
 
 def test_auto_is_the_usable_cores_at_most_eight() -> None:

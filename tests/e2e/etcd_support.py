@@ -77,7 +77,8 @@ class Fleet:
         self.processes: list[Process] = []
 
     def _etcd(self, name: str) -> list[str]:
-        return ["--insecure", "--etcd-servers", self.servers, "--etcd-prefix", self.prefix,
+        # One process a core: a test that kills a core kills that process, as it would one kube-apiserver.
+        return ["--insecure", "--workers", "1", "--etcd-servers", self.servers, "--etcd-prefix", self.prefix,
                 "--data-dir", str(self.base / name)]
 
     def serve(self, name: str = "serve", *extra: str) -> Process:

@@ -12,6 +12,11 @@ default of 100), the file is renamed to `<name>-<UTC time, 2006-01-02T15-04-05.0
 one is opened; beyond --audit-log-maxbackup old files (0: all kept) the oldest are removed. Files are 0600:
 audit logs name users and objects.
 
+Shared (`--workers N`: every worker of one server appends to one file): each write holds an flock on a lock
+file beside the log (`.<name>.lock`), reads the file's size from the file itself and, when another worker has
+rotated it, opens the new one first; so the file rotates at the size asked, once, and no worker appends to a
+renamed file. One write then costs an flock, a stat and an unlock more (~2 µs).
+
 A write that fails returns False and is logged with logging.error once per burst of failures (and once more
 when writing works again); what the caller does about it is the auditor's decision.
 """
@@ -19,6 +24,7 @@ when writing works again); what the caller does about it is the auditor's decisi
 from __future__ import annotations
 
 import datetime
+import fcntl
 import logging
 import os
 from pathlib import Path
@@ -46,8 +52,11 @@ def backup_name(path: Path, moment: datetime.datetime) -> Path:
 
 
 class LogBackend:
-    def __init__(self, path: str, *, maxsize_mb: int = 0, maxbackup: int = 0) -> None:
+    def __init__(self, path: str, *, maxsize_mb: int = 0, maxbackup: int = 0, shared: bool = False) -> None:
         self._stdout = path == STDOUT
+        self._shared = shared and not self._stdout
+        self._lock = -1  # the lock file's descriptor, when shared
+        self._inode = -1  # the open file's, when shared
         self._path = Path(path)
         self._limit = (maxsize_mb or DEFAULT_MAXSIZE_MB) * MEGABYTE
         self._maxbackup = maxbackup
@@ -61,7 +70,8 @@ class LogBackend:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        self._size = os.fstat(self._fd).st_size
+        stat = os.fstat(self._fd)
+        self._size, self._inode = stat.st_size, stat.st_ino
 
     def _rotate(self) -> None:
         os.close(self._fd)
@@ -83,6 +93,32 @@ class LogBackend:
             old.unlink(missing_ok=True)
 
     def write(self, line: bytes) -> bool:
+        if not self._shared:
+            return self._write(line)
+        try:
+            if self._lock < 0:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock = os.open(self._path.with_name(f".{self._path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+        except OSError as err:
+            return self._failed(err)
+        try:
+            try:
+                stat = os.stat(self._path)
+            except FileNotFoundError:
+                stat = None
+            if self._fd >= 0 and (stat is None or stat.st_ino != self._inode):  # another worker rotated it
+                os.close(self._fd)
+                self._fd = -1
+            elif stat is not None:
+                self._size = stat.st_size
+            return self._write(line)
+        except OSError as err:
+            return self._failed(err)
+        finally:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+
+    def _write(self, line: bytes) -> bool:
         try:
             if self._fd < 0:
                 self._open()
@@ -94,18 +130,21 @@ class LogBackend:
                 view = view[written:]
             self._size += len(line)
         except OSError as err:
-            if not self._failing:
-                self._failing = True
-                log.error("audit: cannot write the audit log %s: %s; requests whose events cannot be written "
-                          "are refused (500) until it can be written again", self._name(), err)
-            if self._fd >= 0 and not self._stdout:
-                os.close(self._fd)
-            self._fd = -1
-            return False
+            return self._failed(err)
         if self._failing:
             self._failing = False
             log.error("audit: the audit log %s is written again", self._name())
         return True
+
+    def _failed(self, err: OSError) -> bool:
+        if not self._failing:
+            self._failing = True
+            log.error("audit: cannot write the audit log %s: %s; requests whose events cannot be written "
+                      "are refused (500) until it can be written again", self._name(), err)
+        if self._fd >= 0 and not self._stdout:
+            os.close(self._fd)
+        self._fd = -1
+        return False
 
     def _name(self) -> str:
         return STDOUT if self._stdout else str(self._path)
@@ -114,3 +153,6 @@ class LogBackend:
         if self._fd >= 0 and not self._stdout:
             os.close(self._fd)
         self._fd = -1
+        if self._lock >= 0:
+            os.close(self._lock)
+        self._lock = -1

@@ -18,5 +18,5 @@ def start_audit(config: SecurityConfig, registry: Registry) -> Auditor | None:
     if not config.audit_log_path:
         return None
     backend = LogBackend(config.audit_log_path, maxsize_mb=config.audit_log_maxsize,
-                         maxbackup=config.audit_log_maxbackup)
+                         maxbackup=config.audit_log_maxbackup, shared=config.audit_log_shared)
     return Auditor(policy, backend, registry)

@@ -55,3 +55,24 @@ def test_dash_is_standard_output(capfd: pytest.CaptureFixture[str]) -> None:
     assert backend.write(b'{"kind":"Event"}\n')
     backend.close()
     assert capfd.readouterr().out == '{"kind":"Event"}\n'
+
+
+@pytest.mark.parametrize(("writers", "lines", "backups"), [
+    (2, 1025, 1),
+    (3, 5 * 1024 + 1, 5),
+])
+def test_shared_file_rotates_as_one_writers(tmp_path: Path, writers: int, lines: int, backups: int) -> None:
+    """Several processes' backends on one file (the workers of one server), writing in turn: the file rotates
+    at the size asked, as one writer's would, and no line goes to a renamed file."""
+    path = tmp_path / "audit.log"
+    backends = [LogBackend(str(path), maxsize_mb=1, shared=True) for _ in range(writers)]
+    for n in range(lines):
+        assert backends[n % writers].write(LINE)
+    for backend in backends:
+        backend.close()
+    logs = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    rotated = sorted(p.name for p in logs if p != path)
+    assert len(rotated) == backups and all(BACKUP.fullmatch(name) for name in rotated)
+    sizes = [p.stat().st_size for p in logs]
+    assert all(size == MEGABYTE for size in sizes if size != path.stat().st_size)  # each backup full, none over
+    assert sum(sizes) == lines * len(LINE)

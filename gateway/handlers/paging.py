@@ -229,9 +229,9 @@ async def _protobuf(first: core_pb2.ListResponse, pages: AsyncIterator[core_pb2.
     """The envelope of the list message; its length comes first, so the pages are all read before writing. Each
     page is its items framed as the list's field 2, by the core when it joined them (ListResponse.items_joined)."""
     meta = meta_pb2.ListMeta(resourceVersion=first.metadata.resourceVersion).SerializeToString(deterministic=True)
-    framed = [wire.repeated(_ITEMS_FIELD, first.items)]
+    framed = [wire.repeated(wire.LIST_ITEMS, first.items)]
     async for page in pages:
-        framed.append(b"".join(page.items) if page.items_joined else wire.repeated(_ITEMS_FIELD, page.items))
+        framed.append(b"".join(page.items) if page.items_joined else wire.repeated(wire.LIST_ITEMS, page.items))
     list_head = b"\x0a" + wire.varint(len(meta)) + meta
     length = len(list_head) + sum(map(len, framed))
     type_meta = wire.field(1, first.api_version.encode()) + wire.field(2, first.kind.encode())
@@ -240,5 +240,3 @@ async def _protobuf(first: core_pb2.ListResponse, pages: AsyncIterator[core_pb2.
         yield items
     yield b"\x1a\x00\x22\x00"
 
-
-_ITEMS_FIELD = 2  # a list message's items

@@ -49,7 +49,6 @@ from server.registry.resources import Resource
 from storage import Compacted, KeyValue, ListResult, StorageError
 
 CHUNK = 500  # keys read per store call while filling a filtered page
-ITEMS_FIELD = 2  # a Kubernetes list message's items
 # Items rendered (or Table rows built) between yields to the event loop: a large list is a few
 # milliseconds of work at a time, so health checks and small requests are answered meanwhile.
 RENDER_SLICE = 100
@@ -115,7 +114,7 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
         metadata.remainingItemCount = page.remaining
     joined = req.join_items and req.accept != core_pb2.ENCODING_JSON_TEXT
     if joined and items:
-        items = [wire.repeated(ITEMS_FIELD, items) if encoding == render.PROTOBUF else b",".join(items)]
+        items = [wire.repeated(wire.LIST_ITEMS, items) if encoding == render.PROTOBUF else b",".join(items)]
     return core_pb2.ListResponse(metadata=metadata, encoding=encoding, items=items, kind=resource.list_kind,
                                  api_version=resource.api_version, items_joined=joined)
 

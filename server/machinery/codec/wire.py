@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 LEN = 2  # wire type of length-delimited fields (strings, bytes, messages)
+LIST_ITEMS = 2  # the field number of a Kubernetes list message's items
 VARINT = 0
 
 

@@ -37,7 +37,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, envtest, gcpolicy, logs, pki, snapshot, workerpeers, workers
+from capstan.cli import allocator, envtest, eventloop, gcpolicy, logs, pki, snapshot, workerpeers, workers
 from capstan.cli import console as consoles
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
@@ -979,8 +979,9 @@ def run(args: argparse.Namespace) -> None:
     log.info("memory allocator: %s", allocator.describe(os.environ))
     raise_nofile_limit()  # as Go's runtime does: connections are bounded by --max-connections, not by it
     command = {"serve": serve, "core": core, "gateway": gateway, "nodes": simulated.run}[args.command]
+    log.info("event loop: %s", eventloop.name())
     try:
-        asyncio.run(command(args))
+        eventloop.run(command(args))
     except (StorageError, OSError, UsageError) as err:
         print(f"capstan: {err}", file=sys.stderr)
         sys.exit(1)

@@ -94,8 +94,10 @@ class Call:
                 call.close()  # never started
             raise
         try:
-            with deadline.within(seconds):  # the core caps what the request calls out to by it
-                return await asyncio.wait_for(call, seconds)
+            # In this task, not one of its own as wait_for would start: a request's call costs no task.
+            async with asyncio.timeout(seconds):
+                with deadline.within(seconds):  # the core caps what the request calls out to by it
+                    return await call
         except TimeoutError:
             raise timed_out() from None
 

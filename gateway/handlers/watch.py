@@ -138,7 +138,8 @@ async def _write(response: web.StreamResponse, http: web.Request, data: bytes, *
     watcher it finds unresponsive: the client re-watches from its last resourceVersion, or re-lists.
     """
     try:
-        await asyncio.wait_for(response.write_eof(data) if eof else response.write(data), WRITE_TIMEOUT)
+        async with asyncio.timeout(WRITE_TIMEOUT):  # in this task: an event's write costs no task of its own
+            await (response.write_eof(data) if eof else response.write(data))
     except TimeoutError:
         if http.transport is not None:
             http.transport.abort()

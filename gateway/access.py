@@ -19,12 +19,11 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import parsed, requestinfo
 from gateway.client import CoreClient, CoreError
 from gateway.console import routes as console
-from gateway.credentials import of_request
+from gateway.credentials import CREDENTIALS_KEY, of
 from gateway.handlers import respond
 from server.machinery import flowcontrol
-from server.machinery.credentials import Credentials
 
-CREDENTIALS_KEY = web.RequestKey("capstan_credentials", Credentials)
+__all__ = ["CREDENTIALS_KEY", "caller_client", "middleware"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -38,8 +37,7 @@ def middleware(client: CoreClient) -> Middleware:
     @web.middleware
     async def access(request: web.Request, handler: Handler) -> web.StreamResponse:
         http = request
-        credentials = of_request(http)
-        http[CREDENTIALS_KEY] = credentials
+        credentials = of(http)  # the limits may have collected them already
         classified = flowcontrol.begin()  # filled by the core's classification of this request's calls
         info = parsed.info_of(http)
         response: web.StreamResponse

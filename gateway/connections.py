@@ -115,7 +115,11 @@ class _Connection(RequestHandler):
     def __init__(self, site: LimitedSite, deadline: float, **options: Any) -> None:
         super().__init__(site.web_server, **options)
         self._site = site
-        self._header_deadline = deadline  # of the TLS handshake and the first request's headers
+        self._first_deadline = deadline  # of the TLS handshake and the first request's headers
+        # While a request's headers are awaited, the time they are due; None between requests. The one timer
+        # pending at a time is re-armed when it fires early for a later deadline, so a keep-alive request costs
+        # no timer of its own.
+        self._header_deadline: float | None = None
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_requests = 0  # requests parsed when the timer was armed: one more disarms it
         self._header_bytes = 0
@@ -123,10 +127,13 @@ class _Connection(RequestHandler):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
-        self._arm(self._header_deadline)
+        self._arm(self._first_deadline)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._disarm()
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
         self.release()
         super().connection_lost(exc)
 
@@ -137,12 +144,11 @@ class _Connection(RequestHandler):
             self._site.open -= 1
 
     def data_received(self, data: bytes) -> None:
-        if self._header_timer is None:
+        if self._header_deadline is None:
             if self._waiter is None or not data or self._close:  # a body, bytes behind a request, or closing
                 super().data_received(data)
                 return
             self._arm(self._loop.time() + self._site.limits.read_header_timeout)  # a request's first bytes
-        assert self._header_timer is not None
         self._header_bytes += len(data)
         if self._header_bytes > self._site.limits.max_header_bytes:
             self._answer_too_large()
@@ -154,15 +160,25 @@ class _Connection(RequestHandler):
     def _arm(self, deadline: float) -> None:
         self._header_requests = self._request_count
         self._header_bytes = 0
-        self._header_timer = self._loop.call_at(deadline, self._headers_late)
+        self._header_deadline = deadline
+        if self._header_timer is not None and self._header_timer.when() > deadline:
+            self._header_timer.cancel()  # the first request's deadline, when later than this one's
+            self._header_timer = None
+        if self._header_timer is None:
+            self._header_timer = self._loop.call_at(deadline, self._timer_fired)
 
     def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+        self._header_deadline = None  # the pending timer, if any, finds nothing due when it fires
 
-    def _headers_late(self) -> None:
+    def _timer_fired(self) -> None:
         self._header_timer = None
+        deadline = self._header_deadline
+        if deadline is None:
+            return
+        if self._loop.time() < deadline:  # armed for an earlier request's deadline
+            self._header_timer = self._loop.call_at(deadline, self._timer_fired)
+            return
+        self._header_deadline = None
         if self.transport is not None and self._request_count == self._header_requests:
             self._site.timed_out += 1
             self.force_close()  # Go closes a connection whose headers are late without answering

@@ -7,6 +7,7 @@ Contract: any other Host, or none, is a 403 Status before routing; nothing else 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Awaitable, Callable
 
@@ -18,6 +19,7 @@ from gateway.handlers import respond
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+@functools.lru_cache(maxsize=256)  # a server is asked under a few names; an address is parsed once, not per request
 def is_loopback_host(host: str) -> bool:
     """`host` is a Host header's value: a name or address, maybe bracketed (IPv6), maybe with a port."""
     name = host.strip()

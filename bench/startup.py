@@ -148,12 +148,7 @@ def _timed_start(argv: Callable[[int], list[str]], env: dict[str, str], *, https
                 time.sleep(POLL)
             raise RuntimeError(f"no answer from GET /version within {TIMEOUT} s")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc, 10)
 
 
 def capstan(data_dir: Path, *, secure: bool, one_worker: bool = False) -> Callable[[int], list[str]]:
@@ -190,12 +185,17 @@ def kube_start(binary: str, root: Path) -> tuple[float, float]:
             return version, ready
         finally:
             for proc in reversed(procs):
-                proc.terminate()
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                _stop(proc, 15)
+
+
+def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _answered(url: str, started: float, procs: Sequence[subprocess.Popen[bytes]], log: Any) -> float:

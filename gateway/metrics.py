@@ -40,9 +40,8 @@ from gateway.access import caller_client
 from gateway.client import CoreClient, CoreError
 from gateway.handlers.respond import status
 from gateway.requestinfo import RequestInfo
-from server.machinery import apimetrics, klog, metricsmerge, tracing
+from server.machinery import apimetrics, klog, tracing, workerpeers
 from server.machinery.limits.limiter import Limiter
-from server.machinery.workerpeers import Peers
 
 INFO_KEY = web.RequestKey("capstan_request_info", RequestInfo)  # set by the dispatcher once it knows what was asked
 LABELS = apimetrics.REQUEST_LABELS
@@ -77,7 +76,7 @@ class Metrics:
                  apiservices: Callable[[], Iterable[tuple[str, bool]]] | None = None,
                  requests: apimetrics.RequestMetrics | None = None,
                  refresh: Callable[[], Awaitable[None]] | None = None,
-                 peers: Peers | None = None, kind: str = "http") -> None:
+                 peers: workerpeers.Peers | None = None, kind: str = "http") -> None:
         """`apiservices`: (name, available) of each APIService with a service, when scraped; `requests`: the
         request counters to count in (the gRPC servicer's beside it, in `capstan serve`), else the gateway's own
         registry's, with process_* and python_* beside them; `refresh`: awaited before each scrape (the store's
@@ -151,8 +150,7 @@ class Metrics:
 
     async def figures(self) -> bytes:
         """The server's figures: this process's, merged with every other worker's when it has some."""
-        own = await self.own()
-        return own if self.peers is None else metricsmerge.merge([own, *await self.peers.ask(self.kind)])
+        return await workerpeers.server_figures(await self.own(), self.peers, self.kind)
 
     async def handle(self, request: web.Request) -> web.Response:
         return web.Response(body=await self.figures(), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -41,9 +41,8 @@ from server.callouts import metrics as webhook_metrics
 from server.machinery import apimetrics, errors, flowcontrol, tracing
 from server.machinery.credentials import Credentials
 from server.machinery.methods import METHODS, Answerer, Authorization, Method
-from server.machinery.metricsmerge import merge
 from server.machinery.user import ANONYMOUS_USER, UNSECURED, UserInfo
-from server.machinery.workerpeers import Peers
+from server.machinery.workerpeers import Peers, server_figures
 from server.objects import admitting, aggregated
 from server.objects.core import Core
 
@@ -97,8 +96,7 @@ class GuardedCore(Answerer[Credentials]):
         peers.provide(FIGURES_KIND, _own_figures)
 
     async def _metrics(self, request: core_pb2.MetricsRequest) -> core_pb2.MetricsResponse:
-        own = await _own_figures()
-        data = own if self.peers is None else merge([own, *await self.peers.ask(FIGURES_KIND)])
+        data = await server_figures(await _own_figures(), self.peers, FIGURES_KIND)
         return core_pb2.MetricsResponse(content_type=CONTENT_TYPE_LATEST, data=data)
 
     async def _authenticate(self, credentials: Credentials) -> UserInfo:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from server.machinery.metricsmerge import merge
+
 Answer = Callable[[bytes], Awaitable[bytes]]  # a question's argument -> this worker's answer (b"": none)
 
 
@@ -23,3 +25,9 @@ class Peers(Protocol):
         """Every other worker's answer to a question of `kind`, in worker order; a worker that does not answer
         in time (starting again, stopping) is left out, logged."""
         ...
+
+
+async def server_figures(own: bytes, peers: Peers | None, kind: str) -> bytes:
+    """This worker's exposition `own`, merged with every other worker's figures of `kind` when it has peers:
+    what one server answers a scrape with."""
+    return own if peers is None else merge([own, *await peers.ask(kind)])

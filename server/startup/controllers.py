@@ -20,26 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
-from server.controllers import (
-    cronjob,
-    csrsigning,
-    daemonset,
-    deployment,
-    disruption,
-    endpoints,
-    endpointslicemirroring,
-    endpointslices,
-    job,
-    pvbinder,
-    replicaset,
-    statefulset,
-    ttlafterfinished,
-)
+from server.controllers import csrsigning, endpoints, endpointslicemirroring, endpointslices
 from server.controllers.nodelifecycle import LifecycleConfig, NodeLifecycleController
 from server.controllers.podgc import PodGC, PodGCConfig
 from server.controllers.resourcequota import ResourceQuotaController
 from server.controllers.rootca import RootCAPublisher
-from server.controllers.scheduler import scheduler
 from server.controllers.serviceaccounts import ServiceAccountsController
 from server.objects.core import Core
 from server.runtime.election import Singleton
@@ -98,14 +83,71 @@ def _quota(context: Context) -> Sequence[Singleton]:
     return [Singleton("ResourceQuotaController", quotas.start, quotas.stop)]
 
 
-def _node_lifecycle(context: Context) -> Sequence[Singleton]:
-    lifecycle = NodeLifecycleController(context.core, context.informers, context.node_flags.lifecycle)
+# The controllers that run only when named are imported when built, so that a default start does not import
+# them (~20 ms).
+def _deployment(c: Context) -> Sequence[Singleton]:
+    from server.controllers import deployment
+    return deployment.singletons(c.core, c.informers)
+
+
+def _replicaset(c: Context) -> Sequence[Singleton]:
+    from server.controllers import replicaset
+    return replicaset.singletons(c.core, c.informers, replicaset.REPLICA_SET)
+
+
+def _replicationcontroller(c: Context) -> Sequence[Singleton]:
+    from server.controllers import replicaset
+    return replicaset.singletons(c.core, c.informers, replicaset.REPLICATION_CONTROLLER)
+
+
+def _statefulset(c: Context) -> Sequence[Singleton]:
+    from server.controllers import statefulset
+    return statefulset.singletons(c.core, c.informers)
+
+
+def _daemonset(c: Context) -> Sequence[Singleton]:
+    from server.controllers import daemonset
+    return daemonset.singletons(c.core, c.informers)
+
+
+def _pvbinder(c: Context) -> Sequence[Singleton]:
+    from server.controllers import pvbinder
+    return pvbinder.singletons(c.core, c.informers)
+
+
+def _job(c: Context) -> Sequence[Singleton]:
+    from server.controllers import job
+    return job.singletons(c.core, c.informers)
+
+
+def _cronjob(c: Context) -> Sequence[Singleton]:
+    from server.controllers import cronjob
+    return cronjob.singletons(c.core, c.informers)
+
+
+def _ttl_after_finished(c: Context) -> Sequence[Singleton]:
+    from server.controllers import ttlafterfinished
+    return ttlafterfinished.singletons(c.core, c.informers)
+
+
+def _disruption(c: Context) -> Sequence[Singleton]:
+    from server.controllers import disruption
+    return disruption.singletons(c.core, c.informers)
+
+
+def _node_lifecycle(c: Context) -> Sequence[Singleton]:
+    lifecycle = NodeLifecycleController(c.core, c.informers, c.node_flags.lifecycle)
     return [Singleton("NodeLifecycleController", lifecycle.start, lifecycle.stop)]
 
 
-def _podgc(context: Context) -> Sequence[Singleton]:
-    gc = PodGC(context.core, context.informers, context.node_flags.podgc)
+def _podgc(c: Context) -> Sequence[Singleton]:
+    gc = PodGC(c.core, c.informers, c.node_flags.podgc)
     return [Singleton("PodGC", gc.start, gc.stop)]
+
+
+def _scheduler(c: Context) -> Sequence[Singleton]:
+    from server.controllers.scheduler import scheduler
+    return scheduler.singletons(c.core, c.informers)
 
 
 def _prebuilt(name: str) -> Callable[[Context], Sequence[Singleton]]:
@@ -126,24 +168,23 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("endpointslicemirroring", lambda c: endpointslicemirroring.singletons(c.core, c.informers),
                default=True, per_namespace=True),
     # the workload controllers (apps): run when named or with *
-    Controller("deployment", lambda c: deployment.singletons(c.core, c.informers)),
-    Controller("replicaset", lambda c: replicaset.singletons(c.core, c.informers, replicaset.REPLICA_SET)),
-    Controller("replicationcontroller",
-               lambda c: replicaset.singletons(c.core, c.informers, replicaset.REPLICATION_CONTROLLER)),
+    Controller("deployment", _deployment),
+    Controller("replicaset", _replicaset),
+    Controller("replicationcontroller", _replicationcontroller),
     # the stateful workloads: StatefulSets, DaemonSets, PersistentVolume binding
-    Controller("statefulset", lambda c: statefulset.singletons(c.core, c.informers)),
-    Controller("daemonset", lambda c: daemonset.singletons(c.core, c.informers)),
-    Controller("persistentvolume-binder", lambda c: pvbinder.singletons(c.core, c.informers)),
+    Controller("statefulset", _statefulset),
+    Controller("daemonset", _daemonset),
+    Controller("persistentvolume-binder", _pvbinder),
     # kube's batch controllers: run when named or with *
-    Controller("job", lambda c: job.singletons(c.core, c.informers)),
-    Controller("cronjob", lambda c: cronjob.singletons(c.core, c.informers)),
-    Controller("ttl-after-finished", lambda c: ttlafterfinished.singletons(c.core, c.informers)),
-    Controller("disruption", lambda c: disruption.singletons(c.core, c.informers)),
+    Controller("job", _job),
+    Controller("cronjob", _cronjob),
+    Controller("ttl-after-finished", _ttl_after_finished),
+    Controller("disruption", _disruption),
     # the simulated nodes' partners (server/controllers/kubelets/ plays the kubelets)
     Controller("nodelifecycle", _node_lifecycle),
     Controller("podgc", _podgc),
     # kube-scheduler's default profile, elected with the controllers (field manager kube-scheduler)
-    Controller("scheduler", lambda c: scheduler.singletons(c.core, c.informers)),
+    Controller("scheduler", _scheduler),
 )
 DEFAULT_NODE_FLAGS = NodeFlags()
 KNOWN = frozenset(c.name for c in CONTROLLERS)

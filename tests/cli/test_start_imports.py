@@ -41,6 +41,12 @@ FIRST_RULE = (
     (START, "jsonpath_ng", False),  # with the first CRD's printer columns
     (START, "storage.encryption", False),  # with --encryption-provider-config
     (START, "nacl", False),
+    # the controllers that run only when named (--controllers), with their build
+    (START, "server.controllers.deployment", False),
+    (START, "server.controllers.statefulset", False),
+    (START, "server.controllers.cronjob", False),
+    (START, "server.controllers.scheduler.scheduler", False),
+    (START, "server.controllers.endpointslices", True),  # a default one
     (FIRST_RULE, "cel.cel", True),
     (FIRST_RULE, "cel", False),
     (FIRST_RULE, "prompt_toolkit", False),

@@ -72,8 +72,8 @@ def _public_from_block(block: bytes) -> PublicKey | None:
     if b"CERTIFICATE-----" in block:
         key = x509.load_pem_x509_certificate(block).public_key()
     elif b"PRIVATE KEY-----" in block:
-        # Only the public half is kept, to verify with: the RSA private key's consistency checks (~30 ms a
-        # 2048-bit key) guard signing with it, which load_signing_key does, with them.
+        # Only the public half is kept, to verify with: the private key's consistency checks guard signing
+        # with it, which load_signing_key does, with them.
         key = serialization.load_pem_private_key(block, password=None,
                                                  unsafe_skip_rsa_key_validation=True).public_key()
     else:
@@ -101,15 +101,45 @@ def load_public_keys(paths: Iterable[Path]) -> tuple[VerificationKey, ...]:
 
 def load_signing_key(path: Path) -> PrivateKey:
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        # Checked below as kube checks it, not by OpenSSL's RSA_check_key: that also tests both primes for
+        # primality, ~30 ms a 2048-bit key at every start, which kube-apiserver does not do.
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None,
+                                                 unsafe_skip_rsa_key_validation=True)
     except (OSError, ValueError, TypeError) as err:
         raise KeyFileError(f"failed to parse service-account-issuer-key-file {path}: {err}") from None
     if isinstance(key, rsa.RSAPrivateKey):
-        return key
+        try:
+            return _validated(key)
+        except ValueError as err:
+            raise KeyFileError(f"failed to parse service-account-issuer-key-file {path}: {err}") from None
     if isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name in _CURVE_ALGORITHMS:
         return key
     raise KeyFileError(f"service-account-signing-key-file {path} holds neither an RSA nor an ECDSA (P-256, P-384, "
                     "P-521) private key")
+
+
+def _validated(key: rsa.RSAPrivateKey) -> rsa.RSAPrivateKey:
+    """The key if it is one Go's rsa.PrivateKey.Validate accepts (kube's keyutil parses signing keys with it):
+    a public exponent in [2, 2^31), primes above 1 whose product is the modulus, and d inverting e modulo each
+    prime less one; ValueError with Go's words if not. The CRT values the file holds are not checked, as Go
+    computes its own: a key whose stored ones are off is rebuilt with the right ones."""
+    numbers = key.private_numbers()
+    public = numbers.public_numbers
+    p, q, d, e = numbers.p, numbers.q, numbers.d, public.e
+    if e < 2:
+        raise ValueError("crypto/rsa: public exponent too small")
+    if e >= 1 << 31:
+        raise ValueError("crypto/rsa: public exponent too large")
+    if p <= 1 or q <= 1:
+        raise ValueError("crypto/rsa: invalid prime value")
+    if p * q != public.n:
+        raise ValueError("crypto/rsa: invalid modulus")
+    if (d * e) % (p - 1) != 1 or (d * e) % (q - 1) != 1:
+        raise ValueError("crypto/rsa: invalid exponents")
+    crt = (rsa.rsa_crt_dmp1(d, p), rsa.rsa_crt_dmq1(d, q), rsa.rsa_crt_iqmp(p, q))
+    if (numbers.dmp1, numbers.dmq1, numbers.iqmp) == crt:
+        return key
+    return rsa.RSAPrivateNumbers(p, q, d, *crt, public).private_key(unsafe_skip_rsa_key_validation=True)
 
 
 def jwk(key: VerificationKey) -> dict[str, str]:

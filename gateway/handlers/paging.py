@@ -18,7 +18,7 @@ watch cache) and never meets this; here it needs a list that outlives the retent
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import orjson
@@ -130,10 +130,17 @@ def _assemble(out: Output, first: core_pb2.ListResponse,
     return _json_like(out, head[:-1] + b',"items":[', _item_batches(first, pages), b"]}")
 
 
+def _slices(items: Sequence[bytes]) -> list[list[bytes]]:
+    """A page's items PAGE at a time: a first page holds the whole list when the watch cache answered it."""
+    return [list(items[start:start + PAGE]) for start in range(0, len(items), PAGE)]
+
+
 async def _item_batches(first: core_pb2.ListResponse,
                         pages: AsyncIterator[core_pb2.ListResponse]) -> AsyncIterator[list[bytes]]:
-    """Each page's items, or its items joined by commas as one (ListResponse.items_joined)."""
-    yield list(first.items)
+    """Each page's items, PAGE at a time, or a later page's items joined by commas as one
+    (ListResponse.items_joined)."""
+    for batch in _slices(first.items):
+        yield batch
     async for page in pages:
         yield list(page.items)
 
@@ -229,7 +236,7 @@ async def _protobuf(first: core_pb2.ListResponse, pages: AsyncIterator[core_pb2.
     """The envelope of the list message; its length comes first, so the pages are all read before writing. Each
     page is its items framed as the list's field 2, by the core when it joined them (ListResponse.items_joined)."""
     meta = meta_pb2.ListMeta(resourceVersion=first.metadata.resourceVersion).SerializeToString(deterministic=True)
-    framed = [wire.repeated(wire.LIST_ITEMS, first.items)]
+    framed = [wire.repeated(wire.LIST_ITEMS, batch) for batch in _slices(first.items)]
     async for page in pages:
         framed.append(b"".join(page.items) if page.items_joined else wire.repeated(wire.LIST_ITEMS, page.items))
     list_head = b"\x0a" + wire.varint(len(meta)) + meta

@@ -39,6 +39,8 @@ async def list_(client: CoreClient, call: Call) -> web.StreamResponse:
         return respond.list_document(call.out, await call.within_deadline(client.list(request)))
     first = await call.within_deadline(client.list(paging.first_page(request)))
     token = paging.continue_of(first)
-    if not token:
+    if not token and len(first.items) <= paging.PAGE:
         return respond.list_document(call.out, first)  # one page: the whole list
+    # More pages, or the whole list in one answer (the watch cache's, which takes no limit): written a page of
+    # items at a time, not copied whole into one body.
     return paging.StreamedList(call.out, first, paging.rest(client, call, request, token))

@@ -83,7 +83,13 @@ def list_document(out: Output, listed: core_pb2.ListResponse) -> web.Response:
     else:
         head = orjson.dumps({"kind": listed.kind, "apiVersion": listed.api_version,
                              "metadata": statuses.list_meta_dict(listed.metadata)})
-        data = head[:-1] + b',"items":[' + b",".join(listed.items) + b"]}"
+        items = list(listed.items)
+        if items:  # the items copied once, with the document's head and tail
+            items[0] = head[:-1] + b',"items":[' + items[0]
+            items[-1] += b"]}"
+            data = b",".join(items)
+        else:
+            data = head[:-1] + b',"items":[]}'
         raw = core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=data)
     return document(out, raw, api_version=listed.api_version, kind=listed.kind)
 

@@ -56,7 +56,12 @@ async def fill(server: Server) -> None:
     ("?labelSelector=half%3Dodd", "application/json"),
     ("?labelSelector=half%3Dodd", "application/vnd.kubernetes.protobuf"),
     ("?resourceVersion=1", "application/json"),
+    # the watch cache answers the whole list in one page, written PAGE items at a time
     ("?resourceVersion=0", "application/yaml"),
+    ("?resourceVersion=0", "application/json"),
+    ("?resourceVersion=0&pretty=true", "application/json"),
+    ("?resourceVersion=0", "application/vnd.kubernetes.protobuf"),
+    ("?resourceVersion=0&labelSelector=half%3Dodd", "application/json"),
     ("", TABLE),
     ("?includeObject=Object", TABLE),
     ("?pretty=true", TABLE),
@@ -108,6 +113,7 @@ async def test_a_paged_request_is_passed_through(server: Server) -> None:
 @pytest.mark.parametrize(("query", "encoding", "compressed"), [
     ("?limit=100", "gzip", True),  # one page, one answer of known length
     ("", "gzip, deflate", True),  # the list the gateway pages through
+    ("?resourceVersion=0", "gzip", True),  # the watch cache's whole list, written a page at a time
     ("?limit=100", "identity", False),
     ("?limit=5", "gzip", False),  # below the threshold
 ])

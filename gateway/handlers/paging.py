@@ -18,7 +18,7 @@ watch cache) and never meets this; here it needs a list that outlives the retent
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -130,9 +130,11 @@ def _assemble(out: Output, first: core_pb2.ListResponse,
     return _json_like(out, head[:-1] + b',"items":[', _item_batches(first, pages), b"]}")
 
 
-def _slices(items: Sequence[bytes]) -> list[list[bytes]]:
-    """A page's items PAGE at a time: a first page holds the whole list when the watch cache answered it."""
-    return [list(items[start:start + PAGE]) for start in range(0, len(items), PAGE)]
+def _slices(items: Sequence[bytes]) -> Iterator[list[bytes]]:
+    """A page's items PAGE at a time, each slice's bytes made only when it is reached: a first page holds the
+    whole list when the watch cache answered it."""
+    for start in range(0, len(items), PAGE):
+        yield list(items[start:start + PAGE])
 
 
 async def _item_batches(first: core_pb2.ListResponse,

@@ -77,16 +77,21 @@ def describe(environ: Mapping[str, str]) -> str:
     return f"PYTHONMALLOC={malloc}" + (f", LD_PRELOAD={preload}" if preload else "")
 
 
+def planned(argv: Sequence[str]) -> dict[str, str] | None:
+    """plan() for this process; an unknown or unavailable CAPSTAN_ALLOCATOR exits 2 with its reason."""
+    try:
+        return plan(argv, os.environ)
+    except AllocatorError as err:
+        print(f"capstan: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
 def start_again(argv: Sequence[str]) -> None:
     """exec this interpreter with its own command line under plan()'s environment; returns if there is none.
 
     `argv` is the command's arguments (to read the subcommand); sys.orig_argv, the interpreter's own command
     line, is what runs again, so `python -m capstan`, the console script and wrappers all start as they did."""
-    try:
-        environ = plan(argv, os.environ)
-    except AllocatorError as err:
-        print(f"capstan: {err}", file=sys.stderr)
-        sys.exit(2)
+    environ = planned(argv)
     if environ is None or not sys.executable or len(sys.orig_argv) < 2:
         return  # nothing to do, or no command line to run again (an embedded interpreter)
     sys.stdout.flush()

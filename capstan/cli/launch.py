@@ -1,5 +1,5 @@
-"""The `capstan` console script: start again under the allocator allocator.py chooses, supervise the workers
-when asked for several (workers.py), else run the command,
+"""The `capstan` console script: supervise the workers when asked for several (workers.py), else start again under
+the allocator allocator.py chooses and run the command,
 with Capstan's own `server`, `gateway` and `storage` claimed first (ownpackages.py) so that no package of the
 caller's with one of those names is imported in their place.
 
@@ -24,8 +24,10 @@ from capstan.cli import allocator, ownpackages, workers
 
 
 def main() -> None:
+    # With --workers N > 1 this process supervises the workers, then exits. It serves nothing, so it stays under
+    # CPython's allocator and starts the workers under the one allocator.py chooses: no exec of its own first.
+    workers.supervise(sys.argv[1:], allocator.planned(sys.argv[1:]))
     allocator.start_again(sys.argv[1:])
-    workers.supervise(sys.argv[1:])  # with --workers N > 1 this process supervises the workers, then exits
     ownpackages.claim()  # `server`, `gateway`, `storage`: Capstan's, whatever the caller's cwd or PYTHONPATH holds
     gc.disable()
     from capstan.cli.commands import main as run

@@ -5,7 +5,7 @@ One Python process serves on one core at most. `capstan serve --workers N` (and 
 of the same command as worker processes: each binds the same HTTPS and gRPC ports with SO_REUSEPORT, so the
 kernel spreads connections over them, and opens the same LMDB environment, whose write lock orders every
 worker's transactions into one sequence of revisions. The parent only supervises, so it imports nothing but
-the standard library:
+the standard library, and runs under CPython's allocator (the workers start under allocator.py's choice):
 
 - It makes one eventfd per worker, inherited by every worker (a restarted one too), through which the workers
   wake one another after each commit (storage/lmdb/peers.py).
@@ -141,10 +141,12 @@ def report_ready(environ: Mapping[str, str], ports: Mapping[str, int]) -> None:
 
 
 class Supervisor:
-    def __init__(self, count: int, argv: Sequence[str], lock_fd: int | None = None) -> None:
+    def __init__(self, count: int, argv: Sequence[str], lock_fd: int | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
         self.count = count
         self.lock_fd = lock_fd
         self.argv = list(argv)  # the interpreter's command line, run again for each worker
+        self.environ = dict(os.environ if environ is None else environ)  # the workers' environment
         self.eventfds = [os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(count)]
         self.ports: dict[str, int] = {}
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -189,7 +191,7 @@ class Supervisor:
         read_end, write_end = os.pipe()
         own = self.eventfds[index]
         fds = [own, *(fd for i, fd in enumerate(self.eventfds) if i != index)]
-        env = {**os.environ, WORKER_ENV: str(index), FDS_ENV: ",".join(map(str, fds)), READY_ENV: str(write_end),
+        env = {**self.environ, WORKER_ENV: str(index), FDS_ENV: ",".join(map(str, fds)), READY_ENV: str(write_end),
                COUNT_ENV: str(self.count), DIR_ENV: self.directory}
         inherited: tuple[int, ...] = ()
         if self.lock_fd is not None:
@@ -278,11 +280,12 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def supervise(argv: Sequence[str]) -> None:
-    """If this command line asks for several workers and this process is not one, supervise them and exit."""
+def supervise(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> None:
+    """If this command line asks for several workers and this process is not one, supervise them and exit.
+    `environ`: the workers' environment (this process's when None)."""
     if worker_index(os.environ) is not None:
         return
     count = workers_asked(argv)
     if count <= 1 or not sys.executable or len(sys.orig_argv) < 2:
         return
-    sys.exit(Supervisor(count, [sys.executable, *sys.orig_argv[1:]], lock_data_dir(argv)).run())
+    sys.exit(Supervisor(count, [sys.executable, *sys.orig_argv[1:]], lock_data_dir(argv), environ).run())

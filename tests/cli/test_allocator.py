@@ -61,13 +61,21 @@ def test_describe(environ: dict[str, str], said: str) -> None:
     assert describe(environ).startswith(said)
 
 
-def _serve(tmp_path: Path, allocator: str) -> subprocess.Popen[str]:
+def _serve(tmp_path: Path, allocator: str, workers: int = 1) -> subprocess.Popen[str]:
+    """`capstan serve`; with one worker the process started is the server."""
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONMALLOC", "LD_PRELOAD", "MALLOC_CONF")}
     return subprocess.Popen(
         [sys.executable, "-m", "capstan", "serve", "--insecure", "--data-dir", str(tmp_path / "data"),
-         "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1", "--workers", "1"],  # this process serves
+         "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1", "--workers", str(workers)],
         cwd=ROOT, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         env={**environ, "PYTHONUNBUFFERED": "1", "CAPSTAN_ALLOCATOR": allocator})
+
+
+def _jemalloc_mapped(pid: int) -> bool:
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    mapped = "libjemalloc" in Path(f"/proc/{pid}/maps").read_text()
+    assert (b"PYTHONMALLOC=malloc" in environ) == mapped
+    return mapped
 
 
 def _until_serving(proc: subprocess.Popen[str]) -> list[str]:
@@ -87,10 +95,7 @@ async def test_serve_runs_under_the_allocator_asked_for(tmp_path: Path, allocato
     try:
         said = "".join(_until_serving(proc))
         # the process the caller started is the server (exec keeps the process id), mapped as asked
-        maps = Path(f"/proc/{proc.pid}/maps").read_text()
-        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
-        assert ("libjemalloc" in maps) == jemalloc
-        assert (b"PYTHONMALLOC=malloc" in environ) == jemalloc
+        assert _jemalloc_mapped(proc.pid) == jemalloc
         assert ("memory allocator: jemalloc" in said) == jemalloc
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -98,8 +103,29 @@ async def test_serve_runs_under_the_allocator_asked_for(tmp_path: Path, allocato
     assert code == 0
 
 
-def test_an_unknown_allocator_is_refused_before_serving(tmp_path: Path) -> None:
-    proc = _serve(tmp_path, "tcmalloc")
+@pytest.mark.skipif(find_jemalloc() is None, reason="jemalloc is not installed (Debian: libjemalloc2)")
+@pytest.mark.parametrize(("allocator", "jemalloc"), [("auto", True), ("python", False)])
+async def test_workers_run_under_the_allocator_and_their_parent_under_cpythons(
+    tmp_path: Path, allocator: str, jemalloc: bool
+) -> None:
+    """The supervising parent serves nothing: it is not started again under jemalloc; its workers start under it."""
+    proc = _serve(tmp_path, allocator, workers=2)
+    try:
+        said = "".join(_until_serving(proc))
+        assert not _jemalloc_mapped(proc.pid)
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        assert children
+        assert [_jemalloc_mapped(int(child)) for child in children] == [jemalloc] * len(children)
+        assert ("memory allocator: jemalloc" in said) == jemalloc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(proc.wait, 20)
+    assert code == 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_unknown_allocator_is_refused_before_serving(tmp_path: Path, workers: int) -> None:
+    proc = _serve(tmp_path, "tcmalloc", workers)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert "CAPSTAN_ALLOCATOR='tcmalloc': expected auto, jemalloc or python" in err

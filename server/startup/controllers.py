@@ -16,6 +16,7 @@ controllers marked `per_namespace`, whatever the flag says.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -83,71 +84,25 @@ def _quota(context: Context) -> Sequence[Singleton]:
     return [Singleton("ResourceQuotaController", quotas.start, quotas.stop)]
 
 
-# The controllers that run only when named are imported when built, so that a default start does not import
-# them (~20 ms).
-def _deployment(c: Context) -> Sequence[Singleton]:
-    from server.controllers import deployment
-    return deployment.singletons(c.core, c.informers)
+def _imported(module: str, *constants: str) -> Callable[[Context], Sequence[Singleton]]:
+    """A controller that `server.controllers.<module>.singletons(core, informers, *the module's constants named)`
+    builds, imported when it is built: a default start imports none of those that run only when named (~20 ms)."""
+    def build(c: Context) -> Sequence[Singleton]:
+        found = importlib.import_module(f"server.controllers.{module}")
+        built: Sequence[Singleton] = found.singletons(c.core, c.informers, *(getattr(found, n) for n in constants))
+        return built
+
+    return build
 
 
-def _replicaset(c: Context) -> Sequence[Singleton]:
-    from server.controllers import replicaset
-    return replicaset.singletons(c.core, c.informers, replicaset.REPLICA_SET)
-
-
-def _replicationcontroller(c: Context) -> Sequence[Singleton]:
-    from server.controllers import replicaset
-    return replicaset.singletons(c.core, c.informers, replicaset.REPLICATION_CONTROLLER)
-
-
-def _statefulset(c: Context) -> Sequence[Singleton]:
-    from server.controllers import statefulset
-    return statefulset.singletons(c.core, c.informers)
-
-
-def _daemonset(c: Context) -> Sequence[Singleton]:
-    from server.controllers import daemonset
-    return daemonset.singletons(c.core, c.informers)
-
-
-def _pvbinder(c: Context) -> Sequence[Singleton]:
-    from server.controllers import pvbinder
-    return pvbinder.singletons(c.core, c.informers)
-
-
-def _job(c: Context) -> Sequence[Singleton]:
-    from server.controllers import job
-    return job.singletons(c.core, c.informers)
-
-
-def _cronjob(c: Context) -> Sequence[Singleton]:
-    from server.controllers import cronjob
-    return cronjob.singletons(c.core, c.informers)
-
-
-def _ttl_after_finished(c: Context) -> Sequence[Singleton]:
-    from server.controllers import ttlafterfinished
-    return ttlafterfinished.singletons(c.core, c.informers)
-
-
-def _disruption(c: Context) -> Sequence[Singleton]:
-    from server.controllers import disruption
-    return disruption.singletons(c.core, c.informers)
-
-
-def _node_lifecycle(c: Context) -> Sequence[Singleton]:
-    lifecycle = NodeLifecycleController(c.core, c.informers, c.node_flags.lifecycle)
+def _node_lifecycle(context: Context) -> Sequence[Singleton]:
+    lifecycle = NodeLifecycleController(context.core, context.informers, context.node_flags.lifecycle)
     return [Singleton("NodeLifecycleController", lifecycle.start, lifecycle.stop)]
 
 
-def _podgc(c: Context) -> Sequence[Singleton]:
-    gc = PodGC(c.core, c.informers, c.node_flags.podgc)
+def _podgc(context: Context) -> Sequence[Singleton]:
+    gc = PodGC(context.core, context.informers, context.node_flags.podgc)
     return [Singleton("PodGC", gc.start, gc.stop)]
-
-
-def _scheduler(c: Context) -> Sequence[Singleton]:
-    from server.controllers.scheduler import scheduler
-    return scheduler.singletons(c.core, c.informers)
 
 
 def _prebuilt(name: str) -> Callable[[Context], Sequence[Singleton]]:
@@ -168,23 +123,23 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("endpointslicemirroring", lambda c: endpointslicemirroring.singletons(c.core, c.informers),
                default=True, per_namespace=True),
     # the workload controllers (apps): run when named or with *
-    Controller("deployment", _deployment),
-    Controller("replicaset", _replicaset),
-    Controller("replicationcontroller", _replicationcontroller),
+    Controller("deployment", _imported("deployment")),
+    Controller("replicaset", _imported("replicaset", "REPLICA_SET")),
+    Controller("replicationcontroller", _imported("replicaset", "REPLICATION_CONTROLLER")),
     # the stateful workloads: StatefulSets, DaemonSets, PersistentVolume binding
-    Controller("statefulset", _statefulset),
-    Controller("daemonset", _daemonset),
-    Controller("persistentvolume-binder", _pvbinder),
+    Controller("statefulset", _imported("statefulset")),
+    Controller("daemonset", _imported("daemonset")),
+    Controller("persistentvolume-binder", _imported("pvbinder")),
     # kube's batch controllers: run when named or with *
-    Controller("job", _job),
-    Controller("cronjob", _cronjob),
-    Controller("ttl-after-finished", _ttl_after_finished),
-    Controller("disruption", _disruption),
+    Controller("job", _imported("job")),
+    Controller("cronjob", _imported("cronjob")),
+    Controller("ttl-after-finished", _imported("ttlafterfinished")),
+    Controller("disruption", _imported("disruption")),
     # the simulated nodes' partners (server/controllers/kubelets/ plays the kubelets)
     Controller("nodelifecycle", _node_lifecycle),
     Controller("podgc", _podgc),
     # kube-scheduler's default profile, elected with the controllers (field manager kube-scheduler)
-    Controller("scheduler", _scheduler),
+    Controller("scheduler", _imported("scheduler.scheduler")),
 )
 DEFAULT_NODE_FLAGS = NodeFlags()
 KNOWN = frozenset(c.name for c in CONTROLLERS)

@@ -48,6 +48,10 @@ def test_the_default_is_what_makes_the_api_behave() -> None:
     (DEFAULT, set(), {"DeploymentController", "ReplicaSetController", "ReplicationManager"}),  # workloads: named
     (DEFAULT | {"deployment", "replicaset", "replicationcontroller"},
      {"DeploymentController", "ReplicaSetController", "ReplicationManager"}, set()),
+    # `*`: every controller in the table is built (those that run only when named are imported then)
+    (ALL, {"DeploymentController", "StatefulSetController", "DaemonSetController", "JobController",
+             "CronJobController", "PersistentVolumeBinder", "DisruptionController", "TTLAfterFinishedController",
+             "NodeLifecycleController", "PodGC", "Scheduler"}, set()),
 ])
 async def test_the_core_runs_the_controllers_named(tmp_path: Path, names: frozenset[str], running: set[str],
                                                    absent: set[str]) -> None:

@@ -60,6 +60,13 @@ def first_page(request: core_pb2.ListRequest) -> core_pb2.ListRequest:
     return paged
 
 
+def large_and_last(listed: core_pb2.ListResponse) -> bool:
+    """An answer of more than PAGE items with no continue token nor remaining count: the bytes StreamedList
+    writes for it are respond.list_document's, a page of items at a time."""
+    return (len(listed.items) > PAGE and not listed.items_joined and not getattr(listed.metadata, "continue")
+            and not listed.metadata.HasField("remainingItemCount"))
+
+
 def continue_of(listed: core_pb2.ListResponse) -> str:
     if listed.HasField("converted"):
         doc = orjson.loads(listed.converted.data)

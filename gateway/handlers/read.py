@@ -31,16 +31,19 @@ async def get(client: CoreClient, call: Call) -> web.Response:
 
 
 async def list_(client: CoreClient, call: Call) -> web.StreamResponse:
-    """A page as asked; the whole collection a page at a time (gateway/handlers/paging.py), written as it comes."""
+    """A page as asked; the whole collection a page at a time (gateway/handlers/paging.py), written as it comes.
+    An answer of more than a page of items and nothing after it (the watch cache answers resourceVersion=0 whole,
+    whatever the limit, as kube's cacher does) is written a page of items at a time too, not copied into one body."""
     call.admit()
     request = core_pb2.ListRequest(path=call.path, options=params.list_options(call.query),
                                    accept=respond.core_accept(call.out), view=call.view())
     if not paging.whole_list(request.options):
-        return respond.list_document(call.out, await call.within_deadline(client.list(request)))
+        listed = await call.within_deadline(client.list(request))
+        if paging.large_and_last(listed):
+            return paging.StreamedList(call.out, listed, paging.rest(client, call, request, ""))
+        return respond.list_document(call.out, listed)
     first = await call.within_deadline(client.list(paging.first_page(request)))
     token = paging.continue_of(first)
-    if not token and len(first.items) <= paging.PAGE:
+    if not token and not paging.large_and_last(first):
         return respond.list_document(call.out, first)  # one page: the whole list
-    # More pages, or the whole list in one answer (the watch cache's, which takes no limit): written a page of
-    # items at a time, not copied whole into one body.
     return paging.StreamedList(call.out, first, paging.rest(client, call, request, token))

@@ -9,9 +9,11 @@ starts, and is restarted per restartPolicy with the kubelet's back-off (base, do
 instant it changes, so the simulator writes only what changed and wakes only when something will.
 
 Annotations on the Pod (copied from a template, so a workload's Pods carry them):
-- `capstan.io/run-seconds`: seconds a container runs before it exits (default: the simulator's
-  `run_seconds` for restartPolicy Never/OnFailure; Always Pods run forever unless another annotation says).
-- `capstan.io/exit-code`: the code the containers exit with (default 0).
+- `capstan.io/run-seconds`: seconds a container runs before it exits (default: for restartPolicy Never/OnFailure
+  what the containers' commands say, `sleep 300` or `sh -c "sleep 5; exit 1"`, else the simulator's
+  `run_seconds`; Always Pods run forever unless another annotation says).
+- `capstan.io/exit-code`: the code the containers exit with (default: the first non-zero `exit K` or `false`
+  of a Never/OnFailure Pod's commands, else 0).
 - `capstan.io/crash-loop`: "true": the containers exit 1 after run-seconds and are restarted with back-off.
 - `capstan.io/oom-killed`: "true": the containers are OOMKilled (exit 137) after run-seconds.
 - `capstan.io/never-ready`: "true": the containers run but never pass readiness.
@@ -292,17 +294,99 @@ def _number(value: Any, default: float) -> float:
         return default
 
 
+_SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
+_SLEEP_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a container's command plainly says of its run: seconds it sleeps (None: none said) and the code it
+    exits with."""
+
+    seconds: float | None
+    exit_code: int
+
+
+def command(container: Obj) -> Command | None:
+    """The run of a container whose command (with its args) is `sleep N` (GNU sleep's s, m, h and d suffixes and
+    `infinity`, summed over several operands), or a shell's `-c` script of such sleeps, `true`, `false` and a last
+    `exit K`, joined by `;` or `&&`; None for any other command (the simulator's defaults then apply)."""
+    argv = [str(word) for word in (*(container.get("command") or ()), *(container.get("args") or ()))]
+    if not argv:
+        return None
+    program = argv[0].rsplit("/", 1)[-1]
+    if program == "sleep":
+        seconds = _sleep(argv[1:])
+        return None if seconds is None else Command(seconds, 0)
+    if program in _SHELLS and len(argv) == 3 and argv[1] == "-c":
+        return _script(argv[2])
+    return None
+
+
+def _sleep(operands: list[str]) -> float | None:
+    total = 0.0
+    for operand in operands:
+        if operand in ("inf", "infinity"):
+            return FOREVER
+        number, unit = (operand[:-1], operand[-1]) if operand[-1:] in _SLEEP_UNITS else (operand, "s")
+        try:
+            value = float(number)
+        except ValueError:
+            return None
+        if not value >= 0:
+            return None
+        total += value * _SLEEP_UNITS[unit]
+    return total if operands else None
+
+
+def _script(script: str) -> Command | None:
+    statements = [part.strip() for part in script.replace("&&", ";").split(";")]
+    while statements and not statements[-1]:
+        statements.pop()  # a trailing separator
+    seconds: float | None = None
+    code = 0
+    for at, statement in enumerate(statements):
+        words = statement.split()
+        last = at == len(statements) - 1
+        if words and words[0] == "sleep" and (slept := _sleep(words[1:])) is not None:
+            seconds = (seconds or 0.0) + slept
+        elif words in (["true"], [":"]):
+            continue
+        elif words == ["false"] and last:
+            code = 1
+        elif len(words) in (1, 2) and words[0] == "exit" and last:
+            try:
+                code = int(words[1]) % 256 if len(words) == 2 else 0
+            except ValueError:
+                return None
+        else:
+            return None
+    return Command(seconds, code) if statements else None
+
+
 def plan(pod: Obj, timing: Timing) -> Plan:
+    """A Pod's plan from its annotations, else, for a Pod whose containers exit (restartPolicy Never or
+    OnFailure), from what its containers' commands plainly say (command()): the longest sleep, else
+    `run_seconds`, and the first non-zero exit code."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+    spec = pod.get("spec") or {}
+    policy = str(spec.get("restartPolicy") or "Always")
     crash, oom = annotations.get(CRASH_LOOP) == "true", annotations.get(OOM_KILLED) == "true"
-    code = int(_number(annotations.get(EXIT_CODE), 0))
+    run = timing.run_seconds
+    code = 0
+    if policy != "Always":
+        said = [command(c) for c in spec.get("containers") or () if isinstance(c, dict)]
+        slept = [c.seconds for c in said if c is not None and c.seconds is not None]
+        if slept:
+            run = max(slept)
+        code = next((c.exit_code for c in said if c is not None and c.exit_code), 0)
+    code = int(_number(annotations.get(EXIT_CODE), code))
     if oom:
         code = 137
     elif crash and code == 0:
         code = 1
     exits = policy != "Always" or crash or oom or EXIT_CODE in annotations or RUN_SECONDS in annotations
-    run = _number(annotations.get(RUN_SECONDS), timing.run_seconds) if exits else FOREVER
+    run = _number(annotations.get(RUN_SECONDS), run) if exits else FOREVER
     reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
     return Plan(_number(annotations.get(INIT_SECONDS), 0.0), run, code, reason,
                 annotations.get(NEVER_READY) == "true", policy)

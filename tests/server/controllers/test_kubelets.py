@@ -18,7 +18,7 @@ import pytest
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
 from server.controllers.kubelets.incore import NodesConfig
-from server.controllers.kubelets.status import NodeShape, Timing
+from server.controllers.kubelets.status import FOREVER, Command, NodeShape, Timing, command, plan
 from server.runtime.election import ElectionConfig
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
@@ -115,6 +115,48 @@ async def test_pod_runs_and_becomes_ready(cluster: tuple[Client, RunningCore]) -
     assert host["status"]["podIP"] == host["status"]["hostIP"] == "172.20.0.2"
 
 
+@pytest.mark.parametrize(("argv", "said"), [
+    ((["sleep", "300"], []), Command(300.0, 0)),
+    ((["/bin/sleep"], ["1.5", "2m"]), Command(121.5, 0)),  # GNU sleep sums its operands
+    ((["sleep", "infinity"], []), Command(FOREVER, 0)),
+    ((["sleep", "1d"], []), Command(86400.0, 0)),
+    ((["/bin/sh", "-c", "exit 1"], []), Command(None, 1)),
+    ((["/bin/sh", "-c", "exit 0"], []), Command(None, 0)),
+    ((["sh"], ["-c", "sleep 5; exit 3"]), Command(5.0, 3)),
+    ((["bash", "-c", "sleep 1 && sleep 2 && false"], []), Command(3.0, 1)),
+    ((["/bin/sh", "-c", "true;"], []), Command(None, 0)),
+    ((["/bin/sh", "-c", "exit 257"], []), Command(None, 1)),  # a shell's status is modulo 256
+    ((["sleep", "-1"], []), None),
+    ((["sleep", "soon"], []), None),
+    ((["sleep"], []), None),
+    ((["/bin/sh", "-c", "exit 1; sleep 5"], []), None),  # an exit before the end: not a plain script
+    ((["/bin/sh", "-c", "exit $(( $RANDOM / 16384 ))"], []), None),
+    ((["/bin/sh", "-c", "if [[ -r /data/foo ]] ; then exit 0 ; fi"], []), None),
+    ((["nginx", "-g", "daemon off;"], []), None),
+    (([], []), None),
+], ids=lambda v: " ".join([*v[0], *v[1]]) if isinstance(v, tuple) else None)
+def test_what_a_command_plainly_says(argv: tuple[list[str], list[str]], said: Command | None) -> None:
+    assert command({"name": "c", "command": argv[0], "args": argv[1]}) == said
+
+
+@pytest.mark.parametrize(("policy", "commands", "annotations", "run", "code"), [
+    ("Never", [["sleep", "1000000"]], {}, 1000000.0, 0),  # e2e's "notTerminate" Job
+    ("OnFailure", [["sleep", "300"]], {}, 300.0, 0),  # e2e's CronJob Jobs
+    ("Never", [["/bin/sh", "-c", "exit 1"]], {}, TIMING.run_seconds, 1),  # e2e's "fail" Job
+    ("Never", [["sleep", "5"], ["sleep", "9"], ["/bin/sh", "-c", "exit 2"]], {}, 9.0, 2),
+    ("Never", [["nginx"]], {}, TIMING.run_seconds, 0),  # not plain: the defaults
+    ("Never", [["sleep", "300"]], {"capstan.io/run-seconds": "1", "capstan.io/exit-code": "0"}, 1.0, 0),
+    ("Always", [["sleep", "5"]], {}, FOREVER, 0),  # Always Pods run on, as before
+])
+def test_a_pods_plan_reads_its_commands_when_its_containers_exit(
+    policy: str, commands: list[list[str]], annotations: dict[str, str], run: float, code: int
+) -> None:
+    got = plan({"metadata": {"annotations": annotations}, "spec": {
+        "restartPolicy": policy, "containers": [{"name": f"c{i}", "command": c} for i, c in enumerate(commands)]}},
+        TIMING)
+    assert (got.run_seconds, got.exit_code) == (run, code)
+
+
 @pytest.mark.parametrize(("annotations", "spec", "phase", "check"), [
     ({}, {"restartPolicy": "Never"}, "Succeeded",
      lambda c: c["state"]["terminated"]["exitCode"] == 0 and c["state"]["terminated"]["reason"] == "Completed"),
@@ -127,7 +169,14 @@ async def test_pod_runs_and_becomes_ready(cluster: tuple[Client, RunningCore]) -
      lambda c: c["restartCount"] >= 1 and c["lastState"]["terminated"]["exitCode"] == 1),
     ({"capstan.io/never-ready": "true"}, {}, "Running", lambda c: "running" in c["state"] and not c["ready"]),
     ({}, {"activeDeadlineSeconds": 1}, "Failed", lambda c: c["state"]["terminated"]["exitCode"] == 137),
-], ids=["never-succeeds", "exit-code", "oom", "onfailure-succeeds", "crash-loop", "never-ready", "deadline"])
+    ({}, {"restartPolicy": "Never", "containers": [{"name": "app", "image": "busybox",
+                                                    "command": ["/bin/sh", "-c", "exit 1"]}]}, "Failed",
+     lambda c: c["state"]["terminated"]["exitCode"] == 1 and c["state"]["terminated"]["reason"] == "Error"),
+    ({}, {"restartPolicy": "Never", "containers": [{"name": "app", "image": "busybox",
+                                                    "command": ["sleep", "3600"]}]}, "Running",
+     lambda c: "running" in c["state"] and c["ready"]),
+], ids=["never-succeeds", "exit-code", "oom", "onfailure-succeeds", "crash-loop", "never-ready", "deadline",
+        "command-exits-1", "command-sleeps"])
 async def test_failure_annotations(cluster: tuple[Client, RunningCore], annotations: dict[str, str],
                                    spec: Obj, phase: str, check: Callable[[Obj], bool]) -> None:
     client, _ = cluster
@@ -140,6 +189,9 @@ async def test_failure_annotations(cluster: tuple[Client, RunningCore], annotati
     got = await until(lambda: client.get(path("pods", NS, "p")), settled)
     if phase != "Running":
         assert condition(got, "Ready") == "False"
+    else:  # and it runs on past the simulator's run_seconds
+        await asyncio.sleep(TIMING.run_seconds * 2)
+        assert (await client.get(path("pods", NS, "p")))["status"]["phase"] == "Running"
     if "activeDeadlineSeconds" in spec:
         assert got["status"]["reason"] == "DeadlineExceeded"
 

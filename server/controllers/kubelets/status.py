@@ -310,7 +310,7 @@ class Command:
 def command(container: Obj) -> Command | None:
     """The run of a container whose command (with its args) is `sleep N` (GNU sleep's s, m, h and d suffixes and
     `infinity`, summed over several operands), or a shell's `-c` script of such sleeps, `true`, `false` and a last
-    `exit K`, joined by `;` or `&&`; None for any other command (the simulator's defaults then apply)."""
+    `exit K`, joined by `;`, `&&` or new lines; None for any other command (the simulator's defaults then apply)."""
     argv = [str(word) for word in (*(container.get("command") or ()), *(container.get("args") or ()))]
     if not argv:
         return None
@@ -340,7 +340,7 @@ def _sleep(operands: list[str]) -> float | None:
 
 
 def _script(script: str) -> Command | None:
-    statements = [part.strip() for part in script.replace("&&", ";").split(";")]
+    statements = [part.strip() for part in script.replace("&&", ";").replace("\n", ";").split(";")]
     while statements and not statements[-1]:
         statements.pop()  # a trailing separator
     seconds: float | None = None

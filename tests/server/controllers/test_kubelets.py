@@ -125,6 +125,7 @@ async def test_pod_runs_and_becomes_ready(cluster: tuple[Client, RunningCore]) -
     ((["sh"], ["-c", "sleep 5; exit 3"]), Command(5.0, 3)),
     ((["bash", "-c", "sleep 1 && sleep 2 && false"], []), Command(3.0, 1)),
     ((["/bin/sh", "-c", "true;"], []), Command(None, 0)),
+    ((["/bin/sh", "-c", "sleep 2\nexit 4\n"], []), Command(2.0, 4)),
     ((["/bin/sh", "-c", "exit 257"], []), Command(None, 1)),  # a shell's status is modulo 256
     ((["sleep", "-1"], []), None),
     ((["sleep", "soon"], []), None),

@@ -27,7 +27,8 @@ def review(request: Obj) -> Obj:
 
 
 def test_a_validating_webhook_with_kubectl(kubectl: Kubectl) -> None:
-    token = uuid.uuid4().hex[:8]
+    # a letter first: hex digits alone may read as a YAML number (kubectl's yaml.v2 takes "1e123456" for a float)
+    token = "t" + uuid.uuid4().hex[:8]
     servers = Background()
     try:
         hook = servers.start(review)

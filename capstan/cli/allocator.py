@@ -91,7 +91,11 @@ def start_again(argv: Sequence[str]) -> None:
 
     `argv` is the command's arguments (to read the subcommand); sys.orig_argv, the interpreter's own command
     line, is what runs again, so `python -m capstan`, the console script and wrappers all start as they did."""
-    environ = planned(argv)
+    start_again_under(planned(argv))
+
+
+def start_again_under(environ: Mapping[str, str] | None) -> None:
+    """start_again with an environment planned() gave already; returns at once for None."""
     if environ is None or not sys.executable or len(sys.orig_argv) < 2:
         return  # nothing to do, or no command line to run again (an embedded interpreter)
     sys.stdout.flush()

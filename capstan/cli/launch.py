@@ -26,8 +26,9 @@ from capstan.cli import allocator, ownpackages, workers
 def main() -> None:
     # With --workers N > 1 this process supervises the workers, then exits. It serves nothing, so it stays under
     # CPython's allocator and starts the workers under the one allocator.py chooses: no exec of its own first.
-    workers.supervise(sys.argv[1:], allocator.planned(sys.argv[1:]))
-    allocator.start_again(sys.argv[1:])
+    environ = allocator.planned(sys.argv[1:])
+    workers.supervise(sys.argv[1:], environ)
+    allocator.start_again_under(environ)
     ownpackages.claim()  # `server`, `gateway`, `storage`: Capstan's, whatever the caller's cwd or PYTHONPATH holds
     gc.disable()
     from capstan.cli.commands import main as run

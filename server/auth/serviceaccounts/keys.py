@@ -101,17 +101,14 @@ def load_public_keys(paths: Iterable[Path]) -> tuple[VerificationKey, ...]:
 
 def load_signing_key(path: Path) -> PrivateKey:
     try:
-        # Checked below as kube checks it, not by OpenSSL's RSA_check_key: that also tests both primes for
-        # primality, ~30 ms a 2048-bit key at every start, which kube-apiserver does not do.
+        # An RSA key is checked as kube checks it (_validated), not by OpenSSL's RSA_check_key: that also tests
+        # both primes for primality, ~30 ms a 2048-bit key at every start, which kube-apiserver does not do.
         key = serialization.load_pem_private_key(path.read_bytes(), password=None,
                                                  unsafe_skip_rsa_key_validation=True)
+        if isinstance(key, rsa.RSAPrivateKey):
+            return _validated(key)
     except (OSError, ValueError, TypeError) as err:
         raise KeyFileError(f"failed to parse service-account-issuer-key-file {path}: {err}") from None
-    if isinstance(key, rsa.RSAPrivateKey):
-        try:
-            return _validated(key)
-        except ValueError as err:
-            raise KeyFileError(f"failed to parse service-account-issuer-key-file {path}: {err}") from None
     if isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name in _CURVE_ALGORITHMS:
         return key
     raise KeyFileError(f"service-account-signing-key-file {path} holds neither an RSA nor an ECDSA (P-256, P-384, "

@@ -52,6 +52,9 @@ data keys of ~100 bytes) in `default`:
                  is read. `gzip_ms` is one more a round asking for gzip, as client-go does (Capstan
                  compresses answers from 128 KiB on; the others never do); it includes inflating.
   list-protobuf  the same with `Accept: application/vnd.kubernetes.protobuf` (n/a to kmock and the ceiling).
+  list-metadata  the same as client-go's metadata informers ask it: a PartialObjectMetadataList in protobuf
+                 (`Accept: application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`;
+                 n/a to kmock and the ceiling).
   crd            CustomResourceDefinitions (n/a to kmock and the ceiling). ms until served: a
                  new CRD each round (3 rounds), from its POST until a LIST of its resource answers 200
                  (polled every 5 ms). crd-create: POSTs of custom resources of a CRD whose schema has 20
@@ -114,24 +117,29 @@ from aiohttp import web
 
 from bench._processes import START_TIMEOUT, Child, Children, free_port, start_etcd
 from bench._util import Goal, at_least, at_most, check_choices, emit, note
+from capstan.api.meta.v1 import meta_pb2
 from capstan.cli.workers import default_workers
+from gateway.codecs import protobuf as protobuf_codec
 
 IMPLS = ("capstan", "capstan-2workers", "capstan-secure", "capstan-scaleout", "capstan-1gw-grpc", "kube-apiserver",
          "kmock", "ceiling")
 # --impls names the others: workers compared, and the secure layouts beside kube-apiserver.
 DEFAULT_IMPLS = tuple(impl for impl in IMPLS if impl not in ("capstan-2workers", "capstan-secure", "kube-apiserver"))
-OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "crd", "pods", "watch")
+OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "list-metadata", "crd", "pods",
+       "watch")
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 DATA = {f"key-{i:02}": f"{i:02}" * 48 for i in range(10)}  # 10 keys of ~100 bytes, as bench.core: ~1 KiB
 JSON = {"Content-Type": "application/json"}
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 PROTOBUF_MAGIC = b"k8s\x00"  # every Kubernetes protobuf envelope starts so
+METADATA = f"{PROTOBUF};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 GOALS = {
     "create": at_least(1_500, "/s"), "get": at_least(3_000, "/s"), "update": at_least(1_500, "/s"),
     "merge-patch": at_least(1_000, "/s"), "apply": at_least(1_000, "/s"),
-    "list-json": at_most(120, " ms"), "list-protobuf": at_most(60, " ms"), "watch": at_most(15, " ms"),
+    "list-json": at_most(120, " ms"), "list-protobuf": at_most(60, " ms"), "list-metadata": at_most(60, " ms"),
+    "watch": at_most(15, " ms"),
     "crd": at_most(1_000, " ms"), "crd-create": at_least(1_000, "/s"),
     "pods-list-json": at_most(300, " ms"), "pods-list-protobuf": at_most(150, " ms"),
 }
@@ -728,12 +736,15 @@ bench_apply = patch_workload("apply", "application/apply-patch+yaml", "?fieldMan
 # -- list --------------------------------------------------------------------------------------------------------------
 
 
-async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool, any_version: bool = False) -> None:
+async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool, any_version: bool = False,
+                     metadata: bool = False) -> None:
     """Whole LISTs one at a time, uncompressed (the headline) and, once a round, asking for gzip as client-go does.
-    any_version: with resourceVersion=0 (the op gains "-rv0"), which kube-apiserver answers from its watch cache."""
-    op = ("list-protobuf" if protobuf else "list-json") + ("-rv0" if any_version else "")
+    any_version: with resourceVersion=0 (the op gains "-rv0"), which kube-apiserver answers from its watch cache.
+    metadata: a protobuf PartialObjectMetadataList ("list-metadata")."""
+    op = ("list-metadata" if metadata else "list-protobuf" if protobuf else "list-json") + (
+        "-rv0" if any_version else "")
     query = "?resourceVersion=0" if any_version else ""
-    accept = PROTOBUF if protobuf else "application/json"
+    accept = METADATA if metadata else PROTOBUF if protobuf else "application/json"
     plain, gzip = {"Accept": accept, "Accept-Encoding": "identity"}, {"Accept": accept, "Accept-Encoding": "gzip"}
     samples: dict[str, dict[str, list[float]]] = {t.impl: {"identity": [], "gzip": []} for t in targets}
     results = {t.impl: Rounds() for t in targets}
@@ -752,7 +763,7 @@ async def bench_list(targets: Sequence[Target], sizes: Sizes, *, protobuf: bool,
             meter = Meter(target)
             got = await one_list(target, headers, rounds, query)
             seconds = meter.stop(rounds, 1) if headers is plain else meter.seconds()  # CPU: headline lists only
-            wrong = list_wrong(got[0], protobuf, sizes) if got is not None else ""
+            wrong = list_wrong(got[0], protobuf, sizes, metadata) if got is not None else ""
             if got is None or wrong:
                 if wrong:
                     rounds.fail(wrong)
@@ -797,8 +808,14 @@ async def one_list(target: Target, headers: dict[str, str], rounds: Rounds,
         return None
 
 
-def list_wrong(body: bytes, protobuf: bool, sizes: Sizes) -> str:
+def list_wrong(body: bytes, protobuf: bool, sizes: Sizes, metadata: bool = False) -> str:
     """What is wrong with a LIST's body, "" if nothing: checked after the clock stopped."""
+    if metadata and body.startswith(PROTOBUF_MAGIC):
+        _, kind, raw = protobuf_codec.decode_envelope(body)
+        items = len(meta_pb2.PartialObjectMetadataList.FromString(raw).items)
+        if kind != "PartialObjectMetadataList" or items < sizes.objects:
+            return f"LIST answered a {kind} of {items} items, not a PartialObjectMetadataList of {sizes.objects}"
+        return ""
     if protobuf:
         return "" if body.startswith(PROTOBUF_MAGIC) else f"LIST answered {body[:40]!r}, not a protobuf envelope"
     items = len(orjson.loads(body)["items"])
@@ -1298,6 +1315,7 @@ async def run(targets: Sequence[Target], sizes: Sizes, ops: Sequence[str]) -> No
         "apply": lambda: bench_apply(targets, sizes),
         "list-json": lambda: bench_list(targets, sizes, protobuf=False),
         "list-protobuf": lambda: bench_list(targets, sizes, protobuf=True),
+        "list-metadata": lambda: bench_list(targets, sizes, protobuf=True, metadata=True),
         "crd": lambda: bench_crd(targets, sizes),
         "pods": lambda: bench_pods(targets, sizes),
         "watch": lambda: bench_watch(targets, sizes),

@@ -68,10 +68,6 @@ def large_and_last(listed: core_pb2.ListResponse) -> bool:
 
 
 def continue_of(listed: core_pb2.ListResponse) -> str:
-    if listed.HasField("converted"):
-        doc = orjson.loads(listed.converted.data)
-        meta = doc.get("metadata") if isinstance(doc, dict) else None
-        return str(meta.get("continue", "")) if isinstance(meta, dict) else ""
     return str(getattr(listed.metadata, "continue"))
 
 
@@ -127,6 +123,8 @@ def _assemble(out: Output, first: core_pb2.ListResponse,
               pages: AsyncIterator[core_pb2.ListResponse]) -> tuple[str, AsyncIterator[bytes]]:
     """(content type, body chunks): the bytes respond.list_document gives for the whole list in one response."""
     if first.HasField("converted"):
+        if first.converted.encoding == core_pb2.ENCODING_PROTOBUF:
+            return out.content_type, _converted_protobuf(first, pages)
         if out.codec is CodecName.PROTOBUF:
             return out.content_type, _converted_whole(out, first, pages)
         return _json_like(out, *_converted_parts(first, pages))
@@ -244,15 +242,38 @@ async def _converted_whole(out: Output, first: core_pb2.ListResponse,
 async def _protobuf(first: core_pb2.ListResponse, pages: AsyncIterator[core_pb2.ListResponse]) -> AsyncIterator[bytes]:
     """The envelope of the list message; its length comes first, so the pages are all read before writing. Each
     page is its items framed as the list's field 2, by the core when it joined them (ListResponse.items_joined)."""
-    meta = meta_pb2.ListMeta(resourceVersion=first.metadata.resourceVersion).SerializeToString(deterministic=True)
     framed = [wire.repeated(wire.LIST_ITEMS, batch) for batch in _slices(first.items)]
     async for page in pages:
         framed.append(b"".join(page.items) if page.items_joined else wire.repeated(wire.LIST_ITEMS, page.items))
+    for chunk in _enveloped(first, framed):
+        yield chunk
+
+
+async def _converted_protobuf(first: core_pb2.ListResponse,
+                              pages: AsyncIterator[core_pb2.ListResponse]) -> AsyncIterator[bytes]:
+    """A PartialObjectMetadataList the core rendered in protobuf, page by page: each page's message without its
+    ListMeta (field 1) is its items, framed as field 2 already."""
+    framed = [_after_list_meta(first.converted.data)]
+    async for page in pages:
+        framed.append(_after_list_meta(page.converted.data))
+    for chunk in _enveloped(first, framed):
+        yield chunk
+
+
+def _after_list_meta(message: bytes) -> bytes:
+    if not message.startswith(b"\x0a"):
+        return message
+    length, at = wire.read_varint(message, 1)
+    return message[at + length:]
+
+
+def _enveloped(first: core_pb2.ListResponse, framed: list[bytes]) -> Iterator[bytes]:
+    """The envelope of a list message whose items, framed as field 2, are `framed`; its ListMeta the revision."""
+    meta = meta_pb2.ListMeta(resourceVersion=first.metadata.resourceVersion).SerializeToString(deterministic=True)
     list_head = b"\x0a" + wire.varint(len(meta)) + meta
     length = len(list_head) + sum(map(len, framed))
     type_meta = wire.field(1, first.api_version.encode()) + wire.field(2, first.kind.encode())
     yield protobuf_codec.MAGIC + wire.field(1, type_meta) + b"\x12" + wire.varint(length) + list_head
-    for items in framed:
-        yield items
+    yield from framed
     yield b"\x1a\x00\x22\x00"
 

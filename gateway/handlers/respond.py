@@ -73,7 +73,7 @@ def document(
 def list_document(out: Output, listed: core_pb2.ListResponse) -> web.Response:
     """A list assembled from the core's item bytes, without decoding them."""
     if listed.HasField("converted"):
-        return document(out, listed.converted, api_version="", kind="")
+        return document(out, listed.converted, api_version=listed.api_version, kind=listed.kind)
     if listed.encoding == core_pb2.ENCODING_PROTOBUF:
         meta = listed.metadata.SerializeToString(deterministic=True)
         parts = [b"\x0a", varint(len(meta)), meta]

@@ -54,15 +54,27 @@ def render_json(value: bytes, resource_version: str, type_prefix: bytes = b"") -
 def render_proto(value: bytes, resource_version: str) -> bytes:
     """The kind's protobuf message bytes with metadata.resourceVersion set (a LIST calls this per item)."""
     _, json_len, head_len, tail_len = HEADER.unpack_from(value)
+    rest_at = HEADER.size + json_len + head_len + tail_len
+    return _framed_metadata(value, json_len, head_len, tail_len, resource_version) + value[rest_at:]
+
+
+def framed_metadata(value: bytes, resource_version: str) -> bytes | None:
+    """ObjectMeta with metadata.resourceVersion set, framed as field 1 (its tag and length before it), as the
+    kind's message holds it; which is also the whole of a meta.k8s.io PartialObjectMetadata message. None for a
+    value without a protobuf rendering."""
+    _, json_len, head_len, tail_len = HEADER.unpack_from(value)
+    if len(value) == HEADER.size + json_len:
+        return None
+    return _framed_metadata(value, json_len, head_len, tail_len, resource_version)
+
+
+def _framed_metadata(value: bytes, json_len: int, head_len: int, tail_len: int, resource_version: str) -> bytes:
     head_at = HEADER.size + json_len
     tail_at = head_at + head_len
-    rest_at = tail_at + tail_len
     rv = resource_version.encode()
     field = bytes((RESOURCE_VERSION_FIELD << 3 | 2,)) + varint(len(rv)) + rv
-    return b"".join((
-        b"\x0a", varint(head_len + len(field) + tail_len), value[head_at:tail_at], field,
-        value[tail_at:rest_at], value[rest_at:],
-    ))
+    meta = (value[head_at:tail_at], field, value[tail_at:tail_at + tail_len])
+    return b"".join((b"\x0a", varint(head_len + len(field) + tail_len), *meta))
 
 
 def _split(proto: bytes) -> tuple[bytes, bytes, bytes]:

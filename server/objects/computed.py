@@ -62,7 +62,8 @@ async def list_(ctx: Context, resource: Resource, req: core_pb2.ListRequest) -> 
             doc = printing.partial_object_metadata_list(rows, list_meta={}, api_version=version)
         else:
             raise printing.partial_shape_error(resource, list_requested=False)
-        return core_pb2.ListResponse(converted=views.raw(doc), encoding=core_pb2.ENCODING_JSON)
+        return core_pb2.ListResponse(converted=views.raw(doc), encoding=core_pb2.ENCODING_JSON,
+                                     metadata=meta_pb2.ListMeta())
     encoding = render.encoding_for(resource, req.accept)
     if encoding == render.PROTOBUF:
         items = [resource.schema.to_proto(o) for o in objs]

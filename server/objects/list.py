@@ -92,10 +92,7 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     if conversion.converts(resource):  # the page in one call: a failed conversion fails the list whole
         page = Page(page.revision, await conversion.kvs(resource, page.kvs), page.continue_token, page.remaining)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
-        list_meta = {"resourceVersion": str(page.revision), "continue": page.continue_token,
-                     "remainingItemCount": page.remaining}
-        converted = await _converted(resource, req.view, page.kvs, list_meta)
-        return core_pb2.ListResponse(converted=converted, encoding=core_pb2.ENCODING_JSON)
+        return await _view(resource, req, page)
     items = page.rendered
     if items is None:
         items = await _render(ctx, resource, page.kvs, encoding, typed, req.max_response_bytes)
@@ -107,11 +104,7 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
         page = Page(page.revision, page.kvs[:fitting],
                     continuation.encode(page.revision, _relative(resource.key_prefix(req.path.namespace), last)), rest)
         items = items[:fitting]
-    metadata = meta_pb2.ListMeta(resourceVersion=str(page.revision))
-    if page.continue_token:
-        setattr(metadata, "continue", page.continue_token)
-    if page.remaining is not None:
-        metadata.remainingItemCount = page.remaining
+    metadata = _list_meta(page)
     joined = req.join_items and req.accept != core_pb2.ENCODING_JSON_TEXT
     if joined and items:
         items = [wire.repeated(wire.LIST_ITEMS, items) if encoding == render.PROTOBUF else b",".join(items)]
@@ -148,6 +141,43 @@ def _fitting(items: list[bytes], max_bytes: int) -> int:
         if room < 0:
             return max(count, 1)
     return len(items)
+
+
+async def _view(resource: Resource, req: core_pb2.ListRequest, page: Page) -> core_pb2.ListResponse:
+    """A page as a Table or PartialObjectMetadataList: the converted document, its ListMeta beside it."""
+    metadata = _list_meta(page)
+    if req.view.view == core_pb2.VIEW_PARTIAL_OBJECT_METADATA_LIST and req.accept == core_pb2.ENCODING_PROTOBUF:
+        converted = await _partial_messages(req.view, page.kvs, metadata)
+        kind = "PartialObjectMetadataList"
+    else:
+        list_meta = {"resourceVersion": str(page.revision), "continue": page.continue_token,
+                     "remainingItemCount": page.remaining}
+        converted = await _converted(resource, req.view, page.kvs, list_meta)
+        kind = ""
+    return core_pb2.ListResponse(converted=converted, encoding=converted.encoding, metadata=metadata, kind=kind,
+                                 api_version=(req.view.api_version or META_V1) if kind else "")
+
+
+def _list_meta(page: Page) -> meta_pb2.ListMeta:
+    metadata = meta_pb2.ListMeta(resourceVersion=str(page.revision))
+    if page.continue_token:
+        setattr(metadata, "continue", page.continue_token)
+    if page.remaining is not None:
+        metadata.remainingItemCount = page.remaining
+    return metadata
+
+
+async def _partial_messages(view: core_pb2.ViewOptions, kvs: list[KeyValue], metadata: meta_pb2.ListMeta
+                            ) -> core_pb2.RawObject:
+    """A PartialObjectMetadataList's protobuf message (views.partial_message for each item), a slice at a time."""
+    views.check(view)
+    meta = metadata.SerializeToString(deterministic=True)
+    parts = [b"\x0a", wire.varint(len(meta)), meta]
+    for start in range(0, len(kvs), RENDER_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        parts.append(wire.repeated(wire.LIST_ITEMS, map(views.partial_message, kvs[start:start + RENDER_SLICE])))
+    return core_pb2.RawObject(encoding=core_pb2.ENCODING_PROTOBUF, data=b"".join(parts))
 
 
 async def _converted(

@@ -1,15 +1,18 @@
 """Server-side conversions of responses (Tables, PartialObjectMetadata), shared by get, list and watch.
 
-The converted documents are JSON whatever the request's encoding; kube-apiserver
-serves Tables only as JSON or YAML, and the gateway negotiates that.
+The converted documents are JSON whatever the request's encoding (kube-apiserver serves Tables only as
+JSON or YAML, and the gateway negotiates that), except a PartialObjectMetadataList asked in protobuf, as
+client-go's metadata informers ask: its items are the stored protobuf renderings' ObjectMeta, not transcoded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.machinery import errors
+from server.machinery import errors, stored
+from server.machinery.codec import transcode
 from server.machinery.values import Obj
 from server.objects import render
 from server.registry import printing
@@ -60,6 +63,16 @@ def many(
     if view.view == core_pb2.VIEW_PARTIAL_OBJECT_METADATA_LIST:
         return raw(printing.partial_object_metadata_list(rows, list_meta=list_meta, api_version=_version(view)))
     raise printing.partial_shape_error(resource, list_requested=False)
+
+
+def partial_message(kv: KeyValue) -> bytes:
+    """A meta.k8s.io PartialObjectMetadata's protobuf message for a stored value: its ObjectMeta as the kind's
+    protobuf rendering holds it, or transcoded from its JSON for a kind without one (a custom resource)."""
+    framed = stored.framed_metadata(kv.value, str(kv.mod_revision))
+    if framed is not None:
+        return framed
+    doc = printing.partial_object_metadata(render.load(kv.value), str(kv.mod_revision))
+    return transcode.decode(meta_pb2.PartialObjectMetadata, doc).message.SerializeToString(deterministic=True)
 
 
 class EventViews:

@@ -13,12 +13,13 @@ import pytest
 
 from tests.bench.quick import run_quick
 
-OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "crd", "crd-create",
-       "pods-list-json", "pods-list-protobuf", "watch")
+OPS = ("create", "get", "update", "merge-patch", "apply", "list-json", "list-protobuf", "list-metadata", "crd",
+       "crd-create", "pods-list-json", "pods-list-protobuf", "watch")
 IMPLS = ("capstan", "capstan-scaleout", "capstan-1gw-grpc", "kmock", "ceiling")
 METRICS = {"create": "creates_per_s", "get": "gets_per_s", "update": "updates_per_s",
            "merge-patch": "patches_per_s", "apply": "patches_per_s",
-           "list-json": "ms_per_list", "list-protobuf": "ms_per_list", "watch": "p99_ms",
+           "list-json": "ms_per_list", "list-protobuf": "ms_per_list", "list-metadata": "ms_per_list",
+           "watch": "p99_ms",
            "crd": "ms_until_served", "crd-create": "creates_per_s",
            "pods-list-json": "ms_per_list", "pods-list-protobuf": "ms_per_list"}
 JSON_ONLY = {"kmock", "ceiling"}
@@ -47,8 +48,8 @@ def test_every_op_reports_every_server() -> None:
         if line["impl"].startswith("capstan"):
             assert line["goal"] != "(ceiling)"
     na = {(line["op"], line["impl"]) for line in lines if "na" in line}
-    assert na == {(op, impl) for op in ("list-protobuf", "crd", "crd-create", "pods-list-json", "pods-list-protobuf")
-                  for impl in JSON_ONLY}
+    assert na == {(op, impl) for op in ("list-protobuf", "list-metadata", "crd", "crd-create", "pods-list-json",
+                                        "pods-list-protobuf") for impl in JSON_ONLY}
     scaleout = next(line for line in lines if (line["op"], line["impl"]) == ("get", "capstan-scaleout"))
     assert set(scaleout["cpu_us_per_req_by_process"]) == {"core", "gateway"}
     watches = [line for line in lines if line["op"] == "watch" and line["impl"] != "kmock"]

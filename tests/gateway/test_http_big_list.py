@@ -84,6 +84,7 @@ async def cache_answers(server: Server) -> None:
     ("?labelSelector=half%3Deven", TABLE),
     ("", POML),
     ("", POML_PROTOBUF),
+    ("?labelSelector=half%3Dodd", POML_PROTOBUF),
 ])
 async def test_paged_list_is_the_one_call_list(
     server: Server, monkeypatch: pytest.MonkeyPatch, query: str, accept: str

@@ -3,6 +3,7 @@ formats both ways, Tables, PartialObjectMetadata, pretty printing, and the 406 a
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -14,8 +15,11 @@ from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.api.meta.v1 import meta_pb2
 from gateway.codecs import protobuf as protobuf_codec
 from gateway.codecs.json import indent
+from server.machinery.codec import transcode
 from tests.gateway import kube
 from tests.gateway.conftest import Response, Server
+from tests.gateway.test_http_crds import WIDGETS, install
+from tests.server.kinds.test_events_across_versions import EVENTS_V1
 
 Obj = dict[str, Any]
 CM = "/api/v1/namespaces/default/configmaps"
@@ -315,6 +319,55 @@ async def test_partial_object_metadata(server: Server) -> None:
                                                                   dict(i.metadata.labels)) for i in listed.items]) == (
         "meta.k8s.io/v1", "PartialObjectMetadataList", str(server.revision()),
         [("a", created["metadata"]["uid"], {"x": "1"})])
+
+
+async def metadata_rich(server: Server) -> None:
+    """Objects whose metadata uses ObjectMeta's fields: a typed kind, one stored as another kind, a custom one."""
+    owner = await server.create(CM, {"metadata": {"name": "owner"}})
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"],
+                 "controller": True, "blockOwnerDeletion": True}
+    for i in range(3):
+        await server.create(CM, {"metadata": {
+            "generateName": "rich-", "labels": {"b": "2", "a": str(i)}, "annotations": {"note": "<&>", "z": ""},
+            "finalizers": ["example.com/keep"], "ownerReferences": [reference]}, "data": {"k": "v" * i}})
+    await server.create("/apis/events.k8s.io/v1/namespaces/default/events", EVENTS_V1)
+    await install(server)
+    await server.create(WIDGETS, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                  "metadata": {"name": "w", "labels": {"x": "1"}}, "spec": {"size": 2}})
+
+
+@pytest.mark.parametrize(("path", "query", "version"), [
+    (CM, "", "v1"),
+    (CM, "", "v1beta1"),
+    (CM, "?limit=2", "v1"),  # continue and remainingItemCount
+    (CM, "?resourceVersion=0", "v1"),  # the watch cache's answer
+    (CM, "?labelSelector=none%3D1", "v1"),  # no items
+    ("/api/v1/namespaces", "", "v1"),  # cluster-scoped
+    ("/apis/events.k8s.io/v1/namespaces/default/events", "", "v1"),  # stored as core/v1 Events
+    (WIDGETS, "", "v1"),  # a custom resource: no protobuf rendering to take ObjectMeta from
+])
+async def test_a_protobuf_metadata_list_is_the_json_one_transcoded(
+    server: Server, path: str, query: str, version: str
+) -> None:
+    """client-go's metadata informers list in protobuf: the message holds what the JSON document says, in the
+    bytes gogo's deterministic marshalling of that document gives."""
+    await metadata_rich(server)
+    accept = f"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v={version}"
+    for _ in range(50):  # both answers at one revision: controllers may write between them
+        proto = await server.request("GET", path + query, headers={"Accept": accept})
+        as_json = await server.request("GET", path + query, headers={"Accept": accept.replace(PROTOBUF, JSON)})
+        assert (proto.status, proto.content_type, as_json.status) == (200, PROTOBUF, 200), proto.body[:300]
+        api_version, kind, raw = protobuf_codec.decode_envelope(proto.body)
+        doc = as_json.json()
+        expected = transcode.decode(meta_pb2.PartialObjectMetadataList, doc).message
+        if raw == expected.SerializeToString(deterministic=True):
+            break
+        await asyncio.sleep(0.05)
+    assert (api_version, kind) == (f"meta.k8s.io/{version}", "PartialObjectMetadataList")
+    listed = meta_pb2.PartialObjectMetadataList.FromString(raw)
+    assert listed == expected
+    assert [i.metadata.name for i in listed.items] == [i["metadata"]["name"] for i in doc["items"] or []]
+    assert raw == expected.SerializeToString(deterministic=True)
 
 
 async def test_compact_json_ends_with_a_newline(server: Server) -> None:

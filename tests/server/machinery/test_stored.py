@@ -1,0 +1,55 @@
+"""A stored value renders its object with the resourceVersion spliced in, and PartialObjectMetadata from it.
+
+The expected bytes are the protobuf library's own: the message with resourceVersion set, serialized
+deterministically, and a meta.k8s.io PartialObjectMetadata holding that message's metadata.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import pytest
+
+from capstan.api.core.v1 import core_pb2 as core_v1
+from capstan.api.meta.v1 import meta_pb2
+from server.machinery import stored
+from tests.server.machinery.test_schema_render import CM, ENTRY, META, full
+
+Obj = dict[str, Any]
+
+
+def value_of(message: Any, obj: Obj) -> bytes:
+    """The stored value of `obj` (no resourceVersion), as a write packs it."""
+    body = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    return stored.pack(orjson.dumps(body), full(message, body))
+
+
+def with_version(obj: Obj, resource_version: str) -> Obj:
+    out = copy.deepcopy(obj)
+    out["metadata"]["resourceVersion"] = resource_version
+    return out
+
+
+@pytest.mark.parametrize(("message", "obj"), [
+    (core_v1.ConfigMap, CM),  # a name alone: ObjectMeta's head only
+    (core_v1.ConfigMap, {**CM, "metadata": {**META, "managedFields": [ENTRY]}}),  # fields before and after 6
+    (core_v1.ConfigMap, {"metadata": {"name": "x", "generation": 3}}),  # after 6 only, no other field
+    (core_v1.Namespace, {"metadata": {"name": "n", "labels": {"a": "b"}}, "spec": {"finalizers": ["kubernetes"]}}),
+])
+@pytest.mark.parametrize("resource_version", ["1", "123456789012"])
+def test_renderings_carry_the_resource_version(message: Any, obj: Obj, resource_version: str) -> None:
+    value = value_of(message, obj)
+    whole = full(message, with_version(obj, resource_version))
+    assert stored.render_proto(value, resource_version) == whole
+    partial = meta_pb2.PartialObjectMetadata()
+    partial.metadata.CopyFrom(message.FromString(whole).metadata)
+    assert stored.framed_metadata(value, resource_version) == partial.SerializeToString(deterministic=True)
+    rendered = orjson.loads(stored.render_json(value, resource_version))
+    assert rendered == with_version(obj, resource_version)
+
+
+def test_a_value_without_protobuf_has_no_framed_metadata() -> None:
+    value = stored.pack(orjson.dumps({"metadata": {"name": "w"}, "spec": {}}), b"")
+    assert stored.framed_metadata(value, "7") is None

@@ -9,6 +9,7 @@ Nothing here can hang: every process and every read has a deadline.
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import queue
@@ -29,7 +30,13 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client, config
+
+from capstan.cli import pki
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"capstan serving: HTTP (http://\S+) gRPC (\S+)")
@@ -188,6 +195,25 @@ def capstan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
         if code != 0:
             warnings.warn(f"capstan serve: exit code {code} (None: still running {STOP_TIMEOUT}s after SIGTERM, "
                           f"killed)\n{serving.log.rest()}", stacklevel=1)
+
+
+def client_certificate(certs: pki.CertDir, user: str, *groups: str) -> tuple[bytes, bytes]:
+    """(key, certificate) PEM of a client certificate for `user` (CN) in `groups` (O), signed by the cert dir's
+    CA, valid for an hour."""
+    ca_key: Any = serialization.load_pem_private_key(certs.ca_key.read_bytes(), password=None)
+    ca = x509.load_pem_x509_certificate(certs.ca_cert.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    subject = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups),
+                         x509.NameAttribute(NameOID.COMMON_NAME, user)])
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return (key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()),
+            cert.public_bytes(serialization.Encoding.PEM))
 
 
 def b64(text: str | bytes) -> str:

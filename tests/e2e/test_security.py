@@ -10,7 +10,6 @@ interface, and a request's identity is its own even when many share one connecti
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import os
 import re
@@ -28,17 +27,23 @@ import aiohttp
 import grpc
 import pytest
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes import client
 
 from capstan.cli import pki
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from gateway.transport.grpc import status_of
-from tests.e2e.conftest import ROOT, START_TIMEOUT, Kubectl, Obj, Ran, _Lines, bounded, write_kubeconfig
+from tests.e2e.conftest import (
+    ROOT,
+    START_TIMEOUT,
+    Kubectl,
+    Obj,
+    Ran,
+    _Lines,
+    bounded,
+    client_certificate,
+    write_kubeconfig,
+)
 
 SERVING = re.compile(r"capstan serving: HTTPS (https://\S+) gRPC (\S+) gRPC-mTLS (\S+)")
 BOT = "system:serviceaccount:team:bot"
@@ -126,23 +131,6 @@ class Secure:
     alice: tuple[bytes, bytes]  # (key, certificate) PEM: CN=alice, O=devs, signed by the cert dir's CA
 
 
-def _issue_user(certs: pki.CertDir, user: str, group: str) -> tuple[bytes, bytes]:
-    ca_key: Any = serialization.load_pem_private_key(certs.ca_key.read_bytes(), password=None)
-    ca = x509.load_pem_x509_certificate(certs.ca_cert.read_bytes())
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, group),
-                         x509.NameAttribute(NameOID.COMMON_NAME, user)])
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca.subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    return (key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()),
-            cert.public_bytes(serialization.Encoding.PEM))
-
-
 def _ok(ran: Ran) -> str:
     assert ran.code == 0, ran.err
     return ran.out
@@ -176,7 +164,7 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         _ok(admin("delete", "serviceaccount", "gone", "-n", "team", version="1.32"))
         certs = pki.CertDir(data / "pki")
         yield Secure(match[1], match[2], match[3], certs, admin, Kubectl(base / "bare.kubeconfig", base / "cache"),
-                     bot_token, gone_token, base / "audit.log", _issue_user(certs, "alice", "devs"))
+                     bot_token, gone_token, base / "audit.log", client_certificate(certs, "alice", "devs"))
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

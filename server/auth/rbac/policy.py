@@ -1,13 +1,12 @@
-"""kube-apiserver's bootstrap policy (bootstrappolicy/policy.go, as its testdata prints it for 1.28): the
-default ClusterRoles and ClusterRoleBindings, as data. Every object carries the label
-`kubernetes.io/bootstrapping: rbac-defaults` and the annotation `rbac.authorization.kubernetes.io/autoupdate:
-"true"`; reconcile.py writes them at start.
+"""kube-apiserver's bootstrap policy (bootstrappolicy/policy.go and namespace_policy.go, as kube-apiserver 1.28
+writes it): the default ClusterRoles and ClusterRoleBindings, and the Roles and RoleBindings of kube-system and
+kube-public, as data. Every object carries the label `kubernetes.io/bootstrapping: rbac-defaults` and the
+annotation `rbac.authorization.kubernetes.io/autoupdate: "true"`; reconcile.py writes them at start, with the
+controllers' roles (controllerpolicy.py).
 
-The controller roles (system:controller:*) and the namespaced bootstrap roles (kube-system, kube-public)
-belong to controllers and components Capstan does not run, and are not part of it, with one exception:
-kube-system's `extension-apiserver-authentication-reader`, through which an extension API server reads the
-`extension-apiserver-authentication` ConfigMap (what it needs to trust the aggregator's front-proxy headers);
-every extension API server's installation binds its ServiceAccount to it.
+The namespaced ones are for the components beside an API server: kube-controller-manager's and kube-scheduler's
+leader locks and their reading of the `extension-apiserver-authentication` ConfigMap (an extension API server's
+installation binds its ServiceAccount to that reader role too), and the bootstrap-token controllers'.
 """
 
 from __future__ import annotations
@@ -236,7 +235,8 @@ CLUSTER_ROLES: list[Obj] = [
     ]),
     cluster_role("system:public-info-viewer", [urls("get", "/healthz /livez /readyz /version /version/")]),
     cluster_role("system:service-account-issuer-discovery", [
-        urls("get", "/.well-known/openid-configuration /openid/v1/jwks")]),
+        urls("get", "/.well-known/openid-configuration /.well-known/openid-configuration/ /openid/v1/jwks "
+                    "/openid/v1/jwks/")]),
     cluster_role("system:volume-scheduler", [
         rule("get list patch update watch", CORE, "persistentvolumes"),
         rule(READ, ("storage.k8s.io",), "storageclasses"),
@@ -252,9 +252,58 @@ def namespaced_role(namespace: str, name: str, rules: list[Obj]) -> Obj:
             "rules": rules}
 
 
+def namespaced_binding(namespace: str, name: str, subjects: list[tuple[str, str]], role: str = "") -> Obj:
+    """A RoleBinding to the Role `role` (default: `name`) of its namespace; subjects as cluster_binding's."""
+    binding = cluster_binding(name, subjects, role)
+    binding["kind"] = "RoleBinding"
+    binding["metadata"]["namespace"] = namespace
+    binding["roleRef"]["kind"] = "Role"
+    return binding
+
+
+def _leader_locking(holder: str) -> list[Obj]:
+    return [rule("watch", CORE, "configmaps"), rule("get update", CORE, "configmaps", (holder,))]
+
+
+KUBE_SYSTEM, KUBE_PUBLIC = "kube-system", "kube-public"
+CONTROLLER_MANAGER, SCHEDULER = "system:kube-controller-manager", "system:kube-scheduler"
+
 ROLES: list[Obj] = [
-    namespaced_role("kube-system", "extension-apiserver-authentication-reader",
+    namespaced_role(KUBE_PUBLIC, "system:controller:bootstrap-signer", [
+        rule(READ, CORE, "configmaps"),
+        rule("update", CORE, "configmaps", ("cluster-info",)),
+        rule("create patch update", EVENTS, "events"),
+    ]),
+    namespaced_role(KUBE_SYSTEM, "extension-apiserver-authentication-reader",
                     [rule(READ, CORE, "configmaps", ("extension-apiserver-authentication",))]),
+    namespaced_role(KUBE_SYSTEM, "system::leader-locking-kube-controller-manager",
+                    _leader_locking("kube-controller-manager")),
+    namespaced_role(KUBE_SYSTEM, "system::leader-locking-kube-scheduler", _leader_locking("kube-scheduler")),
+    namespaced_role(KUBE_SYSTEM, "system:controller:bootstrap-signer", [rule(READ, CORE, "secrets")]),
+    namespaced_role(KUBE_SYSTEM, "system:controller:cloud-provider",
+                    [rule("create get list watch", CORE, "configmaps")]),
+    namespaced_role(KUBE_SYSTEM, "system:controller:token-cleaner", [
+        rule("delete get list watch", CORE, "secrets"),
+        rule("create patch update", EVENTS, "events"),
+    ]),
+]
+
+ROLE_BINDINGS: list[Obj] = [
+    namespaced_binding(KUBE_PUBLIC, "system:controller:bootstrap-signer",
+                       [("ServiceAccount", "kube-system/bootstrap-signer")]),
+    namespaced_binding(KUBE_SYSTEM, "system::extension-apiserver-authentication-reader",
+                       [("User", CONTROLLER_MANAGER), ("User", SCHEDULER)],
+                       role="extension-apiserver-authentication-reader"),
+    namespaced_binding(KUBE_SYSTEM, "system::leader-locking-kube-controller-manager",
+                       [("User", CONTROLLER_MANAGER), ("ServiceAccount", "kube-system/kube-controller-manager")]),
+    namespaced_binding(KUBE_SYSTEM, "system::leader-locking-kube-scheduler",
+                       [("User", SCHEDULER), ("ServiceAccount", "kube-system/kube-scheduler")]),
+    namespaced_binding(KUBE_SYSTEM, "system:controller:bootstrap-signer",
+                       [("ServiceAccount", "kube-system/bootstrap-signer")]),
+    namespaced_binding(KUBE_SYSTEM, "system:controller:cloud-provider",
+                       [("ServiceAccount", "kube-system/cloud-provider")]),
+    namespaced_binding(KUBE_SYSTEM, "system:controller:token-cleaner",
+                       [("ServiceAccount", "kube-system/token-cleaner")]),
 ]
 
 

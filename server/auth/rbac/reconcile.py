@@ -18,8 +18,9 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.auth.rbac.controllerpolicy import CONTROLLER_ROLE_BINDINGS, CONTROLLER_ROLES
 from server.auth.rbac.covers import uncovered
-from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP, ROLES
+from server.auth.rbac.policy import AUTOUPDATE, CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP, ROLE_BINDINGS, ROLES
 from server.auth.rbac.rules import rules_of
 from server.machinery import errors
 from server.machinery.concurrently import each
@@ -116,9 +117,13 @@ async def _reconcile(core: Core, resource: str, expected: Obj) -> None:
 
 
 async def reconcile(core: Core) -> None:
-    """Every bootstrap ClusterRole and Role, then every bootstrap ClusterRoleBinding. The objects of one kind are
-    reconciled concurrently, so a first start's ~100 creates share a few commits (and their fsyncs) instead of
-    waiting for one each."""
-    await each(_reconcile(core, "clusterroles", role) for role in CLUSTER_ROLES)
-    await each(_reconcile(core, "roles", role) for role in ROLES)
-    await each(_reconcile(core, "clusterrolebindings", binding) for binding in CLUSTER_ROLE_BINDINGS)
+    """Every bootstrap ClusterRole, Role, ClusterRoleBinding and RoleBinding, all concurrently: a first start's
+    ~150 creates share a few commits (and their fsyncs) instead of waiting for one each. A binding may be
+    written before its role, as kube allows any binding to name a role that does not exist yet."""
+    await each((
+        *(_reconcile(core, "clusterroles", role) for role in (*CLUSTER_ROLES, *CONTROLLER_ROLES)),
+        *(_reconcile(core, "roles", role) for role in ROLES),
+        *(_reconcile(core, "clusterrolebindings", binding) for binding in (*CLUSTER_ROLE_BINDINGS,
+                                                                            *CONTROLLER_ROLE_BINDINGS)),
+        *(_reconcile(core, "rolebindings", binding) for binding in ROLE_BINDINGS),
+    ))

@@ -86,6 +86,58 @@ async def test_bootstrap_bindings(core: Core, rbac: RunningRbac, name: str, subj
     assert got["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"] == "true"
 
 
+def _controller(name: str) -> UserInfo:
+    """A kube-controller-manager controller as `--use-service-account-credentials` runs it."""
+    return UserInfo(f"system:serviceaccount:kube-system:{name}",
+                    groups=("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"))
+
+
+SCHEDULER = UserInfo("system:kube-scheduler", groups=("system:authenticated",))
+CONTROLLER_MANAGER = UserInfo("system:kube-controller-manager", groups=("system:authenticated",))
+
+
+# What kube-controller-manager's controllers and kube-scheduler may do, and may not, under the bootstrap policy.
+@pytest.mark.parametrize(("who", "verb", "group", "resource", "namespace", "name", "allowed"), [
+    (_controller("generic-garbage-collector"), "delete", "apps", "replicasets", "default", "", True),
+    (_controller("generic-garbage-collector"), "list", "example.com", "widgets", "", "", True),
+    (_controller("namespace-controller"), "deletecollection", "", "pods", "team", "", True),
+    (_controller("namespace-controller"), "create", "", "pods", "team", "", False),
+    (_controller("deployment-controller"), "create", "apps", "replicasets", "default", "", True),
+    (_controller("deployment-controller"), "get", "", "secrets", "default", "", False),
+    (_controller("replicaset-controller"), "create", "", "pods", "default", "", True),
+    (_controller("job-controller"), "update", "batch", "jobs/status", "default", "", True),
+    (_controller("statefulset-controller"), "create", "", "persistentvolumeclaims", "default", "", True),
+    (_controller("endpointslice-controller"), "create", "discovery.k8s.io", "endpointslices", "default", "", True),
+    (_controller("service-account-controller"), "create", "", "serviceaccounts", "default", "", True),
+    (_controller("root-ca-cert-publisher"), "create", "", "configmaps", "default", "", True),
+    (_controller("clusterrole-aggregation-controller"), "patch", "rbac.authorization.k8s.io", "clusterroles", "",
+     "admin", True),
+    (_controller("certificate-controller"), "sign", "certificates.k8s.io", "signers", "",
+     "kubernetes.io/kube-apiserver-client", True),
+    (_controller("node-controller"), "delete", "", "pods", "default", "", True),
+    (_controller("bootstrap-signer"), "update", "", "configmaps", "kube-public", "cluster-info", True),
+    (_controller("bootstrap-signer"), "update", "", "configmaps", "kube-public", "other", False),
+    (_controller("token-cleaner"), "delete", "", "secrets", "kube-system", "bootstrap-token-abc", True),
+    (_controller("token-cleaner"), "delete", "", "secrets", "default", "bootstrap-token-abc", False),
+    (_controller("unknown-controller"), "list", "", "pods", "", "", False),
+    (CONTROLLER_MANAGER, "get", "", "configmaps", "kube-system", "extension-apiserver-authentication", True),
+    (CONTROLLER_MANAGER, "update", "", "configmaps", "kube-system", "kube-controller-manager", True),
+    (CONTROLLER_MANAGER, "create", "", "serviceaccounts/token", "kube-system", "deployment-controller", True),
+    (SCHEDULER, "get", "", "configmaps", "kube-system", "extension-apiserver-authentication", True),
+    (SCHEDULER, "update", "coordination.k8s.io", "leases", "kube-system", "kube-scheduler", True),
+    (SCHEDULER, "create", "", "pods/binding", "default", "", True),
+    (SCHEDULER, "update", "", "configmaps", "kube-system", "kube-controller-manager", False),
+])
+async def test_kube_components_are_allowed_what_kube_allows_them(
+    core: Core, rbac: RunningRbac, who: UserInfo, verb: str, group: str, resource: str, namespace: str, name: str,
+    allowed: bool,
+) -> None:
+    resource, _, subresource = resource.partition("/")
+    attributes = Attributes(who, verb, api_group=group, resource=resource, subresource=subresource,
+                            namespace=namespace, name=name)
+    assert (rbac.authorize(attributes)[0] is Decision.ALLOW) is allowed
+
+
 def _has(rules: list[Obj], group: str, resource: str, verb: str) -> bool:
     return any(group in r.get("apiGroups", []) and resource in r.get("resources", []) and verb in r["verbs"]
                for r in rules)

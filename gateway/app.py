@@ -26,7 +26,7 @@ from gateway.console import routes as console
 from gateway.faults import FAULTS_KEY
 from gateway.handlers import aggregated, delete, discovery, issuer, openapi, read, respond, watch, write
 from gateway.handlers.context import Gateway, served_as
-from gateway.handlers.request import MAX_BODY, Call, output, query_of
+from gateway.handlers.request import MAX_BODY, Call, output, query_of, status_output
 from gateway.parking import ParkingLot
 from server.machinery.aggregation import ClientContexts, ProxyClientCertificate
 from server.machinery.apimetrics import RequestMetrics
@@ -74,7 +74,7 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
             return await _injected(rule, call, http)
         return _deprecated(resource, await _verb(access.caller_client(gateway.client, http), call, http))
     except CoreError as err:
-        return _deprecated(resource, respond.status(out, err.status))
+        return _deprecated(resource, respond.status(status_output(http, resource, out), err.status))
     except negotiation.NegotiationError as err:
         return respond.status(None, failure(err.code, err.reason, err.message))
 

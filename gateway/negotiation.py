@@ -219,6 +219,18 @@ def negotiate_output(accept: str | None, *, protobuf: bool, stream: bool = False
     return Output(_CODEC_OF[media], media, content_type, conversion, pretty, stream)
 
 
+def negotiate_status(accept: str | None, *, protobuf: bool) -> Output | None:
+    """How an error answers a resource endpoint: kube-apiserver writes its Status through
+    DefaultEndpointRestrictions (ErrorNegotiated), which allow no conversion and no ``sv``, so only the
+    Accept's plain clauses count (``application/json`` after a metadata client's protobuf conversions);
+    None when none is acceptable, and kube writes indented JSON then (WriteRawJSON)."""
+    found = _negotiate(accept, lambda media, conversion: conversion is None and (protobuf or media != PROTOBUF), None)
+    if found is None:
+        return None
+    media, _, pretty = found
+    return Output(_CODEC_OF[media], media, media, None, pretty)
+
+
 def negotiate_discovery(accept: str | None) -> Output:
     """Negotiation for /api and /apis, where a clause asking for aggregated discovery
     (``as=APIGroupDiscoveryList;g=apidiscovery.k8s.io;v=v2`` or ``v2beta1``) wins if any does, and

@@ -66,7 +66,7 @@ async def delete(client: CoreClient, call: Call, http: web.Request) -> web.Respo
     call.admit()
     options = params.delete_options(call.query, await _body_options(http))
     deleted = await call.within_deadline(client.delete(core_pb2.DeleteRequest(
-        path=call.path, options=options, accept=respond.core_accept(call.out))))
+        path=call.path, options=options, accept=respond.core_accept(call.out), view=call.view())))
     if deleted.HasField("status"):
         return respond.status(call.out, deleted.status)
     return respond.document(call.out, deleted.object, api_version=call.api_version, kind=call.resource.kind)
@@ -77,7 +77,8 @@ async def delete_collection(client: CoreClient, call: Call, http: web.Request) -
     list_options = params.list_options(call.query)
     options = params.delete_options(call.query, await _body_options(http))
     deleted = await call.within_deadline(client.delete_collection(core_pb2.DeleteCollectionRequest(
-        path=call.path, list_options=list_options, delete_options=options, accept=respond.core_accept(call.out))))
+        path=call.path, list_options=list_options, delete_options=options, accept=respond.core_accept(call.out),
+        view=call.view())))
     return respond.list_document(call.out, deleted.deleted)
 
 

@@ -119,6 +119,19 @@ def output(request: web.Request, resource: core_pb2.Resource, *, stream: bool = 
     return out
 
 
+def status_output(request: web.Request, resource: core_pb2.Resource | None, out: Output | None) -> Output | None:
+    """How an error Status answers the request whose answer was negotiated as `out`: as `out` unless that is a
+    conversion (negotiation.negotiate_status), indented JSON when the Accept offers nothing else."""
+    if out is None or out.conversion is None or resource is None:
+        return out
+    found = negotiation.negotiate_status(request.headers.get("Accept"), protobuf=bool(resource.proto_message))
+    if found is None:
+        return Output(CodecName.JSON, negotiation.JSON, negotiation.JSON, pretty=True)
+    if found.pretty or not negotiation.wants_pretty(request.query.get("pretty"), request.headers.get("User-Agent")):
+        return found
+    return Output(found.codec, found.media_type, found.content_type, None, True)
+
+
 async def body(request: web.Request, resource: core_pb2.Resource) -> core_pb2.RawObject:
     """The request body as the core takes it: JSON or YAML bytes, or the kind's protobuf message bytes.
     As in kube-apiserver's create and update handlers, the Content-Type is checked (415) before the

@@ -18,7 +18,7 @@ async def create(client: CoreClient, call: Call, http: web.Request) -> web.Respo
     raw = await req.body(http, call.resource)
     options = params.create_options(call.query, http.headers.get("User-Agent", ""))
     created = await call.within_deadline(client.create(core_pb2.CreateRequest(
-        path=call.path, object=raw, options=options, accept=respond.core_accept(call.out))))
+        path=call.path, object=raw, options=options, accept=respond.core_accept(call.out), view=call.view())))
     return respond.document(call.out, created.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201, warnings=list(created.warnings))
 
@@ -28,7 +28,7 @@ async def update(client: CoreClient, call: Call, http: web.Request) -> web.Respo
     raw = await req.body(http, call.resource)
     options = params.update_options(call.query, http.headers.get("User-Agent", ""))
     updated = await call.within_deadline(client.update(core_pb2.UpdateRequest(
-        path=call.path, object=raw, options=options, accept=respond.core_accept(call.out))))
+        path=call.path, object=raw, options=options, accept=respond.core_accept(call.out), view=call.view())))
     return respond.document(call.out, updated.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201 if updated.created else 200,
                             warnings=list(updated.warnings))
@@ -53,6 +53,6 @@ async def patch(client: CoreClient, call: Call, http: web.Request) -> web.Respon
                                    apply=media.patch_type is PatchType.APPLY_PATCH)
     patched = await call.within_deadline(client.patch(core_pb2.PatchRequest(
         path=call.path, type=_PATCH_TYPES[media.patch_type], patch=data, options=options,
-        accept=respond.core_accept(call.out))))
+        accept=respond.core_accept(call.out), view=call.view())))
     return respond.document(call.out, patched.object, api_version=call.api_version, kind=call.resource.kind,
                             status=201 if patched.created else 200, warnings=list(patched.warnings))

@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.objects import create, delete, deletecollection, get, health, list, patch, update, watch
+from server.machinery import errors
+from server.objects import create, delete, deletecollection, get, health, list, patch, update, views, watch
 from server.objects.context import Context
 from server.objects.descriptors import Descriptors
+from server.objects.resolve import resolve
 from server.objects.watchcache import DISABLED, CacheConfig, WatchCaches
 from server.registry import discovery
 from server.registry.resources import Registry
@@ -47,7 +49,12 @@ class Core:
         return self.context.registry
 
     async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
-        return await create.create(self.context, request)
+        made = views.plain(request)
+        if made is None:
+            return await create.create(self.context, request)
+        created = await create.create(self.context, made)
+        created.object.CopyFrom(self._answer(request, created.object))
+        return created
 
     async def get(self, request: core_pb2.GetRequest) -> core_pb2.GetResponse:
         return await get.get(self.context, request)
@@ -56,18 +63,49 @@ class Core:
         return await list.list_(self.context, request)
 
     async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
-        return await update.update(self.context, request)
+        made = views.plain(request)
+        if made is None:
+            return await update.update(self.context, request)
+        updated = await update.update(self.context, made)
+        updated.object.CopyFrom(self._answer(request, updated.object))
+        return updated
 
     async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
-        return await patch.patch(self.context, request)
+        made = views.plain(request)
+        if made is None:
+            return await patch.patch(self.context, request)
+        patched = await patch.patch(self.context, made)
+        patched.object.CopyFrom(self._answer(request, patched.object))
+        return patched
 
     async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
-        return await delete.delete(self.context, request)
+        made = views.plain(request)
+        if made is None:
+            return await delete.delete(self.context, request)
+        deleted = await delete.delete(self.context, made)
+        if deleted.HasField("object"):
+            deleted.object.CopyFrom(self._answer(request, deleted.object))
+        return deleted
 
     async def delete_collection(
         self, request: core_pb2.DeleteCollectionRequest
     ) -> core_pb2.DeleteCollectionResponse:
-        return await deletecollection.delete_collection(self.context, request)
+        made = views.plain(request)
+        if made is None:
+            return await deletecollection.delete_collection(self.context, request)
+        deleted = await deletecollection.delete_collection(self.context, made)
+        resource = resolve(self.context.registry, request.path, "deletecollection")
+        converted = views.answer_list(resource, request.view, deleted.deleted)
+        return core_pb2.DeleteCollectionResponse(deleted=core_pb2.ListResponse(
+            converted=converted, encoding=converted.encoding, metadata=deleted.deleted.metadata))
+
+    def _answer(self, request: core_pb2.CreateRequest | core_pb2.UpdateRequest | core_pb2.PatchRequest
+                | core_pb2.DeleteRequest, answered: core_pb2.RawObject) -> core_pb2.RawObject:
+        """A write's answer converted as its request's view asks (views.answer), the write made."""
+        resource = self.context.registry.get(request.path.group, request.path.version, request.path.resource)
+        if resource is None:  # its CRD deleted since the write: the object's own columns are gone with it
+            raise errors.resource_not_found()
+        return views.answer(resource, request.view, answered)
 
     def watch(self, request: core_pb2.WatchRequest) -> AsyncIterator[core_pb2.WatchResponse]:
         return watch.watch(self.context, request)

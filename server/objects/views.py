@@ -1,4 +1,8 @@
-"""Server-side conversions of responses (Tables, PartialObjectMetadata), shared by get, list and watch.
+"""Server-side conversions of responses (Tables, PartialObjectMetadata), shared by get, list, watch and the writes.
+
+A write's answer is converted as kube's transformResponseObject converts it, after the write: the object
+(create, update, patch, a delete that answers it) to a one-row Table or PartialObjectMetadata, the objects a
+deletecollection removed to a Table or PartialObjectMetadataList; a Success Status never.
 
 The converted documents are JSON whatever the request's encoding (kube-apiserver serves Tables only as
 JSON or YAML, and the gateway negotiates that), except a PartialObjectMetadataList asked in protobuf, as
@@ -7,7 +11,11 @@ client-go's metadata informers ask: its items are the stored protobuf renderings
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+from typing import TypeVar
+
+import orjson
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
@@ -18,9 +26,12 @@ from server.objects import render
 from server.registry import printing
 from server.registry.printing.table import API_VERSIONS
 from server.registry.resources import Resource
+from server.registry.strategy import DEFAULT
 from storage import KeyValue
 
 JSON = core_pb2.ENCODING_JSON
+Write = TypeVar("Write", core_pb2.CreateRequest, core_pb2.UpdateRequest, core_pb2.PatchRequest,
+                core_pb2.DeleteRequest, core_pb2.DeleteCollectionRequest)
 
 
 def _version(view: core_pb2.ViewOptions) -> str:
@@ -73,6 +84,59 @@ def partial_message(kv: KeyValue) -> bytes:
         return framed
     doc = printing.partial_object_metadata(render.load(kv.value), str(kv.mod_revision))
     return transcode.decode(meta_pb2.PartialObjectMetadata, doc).message.SerializeToString(deterministic=True)
+
+
+def plain(request: Write) -> Write | None:
+    """The write to make for a request with a view: the same, its answer asked as JSON (what the conversion
+    reads) and without the view; None for a request without one. A view no conversion offers is refused first."""
+    if request.view.view == core_pb2.VIEW_UNSPECIFIED:
+        return None
+    check(request.view)
+    made = type(request)()
+    made.CopyFrom(request)
+    made.accept = JSON
+    made.ClearField("view")
+    return made
+
+
+def answer(resource: Resource, view: core_pb2.ViewOptions, answered: core_pb2.RawObject) -> core_pb2.RawObject:
+    """A write's answer, the object as JSON, converted as `view` asks."""
+    include = check(view)
+    obj = orjson.loads(answered.data)
+    rv = str(((obj.get("metadata") or {}).get("resourceVersion")) or "")
+    if view.view == core_pb2.VIEW_TABLE:
+        return raw(printing.object_table(_of_kind(resource, obj), obj, rv, include_object=include,
+                                         api_version=_version(view)))
+    if view.view == core_pb2.VIEW_PARTIAL_OBJECT_METADATA:
+        return raw(printing.partial_object_metadata(obj, rv, api_version=_version(view)))
+    raise printing.partial_shape_error(_of_kind(resource, obj), list_requested=True)
+
+
+def answer_list(resource: Resource, view: core_pb2.ViewOptions, listed: core_pb2.ListResponse) -> core_pb2.RawObject:
+    """The objects a deletecollection answered (JSON items), converted as `view` asks."""
+    include = check(view)
+    rows = []
+    for item in listed.items:
+        obj = orjson.loads(item)
+        rows.append((obj, str(((obj.get("metadata") or {}).get("resourceVersion")) or "")))
+    list_meta = {"resourceVersion": listed.metadata.resourceVersion}
+    if view.view == core_pb2.VIEW_TABLE:
+        return raw(printing.table(resource, rows, list_meta=list_meta, include_object=include,
+                                  api_version=_version(view)))
+    if view.view == core_pb2.VIEW_PARTIAL_OBJECT_METADATA_LIST:
+        return raw(printing.partial_object_metadata_list(rows, list_meta=list_meta, api_version=_version(view)))
+    raise printing.partial_shape_error(resource, list_requested=False)
+
+
+def _of_kind(resource: Resource, obj: Obj) -> Resource:
+    """The resource whose Table an answered object takes: its own, or for a subresource answering another kind
+    (a Scale, a TokenRequest) the default columns under that kind, as kube's default table convertor."""
+    kind = obj.get("kind")
+    if kind == resource.kind or not isinstance(kind, str) or not kind:
+        return resource
+    group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
+    return dataclasses.replace(resource, group=group, version=version, kind=kind,
+                               resource=kind.lower(), strategy=DEFAULT)
 
 
 class EventViews:

@@ -370,6 +370,121 @@ async def test_a_protobuf_metadata_list_is_the_json_one_transcoded(
     assert raw == expected.SerializeToString(deterministic=True)
 
 
+POM = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+POML = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+ONE_ROW_TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"
+METADATA_CLIENT = f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,{POM},{JSON}"  # client-go's
+NOT_A_LIST = "you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)"
+A_LIST = "you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)"
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+async def _write(server: Server, verb: str, accept: str) -> Response:
+    """The write `verb` of ConfigMap `w` (created first unless the verb creates it), answered as `accept` asks."""
+    body = {"metadata": {"name": "w", "finalizers": ["example.com/keep"] if verb == "delete" else []},
+            "data": {"k": "v"}}
+    if verb != "create":
+        await server.create(CM, body)
+    headers = {"Accept": accept}
+    if verb == "create":
+        return await server.request("POST", CM, json=body, headers=headers)
+    if verb == "update":
+        current = (await server.request("GET", f"{CM}/w")).json()
+        return await server.request("PUT", f"{CM}/w", json={**current, "data": {"k": "u"}}, headers=headers)
+    if verb == "patch":
+        return await server.request("PATCH", f"{CM}/w", body=b'{"data":{"k":"p"}}', headers={**headers, **MERGE})
+    return await server.request("DELETE", f"{CM}/w", headers=headers)  # its finalizer keeps it: the answer is it
+
+
+@pytest.mark.parametrize("verb", ["create", "update", "patch", "delete"])
+@pytest.mark.parametrize(("accept", "status"), [(POM, 0), (ONE_ROW_TABLE, 0), (POML, 406)])
+async def test_a_write_answers_converted_as_kube_converts_it(server: Server, verb: str, accept: str,
+                                                             status: int) -> None:
+    """transformResponseObject: a write's answer is converted after the write; a view the object cannot take is
+    406 with the write made."""
+    resp = await _write(server, verb, accept)
+    stored = (await server.request("GET", f"{CM}/w")).json()
+    assert stored["data"]["k"] == {"create": "v", "update": "u", "patch": "p", "delete": "v"}[verb]
+    if status:
+        assert (resp.status, resp.json()["reason"], resp.json()["message"]) == (status, "NotAcceptable", NOT_A_LIST)
+        return
+    assert (resp.status, resp.content_type) == (201 if verb == "create" else 200, JSON)
+    got = resp.json()
+    if accept == POM:
+        assert got == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": stored["metadata"]}
+    else:
+        assert (got["kind"], got["metadata"], [r["cells"][0] for r in got["rows"]]) == (
+            "Table", {"resourceVersion": stored["metadata"]["resourceVersion"]}, ["w"])
+        assert [c["name"] for c in got["columnDefinitions"]] == ["Name", "Data", "Age"]
+        assert got["rows"][0]["object"]["metadata"] == stored["metadata"]
+
+
+async def test_a_delete_answering_a_status_is_not_converted(server: Server) -> None:
+    await server.create(CM, {"metadata": {"name": "gone"}})
+    resp = await server.request("DELETE", f"{CM}/gone", headers={"Accept": POM})
+    assert (resp.status, resp.json()["kind"], resp.json()["status"]) == (200, "Status", "Success")
+
+
+@pytest.mark.parametrize(("accept", "kind"), [
+    (POML, "PartialObjectMetadataList"), (ONE_ROW_TABLE, "Table"), (POM, ""),
+])
+async def test_a_deleted_collection_answers_converted(server: Server, accept: str, kind: str) -> None:
+    for name in ("a", "b"):
+        await server.create(CM, {"metadata": {"name": name, "labels": {"set": "x"}}})
+    resp = await server.request("DELETE", f"{CM}?labelSelector=set%3Dx", headers={"Accept": accept})
+    assert (await server.request("GET", f"{CM}?labelSelector=set%3Dx")).json()["items"] == []  # deleted either way
+    if not kind:
+        assert (resp.status, resp.json()["message"]) == (406, A_LIST)
+        return
+    got = resp.json()
+    assert (resp.status, got["kind"]) == (200, kind)
+    names = [i["metadata"]["name"] for i in got["items"]] if kind != "Table" else [r["cells"][0] for r in got["rows"]]
+    assert names == ["a", "b"]
+    empty = (await server.request("DELETE", f"{CM}?labelSelector=set%3Dnone", headers={"Accept": accept})).json()
+    assert empty[{"Table": "rows", "PartialObjectMetadataList": "items"}[kind]] in (None, [])
+
+
+async def test_a_scale_write_answers_the_scale_table(server: Server) -> None:
+    deployment = {"metadata": {"name": "d"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                  "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c",
+                                                                                           "image": "i"}]}}}}
+    await server.create("/apis/apps/v1/namespaces/default/deployments", deployment)
+    resp = await server.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/d/scale",
+                                body=b'{"spec":{"replicas":2}}', headers={"Accept": ONE_ROW_TABLE, **MERGE})
+    got = resp.json()
+    assert (resp.status, [c["name"] for c in got["columnDefinitions"]], got["rows"][0]["cells"][:3]) == (
+        200, ["Name", "Desired", "Available", "Age"], ["d", 2, 0])
+
+
+async def test_the_metadata_clients_patch_answers_partial_object_metadata_in_protobuf(server: Server) -> None:
+    """client-go's metadata client (the garbage collector's) patches finalizers and decodes the answer as
+    PartialObjectMetadata; it cannot decode the object itself."""
+    created = await server.create(CM, {"metadata": {"name": "m", "finalizers": ["example.com/a"]}})
+    resp = await server.request("PATCH", f"{CM}/m", body=b'{"metadata":{"finalizers":null}}',
+                                headers={"Accept": METADATA_CLIENT, **MERGE})
+    assert (resp.status, resp.content_type) == (200, PROTOBUF)
+    api_version, kind, raw = protobuf_codec.decode_envelope(resp.body)
+    partial = meta_pb2.PartialObjectMetadata.FromString(raw)
+    assert (api_version, kind, partial.metadata.uid, list(partial.metadata.finalizers)) == (
+        "meta.k8s.io/v1", "PartialObjectMetadata", created["metadata"]["uid"], [])
+
+
+@pytest.mark.parametrize(("accept", "content_type", "indented"), [
+    (METADATA_CLIENT, JSON, False),  # the Accept's one plain clause: JSON, not the conversion's protobuf
+    (POM, JSON, True),  # no plain clause: kube's WriteRawJSON
+    (f"{ONE_ROW_TABLE},{YAML}", YAML, False),
+    (f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,{PROTOBUF}", PROTOBUF, False),
+])
+async def test_an_error_answers_in_the_accepts_plain_clauses(server: Server, accept: str, content_type: str,
+                                                             indented: bool) -> None:
+    """kube writes an error's Status through DefaultEndpointRestrictions: the Accept's conversions do not count."""
+    resp = await server.request("PATCH", f"{CM}/missing", body=b"{}", headers={"Accept": accept, **MERGE})
+    assert (resp.status, resp.content_type) == (404, content_type)
+    if content_type == JSON:
+        assert resp.body.startswith(b'{\n  "kind": "Status"') is indented
+        assert resp.json()["reason"] == "NotFound"
+
+
 async def test_compact_json_ends_with_a_newline(server: Server) -> None:
     resp = await server.request("GET", "/api/v1/namespaces/default")
     assert (resp.status, resp.body[-2:]) == (200, b"}\n")

@@ -82,16 +82,18 @@ class ViewOptions(_message.Message):
     def __init__(self, view: _Optional[_Union[View, str]] = ..., api_version: _Optional[str] = ..., include_object: _Optional[str] = ...) -> None: ...
 
 class CreateRequest(_message.Message):
-    __slots__ = ("path", "object", "options", "accept")
+    __slots__ = ("path", "object", "options", "accept", "view")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     object: RawObject
     options: _meta_pb2.CreateOptions
     accept: Encoding
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., object: _Optional[_Union[RawObject, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.CreateOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    view: ViewOptions
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., object: _Optional[_Union[RawObject, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.CreateOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class CreateResponse(_message.Message):
     __slots__ = ("object", "warnings")
@@ -162,16 +164,18 @@ class ListResponse(_message.Message):
     def __init__(self, metadata: _Optional[_Union[_meta_pb2.ListMeta, _Mapping]] = ..., encoding: _Optional[_Union[Encoding, str]] = ..., items: _Optional[_Iterable[bytes]] = ..., kind: _Optional[str] = ..., api_version: _Optional[str] = ..., converted: _Optional[_Union[RawObject, _Mapping]] = ..., json_items: _Optional[_Iterable[str]] = ..., items_joined: bool = ...) -> None: ...
 
 class UpdateRequest(_message.Message):
-    __slots__ = ("path", "object", "options", "accept")
+    __slots__ = ("path", "object", "options", "accept", "view")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     object: RawObject
     options: _meta_pb2.UpdateOptions
     accept: Encoding
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., object: _Optional[_Union[RawObject, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.UpdateOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    view: ViewOptions
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., object: _Optional[_Union[RawObject, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.UpdateOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class UpdateResponse(_message.Message):
     __slots__ = ("object", "warnings", "created")
@@ -184,20 +188,22 @@ class UpdateResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: bool = ...) -> None: ...
 
 class PatchRequest(_message.Message):
-    __slots__ = ("path", "type", "patch", "options", "accept", "patch_text")
+    __slots__ = ("path", "type", "patch", "options", "accept", "patch_text", "view")
     PATH_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     PATCH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
     PATCH_TEXT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     type: PatchType
     patch: bytes
     options: _meta_pb2.PatchOptions
     accept: Encoding
     patch_text: str
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., type: _Optional[_Union[PatchType, str]] = ..., patch: _Optional[bytes] = ..., options: _Optional[_Union[_meta_pb2.PatchOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., patch_text: _Optional[str] = ...) -> None: ...
+    view: ViewOptions
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., type: _Optional[_Union[PatchType, str]] = ..., patch: _Optional[bytes] = ..., options: _Optional[_Union[_meta_pb2.PatchOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., patch_text: _Optional[str] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class PatchResponse(_message.Message):
     __slots__ = ("object", "warnings", "created")
@@ -210,14 +216,16 @@ class PatchResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., created: bool = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
-    __slots__ = ("path", "options", "accept")
+    __slots__ = ("path", "options", "accept", "view")
     PATH_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     options: _meta_pb2.DeleteOptions
     accept: Encoding
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.DeleteOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    view: ViewOptions
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., options: _Optional[_Union[_meta_pb2.DeleteOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class DeleteResponse(_message.Message):
     __slots__ = ("object", "status")
@@ -228,16 +236,18 @@ class DeleteResponse(_message.Message):
     def __init__(self, object: _Optional[_Union[RawObject, _Mapping]] = ..., status: _Optional[_Union[_meta_pb2.Status, _Mapping]] = ...) -> None: ...
 
 class DeleteCollectionRequest(_message.Message):
-    __slots__ = ("path", "list_options", "delete_options", "accept")
+    __slots__ = ("path", "list_options", "delete_options", "accept", "view")
     PATH_FIELD_NUMBER: _ClassVar[int]
     LIST_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     DELETE_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     path: ResourcePath
     list_options: _meta_pb2.ListOptions
     delete_options: _meta_pb2.DeleteOptions
     accept: Encoding
-    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., list_options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., delete_options: _Optional[_Union[_meta_pb2.DeleteOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ...) -> None: ...
+    view: ViewOptions
+    def __init__(self, path: _Optional[_Union[ResourcePath, _Mapping]] = ..., list_options: _Optional[_Union[_meta_pb2.ListOptions, _Mapping]] = ..., delete_options: _Optional[_Union[_meta_pb2.DeleteOptions, _Mapping]] = ..., accept: _Optional[_Union[Encoding, str]] = ..., view: _Optional[_Union[ViewOptions, _Mapping]] = ...) -> None: ...
 
 class DeleteCollectionResponse(_message.Message):
     __slots__ = ("deleted",)

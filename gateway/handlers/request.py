@@ -57,10 +57,11 @@ class Call:
         sub = next((s for s in self.resource.subresources if s.name == self.info.subresource), None)
         return sub is not None and sub.kind.endswith("Options")
 
-    def view(self) -> core_pb2.ViewOptions:
+    def view(self) -> core_pb2.ViewOptions | None:
+        """The conversion the answer is asked in; None (the request's field left unset) for none."""
         conversion = self.out.conversion
         if conversion is None:
-            return core_pb2.ViewOptions()
+            return None
         include = self.query.get("includeObject", [""])[0]
         api_version = f"{conversion.group}/{conversion.version}"
         return core_pb2.ViewOptions(view=_VIEWS[conversion.kind], api_version=api_version, include_object=include)

@@ -2,7 +2,8 @@
 
 kube-apiserver 1.28 answers get and list by probing each component (pkg/registry/core/componentstatus):
 `scheduler` and `controller-manager` through their /healthz, `etcd-0` through its storage health check, each as
-one `Healthy` condition: True with the message `ok`, or False with the probe's error and no message. The kind
+one `Healthy` condition: True with the message `ok`, or False saying why: a /healthz probe's failure in its
+message (kube's HTTP prober returns a refused connection as a failure's data), the storage check's in its error. The kind
 is deprecated (every answer carries `v1 ComponentStatus is deprecated in v1.19+`); a name it does not probe is
 a plain error (500, no reason: `Component not found: x`). Capstan probes nothing over the network:
 - etcd-0 is the store, read as the core's `etcd` health check reads it (server/objects/health.py's store_check);
@@ -34,9 +35,11 @@ CONTROLLER_MANAGER_DOWN = ('Get "https://127.0.0.1:10257/healthz": '
 DEPRECATION = "v1 ComponentStatus is deprecated in v1.19+"
 
 
-def _status(name: str, failure: str | None) -> Obj:
+def _status(name: str, failure: str | None, *, probed: bool) -> Obj:
+    """A component's one Healthy condition. A failed /healthz probe (`probed`) says why in its message, as kube's
+    HTTP prober reports a refused connection as a failure's data; a failed storage check in its error."""
     condition: Obj = {"type": "Healthy", "status": "True", "message": "ok"} if failure is None else {
-        "type": "Healthy", "status": "False", "error": failure}
+        "type": "Healthy", "status": "False", "message" if probed else "error": failure}
     return {"metadata": {"name": name}, "conditions": [condition]}
 
 
@@ -61,7 +64,8 @@ async def _controllers_lead(ctx: Context) -> bool:
 async def statuses(ctx: Context) -> list[Obj]:
     store = await health.store_check(ctx.store)()
     manager = None if await _controllers_lead(ctx) else CONTROLLER_MANAGER_DOWN
-    return [_status("scheduler", SCHEDULER_DOWN), _status("controller-manager", manager), _status("etcd-0", store)]
+    return [_status("scheduler", SCHEDULER_DOWN, probed=True), _status("controller-manager", manager, probed=True),
+            _status("etcd-0", store, probed=False)]
 
 
 def not_found(name: str) -> errors.ApiError:

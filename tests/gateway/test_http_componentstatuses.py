@@ -15,9 +15,10 @@ from tests.gateway.conftest import Server
 Obj = dict[str, Any]
 CS = "/api/v1/componentstatuses"
 WARNING = '299 - "v1 ComponentStatus is deprecated in v1.19+"'
+# A refused /healthz probe is a failure whose data, the error's text, is the condition's message (no error).
 SCHEDULER = {"type": "Healthy", "status": "False",
-             "error": 'Get "https://127.0.0.1:10259/healthz": dial tcp 127.0.0.1:10259: connect: connection refused'}
-MANAGER_DOWN = {"type": "Healthy", "status": "False", "error": 'Get "https://127.0.0.1:10257/healthz": '
+             "message": 'Get "https://127.0.0.1:10259/healthz": dial tcp 127.0.0.1:10259: connect: connection refused'}
+MANAGER_DOWN = {"type": "Healthy", "status": "False", "message": 'Get "https://127.0.0.1:10257/healthz": '
                 'dial tcp 127.0.0.1:10257: connect: connection refused'}
 OK = {"type": "Healthy", "status": "True", "message": "ok"}
 
@@ -80,8 +81,8 @@ async def test_table_and_selectors(server: Server) -> None:
         ("Status", "Status of the component conditions"), ("Message", "Message of the component conditions"),
         ("Error", "Error of the component conditions")]
     assert [r["cells"] for r in table["rows"]] == [
-        ["scheduler", "Unhealthy", "", SCHEDULER["error"]],
-        ["controller-manager", "Unhealthy", "", MANAGER_DOWN["error"]],
+        ["scheduler", "Unhealthy", SCHEDULER["message"], ""],
+        ["controller-manager", "Unhealthy", MANAGER_DOWN["message"], ""],
         ["etcd-0", "Healthy", "ok", ""]]
     one = (await server.request("GET", f"{CS}/etcd-0", headers=accept)).json()
     assert [r["cells"] for r in one["rows"]] == [["etcd-0", "Healthy", "ok", ""]]

@@ -30,10 +30,8 @@ POD_RESTARTS = ("The number of times the containers in this pod have been restar
                 "this pod has restarted.")
 POD_IP = "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."
 POD_NODE = (
-    "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for scheduling by "
-    "the scheduler defined in schedulerName. Once this field is set, the kubelet for this node becomes responsible "
-    "for the lifecycle of this pod. This field should not be used to express a desire for the pod to be scheduled "
-    "on a specific node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename"
+    "NodeName is a request to schedule this pod onto a specific node. If it is non-empty, the scheduler simply "
+    "schedules this pod onto that node, assuming that it fits resource requirements."
 )
 POD_NOMINATED_NODE = (
     "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right "
@@ -101,8 +99,8 @@ NODE_ROLES = "The roles of the node"
 NODE_VERSION = "Kubelet Version reported by the node."
 NODE_ADDRESSES = (
     "List of addresses reachable to the node. Queried from cloud provider, if available. More info: "
-    "https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but "
-    "the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should "
+    "https://kubernetes.io/docs/concepts/nodes/node/#addresses Note: This field is declared as mergeable, but the "
+    "merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should "
     "instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that "
     "addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be "
     "possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API "
@@ -173,11 +171,9 @@ QUOTA_LIMIT = ("Limits control the maximum amount of cpu/memory that a container
 SERVICE_ACCOUNT_SECRETS = (
     "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed "
     "to use. Pods are only limited to this list if this service account has a "
-    "\"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The "
-    "\"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to "
-    "isolate access to mounted secrets. This field should not be used to find auto-generated service account token "
-    "secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or "
-    "service account token secrets can be manually created. More info: "
+    "\"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". This field should not be used to find "
+    "auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested "
+    "directly using the TokenRequest API, or service account token secrets can be manually created. More info: "
     "https://kubernetes.io/docs/concepts/configuration/secret"
 )
 RC_DESIRED = (
@@ -627,8 +623,6 @@ PV_COLUMNS = (
     _column("Status", PV_PHASE, _phase_or_terminating),
     _column("Claim", PV_CLAIM, pv_claim),
     _column("StorageClass", "StorageClass of the pv", _storage_class),
-    _column("VolumeAttributesClass", "VolumeAttributesClass of the pv",
-            lambda o: _str(_spec(o).get("volumeAttributesClassName")) or UNSET),
     _column("Reason", PV_REASON, lambda o: _str(_status(o).get("reason"))),
     AGE,
     _column("VolumeMode", PV_VOLUME_MODE, lambda o: _str(_spec(o).get("volumeMode")) or UNSET, priority=1),
@@ -640,8 +634,6 @@ PVC_COLUMNS = (
     _column("Capacity", PVC_CAPACITY, pvc_capacity),
     _column("Access Modes", PVC_ACCESS_MODES, pvc_access_modes),
     _column("StorageClass", "StorageClass of the pvc", _storage_class),
-    _column("VolumeAttributesClass", "VolumeAttributesClass of the pvc",
-            lambda o: _str(_spec(o).get("volumeAttributesClassName")) or UNSET),
     AGE,
     _column("VolumeMode", PVC_VOLUME_MODE, lambda o: _str(_spec(o).get("volumeMode")) or UNSET, priority=1),
 )

@@ -30,8 +30,7 @@ HPA_TARGETS_DESCRIPTION = (
     "replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio "
     "between the target value and the current value by the current number of pods.  Ergo, metrics used must "
     "decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more "
-    "information about how each type of metric must respond. If not set, the default metric will be set to 80% "
-    "average CPU utilization."
+    "information about how each type of metric must respond."
 )
 HPA_MIN_PODS_DESCRIPTION = (
     "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults "

@@ -55,9 +55,6 @@ PRIORITY_CLASS_GLOBAL_DEFAULT_DESCRIPTION = (
     "do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than "
     "one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global "
     "default PriorityClasses will be used as the default priority.")
-PRIORITY_CLASS_PREEMPTION_POLICY_DESCRIPTION = (
-    "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. "
-    "Defaults to PreemptLowerPriority if unset.")
 
 MORE_AFTER = 3  # the printers list three items, then "+ N more..."
 
@@ -177,8 +174,6 @@ PRIORITY_CLASS_COLUMNS = (
     Column("Global-Default", "boolean", PRIORITY_CLASS_GLOBAL_DEFAULT_DESCRIPTION,
            lambda obj: bool(obj.get("globalDefault"))),
     AGE,
-    Column("PreemptionPolicy", "string", PRIORITY_CLASS_PREEMPTION_POLICY_DESCRIPTION,
-           lambda obj: str(obj.get("preemptionPolicy", "<unset>"))),
 )
 RUNTIME_CLASS_COLUMNS = (NAME, Column("Handler", "string", "", lambda obj: str(obj.get("handler", ""))), AGE)
 

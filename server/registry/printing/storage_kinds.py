@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from server.machinery.codec.quantity import canonical
 from server.machinery.values import Obj
 from server.machinery.values import dict_of as _dict
 from server.machinery.values import text_of as _str
@@ -51,27 +50,53 @@ ATTACH_REQUIRED_DESCRIPTION = (
 POD_INFO_DESCRIPTION = (
     "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, "
     "etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. "
-    "Default is false.")
+    "Default is false.\n\nThe CSI driver specifies podInfoOnMount as part of driver deployment. If true, Kubelet "
+    "will pass pod information as VolumeContext in the CSI NodePublishVolume() calls. The CSI driver is responsible "
+    "for parsing and validating the information passed in as VolumeContext.\n\nThe following VolumeConext will be "
+    "passed if podInfoOnMount is set to true. This list might grow, but the prefix will be used. "
+    "\"csi.storage.k8s.io/pod.name\": pod.Name \"csi.storage.k8s.io/pod.namespace\": pod.Namespace "
+    "\"csi.storage.k8s.io/pod.uid\": string(pod.UID) \"csi.storage.k8s.io/ephemeral\": \"true\" if the volume is an "
+    "ephemeral inline volume\n                                defined by a CSIVolumeSource, otherwise "
+    "\"false\"\n\n\"csi.storage.k8s.io/ephemeral\" is a new feature in Kubernetes 1.16. It is only required for "
+    "drivers which support both the \"Persistent\" and \"Ephemeral\" VolumeLifecycleMode. Other drivers can leave "
+    "pod info disabled and/or ignore this field. As Kubernetes 1.15 doesn't support this field, drivers can only "
+    "support one mode when deployed on such a cluster and the deployment determines which mode that is, for example "
+    "via a command line parameter of the driver.\n\nThis field is immutable."
+)
 STORAGE_CAPACITY_DESCRIPTION = (
     "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity "
     "that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if "
-    "set to true.")
+    "set to true.\n\nThe check can be enabled immediately when deploying a driver. In that case, provisioning new "
+    "volumes with late binding will pause until the driver deployment has published some suitable "
+    "CSIStorageCapacity object.\n\nAlternatively, the driver can be deployed with the field unset or false and it "
+    "can be flipped later when storage capacity information has been published.\n\nThis field was immutable in "
+    "Kubernetes <= 1.22 and now is mutable."
+)
 TOKEN_REQUESTS_DESCRIPTION = (
     "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do "
-    "necessary authentication. Kubelet will pass the tokens in VolumeContext in the CSI NodePublishVolume calls.")
+    "necessary authentication. Kubelet will pass the tokens in VolumeContext in the CSI NodePublishVolume calls. "
+    "The CSI driver should parse and validate the following VolumeContext: "
+    "\"csi.storage.k8s.io/serviceAccount.tokens\": {\n  \"<audience>\": {\n    \"token\": <token>,\n    "
+    "\"expirationTimestamp\": <expiration timestamp in RFC3339>,\n  },\n  ...\n}\n\nNote: Audience in each "
+    "TokenRequest should be different and at most one token is empty string. To receive a new token after expiry, "
+    "RequiresRepublish can be used to trigger NodePublishVolume periodically."
+)
 REPUBLISH_DESCRIPTION = (
     "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any "
-    "possible change in the mounted volume. This field defaults to false.")
-MODES_DESCRIPTION = "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports."
-CLASS_NAME_DESCRIPTION = (
-    "The name of the StorageClass that the reported capacity applies to. It must meet the same requirements as the "
-    "name of a StorageClass object (non-empty, DNS subdomain). If that object no longer exists, the "
-    "CSIStorageCapacity object is obsolete and should be removed by its creator. This field is immutable.")
-CAPACITY_DESCRIPTION = (
-    "Capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with "
-    "topology and parameters that match the previous fields.\n\nThe semantic is currently (CSI spec 1.2) defined "
-    "as: The available capacity, in bytes, of the storage that can be used to provision volumes. If not set, that "
-    "information is currently unavailable and treated like zero capacity.")
+    "possible change in the mounted volume. This field defaults to false.\n\nNote: After a successful initial "
+    "NodePublishVolume call, subsequent calls to NodePublishVolume should only update the contents of the volume. "
+    "New mount points will not be seen by a running container."
+)
+MODES_DESCRIPTION = (
+    "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports. The default if the list is "
+    "empty is \"Persistent\", which is the usage defined by the CSI specification and implemented in Kubernetes via "
+    "the usual PV/PVC mechanism.\n\nThe other mode is \"Ephemeral\". In this mode, volumes are defined inline "
+    "inside the pod spec with CSIVolumeSource and their lifecycle is tied to the lifecycle of that pod. A driver "
+    "has to be aware of this because it is only going to get a NodePublishVolume call for such a volume.\n\nFor "
+    "more information about implementing this mode, see "
+    "https://kubernetes-csi.github.io/docs/ephemeral-local-volumes.html A driver can support one or more of these "
+    "modes and more modes may be added in the future.\n\nThis field is beta. This field is immutable."
+)
 
 
 def _bool(value: object, default: bool) -> bool:
@@ -98,11 +123,6 @@ def _token_requests(obj: Obj) -> str:
 def _modes(obj: Obj) -> str:
     modes = _spec(obj).get("volumeLifecycleModes")
     return ",".join(_str(m) for m in modes) if isinstance(modes, list) and modes else "<none>"
-
-
-def _capacity(obj: Obj) -> str:
-    capacity = obj.get("capacity")
-    return canonical(capacity) if isinstance(capacity, str) else "<unset>"
 
 
 STORAGE_CLASS_COLUMNS = (
@@ -146,17 +166,10 @@ CSI_DRIVER_COLUMNS = (
     Column("Modes", "string", MODES_DESCRIPTION, _modes),
     AGE,
 )
-# printCSIStorageCapacity prints no Age.
-CSI_STORAGE_CAPACITY_COLUMNS = (
-    NAME,
-    Column("StorageClassName", "string", CLASS_NAME_DESCRIPTION, lambda obj: _str(obj.get("storageClassName"))),
-    Column("Capacity", "string", CAPACITY_DESCRIPTION, _capacity),
-)
 
 COLUMNS: Mapping[tuple[str, str], tuple[Column, ...]] = {
     ("storage.k8s.io", "storageclasses"): STORAGE_CLASS_COLUMNS,
     ("storage.k8s.io", "volumeattachments"): VOLUME_ATTACHMENT_COLUMNS,
     ("storage.k8s.io", "csinodes"): CSI_NODE_COLUMNS,
     ("storage.k8s.io", "csidrivers"): CSI_DRIVER_COLUMNS,
-    ("storage.k8s.io", "csistoragecapacities"): CSI_STORAGE_CAPACITY_COLUMNS,
 }

@@ -73,35 +73,21 @@ DAEMON_SET_SELECTOR_DESCRIPTION = (
     "defaulted to labels on Pod template. More info: "
     "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors")
 # batch/v1 JobStatus and JobSpec; batch/v1beta1 CronJobSpec and CronJobStatus.
-JOB_STATUS_DESCRIPTION = "Status of the job."
-JOB_COMPLETIONS_DESCRIPTION = (
-    "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, "
-    "it may decrease in reaction to scale down of elastic indexed jobs.")
+JOB_COMPLETIONS_DESCRIPTION = "The number of pods which reached phase Succeeded."
 JOB_DURATION_DESCRIPTION = "Time required to complete the job."
 JOB_SELECTOR_DESCRIPTION = (
     "A label query over pods that should match the pod count. Normally, the system sets this field for you. More "
     "info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors")
 CRON_JOB_SCHEDULE_DESCRIPTION = "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."
-CRON_JOB_TIME_ZONE_DESCRIPTION = (
-    "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. "
-    "If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid "
-    "time zone names and the time zone offset is loaded from the system-wide time zone database by the API server "
-    "during CronJob validation and the controller manager during execution. If no system-wide time zone database "
-    "can be found a bundled version of the database is used instead. If the time zone name becomes invalid during "
-    "the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new "
-    "Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in "
-    "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones")
 CRON_JOB_SUSPEND_DESCRIPTION = (
     "This flag tells the controller to suspend subsequent executions, it does not apply to already started "
     "executions.  Defaults to false.")
 CRON_JOB_ACTIVE_DESCRIPTION = "A list of pointers to currently running jobs."
 CRON_JOB_LAST_SCHEDULE_DESCRIPTION = "Information when was the last time the job was successfully scheduled."
 # coordination/v1 LeaseSpec; apps/v1beta1 ControllerRevision; rbac/v1beta1 RoleBinding and ClusterRoleBinding.
-LEASE_HOLDER_DESCRIPTION = (
-    "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is "
-    "used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.")
+LEASE_HOLDER_DESCRIPTION = "holderIdentity contains the identity of the holder of a current lease."
 CONTROLLER_DESCRIPTION = "Controller of the object"
-REVISION_DESCRIPTION = "Revision indicates the revision of the state represented by Data."
+REVISION_DESCRIPTION = "revision indicates the revision of the state represented by Data."
 ROLE_BINDING_ROLE_DESCRIPTION = (
     "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef "
     "cannot be resolved, the Authorizer must return an error.")
@@ -271,20 +257,6 @@ def _condition_true(obj: Obj, kind: str) -> bool:
     return False
 
 
-def _job_status(obj: Obj) -> str:
-    if _condition_true(obj, "Complete"):
-        return "Complete"
-    if _condition_true(obj, "Failed"):
-        return "Failed"
-    if _dict(obj.get("metadata")).get("deletionTimestamp"):
-        return "Terminating"
-    if _condition_true(obj, "Suspended"):
-        return "Suspended"
-    if _condition_true(obj, "FailureTarget"):
-        return "FailureTarget"
-    return "Running"
-
-
 def _job_completions(obj: Obj) -> str:
     spec, succeeded = _spec(obj), _int(_status(obj).get("succeeded"))
     if isinstance(spec.get("completions"), int):
@@ -334,7 +306,6 @@ def _last_schedule(obj: Obj) -> object:
 
 JOB_COLUMNS = (
     NAME,
-    Column("Status", "string", JOB_STATUS_DESCRIPTION, _job_status),
     Column("Completions", "string", JOB_COMPLETIONS_DESCRIPTION, _job_completions),
     Column("Duration", "string", JOB_DURATION_DESCRIPTION, _job_duration),
     AGE,
@@ -345,8 +316,6 @@ JOB_COLUMNS = (
 CRON_JOB_COLUMNS = (
     NAME,
     Column("Schedule", "string", CRON_JOB_SCHEDULE_DESCRIPTION, lambda obj: _str(_spec(obj).get("schedule"))),
-    Column("Timezone", "string", CRON_JOB_TIME_ZONE_DESCRIPTION,
-           lambda obj: _str(_spec(obj).get("timeZone")) if "timeZone" in _spec(obj) else "<none>"),
     Column("Suspend", "boolean", CRON_JOB_SUSPEND_DESCRIPTION,
            lambda obj: _print_bool_pointer(_spec(obj).get("suspend"))),
     Column("Active", "integer", CRON_JOB_ACTIVE_DESCRIPTION, lambda obj: len(_list(_status(obj).get("active")))),

@@ -337,7 +337,7 @@ async def test_protobuf_answers_decode_with_the_kinds_messages(client: Client) -
     ("endpointslices", {"endpoints": [{"addresses": [f"10.0.0.{i}"]} for i in range(1, 6)]},
      ["Name", "AddressType", "Ports", "Endpoints", "Age"],
      ["web", "IPv4", "80", "10.0.0.1,10.0.0.2,10.0.0.3 + 2 more..."]),
-    ("priorityclasses", {}, ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"], ["web", 1000, False]),
+    ("priorityclasses", {}, ["Name", "Value", "Global-Default", "Age"], ["web", 1000, False]),
     ("runtimeclasses", {}, ["Name", "Handler", "Age"], ["web", "runc"]),
 ])
 async def test_tables(client: Client, resource: str, top: Obj, columns: list[str], cells: list[object]) -> None:

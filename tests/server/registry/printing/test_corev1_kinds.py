@@ -58,10 +58,10 @@ HEADERS = [
     (EVENTS, [("Last Seen", 0), ("Type", 0), ("Reason", 0), ("Object", 0), ("Subobject", 1), ("Source", 1),
               ("Message", 0), ("First Seen", 1), ("Count", 1), ("Name", 1)]),
     (PERSISTENT_VOLUMES, [("Name", 0), ("Capacity", 0), ("Access Modes", 0), ("Reclaim Policy", 0), ("Status", 0),
-                          ("Claim", 0), ("StorageClass", 0), ("VolumeAttributesClass", 0), ("Reason", 0), ("Age", 0),
+                          ("Claim", 0), ("StorageClass", 0), ("Reason", 0), ("Age", 0),
                           ("VolumeMode", 1)]),
     (PERSISTENT_VOLUME_CLAIMS, [("Name", 0), ("Status", 0), ("Volume", 0), ("Capacity", 0), ("Access Modes", 0),
-                                ("StorageClass", 0), ("VolumeAttributesClass", 0), ("Age", 0), ("VolumeMode", 1)]),
+                                ("StorageClass", 0), ("Age", 0), ("VolumeMode", 1)]),
     (RESOURCE_QUOTAS, [("Name", 0), ("Age", 0), ("Request", 0), ("Limit", 0)]),
     (LIMIT_RANGES, [("Name", 0), ("Created At", 0)]),
     (SERVICE_ACCOUNTS, [("Name", 0), ("Secrets", 0), ("Age", 0)]),
@@ -198,17 +198,17 @@ def test_storage_cells() -> None:
     pv = {"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "10Gi"}, "accessModes": [
         "ReadWriteMany", "ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "fast",
         "claimRef": {"namespace": "ns", "name": "data"}, "volumeMode": "Filesystem"}, "status": {"phase": "Bound"}}
-    assert cells(PERSISTENT_VOLUMES, pv) == ["pv", "10Gi", "RWO,RWX", "Retain", "Bound", "ns/data", "fast", "<unset>",
-                                             "", "60m", "Filesystem"]
+    assert cells(PERSISTENT_VOLUMES, pv) == ["pv", "10Gi", "RWO,RWX", "Retain", "Bound", "ns/data", "fast", "", "60m",
+                                             "Filesystem"]
     pending = {"metadata": {"name": "data"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}},
                "status": {"phase": "Pending"}}
-    assert cells(PERSISTENT_VOLUME_CLAIMS, pending) == ["data", "Pending", "", "", "", "", "<unset>", "60m", "<unset>"]
+    assert cells(PERSISTENT_VOLUME_CLAIMS, pending) == ["data", "Pending", "", "", "", "", "60m", "<unset>"]
     bound = {"metadata": {"name": "data", "annotations": {"volume.beta.kubernetes.io/storage-class": "old"},
                           "deletionTimestamp": AN_HOUR_AGO},
              "spec": {"volumeName": "pv", "volumeMode": "Block"},
              "status": {"phase": "Bound", "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"]}}
-    assert cells(PERSISTENT_VOLUME_CLAIMS, bound) == ["data", "Terminating", "pv", "10Gi", "RWO", "old", "<unset>",
-                                                      "60m", "Block"]
+    assert cells(PERSISTENT_VOLUME_CLAIMS, bound) == ["data", "Terminating", "pv", "10Gi", "RWO", "old", "60m",
+                                                      "Block"]
 
 
 def test_quota_limit_range_service_account_and_rc_cells() -> None:

@@ -56,7 +56,7 @@ def test_hpa_descriptions_are_autoscaling_v2_field_docs() -> None:
     described = {c.name: c.description for c in columns_for(HORIZONTAL_POD_AUTOSCALERS_V2)}
     assert {k: described[k] for k in HPA_DESCRIPTIONS} == HPA_DESCRIPTIONS
     assert described["Targets"].startswith("metrics contains the specifications for which to use to calculate")
-    assert described["Targets"].endswith("If not set, the default metric will be set to 80% average CPU utilization.")
+    assert described["Targets"].endswith("about how each type of metric must respond.")  # 1.28's text
 
 
 def test_webhook_description() -> None:

@@ -3,8 +3,8 @@
 kube-apiserver 1.28 answers get and list by probing each component (pkg/registry/core/componentstatus):
 `scheduler` and `controller-manager` through their /healthz, `etcd-0` through its storage health check, each as
 one `Healthy` condition: True with the message `ok`, or False saying why: a /healthz probe's failure in its
-message (kube's HTTP prober returns a refused connection as a failure's data), the storage check's in its error. The kind
-is deprecated (every answer carries `v1 ComponentStatus is deprecated in v1.19+`); a name it does not probe is
+message (kube's HTTP prober returns a refused connection as a failure's data), the storage check's in its error.
+The kind is deprecated (every answer carries `v1 ComponentStatus is deprecated in v1.19+`); a name it does not probe is
 a plain error (500, no reason: `Component not found: x`). Capstan probes nothing over the network:
 - etcd-0 is the store, read as the core's `etcd` health check reads it (server/objects/health.py's store_check);
 - controller-manager: Capstan's controllers run in the core elected through the `capstan-controllers` Lease in

@@ -200,9 +200,15 @@ def _group_version(group: str, version: str, resources: list[core_pb2.Resource],
     }
 
 
+# Verbs whose answers are the list kind: a resource with none of them (a review, a binding) has no list kind.
+_LIST_VERBS = frozenset({"list", "watch", "deletecollection"})
+
+
 def _refs(schemas: SchemaSet, r: core_pb2.Resource) -> paths.Refs | None:
-    """The refs of r's kind, list kind and subresource kinds (all in the kind's package), or None when r
-    has no message or one of them is missing (logged: a proto_message the pool lacks is a bug)."""
+    """The refs of r's kind, list kind and subresource kinds (all in the kind's package), or None when r has no
+    message, or lists and has no list message (logged: a proto_message the pool lacks is a bug). A subresource
+    whose kind is no message (exec's, attach's, portforward's and proxy's options, which are query parameters, not
+    bodies) has no ref; paths.build words it as kube words a connect operation."""
     if r.json_schema:
         return custom.refs(schemas, r)  # a custom resource (protobuf message or not): its CRD's schema
     message = find(r.proto_message) if r.proto_message else None
@@ -210,16 +216,18 @@ def _refs(schemas: SchemaSet, r: core_pb2.Resource) -> paths.Refs | None:
         if r.proto_message:
             log.warning("OpenAPI: %s names %s, which is not in the descriptor pool", r.resource, r.proto_message)
         return None
-    # A subresource's kind is a sibling of the resource's, unless it names its own message (/scale's Scale).
-    kinds = {"": _sibling(message, _list_kind(r)),
-             **{sub.name: sub.proto_message or _sibling(message, sub.kind) for sub in r.subresources}}
-    found: dict[str, Descriptor] = {}
-    for name, full_name in kinds.items():
-        other = find(full_name)
-        if other is None:
-            log.warning("OpenAPI: %s is left out: %s is not in the descriptor pool", r.resource, full_name)
+    list_ref = ""
+    if _LIST_VERBS & set(r.verbs):
+        list_message = find(_sibling(message, _list_kind(r)))
+        if list_message is None:
+            log.warning("OpenAPI: %s is left out: %s is not in the descriptor pool", r.resource,
+                        _sibling(message, _list_kind(r)))
             return None
-        found[name] = other
-    list_message = found.pop("")
-    subresources = {name: schemas.ref(other) for name, other in found.items()}
-    return paths.Refs(schemas.ref(message), schemas.ref(list_message), subresources)
+        list_ref = schemas.ref(list_message)
+    # A subresource's kind is a sibling of the resource's, unless it names its own message (/scale's Scale).
+    subresources: dict[str, str] = {}
+    for sub in r.subresources:
+        other = find(sub.proto_message or _sibling(message, sub.kind))
+        if other is not None:
+            subresources[sub.name] = schemas.ref(other)
+    return paths.Refs(schemas.ref(message), list_ref, subresources)

@@ -160,6 +160,11 @@ def name(kind: str) -> Parameter:
     return _path("name", f"name of the {kind}")
 
 
+def path_param(param: str, description: str) -> Parameter:
+    """A path parameter other than namespace and name: a proxy's {path}."""
+    return _path(param, description)
+
+
 def _path(param: str, description: str) -> Parameter:
     return {"description": description, "in": "path", "name": param, "required": True,
             "schema": {"type": "string", "uniqueItems": True}}

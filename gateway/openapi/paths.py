@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from gateway.openapi import connect
 from gateway.openapi import parameters as params
 from gateway.openapi.parameters import Parameter
 
@@ -187,7 +188,14 @@ def _resource(ops: dict[str, list[Operation]], r: core_pb2.Resource, refs: Refs,
             f"watch changes to an object of kind {kind}. {WATCH_DEPRECATED}, filtered to a single item with the "
             "'fieldSelector' parameter.", [*named, *params.queries(params.LIST)], events, "watch", gvk))
     for sub in r.subresources:
-        _subresource(ops[f"{item}/{sub.name}"], r, sub, refs.subresources[sub.name], meta, gv=gv, ns=ns, scope=scope)
+        if connect.is_connect(r, sub):
+            for suffix, method, op_id, text, taken, answers, action, sub_gvk in connect.operations(
+                    r, sub, gv=gv, ns=ns, scope=scope):
+                ops[f"{item}/{sub.name}{suffix}"].append(Operation(method, op_id, text, taken, answers, action,
+                                                                   sub_gvk))
+        elif sub.name in refs.subresources:
+            _subresource(ops[f"{item}/{sub.name}"], r, sub, refs.subresources[sub.name], meta, gv=gv, ns=ns,
+                         scope=scope)
 
 
 def _subresource(ops: list[Operation], r: core_pb2.Resource, sub: core_pb2.Subresource, ref: str, meta: MetaRefs,

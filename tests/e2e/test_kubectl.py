@@ -600,6 +600,10 @@ EXPLAINS = [
     ("configmap.data", ["FIELD: data <map[string]string>", "DESCRIPTION:"]),
     ("secret.type", ["FIELD: type <string>", "DESCRIPTION:"]),
     ("namespace.status.phase", ["FIELD: phase <string>", "DESCRIPTION:"]),
+    # kinds with streaming subresources (exec, proxy), whose options kinds are no schemas
+    ("pod.spec.nodeName", ["FIELD: nodeName <string>", "DESCRIPTION:"]),
+    ("service.spec.ports", ["FIELD: ports <[]ServicePort>", "port\t<integer> -required-"]),
+    ("node.status.addresses", ["FIELD: addresses <[]NodeAddress>", "address\t<string> -required-"]),
 ]
 
 
@@ -607,7 +611,8 @@ EXPLAINS = [
 def test_explain(kubectl: Kubectl, what: str, expected: list[str]) -> None:
     ran = kubectl("explain", what)
     assert ran.code == 0, ran.err
-    kind = {"configmap": "ConfigMap", "secret": "Secret", "namespace": "Namespace"}[what.split(".")[0]]
+    kind = {"configmap": "ConfigMap", "secret": "Secret", "namespace": "Namespace", "pod": "Pod", "service": "Service",
+            "node": "Node"}[what.split(".")[0]]
     assert ran.out.startswith(f"KIND:       {kind}\nVERSION:    v1\n")
     for text in expected:
         assert text in ran.out

@@ -34,6 +34,7 @@ from gateway.app import build_app, start_http
 from gateway.openapi import comments, documents, gnostic, objectmeta, paths, schemas, swagger
 from server.auth.guard import unguarded
 from server.kinds import BUILTIN, config
+from server.kinds.services import services
 from server.machinery.codec.wellknown import WELL_KNOWN as CODEC_WELL_KNOWN
 from server.machinery.schema_hints import FIELDS, MESSAGES
 from server.objects.core import Core
@@ -636,3 +637,65 @@ def test_kubectl(binary: str, kubeconfig: Path, tmp_path: Path) -> None:
     created = _kubectl(binary, kubeconfig, tmp_path, "create", "-f", "-", stdin=CONFIG_MAP.format(name=name))
     assert created.strip() == f"configmap/{name} created"
     _kubectl(binary, kubeconfig, tmp_path, "delete", "configmap", name)
+
+
+# --- every built-in resource, with its streaming subresources -------------------------------------------
+
+@pytest.fixture(scope="module")
+def served() -> tuple[core_pb2.DiscoverResponse, documents.Documents]:
+    """The documents of every built-in kind, as `capstan serve` registers them."""
+    service_resource, _ = services()
+    discovered = discover(Registry((*BUILTIN, service_resource)))
+    return discovered, documents.build(discovered, version="v1.28.15")
+
+
+def test_every_resource_is_in_its_document(served: tuple[core_pb2.DiscoverResponse, documents.Documents]) -> None:
+    """kubectl explain finds a kind by its GVK in /openapi/v3: none may be left out for a subresource whose
+    kind is no message (pods' exec, services' proxy) or a create-only resource without a list kind."""
+    discovered, built = served
+    missing = []
+    for r in discovered.resources:
+        if not r.proto_message:
+            continue
+        doc = orjson.loads(built.group_versions[documents.key(r.group, r.version)].body)
+        gvks = [s.get("x-kubernetes-group-version-kind") or [] for s in doc["components"]["schemas"].values()]
+        if {"group": r.group, "kind": r.kind, "version": r.version} not in (g for found in gvks for g in found):
+            missing.append(f"{r.group}/{r.version} {r.resource}")
+    assert not missing
+
+
+CONNECT = [
+    # (path, methods, operation id of the first, kind, the path's parameters), as kube-apiserver 1.28 documents them
+    (f"{NS}/pods/{{name}}/exec", ["get", "post"], "connectCoreV1GetNamespacedPodExec", "PodExecOptions",
+     ["command", "container", "name", "namespace", "stderr", "stdin", "stdout", "tty"]),
+    (f"{NS}/pods/{{name}}/attach", ["get", "post"], "connectCoreV1GetNamespacedPodAttach", "PodAttachOptions",
+     ["container", "name", "namespace", "stderr", "stdin", "stdout", "tty"]),
+    (f"{NS}/pods/{{name}}/portforward", ["get", "post"], "connectCoreV1GetNamespacedPodPortforward",
+     "PodPortForwardOptions", ["name", "namespace", "ports"]),
+    (f"{NS}/pods/{{name}}/proxy/{{path}}", ["get", "put", "post", "delete", "options", "head", "patch"],
+     "connectCoreV1GetNamespacedPodProxyWithPath", "PodProxyOptions", ["name", "namespace", "path", "path"]),
+    (f"{NS}/services/{{name}}/proxy", ["get", "put", "post", "delete", "options", "head", "patch"],
+     "connectCoreV1GetNamespacedServiceProxy", "ServiceProxyOptions", ["name", "namespace", "path"]),
+    ("/api/v1/nodes/{name}/proxy", ["get", "put", "post", "delete", "options", "head", "patch"],
+     "connectCoreV1GetNodeProxy", "NodeProxyOptions", ["name", "path"]),
+    (f"{NS}/pods/{{name}}/log", ["get"], "readCoreV1NamespacedPodLog", "Pod",
+     ["container", "follow", "insecureSkipTLSVerifyBackend", "limitBytes", "name", "namespace", "pretty", "previous",
+      "sinceSeconds", "tailLines", "timestamps"]),
+]
+
+
+@pytest.mark.parametrize(("path", "methods", "operation_id", "kind", "names"), CONNECT)
+def test_streaming_subresources(served: tuple[core_pb2.DiscoverResponse, documents.Documents], path: str,
+                                methods: list[str], operation_id: str, kind: str, names: list[str]) -> None:
+    doc = orjson.loads(served[1].group_versions["api/v1"].body)
+    item = doc["paths"][path]
+    assert sorted(m for m in item if m != "parameters") == sorted(methods)
+    first = item[methods[0]]
+    assert (first["operationId"], first["x-kubernetes-group-version-kind"]) == (
+        operation_id, {"group": "", "kind": kind, "version": "v1"})
+    assert first["x-kubernetes-action"] == ("get" if kind == "Pod" else "connect")
+    assert [p["name"] for p in item["parameters"]] == names
+    media = set(first["responses"]["200"]["content"])
+    assert media == ({"application/json", "application/vnd.kubernetes.protobuf", "application/yaml", "text/plain"}
+                     if kind == "Pod" else {"*/*"})
+    assert all(c == {"schema": {"type": "string"}} for c in first["responses"]["200"]["content"].values())

@@ -4,8 +4,6 @@ group/version resource lists, in the legacy form and the aggregated (apidiscover
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,20 +24,24 @@ def version() -> Doc:
 
 def _group_versions(resources: Iterable[core_pb2.Resource],
                     aggregated: Iterable[core_pb2.AggregatedVersion] = ()) -> dict[str, list[str]]:
-    """group -> its versions, in registration order (the first is preferred); then the groups extension API
-    servers serve, by their APIServices' priorities as kube-aggregator orders them (groupPriorityMinimum, then
-    versionPriority, highest first)."""
+    """group -> its versions, the groups in kube-aggregator's order (groupPriorityMinimum highest first, then by
+    name; the core ranks its own group versions, Resource.group_priority); a served group's versions in
+    registration order (the first is preferred), then those extension API servers serve by their APIServices'
+    versionPriority, highest first."""
     out: dict[str, list[str]] = {}
+    rank: dict[str, int] = {}
     for r in resources:
         versions = out.setdefault(r.group, [])
         if r.version not in versions:
             versions.append(r.version)
+        rank[r.group] = max(rank.get(r.group, r.group_priority), r.group_priority)
     remote = sorted(aggregated, key=lambda a: (-a.group_priority_minimum, a.group, -a.version_priority, a.version))
     for a in remote:
         versions = out.setdefault(a.group, [])
         if a.version not in versions:
             versions.append(a.version)
-    return out
+        rank[a.group] = max(rank.get(a.group, a.group_priority_minimum), a.group_priority_minimum)
+    return {group: out[group] for group in sorted(out, key=lambda g: (-rank[g], g))}
 
 
 def api_versions(server_address: str) -> Doc:
@@ -84,7 +86,8 @@ def resource_list(discovered: core_pb2.DiscoverResponse, group: str, version: st
             entry["shortNames"] = list(r.short_names)
         if r.categories:
             entry["categories"] = list(r.categories)
-        entry["storageVersionHash"] = storage_version_hash(r)
+        if r.storage_version_hash:
+            entry["storageVersionHash"] = r.storage_version_hash
         entries.append(entry)
         for sub in r.subresources:
             sub_entry: Doc = {"name": f"{r.resource}/{sub.name}", "singularName": "", "namespaced": r.namespaced}
@@ -99,12 +102,6 @@ def resource_list(discovered: core_pb2.DiscoverResponse, group: str, version: st
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": entries,
     }
-
-
-def storage_version_hash(r: core_pb2.Resource) -> str:
-    """An opaque hash of the storage version, like kube-apiserver's (8 bytes, base64)."""
-    digest = hashlib.sha256(f"{r.group}/{r.version}/{r.kind}".encode()).digest()
-    return base64.b64encode(digest[:8]).decode()
 
 
 def aggregated(discovered: core_pb2.DiscoverResponse, *, legacy: bool, api_version: str) -> Doc:
@@ -134,9 +131,12 @@ def aggregated(discovered: core_pb2.DiscoverResponse, *, legacy: bool, api_versi
 
 
 def _aggregated_resource(r: core_pb2.Resource) -> Doc:
+    """kube-apiserver 1.28's APIResourceDiscovery: a built-in kind's responseKind leaves its own group and version
+    empty (the installer copies APIResource's, which are set only for another group version's kind, /scale's
+    Scale); a custom resource's names them (apiextensions-apiserver's discovery controller)."""
     doc: Doc = {
         "resource": r.resource,
-        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "responseKind": {**_own_group_version(r), "kind": r.kind},
         "scope": "Namespaced" if r.namespaced else "Cluster",
         "singularResource": r.singular,
         "verbs": list(r.verbs),
@@ -149,7 +149,8 @@ def _aggregated_resource(r: core_pb2.Resource) -> Doc:
         doc["subresources"] = [
             {
                 "subresource": sub.name,
-                "responseKind": {**_sub_group_version(r, sub), "kind": sub.kind},
+                "responseKind": {**(_sub_group_version(r, sub) if sub.version else _own_group_version(r)),
+                                 "kind": sub.kind},
                 "verbs": list(sub.verbs),
             }
             for sub in sorted(r.subresources, key=lambda sub: sub.name)
@@ -159,8 +160,9 @@ def _aggregated_resource(r: core_pb2.Resource) -> Doc:
 
 def _aggregated_backend(backend: core_pb2.AggregatedVersion) -> Doc:
     """An extension API server's APIResourceList as an APIVersionDiscovery, as kube-aggregator converts the
-    legacy discovery of a backend that serves no aggregated discovery: subresources (`x/y`) under their resource;
-    `Stale` while its APIService is not Available."""
+    legacy discovery of a backend that serves no aggregated discovery: subresources (`x/y`) under their resource,
+    each responseKind's group and version as the entry gives them (empty: the list's own); `Stale` while its
+    APIService is not Available."""
     try:
         listed = orjson.loads(backend.resources)
     except orjson.JSONDecodeError:
@@ -170,8 +172,7 @@ def _aggregated_backend(backend: core_pb2.AggregatedVersion) -> Doc:
     for e in sorted((e for e in entries if "/" not in e["name"]), key=lambda e: str(e["name"])):
         doc: Doc = {
             "resource": e["name"],
-            "responseKind": {"group": e.get("group") or backend.group, "version": e.get("version") or backend.version,
-                             "kind": e.get("kind", "")},
+            "responseKind": _entry_kind(e),
             "scope": "Namespaced" if e.get("namespaced") else "Cluster",
             "singularResource": e.get("singularName", ""),
             "verbs": list(e.get("verbs") or []),
@@ -185,14 +186,24 @@ def _aggregated_backend(backend: core_pb2.AggregatedVersion) -> Doc:
         if parent in docs:
             docs[parent].setdefault("subresources", []).append({
                 "subresource": sub,
-                "responseKind": {"group": e.get("group") or backend.group,
-                                 "version": e.get("version") or backend.version, "kind": e.get("kind", "")},
+                "responseKind": _entry_kind(e),
                 "verbs": list(e.get("verbs") or []),
             })
     return {"version": backend.version, "resources": list(docs.values()),
             "freshness": "Current" if backend.available else "Stale"}
 
 
+def _entry_kind(entry: Doc) -> Doc:
+    return {"group": entry.get("group", ""), "version": entry.get("version", ""), "kind": entry.get("kind", "")}
+
+
 def _sub_group_version(r: core_pb2.Resource, sub: core_pb2.Subresource) -> Doc:
     """The group and version of a subresource's kind: its own when it names one, else the resource's."""
     return {"group": sub.group, "version": sub.version} if sub.version else {"group": r.group, "version": r.version}
+
+
+def _own_group_version(r: core_pb2.Resource) -> Doc:
+    """responseKind's group and version for a kind of r's own group version: named for a custom resource (JSON
+    only, or with the CRD's schema beside its registered message), empty for a built-in one."""
+    custom = not r.proto_message or bool(r.json_schema)
+    return {"group": r.group, "version": r.version} if custom else {"group": "", "version": ""}

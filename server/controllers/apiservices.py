@@ -30,6 +30,7 @@ from server.machinery import errors, meta
 from server.machinery.concurrently import each
 from server.machinery.values import Obj
 from server.objects.core import Core
+from server.registry.priorities import CRD_GROUP_PRIORITY, CRD_VERSION_PRIORITY, PRIORITIES
 from server.runtime.election import Singleton
 from server.runtime.worker import Worker
 from server.runtime.workqueue import ExponentialBackoff, WorkQueue
@@ -39,7 +40,6 @@ log = logging.getLogger(__name__)
 PATH = core_pb2.ResourcePath(group="apiregistration.k8s.io", version="v1", resource="apiservices")
 AUTOMANAGED = "kube-aggregator.kubernetes.io/automanaged"
 ON_START, CRD_MANAGED = "onstart", "true"
-CRD_GROUP_PRIORITY, CRD_VERSION_PRIORITY = 1000, 100
 # The built-in group versions, those served only when --runtime-config turns them on included.
 BUILTIN_VERSIONS = frozenset((r.group, r.version) for r in (
     *BUILTIN, *admissionpolicies.V1BETA1, *admissionpolicies.V1ALPHA1)) | {("", "v1")}
@@ -49,38 +49,6 @@ AVAILABLE = {
     "reason": "Local",
     "message": "Local APIServices are always available",
 }
-
-# kube-apiserver 1.28's apiVersionPriorities: (group, version) -> (groupPriorityMinimum, versionPriority).
-# apiregistration.k8s.io is not in it: the aggregator serves that group itself and lists it first in discovery
-# without an APIService, so kube has no v1.apiregistration.k8s.io object and neither do we.
-PRIORITIES: dict[tuple[str, str], tuple[int, int]] = {
-    ("", "v1"): (18000, 1),
-    ("apps", "v1"): (17800, 15),
-    ("events.k8s.io", "v1"): (17750, 15),
-    ("authentication.k8s.io", "v1"): (17700, 15),
-    ("authorization.k8s.io", "v1"): (17600, 15),
-    ("autoscaling", "v1"): (17500, 15),
-    ("autoscaling", "v2"): (17500, 30),
-    ("batch", "v1"): (17400, 15),
-    ("certificates.k8s.io", "v1"): (17300, 15),
-    ("networking.k8s.io", "v1"): (17200, 15),
-    ("policy", "v1"): (17100, 15),
-    ("rbac.authorization.k8s.io", "v1"): (17000, 15),
-    ("storage.k8s.io", "v1"): (16800, 15),
-    ("apiextensions.k8s.io", "v1"): (16700, 15),
-    ("admissionregistration.k8s.io", "v1"): (16700, 15),
-    ("admissionregistration.k8s.io", "v1beta1"): (16700, 12),
-    ("admissionregistration.k8s.io", "v1alpha1"): (16700, 9),
-    ("scheduling.k8s.io", "v1"): (16600, 15),
-    ("coordination.k8s.io", "v1"): (16500, 15),
-    ("node.k8s.io", "v1"): (16300, 15),
-    ("discovery.k8s.io", "v1"): (16200, 15),
-    ("flowcontrol.apiserver.k8s.io", "v1beta3"): (16100, 18),
-    ("flowcontrol.apiserver.k8s.io", "v1beta2"): (16100, 15),
-    ("internal.apiserver.k8s.io", "v1alpha1"): (16000, 9),
-    ("resource.k8s.io", "v1alpha2"): (15900, 9),
-}
-
 
 def api_service_name(group: str, version: str) -> str:
     return f"{version}.{group}"

@@ -105,11 +105,20 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         categories=tuple(accepted.get("categories") or ()), subresources=tuple(subresources),
         field_getters=_selectable(version.get("selectableFields") or []),
         custom_list_kind=accepted.get("listKind") or "", converter=converter,
+        storage_group_version=f"{group}/{stored}" if (stored := _storage_version(spec)) else "",
         strategy=CustomResourceStrategy(
             columns=columns.columns(version.get("additionalPrinterColumns") or []), tracks_generation=True,
             schema=schema, cel=cel, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural,
         ),
     )
+
+
+def _storage_version(spec: Obj) -> str:
+    """The version marked storage (validation allows exactly one), which discovery names for every version."""
+    for version in spec.get("versions") or []:
+        if isinstance(version, dict) and version.get("storage"):
+            return str(version.get("name") or "")
+    return ""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

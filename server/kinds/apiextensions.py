@@ -72,6 +72,7 @@ CUSTOM_RESOURCE_DEFINITIONS = Resource(
     singular="customresourcedefinition", namespaced=False,
     schema=ProtoSchema(apiextensions_v1.CustomResourceDefinition),
     short_names=("crd", "crds"),
+    storage_group_version="apiextensions.k8s.io/v1beta1",  # kube 1.28 still stores CRDs as v1beta1
     categories=("api-extensions",),
     # statusStrategy means to reset metadata but resets new to itself (ResetObjectMetaForStatus(new, new)), so
     # metadata changes through /status are kept.

@@ -348,6 +348,7 @@ HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
     short_names=("hpa",),
     categories=("all",),
     subresources=(_status("HorizontalPodAutoscaler"),),
+    storage_group_version="autoscaling/v2",
     stored_as=StoredAs(
         group="autoscaling",
         resource="horizontalpodautoscalers",

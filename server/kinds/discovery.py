@@ -147,6 +147,7 @@ def validate_endpoint_slice(obj: Obj, old: Obj | None) -> list[FieldError]:
 ENDPOINT_SLICES = Resource(
     group="discovery.k8s.io", version="v1", resource="endpointslices", kind="EndpointSlice",
     singular="endpointslice", namespaced=True, schema=ProtoSchema(discovery_pb2.EndpointSlice),
+    storage_group_version="discovery.k8s.io/v1beta1",  # as kube 1.28's discovery names the storage version
     strategy=Declared(
         tracks_generation=True, defaults=default_endpoint_slice, prepare=prepare_endpoint_slice,
         validation=validate_endpoint_slice,

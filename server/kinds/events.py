@@ -148,7 +148,7 @@ def from_core(obj: Obj) -> Obj:
 
 EVENTS = Resource(
     group="events.k8s.io", version="v1", resource="events", kind="Event", singular="event", namespaced=True,
-    schema=SCHEMA, short_names=("ev",),
+    schema=SCHEMA, short_names=("ev",), storage_group_version="v1",
     # Selection reads the stored (core) form: each label is the core/v1 getter of the field it maps to.
     field_getters={label: CORE_EVENTS.field_getters[core] for label, core in FIELD_LABELS.items()},
     stored_as=StoredAs(group=CORE_EVENTS.group, resource=CORE_EVENTS.resource, schema=CORE_EVENTS.schema,

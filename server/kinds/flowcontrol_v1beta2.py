@@ -71,12 +71,14 @@ def validate_priority_level(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 FLOW_SCHEMAS = dataclasses.replace(
     flowcontrol.FLOW_SCHEMAS, version=VERSION, schema=FLOW_SCHEMA,
+    storage_group_version=flowcontrol.FLOW_SCHEMAS.api_version,
     stored_as=StoredAs(group=flowcontrol.GROUP, resource="flowschemas", schema=flowcontrol.FLOW_SCHEMAS.schema,
                        to_storage=_converter(), from_storage=_converter()),
 )
 
 PRIORITY_LEVEL_CONFIGURATIONS = dataclasses.replace(
     flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS, version=VERSION, schema=PRIORITY_LEVEL,
+    storage_group_version=flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS.api_version,
     strategy=Declared(tracks_generation=True, defaults=default_priority_level, prepare=flowcontrol.empty_status,
                       validation=validate_priority_level),
     stored_as=StoredAs(

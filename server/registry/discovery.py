@@ -6,9 +6,13 @@ back (`unchanged`), so the gateway can check its discovery cache on every discov
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery.schema import JsonSchema
-from server.registry.resources import Registry
+from server.registry import priorities
+from server.registry.resources import Registry, Resource
 
 
 def discover(registry: Registry, known_generation: int = 0) -> core_pb2.DiscoverResponse:
@@ -32,6 +36,8 @@ def discover(registry: Registry, known_generation: int = 0) -> core_pb2.Discover
             json_schema=r.schema.openapi if isinstance(r.schema, JsonSchema) else b"",
             deprecation_warning=r.deprecation_warning,
             no_table=r.answer_create is not None,
+            storage_version_hash=storage_version_hash(r),
+            group_priority=priorities.group_priority(r.group, r.version),
         )
         for sub in r.subresources:
             entry.subresources.add(name=sub.name, kind=sub.kind, verbs=sub.verbs, group=sub.group, version=sub.version,
@@ -46,3 +52,15 @@ def discover(registry: Registry, known_generation: int = 0) -> core_pb2.Discover
                            version_priority=a.version_priority, available=a.available, resources=a.resources,
                            openapi_v3=a.openapi_v3)
     return out
+
+
+def storage_version_hash(r: Resource) -> str:
+    """kube-apiserver's discovery.StorageVersionHash of the group version r's objects are stored at (its own
+    unless storage_group_version names another); "" for a resource that stores nothing: one answered (the
+    reviews), computed (componentstatuses) or only created through a handler (bindings)."""
+    if r.answer_create is not None or r.computed is not None or (r.verbs == ("create",) and r.handlers.create):
+        return ""
+    group_version = r.storage_group_version or r.api_version
+    group, _, version = group_version.rpartition("/")
+    digest = hashlib.sha256(f"{group}/{version}/{r.kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()

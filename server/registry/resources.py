@@ -237,6 +237,9 @@ class Resource:
     # The warning every answer about the resource carries, as kube-apiserver's installer adds one for a kind
     # its prerelease lifecycle marks deprecated ("v1 ComponentStatus is deprecated in v1.19+"); "" for none.
     deprecation_warning: str = ""
+    # The group version ("autoscaling/v2", "v1" for the core group) objects are kept at when not the served one,
+    # as kube-apiserver 1.28 keeps them: discovery's storageVersionHash names it.
+    storage_group_version: str = ""
 
     @cached_property
     def api_version(self) -> str:  # read several times a request: made once per Resource

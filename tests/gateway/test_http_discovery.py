@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import hashlib
 from typing import Any
 
 import pytest
@@ -57,8 +60,8 @@ def config_only(doc: Obj, key: str = "name") -> Obj:
 
 
 def aggregated_core(api_version: str) -> Obj:
-    def kind(k: str) -> Obj:
-        return {"group": "", "version": "v1", "kind": k}
+    def kind(k: str) -> Obj:  # kube 1.28 leaves a built-in kind's own group and version empty
+        return {"group": "", "version": "", "kind": k}
 
     return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": [{
         "metadata": {"creationTimestamp": None},
@@ -100,8 +103,10 @@ async def test_legacy_root_documents(server: Server) -> None:
         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:8080"}]})
     apis = await server.request("GET", "/apis")
     assert (apis.status, apis.json()["kind"], apis.json()["apiVersion"]) == (200, "APIGroupList", "v1")
-    apps = {"groupVersion": "apps/v1", "version": "v1"}
-    assert apis.json()["groups"][0] == {"name": "apps", "versions": [apps], "preferredVersion": apps}
+    first = {"groupVersion": "apiregistration.k8s.io/v1", "version": "v1"}  # the aggregator's, then by priority
+    assert apis.json()["groups"][0] == {"name": "apiregistration.k8s.io", "versions": [first],
+                                        "preferredVersion": first}
+    assert [g["name"] for g in apis.json()["groups"]][1:3] == ["apps", "events.k8s.io"]
 
 
 async def test_core_group_version_resources(server: Server) -> None:
@@ -154,7 +159,7 @@ async def test_aggregated_discovery(server: Server, accept: str, version: str) -
     apis = await server.request("GET", "/apis", headers={"Accept": accept})
     assert (apis.status, apis.content_type, apis.json()["kind"], apis.json()["apiVersion"]) == (
         200, content_type, "APIGroupDiscoveryList", f"apidiscovery.k8s.io/{version}")
-    assert apis.json()["items"][0]["metadata"] == {"name": "apps", "creationTimestamp": None}
+    assert apis.json()["items"][0]["metadata"] == {"name": "apiregistration.k8s.io", "creationTimestamp": None}
 
 
 @pytest.mark.parametrize(("path", "accept"), [
@@ -202,3 +207,44 @@ async def test_named_group_discovery(server: Server) -> None:
             "resource": "widgets", "responseKind": {"group": GROUP, "version": "v1", "kind": "Widget"},
             "scope": "Namespaced", "singularResource": "widget", "verbs": ALL_VERBS, "shortNames": ["wd"],
             "categories": ["all"]}]}]}]
+
+
+# kube-apiserver 1.28.7's storageVersionHash (the group version it stores each kind at), and none where it stores
+# nothing.
+@pytest.mark.parametrize(("path", "resource", "expected"), [
+    ("/api/v1", "configmaps", "qFsyl6wFWjQ="),
+    ("/apis/events.k8s.io/v1", "events", "r2yiGXH7wu8="),  # kept as core/v1 Events
+    ("/apis/autoscaling/v1", "horizontalpodautoscalers", "qwQve8ut294="),  # as autoscaling/v2
+    ("/apis/autoscaling/v2", "horizontalpodautoscalers", "qwQve8ut294="),
+    ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions", "jfWCUB31mvA="),  # as v1beta1
+    ("/apis/discovery.k8s.io/v1", "endpointslices", "Nx3SIv6I0mE="),
+    ("/apis/flowcontrol.apiserver.k8s.io/v1beta2", "flowschemas", "9NnFrw7ZEmA="),  # as v1beta3
+    ("/apis/flowcontrol.apiserver.k8s.io/v1beta3", "flowschemas", "9NnFrw7ZEmA="),
+    ("/api/v1", "bindings", None),
+    ("/api/v1", "componentstatuses", None),
+    ("/apis/authentication.k8s.io/v1", "tokenreviews", None),
+    ("/apis/authorization.k8s.io/v1", "subjectaccessreviews", None),
+])
+async def test_storage_version_hash(server: Server, path: str, resource: str, expected: str | None) -> None:
+    listed = (await server.request("GET", path)).json()["resources"]
+    (entry,) = (r for r in listed if r["name"] == resource)
+    assert entry.get("storageVersionHash") == expected
+
+
+async def test_a_custom_resources_storage_version_hash_names_its_storage_version(server: Server) -> None:
+    """Every served version of a CRD reports the hash of the one marked storage, as apiextensions-apiserver does."""
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    await server.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "metadata": {"name": "gizmos.hash.example.com"},
+        "spec": {"group": "hash.example.com", "scope": "Namespaced",
+                 "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+                 "versions": [{"name": "v2", "served": True, "storage": False, "schema": schema},
+                              {"name": "v1", "served": True, "storage": True, "schema": schema}]}})
+    stored = base64.b64encode(hashlib.sha256(b"hash.example.com/v1/Gizmo").digest()[:8]).decode()
+    for version in ("v1", "v2"):
+        for _ in range(500):
+            resp = await server.request("GET", f"/apis/hash.example.com/{version}")
+            if resp.status == 200:
+                break
+            await asyncio.sleep(0.01)
+        assert [r.get("storageVersionHash") for r in resp.json()["resources"] if r["name"] == "gizmos"] == [stored]

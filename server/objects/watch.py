@@ -99,6 +99,11 @@ async def watch(
     figures.watchers.inc()
     # The deadline closes the store watch, which ends the loop below; no timer per batch.
     closer = asyncio.get_running_loop().call_later(deadline - time.monotonic(), changes.close) if deadline else None
+    # So does the resource's end (its CRD deleted, or the version no longer served), as kube-apiserver ends the
+    # watches of a custom resource's storage when it tears that down: the client lists again and learns of it.
+    registry = ctx.registry
+    forget = registry.on_change(
+        lambda: changes.close() if registry.get(resource.group, resource.version, resource.resource) is None else None)
     reader = _Reader(changes, bookmark_interval if opts.allowWatchBookmarks else None)
     last = start
     try:
@@ -128,6 +133,7 @@ async def watch(
                 yield response
     finally:
         figures.watchers.dec()
+        forget()
         if closer is not None:
             closer.cancel()
         changes.close()

@@ -7,6 +7,7 @@ from server/kinds/; custom resources will be registered from CRDs.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -316,7 +317,8 @@ class Registry:
 
     def __init__(self, resources: Iterable[Resource] = ()) -> None:
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners: dict[int, Callable[[], None]] = {}  # by registration; every open watch holds one
+        self._registered = itertools.count()
         self.aggregated: dict[tuple[str, str], AggregatedVersion] = {}
         self.generation = 1
         for resource in resources:
@@ -324,12 +326,13 @@ class Registry:
 
     def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call `listener` after every change to what is served; the answer unregisters it."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        key = next(self._registered)
+        self._listeners[key] = listener
+        return lambda: self._listeners.pop(key, None) and None
 
     def _changed(self) -> None:
         self.generation += 1
-        for listener in list(self._listeners):
+        for listener in list(self._listeners.values()):
             listener()
 
     def set_aggregated(self, group: str, version: str, value: AggregatedVersion | None) -> None:

@@ -149,6 +149,23 @@ async def test_unknown_fields_warn(server: Server) -> None:
         400, 'Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.x"')
 
 
+@pytest.mark.parametrize("query", ["?watch=1", "?watch=1&resourceVersion=0", "?watch=1&allowWatchBookmarks=true"])
+async def test_deleting_the_crd_ends_its_resources_watches(server: Server, query: str) -> None:
+    """As kube-apiserver tears a custom resource's storage down with its CRD: the open watches end (no ERROR
+    event) instead of lasting their timeout, and the client's next list is the 404 that tells it the resource is
+    gone."""
+    await install(server)
+    async with server.watch(WIDGETS + query) as stream:
+        assert stream.status == 200
+        await server.create(WIDGETS, {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})
+        [event] = await stream.lines(1)
+        assert event["type"] == "ADDED"
+        await server.request("DELETE", f"{CRDS}/widgets.example.com")
+        rest = await stream.end()  # the CRD's finalizer deletes its objects first: those events, then the end
+    assert [orjson.loads(line)["type"] for line in rest.splitlines()] == ["DELETED"]
+    assert (await server.request("GET", WIDGETS)).status == 404
+
+
 async def test_tables_watch_and_status(server: Server) -> None:
     await install(server)
     async with server.watch(WIDGETS + "?watch=1") as stream:

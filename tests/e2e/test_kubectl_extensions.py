@@ -79,7 +79,7 @@ metadata: {{name: NAMESPACE-inject}}
                                            "TOKENREQUESTS", "REQUIRESREPUBLISH", "MODES", "AGE"],
      ["{ns}.csi.example.com", "true", "false", "false", "<unset>", "false", "Persistent"]),
     ("csinode", "{ns}-node", ["NAME", "DRIVERS", "AGE"], ["{ns}-node", "1"]),
-    ("csistoragecapacity", "capacity", ["NAME", "STORAGECLASSNAME", "CAPACITY"], ["capacity", "fast", "1Gi"]),
+    ("csistoragecapacity", "capacity", ["NAME", "CREATED AT"], ["capacity"]),  # kube 1.28: no printer of its own
     ("volumeattachment", "{ns}-va", ["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"],
      ["{ns}-va", "csi.example.com", "pv-1", "node-1", "false"]),
     ("validatingwebhookconfiguration", "{ns}-check", ["NAME", "WEBHOOKS", "AGE"], ["{ns}-check", "1"]),

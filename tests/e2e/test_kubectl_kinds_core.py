@@ -108,7 +108,7 @@ MANIFESTS: list[tuple[str, str, Obj, list[str]]] = [
                                         "metadata": {"name": "data"}, "spec": {
                                             "accessModes": ["ReadWriteOnce"],
                                             "resources": {"requests": {"storage": "1Gi"}}}},
-     ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"]),
+     ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS", "AGE"]),
     ("resourcequotas", "quota", {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "quota"},
                                  "spec": {"hard": {"pods": "10", "limits.cpu": "4"}}},
      ["NAME", "AGE", "REQUEST", "LIMIT"]),
@@ -169,7 +169,7 @@ def test_cluster_scoped_kinds(kubectl: Kubectl, request: pytest.FixtureRequest) 
     assert re.search(r"^Roles:\s+worker$", described.out, re.M)
     volumes = kubectl("get", "pv", f"pv-{suffix}").out
     assert header(volumes) == ["NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS", "CLAIM",
-                               "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"]
+                               "STORAGECLASS", "REASON", "AGE"]
     assert kubectl("describe", "pv", f"pv-{suffix}").code == 0
     for kind, name in (("node", f"node-{suffix}"), ("persistentvolume", f"pv-{suffix}")):
         deleted = kubectl("delete", kind, name)

@@ -70,7 +70,7 @@ def rows(text: str) -> list[list[str]]:
     ("endpointslices", "web", ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"], ["web", "IPv4", "80", "10.0.0.1"]),
     ("ingressclass", "{ns}-nginx", ["NAME", "CONTROLLER", "PARAMETERS", "AGE"],
      ["{ns}-nginx", "example.com/ingress", "<none>"]),
-    ("pc", "{ns}-batch", ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"],
+    ("pc", "{ns}-batch", ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE"],
      ["{ns}-batch", "100", "false"]),
     ("runtimeclass", "{ns}-runc", ["NAME", "HANDLER", "AGE"], ["{ns}-runc", "runc"]),
 ])

@@ -73,7 +73,7 @@ KINDS = [
          ("Name", "Drivers", "Age")),
     Kind(f"{STORAGE}/namespaces/default/csistoragecapacities", "CSIStorageCapacity", "storage.k8s.io/v1",
          {"metadata": {"name": "capacity"}, "storageClassName": "fast", "capacity": "10Gi"},
-         ("Name", "StorageClassName", "Capacity")),
+         ("Name", "Created At")),  # kube 1.28 prints it with its default table convertor
     Kind(f"{STORAGE}/volumeattachments", "VolumeAttachment", "storage.k8s.io/v1",
          {"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com", "nodeName": "node-1",
                                                "source": {"persistentVolumeName": "pv-1"}}},

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,9 +114,16 @@ async def test_workers_run_under_the_allocator_and_their_parent_under_cpythons(
     try:
         said = "".join(_until_serving(proc))
         assert not _jemalloc_mapped(proc.pid)
-        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-        assert children
-        assert [_jemalloc_mapped(int(child)) for child in children] == [jemalloc] * len(children)
+        # The first worker serving is what the parent announces; the second may still be between fork and exec
+        # (its maps its parent's until the exec), so each worker is read until it has exec'd.
+        deadline = time.monotonic() + 10
+        while True:
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            mapped = [_jemalloc_mapped(int(child)) for child in children]
+            if (len(children) == 2 and mapped == [jemalloc] * 2) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        assert mapped == [jemalloc] * 2
         assert ("memory allocator: jemalloc" in said) == jemalloc
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -193,12 +193,14 @@ async def test_what_a_delete_answers_kind_by_kind(client: Client, group: str, re
         await refused(client.get(one))
 
 
-async def _judged(client: Client, at: core_pb2.ResourcePath, timeout: float = 5.0) -> None:
-    """Once the availability controller has written the APIService's Available condition (True or not)."""
+async def _judged(client: Client, at: core_pb2.ResourcePath, condition: str = "Available",
+                  timeout: float = 5.0) -> None:
+    """Once a controller has written the object's `condition` (True or not): the availability controller's
+    Available on an APIService, priority and fairness's Dangling on a FlowSchema."""
     deadline = time.monotonic() + timeout
-    while not any(c["type"] == "Available"
+    while not any(c["type"] == condition
                   for c in ((await client.get(at)).get("status") or {}).get("conditions") or []):
-        assert time.monotonic() < deadline, "the APIService's availability was never written"
+        assert time.monotonic() < deadline, f"the {condition} condition was never written"
         await asyncio.sleep(0.01)
 
 
@@ -214,6 +216,8 @@ async def test_a_dry_run_delete_answers_as_the_kind_does_and_stores_nothing(
         await settled(client, await established(client, created["metadata"]["name"]))
     if resource == "apiservices":  # the availability controller's status write is over
         await _judged(client, one)
+    if resource == "flowschemas":  # so is priority and fairness's
+        await _judged(client, one, "Dangling")
     stored = await client.get(one)
     before = client.revision()
     answer = await client.delete(one, dryRun=["All"], propagationPolicy="Background")

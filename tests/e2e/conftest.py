@@ -146,15 +146,20 @@ def start_capstan(data_dir: Path, *flags: str) -> Serving:
     return Serving(proc, log, match[1])
 
 
+def terminate(proc: subprocess.Popen[Any], timeout: float = STOP_TIMEOUT) -> int | None:
+    """SIGTERM, then its exit code; None if it had not exited within `timeout` (it is killed then)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
 def stop_capstan(serving: Serving, timeout: float = STOP_TIMEOUT) -> int | None:
     """SIGTERM, then its exit code; None if it had not exited within `timeout` (it is killed then)."""
-    serving.proc.send_signal(signal.SIGTERM)
-    try:
-        return serving.proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        serving.proc.kill()
-        serving.proc.wait()
-        return None
+    return terminate(serving.proc, timeout)
 
 
 def write_kubeconfig(data_dir: Path, path: Path) -> str:

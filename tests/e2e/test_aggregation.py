@@ -16,7 +16,6 @@ import gzip
 import json
 import os
 import re
-import signal
 import socket
 import ssl
 import subprocess
@@ -32,7 +31,7 @@ import yaml
 
 from capstan.cli import pki
 from tests.e2e import extension_apiserver as ext
-from tests.e2e.conftest import ROOT, START_TIMEOUT, Kubectl, Obj, _Lines, write_kubeconfig
+from tests.e2e.conftest import ROOT, START_TIMEOUT, Kubectl, Obj, _Lines, terminate, write_kubeconfig
 
 SERVING = re.compile(r"capstan serving: HTTPS (https://\S+) gRPC (\S+) gRPC-mTLS (\S+)")
 APISERVICE = f"{ext.VERSION}.{ext.GROUP}"
@@ -167,12 +166,7 @@ def _launch(procs: list[subprocess.Popen[str]], *args: str, pattern: re.Pattern[
 
 def _stop(procs: list[subprocess.Popen[str]]) -> None:
     for proc in reversed(procs):
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        terminate(proc)
 
 
 def _cluster(base: Path, https: str, ip: str) -> Cluster:

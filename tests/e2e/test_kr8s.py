@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ import pytest
 from kr8s import Api
 from kr8s.objects import ConfigMap
 
-from tests.e2e.conftest import ROOT, START_TIMEOUT, _Lines, write_kubeconfig
+from tests.e2e.conftest import ROOT, START_TIMEOUT, _Lines, terminate, write_kubeconfig
 
 SERVING = re.compile(r"capstan serving: HTTPS (https://\S+) gRPC (\S+) gRPC-mTLS (\S+)")
 
@@ -40,12 +39,7 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         write_kubeconfig(data, path)
         yield path
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        terminate(proc)
 
 
 @pytest.fixture

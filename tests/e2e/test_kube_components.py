@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -29,7 +28,16 @@ import yaml
 
 from capstan.cli import pki
 from server.startup.controllers import DEFAULT
-from tests.e2e.conftest import ROOT, START_TIMEOUT, Kubectl, Obj, _Lines, client_certificate, write_kubeconfig
+from tests.e2e.conftest import (
+    ROOT,
+    START_TIMEOUT,
+    Kubectl,
+    Obj,
+    _Lines,
+    client_certificate,
+    terminate,
+    write_kubeconfig,
+)
 
 KCM = os.environ.get("KUBE_CONTROLLER_MANAGER", "")
 SCHEDULER = os.environ.get("KUBE_SCHEDULER", "")
@@ -57,15 +65,6 @@ def _kubeconfig(path: Path, url: str, certs: pki.CertDir, user: str) -> Path:
                                          "client-key": str(path.parent / f"{path.stem}.key")}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
     return path
-
-
-def _stop(proc: subprocess.Popen[Any]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +107,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield Cluster(kubectl, logs)
     finally:
         for proc in started:
-            _stop(proc)
-        _stop(serve)
+            terminate(proc)
+        terminate(serve)
 
 
 def until(check: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> Any:

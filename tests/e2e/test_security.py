@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import re
-import signal
 import ssl
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from tests.e2e.conftest import (
     _Lines,
     bounded,
     client_certificate,
+    terminate,
     write_kubeconfig,
 )
 
@@ -166,12 +166,7 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         yield Secure(match[1], match[2], match[3], certs, admin, Kubectl(base / "bare.kubeconfig", base / "cache"),
                      bot_token, gone_token, base / "audit.log", client_certificate(certs, "alice", "devs"))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        terminate(proc)
 
 
 # --- kubectl 1.28 and 1.32 -------------------------------------------------------------------------------------

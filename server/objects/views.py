@@ -130,7 +130,7 @@ def answer_list(resource: Resource, view: core_pb2.ViewOptions, listed: core_pb2
 
 def _of_kind(resource: Resource, obj: Obj) -> Resource:
     """The resource whose Table an answered object takes: its own, or for a subresource answering another kind
-    (a Scale, a TokenRequest) the default columns under that kind, as kube's default table convertor."""
+    the printer kube has for that kind (/scale's Scale), else the default columns (a TokenRequest's)."""
     kind = obj.get("kind")
     if kind == resource.kind or not isinstance(kind, str) or not kind:
         return resource

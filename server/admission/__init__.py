@@ -4,7 +4,8 @@ whichever interface the call came in on (the verbs hand every write to the chain
 server/objects/admitting.py).
 
 The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Capstan runs):
-  mutating:   LimitRanger (a new Pod's defaults), ServiceAccount, NodeRestriction (noderestriction.py, a
+  mutating:   Priority (priority.py: a new Pod's priority from its PriorityClass), LimitRanger (a new Pod's
+              defaults), ServiceAccount, NodeRestriction (noderestriction.py, a
               kubelet's writes; off by default, as kube's), MutatingAdmissionWebhook
   the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
   between mutating and validating admission)
@@ -31,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from server.admission import limitranger, noderestriction, quota, serviceaccount
+from server.admission import limitranger, noderestriction, priority, quota, serviceaccount
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
 from server.machinery import apimetrics, tracing
@@ -189,6 +190,12 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
             if found:
                 limitranger.validate(attrs.resource, attrs.obj, attrs.old, found)
 
+    async def pod_priority(ctx: Context, attrs: Attributes) -> None:
+        if ours(attrs) and is_pod(attrs) and attrs.operation == "CREATE":
+            assert attrs.obj is not None
+            await priority.admit(ctx, attrs.resource, attrs.obj)
+            attrs.memo[POD_CHANGED] = True
+
     async def service_account(ctx: Context, attrs: Attributes) -> None:
         if ours(attrs) and is_pod(attrs) and attrs.operation == "CREATE":
             assert attrs.obj is not None
@@ -202,6 +209,8 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
             await quota.admit(ctx, attrs.resource, attrs.obj, attrs.old, attrs.dry_run, quotas)
 
     plugins = []
+    if "Priority" in on:
+        plugins.append(Plugin("Priority", frozenset(("CREATE",)), pod_priority))
     if "LimitRanger" in on:
         plugins.append(Plugin("LimitRanger", _WRITES, limit_defaults, limit_bounds))
     if "ServiceAccount" in on and service_accounts:

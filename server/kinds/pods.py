@@ -88,9 +88,7 @@ def _admit_new_pod(spec: Obj, *, mirror: bool) -> None:
     # pod without an account, as kube's does.
     if not spec.get("serviceAccountName") and not mirror:
         spec["serviceAccountName"] = spec["serviceAccount"] = DEFAULT_SERVICE_ACCOUNT
-    # Priority admission: no PriorityClass objects are served, so every Pod has the default priority.
-    spec.setdefault("priority", 0)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    # Priority and preemptionPolicy are Priority admission's (server/admission/priority.py), from the PriorityClass.
     tolerations = spec.setdefault("tolerations", [])
     for toleration in DEFAULT_TOLERATIONS:
         if not any(t.get("key") in (toleration["key"], "", None) and t.get("effect") in ("", None, "NoExecute")

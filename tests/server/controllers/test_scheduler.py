@@ -35,7 +35,13 @@ async def client_fixture(tmp_path: Path) -> AsyncIterator[Client]:
                             controller_names=DEFAULT | {"scheduler"})
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
-            yield Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]
+            client = Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]
+            for value in PRIORITIES:  # a Pod's priority is its PriorityClass's (Priority admission)
+                await client.create(CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                              "metadata": {"name": f"priority-{value}"}, "value": value})
+            await client.create(CLASSES, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                          "metadata": {"name": NEVER}, "value": 0, "preemptionPolicy": "Never"})
+            yield client
     finally:
         await core.stop()
         await store.close()
@@ -53,6 +59,23 @@ def node(name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110", l
                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
 
 
+CLASSES = path("priorityclasses", group="scheduling.k8s.io")
+PRIORITIES = (0, 1, 5, 10, 50, 100, 1000)  # the values the tests give Pods, each a PriorityClass priority-<value>
+NEVER = "never-preempting"  # a PriorityClass of preemptionPolicy Never
+
+
+def classed(spec: Obj) -> Obj:
+    """A Pod spec asking for a priority (or preemptionPolicy Never) through the PriorityClass giving it, as
+    Priority admission requires."""
+    out = dict(spec)
+    if "priority" in out:
+        out["priorityClassName"] = f"priority-{out.pop('priority')}"
+    if out.get("preemptionPolicy") == "Never":
+        out.pop("preemptionPolicy")
+        out["priorityClassName"] = NEVER
+    return out
+
+
 def pod(name: str, *, cpu: str | None = None, labels: dict[str, str] | None = None, node_name: str = "",
         **spec: Any) -> Obj:
     container: Obj = {"name": "app", "image": "nginx"}
@@ -60,7 +83,7 @@ def pod(name: str, *, cpu: str | None = None, labels: dict[str, str] | None = No
         container["resources"] = {"requests": {"cpu": cpu}}
     if "ports" in spec:
         container["ports"] = spec.pop("ports")
-    body: Obj = {"containers": [container], **spec}
+    body: Obj = {"containers": [container], **classed(spec)}
     if node_name:
         body["nodeName"] = node_name
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels or {}}, "spec": body}
@@ -212,7 +235,7 @@ async def test_an_unschedulable_pod_says_why_as_kube_does(client: Client, nodes:
                                                           spec: Obj, message: str) -> None:
     await setup(client, nodes, existing)
     body = pod("new")
-    body["spec"].update(spec)
+    body["spec"].update(classed(spec))
     await client.create(path("pods", NS), body)
     condition = await unschedulable(client, "new")
     assert (condition["reason"], condition["message"]) == ("Unschedulable", message)

@@ -11,7 +11,8 @@ through the table.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
@@ -23,6 +24,9 @@ from server.objects.watchcache import DISABLED, CacheConfig, WatchCaches
 from server.registry import discovery
 from server.registry.resources import Registry
 from storage import Store
+
+Written = TypeVar("Written", core_pb2.CreateRequest, core_pb2.UpdateRequest, core_pb2.PatchRequest)
+Answer = TypeVar("Answer", core_pb2.CreateResponse, core_pb2.UpdateResponse, core_pb2.PatchResponse)
 
 
 class Core:
@@ -49,12 +53,7 @@ class Core:
         return self.context.registry
 
     async def create(self, request: core_pb2.CreateRequest) -> core_pb2.CreateResponse:
-        made = views.plain(request)
-        if made is None:
-            return await create.create(self.context, request)
-        created = await create.create(self.context, made)
-        created.object.CopyFrom(self._answer(request, created.object))
-        return created
+        return await self._viewed(request, create.create)
 
     async def get(self, request: core_pb2.GetRequest) -> core_pb2.GetResponse:
         return await get.get(self.context, request)
@@ -63,20 +62,10 @@ class Core:
         return await list.list_(self.context, request)
 
     async def update(self, request: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
-        made = views.plain(request)
-        if made is None:
-            return await update.update(self.context, request)
-        updated = await update.update(self.context, made)
-        updated.object.CopyFrom(self._answer(request, updated.object))
-        return updated
+        return await self._viewed(request, update.update)
 
     async def patch(self, request: core_pb2.PatchRequest) -> core_pb2.PatchResponse:
-        made = views.plain(request)
-        if made is None:
-            return await patch.patch(self.context, request)
-        patched = await patch.patch(self.context, made)
-        patched.object.CopyFrom(self._answer(request, patched.object))
-        return patched
+        return await self._viewed(request, patch.patch)
 
     async def delete(self, request: core_pb2.DeleteRequest) -> core_pb2.DeleteResponse:
         made = views.plain(request)
@@ -98,6 +87,15 @@ class Core:
         converted = views.answer_list(resource, request.view, deleted.deleted)
         return core_pb2.DeleteCollectionResponse(deleted=core_pb2.ListResponse(
             converted=converted, encoding=converted.encoding, metadata=deleted.deleted.metadata))
+
+    async def _viewed(self, request: Written, write: Callable[[Context, Written], Awaitable[Answer]]) -> Answer:
+        """A create, update or patch; with a view, made asking JSON and its answer converted (views.answer)."""
+        made = views.plain(request)
+        if made is None:
+            return await write(self.context, request)
+        answered = await write(self.context, made)
+        answered.object.CopyFrom(self._answer(request, answered.object))
+        return answered
 
     def _answer(self, request: core_pb2.CreateRequest | core_pb2.UpdateRequest | core_pb2.PatchRequest
                 | core_pb2.DeleteRequest, answered: core_pb2.RawObject) -> core_pb2.RawObject:

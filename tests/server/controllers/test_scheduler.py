@@ -65,13 +65,12 @@ NEVER = "never-preempting"  # a PriorityClass of preemptionPolicy Never
 
 
 def classed(spec: Obj) -> Obj:
-    """A Pod spec asking for a priority (or preemptionPolicy Never) through the PriorityClass giving it, as
-    Priority admission requires."""
+    """A Pod spec asking for a priority (or preemptionPolicy Never) names the PriorityClass giving it, as Priority
+    admission requires; the value stays (admission allows the class's own), for what reads Pods unadmitted."""
     out = dict(spec)
     if "priority" in out:
-        out["priorityClassName"] = f"priority-{out.pop('priority')}"
+        out["priorityClassName"] = f"priority-{out['priority']}"
     if out.get("preemptionPolicy") == "Never":
-        out.pop("preemptionPolicy")
         out["priorityClassName"] = NEVER
     return out
 

@@ -19,7 +19,7 @@ import orjson
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.machinery import errors, stored
+from server.machinery import errors, meta, stored
 from server.machinery.codec import transcode
 from server.machinery.values import Obj
 from server.objects import render
@@ -103,7 +103,7 @@ def answer(resource: Resource, view: core_pb2.ViewOptions, answered: core_pb2.Ra
     """A write's answer, the object as JSON, converted as `view` asks."""
     include = check(view)
     obj = orjson.loads(answered.data)
-    rv = str(((obj.get("metadata") or {}).get("resourceVersion")) or "")
+    rv = str(meta.meta(obj).get("resourceVersion") or "")
     if view.view == core_pb2.VIEW_TABLE:
         return raw(printing.object_table(_of_kind(resource, obj), obj, rv, include_object=include,
                                          api_version=_version(view)))
@@ -118,7 +118,7 @@ def answer_list(resource: Resource, view: core_pb2.ViewOptions, listed: core_pb2
     rows = []
     for item in listed.items:
         obj = orjson.loads(item)
-        rows.append((obj, str(((obj.get("metadata") or {}).get("resourceVersion")) or "")))
+        rows.append((obj, str(meta.meta(obj).get("resourceVersion") or "")))
     list_meta = {"resourceVersion": listed.metadata.resourceVersion}
     if view.view == core_pb2.VIEW_TABLE:
         return raw(printing.table(resource, rows, list_meta=list_meta, include_object=include,

@@ -36,6 +36,7 @@ comparator lets a more specific range with lower q jump ahead of a wildcard).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -206,7 +207,15 @@ def negotiate_output(accept: str | None, *, protobuf: bool, stream: bool = False
     stream: a watch; its Content-Type differs and YAML cannot stream.
     table: whether the resource has a Table form (kube's RequestScope has a TableConvertor; the reviews do not).
     Raises NotAcceptable with kube-apiserver's message.
+
+    A pure function of its arguments, and clients send the same few Accept headers request after request, so
+    answers are kept (bounded: an Accept is the client's to choose); a refusal is worked out each time.
     """
+    return _negotiated_output(accept, protobuf, stream, table)
+
+
+@functools.lru_cache(maxsize=256)
+def _negotiated_output(accept: str | None, protobuf: bool, stream: bool, table: bool) -> Output:
     found = _negotiate(accept, lambda media, conversion: _resource_allows(media, conversion, protobuf, table), "v1")
     if found is None:
         raise NotAcceptable(MEDIA_TYPES)

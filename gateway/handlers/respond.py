@@ -114,8 +114,9 @@ def status(out: Output | None, st: meta_pb2.Status) -> web.Response:
 
 def _response(body: bytes, content_type: str, status: int, warnings: list[str] | None) -> web.Response:
     response = web.Response(body=body, status=status, headers={"Content-Type": content_type})
-    for header in warning_headers(warnings or ()):
-        response.headers.add(WARNING_HEADER, header)
+    if warnings:
+        for header in warning_headers(warnings):
+            response.headers.add(WARNING_HEADER, header)
     return response
 
 

@@ -4,14 +4,16 @@ whichever interface the call came in on (the verbs hand every write to the chain
 server/objects/admitting.py).
 
 The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Capstan runs):
-  mutating:   Priority (priority.py: a new Pod's priority from its PriorityClass), LimitRanger (a new Pod's
-              defaults), ServiceAccount, NodeRestriction (noderestriction.py, a
+  mutating:   Priority (priority.py: a new Pod's priority from its PriorityClass), RuntimeClass
+              (runtimeclass.py: a new Pod's overhead and scheduling from its RuntimeClass), DefaultStorageClass and
+              DefaultIngressClass (defaultclass.py: the default class of a new claim or Ingress that names
+              none), LimitRanger (a new Pod's defaults), ServiceAccount, NodeRestriction (noderestriction.py, a
               kubelet's writes; off by default, as kube's), MutatingAdmissionWebhook
   the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
   between mutating and validating admission)
-  validating: LimitRanger (bounds), ValidatingAdmissionPolicy (server/admission/policies.py, when its feature
-              gate and group version are on), ValidatingAdmissionWebhook, ResourceQuota (last: it charges the
-              object just before the write)
+  validating: RuntimeClass (a Pod's overhead is its class's), LimitRanger (bounds), ValidatingAdmissionPolicy
+              (server/admission/policies.py, when its feature gate and group version are on),
+              ValidatingAdmissionWebhook, ResourceQuota (last: it charges the object just before the write)
 NamespaceLifecycle, kube's first plugin, is the verbs' own namespace check (server/objects/namespaces.py) and
 always on. A Pod the built-in mutating plugins changed is validated again and its QoS class recomputed, as kube
 validates and prepares a Pod after mutating admission; an object a webhook changed is typed, pruned and
@@ -32,7 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from server.admission import limitranger, noderestriction, priority, quota, serviceaccount
+from server.admission import defaultclass, limitranger, noderestriction, priority, quota, runtimeclass, serviceaccount
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
 from server.machinery import apimetrics, tracing
@@ -202,6 +204,14 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
             await serviceaccount.admit(ctx, attrs.resource, attrs.obj)
             attrs.memo[POD_CHANGED] = True
 
+    async def runtime_class(ctx: Context, attrs: Attributes) -> None:
+        if runtimeclass.handles(attrs) and await runtimeclass.admit(ctx, attrs):
+            attrs.memo[POD_CHANGED] = True
+
+    async def runtime_class_overhead(ctx: Context, attrs: Attributes) -> None:
+        if runtimeclass.handles(attrs):
+            await runtimeclass.validate(ctx, attrs)
+
     async def charge(ctx: Context, attrs: Attributes) -> None:
         # every namespaced kind, custom resources included: their objects count as `count/<plural>.<group>`
         if attrs.obj is not None and not attrs.subresource and attrs.resource.namespaced:
@@ -211,6 +221,11 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
     plugins = []
     if "Priority" in on:
         plugins.append(Plugin("Priority", frozenset(("CREATE",)), pod_priority))
+    if runtimeclass.NAME in on:
+        plugins.append(Plugin(runtimeclass.NAME, frozenset(("CREATE",)), runtime_class, runtime_class_overhead))
+    for defaulted in defaultclass.PLUGINS:
+        if defaulted.name in on:
+            plugins.append(Plugin(defaulted.name, frozenset(("CREATE",)), _defaulting(defaulted)))
     if "LimitRanger" in on:
         plugins.append(Plugin("LimitRanger", _WRITES, limit_defaults, limit_bounds))
     if "ServiceAccount" in on and service_accounts:
@@ -221,6 +236,13 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
     if "ResourceQuota" in on:
         plugins.append(Plugin("ResourceQuota", _WRITES, validate=charge))
     return plugins
+
+
+def _defaulting(defaulted: defaultclass.Defaulted) -> Step:
+    async def step(ctx: Context, attrs: Attributes) -> None:
+        if defaulted.handles(attrs):
+            await defaultclass.admit(defaulted, ctx, attrs)
+    return step
 
 
 def ordered(plugins: Iterable[Plugin]) -> list[Plugin]:

@@ -11,7 +11,8 @@ The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Caps
               kubelet's writes; off by default, as kube's), MutatingAdmissionWebhook
   the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
   between mutating and validating admission)
-  validating: RuntimeClass (a Pod's overhead is its class's), LimitRanger (bounds), ValidatingAdmissionPolicy
+  validating: PersistentVolumeClaimResize (pvcresize.py: a claim grows only where its class allows), RuntimeClass
+              (a Pod's overhead is its class's), LimitRanger (bounds), ValidatingAdmissionPolicy
               (server/admission/policies.py, when its feature gate and group version are on),
               ValidatingAdmissionWebhook, ResourceQuota (last: it charges the object just before the write)
 NamespaceLifecycle, kube's first plugin, is the verbs' own namespace check (server/objects/namespaces.py) and
@@ -34,7 +35,16 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from server.admission import defaultclass, limitranger, noderestriction, priority, quota, runtimeclass, serviceaccount
+from server.admission import (
+    defaultclass,
+    limitranger,
+    noderestriction,
+    priority,
+    pvcresize,
+    quota,
+    runtimeclass,
+    serviceaccount,
+)
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
 from server.machinery import apimetrics, tracing
@@ -212,6 +222,10 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
         if runtimeclass.handles(attrs):
             await runtimeclass.validate(ctx, attrs)
 
+    async def resize(ctx: Context, attrs: Attributes) -> None:
+        if pvcresize.handles(attrs):
+            await pvcresize.validate(ctx, attrs)
+
     async def charge(ctx: Context, attrs: Attributes) -> None:
         # every namespaced kind, custom resources included: their objects count as `count/<plural>.<group>`
         if attrs.obj is not None and not attrs.subresource and attrs.resource.namespaced:
@@ -226,6 +240,8 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
     for defaulted in defaultclass.PLUGINS:
         if defaulted.name in on:
             plugins.append(Plugin(defaulted.name, frozenset(("CREATE",)), _defaulting(defaulted)))
+    if pvcresize.NAME in on:
+        plugins.append(Plugin(pvcresize.NAME, frozenset(("UPDATE",)), validate=resize))
     if "LimitRanger" in on:
         plugins.append(Plugin("LimitRanger", _WRITES, limit_defaults, limit_bounds))
     if "ServiceAccount" in on and service_accounts:

@@ -20,6 +20,7 @@ from server.kinds.podtemplates import POD_TEMPLATES
 from server.kinds.services import ENDPOINTS, services
 from server.kinds.shaped import retype
 from server.machinery import meta
+from server.machinery.codec.quantity import QuantityError, parse_quantity
 from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
 from server.machinery.validation.names import FieldError, GoValue
@@ -248,8 +249,21 @@ def default_pvc(obj: Obj) -> None:
         status.setdefault("phase", "Pending")
 
 
-PVC_IMMUTABLE = (
-    "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims")
+PVC_IMMUTABLE = "spec is immutable after creation except resources.requests for bound claims"
+BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+
+
+def _storage(spec: Obj) -> object:
+    return ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+
+
+def _quantity_compare(new: object, old: object) -> int:
+    """Quantity.Cmp of two storage requests (a missing one is zero); 0 when either cannot be read (validation
+    reports that on its own)."""
+    try:
+        return parse_quantity(str(new or "0")).compare(parse_quantity(str(old or "0")))
+    except QuantityError:
+        return 0
 
 
 def validate_pvc(obj: Obj, old: Obj | None) -> list[FieldError]:
@@ -265,18 +279,38 @@ def validate_pvc(obj: Obj, old: Obj | None) -> list[FieldError]:
     if mode not in VOLUME_MODES:
         errs.append(FieldError.not_supported("spec.volumeMode", mode, VOLUME_MODES))
     if old is not None:
-        old_spec = _spec(old)
-        new_spec = dict(spec)
-        if not old_spec.get("volumeName"):
-            new_spec.pop("volumeName", None)
-            old_spec = {k: v for k, v in old_spec.items() if k != "volumeName"}
-        for candidate in (new_spec, old_spec):
-            candidate.pop("volumeAttributesClassName", None)
-            resources = dict(candidate.get("resources") or {})
-            resources.pop("requests", None)
-            candidate["resources"] = resources
-        if new_spec != old_spec:
-            errs.append(FieldError.forbidden("spec", PVC_IMMUTABLE))
+        errs.extend(_validate_pvc_update(obj, old))
+    return errs
+
+
+def _validate_pvc_update(obj: Obj, old: Obj) -> list[FieldError]:
+    """ValidatePersistentVolumeClaimUpdate (kube 1.28): the spec is fixed but for a volumeName set once, a class
+    named where none was (the retroactive default class), and, once the claim is Bound, its storage request, which
+    may grow and never shrink."""
+    errs: list[FieldError] = []
+    new_spec, old_spec = dict(_spec(obj)), dict(_spec(old))
+    if not old_spec.get("volumeName"):
+        old_spec["volumeName"] = new_spec.get("volumeName")
+    old_annotations = (old.get("metadata") or {}).get("annotations") or {}
+    if (BETA_STORAGE_CLASS not in old_annotations and old_spec.get("storageClassName") is None
+            and new_spec.get("storageClassName") is not None):
+        old_spec["storageClassName"] = new_spec["storageClassName"]
+    if (obj.get("status") or {}).get("phase") == "Bound" and (new_spec.get("resources") or {}).get("requests"):
+        resources = dict(new_spec["resources"])
+        requests = dict(resources["requests"])
+        requests["storage"] = _storage(old_spec)
+        resources["requests"] = requests
+        new_spec["resources"] = resources
+    for candidate in (new_spec, old_spec):
+        for key in [k for k, v in candidate.items() if v is None]:
+            del candidate[key]
+    if new_spec != old_spec:
+        errs.append(FieldError.forbidden("spec", PVC_IMMUTABLE))
+    if _quantity_compare(_storage(_spec(obj)), _storage(_spec(old))) < 0:
+        errs.append(FieldError.forbidden("spec.resources.requests.storage",
+                                         "field can not be less than previous value"))
+    if _spec(obj).get("volumeMode") != _spec(old).get("volumeMode"):
+        errs.append(FieldError.invalid("volumeMode", _spec(obj).get("volumeMode"), "field is immutable"))
     return errs
 
 

@@ -1,0 +1,66 @@
+"""PersistentVolumeClaimResize admission (plugin/pkg/admission/storage/persistentvolume/resize): a claim's storage
+request may grow only where the volume can follow, as kube-apiserver 1.28 decides it.
+
+A claim whose `spec.resources.requests.storage` grows must be Bound (403 `Only bound persistent volume claims
+can be expanded`) and keep a StorageClass, the same before and after, whose `allowVolumeExpansion` is true (403
+`only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support
+resize`). A claim's class is its beta `volume.beta.kubernetes.io/storage-class` annotation, else
+`spec.storageClassName`. Only updates of the claim itself are judged, never its subresources.
+"""
+
+from __future__ import annotations
+
+from server.kinds.corev1 import BETA_STORAGE_CLASS
+from server.machinery import errors
+from server.machinery.codec.quantity import QuantityError, parse_quantity
+from server.machinery.values import Obj
+from server.objects import render
+from server.objects.admitting import Attributes
+from server.objects.context import Context
+from server.objects.storeerrors import store_call
+
+NAME = "PersistentVolumeClaimResize"
+
+
+def handles(attrs: Attributes) -> bool:
+    r = attrs.resource
+    return (attrs.operation == "UPDATE" and attrs.obj is not None and attrs.old is not None and not attrs.subresource
+            and attrs.kind is None and r.group == "" and r.resource == "persistentvolumeclaims")
+
+
+def _storage(claim: Obj) -> str:
+    return str((((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage") or "0")
+
+
+def claim_class(claim: Obj) -> str:
+    """GetPersistentVolumeClaimClass: the beta annotation first, then spec.storageClassName; "" for none."""
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    if BETA_STORAGE_CLASS in annotations:
+        return str(annotations[BETA_STORAGE_CLASS])
+    return str((claim.get("spec") or {}).get("storageClassName") or "")
+
+
+async def _expandable(ctx: Context, name: str) -> bool:
+    classes = ctx.registry.get("storage.k8s.io", "v1", "storageclasses")
+    if classes is None:
+        return False
+    got = await store_call(ctx.store.get(classes.key("", name)))
+    return got.kv is not None and render.load(got.kv.value).get("allowVolumeExpansion") is True
+
+
+async def validate(ctx: Context, attrs: Attributes) -> None:
+    assert attrs.obj is not None and attrs.old is not None
+    try:
+        grows = parse_quantity(_storage(attrs.obj)).compare(parse_quantity(_storage(attrs.old))) > 0
+    except QuantityError:
+        return  # the claim's validation refuses it
+    if not grows:
+        return
+    if (attrs.old.get("status") or {}).get("phase") != "Bound":
+        raise errors.forbidden(attrs.resource.resource, "", attrs.name,
+                               "Only bound persistent volume claims can be expanded")
+    new_class, old_class = claim_class(attrs.obj), claim_class(attrs.old)
+    if not new_class or new_class != old_class or not await _expandable(ctx, new_class):
+        raise errors.forbidden(attrs.resource.resource, "", attrs.name,
+                               "only dynamically provisioned pvc can be resized and the storageclass that provisions "
+                               "the pvc must support resize")

@@ -8,9 +8,10 @@ approve` appends {type: Approved, status: "True", reason: KubectlApprove}); a re
     status.conditions: Invalid value: [...]: Approved and Denied conditions are mutually exclusive
 
 The certificate itself is written through /status by a signer (server/controllers/csrsigning.py signs
-`kubernetes.io/kube-apiserver-client` requests with the cluster CA). Kube's CSR admission plugins
-(CertificateApproval, CertificateSigning, CertificateSubjectRestriction) are not run: RBAC's
-`certificatesigningrequests/approval` and `/status` permissions alone decide who approves and signs.
+`kubernetes.io/kube-apiserver-client` requests with the cluster CA). Beyond RBAC's
+`certificatesigningrequests/approval` and `/status` permissions, kube's CSR admission plugins
+(server/admission/certificates.py) ask for `approve` or `sign` on the request's signer and refuse
+kube-apiserver-client requests for system:masters.
 """
 
 from __future__ import annotations

@@ -222,6 +222,8 @@ def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
     _one_of(spec.get("restartPolicy", ""), RESTART_POLICIES, f"{path}.restartPolicy", errs)
     _one_of(spec.get("dnsPolicy", ""), DNS_POLICIES, f"{path}.dnsPolicy", errs)
     errs.extend(names.validate_labels(spec.get("nodeSelector") or {}, f"{path}.nodeSelector"))
+    if isinstance(spec.get("securityContext"), dict):
+        _validate_pod_security_context(spec["securityContext"], f"{path}.securityContext", errs)
     account = spec.get("serviceAccountName") or ""
     if account:
         errs.extend(FieldError.invalid(f"{path}.serviceAccountName", account, m)
@@ -238,6 +240,37 @@ def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
         errs.append(FieldError.invalid(f"{path}.activeDeadlineSeconds", deadline,
                                        "must be between 1 and 2147483647, inclusive"))
     return errs
+
+
+# Unix user and group IDs (validation.IsValidUserID, IsValidGroupID) and sysctl names (IsValidSysctlName).
+ID_RANGE = "must be between 0 and 2147483647, inclusive"
+SYSCTL_MAX_LENGTH = 253
+_SYSCTL_SEGMENT = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+SYSCTL_PATTERN = f"^({_SYSCTL_SEGMENT}[\\./])*{_SYSCTL_SEGMENT}$"
+_SYSCTL = re.compile(SYSCTL_PATTERN)
+
+
+def _validate_pod_security_context(context: Obj, path: str, errs: list[FieldError]) -> None:
+    """validatePodSpecSecurityContext: IDs in range, process namespaces, sysctl names well formed and unique."""
+    for field in ("fsGroup", "runAsUser", "runAsGroup"):
+        value = context.get(field)
+        if isinstance(value, int) and not 0 <= value <= 2147483647:
+            errs.append(FieldError.invalid(f"{path}.{field}", value, ID_RANGE))
+    for index, gid in enumerate(context.get("supplementalGroups") or []):
+        if isinstance(gid, int) and not 0 <= gid <= 2147483647:
+            errs.append(FieldError.invalid(f"{path}.supplementalGroups[{index}]", gid, ID_RANGE))
+    seen: set[str] = set()
+    for index, sysctl in enumerate(context.get("sysctls") or []):
+        name = str(sysctl.get("name") or "")
+        here = f"{path}.sysctls[{index}].name"
+        if not name:
+            errs.append(FieldError.required(here))
+        elif len(name) > SYSCTL_MAX_LENGTH or not _SYSCTL.match(name):
+            errs.append(FieldError.invalid(here, name, f"must have at most {SYSCTL_MAX_LENGTH} characters and match "
+                                                       f"regex {SYSCTL_PATTERN}"))
+        elif name in seen:
+            errs.append(FieldError.duplicate(here, name))
+        seen.add(name)
 
 
 def _one_of(value: str, supported: tuple[str, ...], path: str, errs: list[FieldError]) -> None:

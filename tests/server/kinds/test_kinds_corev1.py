@@ -239,6 +239,10 @@ LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric
              "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
              "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
 
+SYSCTL_MSG = ("must have at most 253 characters and match regex "
+              "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$")
+ID_RANGE = "must be between 0 and 2147483647, inclusive"
+
 VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
     ("no containers", "pods", pod(containers=[]), "Pod", [required("spec.containers")]),
     ("container name and image", "pods", pod(containers=[{}]), "Pod",
@@ -259,6 +263,19 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
      [invalid("spec.containers[0].resources.requests[cpu]", '"2"', "must be less than or equal to cpu limit of 1")]),
     ("probe without handler", "pods", pod(containers=[{"name": "a", "image": "i", "readinessProbe": {
         "periodSeconds": 5}}]), "Pod", [required("spec.containers[0].readinessProbe", "must specify a handler type")]),
+    ("sysctl names", "pods", pod(securityContext={"sysctls": [
+        {"name": "foo-", "value": "bar"}, {"name": "kernel.shmmax", "value": "1"},
+        {"name": "safe-and-unsafe", "value": "1"}, {"name": "bar..", "value": "42"}, {"name": "", "value": "1"},
+        {"name": "kernel.shmmax", "value": "2"}]}), "Pod",
+     [invalid("spec.securityContext.sysctls[0].name", '"foo-"', SYSCTL_MSG),
+      invalid("spec.securityContext.sysctls[3].name", '"bar.."', SYSCTL_MSG),
+      required("spec.securityContext.sysctls[4].name"),
+      duplicate("spec.securityContext.sysctls[5].name", '"kernel.shmmax"')]),
+    ("pod user and group IDs", "pods", pod(securityContext={
+        "runAsUser": -1, "runAsGroup": 2147483648, "fsGroup": 0, "supplementalGroups": [1, -2]}), "Pod",
+     [invalid("spec.securityContext.runAsUser", "-1", ID_RANGE),
+      invalid("spec.securityContext.runAsGroup", "2147483648", ID_RANGE),
+      invalid("spec.securityContext.supplementalGroups[1]", "-2", ID_RANGE)]),
     ("service without ports", "services", service(ports=[]), "Service", [required("spec.ports")]),
     ("service port range and names", "services", service(ports=[{"port": 0}, {"port": 81}]), "Service",
      [required("spec.ports[0].name"), invalid("spec.ports[0].port", "0", PORT_RANGE),

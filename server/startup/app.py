@@ -18,6 +18,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from server import admission
+from server.admission import certificates as csr_admission
+from server.admission import podsecurity
 from server.admission.policies import Policies
 from server.admission.quota import QUOTAS, Quotas
 from server.admission.webhooks import Webhooks
@@ -182,6 +184,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                                    quotas=quotas),
         *webhooks.plugins(admission_plugins),
         *(policies.plugins(admission_plugins) if policies is not None else []),
+        *podsecurity.plugins(admission_plugins),
+        *csr_admission.plugins(admission_plugins),
     ]))
     await bootstrap.ensure_default_namespaces(core)
     await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)

@@ -4,23 +4,27 @@ whichever interface the call came in on (the verbs hand every write to the chain
 server/objects/admitting.py).
 
 The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Capstan runs):
-  mutating:   Priority (priority.py: a new Pod's priority from its PriorityClass), RuntimeClass
-              (runtimeclass.py: a new Pod's overhead and scheduling from its RuntimeClass), DefaultStorageClass and
-              DefaultIngressClass (defaultclass.py: the default class of a new claim or Ingress that names
-              none), LimitRanger (a new Pod's defaults), ServiceAccount, NodeRestriction (noderestriction.py, a
+  mutating:   Priority (priority.py: a new Pod's priority from its PriorityClass), DefaultStorageClass
+              (defaultclass.py: the default class of a new claim that names none), StorageObjectInUseProtection
+              (protection.py: the protection finalizers of new claims and volumes), RuntimeClass (runtimeclass.py:
+              a new Pod's overhead and scheduling from its RuntimeClass), DefaultIngressClass (defaultclass.py),
+              LimitRanger (a new Pod's defaults), ServiceAccount, NodeRestriction (noderestriction.py, a
               kubelet's writes; off by default, as kube's), MutatingAdmissionWebhook
   the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
   between mutating and validating admission)
-  validating: PersistentVolumeClaimResize (pvcresize.py: a claim grows only where its class allows), RuntimeClass
-              (a Pod's overhead is its class's), LimitRanger (bounds), ValidatingAdmissionPolicy
-              (server/admission/policies.py, when its feature gate and group version are on),
+  validating: PodSecurity (podsecurity/: the Pod Security Standards a namespace's labels choose),
+              PersistentVolumeClaimResize (pvcresize.py: a claim grows only where its class allows), RuntimeClass
+              (a Pod's overhead is its class's), CertificateApproval, CertificateSigning and
+              CertificateSubjectRestriction (certificates.py: who may approve and sign for a signer), LimitRanger
+              (bounds), ValidatingAdmissionPolicy (policies.py, when its feature gate and group version are on),
               ValidatingAdmissionWebhook, ResourceQuota (last: it charges the object just before the write)
 NamespaceLifecycle, kube's first plugin, is the verbs' own namespace check (server/objects/namespaces.py) and
 always on. A Pod the built-in mutating plugins changed is validated again and its QoS class recomputed, as kube
 validates and prepares a Pod after mutating admission; an object a webhook changed is typed, pruned and
 validated again by the webhook plugin. LimitRanger and ResourceQuota judge the built-in kinds, as before custom
 resources are counted; writes through a subresource, and the objects of a subresource's own kind (a Binding, an
-Eviction, a Scale), reach the webhooks only.
+Eviction, a Scale), reach the webhooks and the plugins that name that subresource (the certificate plugins'
+/approval and /status, PodSecurity's pods/ephemeralcontainers) only.
 
 `--enable-admission-plugins` / `--disable-admission-plugins` choose among kube's plugin names (`enabled`).
 
@@ -40,6 +44,7 @@ from server.admission import (
     limitranger,
     noderestriction,
     priority,
+    protection,
     pvcresize,
     quota,
     runtimeclass,
@@ -222,6 +227,10 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
         if runtimeclass.handles(attrs):
             await runtimeclass.validate(ctx, attrs)
 
+    async def protect(ctx: Context, attrs: Attributes) -> None:
+        if protection.handles(attrs):
+            protection.admit(attrs)
+
     async def resize(ctx: Context, attrs: Attributes) -> None:
         if pvcresize.handles(attrs):
             await pvcresize.validate(ctx, attrs)
@@ -240,6 +249,8 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
     for defaulted in defaultclass.PLUGINS:
         if defaulted.name in on:
             plugins.append(Plugin(defaulted.name, frozenset(("CREATE",)), _defaulting(defaulted)))
+    if protection.NAME in on:
+        plugins.append(Plugin(protection.NAME, frozenset(("CREATE",)), protect))
     if pvcresize.NAME in on:
         plugins.append(Plugin(pvcresize.NAME, frozenset(("UPDATE",)), validate=resize))
     if "LimitRanger" in on:

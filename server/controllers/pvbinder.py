@@ -23,9 +23,9 @@ Contracts, as kube's pv_controller:
   gone is Released, then deleted when its reclaim policy is Delete (Retain keeps it Released); a bound claim
   whose volume is gone is Lost;
 - events about claims as kube's: FailedBinding, WaitForFirstConsumer, ProvisioningSucceeded, ClaimLost;
-- not done: the default StorageClass for claims without one, Recycle, volume node affinity, expansion, and the
-  pvc-protection/pv-protection controllers (the StorageObjectInUseProtection admission plugin that adds their
-  finalizers is not run).
+- not done: the retroactive default StorageClass for claims written without one (DefaultStorageClass admission
+  names it in new claims), Recycle, volume node affinity, expansion. A deleted claim or volume in use is held by
+  the protection controllers (server/controllers/protection.py).
 """
 
 from __future__ import annotations

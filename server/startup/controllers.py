@@ -3,7 +3,7 @@ it runs by default, and how it is built.
 
 The default set is what makes the API itself behave as a cluster's does (garbage collection, namespace
 finalization, ClusterRole aggregation, ServiceAccounts and the root CA, quota status, endpoints and endpoint
-slices, CSR signing). The workload
+slices, CSR signing, the storage protection finalizers). The workload
 controllers, the scheduler and the simulated nodes' partners (deployment, job, nodelifecycle, ...) run only when
 named or with `*`. The flag reads as kube's: a comma-separated list where `*` turns every controller on, `name`
 turns one on and `-name` off; an explicit name wins over `*`; a list without `*` runs only what it names. The
@@ -130,6 +130,9 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("statefulset", _imported("statefulset")),
     Controller("daemonset", _imported("daemonset")),
     Controller("persistentvolume-binder", _imported("pvbinder")),
+    # a claim or volume in use waits, Terminating, until it is not (the StorageObjectInUseProtection finalizers)
+    Controller("pvc-protection", _imported("protection", "PVC_PROTECTION"), default=True, per_namespace=True),
+    Controller("pv-protection", _imported("protection", "PV_PROTECTION"), default=True, per_namespace=True),
     # kube's batch controllers: run when named or with *
     Controller("job", _imported("job")),
     Controller("cronjob", _imported("cronjob")),

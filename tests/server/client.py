@@ -42,6 +42,9 @@ class Failed(Exception):
         self.status = status
 
 
+PROTECTION_FINALIZERS = ("kubernetes.io/pvc-protection", "kubernetes.io/pv-protection")
+
+
 def path(
     resource: str, namespace: str = "", name: str = "", *, group: str = "", version: str = "v1", subresource: str = ""
 ) -> core_pb2.ResourcePath:
@@ -106,6 +109,21 @@ class Client:
         resp = await self.create_response(p, raw(obj), **options)
         assert resp.object.encoding == JSON
         return orjson.loads(resp.object.data)  # type: ignore[no-any-return]
+
+    async def create_unprotected(self, p: core_pb2.ResourcePath, obj: Obj) -> Obj:
+        """The object created, and then without the storage protection finalizer StorageObjectInUseProtection gave
+        it (a claim's or volume's), as kube-controller-manager's protection controllers leave an unused one: for
+        tests of what a delete does to a kind, which no controller of the envtest-like core would finish."""
+        created = await self.create(p, obj)
+        finalizers = created["metadata"].get("finalizers") or []
+        kept = [f for f in finalizers if f not in PROTECTION_FINALIZERS]
+        if kept == finalizers:
+            return created
+        created["metadata"]["finalizers"] = kept
+        updated, _ = await self.update(core_pb2.ResourcePath(
+            group=p.group, version=p.version, resource=p.resource, namespace=p.namespace,
+            name=created["metadata"]["name"]), created)
+        return updated
 
     async def get_raw(self, p: core_pb2.ResourcePath, *, accept: int = JSON, **options: Any) -> core_pb2.RawObject:
         request = core_pb2.GetRequest(path=p, options=options, accept=accept)  # type: ignore[arg-type]

@@ -175,7 +175,7 @@ async def test_what_a_delete_answers_kind_by_kind(client: Client, group: str, re
     # Status{Success, details{name, group, kind: <resource>, uid}}; HTTP 200 either way.
     answer_kind, _ = DELETES[(group, resource)]
     at, body = kind_body(group, resource)
-    created = await client.create(at, body)
+    created = await client.create_unprotected(at, body)
     name = created["metadata"]["name"]
     one = path(at.resource, at.namespace, name, group=group, version=at.version)
     answer = await client.delete(one, propagationPolicy="Background")
@@ -210,7 +210,7 @@ async def test_a_dry_run_delete_answers_as_the_kind_does_and_stores_nothing(
 ) -> None:
     answer_kind, _ = DELETES[(group, resource)]
     at, body = kind_body(group, resource)
-    created = await client.create(at, body)
+    created = await client.create_unprotected(at, body)
     one = path(at.resource, at.namespace, created["metadata"]["name"], group=group, version=at.version)
     if resource == "customresourcedefinitions":  # the CRD's controllers' writes are over
         await settled(client, await established(client, created["metadata"]["name"]))
@@ -241,7 +241,7 @@ async def test_a_delete_without_options_follows_the_kinds_default_propagation(
     await client.running.garbage_collector.stop()  # the apiserver's side alone: nothing removes the finalizer
     answer_kind, policy = DELETES[(group, resource)]
     at, body = kind_body(group, resource)
-    created = await client.create(at, body)
+    created = await client.create_unprotected(at, body)
     one = path(at.resource, at.namespace, created["metadata"]["name"], group=group, version=at.version)
     answer = await client.delete(one)
     if policy == "OrphanDependents":
@@ -261,7 +261,7 @@ async def test_foreground_deletion_waits_except_where_the_kind_supports_no_propa
     await client.running.garbage_collector.stop()
     _, policy = DELETES[(group, resource)]
     at, body = kind_body(group, resource)
-    created = await client.create(at, body)
+    created = await client.create_unprotected(at, body)
     one = path(at.resource, at.namespace, created["metadata"]["name"], group=group, version=at.version)
     answer = await client.delete(one, propagationPolicy="Foreground")
     if policy == "Unsupported":

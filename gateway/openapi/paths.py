@@ -175,7 +175,8 @@ def _resource(ops: dict[str, list[Operation]], r: core_pb2.Resource, refs: Refs,
     if "delete" in verbs:
         ops[item].append(Operation(
             "delete", f"delete{gv}{ns}{kind}", f"delete {article(kind)}{kind}",
-            [*named, *params.queries(params.DELETE)], responses(meta.status, (200, 202)), "delete", gvk, delete_body))
+            [*named, *params.queries(params.DELETE)],
+            responses(refs.kind if r.returns_deleted_object else meta.status, (200, 202)), "delete", gvk, delete_body))
     if "watch" in verbs:
         ops[watched].append(Operation("get", f"watch{gv}{ns}{kind}List", watch_list,
                                       [*scope, *params.queries(params.LIST)], events, "watchlist", gvk))

@@ -176,7 +176,7 @@ NAMESPACES = Resource(
     field_getters={"status.phase": _status_phase},
     strategy=NamespaceStrategy(
         name_rule=names.name_is_dns_label, defaults=default_namespace, prepare=prepare_namespace,
-        validation=validate_namespace, returns_deleted_object=True,
+        validation=validate_namespace, returns_deleted_object=True, deleted_object_documented=False,
     ),
 )
 

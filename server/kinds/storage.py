@@ -358,12 +358,12 @@ STORAGE_CLASSES = Resource(
 CSI_DRIVERS = Resource(
     group=GROUP, version="v1", resource="csidrivers", kind="CSIDriver", singular="csidriver", namespaced=False,
     schema=CSI_DRIVER_SCHEMA,
-    strategy=Declared(defaults=default_csi_driver, validation=validate_csi_driver),
+    strategy=Declared(returns_deleted_object=True, defaults=default_csi_driver, validation=validate_csi_driver),
 )
 CSI_NODES = Resource(
     group=GROUP, version="v1", resource="csinodes", kind="CSINode", singular="csinode", namespaced=False,
     schema=CSI_NODE_SCHEMA,
-    strategy=Declared(validation=validate_csi_node),
+    strategy=Declared(returns_deleted_object=True, validation=validate_csi_node),
 )
 CSI_STORAGE_CAPACITIES = Resource(
     group=GROUP, version="v1", resource="csistoragecapacities", kind="CSIStorageCapacity",
@@ -376,7 +376,8 @@ VOLUME_ATTACHMENTS = Resource(
     # volumeAttachmentStatusStrategy keeps the request's metadata and resets spec.
     subresources=(Subresource("status", "VolumeAttachment", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
-    strategy=Declared(prepare=new_attachment_status, validation=validate_volume_attachment),
+    strategy=Declared(returns_deleted_object=True, prepare=new_attachment_status,
+                      validation=validate_volume_attachment),
 )
 
 KINDS = (STORAGE_CLASSES, VOLUME_ATTACHMENTS, CSI_DRIVERS, CSI_NODES, CSI_STORAGE_CAPACITIES)

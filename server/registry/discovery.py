@@ -38,6 +38,8 @@ def discover(registry: Registry, known_generation: int = 0) -> core_pb2.Discover
             no_table=r.answer_create is not None,
             storage_version_hash=storage_version_hash(r),
             group_priority=priorities.group_priority(r.group, r.version),
+            returns_deleted_object=(r.strategy.returns_deleted_object if r.strategy.deleted_object_documented is None
+                                    else r.strategy.deleted_object_documented),
         )
         for sub in r.subresources:
             entry.subresources.add(name=sub.name, kind=sub.kind, verbs=sub.verbs, group=sub.group, version=sub.version,

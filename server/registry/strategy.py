@@ -53,7 +53,9 @@ class Strategy:
 
     tracks_generation: metadata.generation starts at 1 and rises when anything but metadata and status
     changes. returns_deleted_object: a completed DELETE answers the deleted object rather than a Success
-    Status (the store's ReturnDeletedObject). garbage_collection: the default propagation of a delete.
+    Status (the store's ReturnDeletedObject). deleted_object_documented: whether the OpenAPI documents say so (None:
+    as returns_deleted_object; a kind whose REST wraps its store, as kube's namespaces, answers the object
+    undocumented). garbage_collection: the default propagation of a delete.
     columns: the kind's Table columns when they are not the built-in printers' (server/registry/printing: a custom
     resource's additionalPrinterColumns). admission: the admission plugins around the kind's own `admit`
     (set by server/admission for the namespaced kinds); None runs `admit` alone.
@@ -61,6 +63,7 @@ class Strategy:
 
     tracks_generation: bool = False
     returns_deleted_object: bool = False
+    deleted_object_documented: bool | None = None
     garbage_collection: GarbageCollectionPolicy = "DeleteDependents"
     columns: tuple[Column, ...] = ()
     admission: Admit | None = None

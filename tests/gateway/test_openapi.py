@@ -48,6 +48,7 @@ Doc = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 CORE = "io.k8s.api.core.v1."
+STORAGE = "io.k8s.api.storage.v1."
 REF = "#/components/schemas/"
 
 
@@ -201,6 +202,40 @@ def test_parameter_shape(v1: Doc) -> None:
     assert (field_validation["in"], field_validation["schema"]) == ("query", {"type": "string", "uniqueItems": True})
     patch_manager = v1["paths"][f"{NS}/configmaps/{{name}}"]["patch"]["parameters"][1]
     assert "required for apply requests" in patch_manager["description"]
+
+
+@pytest.fixture(scope="module")
+def every_kind() -> documents.Documents:
+    return documents.build(discover(Registry(BUILTIN)), version="v1.28.7")
+
+
+@pytest.mark.parametrize(("document", "item", "answer"), [
+    # kinds whose registry store returns the deleted object document it as kube's installer does
+    ("api/v1", f"{NS}/pods/{{name}}", CORE + "Pod"),
+    ("api/v1", f"{NS}/services/{{name}}", CORE + "Service"),
+    ("api/v1", f"{NS}/persistentvolumeclaims/{{name}}", CORE + "PersistentVolumeClaim"),
+    ("api/v1", "/api/v1/persistentvolumes/{name}", CORE + "PersistentVolume"),
+    ("api/v1", f"{NS}/serviceaccounts/{{name}}", CORE + "ServiceAccount"),
+    ("api/v1", f"{NS}/podtemplates/{{name}}", CORE + "PodTemplate"),
+    ("api/v1", f"{NS}/resourcequotas/{{name}}", CORE + "ResourceQuota"),
+    ("apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1/storageclasses/{name}", STORAGE + "StorageClass"),
+    ("apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csidrivers/{name}", STORAGE + "CSIDriver"),
+    ("apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1/csinodes/{name}", STORAGE + "CSINode"),
+    ("apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1/volumeattachments/{name}", STORAGE + "VolumeAttachment"),
+    # the rest answer a Status; a namespace too in the document (its REST wraps the store that answers the object)
+    ("api/v1", f"{NS}/configmaps/{{name}}", META + "Status"),
+    ("api/v1", "/api/v1/namespaces/{name}", META + "Status"),
+    ("api/v1", "/api/v1/nodes/{name}", META + "Status"),
+    ("apis/apps/v1", "/apis/apps/v1/namespaces/{namespace}/deployments/{name}", META + "Status"),
+    ("apis/storage.k8s.io/v1", "/apis/storage.k8s.io/v1/namespaces/{namespace}/csistoragecapacities/{name}",
+     META + "Status"),
+])
+def test_a_deletes_answer_is_documented_as_kubes(every_kind: documents.Documents, document: str, item: str,
+                                                 answer: str) -> None:
+    doc = orjson.loads(every_kind.group_versions[document].body)
+    responses = doc["paths"][item]["delete"]["responses"]
+    assert {code: responses[code]["content"]["application/json"]["schema"] for code in ("200", "202")} == {
+        "200": {"$ref": REF + answer}, "202": {"$ref": REF + answer}}
 
 
 def test_bodies_and_responses(v1: Doc) -> None:

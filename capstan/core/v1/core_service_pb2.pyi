@@ -318,7 +318,7 @@ class AggregatedVersion(_message.Message):
     def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., group_priority_minimum: _Optional[int] = ..., version_priority: _Optional[int] = ..., available: bool = ..., resources: _Optional[bytes] = ..., openapi_v3: _Optional[bytes] = ...) -> None: ...
 
 class Resource(_message.Message):
-    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema", "deprecation_warning", "no_table", "storage_version_hash", "group_priority")
+    __slots__ = ("group", "version", "resource", "kind", "singular", "list_kind", "namespaced", "verbs", "short_names", "categories", "subresources", "proto_message", "selectable_fields", "columns", "json_schema", "deprecation_warning", "no_table", "storage_version_hash", "group_priority", "returns_deleted_object")
     GROUP_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -338,6 +338,7 @@ class Resource(_message.Message):
     NO_TABLE_FIELD_NUMBER: _ClassVar[int]
     STORAGE_VERSION_HASH_FIELD_NUMBER: _ClassVar[int]
     GROUP_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    RETURNS_DELETED_OBJECT_FIELD_NUMBER: _ClassVar[int]
     group: str
     version: str
     resource: str
@@ -357,7 +358,8 @@ class Resource(_message.Message):
     no_table: bool
     storage_version_hash: str
     group_priority: int
-    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: bool = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ..., deprecation_warning: _Optional[str] = ..., no_table: bool = ..., storage_version_hash: _Optional[str] = ..., group_priority: _Optional[int] = ...) -> None: ...
+    returns_deleted_object: bool
+    def __init__(self, group: _Optional[str] = ..., version: _Optional[str] = ..., resource: _Optional[str] = ..., kind: _Optional[str] = ..., singular: _Optional[str] = ..., list_kind: _Optional[str] = ..., namespaced: bool = ..., verbs: _Optional[_Iterable[str]] = ..., short_names: _Optional[_Iterable[str]] = ..., categories: _Optional[_Iterable[str]] = ..., subresources: _Optional[_Iterable[_Union[Subresource, _Mapping]]] = ..., proto_message: _Optional[str] = ..., selectable_fields: _Optional[_Iterable[str]] = ..., columns: _Optional[_Iterable[_Union[_meta_pb2.TableColumnDefinition, _Mapping]]] = ..., json_schema: _Optional[bytes] = ..., deprecation_warning: _Optional[str] = ..., no_table: bool = ..., storage_version_hash: _Optional[str] = ..., group_priority: _Optional[int] = ..., returns_deleted_object: bool = ...) -> None: ...
 
 class Subresource(_message.Message):
     __slots__ = ("name", "kind", "verbs", "group", "version", "proto_message")

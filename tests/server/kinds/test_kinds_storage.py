@@ -66,8 +66,8 @@ async def test_create_get_list_update_delete_and_watch(client: Client, resource:
     updated, _ = await client.update(at(resource, "web"), labeled)
     assert updated["metadata"]["labels"] == {"tier": "front"}
     answer = await client.delete(at(resource, "web"), propagationPolicy="Background")
-    # Only StorageClass's registry store sets ReturnDeletedObject.
-    if resource == "storageclasses":
+    # The registry stores of StorageClass, CSIDriver, CSINode and VolumeAttachment set ReturnDeletedObject.
+    if resource in ("storageclasses", "csidrivers", "csinodes", "volumeattachments"):
         assert (answer["kind"], answer["metadata"]["name"]) == (kind, "web")
     else:
         assert answer["status"] == "Success"

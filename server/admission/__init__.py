@@ -101,16 +101,22 @@ def enabled(enable: Iterable[str] = (), disable: Iterable[str] = ()) -> frozense
 class Plugin:
     """One admission plugin: the operations it handles and its mutating and validating steps. `idle`, when
     given, says the plugin has nothing to do now (a webhook plugin with no configuration): the chain then skips
-    it, so a request pays nothing for what is not configured."""
+    it, so a request pays nothing for what is not configured. `resources`, when given, are the (group, resource)
+    pairs the plugin judges; the chain calls it for no other, so a write of another kind pays nothing for it."""
 
     name: str
     operations: frozenset[str]
     mutate: Step | None = None
     validate: Step | None = None
     idle: Callable[[], bool] | None = None
+    resources: frozenset[tuple[str, str]] | None = None
 
     def handles(self, operation: str) -> bool:
         return operation in self.operations and (self.idle is None or not self.idle())
+
+    def judges(self, operation: str, group: str, resource: str) -> bool:
+        """Whether a request of this operation on this resource reaches the plugin at all (idle aside)."""
+        return operation in self.operations and (self.resources is None or (group, resource) in self.resources)
 
 
 class Chain:
@@ -120,6 +126,18 @@ class Chain:
         self.plugins = tuple(plugins)
         self._mutating = tuple((p, p.mutate) for p in self.plugins if p.mutate is not None)
         self._validating = tuple((p, p.validate) for p in self.plugins if p.validate is not None)
+        # Each phase's steps for one operation on one resource, found once: a request of that shape then walks
+        # only the plugins that judge it.
+        self._phases: dict[tuple[str, str, str], tuple[_Steps, _Steps]] = {}
+
+    def _for(self, attrs: Attributes) -> tuple[_Steps, _Steps]:
+        key = (attrs.operation, attrs.resource.group, attrs.resource.resource)
+        found = self._phases.get(key)
+        if found is None:
+            found = self._phases[key] = (
+                tuple((p, s) for p, s in self._mutating if p.judges(*key)),
+                tuple((p, s) for p, s in self._validating if p.judges(*key)))
+        return found
 
     async def admit(self, ctx: Context, attrs: Attributes) -> None:
         with tracing.span("Admission", {"operation": attrs.operation, "resource": attrs.resource.resource}):
@@ -127,10 +145,11 @@ class Chain:
 
     async def _admit(self, ctx: Context, attrs: Attributes) -> None:
         operation = attrs.operation
+        mutating, validating = self._for(attrs)
         started = time.perf_counter()
         rejected = True
         try:
-            await _steps(self._mutating, "admit", ctx, attrs)
+            await _steps(mutating, "admit", ctx, attrs)
             if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
                 _revalidate_pod(attrs.resource, attrs.obj)
             if attrs.obj is not None and not attrs.subresource and attrs.kind is None:
@@ -141,13 +160,16 @@ class Chain:
         started = time.perf_counter()
         rejected = True
         try:
-            await _steps(self._validating, "validate", ctx, attrs)
+            await _steps(validating, "validate", ctx, attrs)
             rejected = False
         finally:
             apimetrics.admission_step("validate", operation, rejected, time.perf_counter() - started)
 
 
-async def _steps(steps: tuple[tuple[Plugin, Step], ...], kind: str, ctx: Context, attrs: Attributes) -> None:
+_Steps = tuple[tuple[Plugin, Step], ...]
+
+
+async def _steps(steps: _Steps, kind: str, ctx: Context, attrs: Attributes) -> None:
     """One phase's plugins that handle the operation, in order, each timed as kube's admission controller
     histogram; the first to refuse ends the phase."""
     operation = attrs.operation
@@ -163,6 +185,7 @@ async def _steps(steps: tuple[tuple[Plugin, Step], ...], kind: str, ctx: Context
 
 
 POD_CHANGED = "pod-changed"
+_PODS = frozenset({("", "pods")})
 _RANGES = "limitranges"
 _WRITES = frozenset(("CREATE", "UPDATE"))
 
@@ -243,20 +266,24 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
 
     plugins = []
     if "Priority" in on:
-        plugins.append(Plugin("Priority", frozenset(("CREATE",)), pod_priority))
+        plugins.append(Plugin("Priority", frozenset(("CREATE",)), pod_priority, resources=_PODS))
     if runtimeclass.NAME in on:
-        plugins.append(Plugin(runtimeclass.NAME, frozenset(("CREATE",)), runtime_class, runtime_class_overhead))
+        plugins.append(Plugin(runtimeclass.NAME, frozenset(("CREATE",)), runtime_class, runtime_class_overhead,
+                              resources=_PODS))
     for defaulted in defaultclass.PLUGINS:
         if defaulted.name in on:
-            plugins.append(Plugin(defaulted.name, frozenset(("CREATE",)), _defaulting(defaulted)))
+            plugins.append(Plugin(defaulted.name, frozenset(("CREATE",)), _defaulting(defaulted),
+                                  resources=frozenset({(defaulted.group, defaulted.resource)})))
     if protection.NAME in on:
-        plugins.append(Plugin(protection.NAME, frozenset(("CREATE",)), protect))
+        plugins.append(Plugin(protection.NAME, frozenset(("CREATE",)), protect,
+                              resources=frozenset(("", r) for r in protection.FINALIZERS)))
     if pvcresize.NAME in on:
-        plugins.append(Plugin(pvcresize.NAME, frozenset(("UPDATE",)), validate=resize))
+        plugins.append(Plugin(pvcresize.NAME, frozenset(("UPDATE",)), validate=resize,
+                              resources=frozenset({("", "persistentvolumeclaims")})))
     if "LimitRanger" in on:
         plugins.append(Plugin("LimitRanger", _WRITES, limit_defaults, limit_bounds))
     if "ServiceAccount" in on and service_accounts:
-        plugins.append(Plugin("ServiceAccount", frozenset(("CREATE",)), service_account))
+        plugins.append(Plugin("ServiceAccount", frozenset(("CREATE",)), service_account, resources=_PODS))
     if noderestriction.NAME in on:  # a kubelet's writes, whatever the kind or subresource
         plugins.append(Plugin(noderestriction.NAME, frozenset(("CREATE", "UPDATE", "DELETE")),
                               noderestriction.admit))

@@ -155,6 +155,8 @@ async def restrict_subject(ctx: Context, attrs: Attributes) -> None:
 
 def plugins(on: frozenset[str]) -> list[Plugin]:
     """The three plugins that `on` (the enabled plugin names) names."""
-    made = (Plugin(APPROVAL, _UPDATE, validate=approve), Plugin(SIGNING, _UPDATE, validate=sign),
-            Plugin(SUBJECT_RESTRICTION, _CREATE, validate=restrict_subject))
+    csrs = frozenset({(GROUP, RESOURCE)})
+    made = (Plugin(APPROVAL, _UPDATE, validate=approve, resources=csrs),
+            Plugin(SIGNING, _UPDATE, validate=sign, resources=csrs),
+            Plugin(SUBJECT_RESTRICTION, _CREATE, validate=restrict_subject, resources=csrs))
     return [p for p in made if p.name in on]

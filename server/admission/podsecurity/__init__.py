@@ -90,7 +90,8 @@ def plugins(on: frozenset[str], configuration: Configuration | None = None) -> l
     if NAME not in on:
         return []
     admission = _Admission(configuration or Configuration())
-    return [Plugin(NAME, frozenset(("CREATE", "UPDATE")), validate=admission.validate)]
+    return [Plugin(NAME, frozenset(("CREATE", "UPDATE")), validate=admission.validate,
+                   resources=frozenset({("", "pods"), ("", "namespaces"), *_TEMPLATED}))]
 
 
 @dataclass(slots=True)

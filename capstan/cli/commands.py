@@ -53,6 +53,9 @@ from gateway.health_listener import HealthListener
 from gateway.transport.grpc import GrpcClient
 from gateway.transport.pool import PoolClient
 from server import admission
+from server.admission import config as admissionconfig
+from server.admission import podsecurity
+from server.admission.podsecurity import config as podsecurity_config
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
@@ -190,6 +193,11 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--disable-admission-plugins", type=_names, default=[], metavar="NAMES",
         help="admission plugins to disable, even those on by default (comma-separated kube plugin names)",
+    )
+    parser.add_argument(
+        "--admission-control-config-file", type=Path, default=None, metavar="FILE",
+        help="kube's AdmissionConfiguration (apiserver.config.k8s.io/v1): the PodSecurity plugin's"
+        " PodSecurityConfiguration is read from it; other plugins' configurations are ignored",
     )
     parser.add_argument(
         "--controllers", type=_controllers, default=(), metavar="NAMES",
@@ -688,16 +696,36 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                       proxy_client: ProxyClientCertificate | None = None,
                       faults: Faults | None = None,
                       requests: apimetrics.RequestMetrics | None = None) -> RunningCore:
+    plugins = admission.enabled(args.enable_admission_plugins, args.disable_admission_plugins)
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
                             election=_election(args), watch_cache=_watch_cache(args),
-                            admission_plugins=admission.enabled(args.enable_admission_plugins,
-                                                                args.disable_admission_plugins),
+                            admission_plugins=plugins,
+                            podsecurity_configuration=_podsecurity_configuration(args.admission_control_config_file,
+                                                                                 plugins),
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
                             api=args.api, advertise_address=args.advertise_address or "",
                             nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args),
                             store_checks=_store_checks(store, args), faults=faults, request_metrics=requests)
+
+
+def _podsecurity_configuration(path: Path | None, plugins: frozenset[str]) -> podsecurity.Configuration | None:
+    """The PodSecurity plugin's configuration in --admission-control-config-file (None: kube's default), read
+    only where the plugin is on, as kube reads a plugin's configuration; UsageError with kube's words for a file
+    kube-apiserver would not start with. The plugins configured there that Capstan does not read are logged."""
+    if path is None:
+        return None
+    try:
+        configuration = admissionconfig.read(path)
+        read = podsecurity_config.from_admission(configuration) if podsecurity.NAME in plugins else None
+    except admissionconfig.ConfigError as err:
+        raise UsageError(str(err)) from None
+    ignored = [name for name in configuration.names() if name != podsecurity.NAME or read is None]
+    if ignored:
+        log.info("--admission-control-config-file %s: the configuration of %s is not read (%s)", path,
+                 ", ".join(ignored), "no such plugin in Capstan, or the plugin is off")
+    return read
 
 
 def _collectors(core: RunningCore, store: Store, args: argparse.Namespace,

@@ -137,7 +137,7 @@ def serve_argv(parsed: Parsed) -> list[str]:
         if value:
             argv += [flag, value]
     for name in ("etcd-prefix", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "advertise-address",
-                 "client-ca-file", "requestheader-client-ca-file", "token-auth-file",
+                 "admission-control-config-file", "client-ca-file", "requestheader-client-ca-file", "token-auth-file",
                  "service-account-signing-key-file", "proxy-client-cert-file", "proxy-client-key-file",
                  "audit-log-path", "audit-policy-file", "audit-log-maxsize", "audit-log-maxbackup",
                  "max-requests-inflight", "max-mutating-requests-inflight", *IDENTITY_FLAGS):

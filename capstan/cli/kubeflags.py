@@ -225,6 +225,7 @@ _TABLE: dict[str, str] = {
 # What Capstan does with the flags it gives a meaning to (capstan/cli/kubeapiserver.py maps them onto `capstan
 # serve`); every other flag is accepted and logged.
 HONOURED: Mapping[str, str] = {
+    "admission-control-config-file": "An AdmissionConfiguration; its PodSecurity plugin's configuration is read.",
     "advertise-address": "The address the kubernetes Service's Endpoints name.",
     "anonymous-auth": "Requests with no credential run as system:anonymous.",
     "audit-log-maxbackup": "Rotated audit files kept (0: all).",

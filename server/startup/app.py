@@ -123,6 +123,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      election: ElectionConfig | None = None,
                      watch_cache: CacheConfig | None = None,
                      admission_plugins: frozenset[str] = admission.KUBE_DEFAULT,
+                     podsecurity_configuration: podsecurity.Configuration | None = None,
                      proxy_client: ProxyClientCertificate | None = None,
                      controller_names: frozenset[str] = controllers.DEFAULT,
                      api: ApiEnablement = apienablement.DEFAULT,
@@ -143,7 +144,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     this core runs them alone, as a kube-controller-manager with --leader-elect=false. Either way a core that
     can lead leads before start_core returns. `watch_cache`: what the core serves from memory
     (server/objects/watchcache.py); None: the backend's default (watch_cache_for). `admission_plugins`: the
-    admission plugins on (server.admission.enabled reads kube's flags into it). `proxy_client`: the
+    admission plugins on (server.admission.enabled reads kube's flags into it). `podsecurity_configuration`: the
+    PodSecurity plugin's (server/admission/podsecurity/config.py reads it from --admission-control-config-file);
+    None: kube's default. `proxy_client`: the
     certificate presented to extension API servers when their APIServices are checked (the front-proxy client
     certificate; None presents none). `controller_names`: the controllers this core runs while it leads
     (server/startup/controllers.py reads kube-controller-manager's --controllers into it). `api`: the
@@ -184,7 +187,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                                    quotas=quotas),
         *webhooks.plugins(admission_plugins),
         *(policies.plugins(admission_plugins) if policies is not None else []),
-        *podsecurity.plugins(admission_plugins),
+        *podsecurity.plugins(admission_plugins, podsecurity_configuration),
         *csr_admission.plugins(admission_plugins),
     ]))
     await bootstrap.ensure_default_namespaces(core)

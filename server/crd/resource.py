@@ -106,11 +106,30 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         field_getters=_selectable(version.get("selectableFields") or []),
         custom_list_kind=accepted.get("listKind") or "", converter=converter,
         storage_group_version=f"{group}/{stored}" if (stored := _storage_version(spec)) else "",
+        deprecation_warning=deprecation_warning(crd, version),
         strategy=CustomResourceStrategy(
             columns=columns.columns(version.get("additionalPrinterColumns") or []), tracks_generation=True,
             schema=schema, cel=cel, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural,
         ),
     )
+
+
+def deprecation_warning(crd: Obj, version: dict[str, Any]) -> str:
+    """The warning every request to a deprecated version carries: its deprecationWarning, else kube's default
+    text, which names the most preferred served version that is not deprecated and is preferred to this one."""
+    if not version.get("deprecated"):
+        return ""
+    if version.get("deprecationWarning") is not None:
+        return str(version["deprecationWarning"])
+    spec = definition.spec(crd)
+    group, kind, name = spec.get("group") or "", (spec.get("names") or {}).get("kind") or "", version.get("name") or ""
+    message = f"{group}/{name} {kind} is deprecated"
+    newer = [str(v.get("name") or "") for v in definition.versions(crd)
+             if v.get("served") and not v.get("deprecated")
+             and version_priority(str(v.get("name") or "")) < version_priority(name)]
+    if newer:
+        message += f"; use {group}/{min(newer, key=version_priority)} {kind}"
+    return message
 
 
 def _storage_version(spec: Obj) -> str:

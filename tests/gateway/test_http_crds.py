@@ -79,6 +79,38 @@ async def test_a_crd_is_served_on_rest_promptly(server: Server) -> None:
     assert [i["metadata"]["name"] for i in all_namespaces["items"]] == ["w"]
 
 
+def _version(name: str, **more: Any) -> Obj:
+    return {"name": name, "served": True, "storage": name == "v1",
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}, **more}
+
+
+@pytest.mark.parametrize(("versions", "asked", "warnings"), [
+    ([_version("v1")], "v1", []),
+    ([_version("v1"), _version("v1beta1", deprecated=True)], "v1beta1",
+     ['299 - "example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget"']),
+    # the most preferred served version that is not deprecated; an unserved or deprecated one is never named
+    ([_version("v1"), _version("v2beta1"), _version("v1alpha1", deprecated=True), _version("v3", served=False)],
+     "v1alpha1", ['299 - "example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget"']),
+    # nothing preferred to it: the bare text
+    ([_version("v1", deprecated=True), _version("v1beta1")], "v1", ['299 - "example.com/v1 Widget is deprecated"']),
+    ([_version("v1"), _version("v1beta1", deprecated=True, deprecationWarning="v1beta1 goes away in 2027")],
+     "v1beta1", ['299 - "v1beta1 goes away in 2027"']),
+])
+async def test_a_deprecated_version_warns_every_request(server: Server, versions: list[Obj], asked: str,
+                                                        warnings: list[str]) -> None:
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"] = versions
+    await install(server, crd)
+    at = f"/apis/example.com/{asked}/namespaces/default/widgets"
+    deadline = time.monotonic() + 3
+    while (listed := await server.request("GET", at)).status == 404:
+        assert time.monotonic() < deadline, "the version is not served"
+        await asyncio.sleep(0.02)
+    created = await server.request("POST", at, json={"apiVersion": f"example.com/{asked}", "kind": "Widget",
+                                                    "metadata": {"name": "w"}})
+    assert (listed.headers.getall("Warning", []), created.headers.getall("Warning", [])) == (warnings, warnings)
+
+
 async def test_discovery_lists_the_resource_and_drops_it_with_the_crd(server: Server) -> None:
     await install(server)
     groups = (await server.request("GET", "/apis")).json()

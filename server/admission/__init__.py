@@ -12,8 +12,8 @@ The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Caps
               kubelet's writes; off by default, as kube's), MutatingAdmissionWebhook
   the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
   between mutating and validating admission)
-  validating: PodSecurity (podsecurity/: the Pod Security Standards a namespace's labels choose),
-              PersistentVolumeClaimResize (pvcresize.py: a claim grows only where its class allows), RuntimeClass
+  validating: PodSecurity (podsecurity/: the Pod Security Standards a namespace's labels choose), Priority
+              (one global default PriorityClass), PersistentVolumeClaimResize (pvcresize.py: a claim grows only where its class allows), RuntimeClass
               (a Pod's overhead is its class's), CertificateApproval, CertificateSigning and
               CertificateSubjectRestriction (certificates.py: who may approve and sign for a signer), LimitRanger
               (bounds), ValidatingAdmissionPolicy (policies.py, when its feature gate and group version are on),
@@ -186,6 +186,7 @@ async def _steps(steps: _Steps, kind: str, ctx: Context, attrs: Attributes) -> N
 
 POD_CHANGED = "pod-changed"
 _PODS = frozenset({("", "pods")})
+_PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 _RANGES = "limitranges"
 _WRITES = frozenset(("CREATE", "UPDATE"))
 
@@ -236,6 +237,11 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
             await priority.admit(ctx, attrs.resource, attrs.obj)
             attrs.memo[POD_CHANGED] = True
 
+    async def one_default_class(ctx: Context, attrs: Attributes) -> None:
+        r = attrs.resource
+        if (r.group, r.resource) == _PRIORITY_CLASSES and attrs.obj is not None and not attrs.subresource:
+            await priority.validate_class(ctx, r, attrs.operation, attrs.obj)
+
     async def service_account(ctx: Context, attrs: Attributes) -> None:
         if ours(attrs) and is_pod(attrs) and attrs.operation == "CREATE":
             assert attrs.obj is not None
@@ -266,7 +272,8 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
 
     plugins = []
     if "Priority" in on:
-        plugins.append(Plugin("Priority", frozenset(("CREATE",)), pod_priority, resources=_PODS))
+        plugins.append(Plugin("Priority", _WRITES, pod_priority, one_default_class,
+                              resources=_PODS | {_PRIORITY_CLASSES}))
     if runtimeclass.NAME in on:
         plugins.append(Plugin(runtimeclass.NAME, frozenset(("CREATE",)), runtime_class, runtime_class_overhead,
                               resources=_PODS))

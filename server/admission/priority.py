@@ -7,6 +7,8 @@ its PriorityClass's, which the scheduler's preemption reads.
   included, or priority 0 and PreemptLowerPriority when there is none.
 - A Pod that gives a priority or preemption policy of its own other than the class's is refused, with kube's
   words. Mirror Pods are judged as any other, as kube judges them.
+- One PriorityClass at most is the global default: creating a second, or marking another one so, is kube's 403
+  `PriorityClass <name> is already marked as default. Only one default can exist`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,21 @@ async def _global_default(ctx: Context) -> Obj | None:
 
 def _forbidden(resource: Resource, name: str, why: str) -> errors.ApiError:
     return errors.forbidden(resource.resource, resource.group, name, why)
+
+
+async def validate_class(ctx: Context, resource: Resource, operation: str, priority_class: Obj) -> None:
+    """validatePriorityClass: a class marked globalDefault while another one is (validation, on create and
+    update of the class itself)."""
+    if not priority_class.get("globalDefault"):
+        return
+    name = str((priority_class.get("metadata") or {}).get("name") or "")
+    found = await _global_default(ctx)
+    if found is None:
+        return
+    default_name = str((found.get("metadata") or {}).get("name") or "")
+    if operation == "CREATE" or default_name != name:
+        raise _forbidden(resource, name, f"PriorityClass {default_name} is already marked as default. Only one "
+                                         "default can exist")
 
 
 async def admit(ctx: Context, resource: Resource, pod: Obj) -> None:

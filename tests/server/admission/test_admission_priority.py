@@ -60,3 +60,36 @@ async def test_what_the_class_does_not_give_is_refused(client: Client, classes: 
         await client.create(CLASSES, obj)
     failed = await refused(client.create(path("pods", NS), pod("p", **spec)))
     assert (failed.status["code"], failed.status["reason"], failed.status["message"]) == (403, "Forbidden", message)
+
+
+@pytest.mark.parametrize(("classes", "write", "message"), [
+    # a second global default, created or marked so, is refused
+    ([priority_class("usual", 7, globalDefault=True)], ("create", priority_class("other", 9, globalDefault=True)),
+     'priorityclasses.scheduling.k8s.io "other" is forbidden: PriorityClass usual is already marked as default. '
+     "Only one default can exist"),
+    ([priority_class("usual", 7, globalDefault=True), priority_class("other", 9)],
+     ("update", priority_class("other", 9, globalDefault=True)),
+     'priorityclasses.scheduling.k8s.io "other" is forbidden: PriorityClass usual is already marked as default. '
+     "Only one default can exist"),
+    # the default itself may be written again; a class that is no default may be written beside it
+    ([priority_class("usual", 7, globalDefault=True)], ("update", priority_class("usual", 7, globalDefault=True,
+                                                                                 description="the usual")), None),
+    ([priority_class("usual", 7, globalDefault=True)], ("create", priority_class("other", 9)), None),
+    ([], ("create", priority_class("first", 9, globalDefault=True)), None),
+])
+async def test_one_priority_class_at_most_is_the_global_default(client: Client, classes: list[Obj],
+                                                               write: tuple[str, Obj], message: str | None) -> None:
+    for obj in classes:
+        await client.create(CLASSES, obj)
+    verb, obj = write
+    name = obj["metadata"]["name"]
+    if verb == "update":
+        current = await client.get(path("priorityclasses", name=name, group="scheduling.k8s.io"))
+        obj["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+    call = (client.create(CLASSES, obj) if verb == "create"
+            else client.update(path("priorityclasses", name=name, group="scheduling.k8s.io"), obj))
+    if message is None:
+        await call
+        return
+    failed = await refused(call)
+    assert (failed.status["code"], failed.status["reason"], failed.status["message"]) == (403, "Forbidden", message)

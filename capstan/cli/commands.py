@@ -195,6 +195,11 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         help="admission plugins to disable, even those on by default (comma-separated kube plugin names)",
     )
     parser.add_argument(
+        "--event-ttl", type=_go_duration, default=3600.0, metavar="DURATION",
+        help="how long an Event is kept after its last write, as kube-apiserver's flag (default 1h0m0s; 0 keeps "
+        "Events for ever)",
+    )
+    parser.add_argument(
         "--admission-control-config-file", type=Path, default=None, metavar="FILE",
         help="kube's AdmissionConfiguration (apiserver.config.k8s.io/v1): the PodSecurity plugin's"
         " PodSecurityConfiguration is read from it; other plugins' configurations are ignored",
@@ -707,7 +712,8 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
                             api=args.api, advertise_address=args.advertise_address or "",
                             nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args),
-                            store_checks=_store_checks(store, args), faults=faults, request_metrics=requests)
+                            store_checks=_store_checks(store, args), faults=faults, request_metrics=requests,
+                            event_ttl=args.event_ttl)
 
 
 def _podsecurity_configuration(path: Path | None, plugins: frozenset[str]) -> podsecurity.Configuration | None:

@@ -140,7 +140,7 @@ def serve_argv(parsed: Parsed) -> list[str]:
                  "admission-control-config-file", "client-ca-file", "requestheader-client-ca-file", "token-auth-file",
                  "service-account-signing-key-file", "proxy-client-cert-file", "proxy-client-key-file",
                  "audit-log-path", "audit-policy-file", "audit-log-maxsize", "audit-log-maxbackup",
-                 "max-requests-inflight", "max-mutating-requests-inflight", *IDENTITY_FLAGS):
+                 "max-requests-inflight", "max-mutating-requests-inflight", "event-ttl", *IDENTITY_FLAGS):
         value = parsed.last(name)
         if value:
             argv += [f"--{name}", value]

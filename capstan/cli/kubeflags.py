@@ -240,6 +240,7 @@ HONOURED: Mapping[str, str] = {
     "authorization-webhook-cache-unauthorized-ttl": "How long its refusals are cached.",
     "authorization-webhook-config-file": "A kubeconfig for the SubjectAccessReview webhook.",
     "authorization-webhook-version": "The SubjectAccessReview version sent: v1 or v1beta1.",
+    "event-ttl": "How long an Event is kept after its last write.",
     "oidc-ca-file": "CA bundle verifying the OIDC issuer.",
     "oidc-client-id": "The audience ID tokens must be for.",
     "oidc-groups-claim": "The claim listing the user's groups.",

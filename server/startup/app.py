@@ -27,7 +27,7 @@ from server.auth.apf import Classifier
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import ConfigError, Security, start_security
-from server.controllers import apiservices, flowcontrol
+from server.controllers import apiservices, eventttl, flowcontrol
 from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
@@ -132,7 +132,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      advertise_address: str = "",
                      store_checks: Mapping[str, health.Check] | None = None,
                      faults: Faults | None = None,
-                     request_metrics: apimetrics.RequestMetrics | None = None) -> RunningCore:
+                     request_metrics: apimetrics.RequestMetrics | None = None,
+                     event_ttl: float = eventttl.DEFAULT_TTL) -> RunningCore:
     """ValueError for a service_cluster_ip_range that is no CIDR, ConfigError for a security configuration that
     cannot start. Without `tls` the gRPC port is plaintext. `security` is explicit: server.auth.config.INSECURE
     is the throwaway mode, never a default. namespace_controllers=False leaves out what kube-controller-manager
@@ -159,7 +160,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     the store's own. `faults`: the fault injection rules the gRPC calls meet (server/machinery/faults.py; `capstan
     serve --fault-injection` shares its gateway's). `request_metrics`: where the gRPC calls are counted (`capstan
     serve` passes its gateway's, so one scrape counts both transports); None: a registry of the core's own, with
-    process_* and python_* (RunningCore's request_metrics)."""
+    process_* and python_* (RunningCore's request_metrics). `event_ttl`: seconds an Event is kept after its last
+    write (server/controllers/eventttl.py; 0: for ever)."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
@@ -228,6 +230,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         *(s for s in secured.singletons if s.name != "AggregationController"),
         *apiservices.singletons(core),
         *flowcontrol.singletons(core, informers),
+        *eventttl.singletons(core, informers, event_ttl),  # kube-apiserver's own: Events expire
         *(simulated.singletons() if simulated is not None else ()),  # the simulated kubelets
     ])
     aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)

@@ -53,9 +53,7 @@ from gateway.health_listener import HealthListener
 from gateway.transport.grpc import GrpcClient
 from gateway.transport.pool import PoolClient
 from server import admission
-from server.admission import config as admissionconfig
 from server.admission import podsecurity
-from server.admission.podsecurity import config as podsecurity_config
 from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
@@ -722,6 +720,9 @@ def _podsecurity_configuration(path: Path | None, plugins: frozenset[str]) -> po
     kube-apiserver would not start with. The plugins configured there that Capstan does not read are logged."""
     if path is None:
         return None
+    from server.admission import config as admissionconfig  # read only when a file is given
+    from server.admission.podsecurity import config as podsecurity_config
+
     try:
         configuration = admissionconfig.read(path)
         read = podsecurity_config.from_admission(configuration) if podsecurity.NAME in plugins else None

@@ -41,6 +41,8 @@ FIRST_RULE = (
     (START, "jsonpath_ng", False),  # with the first CRD's printer columns
     (START, "storage.encryption", False),  # with --encryption-provider-config
     (START, "nacl", False),
+    (START, "server.admission.config", False),  # with --admission-control-config-file
+    (START, "server.admission.podsecurity.checks", False),  # with the first policy that is not privileged
     # the controllers that run only when named (--controllers), with their build
     (START, "server.controllers.deployment", False),
     (START, "server.controllers.statefulset", False),

@@ -28,9 +28,9 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from server.admission import Plugin
-from server.admission.podsecurity import checks
 from server.admission.podsecurity.levels import (
     AUDIT_LABEL,
     AUDIT_VERSION_LABEL,
@@ -55,6 +55,9 @@ from server.objects import render, validate
 from server.objects.admitting import Attributes
 from server.objects.context import Context
 from server.objects.storeerrors import store_call
+
+if TYPE_CHECKING:
+    from server.admission.podsecurity import checks
 
 NAME = "PodSecurity"
 
@@ -234,6 +237,8 @@ class _Admission:
         response = _Response()
         if errs:
             response.annotations["error"] = f"Failed to parse policy: {join_errors(errs)}"
+        from server.admission.podsecurity import checks  # the checks load with the first policy to check
+
         results: dict[LevelVersion, list[checks.Violation]] = {}
 
         def evaluated(level_version: LevelVersion) -> list[checks.Violation]:
@@ -309,6 +314,8 @@ class _Admission:
             listed = await store_call(ctx.store.list(pods_resource.key_prefix(namespace)))
         except errors.ApiError:
             return ["failed to list pods while checking new PodSecurity enforce level"]
+        from server.admission.podsecurity import checks
+
         pods = self._prioritized([render.load(kv.value) for kv in listed.kvs])
         total = len(pods)
         pods = pods[:_MAX_PODS_TO_CHECK]

@@ -13,8 +13,9 @@ The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Caps
   the kind's own admission (a Service's allocations, RBAC's escalation check: kube's REST storage does them
   between mutating and validating admission)
   validating: PodSecurity (podsecurity/: the Pod Security Standards a namespace's labels choose), Priority
-              (one global default PriorityClass), PersistentVolumeClaimResize (pvcresize.py: a claim grows only where its class allows), RuntimeClass
-              (a Pod's overhead is its class's), CertificateApproval, CertificateSigning and
+              (one global default PriorityClass), PersistentVolumeClaimResize (pvcresize.py: a claim grows only
+              where its class allows), RuntimeClass (a Pod's overhead is its class's), CertificateApproval,
+              CertificateSigning and
               CertificateSubjectRestriction (certificates.py: who may approve and sign for a signer), LimitRanger
               (bounds), ValidatingAdmissionPolicy (policies.py, when its feature gate and group version are on),
               ValidatingAdmissionWebhook, ResourceQuota (last: it charges the object just before the write)

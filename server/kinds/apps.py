@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from capstan.api.apps.v1 import apps_pb2
-from server.kinds import templates
+from server.kinds import podwarnings, templates
 from server.kinds.templates import dict_at, get, immutable, nonnegative, selector_errors, semantically_equal
 from server.machinery import meta
 from server.machinery.schema import ProtoSchema
@@ -377,6 +377,28 @@ def validate_controller_revision(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def stateful_set_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """statefulSetStrategy.WarningsOnCreate/OnUpdate: the template's warnings (on update only when the
+    generation rose) and the claim templates' fractional storage, every time; kube words the claim templates'
+    paths differently on create (spec.volumeClaimTemplates[0].resources...) and on update
+    (spec.volumeClaimTemplates[0].Spec.resources...)."""
+    spec = obj.get("spec") or {}
+    out = [] if old is not None and not podwarnings.generation_changed(obj, old) else \
+        podwarnings.template_warnings(spec.get("template"), "spec.template")
+    for i, claim in enumerate(spec.get("volumeClaimTemplates") or []):
+        at = f"spec.volumeClaimTemplates[{i}]" + ("" if old is None else ".Spec")
+        out += podwarnings.claim_spec_warnings(claim.get("spec") if isinstance(claim, dict) else None, at)
+    return out
+
+
+def daemon_set_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """daemonSetStrategy.WarningsOnCreate/OnUpdate: the template's warnings, on update only when the template
+    generation rose (the template changed)."""
+    if old is not None and _template_generation(obj) == _template_generation(old):
+        return []
+    return podwarnings.template_warnings(get(obj, "spec", "template"), "spec.template")
+
+
 def _new_status(status: Obj) -> templates.Prepare:
     """PrepareForCreate of kinds whose new objects start from a fixed status."""
 
@@ -398,7 +420,7 @@ DEPLOYMENTS = Resource(
     subresources=(_status("Deployment", ("labels",)), scale.subresource(ScaleRule())),
     strategy=Declared(
         tracks_generation=True, defaults=templates.retyped(DEPLOYMENT_SCHEMA, default_deployment),
-        prepare=prepare_deployment, validation=validate_deployment,
+        prepare=prepare_deployment, validation=validate_deployment, warnings=podwarnings.workload_warnings,
     ),
 )
 REPLICA_SETS = Resource(
@@ -407,7 +429,7 @@ REPLICA_SETS = Resource(
     subresources=(_status("ReplicaSet"), scale.subresource(ScaleRule())),
     strategy=Declared(
         tracks_generation=True, defaults=templates.retyped(REPLICA_SET_SCHEMA, default_replica_set),
-        prepare=_new_status({"replicas": 0}), validation=validate_replica_set,
+        prepare=_new_status({"replicas": 0}), validation=validate_replica_set, warnings=podwarnings.workload_warnings,
     ),
 )
 STATEFUL_SETS = Resource(
@@ -418,6 +440,7 @@ STATEFUL_SETS = Resource(
         tracks_generation=True, name_rule=names.name_is_dns_label,  # its name becomes the pods' hostnames
         defaults=templates.retyped(STATEFUL_SET_SCHEMA, default_stateful_set),
         prepare=_new_status({"replicas": 0, "availableReplicas": 0}), validation=validate_stateful_set,
+        warnings=stateful_set_warnings,
     ),
 )
 DAEMON_SETS = Resource(
@@ -426,7 +449,7 @@ DAEMON_SETS = Resource(
     subresources=(_status("DaemonSet"),),
     strategy=Declared(
         tracks_generation=True, defaults=templates.retyped(DAEMON_SET_SCHEMA, default_daemon_set),
-        prepare=prepare_daemon_set, validation=validate_daemon_set,
+        prepare=prepare_daemon_set, validation=validate_daemon_set, warnings=daemon_set_warnings,
     ),
 )
 CONTROLLER_REVISIONS = Resource(

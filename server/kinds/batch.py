@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from capstan.api.batch.v1 import batch_pb2
-from server.kinds import cron, templates
+from server.kinds import cron, podwarnings, templates
 from server.kinds.shaped import retype
 from server.kinds.templates import dict_at, get, immutable, nonnegative, semantically_equal
 from server.machinery import meta
@@ -397,13 +397,46 @@ def validate_cron_job(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def job_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """jobStrategy.WarningsOnCreate/OnUpdate: on create a name its pods' names cannot take, and the job spec's
+    warnings (an Indexed Job too large to track, its pod template's); on update those of the spec only when the
+    generation rose."""
+    spec = obj.get("spec")
+    if old is None:
+        return podwarnings.name_warnings(meta.meta(obj).get("name"), podwarnings.POD_NAMES) + \
+            podwarnings.job_spec_warnings(spec, "spec")
+    return podwarnings.job_spec_warnings(spec, "spec") if podwarnings.generation_changed(obj, old) else []
+
+
+# kube names the schedule's path "spec.spec.schedule" in this warning.
+CRON_TZ_WARNING = ("CRON_TZ or TZ used in spec.spec.schedule is not officially supported, see "
+                   "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details")
+
+
+def cron_job_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """cronJobStrategy.WarningsOnCreate/OnUpdate: as a Job's for its job template's spec (on update only when the
+    generation rose), then, on every write, a TZ or CRON_TZ in the schedule (which validation admits only on an
+    update of a CronJob whose schedule already had one)."""
+    spec = get(obj, "spec", "jobTemplate", "spec")
+    at = "spec.jobTemplate.spec"
+    if old is None:
+        out = podwarnings.name_warnings(meta.meta(obj).get("name"), podwarnings.POD_NAMES) + \
+            podwarnings.job_spec_warnings(spec, at)
+    else:
+        out = podwarnings.job_spec_warnings(spec, at) if podwarnings.generation_changed(obj, old) else []
+    schedule = get(obj, "spec", "schedule")
+    if isinstance(schedule, str) and "TZ" in schedule:
+        out.append(CRON_TZ_WARNING)
+    return out
+
+
 JOBS = Resource(
     group="batch", version="v1", resource="jobs", kind="Job", singular="job", namespaced=True,
     schema=JOB_SCHEMA, categories=("all",), subresources=(_status("Job"),),
     field_getters={"status.successful": _succeeded},
     strategy=Declared(
         tracks_generation=True, defaults=templates.retyped(JOB_SCHEMA, default_job), prepare=prepare_job,
-        validation=validate_job,
+        validation=validate_job, warnings=job_warnings,
         garbage_collection="OrphanDependents",  # batch/v1 keeps its pods by default (jobStrategy, for compatibility)
     ),
 )
@@ -413,7 +446,7 @@ CRON_JOBS = Resource(
     subresources=(_status("CronJob"),),
     strategy=Declared(
         tracks_generation=True, defaults=templates.retyped(CRON_JOB_SCHEMA, default_cron_job), prepare=_new_status,
-        validation=validate_cron_job,
+        validation=validate_cron_job, warnings=cron_job_warnings,
     ),
 )
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from capstan.api.core.v1 import core_pb2 as core_v1
-from server.kinds import podspec, proxy
+from server.kinds import podspec, podwarnings, proxy
 from server.kinds.componentstatuses import COMPONENT_STATUSES
 from server.kinds.pods import BINDINGS, PODS
 from server.kinds.podtemplates import POD_TEMPLATES
@@ -114,13 +114,25 @@ class NodeStrategy(Declared):
             super().reset_status(new, old)
 
 
+def node_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """nodeStrategy.WarningsOnCreate/OnUpdate (fieldIsDeprecatedWarnings), on every write: spec.configSource
+    (which kube keeps only on an update of a Node that has one) and spec.externalID."""
+    out = []
+    if old is not None and _spec(obj).get("configSource") is not None and _spec(old).get("configSource") is not None:
+        out.append("spec.configSource: the feature is removed")
+    if _spec(obj).get("externalID"):
+        out.append("spec.externalID: this field is deprecated, and is unused by Kubernetes")
+    return out
+
+
 NODES = Resource(
     group="", version="v1", resource="nodes", kind="Node", singular="node", namespaced=False,
     schema=NODE_SCHEMA,
     short_names=("no",),
     subresources=(_status_of("Node"), replace(proxy.NODE_PROXY, handlers=Handlers(connect=proxy.node))),
     field_getters={"spec.unschedulable": lambda o: "true" if _spec(o).get("unschedulable") else "false"},
-    strategy=NodeStrategy(defaults=_typed(NODE_SCHEMA, default_node), validation=validate_node),
+    strategy=NodeStrategy(defaults=_typed(NODE_SCHEMA, default_node), validation=validate_node,
+                          warnings=node_warnings),
 )
 
 
@@ -314,6 +326,39 @@ def _validate_pvc_update(obj: Obj, old: Obj) -> list[FieldError]:
     return errs
 
 
+BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+BETA_STORAGE_CLASS_WARNING = (f'metadata.annotations[{BETA_STORAGE_CLASS}]: deprecated since v1.8; use '
+                              '"storageClassName" attribute instead')
+# (volume source field, message), in GetWarningsForPersistentVolume's order.
+PV_DEPRECATED_SOURCES = (
+    ("cephfs", "deprecated in v1.28, non-functional in v1.31+"),
+    ("photonPersistentDisk", "deprecated in v1.11, non-functional in v1.16+"),
+    ("scaleIO", "deprecated in v1.16, non-functional in v1.22+"),
+    ("storageOS", "deprecated in v1.22, non-functional in v1.25+"),
+    ("glusterfs", "deprecated in v1.25, non-functional in v1.26+"),
+    ("rbd", "deprecated in v1.28, non-functional in v1.31+"),
+)
+
+
+def pv_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """persistentvolumeStrategy.WarningsOnCreate/OnUpdate (every write): the beta storage class annotation,
+    deprecated node labels in the required node affinity, deprecated volume sources."""
+    out = [BETA_STORAGE_CLASS_WARNING] if BETA_STORAGE_CLASS in (meta.meta(obj).get("annotations") or {}) else []
+    spec = obj.get("spec") or {}
+    terms = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms") or []
+    for i, term in enumerate(terms):
+        out += podwarnings.node_selector_term_warnings(term, f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]")
+    return out + [f"spec.{field}: {message}" for field, message in PV_DEPRECATED_SOURCES
+                  if spec.get(field) is not None]
+
+
+def pvc_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """persistentvolumeclaimStrategy.WarningsOnCreate/OnUpdate (every write): the beta storage class annotation,
+    fractional storage requests and limits."""
+    out = [BETA_STORAGE_CLASS_WARNING] if BETA_STORAGE_CLASS in (meta.meta(obj).get("annotations") or {}) else []
+    return out + podwarnings.claim_spec_warnings(obj.get("spec"), "spec")
+
+
 PERSISTENT_VOLUMES = Resource(
     group="", version="v1", resource="persistentvolumes", kind="PersistentVolume", singular="persistentvolume",
     namespaced=False, schema=PV_SCHEMA,
@@ -323,7 +368,7 @@ PERSISTENT_VOLUMES = Resource(
         returns_deleted_object=True, defaults=_typed(PV_SCHEMA, default_pv),
         # PrepareForCreate, then the defaults kube applies to what it reads back (phase Pending).
         prepare=_new_status(PV_SCHEMA, lambda: {"phase": "Pending", "lastPhaseTransitionTime": meta.now()}),
-        validation=validate_pv,
+        validation=validate_pv, warnings=pv_warnings,
     ),
 )
 
@@ -335,6 +380,7 @@ PERSISTENT_VOLUME_CLAIMS = Resource(
     strategy=Declared(
         returns_deleted_object=True, defaults=_typed(PVC_SCHEMA, default_pvc),
         prepare=_new_status(PVC_SCHEMA, lambda: {"phase": "Pending"}), validation=validate_pvc,
+        warnings=pvc_warnings,
     ),
 )
 
@@ -461,6 +507,18 @@ def validate_rc(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def rc_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """rcStrategy.WarningsOnCreate/OnUpdate: on create a name its pods' names cannot take and the template's
+    warnings; on update, when the generation rose, the warnings of the stored template (kube's WarningsOnUpdate
+    hands GetWarningsForPodTemplate the old controller's template as the one to check)."""
+    if old is None:
+        return podwarnings.name_warnings(meta.meta(obj).get("name"), podwarnings.POD_NAMES) + \
+            podwarnings.template_warnings((obj.get("spec") or {}).get("template"), "spec.template")
+    if not podwarnings.generation_changed(obj, old):
+        return []
+    return podwarnings.template_warnings((old.get("spec") or {}).get("template"), "spec.template")
+
+
 REPLICATION_CONTROLLERS = Resource(
     group="", version="v1", resource="replicationcontrollers", kind="ReplicationController",
     singular="replicationcontroller", namespaced=True, schema=RC_SCHEMA,
@@ -473,7 +531,7 @@ REPLICATION_CONTROLLERS = Resource(
         tracks_generation=True, defaults=_typed(RC_SCHEMA, default_rc),
         garbage_collection="OrphanDependents",  # rcStrategy: core/v1 keeps its pods by default, for compatibility
         prepare=_new_status(RC_SCHEMA, lambda: {"replicas": 0}),  # replicas has no omitempty
-        validation=validate_rc,
+        validation=validate_rc, warnings=rc_warnings,
     ),
 )
 

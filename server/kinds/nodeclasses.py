@@ -10,6 +10,7 @@ reported under `overhead.limits[<resource>]`.
 from __future__ import annotations
 
 from capstan.api.node.v1 import node_pb2
+from server.kinds import podwarnings
 from server.kinds.templates import get, immutable
 from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
@@ -79,10 +80,20 @@ def validate_runtime_class(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def runtime_class_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """strategy.WarningsOnCreate/OnUpdate (GetWarningsForRuntimeClass), on every write: one warning per deprecated
+    node label in scheduling.nodeSelector, worded without the label."""
+    selector = get(obj, "scheduling", "nodeSelector")
+    if not isinstance(selector, dict):
+        return []
+    return [f"scheduling.nodeSelector: {podwarnings.DEPRECATED_NODE_LABELS[label]}" for label in selector
+            if label in podwarnings.DEPRECATED_NODE_LABELS]
+
+
 RUNTIME_CLASSES = Resource(
     group="node.k8s.io", version="v1", resource="runtimeclasses", kind="RuntimeClass", singular="runtimeclass",
     namespaced=False, schema=ProtoSchema(node_pb2.RuntimeClass),
-    strategy=Declared(validation=validate_runtime_class),
+    strategy=Declared(validation=validate_runtime_class, warnings=runtime_class_warnings),
 )
 
 KINDS = (RUNTIME_CLASSES,)

@@ -21,7 +21,7 @@ import orjson
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.kinds import ephemeral, podconnect, podspec, proxy
+from server.kinds import ephemeral, podconnect, podspec, podwarnings, proxy
 from server.kinds.eviction import evict
 from server.kinds.shaped import retype
 from server.machinery import errors, meta
@@ -186,6 +186,15 @@ def _validate_spec_update(spec: Obj, old: Obj) -> list[FieldError]:
     changed = sorted(k for k in {*munged, *old} if munged.get(k) != old.get(k))
     diff = "".join(f"  spec.{k}\n" for k in changed)
     return [FieldError.forbidden("spec", f"{POD_UPDATE_FORBIDDEN}\n{diff}")]
+
+
+def pod_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """podStrategy.WarningsOnCreate: a name pods' hostnames cannot take, and the pod spec's warnings; an update
+    warns of nothing (a Pod's writers are mostly controllers)."""
+    if old is not None:
+        return []
+    return podwarnings.name_warnings(meta.meta(obj).get("name"), podwarnings.POD_HOSTNAME) + \
+        podwarnings.pod_warnings(obj)
 
 
 # --- field selectors ---------------------------------------------------------------------------------------------
@@ -364,6 +373,6 @@ PODS = Resource(
         replace(proxy.POD_PROXY, handlers=Handlers(connect=proxy.pod)),
     ),
     field_getters=FIELD_GETTERS,
-    strategy=PodStrategy(defaults=default_pod, prepare=prepare_pod, validation=validate_pod,
+    strategy=PodStrategy(defaults=default_pod, prepare=prepare_pod, validation=validate_pod, warnings=pod_warnings,
                          returns_deleted_object=True),
 )

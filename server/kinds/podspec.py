@@ -232,9 +232,7 @@ def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
         value = spec.get(field) or ""
         if value:
             errs.extend(FieldError.invalid(f"{path}.{field}", value, m) for m in names.is_dns1123_label(value))
-    grace = spec.get("terminationGracePeriodSeconds")
-    if isinstance(grace, int) and grace < 0:
-        errs.append(FieldError.invalid(f"{path}.terminationGracePeriodSeconds", grace, "must be >= 0"))
+    # A negative terminationGracePeriodSeconds is no error: kube 1.28 warns (podwarnings.py) and deletes with 1.
     deadline = spec.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and deadline <= 0:
         errs.append(FieldError.invalid(f"{path}.activeDeadlineSeconds", deadline,

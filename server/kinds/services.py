@@ -448,6 +448,66 @@ def validate_endpoints(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+TOPOLOGY_HINTS, TOPOLOGY_MODE = "service.kubernetes.io/topology-aware-hints", "service.kubernetes.io/topology-mode"
+
+
+def _ipv6_form(address: str) -> str | None:
+    """An IPv6 address in RFC 5952 form (netip.Addr.String), None for anything else; addresses with an embedded
+    IPv4 part or a zone are left alone."""
+    if "." in address or "%" in address:
+        return None
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    return ip.compressed if ip.version == 6 else None
+
+
+def _ip_warnings(path: str, address: object) -> list[str]:
+    canonical = _ipv6_form(address) if isinstance(address, str) else None
+    if canonical is None or canonical == address:
+        return []
+    return [f"{path}: IPv6 address {names.go_quote(str(address))} is not in RFC 5952 canonical format "
+            f"({names.go_quote(canonical)}), which may cause controller apply-loops"]
+
+
+def _cidr_warnings(path: str, cidr: object) -> list[str]:
+    if not isinstance(cidr, str) or cidr.count("/") != 1:
+        return []
+    address, bits = cidr.split("/")
+    canonical = _ipv6_form(address)
+    if canonical is None or not bits.isdigit() or f"{canonical}/{int(bits)}" == cidr:
+        return []
+    return [f"{path}: IPv6 prefix {names.go_quote(cidr)} is not in RFC 5952 canonical format "
+            f"({names.go_quote(f'{canonical}/{int(bits)}')}), which may cause controller apply-loops"]
+
+
+def service_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """svcStrategy.WarningsOnCreate/OnUpdate (GetWarningsForService), on every write: the deprecated topology
+    hints annotation; IPv6 cluster, external and load balancer IPs and source ranges not in RFC 5952 form;
+    externalIPs of an ExternalName Service and externalName of another, which are ignored. Addresses Go's
+    netip cannot parse at all are not warned of."""
+    out: list[str] = []
+    if TOPOLOGY_HINTS in (meta.meta(obj).get("annotations") or {}):
+        out.append(f"annotation {TOPOLOGY_HINTS} is deprecated, please use {TOPOLOGY_MODE} instead")
+    spec = obj.get("spec") or {}
+    if spec.get("clusterIP") not in (None, "", "None"):
+        for i, ip in enumerate(spec.get("clusterIPs") or []):
+            out += _ip_warnings(f"spec.clusterIPs[{i}]", ip)
+    for i, ip in enumerate(spec.get("externalIPs") or []):
+        out += _ip_warnings(f"spec.externalIPs[{i}]", ip)
+    if spec.get("loadBalancerIP"):
+        out += _ip_warnings("spec.loadBalancerIP", spec["loadBalancerIP"])
+    for i, cidr in enumerate(spec.get("loadBalancerSourceRanges") or []):
+        out += _cidr_warnings(f"spec.loadBalancerSourceRanges[{i}]", cidr)
+    external_name = spec.get("type") == "ExternalName"
+    if external_name and spec.get("externalIPs"):
+        out.append('spec.externalIPs is ignored when spec.type is "ExternalName"')
+    if not external_name and spec.get("externalName"):
+        out.append('spec.externalName is ignored when spec.type is not "ExternalName"')
+    return out
+
+
 SERVICES = Resource(
     group="", version="v1", resource="services", kind="Service", singular="service", namespaced=True,
     schema=SCHEMA,
@@ -457,7 +517,7 @@ SERVICES = Resource(
                   replace(proxy.SERVICE_PROXY, handlers=Handlers(connect=proxy.service))),
     strategy=(_SERVICE_STRATEGY := Declared(
         name_rule=names.name_is_dns1035_label, returns_deleted_object=True, defaults=default_service,
-        prepare=prepare_service, validation=validate_service,
+        prepare=prepare_service, validation=validate_service, warnings=service_warnings,
     )),
 )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from capstan.api.storage.v1 import storage_pb2
+from server.kinds import podwarnings
 from server.kinds.shaped import retype
 from server.kinds.templates import dict_at, get, immutable, semantically_equal
 from server.machinery.codec.quantity import parse_quantity
@@ -350,10 +351,29 @@ def validate_volume_attachment(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def storage_class_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """storageClassStrategy.WarningsOnCreate/OnUpdate (GetWarningsForStorageClass), on every write: deprecated node
+    labels among allowedTopologies' matchLabelExpressions."""
+    out: list[str] = []
+    for i, topology in enumerate(_list(obj.get("allowedTopologies"))):
+        for j, expression in enumerate(_list(_dict(topology).get("matchLabelExpressions"))):
+            message = podwarnings.DEPRECATED_NODE_LABELS.get(_text(_dict(expression).get("key")))
+            if message is not None:
+                out.append(f"allowedTopologies[{i}].matchLabelExpressions[{j}].key: {message}")
+    return out
+
+
+def csi_storage_capacity_warnings(obj: Obj, old: Obj | None) -> list[str]:
+    """csiStorageCapacityStrategy.WarningsOnCreate/OnUpdate (GetWarningsForCSIStorageCapacity), on every write:
+    deprecated node labels in nodeTopology."""
+    return podwarnings.label_selector_warnings(obj.get("nodeTopology"), "nodeTopology")
+
+
 STORAGE_CLASSES = Resource(
     group=GROUP, version="v1", resource="storageclasses", kind="StorageClass", singular="storageclass",
     namespaced=False, schema=SC_SCHEMA, short_names=("sc",),
-    strategy=Declared(returns_deleted_object=True, defaults=default_storage_class, validation=validate_storage_class),
+    strategy=Declared(returns_deleted_object=True, defaults=default_storage_class, validation=validate_storage_class,
+                      warnings=storage_class_warnings),
 )
 CSI_DRIVERS = Resource(
     group=GROUP, version="v1", resource="csidrivers", kind="CSIDriver", singular="csidriver", namespaced=False,
@@ -368,7 +388,7 @@ CSI_NODES = Resource(
 CSI_STORAGE_CAPACITIES = Resource(
     group=GROUP, version="v1", resource="csistoragecapacities", kind="CSIStorageCapacity",
     singular="csistoragecapacity", namespaced=True, schema=CAPACITY_SCHEMA,
-    strategy=Declared(validation=validate_csi_storage_capacity),
+    strategy=Declared(validation=validate_csi_storage_capacity, warnings=csi_storage_capacity_warnings),
 )
 VOLUME_ATTACHMENTS = Resource(
     group=GROUP, version="v1", resource="volumeattachments", kind="VolumeAttachment", singular="volumeattachment",

@@ -54,6 +54,7 @@ async def create_object(
     if generate:
         m["name"] = meta.generate_name(m["generateName"])
     validate.raise_if_invalid(resource, obj, validate.for_create(resource, obj))
+    warnings.extend(resource.strategy.warnings_on_create(obj))  # rest.BeforeCreate: after validation
     resource.strategy.canonicalize(obj)
     if request_options is None:
         request_options = write_options("CreateOptions", dry_run, manager)

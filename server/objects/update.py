@@ -194,6 +194,9 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
     if path.subresource:  # the subresource rule took metadata from the stored object
         _set_owners(new, owners)
     validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
+    strategy = resource.strategy  # rest.BeforeUpdate: its warnings after validation
+    warnings.extend(strategy.warnings_on_subresource_update(path.subresource, new, old) if path.subresource
+                    else strategy.warnings_on_update(new, old))
     if not path.subresource:
         resource.strategy.canonicalize(new)
     sub = resource.subresource(path.subresource) if path.subresource else None

@@ -9,8 +9,8 @@ deletion rules, the Pod strategy the grace period; server/crd/resource.py the cu
 is the strategy of a kind whose rules are its defaulting, preparation and validation functions.
 
 The verbs call every method unconditionally and hold no kind-specific branch. Example: create calls
-default, prepare_for_create, reset_status (for a kind with /status), validate, canonicalize and admission, in
-that order; delete calls admit_delete, holds_deletion, grace_period and mark_deleting.
+default, prepare_for_create, reset_status (for a kind with /status), validate, warnings_on_create, canonicalize
+and admission, in that order; delete calls admit_delete, holds_deletion, grace_period and mark_deleting.
 """
 
 from __future__ import annotations
@@ -102,6 +102,22 @@ class Strategy:
         """ValidateUpdate, beyond ObjectMeta and the rules every update has."""
         return ()
 
+    def warnings_on_create(self, obj: Obj) -> list[str]:
+        """WarningsOnCreate: what the response warns of (`Warning: 299 - "..."`) about a valid new object,
+        after validation; the texts are kube's."""
+        return []
+
+    def warnings_on_update(self, new: Obj, old: Obj) -> list[str]:
+        """WarningsOnUpdate: the same for a valid update (new as prepared, its generation already raised), on
+        every write the update path makes: PUT, PATCH, apply, dry runs, and /scale."""
+        return []
+
+    def warnings_on_subresource_update(self, subresource: str, new: Obj, old: Obj) -> list[str]:
+        """The WarningsOnUpdate of the strategy an update through `subresource` is written with: /scale writes
+        the kind's own store (kube's ScaleREST), so warns as warnings_on_update; the status strategies (and the
+        Pod's ephemeral containers strategy) warn of nothing."""
+        return self.warnings_on_update(new, old) if subresource == "scale" else []
+
     def canonicalize(self, obj: Obj) -> None:
         """Canonicalize: the object in its canonical form, after validation."""
 
@@ -155,15 +171,16 @@ class Declared(Strategy):
 
     defaults: the static defaults. prepare: PrepareForCreate and PrepareForUpdate in one (old is None on
     create). validation: Validate and ValidateUpdate in one (old is None on create). name_rule: how names are
-    checked, (name, prefix) -> error details; None means DNS-1123 subdomain. own_admission: the kind's own
-    admission (RBAC's escalation check). delete_admission: admission of a delete by name (the built-in
-    PriorityClasses stay).
+    checked, (name, prefix) -> error details; None means DNS-1123 subdomain. warnings: WarningsOnCreate and
+    WarningsOnUpdate in one (old is None on create). own_admission: the kind's own admission (RBAC's escalation
+    check). delete_admission: admission of a delete by name (the built-in PriorityClasses stay).
     """
 
     defaults: Callable[[Obj], None] | None = None
     prepare: Callable[[Obj, Obj | None], None] | None = None
     validation: Callable[[Obj, Obj | None], Sequence[FieldError]] | None = None
     name_rule: Callable[[str, bool], list[str]] | None = None
+    warnings: Callable[[Obj, Obj | None], list[str]] | None = None
     own_admission: Admit | None = None
     delete_admission: Callable[[str], None] | None = None
 
@@ -187,6 +204,12 @@ class Declared(Strategy):
 
     def validate_update(self, new: Obj, old: Obj) -> Sequence[FieldError]:
         return () if self.validation is None else self.validation(new, old)
+
+    def warnings_on_create(self, obj: Obj) -> list[str]:
+        return [] if self.warnings is None else self.warnings(obj, None)
+
+    def warnings_on_update(self, new: Obj, old: Obj) -> list[str]:
+        return [] if self.warnings is None else self.warnings(new, old)
 
     async def admit(self, ctx: Any, obj: Obj, old: Obj | None, dry_run: bool) -> None:
         if self.own_admission is not None:

@@ -1,7 +1,8 @@
 """The admissionregistration.k8s.io, apiregistration.k8s.io, autoscaling (v2 and v1) and storage.k8s.io kinds over
 HTTP, through both transports: create, get (JSON and protobuf), list, a Table as kubectl asks for it, a merge
-patch, a strategic merge patch by the kinds' merge keys, and delete (StorageClass answering the object, as kube's
-registry sets ReturnDeletedObject, the others a Success Status)."""
+patch, a strategic merge patch by the kinds' merge keys, and delete (StorageClass, CSIDriver, CSINode and
+VolumeAttachment answering the object, as kube's registry sets ReturnDeletedObject for them, the others a Success
+Status)."""
 
 from __future__ import annotations
 
@@ -67,17 +68,17 @@ KINDS = [
     Kind(f"{STORAGE}/csidrivers", "CSIDriver", "storage.k8s.io/v1",
          {"metadata": {"name": "csi.example.com"}, "spec": {}},
          ("Name", "AttachRequired", "PodInfoOnMount", "StorageCapacity", "TokenRequests", "RequiresRepublish",
-          "Modes", "Age")),
+          "Modes", "Age"), returns_object=True),
     Kind(f"{STORAGE}/csinodes", "CSINode", "storage.k8s.io/v1",
          {"metadata": {"name": "node-1"}, "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n1"}]}},
-         ("Name", "Drivers", "Age")),
+         ("Name", "Drivers", "Age"), returns_object=True),
     Kind(f"{STORAGE}/namespaces/default/csistoragecapacities", "CSIStorageCapacity", "storage.k8s.io/v1",
          {"metadata": {"name": "capacity"}, "storageClassName": "fast", "capacity": "10Gi"},
          ("Name", "Created At")),  # kube 1.28 prints it with its default table convertor
     Kind(f"{STORAGE}/volumeattachments", "VolumeAttachment", "storage.k8s.io/v1",
          {"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com", "nodeName": "node-1",
                                                "source": {"persistentVolumeName": "pv-1"}}},
-         ("Name", "Attacher", "PV", "Node", "Attached", "Age")),
+         ("Name", "Attacher", "PV", "Node", "Attached", "Age"), returns_object=True),
 ]
 
 

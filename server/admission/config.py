@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from server.machinery.codec import yamlread
+from server.machinery.codec.gojson import json_kind
 
 API_VERSIONS = ("apiserver.config.k8s.io/v1", "apiserver.k8s.io/v1alpha1")
 KIND = "AdmissionConfiguration"
@@ -93,22 +94,9 @@ def os_error_text(op: str, path: Path, err: OSError) -> str:
     return f"{op} {path}: {reason[:1].lower()}{reason[1:]}"
 
 
-def go_json_kind(value: object) -> str:
-    """The JSON kind encoding/json names in an UnmarshalTypeError."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def cannot_unmarshal(value: object, struct: str, field: str, go_type: str) -> ConfigError:
     """encoding/json's UnmarshalTypeError for a struct field."""
-    return ConfigError(f"json: cannot unmarshal {go_json_kind(value)} into Go struct field {struct}.{field}"
+    return ConfigError(f"json: cannot unmarshal {json_kind(value)} into Go struct field {struct}.{field}"
                        f" of type {go_type}")
 
 
@@ -129,11 +117,11 @@ def decode(body: bytes, kinds: Collection[tuple[str, str]]) -> dict[str, Any]:
         doc = {}
     if not isinstance(doc, dict):
         raise ConfigError(f"couldn't get version/kind; json parse error: json: cannot unmarshal "
-                          f"{go_json_kind(doc)} into Go value of type {_TYPE_META_STRUCT}")
+                          f"{json_kind(doc)} into Go value of type {_TYPE_META_STRUCT}")
     for key in ("apiVersion", "kind"):
         if doc.get(key) is not None and not isinstance(doc[key], str):
             raise ConfigError(f"couldn't get version/kind; json parse error: json: cannot unmarshal "
-                              f"{go_json_kind(doc[key])} into Go struct field .{key} of type string")
+                              f"{json_kind(doc[key])} into Go struct field .{key} of type string")
     kind, api_version = doc.get("kind") or "", doc.get("apiVersion") or ""
     text = body.decode(errors="replace")
     if not kind:

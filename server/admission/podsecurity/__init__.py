@@ -188,14 +188,21 @@ class _Admission:
         got = await store_call(ctx.store.get(namespaces.key("", namespace)))
         return _labels(render.load(got.kv.value)) if got.kv is not None else None
 
-    async def _pod(self, ctx: Context, attrs: Attributes) -> _Response:
-        if attrs.subresource in _IGNORED_POD_SUBRESOURCES or attrs.kind is not None or attrs.obj is None:
-            return _Response()
+    async def _labels_unless_exempt(self, ctx: Context, attrs: Attributes) -> _Response | dict[str, str] | None:
+        """The exemption's answer for an exempt namespace or user; else the namespace's labels (None: no such
+        namespace)."""
         if self._exempt_namespace(attrs.namespace):
             return _Response(annotations={"exempt": "namespace"})
         if self._exempt_user():
             return _Response(annotations={"exempt": "user"})
-        labels = await self._namespace_labels(ctx, attrs.namespace)
+        return await self._namespace_labels(ctx, attrs.namespace)
+
+    async def _pod(self, ctx: Context, attrs: Attributes) -> _Response:
+        if attrs.subresource in _IGNORED_POD_SUBRESOURCES or attrs.kind is not None or attrs.obj is None:
+            return _Response()
+        labels = await self._labels_unless_exempt(ctx, attrs)
+        if isinstance(labels, _Response):
+            return labels
         if labels is None:
             status = f'failed to lookup namespace "{attrs.namespace}"'
             return _Response(errors.internal(status), annotations={
@@ -211,11 +218,9 @@ class _Admission:
     async def _templated(self, ctx: Context, attrs: Attributes) -> _Response:
         if attrs.subresource or attrs.kind is not None or attrs.obj is None:
             return _Response()
-        if self._exempt_namespace(attrs.namespace):
-            return _Response(annotations={"exempt": "namespace"})
-        if self._exempt_user():
-            return _Response(annotations={"exempt": "user"})
-        labels = await self._namespace_labels(ctx, attrs.namespace)
+        labels = await self._labels_unless_exempt(ctx, attrs)
+        if isinstance(labels, _Response):
+            return labels
         if labels is None:
             return _Response(annotations={"error": f'failed to lookup namespace "{attrs.namespace}": '
                                                    f'namespaces "{attrs.namespace}" not found'})

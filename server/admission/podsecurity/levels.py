@@ -92,6 +92,23 @@ def _label_error(label: str, value: str, error: str) -> FieldError:
     return FieldError.invalid(f"metadata.labels[{label}]", value, error)
 
 
+def _mode(labels: Mapping[str, str], level_label: str, version_label: str, default: LevelVersion, failed: str,
+          errs: list[FieldError]) -> LevelVersion:
+    """One mode's level and version from its labels over the default; a bad level is `failed`, a bad version
+    latest, each with its error appended to errs."""
+    level, minor = default.level, default.minor
+    if level_label in labels:
+        level, error = parse_level(labels[level_label])
+        if error:
+            level = failed
+            errs.append(_label_error(level_label, labels[level_label], error))
+    if version_label in labels:
+        minor, error = parse_version(labels[version_label])
+        if error:
+            errs.append(_label_error(version_label, labels[version_label], error))
+    return LevelVersion(level, minor)
+
+
 def policy_to_evaluate(labels: Mapping[str, str], defaults: Policy) -> tuple[Policy, list[FieldError]]:
     """PolicyToEvaluate: the labels over the defaults, and an error per label kube cannot parse. A bad enforce
     level enforces restricted (fails closed); a bad audit or warn level is privileged (fails open); a bad version
@@ -100,39 +117,10 @@ def policy_to_evaluate(labels: Mapping[str, str], defaults: Policy) -> tuple[Pol
     if not labels:
         return defaults, []
     errs: list[FieldError] = []
-    enforce, audit, warn = defaults.enforce, defaults.audit, defaults.warn
-    has_enforce_level = False
-    if ENFORCE_LABEL in labels:
-        level, error = parse_level(labels[ENFORCE_LABEL])
-        enforce = LevelVersion(level, enforce.minor)
-        has_enforce_level = not error
-        if error:
-            errs.append(_label_error(ENFORCE_LABEL, labels[ENFORCE_LABEL], error))
-    if ENFORCE_VERSION_LABEL in labels:
-        minor, error = parse_version(labels[ENFORCE_VERSION_LABEL])
-        enforce = LevelVersion(enforce.level, minor)
-        if error:
-            errs.append(_label_error(ENFORCE_VERSION_LABEL, labels[ENFORCE_VERSION_LABEL], error))
-    if AUDIT_LABEL in labels:
-        level, error = parse_level(labels[AUDIT_LABEL])
-        audit = LevelVersion(PRIVILEGED if error else level, audit.minor)
-        if error:
-            errs.append(_label_error(AUDIT_LABEL, labels[AUDIT_LABEL], error))
-    if AUDIT_VERSION_LABEL in labels:
-        minor, error = parse_version(labels[AUDIT_VERSION_LABEL])
-        audit = LevelVersion(audit.level, minor)
-        if error:
-            errs.append(_label_error(AUDIT_VERSION_LABEL, labels[AUDIT_VERSION_LABEL], error))
-    if WARN_LABEL in labels:
-        level, error = parse_level(labels[WARN_LABEL])
-        warn = LevelVersion(PRIVILEGED if error else level, warn.minor)
-        if error:
-            errs.append(_label_error(WARN_LABEL, labels[WARN_LABEL], error))
-    if WARN_VERSION_LABEL in labels:
-        minor, error = parse_version(labels[WARN_VERSION_LABEL])
-        warn = LevelVersion(warn.level, minor)
-        if error:
-            errs.append(_label_error(WARN_VERSION_LABEL, labels[WARN_VERSION_LABEL], error))
+    enforce = _mode(labels, ENFORCE_LABEL, ENFORCE_VERSION_LABEL, defaults.enforce, RESTRICTED, errs)
+    has_enforce_level = ENFORCE_LABEL in labels and labels[ENFORCE_LABEL] in LEVELS
+    audit = _mode(labels, AUDIT_LABEL, AUDIT_VERSION_LABEL, defaults.audit, PRIVILEGED, errs)
+    warn = _mode(labels, WARN_LABEL, WARN_VERSION_LABEL, defaults.warn, PRIVILEGED, errs)
     if WARN_LABEL not in labels and has_enforce_level and compare_levels(enforce.level, warn.level) > 0:
         warn = LevelVersion(enforce.level, warn.minor if WARN_VERSION_LABEL in labels else enforce.minor)
     return Policy(enforce, audit, warn), errs

@@ -57,6 +57,75 @@ META = "k8s.io.apimachinery.pkg.apis.meta.v1."
 _PACKAGES = (("k8s.io.apiextensions_apiserver.", "io.k8s.apiextensions-apiserver."),
              ("k8s.io.kube_aggregator.", "io.k8s.kube-aggregator."), ("k8s.io.", "io.k8s."))
 
+# kube's descriptions of the well-known types whose Go doc comments run to several paragraphs (1.28's text).
+QUANTITY = (
+    "Quantity is a fixed-point representation of a number. It provides convenient marshaling/unmarshaling "
+    "in JSON and YAML, in addition to String() and AsInt64() accessors.\n\n"
+    "The serialization format is:\n\n"
+    "``` <quantity>        ::= <signedNumber><suffix>\n\n"
+    "\t(Note that <suffix> may be empty, from the \"\" case in <decimalSI>.)\n\n"
+    "<digit>           ::= 0 | 1 | ... | 9 <digits>          ::= <digit> | <digit><digits> <number>        "
+    "  ::= <digits> | <digits>.<digits> | <digits>. | .<digits> <sign>            ::= \"+\" | \"-\" "
+    "<signedNumber>    ::= <number> | <sign><number> <suffix>          ::= <binarySI> | <decimalExponent> "
+    "| <decimalSI> <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei\n\n"
+    "\t(International System of units; See: http://physics.nist.gov/cuu/Units/binary.html)\n\n"
+    "<decimalSI>       ::= m | \"\" | k | M | G | T | P | E\n\n"
+    "\t(Note that 1024 = 1Ki but 1000 = 1k; I didn't choose the capitalization.)\n\n"
+    "<decimalExponent> ::= \"e\" <signedNumber> | \"E\" <signedNumber> ```\n\n"
+    "No matter which of the three exponent forms is used, no quantity may represent a number greater than "
+    "2^63-1 in magnitude, nor may it have more than 3 decimal places. Numbers larger or more precise will "
+    "be capped or rounded up. (E.g.: 0.1m will rounded up to 1m.) This may be extended in the future if we "
+    "require larger or smaller quantities.\n\n"
+    "When a Quantity is parsed from a string, it will remember the type of suffix it had, and will use the "
+    "same type again when it is serialized.\n\n"
+    "Before serializing, Quantity will be put in \"canonical form\". This means that Exponent/suffix will be "
+    "adjusted up or down (with a corresponding increase or decrease in Mantissa) such that:\n\n"
+    "- No precision is lost - No fractional digits will be emitted - The exponent (or suffix) is as large "
+    "as possible.\n\n"
+    "The sign will be omitted unless the number is negative.\n\n"
+    "Examples:\n\n"
+    "- 1.5 will be serialized as \"1500m\" - 1.5Gi will be serialized as \"1536Mi\"\n\n"
+    "Note that the quantity will NEVER be internally represented by a floating point number. That is the "
+    "whole point of this exercise.\n\n"
+    "Non-canonical values will still parse as long as they are well formed, but will be re-emitted in "
+    "their canonical form. (So always use canonical form, or don't diff.)\n\n"
+    "This format is intended to make it difficult to use these numbers without writing some sort of "
+    "special handling code in the hopes that that will cause implementors to also use a fixed point "
+    "implementation."
+)
+FIELDS_V1 = (
+    "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.\n\n"
+    "Each key is either a '.' representing the field itself, and will always map to an empty set, or a "
+    "string representing a sub-field or item. The string will follow one of these four formats: "
+    "'f:<name>', where <name> is the name of a field in a struct, or key in a map 'v:<value>', where "
+    "<value> is the exact json formatted value of a list item 'i:<index>', where <index> is position of a "
+    "item in a list 'k:<keys>', where <keys> is a map of  a list item's key fields to their unique values "
+    "If a key maps to an empty Fields value, the field that key represents is part of the set.\n\n"
+    "The exact format is defined in sigs.k8s.io/structured-merge-diff"
+)
+RAW_EXTENSION = (
+    "RawExtension is used to hold extensions in external versions.\n\n"
+    "To use this, make a field which has RawExtension as its type in your external, versioned struct, and "
+    "Object in your internal struct. You also need to register your various plugin types.\n\n"
+    "// Internal package:\n\n"
+    "\ttype MyAPIObject struct {\n\t\truntime.TypeMeta `json:\",inline\"`\n\t\tMyPlugin runtime.Object "
+    "`json:\"myPlugin\"`\n\t}\n\n"
+    "\ttype PluginA struct {\n\t\tAOption string `json:\"aOption\"`\n\t}\n\n"
+    "// External package:\n\n"
+    "\ttype MyAPIObject struct {\n\t\truntime.TypeMeta `json:\",inline\"`\n\t\tMyPlugin runtime.RawExtension "
+    "`json:\"myPlugin\"`\n\t}\n\n"
+    "\ttype PluginA struct {\n\t\tAOption string `json:\"aOption\"`\n\t}\n\n"
+    "// On the wire, the JSON will look something like this:\n\n"
+    "\t{\n\t\t\"kind\":\"MyAPIObject\",\n\t\t\"apiVersion\":\"v1\",\n\t\t\"myPlugin\": {\n\t\t\t\"kind\":\"PluginA\",\n"
+    "\t\t\t\"aOption\":\"foo\",\n\t\t},\n\t}\n\n"
+    "So what happens? Decode first uses json or yaml to unmarshal the serialized data into your external "
+    "MyAPIObject. That causes the raw JSON to be stored, but not unpacked. The next step is to copy (using "
+    "pkg/conversion) into the internal struct. The runtime package's DefaultScheme has conversion "
+    "functions installed which will unpack the JSON stored in RawExtension, turning it into the correct "
+    "object type, and storing it in the Object. (TODO: In the case where the object is of an unknown type, "
+    "a runtime.Unknown object will be created and stored.)"
+)
+
 # The messages of server/machinery/codec/wellknown.py whose JSON is a string or an opaque value: each is a
 # component of kube's own shape for the Go type, never an object of the message's fields.
 WELL_KNOWN: Mapping[str, Schema] = {
@@ -75,11 +144,11 @@ WELL_KNOWN: Mapping[str, Schema] = {
         "type": "string",
     },
     META + "FieldsV1": {
-        "description": "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.",
+        "description": FIELDS_V1,
         "type": "object",
     },
     "k8s.io.apimachinery.pkg.runtime.RawExtension": {
-        "description": "RawExtension is used to hold extensions in external versions.",
+        "description": RAW_EXTENSION,
         "type": "object",
     },
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": {
@@ -94,8 +163,7 @@ WELL_KNOWN: Mapping[str, Schema] = {
         "type": "object",
     },
     "k8s.io.apimachinery.pkg.api.resource.Quantity": {
-        "description": "Quantity is a fixed-point representation of a number. It provides convenient "
-                       "marshaling/unmarshaling in JSON and YAML, in addition to String() and AsInt64() accessors.",
+        "description": QUANTITY,
         "oneOf": [{"type": "string"}, {"type": "number"}],
     },
 }

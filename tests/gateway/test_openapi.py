@@ -281,17 +281,23 @@ def test_group_version_names(group: str, version: str, gv: str, tag: str) -> Non
 
 def test_config_map_schema(v1: Doc) -> None:
     schema = _schema(v1, CORE + "ConfigMap")
-    assert schema["description"] == "ConfigMap holds non-secret configuration data."
+    assert schema["description"] == "ConfigMap holds configuration data for pods to consume."
     assert schema["type"] == "object"
     assert schema["x-kubernetes-group-version-kind"] == [{"group": "", "kind": "ConfigMap", "version": "v1"}]
     props = schema["properties"]
     assert sorted(props) == ["apiVersion", "binaryData", "data", "immutable", "kind", "metadata"]
     assert props["apiVersion"]["type"] == props["kind"]["type"] == "string"
     assert props["data"] == {"additionalProperties": {"default": "", "type": "string"},
-                             "description": "UTF-8 values. Keys must not also appear in binaryData.",
+                             "description": "Data contains the configuration data. Each key must consist of "
+                                            "alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte "
+                                            "sequences must use the BinaryData field. The keys stored in Data must "
+                                            "not overlap with the keys in the BinaryData field, this is enforced "
+                                            "during validation process.",
                              "type": "object"}
     assert props["binaryData"]["additionalProperties"] == {"format": "byte", "type": "string"}
-    assert props["immutable"] == {"description": "When true, data and binaryData can no longer change.",
+    assert props["immutable"] == {"description": "Immutable, if set to true, ensures that data stored in the ConfigMap "
+                                                 "cannot be updated (only object metadata can be modified). If not set "
+                                                 "to true, the field can be modified at any time. Defaulted to nil.",
                                   "type": "boolean"}
     assert props["metadata"] == {"allOf": [{"$ref": REF + META + "ObjectMeta"}], "default": {},
                                  "description": schemas.OBJECT_META}
@@ -301,8 +307,15 @@ def test_config_map_schema(v1: Doc) -> None:
 SCHEMA_FIELDS = [
     # (schema, property, expected)
     (CORE + "Secret", "data", {"additionalProperties": {"format": "byte", "type": "string"},
-                               "description": "Arbitrary bytes (base64 in JSON).", "type": "object"}),
-    (CORE + "Secret", "type", {"description": 'e.g. "Opaque" or "kubernetes.io/tls".', "type": "string"}),
+                               "description": "Data contains the secret data. Each key must consist of alphanumeric "
+                                              "characters, '-', '_' or '.'. The serialized form of the secret data is "
+                                              "a base64 encoded string, representing the arbitrary (possibly "
+                                              "non-string) data value here. Described in "
+                                              "https://tools.ietf.org/html/rfc4648#section-4",
+                               "type": "object"}),
+    (CORE + "Secret", "type", {"description": "Used to facilitate programmatic handling of secret data. More info: "
+                                              "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
+                               "type": "string"}),
     (CORE + "Namespace", "spec", {"allOf": [{"$ref": REF + CORE + "NamespaceSpec"}], "default": {}}),
     (CORE + "ConfigMapList", "items", {"items": {"allOf": [{"$ref": REF + CORE + "ConfigMap"}], "default": {}},
                                        "type": "array"}),
@@ -314,7 +327,8 @@ SCHEMA_FIELDS = [
                                                 "description": objectmeta.FIELDS["creationTimestamp"]}),
     (META + "ObjectMeta", "labels", {"additionalProperties": {"default": "", "type": "string"},
                                      "description": objectmeta.FIELDS["labels"], "type": "object"}),
-    (META + "Status", "code", {"description": "Suggested HTTP status code; 0 when unset.", "format": "int32",
+    (META + "Status", "code", {"description": "Suggested HTTP return code for this status, 0 if not set.",
+                               "format": "int32",
                                "type": "integer"}),
     (META + "Status", "metadata", {"allOf": [{"$ref": REF + META + "ListMeta"}], "default": {},
                                    "description": schemas.LIST_META}),
@@ -324,8 +338,8 @@ SCHEMA_FIELDS = [
     (META + "WatchEvent", "object", {"$ref": REF + "io.k8s.apimachinery.pkg.runtime.RawExtension"}),
     # Required scalars Go always prints get their zero value as default.
     (META + "OwnerReference", "uid", {"default": "", "type": "string"}),
-    (META + "OwnerReference", "controller", {"description": "True when the owner is the managing controller.",
-                                             "type": "boolean"}),
+    (META + "OwnerReference", "controller",
+     {"description": "If true, this reference points to the managing controller.", "type": "boolean"}),
 ]
 
 
@@ -454,11 +468,11 @@ def test_comment_cleaning(comment: str, description: str) -> None:
 
 def test_comments_come_from_the_descriptor_set() -> None:
     loaded = comments.load()
-    assert loaded.message("k8s.io.api.core.v1.ConfigMap") == "ConfigMap holds non-secret configuration data."
+    assert loaded.message("k8s.io.api.core.v1.ConfigMap") == "ConfigMap holds configuration data for pods to consume."
     assert loaded.field("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers") == (
         "Deletion waits until this list is empty.")
     # A detached comment (a note followed by a blank line) is not a description.
-    assert loaded.field("k8s.io.api.core.v1.NamespaceCondition", "type") == 'e.g. "NamespaceDeletionContentFailure".'
+    assert loaded.field("k8s.io.api.core.v1.NamespaceCondition", "type") == "Type of namespace controller condition."
 
 
 # --- OpenAPI v2 ----------------------------------------------------------------------------------------
@@ -662,9 +676,8 @@ CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\
 def test_kubectl(binary: str, kubeconfig: Path, tmp_path: Path) -> None:
     """kubectl explain reads the v3 documents; create validates against them (kubectl 1.28 also loads v2)."""
     explained = _kubectl(binary, kubeconfig, tmp_path, "explain", "configmap")
-    assert "ConfigMap holds non-secret configuration data." in explained
-    assert re.search(r"data\s+<map\[string\]string>\n\s+UTF-8 values\. Keys must not also appear in binaryData\.",
-                     explained)
+    assert "ConfigMap holds configuration data for pods to consume." in explained
+    assert re.search(r"data\s+<map\[string\]string>\n\s+Data contains the configuration data\.", explained)
     field = _kubectl(binary, kubeconfig, tmp_path, "explain", "configmap.metadata.name")
     assert re.search(r"FIELD:\s+name <string>", field)
     assert "Name must be unique within a namespace." in field  # kube's ObjectMeta text

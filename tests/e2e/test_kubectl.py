@@ -592,8 +592,8 @@ def test_edit(kubectl: Kubectl, capstan: Capstan, namespace: str, tmp_path: Path
     assert capstan.get(f"/api/v1/namespaces/{namespace}/configmaps/e")[1]["data"] == {"k": "v2"}
 
 
-# (what, what kubectl must print). The descriptions are Capstan's own words (its proto comments), so the
-# table pins the structure kubectl builds from /openapi/v3: kinds, field names and their types.
+# (what, what kubectl must print): the structure kubectl builds from /openapi/v3 (kinds, field names and their
+# types); the descriptions' words are tests/gateway/test_openapi_descriptions.py's.
 EXPLAINS = [
     ("configmap", ["FIELDS:", "binaryData\t<map[string]string>", "data\t<map[string]string>",
                    "immutable\t<boolean>", "metadata\t<ObjectMeta>"]),

@@ -316,8 +316,12 @@ SCHEMA_FIELDS = [
     (CORE + "Secret", "type", {"description": "Used to facilitate programmatic handling of secret data. More info: "
                                               "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
                                "type": "string"}),
-    (CORE + "Namespace", "spec", {"allOf": [{"$ref": REF + CORE + "NamespaceSpec"}], "default": {}}),
-    (CORE + "ConfigMapList", "items", {"items": {"allOf": [{"$ref": REF + CORE + "ConfigMap"}], "default": {}},
+    (CORE + "Namespace", "spec", {"allOf": [{"$ref": REF + CORE + "NamespaceSpec"}], "default": {},
+                                  "description": "Spec defines the behavior of the Namespace. More info: "
+                                  "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+                                  "api-conventions.md#spec-and-status"}),
+    (CORE + "ConfigMapList", "items", {"description": "Items is the list of ConfigMaps.",
+                                       "items": {"allOf": [{"$ref": REF + CORE + "ConfigMap"}], "default": {}},
                                        "type": "array"}),
     (CORE + "NamespaceCondition", "lastTransitionTime", {"$ref": REF + META + "Time"}),
     # ObjectMeta carries kube's descriptions (gateway/openapi/objectmeta.py), a described $ref wrapped in allOf.
@@ -332,12 +336,21 @@ SCHEMA_FIELDS = [
                                "type": "integer"}),
     (META + "Status", "metadata", {"allOf": [{"$ref": REF + META + "ListMeta"}], "default": {},
                                    "description": schemas.LIST_META}),
-    (META + "ManagedFieldsEntry", "fieldsV1", {"$ref": REF + META + "FieldsV1"}),
-    (META + "APIResource", "verbs", {"items": {"default": "", "type": "string"}, "type": "array"}),
-    (META + "APIResource", "namespaced", {"default": False, "type": "boolean"}),
+    (META + "ManagedFieldsEntry", "fieldsV1", {
+        "allOf": [{"$ref": REF + META + "FieldsV1"}],
+        "description": 'FieldsV1 holds the first JSON version format as described in the "FieldsV1" type.'}),
+    (META + "APIResource", "verbs", {
+        "description": "verbs is a list of supported kube verbs (this includes get, list, watch, create, update, "
+                       "patch, delete, deletecollection, and proxy)",
+        "items": {"default": "", "type": "string"}, "type": "array"}),
+    (META + "APIResource", "namespaced", {"default": False,
+                                          "description": "namespaced indicates if a resource is namespaced or not.",
+                                          "type": "boolean"}),
     (META + "WatchEvent", "object", {"$ref": REF + "io.k8s.apimachinery.pkg.runtime.RawExtension"}),
     # Required scalars Go always prints get their zero value as default.
-    (META + "OwnerReference", "uid", {"default": "", "type": "string"}),
+    (META + "OwnerReference", "uid", {
+        "default": "", "description": "UID of the referent. More info: "
+        "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#uids", "type": "string"}),
     (META + "OwnerReference", "controller",
      {"description": "If true, this reference points to the managing controller.", "type": "boolean"}),
 ]

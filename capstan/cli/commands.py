@@ -700,6 +700,8 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                       faults: Faults | None = None,
                       requests: apimetrics.RequestMetrics | None = None) -> RunningCore:
     plugins = admission.enabled(args.enable_admission_plugins, args.disable_admission_plugins)
+    for name in sorted(admission.NOT_RUN & set(args.enable_admission_plugins)):
+        log.warning("admission plugin %s is accepted, and not run: it has no effect here", name)
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),

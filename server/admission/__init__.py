@@ -62,7 +62,7 @@ from server.registry.resources import Resource
 
 Step = Callable[[Context, Attributes], Awaitable[None]]
 
-# kube-apiserver 1.28's plugins, in its order; those Capstan runs are named in RUN.
+# kube-apiserver 1.28's plugins, in its order; those Capstan does not run are named in NOT_RUN.
 KUBE_PLUGINS = (
     "AlwaysAdmit", "NamespaceAutoProvision", "NamespaceLifecycle", "NamespaceExists", "AlwaysPullImages",
     "ImagePolicyWebhook", "PodSecurity", "PodNodeSelector", "Priority", "DefaultTolerationSeconds",
@@ -81,6 +81,16 @@ KUBE_DEFAULT = frozenset((
     "PersistentVolumeClaimResize", "RuntimeClass", "CertificateApproval", "CertificateSigning",
     "ClusterTrustBundleAttest", "CertificateSubjectRestriction", "DefaultIngressClass",
     "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota",
+))
+
+
+# Accepted by name, and not run: a name here in --enable-admission-plugins is logged as having no effect.
+# (NamespaceLifecycle and NamespaceExists are the verbs' own namespace check, DefaultTolerationSeconds the Pod
+# strategy's; AlwaysAdmit, PersistentVolumeLabel and ClusterTrustBundleAttest have nothing to do here.)
+NOT_RUN = frozenset((
+    "NamespaceAutoProvision", "ImagePolicyWebhook", "PodNodeSelector", "PodTolerationRestriction", "EventRateLimit",
+    "ExtendedResourceToleration", "OwnerReferencesPermissionEnforcement", "LimitPodHardAntiAffinityTopology",
+    "TaintNodesByCondition", "SecurityContextDeny",
 ))
 
 

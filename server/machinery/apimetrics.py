@@ -235,6 +235,35 @@ def admission_controller(name: str, kind: str, operation: str, rejected: bool, s
     child.observe(seconds)
 
 
+# Pod Security admission's metrics (k8s.io/pod-security-admission/metrics): its policy evaluations, exempt requests
+# and the errors that kept a request from its normal evaluation.
+_PSA_EVALUATIONS = LoopCounter(
+    "pod_security_evaluations", "Number of policy evaluations that occurred, not counting ignored or exempt "
+    "requests.", ["decision", "policy_level", "policy_version", "mode", "request_operation", "resource",
+                  "subresource"], registry=REGISTRY)
+_PSA_EXEMPTIONS = LoopCounter(
+    "pod_security_exemptions", "Number of exempt requests, not counting ignored or out of scope requests.",
+    ["request_operation", "resource", "subresource"], registry=REGISTRY)
+_PSA_ERRORS = LoopCounter(
+    "pod_security_errors", "Number of errors preventing normal evaluation. Non-fatal errors may result in the latest "
+    "restricted profile being used for evaluation.", ["fatal", "request_operation", "resource", "subresource"],
+    registry=REGISTRY)
+
+
+def pod_security_evaluation(decision: str, level: str, version: str, mode: str, operation: str, resource: str,
+                            subresource: str) -> None:
+    """One evaluation: decision "allow" or "deny", mode "enforce", "audit" or "warn"."""
+    _PSA_EVALUATIONS.labels(decision, level, version, mode, operation, resource, subresource).inc()
+
+
+def pod_security_exemption(operation: str, resource: str, subresource: str) -> None:
+    _PSA_EXEMPTIONS.labels(operation, resource, subresource).inc()
+
+
+def pod_security_error(fatal: bool, operation: str, resource: str, subresource: str) -> None:
+    _PSA_ERRORS.labels("true" if fatal else "false", operation, resource, subresource).inc()
+
+
 # kube's watch metrics (k8s.io/apiserver/pkg/endpoints/metrics)
 _WATCHERS = Gauge("apiserver_registered_watchers", "Number of currently registered watchers for a given "
                   "resources", ["group", "version", "kind"], registry=REGISTRY)

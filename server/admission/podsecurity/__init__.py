@@ -48,9 +48,10 @@ from server.admission.podsecurity.levels import (
     policy_to_evaluate,
 )
 from server.auth import caller
-from server.machinery import errors
+from server.machinery import apimetrics, errors
 from server.machinery.validation.names import FieldError, join_errors
 from server.machinery.values import Obj
+from server.machinery.version import KUBE_MINOR
 from server.objects import render, validate
 from server.objects.admitting import Attributes
 from server.objects.context import Context
@@ -156,6 +157,27 @@ def _template(resource: str, obj: Obj) -> tuple[Obj, Obj] | None:
     return template.get("metadata") or {}, template.get("spec") or {}
 
 
+def _metric_labels(attrs: Attributes) -> tuple[str, str, str]:
+    """request_operation, resource and subresource as kube's metrics name them: a Pod, a namespace, or any other
+    kind (a workload with a pod template) as "controller"."""
+    resource = attrs.resource.resource
+    kind = "pod" if resource == "pods" else "namespace" if resource == "namespaces" else "controller"
+    return attrs.operation.lower(), kind, attrs.subresource
+
+
+def _exempted(attrs: Attributes) -> None:
+    apimetrics.pod_security_exemption(*_metric_labels(attrs))
+
+
+def _evaluated(attrs: Attributes, decision: str, policy: LevelVersion, mode: str) -> None:
+    """RecordEvaluation: the version is "latest" for latest and for privileged, "future" past kube 1.28's."""
+    if policy.minor is None or policy.level == PRIVILEGED:
+        version = "latest"
+    else:
+        version = f"v1.{policy.minor}" if policy.minor <= int(KUBE_MINOR) else "future"
+    apimetrics.pod_security_evaluation(decision, policy.level, version, mode, *_metric_labels(attrs))
+
+
 class _Admission:
     """kube's Admission for one configuration."""
 
@@ -192,10 +214,15 @@ class _Admission:
         """The exemption's answer for an exempt namespace or user; else the namespace's labels (None: no such
         namespace)."""
         if self._exempt_namespace(attrs.namespace):
+            _exempted(attrs)
             return _Response(annotations={"exempt": "namespace"})
         if self._exempt_user():
+            _exempted(attrs)
             return _Response(annotations={"exempt": "user"})
-        return await self._namespace_labels(ctx, attrs.namespace)
+        labels = await self._namespace_labels(ctx, attrs.namespace)
+        if labels is None:
+            apimetrics.pod_security_error(True, *_metric_labels(attrs))
+        return labels
 
     async def _pod(self, ctx: Context, attrs: Attributes) -> _Response:
         if attrs.subresource in _IGNORED_POD_SUBRESOURCES or attrs.kind is not None or attrs.obj is None:
@@ -209,6 +236,7 @@ class _Admission:
                 "error": f'Internal error occurred: {status}: namespaces "{attrs.namespace}" not found'})
         policy, errs = self._policy(labels)
         if not errs and policy.fully_privileged():
+            _evaluated(attrs, "allow", policy.enforce, "enforce")
             return _Response(annotations={"enforce-policy": str(PRIVILEGED_LATEST)})
         if attrs.operation == "UPDATE" and attrs.old is not None and not _significant_update(attrs.obj, attrs.old):
             return _Response()
@@ -238,9 +266,11 @@ class _Admission:
         version evaluated once."""
         runtime_class = spec.get("runtimeClassName")
         if runtime_class and runtime_class in self.configuration.exemptions.runtime_classes:
+            _exempted(attrs)
             return _Response(annotations={"exempt": "runtimeClass"})
         response = _Response()
         if errs:
+            apimetrics.pod_security_error(False, *_metric_labels(attrs))
             response.annotations["error"] = f"Failed to parse policy: {join_errors(errs)}"
         from server.admission.podsecurity import checks  # the checks load with the first policy to check
 
@@ -254,16 +284,19 @@ class _Admission:
         if enforce:
             response.annotations["enforce-policy"] = str(policy.enforce)
             violations = evaluated(policy.enforce)
+            _evaluated(attrs, "deny" if violations else "allow", policy.enforce, "enforce")
             if violations:
                 response.refusal = _forbidden(attrs, f'violates PodSecurity "{policy.enforce}": '
                                                      f"{checks.forbidden_detail(violations)}")
         violations = evaluated(policy.audit)
         if violations:
+            _evaluated(attrs, "deny", policy.audit, "audit")
             response.annotations["audit-violations"] = (f'would violate PodSecurity "{policy.audit}": '
                                                         f"{checks.forbidden_detail(violations)}")
         if response.refusal is None:
             violations = evaluated(policy.warn)
             if violations:
+                _evaluated(attrs, "deny", policy.warn, "warn")
                 response.warnings.append(f'would violate PodSecurity "{policy.warn}": '
                                          f"{checks.forbidden_detail(violations)}")
         return response

@@ -11,6 +11,7 @@ import pytest
 from server.admission import podsecurity
 from server.admission.podsecurity import checks
 from server.admission.podsecurity.levels import DEFAULT_POLICY, LevelVersion, Policy, policy_to_evaluate
+from server.machinery import apimetrics
 from server.machinery.errors import ApiError
 from server.objects.admitting import Attributes
 from tests.server.client import Client, Obj, path, raw, refused
@@ -459,3 +460,43 @@ async def test_namespace_updates_keep_or_refuse_bad_labels(client: Client, old: 
     with pytest.raises(ApiError) as failed:
         await judged(client, "namespaces", ns(new), old=ns(old))
     assert refused_with in str(failed.value)
+
+
+def _count(name: str, labels: dict[str, str]) -> float:
+    return apimetrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def _evaluation(decision: str, level: str, version: str, mode: str, resource: str = "pod") -> dict[str, str]:
+    return {"decision": decision, "policy_level": level, "policy_version": version, "mode": mode,
+            "request_operation": "create", "resource": resource, "subresource": ""}
+
+
+PRIVILEGED_ALLOWED = _evaluation("allow", "privileged", "latest", "enforce")
+
+
+@pytest.mark.parametrize(("labels", "kind", "counted"), [
+    # an unlabelled namespace: the privileged policy's allow, counted as kube counts it
+    ({}, "pod", [PRIVILEGED_ALLOWED]),
+    ({LEVEL + "enforce": "restricted"}, "pod", [_evaluation("deny", "restricted", "latest", "enforce")]),
+    ({LEVEL + "enforce": "baseline", LEVEL + "enforce-version": "v1.25"}, "pod",
+     [_evaluation("allow", "baseline", "v1.25", "enforce")]),
+    ({LEVEL + "audit": "restricted", LEVEL + "audit-version": "v1.99"}, "pod",
+     [_evaluation("allow", "privileged", "latest", "enforce"), _evaluation("deny", "restricted", "future", "audit")]),
+    # a workload is never enforced: its warn level's denial is what is counted
+    ({LEVEL + "warn": "restricted"}, "deployment", [_evaluation("deny", "restricted", "latest", "warn", "controller")]),
+])
+async def test_evaluations_are_counted_as_kubes_metrics_count_them(client: Client, labels: dict[str, str], kind: str,
+                                                                    counted: list[dict[str, str]]) -> None:
+    await namespace(client, labels)
+    before = [_count("pod_security_evaluations_total", c) for c in counted]
+    if kind == "pod" and labels.get(LEVEL + "enforce") == "restricted":
+        await refused(client.create(PODS, pod()))  # refused: counted all the same
+    elif kind == "pod":
+        await client.create(PODS, pod())
+    else:
+        await client.create(path("deployments", NS, group="apps"), {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"app": "d"}},
+                     "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [container()]}}}})
+    assert [_count("pod_security_evaluations_total", c) - b for c, b in zip(counted, before, strict=True)] == [
+        1.0] * len(counted)

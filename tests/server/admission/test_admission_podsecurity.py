@@ -4,16 +4,22 @@ annotations, each check worded as kube words it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
+from capstan.core.v1 import core_service_pb2_grpc
 from server.admission import podsecurity
 from server.admission.podsecurity import checks
 from server.admission.podsecurity.levels import DEFAULT_POLICY, LevelVersion, Policy, policy_to_evaluate
+from server.auth.config import INSECURE
 from server.machinery import apimetrics
 from server.machinery.errors import ApiError
 from server.objects.admitting import Attributes
+from storage import StoreOptions
+from tests import bootstrapped
 from tests.server.client import Client, Obj, path, raw, refused
 
 NS = "psa"
@@ -500,3 +506,48 @@ async def test_evaluations_are_counted_as_kubes_metrics_count_them(client: Clien
                      "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [container()]}}}})
     assert [_count("pod_security_evaluations_total", c) - b for c, b in zip(counted, before, strict=True)] == [
         1.0] * len(counted)
+
+
+RESTRICTED_EVERYWHERE = Policy(LevelVersion("restricted"), LevelVersion("restricted"), LevelVersion("restricted"))
+
+
+@pytest.mark.parametrize(("exemptions", "namespace_name", "runtime_class", "admitted"), [
+    (podsecurity.Exemptions(), NS, None, False),  # the configured default refuses it
+    (podsecurity.Exemptions(namespaces=frozenset({NS})), NS, None, True),
+    (podsecurity.Exemptions(namespaces=frozenset({"other"})), NS, None, False),
+    (podsecurity.Exemptions(usernames=frozenset({"system:unsecured"})), NS, None, True),  # the insecure core's user
+    (podsecurity.Exemptions(runtime_classes=frozenset({"sandboxed"})), NS, "sandboxed", True),
+    (podsecurity.Exemptions(runtime_classes=frozenset({"sandboxed"})), NS, "plain", False),
+])
+async def test_a_configuration_sets_the_default_and_who_is_exempt(
+        tmp_path: Path, exemptions: podsecurity.Exemptions, namespace_name: str, runtime_class: str | None,
+        admitted: bool) -> None:
+    configuration = podsecurity.Configuration(defaults=RESTRICTED_EVERYWHERE, exemptions=exemptions)
+    store, running = await bootstrapped.started(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0),
+                                                security=INSECURE, namespace_controllers=False,
+                                                podsecurity_configuration=configuration)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
+            client = Client(core_service_pb2_grpc.CoreServiceStub(channel), running)  # type: ignore[no-untyped-call]
+            await namespace(client, {}, namespace_name)
+            spec: Obj = {}
+            if runtime_class is not None:
+                await client.create(path("runtimeclasses", group="node.k8s.io"), {
+                    "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": runtime_class},
+                    "handler": "runc"})
+                spec["runtimeClassName"] = runtime_class
+            exempt_before = _count("pod_security_exemptions_total", {
+                "request_operation": "create", "resource": "pod", "subresource": ""})
+            call = client.create(path("pods", namespace_name), pod(**spec))
+            if admitted:
+                created = await call
+                assert created["metadata"]["name"] == "p"
+                assert _count("pod_security_exemptions_total", {
+                    "request_operation": "create", "resource": "pod", "subresource": ""}) == exempt_before + 1
+            else:
+                failed = await refused(call)
+                assert failed.status["message"].startswith('pods "p" is forbidden: violates PodSecurity '
+                                                           '"restricted:latest"')
+    finally:
+        await running.stop()
+        await store.close()

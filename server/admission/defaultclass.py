@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from server.kinds.corev1 import BETA_STORAGE_CLASS
 from server.machinery.values import Obj
 from server.objects import render
 from server.objects.admitting import Attributes
@@ -52,7 +53,7 @@ def _annotated(key: str) -> Callable[[Obj], bool]:
 
 STORAGE = Defaulted(
     "DefaultStorageClass", "", "persistentvolumeclaims", ("storage.k8s.io", "v1", "storageclasses"),
-    "storageClassName", _annotated("volume.beta.kubernetes.io/storage-class"),
+    "storageClassName", _annotated(BETA_STORAGE_CLASS),
     ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class"))
 INGRESS = Defaulted(
     "DefaultIngressClass", "networking.k8s.io", "ingresses", ("networking.k8s.io", "v1", "ingressclasses"),

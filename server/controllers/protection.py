@@ -20,13 +20,14 @@ from __future__ import annotations
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.admission.protection import FINALIZERS
 from server.controllers.workload.keyed import Key, KeyedController, Obj, key_of, path
 from server.objects.core import Core
 from server.runtime.election import Singleton
 from server.runtime.informer import SharedInformers
 
-PVC_FINALIZER = "kubernetes.io/pvc-protection"
-PV_FINALIZER = "kubernetes.io/pv-protection"
+PVC_FINALIZER = FINALIZERS["persistentvolumeclaims"]
+PV_FINALIZER = FINALIZERS["persistentvolumes"]
 PODS = path("pods")
 CLAIMS = path("persistentvolumeclaims")
 VOLUMES = path("persistentvolumes")
@@ -70,7 +71,7 @@ def pod_uses_claim(pod: Obj, claim: Obj) -> bool:
         return False
     name = _meta(claim).get("name")
     for volume in (pod.get("spec") or {}).get("volumes") or []:
-        if (volume.get("persistentVolumeClaim") or {}).get("claimName") == name and "persistentVolumeClaim" in volume:
+        if (volume.get("persistentVolumeClaim") or {}).get("claimName") == name:
             return True
         if ("ephemeral" in volume and not _shut_down(pod) and ephemeral_claim_name(pod, volume) == name
                 and _owned_by(claim, pod)):

@@ -21,6 +21,7 @@ from grpc_status import rpc_status
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server.admission.protection import FINALIZERS
 from server.startup.app import RunningCore
 
 JSON = core_pb2.ENCODING_JSON
@@ -42,7 +43,7 @@ class Failed(Exception):
         self.status = status
 
 
-PROTECTION_FINALIZERS = ("kubernetes.io/pvc-protection", "kubernetes.io/pv-protection")
+PROTECTION_FINALIZERS = tuple(FINALIZERS.values())
 
 
 def path(

@@ -10,9 +10,8 @@ resize`). A claim's class is its beta `volume.beta.kubernetes.io/storage-class` 
 
 from __future__ import annotations
 
-from server.kinds.corev1 import BETA_STORAGE_CLASS
+from server.kinds.corev1 import BETA_STORAGE_CLASS, compare_requests, storage_request
 from server.machinery import errors
-from server.machinery.codec.quantity import QuantityError, parse_quantity
 from server.machinery.values import Obj
 from server.objects import render
 from server.objects.admitting import Attributes
@@ -26,10 +25,6 @@ def handles(attrs: Attributes) -> bool:
     r = attrs.resource
     return (attrs.operation == "UPDATE" and attrs.obj is not None and attrs.old is not None and not attrs.subresource
             and attrs.kind is None and r.group == "" and r.resource == "persistentvolumeclaims")
-
-
-def _storage(claim: Obj) -> str:
-    return str((((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage") or "0")
 
 
 def claim_class(claim: Obj) -> str:
@@ -50,12 +45,9 @@ async def _expandable(ctx: Context, name: str) -> bool:
 
 async def validate(ctx: Context, attrs: Attributes) -> None:
     assert attrs.obj is not None and attrs.old is not None
-    try:
-        grows = parse_quantity(_storage(attrs.obj)).compare(parse_quantity(_storage(attrs.old))) > 0
-    except QuantityError:
-        return  # the claim's validation refuses it
-    if not grows:
-        return
+    new, old = storage_request(attrs.obj.get("spec") or {}), storage_request(attrs.old.get("spec") or {})
+    if compare_requests(new, old) <= 0:
+        return  # not grown (or unreadable: the claim's validation refuses it)
     if (attrs.old.get("status") or {}).get("phase") != "Bound":
         raise errors.forbidden(attrs.resource.resource, "", attrs.name,
                                "Only bound persistent volume claims can be expanded")

@@ -265,11 +265,11 @@ PVC_IMMUTABLE = "spec is immutable after creation except resources.requests for 
 BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 
 
-def _storage(spec: Obj) -> object:
+def storage_request(spec: Obj) -> object:
     return ((spec.get("resources") or {}).get("requests") or {}).get("storage")
 
 
-def _quantity_compare(new: object, old: object) -> int:
+def compare_requests(new: object, old: object) -> int:
     """Quantity.Cmp of two storage requests (a missing one is zero); 0 when either cannot be read (validation
     reports that on its own)."""
     try:
@@ -310,7 +310,7 @@ def _validate_pvc_update(obj: Obj, old: Obj) -> list[FieldError]:
     if (obj.get("status") or {}).get("phase") == "Bound" and (new_spec.get("resources") or {}).get("requests"):
         resources = dict(new_spec["resources"])
         requests = dict(resources["requests"])
-        requests["storage"] = _storage(old_spec)
+        requests["storage"] = storage_request(old_spec)
         resources["requests"] = requests
         new_spec["resources"] = resources
     for candidate in (new_spec, old_spec):
@@ -318,7 +318,7 @@ def _validate_pvc_update(obj: Obj, old: Obj) -> list[FieldError]:
             del candidate[key]
     if new_spec != old_spec:
         errs.append(FieldError.forbidden("spec", PVC_IMMUTABLE))
-    if _quantity_compare(_storage(_spec(obj)), _storage(_spec(old))) < 0:
+    if compare_requests(storage_request(_spec(obj)), storage_request(_spec(old))) < 0:
         errs.append(FieldError.forbidden("spec.resources.requests.storage",
                                          "field can not be less than previous value"))
     if _spec(obj).get("volumeMode") != _spec(old).get("volumeMode"):

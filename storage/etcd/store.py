@@ -330,29 +330,34 @@ class EtcdStore:
         return self._compacted
 
     async def _probe_compacted(self) -> int:
-        """etcd's compacted revision: a watch from revision 1 is refused with it (0: none).
+        """etcd's compacted revision (0: none): the oldest revision a read is answered at, found by bisection.
 
-        etcd reports it nowhere else; the watch is on one key that is never written, and a progress
-        request tells, once the watch has caught up, that nothing was refused.
+        etcd reports it nowhere directly. A watch from revision 1 is refused with it, but etcd before 3.5.9
+        may answer a progress request before that refusal, so a watch cannot tell "not compacted" from "not
+        refused yet". A read at a revision is refused exactly below it, so ~log2(revision) count-only reads of
+        one key that is never written find it.
         """
-        call = self._stubs.watch.Watch(timeout=self._config.call_timeout)
-        try:
-            create = rpc_pb2.WatchCreateRequest(key=self._root + b"\x00compaction-probe", start_revision=1)
-            await call.write(rpc_pb2.WatchRequest(create_request=create))
-            await call.write(rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()))
-            while True:
-                response = await call.read()
-                if response is grpc.aio.EOF:
-                    return self._compacted
-                assert isinstance(response, rpc_pb2.WatchResponse)
-                if response.compact_revision:
-                    return int(response.compact_revision)
-                if not response.created and not response.events:
-                    return 0
-        except grpc.aio.AioRpcError as err:
-            raise failure(err) from None
-        finally:
-            call.cancel()
+
+        async def readable(revision: int) -> bool:
+            try:
+                await self._call(self._stubs.kv.Range, rpc_pb2.RangeRequest(key=probe, revision=revision,
+                                                                             count_only=True))
+            except _CompactedSomewhere:
+                return False
+            return True
+
+        probe = self._root + b"\x00compaction-probe"
+        if await readable(1):
+            return 0
+        low, high = 1, (await self._call(self._stubs.kv.Range, rpc_pb2.RangeRequest(key=probe, count_only=True))
+                        ).header.revision  # low is refused, high (the newest) never is
+        while high - low > 1:
+            middle = (low + high) // 2
+            if await readable(middle):
+                high = middle
+            else:
+                low = middle
+        return high
 
     async def _refresh_size(self) -> None:
         status = await self._call(self._stubs.maintenance.Status, rpc_pb2.StatusRequest())

@@ -359,3 +359,20 @@ async def test_when_a_core_stops_the_others_go_on_compacting(open_store: OpenSto
     await write_for(second, 4 * ROUND)  # the survivor wins every round from the one after next
     assert second.compactor.compactions >= before[0] + 1
     assert second.compacted_revision() > before[1]
+
+
+@on_etcd
+@pytest.mark.parametrize("behind", [0, 1, 2, 7, 40])  # how far below the newest revision etcd is compacted
+async def test_a_store_opened_on_compacted_etcd_knows_the_compacted_revision(open_store: OpenStore,
+                                                                              behind: int) -> None:
+    first = etcd(await open_store())
+    for i in range(50):
+        await within(first.create(b"/probe/%d" % i, b"v"))
+    target = first.current_revision() - behind
+    await within(first.compact(target))
+    second = etcd(await open_store())  # opened at once: etcd answers it before it has finished compacting
+    assert second.compacted_revision() == target
+    with pytest.raises(Compacted) as caught:
+        await within(second.get(b"/probe/0", at_revision=target - 1))
+    assert caught.value.compact_revision == target
+    assert (await within(second.get(b"/probe/0", at_revision=target))).revision >= target

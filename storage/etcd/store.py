@@ -137,6 +137,7 @@ class EtcdStore:
 
     async def _read(self, request: rpc_pb2.RangeRequest, at: int | None) -> rpc_pb2.RangeResponse:
         """A range at `at` (None: the newest); Compacted or RevisionTooLarge when etcd cannot serve it."""
+        self._check_open()
         if at is None:
             return await self._call(self._stubs.kv.Range, request)
         if at < self._compacted:
@@ -357,7 +358,7 @@ class EtcdStore:
                 high = middle
             else:
                 low = middle
-        return high
+        return int(high)
 
     async def _refresh_size(self) -> None:
         status = await self._call(self._stubs.maintenance.Status, rpc_pb2.StatusRequest())

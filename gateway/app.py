@@ -220,8 +220,13 @@ async def start_http(app: web.Application, listen: str, port: int, ssl_context: 
     }
     # handler_cancellation: a client that goes away cancels its handler (a watch frees the core's at once).
     runner = web.AppRunner(app, handler_cancellation=True, **options)
-    await runner.setup()
-    await LimitedSite(runner, sock, limits=connection_limits, ssl_context=ssl_context, options=options).start()
+    try:
+        await runner.setup()
+        await LimitedSite(runner, sock, limits=connection_limits, ssl_context=ssl_context, options=options).start()
+    except BaseException:
+        await runner.cleanup()
+        sock.close()
+        raise
     bound: int = sock.getsockname()[1]
     return runner, bound
 

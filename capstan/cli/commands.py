@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import os
@@ -413,14 +414,14 @@ def _connection_flags(parser: argparse.ArgumentParser, *, http: bool, grpc: bool
                             f"{MAX_STREAMS_PER_CONNECTION})")
 
 
-async def _start_health(app: web.Application, args: argparse.Namespace) -> HealthListener | None:
-    """The --health-port listener, when asked for, beside `app`'s port."""
+async def _start_health(app: web.Application, args: argparse.Namespace, started: contextlib.AsyncExitStack) -> None:
+    """The --health-port listener, when asked for, beside `app`'s port; `started` stops it."""
     if args.health_port < 0:
-        return None
+        return
     listener = HealthListener(app[HEALTH_KEY], limits=_connection_limits(args))
     port = await listener.start(args.bind_address, args.health_port)
+    started.push_async_callback(listener.stop)
     log.info("capstan health: http://%s:%d", _host(args.bind_address), port)
-    return listener
 
 
 def _connection_limits(args: argparse.Namespace) -> ConnectionLimits:
@@ -759,22 +760,25 @@ def _request_metrics() -> apimetrics.RequestMetrics:
     return requests
 
 
-async def _start_peers(running: RunningCore) -> workerpeers.WorkerPeers | None:
-    """In a worker: its socket for the other workers' scrapes, and the Metrics call answering for all."""
+async def _start_peers(running: RunningCore, started: contextlib.AsyncExitStack) -> workerpeers.WorkerPeers | None:
+    """In a worker: its socket for the other workers' scrapes, and the Metrics call answering for all; `started`
+    stops it."""
     peers = workerpeers.from_environment(os.environ)
     if peers is not None:
         await peers.start()
+        started.push_async_callback(peers.stop)
         running.guard.share_figures(peers)
     return peers
 
 
 async def _start_metrics(running: RunningCore, args: argparse.Namespace, limiter: Limiter,
-                         tls: ssl.SSLContext | None, peers: workerpeers.WorkerPeers | None) -> web.AppRunner | None:
+                         tls: ssl.SSLContext | None, peers: workerpeers.WorkerPeers | None,
+                         started: contextlib.AsyncExitStack) -> None:
     """`capstan core --metrics-port`: /metrics of a core without a gateway, secured as kube's (gateway/metrics.py's
     metrics_app): the gRPC calls, process and runtime, load shedding, the store's size and objects, then the
-    core's Metrics answer."""
+    core's Metrics answer; `started` stops it."""
     if args.metrics_port < 0:
-        return None
+        return
     objects = StorageObjectsCounter(running.core)
     assert running.request_metrics is not None
     counters = gateway_metrics.Metrics(limiter, running.core.context.store,
@@ -784,8 +788,8 @@ async def _start_metrics(running: RunningCore, args: argparse.Namespace, limiter
     app = gateway_metrics.metrics_app(InProcessClient(running.guard), counters)
     runner, port = await start_http(app, args.bind_address, args.metrics_port, tls,
                                     connection_limits=_connection_limits(args))
+    started.push_async_callback(runner.cleanup)
     log.info("capstan core metrics: %s://%s:%d/metrics", "https" if tls else "http", _host(args.bind_address), port)
-    return runner
 
 
 def _watch_cache(args: argparse.Namespace) -> CacheConfig | None:
@@ -803,10 +807,12 @@ async def serve(args: argparse.Namespace) -> None:
     limiter = _limiter(args)  # one process, one loop: the HTTP and gRPC fronts share its limits
     faults = Faults(enabled=args.fault_injection)  # and its fault injection rules (off without the flag)
     requests = _request_metrics()  # and one scrape counts both
+    started = contextlib.AsyncExitStack()  # what has started, stopped in reverse order however serving ends
     try:
         if args.insecure:
             core = await _start_core(store, args, INSECURE, limiter=limiter, faults=faults, requests=requests)
-            peers = await _start_peers(core)
+            started.push_async_callback(core.stop)
+            peers = await _start_peers(core, started)
             objects = StorageObjectsCounter(core.core)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.http_port}",
                             limiter=limiter, storage=store, collectors=_collectors(core, store, args, objects),
@@ -815,6 +821,7 @@ async def serve(args: argparse.Namespace) -> None:
             runner, http_port = await start_http(app, args.bind_address, args.http_port,
                                                  connection_limits=_connection_limits(args),
                                                  reuse_port=_worker() is not None)
+            started.push_async_callback(runner.cleanup)
             ports = {"http": http_port, "grpc": core.grpc_port}
             endpoints = {"http": f"http://{host}:{http_port}", "grpc": f"{host}:{core.grpc_port}"}
             summary = f"HTTP {endpoints['http']} gRPC {endpoints['grpc']}"
@@ -826,7 +833,8 @@ async def serve(args: argparse.Namespace) -> None:
             core = await _start_core(store, args, _security(args, certs),
                                      GrpcTls(serving, client_cas, args.grpc_mtls_port), limiter, proxy_client, faults,
                                      requests)
-            peers = await _start_peers(core)
+            started.push_async_callback(core.stop)
+            peers = await _start_peers(core, started)
             objects = StorageObjectsCounter(core.core)
             app = build_app(InProcessClient(core.guard), server_address=f"{args.bind_address}:{args.secure_port}",
                             limiter=limiter, storage=store, collectors=_collectors(core, store, args, objects),
@@ -836,29 +844,24 @@ async def serve(args: argparse.Namespace) -> None:
                                                   server_context(serving, client_cas),
                                                   connection_limits=_connection_limits(args),
                                                   reuse_port=_worker() is not None)
+            started.push_async_callback(runner.cleanup)
             ports = {"https": https_port, "grpc": core.grpc_port, "grpc_mtls": core.grpc.mtls_port or -1}
             endpoints = kubeconfigs.secure_endpoints(host, https_port, core.grpc_port, core.grpc.mtls_port, certs,
                                                      generated_serving=args.tls_cert_file is None)
             summary = " ".join(f"{name} {endpoints[key]}" for name, key in
                                (("HTTPS", "https"), ("gRPC", "grpc"), ("gRPC-mTLS", "grpc-mtls")) if key in endpoints)
-        health_listener = None
         if not _worker():  # alone, or the first worker: the others share its ports and its endpoints
             kubeconfigs.write_endpoints(args.data_dir, endpoints)
             files.private_file(args.data_dir / ENDPOINTS_FILE)  # no secret in it, but the data dir's files are 0600
-            health_listener = await _start_health(app, args)
+            await _start_health(app, args, started)
         gcpolicy.after_start()
         log.info("capstan serving: %s data %s (revision %d)%s", summary, args.data_dir, store.current_revision(),
                  _worker_note())
         workers.report_ready(os.environ, ports)
         await stop.wait()
         log.info("capstan shutting down")
-        await runner.cleanup()
-        if health_listener is not None:
-            await health_listener.stop()
-        if peers is not None:
-            await peers.stop()
-        await core.stop()
     finally:
+        await started.aclose()
         await store.close()
         if lock is not None:
             lock.release()
@@ -870,11 +873,13 @@ async def core(args: argparse.Namespace) -> None:
     host = _host(args.bind_address)
     store, lock = await _open_store(args)
     limiter = _limiter(args)
+    started = contextlib.AsyncExitStack()  # what has started, stopped in reverse order however serving ends
     try:
         if args.insecure:
             running = await _start_core(store, args, INSECURE, limiter=limiter)
-            peers = await _start_peers(running)
-            metrics_runner = await _start_metrics(running, args, limiter, None, peers)
+            started.push_async_callback(running.stop)
+            peers = await _start_peers(running, started)
+            await _start_metrics(running, args, limiter, None, peers, started)
             summary = f"gRPC {host}:{running.grpc_port}"
             ports = {"grpc": running.grpc_port}
         else:
@@ -883,9 +888,10 @@ async def core(args: argparse.Namespace) -> None:
             running = await _start_core(store, args, _security(args, certs),
                                         GrpcTls(_serving(args, certs), client_cas, args.grpc_mtls_port),
                                         limiter=limiter, proxy_client=_proxy_client(args, certs))
-            peers = await _start_peers(running)
-            metrics_runner = await _start_metrics(running, args, limiter,
-                                                  server_context(_serving(args, certs), client_cas), peers)
+            started.push_async_callback(running.stop)
+            peers = await _start_peers(running, started)
+            await _start_metrics(running, args, limiter, server_context(_serving(args, certs), client_cas), peers,
+                                 started)
             summary = f"gRPC {host}:{running.grpc_port} (TLS)"
             ports = {"grpc": running.grpc_port, "grpc_mtls": running.grpc.mtls_port or -1}
             if running.grpc.mtls_port is not None:
@@ -896,12 +902,8 @@ async def core(args: argparse.Namespace) -> None:
         workers.report_ready(os.environ, ports)
         await stop.wait()
         log.info("capstan core shutting down")
-        if metrics_runner is not None:
-            await metrics_runner.cleanup()
-        if peers is not None:
-            await peers.stop()
-        await running.stop()
     finally:
+        await started.aclose()
         await store.close()
         if lock is not None:
             lock.release()
@@ -917,6 +919,7 @@ async def gateway(args: argparse.Namespace) -> None:
         credentials = front_proxy_credentials(certs, args.proxy_client_cert_file, args.proxy_client_key_file)
     client: CoreClient = (GrpcClient(args.core[0], credentials) if len(args.core) == 1
                           else PoolClient(args.core, credentials))
+    started = contextlib.AsyncExitStack()  # what has started, stopped in reverse order however serving ends
     try:
         if args.insecure:
             app = build_app(client, server_address=f"{args.bind_address}:{args.http_port}", limiter=_limiter(args),
@@ -924,6 +927,7 @@ async def gateway(args: argparse.Namespace) -> None:
             hostcheck.guard(app)
             runner, port = await start_http(app, args.bind_address, args.http_port,
                                               connection_limits=_connection_limits(args))
+            started.push_async_callback(runner.cleanup)
             address = f"HTTP http://{host}:{port}"
         else:
             client_cas = _bundle(_client_cas(args, certs))
@@ -933,16 +937,15 @@ async def gateway(args: argparse.Namespace) -> None:
             runner, port = await start_http(app, args.bind_address, args.secure_port,
                                             server_context(_serving(args, certs), client_cas),
                                               connection_limits=_connection_limits(args))
+            started.push_async_callback(runner.cleanup)
             address = f"HTTPS https://{host}:{port}"
-        health_listener = await _start_health(app, args)
+        await _start_health(app, args, started)
         gcpolicy.after_start()
         log.info("capstan gateway serving: %s core %s", address, ",".join(args.core))
         await stop.wait()
         log.info("capstan gateway shutting down")
-        await runner.cleanup()
-        if health_listener is not None:
-            await health_listener.stop()
     finally:
+        await started.aclose()
         await client.close()
 
 

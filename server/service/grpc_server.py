@@ -145,13 +145,42 @@ class RunningGrpc:
     mtls_port: int | None = None  # the port requiring a client certificate, when one is served
 
 
-async def start_grpc(listen: str, port: int, registrars: list[Registrar] | None = None, *,
-                     checks: HealthChecks | None = None, tls: GrpcTls | None = None,
-                     limits: GrpcLimits = KUBE_GRPC_LIMITS) -> RunningGrpc:
-    """Bind `listen:port` (port 0 picks a free one), register services, start serving under `limits`; the
-    health service answers `checks` too. With `tls`, `port` serves TLS and `tls.mtls_port` mutual TLS, both
-    with the key pair's current certificate; without, `port` is plaintext."""
+@dataclass(frozen=True, slots=True)
+class BoundGrpc:
+    """A gRPC server whose ports are bound and which serves nothing yet, so that a port that cannot be bound
+    ends a start before anything else has started (kube-apiserver, too, binds before its post-start hooks)."""
+    server: grpc.aio.Server
+    port: int
+    tls: bool
+    mtls_port: int | None
+
+
+def bind_grpc(listen: str, port: int, *, tls: GrpcTls | None = None,
+              limits: GrpcLimits = KUBE_GRPC_LIMITS) -> BoundGrpc:
+    """Bind `listen:port` (port 0 picks a free one) under `limits`: with `tls`, `port` serves TLS and
+    `tls.mtls_port` mutual TLS, both with the key pair's current certificate; without, `port` is plaintext.
+    OSError naming the address when one cannot be bound."""
     server = grpc.aio.server(options=limits.options())
+    address = f"{listen}:{port}"
+    try:
+        mtls_port: int | None = None
+        if tls is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, _credentials(tls.key_pair, b""))
+            if tls.mtls_port >= 0:
+                address = f"{listen}:{tls.mtls_port}"
+                mtls_port = server.add_secure_port(address, _credentials(tls.key_pair, tls.client_ca))
+    except RuntimeError:  # grpc's only word for it, whatever the cause
+        raise OSError(f"cannot serve gRPC on {address}: the port is in use, or the address is not this "
+                      "machine's") from None
+    return BoundGrpc(server, bound, tls is not None, mtls_port)
+
+
+async def serve_grpc(bound: BoundGrpc, registrars: list[Registrar] | None = None, *,
+                     checks: HealthChecks | None = None) -> RunningGrpc:
+    """Register services on `bound`'s server and start serving; the health service answers `checks` too."""
+    server = bound.server
     names: list[str] = []
     for register in registrars or []:
         names.extend(register(server))
@@ -164,18 +193,17 @@ async def start_grpc(listen: str, port: int, registrars: list[Registrar] | None 
             grpc.unary_unary_rpc_method_handler(health_servicer.List, request_deserializer=request.FromString,
                                                 response_serializer=response.SerializeToString))}),))
     _serve_reflection(server, names)
-    mtls_port: int | None = None
-    if tls is None:
-        bound = server.add_insecure_port(f"{listen}:{port}")
-    else:
-        bound = server.add_secure_port(f"{listen}:{port}", _credentials(tls.key_pair, b""))
-        if tls.mtls_port >= 0:
-            mtls_port = server.add_secure_port(f"{listen}:{tls.mtls_port}",
-                                               _credentials(tls.key_pair, tls.client_ca))
     await server.start()
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningGrpc(server, bound, health_servicer, tls is not None, mtls_port)
+    return RunningGrpc(server, bound.port, health_servicer, bound.tls, bound.mtls_port)
+
+
+async def start_grpc(listen: str, port: int, registrars: list[Registrar] | None = None, *,
+                     checks: HealthChecks | None = None, tls: GrpcTls | None = None,
+                     limits: GrpcLimits = KUBE_GRPC_LIMITS) -> RunningGrpc:
+    """bind_grpc, then serve_grpc."""
+    return await serve_grpc(bind_grpc(listen, port, tls=tls, limits=limits), registrars, checks=checks)
 
 
 REFLECTION_V1 = "grpc.reflection.v1.ServerReflection"

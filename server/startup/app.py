@@ -49,7 +49,15 @@ from server.runtime.election import LEASE_NAME, ElectionConfig, LeaderElector, S
 from server.runtime.informer import SharedInformers
 from server.runtime.singletons import Singletons
 from server.service import servicer as service
-from server.service.grpc_server import KUBE_GRPC_LIMITS, GrpcLimits, GrpcTls, RunningGrpc, start_grpc, stop_grpc
+from server.service.grpc_server import (
+    KUBE_GRPC_LIMITS,
+    GrpcLimits,
+    GrpcTls,
+    RunningGrpc,
+    bind_grpc,
+    serve_grpc,
+    stop_grpc,
+)
 from server.startup import apienablement, bootstrap, controllers, flowcontrol_bootstrap, system_objects
 from server.startup.apienablement import ApiEnablement
 from storage import Store
@@ -166,6 +174,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
     registry = Registry(builtin)
+    bound = bind_grpc(listen, grpc_port, tls=tls, limits=grpc_limits)  # a port that cannot be bound ends it here
     cache = watch_cache_for(store) if watch_cache is None else watch_cache
     # A tracing core's store calls are spans (server/objects/tracedstore.py); an untraced one calls it directly.
     core = Core(TracedStore(store) if tracing.enabled() else store, registry, watch_cache=cache)
@@ -252,8 +261,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         apimetrics.runtime_collectors(request_metrics.registry)
     registrar = service.register(secured.guard, secured.is_proxy, limiter=limiter, faults=faults,
                                  metrics=request_metrics)
-    running = await start_grpc(listen, grpc_port, [registrar], checks=core.health, tls=tls,
-                               limits=grpc_limits)
+    running = await serve_grpc(bound, [registrar], checks=core.health)
     return RunningCore(core, running, namespaces, garbage_collector, terminator, crds, webhooks, policies, aggregation,
                        secured, singletons, elector, quotas, classifier, simulated, request_metrics)
 

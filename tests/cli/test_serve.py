@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,30 @@ async def test_readme_grpc_example_runs(tmp_path: Path) -> None:
         await asyncio.to_thread(proc.wait, 10)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["{'greeting': 'hello'}", "ConfigMapList 1", "['DELETED']"]
+
+
+TAKEN_PORT = [
+    # a serving command, with {port} the port another process holds, and {data} a fresh data dir
+    ["serve", "--insecure", "--data-dir", "{data}", "--http-port", "{port}", "--grpc-port", "0"],
+    ["serve", "--data-dir", "{data}", "--secure-port", "{port}", "--grpc-port", "0", "--grpc-mtls-port", "0"],
+    ["serve", "--insecure", "--data-dir", "{data}", "--http-port", "0", "--grpc-port", "{port}"],
+    ["serve", "--data-dir", "{data}", "--secure-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "{port}"],
+    ["core", "--insecure", "--data-dir", "{data}", "--grpc-port", "0", "--metrics-port", "{port}"],
+    ["gateway", "--insecure", "--core", "127.0.0.1:1", "--http-port", "{port}"],
+]
+
+
+@pytest.mark.parametrize("command", TAKEN_PORT, ids=lambda c: " ".join(c[:2] + c[-2:]))
+def test_a_taken_port_ends_the_start_with_its_error_alone(tmp_path: Path, command: list[str]) -> None:
+    """Exit 1 with the bind error as the last line: what had started is stopped first, so nothing complains
+    about an unclosed session or a server collected after its loop closed."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        argv = [part.format(port=port, data=tmp_path / "data") for part in command]
+        out = subprocess.run([sys.executable, "-m", "capstan", *argv, "--workers", "1"] if argv[0] != "gateway"
+                             else [sys.executable, "-m", "capstan", *argv], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 1, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert str(port) in lines[-1] and lines[-1].startswith("capstan: "), out.stderr
+    assert not [line for line in lines if "Traceback" in line or "Unclosed" in line or "Exception" in line], out.stderr

@@ -48,7 +48,8 @@ class RevisionClock:
         entry = (revision, fut)
         self._waiters.append(entry)
         try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: on 3.11 it can swallow a cancellation
+                await asyncio.shield(fut)
         except TimeoutError:
             raise RevisionTooLarge(revision, self._revision) from None
         finally:

@@ -353,7 +353,8 @@ async def run(args: argparse.Namespace) -> None:
             feeds = [loop.create_task(api.follow(NODES, simulator.node_changed, simulator.node_deleted, listed[0])),
                      loop.create_task(api.follow(PODS, simulator.pod_changed, simulator.pod_deleted, listed[1]))]
             try:
-                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in listed)), 30)
+                async with asyncio.timeout(30):
+                    await asyncio.gather(*(e.wait() for e in listed))
                 await simulator.start()
                 log.info("capstan nodes: %d nodes registered", args.count)
                 await stop.wait()

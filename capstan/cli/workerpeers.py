@@ -61,7 +61,8 @@ class WorkerPeers:
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            line = await asyncio.wait_for(reader.readline(), PEER_TIMEOUT)
+            async with asyncio.timeout(PEER_TIMEOUT):
+                line = await reader.readline()
             kind, _, argument = line.decode(errors="replace").strip().partition(" ")
             answer = self._answers.get(kind)
             if answer is not None:
@@ -84,7 +85,8 @@ class WorkerPeers:
 
     async def _ask(self, index: int, question: bytes) -> bytes:
         try:
-            return await asyncio.wait_for(self._read(index, question), PEER_TIMEOUT)
+            async with asyncio.timeout(PEER_TIMEOUT):
+                return await self._read(index, question)
         except (TimeoutError, OSError) as err:
             log.warning("no answer from worker %d: %s", index, err or type(err).__name__)
             return b""

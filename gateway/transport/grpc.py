@@ -146,7 +146,8 @@ class GrpcClient(CoreClient):
             if state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN):
                 return False
             try:
-                await asyncio.wait_for(self._channel.wait_for_state_change(state), deadline - loop.time())
+                async with asyncio.timeout_at(deadline):
+                    await self._channel.wait_for_state_change(state)
             except TimeoutError:
                 return False
             state = self._channel.get_state(try_to_connect=True)

@@ -421,7 +421,8 @@ class Policies:
 
             task = self._params[key] = asyncio.get_running_loop().create_task(started())
         try:
-            return await asyncio.wait_for(asyncio.shield(task), 1.0), resource.namespaced
+            async with asyncio.timeout(1.0):
+                return await asyncio.shield(task), resource.namespaced
         except TimeoutError:
             raise ConfigError(f"paramKind kind `{_gvk(api_version, kind)}` not yet synced to use for "
                               "admission") from None

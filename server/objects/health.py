@@ -64,7 +64,8 @@ def store_check(store: Store) -> Check:
 
     async def check() -> str | None:
         try:
-            await asyncio.wait_for(store.get(PROBE_KEY), STORE_TIMEOUT)
+            async with asyncio.timeout(STORE_TIMEOUT):
+                await store.get(PROBE_KEY)
         except TimeoutError:
             return f"the store did not answer a read within {STORE_TIMEOUT}s"
         except StorageError as err:

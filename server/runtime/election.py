@@ -174,7 +174,8 @@ class LeaderElector:
         if self._leading:
             budget = max(0.0, self.config.renew_deadline - (time.monotonic() - self._renewed_at))
         try:
-            return await asyncio.wait_for(self._try_acquire_or_renew(), timeout=max(budget, 0.01))
+            async with asyncio.timeout(max(budget, 0.01)):
+                return await self._try_acquire_or_renew()
         except (TimeoutError, errors.ApiError) as err:
             log.info("leader election: %s failed to acquire or renew: %s", self.config.identity, err)
             return False

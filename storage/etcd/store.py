@@ -392,7 +392,8 @@ class EtcdStore:
         await self.compactor.stop()
         # Calls already sent finish (or time out) first, so none is acknowledged by etcd and lost here.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._drained.wait(), self._config.call_timeout)
+            async with asyncio.timeout(self._config.call_timeout):
+                await self._drained.wait()
         await self._feed.stop()
         self._acked.close()
         self._broadcaster.close()

@@ -111,7 +111,8 @@ class EventRecorder:
         """Write what is pending (a few seconds at most), then stop."""
         if self._task is not None and not self._task.done():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._pending.join(), 5.0)
+                async with asyncio.timeout(5.0):
+                    await self._pending.join()
         await cancel_all((self._task,))
         self._task = None
 

@@ -561,3 +561,19 @@ def test_every_prefix_watched_at_once_takes_exactly_its_events(closed: tuple[byt
     for prefix, sub in subs.items():
         got = [e.kv.key for batch in drain(sub) for e in batch]
         assert got == [k for keys in BATCH_KEYS for k in keys if k.startswith(prefix)], prefix
+
+
+@pytest.mark.parametrize("arrives", [False, True])  # the awaited revision acknowledged in the same loop turn
+async def test_a_wait_for_a_revision_that_is_cancelled_ends_cancelled(arrives: bool) -> None:
+    """A task stopped while it waits for a revision stops, even when the revision arrives in the same loop turn
+    (asyncio.wait_for on Python 3.11 returned the result then, and the task went on waiting for the next one)."""
+    from storage.clock import RevisionClock
+
+    clock = RevisionClock(1)
+    task = asyncio.get_running_loop().create_task(clock.wait_for(2, TIMEOUT))
+    await asyncio.sleep(0)  # waiting now
+    if arrives:
+        clock.advance(2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await within(task)

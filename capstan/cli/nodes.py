@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import logging
 import os
 import signal
@@ -36,6 +35,7 @@ from server.controllers.kubelets.status import DEFAULT_SHAPE, DEFAULT_TIMING, No
 from server.controllers.nodelifecycle import LifecycleConfig
 from server.controllers.podgc import PodGCConfig
 from server.startup.controllers import NodeFlags
+from storage.tasks import cancel_each
 
 log = logging.getLogger("capstan.nodes")
 Obj = dict[str, Any]
@@ -360,10 +360,6 @@ async def run(args: argparse.Namespace) -> None:
                 await stop.wait()
             finally:
                 await simulator.stop()
-                for task in feeds:
-                    task.cancel()
-                for task in feeds:
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                await cancel_each(feeds)
     finally:
         config.close()

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +53,7 @@ from storage import (
     Watch,
     WatcherTooSlow,
 )
+from storage.tasks import cancel
 
 log = logging.getLogger(__name__)
 
@@ -288,10 +288,7 @@ class PrefixCache:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel(task)
         self._reset()
 
 

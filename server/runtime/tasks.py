@@ -7,12 +7,15 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
+from storage.tasks import cancel_each
+
 
 async def cancel_all(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
-    """Cancel every task (None entries skipped), then wait for each; what they raise is dropped."""
+    """Cancel every task (None entries skipped), then wait for each; what they raise is dropped (a stop that is
+    itself cancelled meanwhile stays cancelled)."""
     running = [task for task in tasks if task is not None]
     for task in running:
         task.cancel()
     for task in running:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+        with contextlib.suppress(Exception):
+            await cancel_each((task,))

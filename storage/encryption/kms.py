@@ -25,7 +25,6 @@ kube's kmsv2PluginProbe TTLs, and says what was wrong in kube's words.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import struct
@@ -42,6 +41,7 @@ from google.protobuf.message import DecodeError
 from storage.encryption.ciphers import AesGcm, KeyPending, Transformer, TransformError
 from storage.encryption.config import KmsConfig
 from storage.encryption.pb.v2 import envelope_pb2, kms_pb2, kms_pb2_grpc
+from storage.tasks import cancel
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +130,7 @@ class KmsProvider:
         return reason
 
     async def close(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
+        await cancel(self._poller)
         await self._channel.close()
 
     async def _poll(self) -> None:

@@ -17,7 +17,6 @@ replaced are closed a little later, once reads already under way are done with t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from storage.encryption.ciphers import (
     SecretBox,
 )
 from storage.encryption.kms import KmsProvider
+from storage.tasks import cancel_each
 
 log = logging.getLogger(__name__)
 
@@ -169,12 +169,7 @@ class Encryption:
                 log.exception("encryption config reload")
 
     async def close(self) -> None:
-        tasks = [t for t in (self._reloader, *self._retiring) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_each((self._reloader, *self._retiring))
         for provider in self._loaded.kms:
             await provider.close()
 

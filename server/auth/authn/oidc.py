@@ -26,7 +26,6 @@ Fetches use the --oidc-ca-file CA, or the system roots, and run on the event loo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 import time
@@ -43,6 +42,7 @@ from server.auth.errors import Unauthorized
 from server.auth.serviceaccounts import jws
 from server.machinery.credentials import Credentials
 from server.machinery.user import UserInfo
+from server.runtime.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
@@ -122,11 +122,7 @@ class OidcAuthenticator:
         self._starting = asyncio.get_running_loop().create_task(self._discover())
 
     async def stop(self) -> None:
-        for task in (self._starting, self._refreshing):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await cancel_all((self._starting, self._refreshing))
         if self._session is not None:
             await self._session.close()
 

@@ -2,8 +2,8 @@
 
 Generated *_pb2 modules carry no comments, so protos/generate.sh also writes
 capstan/api/descriptors.binpb: a FileDescriptorSet of the API protos with source info
-(`protoc --include_source_info`). A message's or field's leading comment becomes its description:
-lines joined by spaces, blank lines kept as paragraph breaks, as Kubernetes' openapi-gen does.
+(`protoc --include_source_info`). A message's or field's leading comment becomes its description as
+Kubernetes' openapi-gen makes one of a Go doc comment (`clean`).
 Detached comments (followed by a blank line) and trailing comments are notes for maintainers, not
 descriptions. Without the file the documents are still served, without descriptions.
 """
@@ -41,25 +41,35 @@ class Comments:
 
 
 def clean(comment: str) -> str:
-    """A leading comment as a description: " a\\n b\\n\\n c\\n" -> "a b\\n\\nc". As openapi-gen does with
-    Go doc comments, generator markers ("+optional", "+listType=map") and one-line TODOs are dropped, and
-    nothing after a "---" line is kept."""
-    paragraphs: list[str] = []
-    current: list[str] = []
-    for line in comment.splitlines():
-        text = line.strip()
-        if text == "---":
+    """A leading comment as a description, as Kubernetes' openapi-gen makes one of a Go doc comment: lines joined
+    by spaces (" a\\n b\\n\\n c\\n" -> "a b\\n\\nc"), a blank line a paragraph break, an indented line (an
+    example, a list item's continuation) kept as a line of its own with its indentation; generator markers
+    ("+optional", "+listType=map") and one-line TODOs dropped, nothing after a "---" line kept."""
+    chunks: list[str] = []
+
+    def drop_last_character() -> None:  # the space after a line, or a newline before a break or indented line
+        if chunks:
+            last = chunks.pop()
+            if len(last) > 1:
+                chunks.append(last[:-1])
+
+    for raw in comment.split("\n"):
+        line = raw[1:] if raw.startswith(" ") else raw  # the space after "//", as Go's comment text drops it
+        if line == "---":
             break
-        if text.startswith(("+", "TODO")):
+        line = line.rstrip(" ")
+        leading = line.lstrip(" ")
+        if not line:
+            drop_last_character()
+            chunks.append("\n\n")
+        elif leading.startswith(("TODO", "+")):
             continue
-        if text:
-            current.append(text)
-        elif current:
-            paragraphs.append(" ".join(current))
-            current = []
-    if current:
-        paragraphs.append(" ".join(current))
-    return "\n\n".join(paragraphs)
+        elif line.startswith((" ", "\t")):
+            drop_last_character()
+            chunks.append("\n" + line + "\n")
+        else:
+            chunks.append(line + " ")
+    return "".join(chunks).strip("\n").replace('\\"', '"').strip(" ")
 
 
 def from_descriptor_set(files: descriptor_pb2.FileDescriptorSet) -> Comments:

@@ -346,7 +346,11 @@ SCHEMA_FIELDS = [
     (META + "APIResource", "namespaced", {"default": False,
                                           "description": "namespaced indicates if a resource is namespaced or not.",
                                           "type": "boolean"}),
-    (META + "WatchEvent", "object", {"$ref": REF + "io.k8s.apimachinery.pkg.runtime.RawExtension"}),
+    (META + "WatchEvent", "object", {
+        "allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.runtime.RawExtension"}],
+        "description": "Object is:\n * If Type is Added or Modified: the new state of the object.\n * If Type is Deleted: "
+                       "the state of the object immediately before deletion.\n * If Type is Error: *Status is "
+                       "recommended; other types may make sense\n   depending on context."}),
     # Required scalars Go always prints get their zero value as default.
     (META + "OwnerReference", "uid", {
         "default": "", "description": "UID of the referent. More info: "
@@ -474,6 +478,12 @@ def test_every_hint_names_a_real_message_and_field() -> None:
     (" Upstream style.\n +optional\n +listType=atomic\n", "Upstream style."),
     (" Kept.\n TODO: not this\n ---\n Nor this.\n", "Kept."),
     ("", ""),
+    # indented lines (examples, list items' continuations) stay lines, with their indentation, as openapi-gen keeps
+    # them: the line before loses its trailing space, or the blank line one of its newlines
+    (" For example:\n\n \t{\n \t  a: 1\n \t}\n\n After.\n", "For example:\n\n\t{\n\t  a: 1\n\t}\n\nAfter."),
+    (" Values:\n   - one\n   - two\n then more\n text.\n", "Values:\n  - one\n  - two\nthen more text."),
+    (" Ends indented:\n \tx\n", "Ends indented:\n\tx"),
+    (' A \\"quoted\\" word, an ACV --- within a line.\n', 'A "quoted" word, an ACV --- within a line.'),
 ])
 def test_comment_cleaning(comment: str, description: str) -> None:
     assert comments.clean(comment) == description

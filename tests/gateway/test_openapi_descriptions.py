@@ -83,6 +83,27 @@ DESCRIPTIONS = [
      "Information about the condition of a component."),
     ("apis/apps/v1", "io.k8s.api.apps.v1.DeploymentList", None,
      "DeploymentList is a list of Deployments."),
+    # indented lines kept as lines
+    ("apis/apps/v1", "io.k8s.api.apps.v1.StatefulSet", None,
+     "StatefulSet represents a set of pods with consistent identities. Identities are defined as:\n"
+     "  - Network: A single stable DNS and hostname.\n"
+     "  - Storage: As many VolumeClaims as requested.\n\n"
+     "The StatefulSet guarantees that a given network identity will always map to the same storage identity."),
+    ("apis/flowcontrol.apiserver.k8s.io/v1beta3", "io.k8s.api.flowcontrol.v1beta3.LimitedPriorityLevelConfiguration",
+     None,
+     "LimitedPriorityLevelConfiguration specifies how to handle requests that are subject to limits. It addresses two "
+     "issues:\n  - How are requests for this priority level limited?\n"
+     "  - What should be done with requests that exceed the limit?"),
+    ("api/v1", CORE + "EndpointSubset", None,
+     "EndpointSubset is a group of addresses with a common set of ports. The expanded set of endpoints is the "
+     "Cartesian product of Addresses x Ports. For example, given:\n\n"
+     "\t{\n"
+     "\t  Addresses: [{\"ip\": \"10.10.1.1\"}, {\"ip\": \"10.10.2.2\"}],\n"
+     "\t  Ports:     [{\"name\": \"a\", \"port\": 8675}, {\"name\": \"b\", \"port\": 309}]\n"
+     "\t}\n\n"
+     "The resulting set of endpoints can be viewed as:\n\n"
+     "\ta: [ 10.10.1.1:8675, 10.10.2.2:8675 ],\n"
+     "\tb: [ 10.10.1.1:309, 10.10.2.2:309 ]"),
 ]
 
 

@@ -348,9 +348,10 @@ SCHEMA_FIELDS = [
                                           "type": "boolean"}),
     (META + "WatchEvent", "object", {
         "allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.runtime.RawExtension"}],
-        "description": "Object is:\n * If Type is Added or Modified: the new state of the object.\n * If Type is Deleted: "
-                       "the state of the object immediately before deletion.\n * If Type is Error: *Status is "
-                       "recommended; other types may make sense\n   depending on context."}),
+        "description": "Object is:\n * If Type is Added or Modified: the new state of the object.\n"
+                       " * If Type is Deleted: the state of the object immediately before deletion.\n"
+                       " * If Type is Error: *Status is recommended; other types may make sense\n"
+                       "   depending on context."}),
     # Required scalars Go always prints get their zero value as default.
     (META + "OwnerReference", "uid", {
         "default": "", "description": "UID of the referent. More info: "

@@ -278,8 +278,10 @@ class SchemaSet:
             if required:
                 schema["default"] = _ZERO[schema["type"]]
         extras: dict[str, Any] = {}
-        if _struct(schema, field) and field.GetOptions().Extensions[_EMIT_ZERO] and not is_repeated(field):
-            extras["default"] = {}  # a struct Go always prints (not a pointer)
+        if field.type == _F.TYPE_MESSAGE and value is None and not is_repeated(field) \
+                and INLINE.get(message_type(field).full_name, {}).get("type") != "array" \
+                and field.GetOptions().Extensions[_EMIT_ZERO]:
+            extras["default"] = {}  # a struct Go always prints (not a pointer), a Time or Quantity as any other
         description = self._comments.field(owner.full_name, field.name) or _standard(field)
         if description:
             extras["description"] = description

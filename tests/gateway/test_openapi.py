@@ -323,7 +323,8 @@ SCHEMA_FIELDS = [
     (CORE + "ConfigMapList", "items", {"description": "Items is the list of ConfigMaps.",
                                        "items": {"allOf": [{"$ref": REF + CORE + "ConfigMap"}], "default": {}},
                                        "type": "array"}),
-    (CORE + "NamespaceCondition", "lastTransitionTime", {"$ref": REF + META + "Time"}),
+    # a Time or RawExtension that is no pointer Go prints as any struct: its default is {}, as kube's
+    (CORE + "NamespaceCondition", "lastTransitionTime", {"allOf": [{"$ref": REF + META + "Time"}], "default": {}}),
     # ObjectMeta carries kube's descriptions (gateway/openapi/objectmeta.py), a described $ref wrapped in allOf.
     (META + "ObjectMeta", "generation", {"description": objectmeta.FIELDS["generation"], "format": "int64",
                                          "type": "integer"}),
@@ -347,7 +348,7 @@ SCHEMA_FIELDS = [
                                           "description": "namespaced indicates if a resource is namespaced or not.",
                                           "type": "boolean"}),
     (META + "WatchEvent", "object", {
-        "allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.runtime.RawExtension"}],
+        "allOf": [{"$ref": REF + "io.k8s.apimachinery.pkg.runtime.RawExtension"}], "default": {},
         "description": "Object is:\n * If Type is Added or Modified: the new state of the object.\n"
                        " * If Type is Deleted: the state of the object immediately before deletion.\n"
                        " * If Type is Error: *Status is recommended; other types may make sense\n"

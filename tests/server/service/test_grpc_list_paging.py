@@ -1,5 +1,5 @@
 """A List over gRPC never answers more than its client can receive (ListRequest.max_response_bytes, gRPC's default
-4 MiB when unset): 12,000 ConfigMaps of 1 KiB (~15 MB as one message) listed over a channel with default settings
+4 MiB when unset): 3,000 ConfigMaps of 5 KiB (~16 MB as one message) listed over a channel with default settings
 come as pages that fit, each with a continue token, and following the tokens gives the whole collection at the
 first page's revision, as kube's limit/continue does. A client that says it takes more gets more.
 """
@@ -25,8 +25,8 @@ from tests.server.client import JSON, PROTOBUF, path, raw
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-COUNT = 12_000
-PAYLOAD = "x" * 1024
+COUNT = 3_000
+PAYLOAD = "x" * 5 * 1024
 DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024  # grpc's default max_receive_message_length
 BIG = 64 * 1024 * 1024
 CM = path("configmaps", "default")

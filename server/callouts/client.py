@@ -100,6 +100,7 @@ class Callouts:
     def __init__(self, resolve: Resolver | None = None) -> None:
         self._resolve = resolve
         self._sessions: OrderedDict[tuple[Any, ...], aiohttp.ClientSession] = OrderedDict()
+        self._closing: set[asyncio.Task[None]] = set()  # evicted sessions' closes, held until done
 
     async def post(self, config: ClientConfig, body: bytes, timeout: float) -> tuple[int, bytes]:
         """POST `body` (JSON) within `timeout` seconds: (HTTP status, response body). CallError when no
@@ -157,13 +158,17 @@ class Callouts:
         self._sessions[key] = session
         while len(self._sessions) > MAX_SESSIONS:
             _, oldest = self._sessions.popitem(last=False)
-            asyncio.get_running_loop().create_task(oldest.close())
+            closing = asyncio.get_running_loop().create_task(oldest.close())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
         return session
 
     async def close(self) -> None:
         sessions, self._sessions = list(self._sessions.values()), OrderedDict()
         for session in sessions:
             await session.close()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
 
 def _tls_context(config: ClientConfig) -> ssl.SSLContext:

@@ -192,9 +192,9 @@ class Sizes:
 FULL = Sizes(objects=5_000, warmup_creates=200, create_rounds=4, gets=4_000, get_rounds=5, updates=1_500,
              update_rounds=5, lists=2, list_rounds=5, watchers=50, watch_writes=40, watch_rounds=3,
              round_budget=4.0, catch_up=60.0)
-QUICK = Sizes(objects=300, warmup_creates=60, create_rounds=2, gets=300, get_rounds=2, updates=150,
+QUICK = Sizes(objects=120, warmup_creates=20, create_rounds=2, gets=120, get_rounds=2, updates=60,
               update_rounds=2, lists=1, list_rounds=2, watchers=10, watch_writes=5, watch_rounds=2,
-              round_budget=0.5, catch_up=10.0, crd_rounds=2, crd_warmup_creates=60, crd_creates=300)
+              round_budget=0.25, catch_up=10.0, crd_rounds=2, crd_warmup_creates=20, crd_creates=120)
 
 
 def config_map(name: str, *, resource_version: str = "", stamp: int = 0) -> bytes:

@@ -96,7 +96,7 @@ FULL = http.Sizes(objects=5_000, warmup_creates=200, create_rounds=3, gets=3_000
                   round_budget=3.0, catch_up=60.0)
 QUICK = http.Sizes(objects=120, warmup_creates=20, create_rounds=1, gets=100, get_rounds=1, updates=50,
                    update_rounds=1, lists=1, list_rounds=1, watchers=4, watch_writes=3, watch_rounds=1,
-                   round_budget=0.5, catch_up=10.0)
+                   round_budget=0.25, catch_up=10.0)
 FLOOR_RANGES = 5  # raw etcd Ranges of the whole collection per layout, after one to warm up
 
 

@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of idle CPU measured per core")
     args = parser.parse_args(argv)
     if args.quick:
-        args.nodes, args.pods, args.idle = 5, 100, 3.0
+        args.nodes, args.pods, args.idle = 5, 100, 1.0
     asyncio.run(run(args))
     return 0
 

@@ -25,7 +25,7 @@ from capstan.options.v1 import options_pb2
 from gateway.openapi.comments import Comments
 from server.machinery.codec.gojson import json_fields, map_value, message_type
 from server.machinery.protofields import is_repeated
-from server.machinery.schema_hints import field_hint, message_hint
+from server.machinery.schema_hints import ALWAYS_PRINTED, DECLARED_DEFAULTS, field_hint, message_hint
 
 Schema = dict[str, Any]
 GVK = tuple[str, str, str]  # (group, version, kind)
@@ -267,6 +267,7 @@ class SchemaSet:
 
     def _field(self, owner: Descriptor, field: FieldDescriptor, *, required: bool) -> Schema:
         value = map_value(field)
+        declared = DECLARED_DEFAULTS.get((owner.full_name, field.name))
         if value is not None:
             schema: Schema = {"additionalProperties": self._element(value), "type": "object"}
         elif is_repeated(field):
@@ -275,12 +276,14 @@ class SchemaSet:
             schema = self._value(message_type(field))
         else:
             schema = _scalar(field)
-            if required:
+            if declared is not None:
+                schema["default"] = declared
+            elif required or field.name in ALWAYS_PRINTED.get(owner.full_name, ()):
                 schema["default"] = _ZERO[schema["type"]]
         extras: dict[str, Any] = {}
         if field.type == _F.TYPE_MESSAGE and value is None and not is_repeated(field) \
                 and INLINE.get(message_type(field).full_name, {}).get("type") != "array" \
-                and field.GetOptions().Extensions[_EMIT_ZERO]:
+                and (field.GetOptions().Extensions[_EMIT_ZERO] or declared is not None):
             extras["default"] = {}  # a struct Go always prints (not a pointer), a Time or Quantity as any other
         description = self._comments.field(owner.full_name, field.name) or _standard(field)
         if description:

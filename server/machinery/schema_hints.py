@@ -461,6 +461,106 @@ MESSAGES: Mapping[str, MessageHint] = MappingProxyType({
     )},
 })
 
+
+# Fields Go always prints though kube does not require them (a value, not a pointer, without omitempty, marked
+# +optional): openapi-gen gives their zero value ("", 0, false) as their OpenAPI default, as it does a required
+# field's. By protobuf message, the JSON names of its own fields. Checked against kube 1.28.7's published v3
+# documents.
+ALWAYS_PRINTED: Mapping[str, frozenset[str]] = MappingProxyType({
+    ADMISSION_V1 + "MatchCondition": frozenset({"expression", "name"}),
+    ADMISSION_V1 + "MutatingWebhook": frozenset({"name"}),
+    ADMISSION_V1 + "ServiceReference": frozenset({"name", "namespace"}),
+    ADMISSION_V1 + "ValidatingWebhook": frozenset({"name"}),
+    APPS_V1 + "StatefulSetOrdinals": frozenset({"start"}),
+    APPS_V1 + "StatefulSetStatus": frozenset({"availableReplicas"}),
+    "k8s.io.api.authorization.v1.SubjectAccessReviewStatus": frozenset({"allowed"}),
+    "k8s.io.api.authorization.v1.SubjectRulesReviewStatus": frozenset({"incomplete"}),
+    AUTOSCALING_V1 + "CrossVersionObjectReference": frozenset({"kind", "name"}),
+    AUTOSCALING_V1 + "HorizontalPodAutoscalerSpec": frozenset({"maxReplicas"}),
+    AUTOSCALING_V1 + "HorizontalPodAutoscalerStatus": frozenset({"currentReplicas", "desiredReplicas"}),
+    AUTOSCALING_V2 + "ContainerResourceMetricSource": frozenset({"container", "name"}),
+    AUTOSCALING_V2 + "ContainerResourceMetricStatus": frozenset({"container", "name"}),
+    AUTOSCALING_V2 + "CrossVersionObjectReference": frozenset({"kind", "name"}),
+    AUTOSCALING_V2 + "HPAScalingPolicy": frozenset({"periodSeconds", "type", "value"}),
+    AUTOSCALING_V2 + "HorizontalPodAutoscalerCondition": frozenset({"status", "type"}),
+    AUTOSCALING_V2 + "HorizontalPodAutoscalerSpec": frozenset({"maxReplicas"}),
+    AUTOSCALING_V2 + "HorizontalPodAutoscalerStatus": frozenset({"desiredReplicas"}),
+    AUTOSCALING_V2 + "MetricIdentifier": frozenset({"name"}),
+    AUTOSCALING_V2 + "MetricSpec": frozenset({"type"}),
+    AUTOSCALING_V2 + "MetricStatus": frozenset({"type"}),
+    AUTOSCALING_V2 + "MetricTarget": frozenset({"type"}),
+    AUTOSCALING_V2 + "ResourceMetricSource": frozenset({"name"}),
+    AUTOSCALING_V2 + "ResourceMetricStatus": frozenset({"name"}),
+    CERTIFICATES_V1 + "CertificateSigningRequestCondition": frozenset({"status", "type"}),
+    CERTIFICATES_V1 + "CertificateSigningRequestSpec": frozenset({"signerName"}),
+    CORE_V1 + "ComponentCondition": frozenset({"status", "type"}),
+    CORE_V1 + "EphemeralContainerCommon": frozenset({"name"}),
+    CORE_V1 + "Event": frozenset({"reportingComponent", "reportingInstance"}),
+    CORE_V1 + "GRPCAction": frozenset({"service"}),
+    "k8s.io.api.discovery.v1.EndpointSlice": frozenset({"addressType"}),
+    "k8s.io.api.discovery.v1.ForZone": frozenset({"name"}),
+    FLOWCONTROL_V1BETA2 + "FlowDistinguisherMethod": frozenset({"type"}),
+    FLOWCONTROL_V1BETA2 + "FlowSchemaSpec": frozenset({"matchingPrecedence"}),
+    FLOWCONTROL_V1BETA2 + "GroupSubject": frozenset({"name"}),
+    FLOWCONTROL_V1BETA2 + "LimitResponse": frozenset({"type"}),
+    FLOWCONTROL_V1BETA2 + "LimitedPriorityLevelConfiguration": frozenset({"assuredConcurrencyShares"}),
+    FLOWCONTROL_V1BETA2 + "PriorityLevelConfigurationReference": frozenset({"name"}),
+    FLOWCONTROL_V1BETA2 + "PriorityLevelConfigurationSpec": frozenset({"type"}),
+    FLOWCONTROL_V1BETA2 + "QueuingConfiguration": frozenset({"handSize", "queueLengthLimit", "queues"}),
+    FLOWCONTROL_V1BETA2 + "ServiceAccountSubject": frozenset({"name", "namespace"}),
+    FLOWCONTROL_V1BETA2 + "Subject": frozenset({"kind"}),
+    FLOWCONTROL_V1BETA2 + "UserSubject": frozenset({"name"}),
+    FLOWCONTROL_V1BETA3 + "FlowDistinguisherMethod": frozenset({"type"}),
+    FLOWCONTROL_V1BETA3 + "FlowSchemaSpec": frozenset({"matchingPrecedence"}),
+    FLOWCONTROL_V1BETA3 + "GroupSubject": frozenset({"name"}),
+    FLOWCONTROL_V1BETA3 + "LimitResponse": frozenset({"type"}),
+    FLOWCONTROL_V1BETA3 + "LimitedPriorityLevelConfiguration": frozenset({"nominalConcurrencyShares"}),
+    FLOWCONTROL_V1BETA3 + "PriorityLevelConfigurationReference": frozenset({"name"}),
+    FLOWCONTROL_V1BETA3 + "PriorityLevelConfigurationSpec": frozenset({"type"}),
+    FLOWCONTROL_V1BETA3 + "QueuingConfiguration": frozenset({"handSize", "queueLengthLimit", "queues"}),
+    FLOWCONTROL_V1BETA3 + "ServiceAccountSubject": frozenset({"name", "namespace"}),
+    FLOWCONTROL_V1BETA3 + "Subject": frozenset({"kind"}),
+    FLOWCONTROL_V1BETA3 + "UserSubject": frozenset({"name"}),
+    "k8s.io.api.networking.v1.IPBlock": frozenset({"cidr"}),
+    "k8s.io.api.networking.v1.IngressClassParametersReference": frozenset({"kind", "name"}),
+    "k8s.io.api.networking.v1.IngressPortStatus": frozenset({"port", "protocol"}),
+    "k8s.io.api.networking.v1.IngressServiceBackend": frozenset({"name"}),
+    "k8s.io.api.node.v1.RuntimeClass": frozenset({"handler"}),
+    POLICY_V1 + "PodDisruptionBudgetStatus": frozenset({
+        "currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods"}),
+    "k8s.io.api.scheduling.v1.PriorityClass": frozenset({"value"}),
+    STORAGE_V1 + "CSINodeDriver": frozenset({"name", "nodeID"}),
+    STORAGE_V1 + "CSIStorageCapacity": frozenset({"storageClassName"}),
+    STORAGE_V1 + "StorageClass": frozenset({"provisioner"}),
+    STORAGE_V1 + "TokenRequest": frozenset({"audience"}),
+    STORAGE_V1 + "VolumeAttachmentSpec": frozenset({"attacher", "nodeName"}),
+    STORAGE_V1 + "VolumeAttachmentStatus": frozenset({"attached"}),
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition": frozenset({
+        "jsonPath", "name", "type"}),
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceConversion": frozenset({"strategy"}),
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition": frozenset({
+        "status", "type"}),
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames": frozenset({
+        "kind", "plural"}),
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec": frozenset({
+        "group", "scope"}),
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion": frozenset({
+        "name", "served", "storage"}),
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceScale": frozenset({
+        "specReplicasPath", "statusReplicasPath"}),
+    "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.ServiceReference": frozenset({"name", "namespace"}),
+    APIREG_V1 + "APIServiceCondition": frozenset({"status", "type"}),
+    APIREG_V1 + "APIServiceSpec": frozenset({"groupPriorityMinimum", "versionPriority"}),
+})
+
+# Defaults kube's Go types declare with a +default marker, and one Capstan's protobuf cannot tell: kube prints
+# a metadata's unset creationTimestamp as null (a Time value), where Capstan leaves it out.
+DECLARED_DEFAULTS: Mapping[tuple[str, str], object] = MappingProxyType({
+    (CORE_V1 + "ContainerPort", "protocol"): "TCP",
+    (CORE_V1 + "ServicePort", "protocol"): "TCP",
+    (META_V1 + "ObjectMeta", "creationTimestamp"): {},
+})
+
 NO_FIELD_HINT = FieldHint()
 NO_MESSAGE_HINT = MessageHint()
 

@@ -328,7 +328,7 @@ SCHEMA_FIELDS = [
     # ObjectMeta carries kube's descriptions (gateway/openapi/objectmeta.py), a described $ref wrapped in allOf.
     (META + "ObjectMeta", "generation", {"description": objectmeta.FIELDS["generation"], "format": "int64",
                                          "type": "integer"}),
-    (META + "ObjectMeta", "creationTimestamp", {"allOf": [{"$ref": REF + META + "Time"}],
+    (META + "ObjectMeta", "creationTimestamp", {"allOf": [{"$ref": REF + META + "Time"}], "default": {},
                                                 "description": objectmeta.FIELDS["creationTimestamp"]}),
     (META + "ObjectMeta", "labels", {"additionalProperties": {"default": "", "type": "string"},
                                      "description": objectmeta.FIELDS["labels"], "type": "object"}),

@@ -130,3 +130,25 @@ def test_v2_description_is_kubes(built: documents.Documents, group_version: str,
                                  expected: str | None) -> None:
     doc: Doc = orjson.loads(built.swagger.body)
     assert _description(doc["definitions"][name], prop) == expected
+
+
+NO_DEFAULT = object()
+
+DEFAULTS = [
+    # (group version, schema, property, kube 1.28's default, NO_DEFAULT where it publishes none)
+    ("apis/apps/v1", "io.k8s.api.apps.v1.StatefulSetStatus", "availableReplicas", 0),  # optional, always printed
+    ("api/v1", CORE + "ComponentCondition", "status", ""),  # required
+    ("apis/authorization.k8s.io/v1", "io.k8s.api.authorization.v1.SubjectAccessReviewStatus", "allowed", False),
+    ("api/v1", CORE + "ContainerPort", "protocol", "TCP"),  # +default="TCP"
+    ("api/v1", CORE + "Event", "eventTime", {}),  # a MicroTime value, not a pointer
+    ("api/v1", META + "ObjectMeta", "creationTimestamp", {}),
+    ("api/v1", CORE + "ConfigMap", "immutable", NO_DEFAULT),  # a pointer
+    ("api/v1", CORE + "ObjectReference", "name", NO_DEFAULT),  # omitempty
+]
+
+
+@pytest.mark.parametrize(("group_version", "name", "prop", "expected"), DEFAULTS)
+def test_defaults_are_kubes(built: documents.Documents, group_version: str, name: str, prop: str,
+                            expected: object) -> None:
+    schema = orjson.loads(built.group_versions[group_version].body)["components"]["schemas"][name]
+    assert schema["properties"][prop].get("default", NO_DEFAULT) == expected

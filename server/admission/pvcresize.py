@@ -10,9 +10,8 @@ resize`). A claim's class is its beta `volume.beta.kubernetes.io/storage-class` 
 
 from __future__ import annotations
 
-from server.kinds.corev1 import BETA_STORAGE_CLASS, compare_requests, storage_request
+from server.kinds.corev1 import compare_requests, storage_class_of, storage_request
 from server.machinery import errors
-from server.machinery.values import Obj
 from server.objects import render
 from server.objects.admitting import Attributes
 from server.objects.context import Context
@@ -25,14 +24,6 @@ def handles(attrs: Attributes) -> bool:
     r = attrs.resource
     return (attrs.operation == "UPDATE" and attrs.obj is not None and attrs.old is not None and not attrs.subresource
             and attrs.kind is None and r.group == "" and r.resource == "persistentvolumeclaims")
-
-
-def claim_class(claim: Obj) -> str:
-    """GetPersistentVolumeClaimClass: the beta annotation first, then spec.storageClassName; "" for none."""
-    annotations = (claim.get("metadata") or {}).get("annotations") or {}
-    if BETA_STORAGE_CLASS in annotations:
-        return str(annotations[BETA_STORAGE_CLASS])
-    return str((claim.get("spec") or {}).get("storageClassName") or "")
 
 
 async def _expandable(ctx: Context, name: str) -> bool:
@@ -51,7 +42,7 @@ async def validate(ctx: Context, attrs: Attributes) -> None:
     if (attrs.old.get("status") or {}).get("phase") != "Bound":
         raise errors.forbidden(attrs.resource.resource, "", attrs.name,
                                "Only bound persistent volume claims can be expanded")
-    new_class, old_class = claim_class(attrs.obj), claim_class(attrs.old)
+    new_class, old_class = storage_class_of(attrs.obj), storage_class_of(attrs.old)
     if not new_class or new_class != old_class or not await _expandable(ctx, new_class):
         raise errors.forbidden(attrs.resource.resource, "", attrs.name,
                                "only dynamically provisioned pvc can be resized and the storageclass that provisions "

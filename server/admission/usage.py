@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.admission.quantities import ResourceList, add, larger, one, parse, plus
+from server.kinds.corev1 import storage_class_of
 from server.machinery.codec.quantity import Quantity
 from server.machinery.values import Obj
 
@@ -243,17 +244,9 @@ def _pvc_matching(hard: Iterable[str]) -> list[str]:
         ("/requests.storage", "/persistentvolumeclaims")))]
 
 
-def _storage_class(pvc: Obj) -> str:
-    spec = pvc.get("spec") or {}
-    if spec.get("storageClassName"):
-        return str(spec["storageClassName"])
-    return str(((pvc.get("metadata") or {}).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
-               or "")
-
-
 def _pvc_usage(pvc: Obj) -> ResourceList:
     out: ResourceList = {"count/persistentvolumeclaims": one(), "persistentvolumeclaims": one()}
-    storage_class = _storage_class(pvc)
+    storage_class = storage_class_of(pvc)
     if storage_class:
         out[f"{storage_class}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"] = one()
     request = parse(((pvc.get("spec") or {}).get("resources") or {}).get("requests")).get("storage")

@@ -36,6 +36,7 @@ import functools
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.workload.events import NORMAL, WARNING, EventRecorder
 from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, key_of, named, path
+from server.kinds.corev1 import storage_class_of
 from server.machinery import errors
 from server.machinery.codec.quantity import Quantity, QuantityError, parse_quantity
 from server.machinery.selectors.labels import SelectorError, from_label_selector
@@ -55,7 +56,6 @@ PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
-BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 
 
 def _meta(obj: Obj) -> Obj:
@@ -78,15 +78,6 @@ def _parsed(text: str) -> Quantity | None:
         return parse_quantity(text)
     except QuantityError:
         return None
-
-
-def claim_class(claim: Obj) -> str:
-    """GetPersistentVolumeClaimClass: the beta annotation, else spec.storageClassName, else ""."""
-    return _annotations(claim).get(BETA_CLASS) or str((claim.get("spec") or {}).get("storageClassName") or "")
-
-
-def volume_class(volume: Obj) -> str:
-    return _annotations(volume).get(BETA_CLASS) or str((volume.get("spec") or {}).get("storageClassName") or "")
 
 
 def bound_to(volume: Obj, claim: Obj) -> bool:
@@ -117,7 +108,7 @@ def best_match(volumes: list[Obj], claim: Obj) -> Obj | None:
     except (SelectorError, TypeError):
         return None
     candidates: list[tuple[int, Quantity, str, Obj]] = []
-    wanted_class = claim_class(claim)
+    wanted_class = storage_class_of(claim)
     for volume in volumes:
         if _meta(volume).get("deletionTimestamp"):
             continue
@@ -125,7 +116,7 @@ def best_match(volumes: list[Obj], claim: Obj) -> Obj | None:
             if bound_to(volume, claim) and satisfies(volume, claim):
                 return volume
             continue
-        if (volume.get("status") or {}).get("phase") != "Available" or volume_class(volume) != wanted_class:
+        if (volume.get("status") or {}).get("phase") != "Available" or storage_class_of(volume) != wanted_class:
             continue
         if not satisfies(volume, claim) or not selector.matches(_meta(volume).get("labels") or {}):
             continue
@@ -291,7 +282,7 @@ class PersistentVolumeBinder(KeyedController):
         await self._bind(volume, claim)
 
     async def _sync_unbound_claim(self, claim: Obj) -> None:
-        class_name = claim_class(claim)
+        class_name = storage_class_of(claim)
         klass = self.classes.get(("", class_name)) if class_name else None
         if klass is not None and klass.get("volumeBindingMode") == "WaitForFirstConsumer" \
                 and SELECTED_NODE not in _annotations(claim):
@@ -348,7 +339,7 @@ class PersistentVolumeBinder(KeyedController):
             "spec": {"capacity": {"storage": ((spec.get("resources") or {}).get("requests") or {}).get("storage")},
                      "accessModes": list(spec.get("accessModes") or []),
                      "persistentVolumeReclaimPolicy": klass.get("reclaimPolicy") or "Delete",
-                     "storageClassName": claim_class(claim), "volumeMode": spec.get("volumeMode") or "Filesystem",
+                     "storageClassName": storage_class_of(claim), "volumeMode": spec.get("volumeMode") or "Filesystem",
                      "claimRef": _claim_ref(claim),
                      "csi": {"driver": PROVISIONER, "volumeHandle": name}}}
         if klass.get("mountOptions"):
@@ -358,7 +349,7 @@ class PersistentVolumeBinder(KeyedController):
         except errors.ApiError as err:
             if err.code != 409:
                 self._event(claim, WARNING, "ProvisioningFailed", f"Failed to provision volume with StorageClass "
-                            f'"{claim_class(claim)}": {err.status.message}')
+                            f'"{storage_class_of(claim)}": {err.status.message}')
                 raise
             return
         self._event(claim, NORMAL, "ProvisioningSucceeded", f"Successfully provisioned volume {name} using "

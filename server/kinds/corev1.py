@@ -329,6 +329,15 @@ def _validate_pvc_update(obj: Obj, old: Obj) -> list[FieldError]:
 BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 BETA_STORAGE_CLASS_WARNING = (f'metadata.annotations[{BETA_STORAGE_CLASS}]: deprecated since v1.8; use '
                               '"storageClassName" attribute instead')
+
+
+def storage_class_of(obj: Obj) -> str:
+    """A claim's or a volume's class, as GetPersistentVolumeClaimClass and GetPersistentVolumeClass read it: the
+    beta annotation when it is there (even empty), else spec.storageClassName, else ""."""
+    annotations = meta.meta(obj).get("annotations") or {}
+    if BETA_STORAGE_CLASS in annotations:
+        return str(annotations[BETA_STORAGE_CLASS])
+    return str(_spec(obj).get("storageClassName") or "")
 # (volume source field, message), in GetWarningsForPersistentVolume's order.
 PV_DEPRECATED_SOURCES = (
     ("cephfs", "deprecated in v1.28, non-functional in v1.31+"),

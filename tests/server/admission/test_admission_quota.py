@@ -42,11 +42,15 @@ def service(name: str, kind: str, ports: int) -> Obj:
                      "ports": [{"name": f"p{i}", "port": 80 + i} for i in range(ports)]}}
 
 
-def pvc(name: str, storage: str, storage_class: str = "") -> Obj:
+def pvc(name: str, storage: str, storage_class: str = "", beta_class: str | None = None) -> Obj:
+    """beta_class: the claim's beta storage-class annotation, which kube reads before storageClassName."""
     spec: Obj = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}
     if storage_class:
         spec["storageClassName"] = storage_class
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": spec}
+    metadata: Obj = {"name": name}
+    if beta_class is not None:
+        metadata["annotations"] = {"volume.beta.kubernetes.io/storage-class": beta_class}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec}
 
 
 RESOURCE = {"Pod": "pods", "ConfigMap": "configmaps", "Service": "services",
@@ -109,6 +113,11 @@ REFUSALS = [
                  "exceeded quota: q, requested: gold.storageclass.storage.k8s.io/requests.storage=2Gi, "
                  "used: gold.storageclass.storage.k8s.io/requests.storage=0, "
                  "limited: gold.storageclass.storage.k8s.io/requests.storage=1Gi", id="storage-class"),
+    pytest.param({"gold.storageclass.storage.k8s.io/requests.storage": "1Gi"}, {}, [],
+                 pvc("b", "2Gi", "silver", beta_class="gold"),
+                 "exceeded quota: q, requested: gold.storageclass.storage.k8s.io/requests.storage=2Gi, "
+                 "used: gold.storageclass.storage.k8s.io/requests.storage=0, "
+                 "limited: gold.storageclass.storage.k8s.io/requests.storage=1Gi", id="beta-storage-class-first"),
     pytest.param({"pods": "0"}, {"scopes": ["BestEffort"]}, [], pod("b"),
                  "exceeded quota: q, requested: pods=1, used: pods=0, limited: pods=0", id="best-effort"),
     pytest.param({"pods": "0"}, {"scopes": ["Terminating"]}, [], pod("b", activeDeadlineSeconds=60),
@@ -140,6 +149,8 @@ ADMITTED = [
                  id="other-priority-class"),
     pytest.param({"pods": "0"}, {"scopes": ["CrossNamespacePodAffinity"]}, pod("b"), id="no-cross-namespace"),
     pytest.param({"requests.storage": "1Gi"}, {}, configmap("b"), id="untracked-kind"),
+    pytest.param({"gold.storageclass.storage.k8s.io/requests.storage": "1Gi"}, {},
+                 pvc("b", "2Gi", "gold", beta_class="silver"), id="beta-storage-class-names-another"),
     pytest.param({"count/secrets": "0"}, {}, pod("b"), id="other-count"),
 ]
 

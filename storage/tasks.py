@@ -19,9 +19,14 @@ async def cancel_each(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
     for task in running:
         task.cancel()
     for task in running:
-        try:
-            await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # the caller is being cancelled too: not the task's cancellation to drop
+        await wait_cancelled(task)
+
+
+async def wait_cancelled(task: asyncio.Task[Any]) -> None:
+    """Wait for a task that was cancelled: its cancellation ends here, anything else it raises surfaces."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # the caller is being cancelled too: not the task's cancellation to drop

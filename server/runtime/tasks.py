@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
-from storage.tasks import cancel_each
+from storage.tasks import wait_cancelled
 
 
 async def cancel_all(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
@@ -18,4 +18,4 @@ async def cancel_all(tasks: Iterable[asyncio.Task[Any] | None]) -> None:
         task.cancel()
     for task in running:
         with contextlib.suppress(Exception):
-            await cancel_each((task,))
+            await wait_cancelled(task)

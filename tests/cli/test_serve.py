@@ -119,11 +119,13 @@ async def test_readme_grpc_example_runs(tmp_path: Path) -> None:
 
 TAKEN_PORT = [
     # a serving command, with {port} the port another process holds, and {data} a fresh data dir
-    ["serve", "--insecure", "--data-dir", "{data}", "--http-port", "{port}", "--grpc-port", "0"],
-    ["serve", "--data-dir", "{data}", "--secure-port", "{port}", "--grpc-port", "0", "--grpc-mtls-port", "0"],
-    ["serve", "--insecure", "--data-dir", "{data}", "--http-port", "0", "--grpc-port", "{port}"],
-    ["serve", "--data-dir", "{data}", "--secure-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "{port}"],
-    ["core", "--insecure", "--data-dir", "{data}", "--grpc-port", "0", "--metrics-port", "{port}"],
+    ["serve", "--insecure", "--data-dir", "{data}", "--workers", "1", "--http-port", "{port}", "--grpc-port", "0"],
+    ["serve", "--data-dir", "{data}", "--workers", "1", "--secure-port", "{port}", "--grpc-port", "0",
+     "--grpc-mtls-port", "0"],
+    ["serve", "--insecure", "--data-dir", "{data}", "--workers", "1", "--http-port", "0", "--grpc-port", "{port}"],
+    ["serve", "--data-dir", "{data}", "--workers", "1", "--secure-port", "0", "--grpc-port", "0",
+     "--grpc-mtls-port", "{port}"],
+    ["core", "--insecure", "--data-dir", "{data}", "--workers", "1", "--grpc-port", "0", "--metrics-port", "{port}"],
     ["gateway", "--insecure", "--core", "127.0.0.1:1", "--http-port", "{port}"],
 ]
 
@@ -135,8 +137,7 @@ def test_a_taken_port_ends_the_start_with_its_error_alone(tmp_path: Path, comman
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         argv = [part.format(port=port, data=tmp_path / "data") for part in command]
-        out = subprocess.run([sys.executable, "-m", "capstan", *argv, "--workers", "1"] if argv[0] != "gateway"
-                             else [sys.executable, "-m", "capstan", *argv], cwd=ROOT, capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-m", "capstan", *argv], cwd=ROOT, capture_output=True, text=True,
                              timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 1, out.stderr
     lines = out.stderr.strip().splitlines()

@@ -5,6 +5,8 @@ audit records. The gateway decides nothing from them.
 A connection's client certificate is read from its TLS object once and the same bytes handed to every request
 on it (the core's caches then find it without hashing it again).
 
+The request URI audit records is the one sent, its escapes as they came (Go's URL.RequestURI()).
+
 X-Remote-* headers are read only from a request that came with a client certificate (the core then checks that
 certificate is a front proxy's); kube's default header names are used (X-Remote-User, X-Remote-Group,
 X-Remote-Extra-<key>).
@@ -55,10 +57,11 @@ def _extra(http: web.Request, prefix: str) -> tuple[tuple[str, tuple[str, ...]],
 
 def of(http: web.Request) -> Credentials:
     """The request's credentials, collected at its first asking and kept with it."""
-    found = http.get(CREDENTIALS_KEY)
-    if found is None:
+    try:  # not http.get: see gateway/parsed.py
+        return http[CREDENTIALS_KEY]
+    except KeyError:
         found = http[CREDENTIALS_KEY] = of_request(http)
-    return found
+        return found
 
 
 def of_request(http: web.Request) -> Credentials:
@@ -85,4 +88,4 @@ def of_request(http: web.Request) -> Credentials:
         )
     return Credentials(token=token, certificate=certificate, proxy=proxy, impersonation=impersonation,
                        source_ip=http.remote or "", user_agent=headers.get("User-Agent", ""),
-                       request_uri=http.path_qs)
+                       request_uri=http.raw_path)

@@ -14,9 +14,9 @@ _KEY = web.RequestKey("capstan_parsed", tuple)
 
 
 def info_of(http: web.Request) -> Parsed:
-    kept = http.get(_KEY)
-    if kept is None:
-        kept = (requestinfo.parse(http.method, http.path, http.query),)
-        http[_KEY] = kept
+    try:  # not http.get: the request's Mapping.get is Python's generic one, a frame more per asking
+        kept = http[_KEY]
+    except KeyError:
+        kept = http[_KEY] = (requestinfo.parse(http.method, http.path, http.query),)
     info: Parsed = kept[0]
     return info

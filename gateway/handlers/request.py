@@ -95,10 +95,10 @@ class Call:
                 call.close()  # never started
             raise
         try:
-            # In this task, not one of its own as wait_for would start: a request's call costs no task.
-            async with asyncio.timeout(seconds):
-                with deadline.within(seconds):  # the core caps what the request calls out to by it
-                    return await call
+            # In this task, not one of its own as wait_for would start, and on the loop's shared timer
+            # (server/machinery/deadline.py): a request's call costs no task and no timer.
+            with deadline.cut(seconds), deadline.within(seconds):  # within: the core caps its call-outs by it
+                return await call
         except TimeoutError:
             raise timed_out() from None
 

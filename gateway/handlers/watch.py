@@ -42,7 +42,7 @@ from gateway.faults import FAULTS_KEY
 from gateway.handlers import respond
 from gateway.handlers.request import Call
 from gateway.negotiation import CodecName
-from server.machinery import flowcontrol
+from server.machinery import deadline, flowcontrol
 from server.machinery.faults import OpenWatch
 
 MIN_REQUEST_TIMEOUT = 1800  # seconds; kube-apiserver's --min-request-timeout default
@@ -138,7 +138,7 @@ async def _write(response: web.StreamResponse, http: web.Request, data: bytes, *
     watcher it finds unresponsive: the client re-watches from its last resourceVersion, or re-lists.
     """
     try:
-        async with asyncio.timeout(WRITE_TIMEOUT):  # in this task: an event's write costs no task of its own
+        with deadline.cut(WRITE_TIMEOUT):  # in this task, on the loop's shared timer: a write costs no task or timer
             await (response.write_eof(data) if eof else response.write(data))
     except TimeoutError:
         if http.transport is not None:

@@ -246,13 +246,14 @@ def _bytes_unary(call: Handler, request_class: type[Message]) -> Callable[[bytes
 def _limited(limiter: Limiter, kind: Kind, servicer: CoreService, method: Method,
              handle: Callable[[bytes, Ctx], Awaitable[bytes]]) -> Callable[[bytes, Ctx], Awaitable[bytes]]:
     async def limited(data: bytes, context: Ctx) -> bytes:
-        try:
-            await limiter.acquire(kind, flow.of(servicer.credentials(context)))
-        except errors.ApiError as err:
-            if servicer.metrics is not None:
-                refused = apimetrics.request_labels(method.verb, "", "", "", "", "", "")  # not parsed yet
-                servicer.metrics.observe(refused, err.status.code, 0.0)
-            await _abort(context, err)
+        if not limiter.try_acquire(kind):
+            try:
+                await limiter.acquire(kind, flow.of(servicer.credentials(context)))
+            except errors.ApiError as err:
+                if servicer.metrics is not None:
+                    refused = apimetrics.request_labels(method.verb, "", "", "", "", "", "")  # not parsed yet
+                    servicer.metrics.observe(refused, err.status.code, 0.0)
+                await _abort(context, err)
         try:
             return await handle(data, context)
         finally:

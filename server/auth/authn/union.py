@@ -91,6 +91,7 @@ class UnionAuthenticator:
                 raise Unauthorized("; ".join(e.why for e in errors) or "invalid bearer token")
             authenticator, user = found
             if id(authenticator) in self._cacheable:
+                user = user.with_authenticated()  # cached as answered: a hit then adds no group
                 self._cache.put(token, user)
             return user
         if errors:

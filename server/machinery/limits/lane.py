@@ -62,13 +62,21 @@ class Lane:
         self._turn = 0  # the queue whose turn is next
         self.executing = 0
         self.queued = 0
+        self.dispatched = 0  # requests admitted so far
         self.rejected: Counter[str] = Counter()
         self.waiting: Counter[int] = Counter()  # requests queued, by flow (a flow with none is not a key)
 
-    async def acquire(self, flow: int) -> None:
-        """Returns once the request may run; raises Rejected when it may not."""
+    def try_acquire(self) -> bool:
+        """Counts the request as executing when it may run at once (no wait, no queue); False otherwise."""
         if self.limit <= 0 or (self.executing < self.limit and not self.queued):
             self.executing += 1
+            self.dispatched += 1
+            return True
+        return False
+
+    async def acquire(self, flow: int) -> None:
+        """Returns once the request may run; raises Rejected when it may not."""
+        if self.try_acquire():
             return
         if not self._limits.fair_queuing:
             raise self._reject(CONCURRENCY_LIMIT)
@@ -91,6 +99,7 @@ class Lane:
             raise
         finally:
             timer.cancel()
+        self.dispatched += 1
 
     def release(self) -> None:
         self.executing -= 1

@@ -39,22 +39,31 @@ class Limiter:
     def __init__(self, limits: Limits = DEFAULT) -> None:
         self.limits = limits
         self._lanes = {kind: Lane(limits.limit(kind), limits) for kind in Kind}
-        self._dispatched = dict.fromkeys(Kind, 0)
+        # The two lanes by name as well: the request path picks one by identity, without hashing the enum.
+        self._read_only = self._lanes[Kind.READ_ONLY]
+        self._mutating = self._lanes[Kind.MUTATING]
+
+    def _lane(self, kind: Kind) -> Lane:
+        return self._read_only if kind is Kind.READ_ONLY else self._mutating
+
+    def try_acquire(self, kind: Kind) -> bool:
+        """Counts a request in flight at once when its lane has room and nobody queued (release it with
+        `release`); False when it would have to queue, and `acquire` decides."""
+        return self._lane(kind).try_acquire()
 
     async def acquire(self, kind: Kind, flow: int) -> None:
         """Counts a request in flight (release it with `release`); raises the 429 ApiError instead."""
         try:
-            await self._lanes[kind].acquire(flow)
+            await self._lane(kind).acquire(flow)
         except Rejected:
             raise too_many_requests() from None
-        self._dispatched[kind] += 1
 
     def release(self, kind: Kind) -> None:
-        self._lanes[kind].release()
+        self._lane(kind).release()
 
     def waiting(self, flow: int) -> int:
         """The flow's requests queued now, of every kind."""
-        return sum(lane.waiting.get(flow, 0) for lane in self._lanes.values())
+        return self._read_only.waiting.get(flow, 0) + self._mutating.waiting.get(flow, 0)
 
     @contextlib.asynccontextmanager
     async def admit(self, kind: Kind, flow: int) -> AsyncIterator[None]:
@@ -65,5 +74,5 @@ class Limiter:
             self.release(kind)
 
     def states(self) -> list[LaneState]:
-        return [LaneState(kind, lane.executing, lane.queued, dict(lane.rejected), self._dispatched[kind], lane.limit)
+        return [LaneState(kind, lane.executing, lane.queued, dict(lane.rejected), lane.dispatched, lane.limit)
                 for kind, lane in self._lanes.items()]

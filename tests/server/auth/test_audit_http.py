@@ -12,6 +12,7 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from yarl import URL
 
 from capstan.cli.inprocess import InProcessClient
 from gateway.app import build_app, start_http
@@ -66,6 +67,9 @@ def events(tmp_path: Path) -> list[Obj]:
      {"metadata": {"name": "web"}, "data": {"a": "1"}}, 201, "create", "RequestResponse"),
     ("GET", "/api/v1/namespaces/default/configmaps?limit=500", "admin-token", None, 200, "list",
      "RequestResponse"),
+    # the URI as sent, its escapes kept (Go's URL.RequestURI(): the raw query as it came)
+    ("GET", "/api/v1/namespaces/default/configmaps?labelSelector=app%3Dweb%2Ctier%21%3Ddb&x=%2F", "admin-token",
+     None, 200, "list", "RequestResponse"),
     ("GET", "/api/v1/namespaces/default/secrets", "", None, 403, "list", "Metadata"),
     ("GET", "/api/v1/namespaces/default/pods/none", "admin-token", None, 404, "get", "Metadata"),
     ("GET", "/api/v1/namespaces/default/pods", "garbage", None, 401, "list", "Metadata"),
@@ -79,7 +83,7 @@ async def test_http_request_is_audited(url: str, tmp_path: Path, method: str, pa
     async with aiohttp.ClientSession() as session:
         async with session.get(url + "/healthz", headers=headers) as health:
             assert health.status in (200, 401)
-        async with session.request(method, url + path, headers=headers, json=body) as resp:
+        async with session.request(method, URL(url + path, encoded=True), headers=headers, json=body) as resp:
             assert resp.status == code, await resp.text()
     [event] = events(tmp_path)  # /healthz at level None and RequestReceived omitted: one event
     assert event["requestURI"] == path and event["verb"] == verb and event["level"] == level

@@ -334,13 +334,14 @@ async def _page(
         return Page(result.revision, list(result.kvs), token, (result.remaining or None) if counted else None,
                     rendered)
     picked: list[KeyValue] = []
+    by_key = chosen.by_key
     while True:
         want = max(CHUNK, limit or 0) if limit else None
         result = await _list(ctx, prefix, revision, start_after, want)
         revision = result.revision
         await asyncio.sleep(0)
         for kv in result.kvs:
-            if chosen.matches(render.load(kv.value)):
+            if chosen.matches_key(kv.key) if by_key else chosen.matches(render.load(kv.value)):
                 picked.append(kv)
                 if limit and len(picked) == limit:
                     more = kv.key != result.kvs[-1].key or result.remaining > 0

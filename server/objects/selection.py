@@ -11,6 +11,8 @@ from server.machinery.selectors import labels as label_selectors
 from server.machinery.values import Obj
 from server.registry.resources import Resource
 
+_KEY_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
 
 @dataclass(frozen=True, slots=True)
 class Selection:
@@ -28,6 +30,22 @@ class Selection:
         if self.fields is not None:
             return self.fields.matches(self.resource.field_values(obj))
         return True
+
+    @property
+    def by_key(self) -> bool:
+        """Whether the storage key alone decides: no label selector, and fields of the key only (metadata.name,
+        metadata.namespace), as a controller's `metadata.name=x` watch across namespaces asks."""
+        return self.labels is None and self.fields is not None and all(
+            r.field in _KEY_FIELDS for r in self.fields.requirements)
+
+    def matches_key(self, key: bytes) -> bool:
+        """matches() of the object stored at `key`, for a selection `by_key`, without reading the object."""
+        assert self.fields is not None
+        rest = key[len(self.resource.key_prefix()):].decode()
+        if self.resource.namespaced:
+            namespace, _, name = rest.partition("/")
+            return self.fields.matches({"metadata.name": name, "metadata.namespace": namespace})
+        return self.fields.matches({"metadata.name": rest})
 
     def attributes(self, obj: Obj) -> tuple[Mapping[str, str], Mapping[str, str]]:
         """What any selection over this resource reads of `obj`: its labels and its field values."""

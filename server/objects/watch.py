@@ -264,6 +264,7 @@ class _Stream:
     ) -> None:
         self._resource = resource
         self._chosen = chosen
+        self._by_key = chosen.by_key  # decided from each event's key: no object decoded to filter it
         self._encoding = encoding
         self._views = converter
         self._renderings = renderings
@@ -295,6 +296,12 @@ class _Stream:
             if event.type is EventType.DELETE:
                 return self._event("DELETED", key, prev.value if prev else b"", revision, old=True)
             return self._event("ADDED" if prev is None else "MODIFIED", key, event.kv.value, revision)
+        if self._by_key:  # the key names the object before and after alike
+            if not self._chosen.matches_key(key):
+                return None
+            if event.type is EventType.DELETE:
+                return self._event("DELETED", key, prev.value if prev else b"", revision, old=True)
+            return self._event("ADDED" if prev is None else "MODIFIED", key, event.kv.value, revision)
         was = prev is not None and self._chosen.matches(render.load(prev.value))
         if event.type is EventType.DELETE:
             return self._event("DELETED", key, prev.value, revision, old=True) if was and prev else None
@@ -306,7 +313,10 @@ class _Stream:
         return None
 
     def added(self, key: bytes, value: bytes, revision: int) -> core_pb2.WatchEvent | None:
-        if not self._chosen.everything and not self._chosen.matches(render.load(value)):
+        if self._by_key:
+            if not self._chosen.matches_key(key):
+                return None
+        elif not self._chosen.everything and not self._chosen.matches(render.load(value)):
             return None
         return self._event("ADDED", key, value, revision)
 

@@ -411,6 +411,9 @@ async def test_field_selector_transitions(
         pytest.param("", "", ["d1", "o1", "d2"], id="all-namespaces"),
         pytest.param("", "metadata.namespace=other", ["o1"], id="all-namespaces-field-selected"),
         pytest.param("", "metadata.namespace!=other", ["d1", "d2"], id="all-namespaces-but-one"),
+        pytest.param("", "metadata.name=d2", ["d2"], id="all-namespaces-one-name"),
+        pytest.param("", "metadata.namespace=default,metadata.name!=d1", ["d2"], id="name-and-namespace"),
+        pytest.param("other", "metadata.name=o1", ["o1"], id="one-namespace-one-name"),
         pytest.param("missing", "", [], id="empty-namespace"),
     ],
 )

@@ -69,6 +69,7 @@ PARTS = (
     ("aiohttp, multidict, yarl", "/propcache/"),
     ("uvloop", "/uvloop/"),
     ("LMDB", "/lmdb/"),
+    ("zlib", "libz."),  # gzip of large answers
 )
 _ANNOTATED = re.compile(r"\s*([\d,]+) \([\s\d.]+%\)\s+(.*)")
 

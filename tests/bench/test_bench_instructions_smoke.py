@@ -14,7 +14,8 @@ import pytest
 
 from tests.bench.quick import run_quick
 
-pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("callgrind_control") is None,
+                                reason="valgrind (callgrind) is not installed")
 
 
 @pytest.mark.parametrize(("only", "expected"), [

@@ -133,8 +133,11 @@ class Metrics:
             raise
         finally:
             elapsed = time.perf_counter() - started
-            info = request.get(INFO_KEY)
-            if isinstance(info, RequestInfo):
+            try:  # not request.get: see gateway/parsed.py
+                info: RequestInfo | None = request[INFO_KEY]
+            except KeyError:
+                info = None
+            if info is not None:
                 self.counted.observe(_labels(info), code, elapsed)
             if httplog.isEnabledFor(HTTPLOG_LEVEL):
                 _log_request(request, code, elapsed)

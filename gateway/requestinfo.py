@@ -92,13 +92,13 @@ def parse(method: str, path: str, query: Mapping[str, str]) -> RequestInfo | Dis
     resource = parts[0]
     name = parts[1] if len(parts) > 1 else ""
     subresource = parts[2] if len(parts) > 2 else ""
-    verb = _verb(method, bool(name), watch_prefix=watch_prefix, watch_query=_watch_query(query))
+    verb = _verb(method, bool(name), watch_prefix=watch_prefix, watch_query=watch_query(query))
     if verb is None:
         return None
     return RequestInfo(verb, group, version, resource, namespace, name, subresource, subpath)
 
 
-def _watch_query(query: Mapping[str, str]) -> bool:
+def watch_query(query: Mapping[str, str]) -> bool:
     """?watch as apimachinery reads a bool parameter: present and neither "0" nor "false" (any case)."""
     value = query.get("watch")
     return value is not None and value != "0" and value.lower() != "false"

@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +111,25 @@ class Children:
             for pipe in (child.proc.stdin, child.proc.stdout):
                 if pipe is not None:
                     pipe.close()
+
+
+def with_children(prefix: str, body: Callable[[Path, Children], bool]) -> int:
+    """`body(root, children)` in a new temporary directory `root`: every process it started is stopped and the
+    directory removed however it ends. The exit status: 0 when it returns True; 1 when it returns False (a server
+    failed or answered wrongly, as a note says) or raises (its traceback printed)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    children = Children(root)
+    ok = False
+    try:
+        ok = body(root, children)
+        if not ok:
+            note("a server failed or answered wrongly")
+    except Exception:
+        traceback.print_exc()
+    finally:
+        children.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0 if ok else 1
 
 
 def free_port() -> int:

@@ -39,9 +39,7 @@ import socket
 import ssl
 import statistics
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +48,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bench._processes import Children
+from bench._processes import Children, with_children
 from bench._util import CEILING, check_choices, context, emit, note
 from capstan.cli import pki
 
@@ -304,10 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     ops = [op for op in OPS if op in args.only.split(",")]
     impls = [impl for impl in IMPLS if impl in args.impls.split(",")]
-    root = Path(tempfile.mkdtemp(prefix="capstan-bench-aggregation-"))
-    children = Children(root)
-    ok = False
-    try:
+    def body(root: Path, children: Children) -> bool:
         (root / "backend-ca.crt").write_bytes(_issue_backend(root))
         children.start("capstan", "-m", "capstan", "serve", "--workers", "1",
                        "--data-dir", str(root / "data"), "--secure-port", "0",
@@ -315,15 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         children.all[0].listening(SERVING)
         shutil.copy(root / "data" / "pki" / "front-proxy-ca.crt", root / "front-proxy-ca.crt")
         children.start("backend", "-m", "bench.aggregation", "--serve-backend", str(root), "--bind", _host_ip())
-        ok = asyncio.run(run(children, root, sizes, ops, impls, args.workers))
-        if not ok:
-            note("a server failed or answered wrongly")
-    except Exception:
-        traceback.print_exc()
-    finally:
-        children.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    return 0 if ok else 1
+        return asyncio.run(run(children, root, sizes, ops, impls, args.workers))
+
+    return with_children("capstan-bench-aggregation-", body)
 
 
 if __name__ == "__main__":

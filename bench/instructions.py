@@ -33,8 +33,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import tempfile
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +40,7 @@ from pathlib import Path
 import aiohttp
 
 from bench import _admission as admission
-from bench._processes import Children
+from bench._processes import Children, with_children
 from bench._util import check_choices, context, emit, note
 from bench.profile import HERE, JOBS, LISTENING, SERVICE_IP, Server, create_job, prepare, run_round
 from capstan.cli import pki
@@ -216,22 +214,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for tree in args.compare:
         trees[tree.name] = tree.resolve()
     os.environ["CAPSTAN_ALLOCATOR"] = "python"  # the servers' own: valgrind follows no exec under jemalloc
-    root = Path(tempfile.mkdtemp(prefix="capstan-bench-instructions-"))
-    children = Children(root)
-    ok = False
-    try:
+
+    def body(root: Path, children: Children) -> bool:
         certs = pki.ensure(root / "pki", bind_address="127.0.0.1", service_ip=SERVICE_IP)
         servers = [start(children, root, certs, label, tree) for label, tree in trees.items()]
-        results = asyncio.run(measure(servers, certs, ops, sizes))
-        report(results, list(trees))
-        ok = True
-    except Exception:
-        traceback.print_exc()
-    finally:
-        children.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    return 0 if ok else 1
+        report(asyncio.run(measure(servers, certs, ops, sizes)), list(trees))
+        return True
 
+    return with_children("capstan-bench-instructions-", body)
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")

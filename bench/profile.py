@@ -25,13 +25,10 @@ import asyncio
 import dataclasses
 import os
 import re
-import shutil
 import signal
 import ssl
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +38,7 @@ import aiohttp
 import orjson
 
 from bench import _admission as admission
-from bench._processes import Child, Children
+from bench._processes import Child, Children, with_children
 from bench._util import check_choices, context, emit, note
 from bench.http import CONFIGMAPS, JSON, config_map, failure
 from capstan.cli import pki
@@ -438,21 +435,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees = {"this": HERE}
     for tree in args.compare:
         trees[tree.name] = tree.resolve()
-    root = Path(tempfile.mkdtemp(prefix="capstan-bench-profile-"))
-    children = Children(root)
-    ok = False
-    try:
+    def body(root: Path, children: Children) -> bool:
         certs = pki.ensure(root / "pki", bind_address="127.0.0.1", service_ip=SERVICE_IP)
         servers = start(children, root, certs, trees, args.audit == "on" and not args.insecure, args.insecure)
         asyncio.run(run(servers, certs, ops, sizes, args.insecure))
-        ok = True
-    except Exception:
-        traceback.print_exc()
-    finally:
-        children.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    return 0 if ok else 1
+        return True
 
+    return with_children("capstan-bench-profile-", body)
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")

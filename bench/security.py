@@ -42,15 +42,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import shutil
 import signal
 import socket
 import ssl
 import statistics
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +57,7 @@ import aiohttp
 from aiohttp import web
 
 from bench import _admission as admission
-from bench._processes import Child, Children
+from bench._processes import Child, Children, with_children
 from bench._util import CEILING, Goal, at_most, check_choices, context, emit, note
 from bench.http import CONFIGMAPS, JSON, Ceiling, config_map, failure, stdin_reader
 from capstan.cli import pki
@@ -402,21 +399,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     ops = args.only.split(",")
     impls = [impl for impl in IMPLS if impl in args.impls.split(",")] if {"get", "create"} & set(ops) else []
-    root = Path(tempfile.mkdtemp(prefix="capstan-bench-security-"))
-    children = Children(root)
-    ok = False
-    try:
+    def body(root: Path, children: Children) -> bool:
         certs = pki.ensure(root / "pki", bind_address="127.0.0.1", service_ip=SERVICE_IP)
         targets = start(children, root, certs, impls)
-        ok = asyncio.run(run(targets, certs, root, sizes, ops))
-        if not ok:
-            note("a server failed or answered wrongly")
-    except Exception:
-        traceback.print_exc()
-    finally:
-        children.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    return 0 if ok else 1
+        return asyncio.run(run(targets, certs, root, sizes, ops))
+
+    return with_children("capstan-bench-security-", body)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ time (a cache miss or a system call costs more than its instructions, and the ke
 callgrind runs the server ~50 times slower, so rates mean nothing here.
 
 Each tree (this checkout, and each --compare TREE) serves in its own process (`--workers 1`: one process holds
-all the server's work; CPython's allocator, as valgrind would not follow jemalloc's exec) under `valgrind
+all the server's work; CPython's allocator, as valgrind would not follow jemalloc's exec; no leader election,
+whose Lease renewals come with wall time, not requests; a fixed hash seed) under `valgrind
 --tool=callgrind --instr-atstart=no`, from TREE's code on this interpreter. The client (aiohttp, HTTP/1.1
 keep-alive, WORKERS concurrent workers, 1 KiB ConfigMaps in `default`, bench.profile's jobs and token) creates
 the objects to read, warms each verb up, then switches counting on (callgrind_control -i on), sends the verb's
@@ -98,9 +99,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def start(children: Children, root: Path, certs: pki.CertDir, label: str, tree: Path) -> Server:
     token_file = admission.write_token_file(root / "tokens.csv")
+    # No leader election: its Lease renewals every 2 s of wall time (and callgrind's wall time follows the
+    # machine's load) would add their instructions to whichever requests were being counted.
     args = ["serve", "--workers", "1", "--data-dir", str(root / f"data-{label}"), "--grpc-port", "0",
             "--cert-dir", str(certs.path), "--secure-port", "0", "--grpc-mtls-port", "0",
-            "--token-auth-file", str(token_file)]
+            "--token-auth-file", str(token_file), "--leader-elect", "false"]
     out = root / f"callgrind-{label}.out"
     child = children.start(label, "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
                            sys.executable, "-c", LAUNCH, str(tree), *args, program="valgrind")
@@ -214,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for tree in args.compare:
         trees[tree.name] = tree.resolve()
     os.environ["CAPSTAN_ALLOCATOR"] = "python"  # the servers' own: valgrind follows no exec under jemalloc
+    os.environ["PYTHONHASHSEED"] = "0"  # the same dict and set layouts, so the same instructions, run after run
 
     def body(root: Path, children: Children) -> bool:
         certs = pki.ensure(root / "pki", bind_address="127.0.0.1", service_ip=SERVICE_IP)

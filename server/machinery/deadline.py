@@ -136,8 +136,9 @@ class _Cuts:
         self._timer = loop.call_at(at, self._sweep, at)
 
     def _sweep(self, armed_at: float) -> None:
-        """Fire the cuts that are due; re-arm at the soonest of the rest (a cut that left since the timer was
-        armed leaves it early, and this sweep then finds nothing due)."""
+        """Fire the cuts that are due, soonest first, as a loop runs its timers (cuts found due together, after
+        the loop was held, are cancelled in their deadlines' order); re-arm at the soonest of the rest (a cut
+        that left since the timer was armed leaves it early, and this sweep then finds nothing due)."""
         if armed_at != self._timer_at:
             return  # stale: a sooner timer replaced this one
         self._timer = None
@@ -146,12 +147,16 @@ class _Cuts:
         if loop is None:
             return
         now = loop.time() + _SLACK
-        due = [entry for entry in self._cuts if entry.at <= now]
+        due = sorted((entry for entry in self._cuts if entry.at <= now), key=_deadline)
         for entry in due:
             del self._cuts[entry]
             entry.fire()
         if self._cuts:
             self._arm(max(min(entry.at for entry in self._cuts), now))
+
+
+def _deadline(entry: cut) -> float:
+    return entry.at
 
 
 _LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Cuts] = weakref.WeakKeyDictionary()

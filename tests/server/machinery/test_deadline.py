@@ -45,8 +45,8 @@ async def _cut_then(seconds: float, work: float) -> str:
 @pytest.mark.parametrize(("seconds", "work", "outcome"), [
     (5.0, 0.0, "done"),
     (5.0, 0.02, "done"),
-    (0.05, 0.5, "timed out"),
-    (0.0, 0.5, "timed out"),  # a deadline already reached cuts at the next await
+    (0.05, 5.0, "timed out"),
+    (0.0, 5.0, "timed out"),  # a deadline already reached cuts at the next await
 ])
 def test_a_cut_ends_a_block_that_outlives_it(loop: str, seconds: float, work: float, outcome: str) -> None:
     started = time.monotonic()
@@ -92,6 +92,32 @@ async def _one_after_another(blocks: list[tuple[float, float]]) -> list[str]:
 ])
 def test_cuts_one_after_another(loop: str, blocks: list[tuple[float, float]], outcomes: list[str]) -> None:
     assert run(loop, lambda: _one_after_another(blocks)) == outcomes
+
+
+async def _cuts_after_a_stall(deadlines: list[float]) -> list[int]:
+    """As _cuts_in_one_loop, but the loop is held past every deadline before any fires: one sweep then finds
+    them all due, and fires them in deadline order, as a loop runs its timers."""
+    order: list[int] = []
+
+    async def one(index: int, seconds: float) -> None:
+        with pytest.raises(TimeoutError), deadline.cut(seconds):
+            await asyncio.sleep(5)
+        order.append(index)
+
+    tasks = [asyncio.ensure_future(one(i, s)) for i, s in enumerate(deadlines)]
+    await asyncio.sleep(0)  # every task inside its cut
+    time.sleep(max(deadlines) + 0.05)  # the stall is the point: the loop held, blocking
+    await asyncio.gather(*tasks)
+    return order
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+@pytest.mark.parametrize(("deadlines", "order"), [
+    ([0.03, 0.02, 0.01], [2, 1, 0]),
+    ([0.02, 0.03, 0.01], [2, 0, 1]),
+])
+def test_cuts_due_together_fire_in_deadline_order(loop: str, deadlines: list[float], order: list[int]) -> None:
+    assert run(loop, lambda: _cuts_after_a_stall(deadlines)) == order
 
 
 async def _nested(outer: float, inner: float) -> str:

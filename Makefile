@@ -49,8 +49,12 @@ check-floors:
 # toolchains it starts, so one worker a core leaves the cores idle (on 2 cores the suite took 15.5 min with 2
 # workers and 12.3 min with 4, the cores then ~94% busy). TEST_WORKERS=N overrides.
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 * len(os.sched_getaffinity(0)))')
+# Bytecode is cached for the run even where the environment sets PYTHONDONTWRITEBYTECODE: the suite starts
+# hundreds of Python processes (servers, benchmarks, clients), and without the cache each compiles every module
+# it imports again (~0.3 s of CPU a server start, bench.startup's no-bytecode rows) and every worker rewrites
+# every test module's asserts again.
 test: install lint typecheck check-protos
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # Regenerate the Python in capstan/api and capstan/core from protos/ (buf lint first).
 protos: install

@@ -47,14 +47,16 @@ check-floors:
 
 # Two test workers a usable core: a test spends about half its time waiting on the servers, kubectl and
 # toolchains it starts, so one worker a core leaves the cores idle (on 2 cores the suite took 15.5 min with 2
-# workers and 12.3 min with 4, the cores then ~94% busy). TEST_WORKERS=N overrides.
+# workers and 12.3 min with 4, the cores then ~94% busy). TEST_WORKERS=N overrides. Workers steal queued tests
+# from each other (--dist worksteal): with xdist's default, one worker was left for minutes with a queue of
+# slow end-to-end tests while the others sat idle.
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 * len(os.sched_getaffinity(0)))')
 # Bytecode is cached for the run even where the environment sets PYTHONDONTWRITEBYTECODE: the suite starts
 # hundreds of Python processes (servers, benchmarks, clients), and without the cache each compiles every module
 # it imports again (~0.3 s of CPU a server start, bench.startup's no-bytecode rows) and every worker rewrites
 # every test module's asserts again.
 test: install lint typecheck check-protos
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # Regenerate the Python in capstan/api and capstan/core from protos/ (buf lint first).
 protos: install

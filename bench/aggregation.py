@@ -302,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     ops = [op for op in OPS if op in args.only.split(",")]
     impls = [impl for impl in IMPLS if impl in args.impls.split(",")]
+
     def body(root: Path, children: Children) -> bool:
         (root / "backend-ca.crt").write_bytes(_issue_backend(root))
         children.start("capstan", "-m", "capstan", "serve", "--workers", "1",

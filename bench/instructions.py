@@ -227,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     return with_children("capstan-bench-instructions-", body)
 
+
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     sys.exit(main())

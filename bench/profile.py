@@ -435,6 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees = {"this": HERE}
     for tree in args.compare:
         trees[tree.name] = tree.resolve()
+
     def body(root: Path, children: Children) -> bool:
         certs = pki.ensure(root / "pki", bind_address="127.0.0.1", service_ip=SERVICE_IP)
         servers = start(children, root, certs, trees, args.audit == "on" and not args.insecure, args.insecure)
@@ -442,6 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return True
 
     return with_children("capstan-bench-profile-", body)
+
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")

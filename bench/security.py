@@ -399,6 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     ops = args.only.split(",")
     impls = [impl for impl in IMPLS if impl in args.impls.split(",")] if {"get", "create"} & set(ops) else []
+
     def body(root: Path, children: Children) -> bool:
         certs = pki.ensure(root / "pki", bind_address="127.0.0.1", service_ip=SERVICE_IP)
         targets = start(children, root, certs, impls)

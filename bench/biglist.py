@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -131,7 +132,8 @@ def _p99(sorted_ms: list[float]) -> float:
 
 
 async def run(args: argparse.Namespace) -> None:
-    children = Children(Path(tempfile.mkdtemp(prefix="capstan-biglist-logs-")))
+    logs = Path(tempfile.mkdtemp(prefix="capstan-biglist-logs-"))
+    children = Children(logs)
     root = Path(tempfile.mkdtemp(prefix="capstan-biglist-"))
     impl = f"capstan-{args.layout}" + ("" if args.tree is None else f"@{args.tree}")
     try:
@@ -144,6 +146,8 @@ async def run(args: argparse.Namespace) -> None:
             await under_lists(base, form, args.objects, args.lists, impl)
     finally:
         children.stop()
+        for scratch in (root, logs):
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -115,6 +116,7 @@ async def run(args: argparse.Namespace) -> None:
         if browser is not None:
             browser.stop()
         children.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

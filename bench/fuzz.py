@@ -94,7 +94,7 @@ def main() -> int:
     args = parser.parse_args()
     tally = Tally()
     readyz: list[float] = []
-    with running(Path(tempfile.mkdtemp(prefix="capstan-fuzz-"))) as capstan:
+    with tempfile.TemporaryDirectory(prefix="capstan-fuzz-") as scratch, running(Path(scratch)) as capstan:
         for path, obj in SEED_OBJECTS:
             capstan.seed("POST", path, obj)
         judge = Judge(capstan)

@@ -36,6 +36,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import sys
@@ -254,6 +255,7 @@ def run_with(args: argparse.Namespace, allocator: str) -> bool:
         return report(impl, args, figures, seen)
     finally:
         children.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def run(args: argparse.Namespace) -> int:

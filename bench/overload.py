@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import re
+import shutil
 import tempfile
 import time
 import urllib.request
@@ -103,27 +104,30 @@ async def prepare(url: str) -> None:
 
 def run(duration: float, clients: list[int]) -> None:
     root = Path(tempfile.mkdtemp(prefix="capstan-bench-overload-"))
-    for mode, flags in MODES.items():
-        children = Children(root)
-        try:
-            server = children.start(mode, "-m", "capstan", "serve", "--workers", "1",
-                                    "--insecure", "--data-dir", str(root / mode),
-                                    "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1", *flags)
-            url = server.listening(LISTENING)
-            asyncio.run(prepare(url))
-            for count in clients:
-                prober = children.start("probe", "-m", "bench.overload", "--probe", url, "--duration",
-                                        str(duration), control=True)
-                figures = asyncio.run(load(url, count, duration))
-                out, _ = prober.proc.communicate(timeout=duration + 120)
-                readyz = json.loads(out or b"[]")
-                figures |= {"readyz_p50_ms": percentile(readyz, 0.5), "readyz_p99_ms": percentile(readyz, 0.99),
-                            "readyz_max_ms": max(readyz, default=0.0)}
-                line = {"mode": mode, "clients": count, "seconds": duration,
-                        **{k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items()}}
-                print(json.dumps(line), flush=True)
-        finally:
-            children.stop()
+    try:
+        for mode, flags in MODES.items():
+            children = Children(root)
+            try:
+                server = children.start(mode, "-m", "capstan", "serve", "--workers", "1",
+                                        "--insecure", "--data-dir", str(root / mode),
+                                        "--http-port", "0", "--grpc-port", "0", "--grpc-mtls-port", "-1", *flags)
+                url = server.listening(LISTENING)
+                asyncio.run(prepare(url))
+                for count in clients:
+                    prober = children.start("probe", "-m", "bench.overload", "--probe", url, "--duration",
+                                            str(duration), control=True)
+                    figures = asyncio.run(load(url, count, duration))
+                    out, _ = prober.proc.communicate(timeout=duration + 120)
+                    readyz = json.loads(out or b"[]")
+                    figures |= {"readyz_p50_ms": percentile(readyz, 0.5), "readyz_p99_ms": percentile(readyz, 0.99),
+                                "readyz_max_ms": max(readyz, default=0.0)}
+                    line = {"mode": mode, "clients": count, "seconds": duration,
+                            **{k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items()}}
+                    print(json.dumps(line), flush=True)
+            finally:
+                children.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main() -> None:

@@ -13,6 +13,9 @@ the standard library, and runs under CPython's allocator (the workers start unde
   once (the generated certificates, the bootstrap objects) and picks any port given as 0; the others are
   told the ports it bound, which they then share. A worker reports that it serves, and its ports, as one line
   on a pipe (`CAPSTAN_WORKER_READY`).
+- It makes a private directory (0700) for the sockets through which the workers ask one another
+  (capstan/cli/workerpeers.py), and removes it when it exits; one that a killed parent left is removed by the
+  next parent to start.
 - It holds the data directory's lock (storage/lmdb/datalock.py) for as long as it runs, and its workers
   inherit it (`CAPSTAN_DATA_LOCK_FD`): another server on the same data directory is refused, its own workers
   are not.
@@ -36,6 +39,8 @@ import os
 import select
 import shutil
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,6 +52,7 @@ FDS_ENV = "CAPSTAN_WORKER_FDS"  # storage/lmdb/peers.py's: the worker's own even
 READY_ENV = "CAPSTAN_WORKER_READY"  # the pipe a worker writes its ports to, as one JSON line, once it serves
 COUNT_ENV = "CAPSTAN_WORKERS"  # how many workers the server runs, in a worker's environment
 DIR_ENV = "CAPSTAN_WORKER_DIR"  # a private directory (0700) of the parent's, for the workers' sockets
+DIR_PREFIX = "capstan-workers-"  # then the parent's pid and a random part: <tmp>/capstan-workers-<pid>-<random>
 LOCK_ENV = "CAPSTAN_DATA_LOCK_FD"  # storage/lmdb/datalock.py's: the data directory's lock, held by the parent
 LOCK_FILE = "capstan.lock"  # storage/lmdb/datalock.py's, in <data-dir>/lmdb
 COMMANDS = frozenset({"serve", "core"})
@@ -152,7 +158,7 @@ class Supervisor:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.started: dict[int, float] = {}
         self.stopping = False
-        self.directory = tempfile.mkdtemp(prefix="capstan-workers-")  # 0700: the workers' sockets
+        self.directory = private_directory()
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -273,6 +279,69 @@ def _read_line(fd: int, timeout: float, stopping: Callable[[], bool]) -> bytes:
                 return b""
             data += chunk
     return data
+
+
+def private_directory(base: str | None = None) -> str:
+    """A new directory (0700) for the workers' sockets, in `base` (the temporary directory when None), named for
+    this parent. A parent that is killed (SIGKILL, the OOM killer) cannot remove its own, so the directories
+    that parents gone that way left are removed first."""
+    base = base or tempfile.gettempdir()
+    sweep(base)
+    return tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=base)
+
+
+def sweep(base: str) -> list[str]:
+    """Remove the workers' directories in `base` that their parent left (see _left); the paths removed."""
+    try:
+        with os.scandir(base) as entries:
+            left = [entry.path for entry in entries if entry.name.startswith(DIR_PREFIX) and _left(entry)]
+    except OSError:
+        return []
+    for path in left:
+        shutil.rmtree(path, ignore_errors=True)
+    return left
+
+
+def _left(entry: os.DirEntry[str]) -> bool:
+    """Whether a workers' directory was left behind: this user's, its parent's pid not running, unchanged for
+    longer than a worker takes to start (a parent that has just made it has no sockets in it yet), and no
+    socket in it accepting a connection (a server in another pid namespace that shares this directory looks
+    gone by its pid, but its workers answer)."""
+    pid = entry.name[len(DIR_PREFIX):].partition("-")[0]
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError:
+        return False
+    if (not pid.isdigit() or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
+            or time.time() - info.st_mtime < START_TIMEOUT or _running(int(pid))):
+        return False
+    try:
+        with os.scandir(entry.path) as inside:
+            return not any(_accepts(path.path) for path in inside)
+    except OSError:
+        return False
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: another user's process
+        return True
+    return True
+
+
+def _accepts(path: str) -> bool:
+    """Whether something listens on the Unix socket at `path` (the connection is closed at once: a worker
+    answers an empty question with nothing, workerpeers.py)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def _die_with_parent() -> None:

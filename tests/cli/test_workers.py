@@ -15,7 +15,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -287,6 +289,75 @@ async def test_a_worker_killed_under_writes_loses_nothing_acknowledged_and_comes
         finally:
             for session in sessions.values():
                 await session.close()
+
+
+def _reaped_pid() -> int:
+    """The pid of a process that has exited and been reaped: nothing runs under it now."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def _make(path: Path, contents: str, held: list[socket.socket]) -> None:
+    """A workers' directory as a parent leaves it: `contents` is "empty", "file" (not a directory), "gone" (a
+    socket no worker listens on any more) or "listening" (a worker answers on it)."""
+    if contents == "file":
+        path.write_text("")
+        return
+    path.mkdir(mode=0o700)
+    if contents in ("gone", "listening"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(path / "0.sock"))
+        if contents == "listening":
+            sock.listen()
+            held.append(sock)
+        else:
+            sock.close()
+
+
+@pytest.mark.parametrize(("name", "contents", "age", "removed"), [
+    ("capstan-workers-{dead}-a1b2c3", "gone", "old", True),
+    ("capstan-workers-{dead}-a1b2c3", "empty", "old", True),
+    ("capstan-workers-{alive}-a1b2c3", "gone", "old", False),
+    ("capstan-workers-{dead}-a1b2c3", "gone", "new", False),
+    ("capstan-workers-{dead}-a1b2c3", "listening", "old", False),
+    ("capstan-workers-x{dead}-a1b2c3", "gone", "old", False),
+    ("capstan-workers-{dead}-a1b2c3", "file", "old", False),
+    ("capstan-other-{dead}-a1b2c3", "gone", "old", False),
+], ids=["left by a killed parent", "left before any worker bound", "its parent runs", "just made",
+        "a worker answers in it", "not named for a pid", "not a directory", "not a workers' directory"])
+def test_a_start_removes_only_what_killed_parents_left(tmp_path: Path, name: str, contents: str, age: str,
+                                                       removed: bool) -> None:
+    path = tmp_path / name.format(dead=_reaped_pid(), alive=os.getpid())
+    held: list[socket.socket] = []
+    try:
+        _make(path, contents, held)
+        if age == "old":
+            then = time.time() - workers.START_TIMEOUT - 1
+            os.utime(path, (then, then))
+        made = Path(workers.private_directory(str(tmp_path)))
+        assert made.is_dir() and made.stat().st_mode & 0o777 == 0o700
+        assert made.name.startswith(f"{workers.DIR_PREFIX}{os.getpid()}-")
+        assert path.exists() is not removed
+    finally:
+        for sock in held:
+            sock.close()
+
+
+async def test_the_directory_of_a_killed_parent_is_removed_by_the_next(tmp_path: Path) -> None:
+    """SIGKILL leaves the parent no time to remove its workers' directory; the next parent to start does, once
+    its workers have gone and it is older than a start takes."""
+    async with serving(tmp_path / "data") as server:
+        [left] = Path(tempfile.gettempdir()).glob(f"{workers.DIR_PREFIX}{server.proc.pid}-*")
+        assert sorted(p.name for p in left.iterdir()) == ["0.sock", "1.sock"]
+    assert left.is_dir()  # serving killed the parent
+    then = time.time() - workers.START_TIMEOUT - 1
+    os.utime(left, (then, then))
+    deadline = time.monotonic() + TIMEOUT
+    while left.exists():  # the workers drain after their parent dies, and answer until they have
+        assert time.monotonic() < deadline, "the killed parent's directory stayed"
+        os.rmdir(workers.private_directory())
+        await asyncio.sleep(0.2)
 
 
 @pytest.mark.parametrize("argv, count", [

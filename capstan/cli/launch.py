@@ -31,6 +31,7 @@ def main() -> None:
     allocator.start_again_under(environ)
     ownpackages.claim()  # `server`, `gateway`, `storage`: Capstan's, whatever the caller's cwd or PYTHONPATH holds
     gc.disable()
+    _import_aiohttp()
     from capstan.cli.commands import main as run
 
     gc.freeze()
@@ -44,8 +45,17 @@ def kube_apiserver() -> None:
     if not {"-h", "--help", "--version"} & {word.partition("=")[0] for word in words}:
         allocator.start_again(["kube-apiserver", *words])
     gc.disable()
+    _import_aiohttp()
     from capstan.cli.kubeapiserver import main as run
     from capstan.cli.kubeapiserver import program_name
 
     gc.freeze()
     run(words, program=program_name())
+
+
+def _import_aiohttp() -> None:
+    """aiohttp first, without its fallback contexts parsing the CA bundle (sslimport.py); imported here, not at the
+    top, because the parent of several workers never gets this far and imports only the standard library."""
+    from capstan.cli import sslimport
+
+    sslimport.import_aiohttp()

@@ -10,6 +10,7 @@ import pytest
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.attributes import Attributes, Decision
 from server.auth.authorizer import NonResourceRule, ResourceRule
+from server.auth.rbac.authorizer import RbacAuthorizer
 from server.auth.rbac.start import RunningRbac
 from server.machinery.user import UserInfo
 from server.objects.core import Core
@@ -22,6 +23,7 @@ CLUSTER_ROLES = [
     role("named", [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["s1"], "verbs": ["get"]}]),
     role("urls", [{"nonResourceURLs": ["/healthz", "/logs/*"], "verbs": ["get"]}]),
     role("everything", [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
+    role("cm-c1", [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["c1"], "verbs": ["get"]}]),
 ]
 CLUSTER_BINDINGS = [
     binding("alice-cm", "ClusterRole", "cm-reader", [user("alice")]),
@@ -31,6 +33,8 @@ CLUSTER_BINDINGS = [
     binding("erin-urls", "ClusterRole", "urls", [user("erin")]),
     binding("ghost", "ClusterRole", "missing", [group("ghosts")]),
     binding("admins", "ClusterRole", "everything", [user("nobody"), group("admins")]),
+    binding("hana-c1", "ClusterRole", "cm-c1", [user("hana")]),  # before hana-cm: its named rule is reached first
+    binding("hana-cm", "ClusterRole", "cm-reader", [user("hana")]),
 ]
 ROLES = [role("deployer", [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["create", "update"]}],
               namespace="team")]
@@ -141,6 +145,36 @@ async def test_authorize(core: Core, rbac: RunningRbac, name: str, groups: tuple
     await _seed(core, rbac)
     attributes = Attributes(UserInfo(name, groups=groups), **request_)
     assert rbac.authorize(attributes) == (decision, reason)
+
+
+# One client's decisions about many objects of one kind, asked in this order of one authorizer, which caches, and
+# each of a new one, which cannot have: (who, groups, resource, names asked, the binding each answer names; "" for
+# no opinion).
+NAMES = [
+    ("alice", (), "configmaps", ["a", "b", "c", "a"], ["alice-cm"] * 4),
+    ("dave", (), "secrets", ["s2", "s1", "s2", "s1"], ["", "dave-named", "", "dave-named"]),
+    ("hana", (), "configmaps", ["c2", "c1", "c3", "c1", "c2"], ["hana-cm", "hana-c1", "hana-cm", "hana-c1", "hana-cm"]),
+    ("hana", (), "secrets", ["c1", "c2"], ["", ""]),
+    ("admin", ("system:masters",), "configmaps", ["a", "b"], ["cluster-admin"] * 2),
+]
+
+
+@pytest.mark.parametrize(("name", "groups", "resource", "names", "bindings"), NAMES,
+                         ids=["no named rule", "a named rule only", "a named rule before another",
+                              "nothing applies", "a group"])
+async def test_a_decision_kept_for_every_name_is_the_one_each_name_gets(
+        core: Core, rbac: RunningRbac, name: str, groups: tuple[str, ...], resource: str, names: list[str],
+        bindings: list[str]) -> None:
+    """A decision no resourceNames rule took part in is kept for every name of the kind; one that a named rule
+    took part in is kept for its name alone: each answer, reason included, is the one an uncached authorizer
+    gives."""
+    await _seed(core, rbac)
+    for asked, expected in zip(names, bindings, strict=True):
+        attributes = Attributes(UserInfo(name, groups=groups), "get", resource=resource, namespace="team", name=asked)
+        decision, reason = rbac.authorize(attributes)
+        assert (decision, reason) == RbacAuthorizer(rbac.index).authorize(attributes)
+        assert decision is (ALLOW if expected else NO)
+        assert (f'ClusterRoleBinding "{expected}"' in reason) if expected else reason == ""
 
 
 async def test_rules_for(core: Core, rbac: RunningRbac) -> None:

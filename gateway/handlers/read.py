@@ -17,10 +17,12 @@ async def get(client: CoreClient, call: Call) -> web.Response:
     options from it; a connecter reached by another method names its verb (GetRequest.connect_verb). An answer
     without an object is kube's empty one: 204 No Content."""
     call.admit()
-    options = dict(call.query)
-    if call.info.subpath:  # a proxy's path: kube sets the connect options' "path" from the URL, over ?path
-        options["path"] = [call.info.subpath]
-    query = orjson.dumps(options) if call.info.subresource else b""
+    query = b""
+    if call.info.subresource:
+        options = dict(call.query)
+        if call.info.subpath:  # a proxy's path: kube sets the connect options' "path" from the URL, over ?path
+            options["path"] = [call.info.subpath]
+        query = orjson.dumps(options)
     verb = call.info.verb
     got = await call.within_deadline(client.get(core_pb2.GetRequest(
         path=call.path, options=params.get_options(call.query), accept=respond.core_accept(call.out),

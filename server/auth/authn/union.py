@@ -57,8 +57,9 @@ class TokenCache:
 class UnionAuthenticator:
     def __init__(self, *, connection: Sequence[Authenticator], tokens: Sequence[Authenticator],
                  anonymous: bool, cacheable_tokens: Sequence[Authenticator] = ()) -> None:
-        """connection: request header and x509, tried first; tokens: bearer-token authenticators in order
-        (those also in cacheable_tokens have their successes cached)."""
+        """connection: request header and x509, tried first, and only for a request with a client certificate
+        or a front proxy's assertion (what they judge); tokens: bearer-token authenticators in order (those
+        also in cacheable_tokens have their successes cached)."""
         self._connection = tuple(connection)
         self._tokens = tuple(tokens)
         self._cacheable = frozenset(id(a) for a in cacheable_tokens)
@@ -76,9 +77,10 @@ class UnionAuthenticator:
 
     async def _find(self, credentials: Credentials) -> UserInfo | None:
         errors: list[Unauthorized] = []
-        found = await _first(self._connection, credentials, errors)
-        if found is not None:
-            return found[1]
+        if credentials.certificate or credentials.proxy is not None:
+            found = await _first(self._connection, credentials, errors)
+            if found is not None:
+                return found[1]
         token = credentials.token
         if token:
             if len(token) > MAX_TOKEN_BYTES:

@@ -81,8 +81,11 @@ def list_options(query: Query) -> meta_pb2.ListOptions:
     return options
 
 
-def get_options(query: Query) -> meta_pb2.GetOptions:
-    return meta_pb2.GetOptions(resourceVersion=_one(query, "resourceVersion"))
+def fill_get_options(options: meta_pb2.GetOptions, query: Query) -> None:
+    """Set a GetRequest's own options from the query."""
+    values = query.get("resourceVersion")
+    if values and values[0]:
+        options.resourceVersion = values[0]
 
 
 def field_manager(query: Query, user_agent: str) -> str:
@@ -93,20 +96,19 @@ def field_manager(query: Query, user_agent: str) -> str:
     return manager_from_user_agent(user_agent)
 
 
-def create_options(query: Query, user_agent: str) -> meta_pb2.CreateOptions:
-    return meta_pb2.CreateOptions(
-        dryRun=list(query.get("dryRun", ())),
-        fieldManager=field_manager(query, user_agent),
-        fieldValidation=_one(query, "fieldValidation"),
-    )
-
-
-def update_options(query: Query, user_agent: str) -> meta_pb2.UpdateOptions:
-    return meta_pb2.UpdateOptions(
-        dryRun=list(query.get("dryRun", ())),
-        fieldManager=field_manager(query, user_agent),
-        fieldValidation=_one(query, "fieldValidation"),
-    )
+def fill_write_options(options: meta_pb2.CreateOptions | meta_pb2.UpdateOptions, query: Query,
+                       user_agent: str) -> None:
+    """Set a CreateRequest's or UpdateRequest's own options (the two messages have the same fields) from the
+    query."""
+    dry_run = query.get("dryRun")
+    if dry_run:
+        options.dryRun.extend(dry_run)
+    manager = field_manager(query, user_agent)
+    if manager:
+        options.fieldManager = manager
+    validation = _one(query, "fieldValidation")
+    if validation:
+        options.fieldValidation = validation
 
 
 def patch_options(query: Query, user_agent: str, *, apply: bool) -> meta_pb2.PatchOptions:

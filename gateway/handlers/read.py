@@ -24,9 +24,11 @@ async def get(client: CoreClient, call: Call) -> web.Response:
             options["path"] = [call.info.subpath]
         query = orjson.dumps(options)
     verb = call.info.verb
-    got = await call.within_deadline(client.get(core_pb2.GetRequest(
-        path=call.path, options=params.get_options(call.query), accept=respond.core_accept(call.out),
-        view=call.view(), query=query, connect_verb="" if verb == "get" else verb)))
+    request = core_pb2.GetRequest(accept=respond.core_accept(call.out), view=call.view(), query=query,
+                                  connect_verb="" if verb == "get" else verb)
+    call.fill_path(request.path)
+    params.fill_get_options(request.options, call.query)
+    got = await call.within_deadline(client.get(request))
     if not got.HasField("object"):
         return web.Response(status=204)
     return respond.document(call.out, got.object, api_version=call.api_version, kind=call.resource.kind)

@@ -45,6 +45,21 @@ class Call:
         return core_pb2.ResourcePath(group=i.group, version=i.version, resource=i.resource,
                                      namespace=i.namespace, name=i.name, subresource=i.subresource)
 
+    def fill_path(self, path: core_pb2.ResourcePath) -> None:
+        """Set a request message's own path to this call's: a third of the time of building one and copying it
+        in (path=call.path), for the requests every client sends most."""
+        i = self.info
+        path.version = i.version
+        path.resource = i.resource
+        if i.group:
+            path.group = i.group
+        if i.namespace:
+            path.namespace = i.namespace
+        if i.name:
+            path.name = i.name
+        if i.subresource:
+            path.subresource = i.subresource
+
     @property
     def api_version(self) -> str:
         r = self.resource
@@ -133,15 +148,15 @@ def status_output(request: web.Request, resource: core_pb2.Resource | None, out:
     return Output(found.codec, found.media_type, found.content_type, None, True)
 
 
-async def body(request: web.Request, resource: core_pb2.Resource) -> core_pb2.RawObject:
-    """The request body as the core takes it: JSON or YAML bytes, or the kind's protobuf message bytes.
-    As in kube-apiserver's create and update handlers, the Content-Type is checked (415) before the
-    body is read (413)."""
+async def body(request: web.Request, resource: core_pb2.Resource, raw: core_pb2.RawObject) -> None:
+    """Set `raw` (a request message's own object) to the request body as the core takes it: JSON or YAML
+    bytes, or the kind's protobuf message bytes. As in kube-apiserver's create and update handlers, the
+    Content-Type is checked (415) before the body is read (413)."""
     media = negotiation.negotiate_input(request.headers.get("Content-Type"), protobuf=bool(resource.proto_message))
     data = await read_limited(request)
     if media.codec is CodecName.PROTOBUF:
         try:
-            raw, api_version, kind = protobuf_codec.decode(data)
+            message, api_version, kind = protobuf_codec.decode(data)
         except protobuf_codec.EnvelopeError as err:
             raise unrecognized(resource, err.message, data) from None
         expected = f"{resource.group}/{resource.version}" if resource.group else resource.version
@@ -149,12 +164,13 @@ async def body(request: web.Request, resource: core_pb2.Resource) -> core_pb2.Ra
             raise CoreError(failure(400, "BadRequest", (
                 f"the object provided is unrecognized (must be of type {resource.kind}): "
                 f"object of kind {kind} in version {api_version}")))
-        return core_pb2.RawObject(encoding=core_pb2.ENCODING_PROTOBUF, data=raw)
-    if media.codec is CodecName.YAML:
+        raw.encoding, raw.data = core_pb2.ENCODING_PROTOBUF, message
+    elif media.codec is CodecName.YAML:
         # The core reads YAML itself (server/machinery/codec/yamlread.py): a key the YAML repeats is a strict
         # decoding error or a warning there, and converting to JSON here would lose it.
-        return core_pb2.RawObject(encoding=core_pb2.ENCODING_YAML, data=data)
-    return core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=json_codec.decode(data))
+        raw.encoding, raw.data = core_pb2.ENCODING_YAML, data
+    else:
+        raw.encoding, raw.data = core_pb2.ENCODING_JSON, json_codec.decode(data)
 
 
 async def read_limited(request: web.Request) -> bytes:

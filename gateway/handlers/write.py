@@ -15,20 +15,22 @@ from gateway.negotiation import PatchType
 
 async def create(client: CoreClient, call: Call, http: web.Request) -> web.Response:
     call.admit()
-    raw = await req.body(http, call.resource)
-    options = params.create_options(call.query, http.headers.get("User-Agent", ""))
-    created = await call.within_deadline(client.create(core_pb2.CreateRequest(
-        path=call.path, object=raw, options=options, accept=respond.core_accept(call.out), view=call.view())))
+    request = core_pb2.CreateRequest(accept=respond.core_accept(call.out), view=call.view())
+    await req.body(http, call.resource, request.object)
+    call.fill_path(request.path)
+    params.fill_write_options(request.options, call.query, http.headers.get("User-Agent", ""))
+    created = await call.within_deadline(client.create(request))
     return respond.document(call.out, created.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201, warnings=list(created.warnings))
 
 
 async def update(client: CoreClient, call: Call, http: web.Request) -> web.Response:
     call.admit()
-    raw = await req.body(http, call.resource)
-    options = params.update_options(call.query, http.headers.get("User-Agent", ""))
-    updated = await call.within_deadline(client.update(core_pb2.UpdateRequest(
-        path=call.path, object=raw, options=options, accept=respond.core_accept(call.out), view=call.view())))
+    request = core_pb2.UpdateRequest(accept=respond.core_accept(call.out), view=call.view())
+    await req.body(http, call.resource, request.object)
+    call.fill_path(request.path)
+    params.fill_write_options(request.options, call.query, http.headers.get("User-Agent", ""))
+    updated = await call.within_deadline(client.update(request))
     return respond.document(call.out, updated.object, api_version=call.api_version,
                             kind=call.resource.kind, status=201 if updated.created else 200,
                             warnings=list(updated.warnings))

@@ -74,8 +74,10 @@ async def create_object(
         size.check(value)
         result = await store_call(ctx.store.create(key, value))
         if result.outcome is Outcome.OK:
-            raw = render.raw(resource, await conversion.value(resource, value), str(result.revision), accept)
-            return core_pb2.CreateResponse(object=raw, warnings=warnings)
+            response = core_pb2.CreateResponse(warnings=warnings)
+            render.raw_into(response.object, resource, await conversion.value(resource, value), str(result.revision),
+                            accept)
+            return response
         assert result.current is not None
         taken = result.current
     if generate:

@@ -39,7 +39,9 @@ async def get(ctx: Context, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
     kv = (await conversion.kvs(resource, [await read(ctx, resource, req)]))[0]
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
         return core_pb2.GetResponse(object=views.one(resource, req.view, kv))
-    return core_pb2.GetResponse(object=render.raw(resource, kv.value, str(kv.mod_revision), req.accept))
+    response = core_pb2.GetResponse()
+    render.raw_into(response.object, resource, kv.value, str(kv.mod_revision), req.accept)
+    return response
 
 
 async def read(ctx: Context, resource: Resource, req: core_pb2.GetRequest) -> KeyValue:

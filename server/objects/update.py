@@ -323,7 +323,9 @@ def _deletion_complete(resource: Resource, obj: Obj) -> bool:
 def _response(
     resource: Resource, value: bytes, revision: int, accept: render.Encoding, warnings: list[str]
 ) -> core_pb2.UpdateResponse:
-    return core_pb2.UpdateResponse(object=render.raw(resource, value, str(revision), accept), warnings=warnings)
+    response = core_pb2.UpdateResponse(warnings=warnings)
+    render.raw_into(response.object, resource, value, str(revision), accept)
+    return response
 
 
 async def _converted_response(

@@ -12,8 +12,8 @@ would carry on the wire.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 from gateway.client import CoreClient, CoreError
 from server.auth.guard import GuardedCore
@@ -22,18 +22,6 @@ from server.machinery.errors import ApiError, internal
 from server.machinery.methods import Method
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-
-async def _call(awaitable: Awaitable[T]) -> T:
-    try:
-        return await awaitable
-    except ApiError as err:
-        raise CoreError(err.status) from None
-    except Exception as err:  # the same answer the gRPC servicer gives: a 500 Status, logged here
-        log.exception("core call failed")
-        raise CoreError(internal(str(err)).status) from None
 
 
 class InProcessClient(CoreClient):
@@ -49,9 +37,15 @@ class InProcessClient(CoreClient):
         return InProcessClient(self._guard, credentials)
 
     async def unary(self, method: Method, request: Any) -> Any:
-        if self._credentials is None:
-            return await _call(self._guard.answer(method, request))
-        return await _call(self._guard.unary(method, request, self._credentials))
+        try:
+            if self._credentials is None:
+                return await self._guard.answer(method, request)
+            return await self._guard.unary(method, request, self._credentials)
+        except ApiError as err:
+            raise CoreError(err.status) from None
+        except Exception as err:  # the same answer the gRPC servicer gives: a 500 Status, logged here
+            log.exception("core call failed")
+            raise CoreError(internal(str(err)).status) from None
 
     async def health(self) -> dict[str, bool]:
         return await self._guard.core.health.run_all()

@@ -55,6 +55,14 @@ class Authorizer(Protocol):
     def rules_for(self, user: UserInfo, namespace: str) -> Rules: ...
 
 
+def synchronous(authorizer: Authorizer) -> bool:
+    """Whether `authorize` alone gives the authorizer's decisions: it has no asynchronous `decide`, or one that
+    only calls `authorize` (a union of synchronous authorizers)."""
+    if getattr(authorizer, "decide", None) is None:
+        return True
+    return getattr(authorizer, "asynchronous", True) is False
+
+
 async def decide(authorizer: Authorizer, attributes: Attributes) -> tuple[Decision, str]:
     """The authorizer's decision, awaited when it has an asynchronous one."""
     deciding: Callable[[Attributes], Awaitable[tuple[Decision, str]]] | None = getattr(authorizer, "decide", None)
@@ -89,11 +97,11 @@ class Union:
 
     def __init__(self, authorizers: tuple[Authorizer, ...]) -> None:
         self._authorizers = authorizers
-        self._asynchronous = any(getattr(a, "decide", None) is not None for a in authorizers)
+        self.asynchronous = any(getattr(a, "decide", None) is not None for a in authorizers)
 
     async def decide(self, attributes: Attributes) -> tuple[Decision, str]:
         """authorize, awaiting the members that decide asynchronously."""
-        if not self._asynchronous:
+        if not self.asynchronous:
             return self.authorize(attributes)
         reasons: list[str] = []
         for authorizer in self._authorizers:

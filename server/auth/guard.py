@@ -32,7 +32,7 @@ from server.auth.apf import Classifier
 from server.auth.attributes import Attributes, Decision
 from server.auth.audit.auditor import AuditedRequest, Auditor
 from server.auth.authn import RequestAuthenticator
-from server.auth.authorizer import AlwaysAllow, Authorizer, decide
+from server.auth.authorizer import AlwaysAllow, Authorizer, decide, synchronous
 from server.auth.errors import Unauthorized, forbidden, unauthorized
 from server.auth.impersonation import impersonate
 from server.auth.serviceaccounts import oidc
@@ -80,6 +80,7 @@ class GuardedCore(Answerer[Credentials]):
         self.core = core
         self.authenticator = authenticator
         self.authorizer = authorizer
+        self._synchronous = synchronous(authorizer)  # its decisions need no awaiting
         self.audiences = audiences  # the API audiences: what a TokenReview without spec.audiences asks for
         self.documents = documents  # the service account issuer's, when this server issues tokens
         self.locator = aggregated.StoreLocator(core)
@@ -119,6 +120,8 @@ class GuardedCore(Answerer[Credentials]):
             user = await self._authenticate(credentials)
         except Unauthorized:
             raise unauthorized() from None
+        if not credentials.impersonation.requested:
+            return user
         return await impersonate(user, credentials.impersonation, self.authorizer)
 
     async def _audited_user(self, credentials: Credentials, attributes: Callable[[UserInfo], Attributes],
@@ -149,7 +152,10 @@ class GuardedCore(Answerer[Credentials]):
             if classified is not None:
                 flowcontrol.note(*classified)
         with tracing.span("Authorization"):
-            decision, reason = await decide(self.authorizer, wanted)
+            if self._synchronous:
+                decision, reason = self.authorizer.authorize(wanted)
+            else:
+                decision, reason = await decide(self.authorizer, wanted)
         if audit is not None:
             audit.decided(decision, reason)
         if decision is not Decision.ALLOW:

@@ -29,6 +29,8 @@ _REMOTE_EXTRA = "x-remote-extra-"
 # A request's credentials, collected once: the limits' flow key and the core's calls read the same.
 CREDENTIALS_KEY = web.RequestKey("capstan_credentials", Credentials)
 
+_NO_IMPERSONATION = Impersonation()  # what nearly every request asks: shared, as values are
+
 # Each TLS connection's client certificate (DER, b"" without one), for as long as the connection lives.
 _PEERS: weakref.WeakKeyDictionary[ssl.SSLObject, bytes] = weakref.WeakKeyDictionary()
 
@@ -75,7 +77,7 @@ def of_request(http: web.Request) -> Credentials:
     if certificate and "X-Remote-User" in headers:
         proxy = ProxyAssertion(certificate, headers["X-Remote-User"], tuple(headers.getall("X-Remote-Group", ())),
                                _extra(http, _REMOTE_EXTRA))
-    impersonation = Impersonation()
+    impersonation = _NO_IMPERSONATION
     # One scan of the names joined finds most requests, which impersonate no one; a hit is then checked name by name.
     if "impersonate-" in " ".join(headers).lower() and any(
             name.lower().startswith("impersonate-") for name in headers):

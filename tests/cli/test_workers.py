@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -326,22 +327,23 @@ def _make(path: Path, contents: str, held: list[socket.socket]) -> None:
     ("capstan-other-{dead}-a1b2c3", "gone", "old", False),
 ], ids=["left by a killed parent", "left before any worker bound", "its parent runs", "just made",
         "a worker answers in it", "not named for a pid", "not a directory", "not a workers' directory"])
-def test_a_start_removes_only_what_killed_parents_left(tmp_path: Path, name: str, contents: str, age: str,
-                                                       removed: bool) -> None:
-    path = tmp_path / name.format(dead=_reaped_pid(), alive=os.getpid())
+def test_a_start_removes_only_what_killed_parents_left(name: str, contents: str, age: str, removed: bool) -> None:
+    base = Path(tempfile.mkdtemp(prefix="sweep-"))  # short, as /tmp is: a socket's path is at most 107 bytes
+    path = base / name.format(dead=_reaped_pid(), alive=os.getpid())
     held: list[socket.socket] = []
     try:
         _make(path, contents, held)
         if age == "old":
             then = time.time() - workers.START_TIMEOUT - 1
             os.utime(path, (then, then))
-        made = Path(workers.private_directory(str(tmp_path)))
+        made = Path(workers.private_directory(str(base)))
         assert made.is_dir() and made.stat().st_mode & 0o777 == 0o700
         assert made.name.startswith(f"{workers.DIR_PREFIX}{os.getpid()}-")
         assert path.exists() is not removed
     finally:
         for sock in held:
             sock.close()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 async def test_the_directory_of_a_killed_parent_is_removed_by_the_next(tmp_path: Path) -> None:

@@ -72,6 +72,11 @@ async def test_racing_creates_of_one_key_have_one_winner(store: Store) -> None:
     assert store.current_revision() == base + 1
 
 
+async def _heard_of(store: Store, revision: int) -> None:
+    while store.current_revision() < revision:
+        await asyncio.sleep(0.01)
+
+
 async def test_racing_writes_to_many_keys_get_distinct_contiguous_revisions(store: Store) -> None:
     # etcd's revision is the cluster's: the session's etcd may be written by other tests' servers meanwhile (a
     # Lease renewed), so there the revisions are distinct and ordered, and contiguous only in an exclusive store.
@@ -99,5 +104,8 @@ async def test_racing_writes_to_many_keys_get_distinct_contiguous_revisions(stor
         won.append(winner.revision)
     if exclusive:
         assert store.current_revision() == base + 1000
+    # The etcd store hears of commits through its watch of etcd, which under load can lag the Txns' answers by
+    # more than the fixture's future_wait: the watch starts once the store has heard of every write here.
+    await within(_heard_of(store, max(won)))
     events = await take_until(store.watch(b"/many/", from_revision=created[-1]), max(won))
     assert revisions(events) == sorted(won)

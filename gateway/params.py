@@ -83,9 +83,9 @@ def list_options(query: Query) -> meta_pb2.ListOptions:
 
 def fill_get_options(options: meta_pb2.GetOptions, query: Query) -> None:
     """Set a GetRequest's own options from the query."""
-    values = query.get("resourceVersion")
-    if values and values[0]:
-        options.resourceVersion = values[0]
+    resource_version = _one(query, "resourceVersion")
+    if resource_version:
+        options.resourceVersion = resource_version
 
 
 def field_manager(query: Query, user_agent: str) -> str:

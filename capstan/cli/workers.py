@@ -290,16 +290,15 @@ def private_directory(base: str | None = None) -> str:
     return tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=base)
 
 
-def sweep(base: str) -> list[str]:
-    """Remove the workers' directories in `base` that their parent left (see _left); the paths removed."""
+def sweep(base: str) -> None:
+    """Remove the workers' directories in `base` that their parent left (see _left)."""
     try:
         with os.scandir(base) as entries:
             left = [entry.path for entry in entries if entry.name.startswith(DIR_PREFIX) and _left(entry)]
     except OSError:
-        return []
+        return
     for path in left:
         shutil.rmtree(path, ignore_errors=True)
-    return left
 
 
 def _left(entry: os.DirEntry[str]) -> bool:

@@ -120,7 +120,7 @@ class GuardedCore(Answerer[Credentials]):
             user = await self._authenticate(credentials)
         except Unauthorized:
             raise unauthorized() from None
-        if not credentials.impersonation.requested:
+        if not credentials.impersonation.requested:  # impersonate's own first answer, without its coroutine
             return user
         return await impersonate(user, credentials.impersonation, self.authorizer)
 

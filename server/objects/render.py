@@ -172,8 +172,9 @@ class Renderings:
 
 
 def raw(resource: Resource, value: bytes, resource_version: str, accept: Encoding) -> core_pb2.RawObject:
-    encoding = encoding_for(resource, accept)
-    return core_pb2.RawObject(encoding=encoding, data=object_bytes(resource, value, resource_version, encoding))
+    found = core_pb2.RawObject()
+    raw_into(found, resource, value, resource_version, accept)
+    return found
 
 
 def raw_into(target: core_pb2.RawObject, resource: Resource, value: bytes, resource_version: str,

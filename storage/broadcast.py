@@ -257,6 +257,21 @@ class Broadcaster:
         else:
             log.pop_unneeded()
 
+    def wants(self, key: bytes) -> bool:
+        """Whether `publish` would give an event on `key` to some watcher (it drops the others)."""
+        logs = self._logs
+        if not logs:
+            return False
+        if b"" in logs:
+            return True
+        size = len(key)
+        for n in self._lengths:
+            if n > size:
+                return False
+            if key[:n] in logs:
+                return True
+        return False
+
     def publish(self, events: Sequence[Event]) -> None:
         """Deliver a committed batch, in revision order. Called on the event loop."""
         if not events or not self._logs:

@@ -7,6 +7,7 @@ transaction ever spans an `await` (the map may only grow when none is open).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from storage.lmdb import layout
@@ -191,26 +192,36 @@ def count_at_after(
 
 
 def history(
-    txn: Any, dbs: Databases, prefix: bytes, after: int, limit: int, current: int
+    txn: Any, dbs: Databases, prefix: bytes, after: int, limit: int, current: int,
+    wanted: Callable[[bytes], bool] | None = None,
 ) -> tuple[list[Event], int]:
-    """Up to `limit` events under `prefix` with revision > `after`, and the last revision scanned."""
+    """Up to `limit` events under `prefix` with revision > `after`, and the last revision scanned.
+
+    With `wanted`, the events of keys it refuses are passed over without reading their values, and `limit`
+    bounds the writes scanned, passed over or not."""
     cursor = txn.cursor(db=dbs.log)
     events: list[Event] = []
     through = current
     if not cursor.set_range(layout.rev(after + 1)):
         return events, through
+    passed = 0
     for rev_bytes, data in cursor:
         op, create, version, prev_rev, keylen = layout.RECORD.unpack_from(data)
         key = data[RECORD_SIZE : RECORD_SIZE + keylen]
         if not key.startswith(prefix):
             continue
         revision = layout.unrev(rev_bytes)
+        if wanted is not None and not wanted(key):
+            passed += 1
+            if len(events) + passed == limit:
+                return events, revision
+            continue
         prev = _entry(txn, dbs, prev_rev)[1] if prev_rev else None
         if op == layout.OP_PUT:
             kv = KeyValue(key, data[RECORD_SIZE + keylen :], create, revision, version)
             events.append(Event(EventType.PUT, kv, prev))
         else:
             events.append(Event(EventType.DELETE, KeyValue(key, b"", create, revision, version), prev))
-        if len(events) == limit:
+        if len(events) + passed == limit:
             return events, revision
     return events, through

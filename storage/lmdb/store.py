@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,10 +269,13 @@ class LmdbStore:
             self._catch_up()
 
     def _catch_up(self) -> None:
-        """Publish every committed write after `_published`, read from the log a slice per read transaction."""
+        """Publish every committed write after `_published`, read from the log a slice per read transaction.
+
+        Writes no watcher of this process would be given are passed over unread: the broadcaster drops them, and
+        a watch that starts later replays them from the log."""
         while not self._closed:
             try:
-                tail: _Tail = self._read(_tail, self._published, TAIL_SLICE)
+                tail: _Tail = self._read(_tail, self._published, TAIL_SLICE, self._broadcaster.wants)
             except StorageError:
                 log.exception("reading the log of other processes' writes failed; retried at the next wake-up")
                 return
@@ -288,9 +291,9 @@ class LmdbStore:
                 return
             if tail.events:
                 self._publish(tail.events)
+            self._published = max(self._published, tail.through)
+            self._clock.advance(self._published)
             if tail.complete:
-                self._published = max(self._published, tail.current)
-                self._clock.advance(self._published)
                 return
 
     # -- watch -------------------------------------------------------------
@@ -420,21 +423,22 @@ def _count(txn: Any, dbs: Databases, prefix: bytes, wanted: int | None) -> tuple
 class _Tail:
     """Committed writes after a revision, from one snapshot."""
 
-    events: Sequence[Event]  # every write in (after, through], in order
+    events: Sequence[Event]  # every wanted write in (after, through], in order
+    through: int  # the last revision read: the next slice starts after it
     complete: bool  # the events reach the snapshot's current revision
     current: int  # the snapshot's current revision
     compacted: int
     behind: bool  # `after` is below the compacted revision: the writes after it may be gone from the log
 
 
-def _tail(txn: Any, dbs: Databases, after: int, limit: int) -> _Tail:
+def _tail(txn: Any, dbs: Databases, after: int, limit: int, wanted: Callable[[bytes], bool]) -> _Tail:
     current, compacted = reader.revision(txn, dbs), reader.compacted(txn, dbs)
     if after < compacted:
-        return _Tail((), True, current, compacted, True)
+        return _Tail((), current, True, current, compacted, True)
     if after >= current:
-        return _Tail((), True, current, compacted, False)
-    events, through = reader.history(txn, dbs, b"", after, limit, current)
-    return _Tail(events, through >= current, current, compacted, False)
+        return _Tail((), current, True, current, compacted, False)
+    events, through = reader.history(txn, dbs, b"", after, limit, current, wanted)
+    return _Tail(events, through, through >= current, current, compacted, False)
 
 
 def _history(txn: Any, dbs: Databases, prefix: bytes, after: int, limit: int) -> HistoryPage:

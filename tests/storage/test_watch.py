@@ -563,6 +563,29 @@ def test_every_prefix_watched_at_once_takes_exactly_its_events(closed: tuple[byt
         assert got == [k for keys in BATCH_KEYS for k in keys if k.startswith(prefix)], prefix
 
 
+@pytest.mark.parametrize(("watched", "closed"), [
+    ((), ()),
+    ((b"/a/",), ()),
+    ((b"/a/", b"/a/10/", b"\xff"), ()),
+    ((b"/a/1", b"/b"), ()),
+    ((b"/a/", b"/a"), (b"/a/",)),
+    ((b"/a/", b"/b/"), (b"/a/", b"/b/")),  # every watcher gone: nothing wanted
+    ((b"", b"/a/"), ()),  # the whole store
+])
+def test_wanted_keys_are_those_a_publish_gives_a_watcher(watched: tuple[bytes, ...], closed: tuple[bytes, ...]) -> None:
+    """A store that reads others' writes from its log passes over those `wants` refuses: it must refuse exactly
+    the keys a publish would give no open watcher."""
+    broadcaster = Broadcaster(100)
+    subs = {prefix: broadcaster.subscribe(prefix) for prefix in watched}
+    for prefix in closed:
+        subs.pop(prefix).close()
+    keys = [k for batch in BATCH_KEYS for k in batch] + [b"", b"/a/10/x", b"/c", b"\xff"]
+    for revision, key in enumerate(keys, 1):
+        broadcaster.publish([Event(EventType.PUT, KeyValue(key, b"x", revision, revision, 1), None)])
+        given = any([drain(sub) for sub in subs.values()])  # every watcher drained
+        assert broadcaster.wants(key) is given is any(key.startswith(prefix) for prefix in subs), key
+
+
 @pytest.mark.parametrize("arrives", [False, True])  # the awaited revision acknowledged in the same loop turn
 async def test_a_wait_for_a_revision_that_is_cancelled_ends_cancelled(arrives: bool) -> None:
     """A task stopped while it waits for a revision stops, even when the revision arrives in the same loop turn

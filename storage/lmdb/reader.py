@@ -40,8 +40,8 @@ def _entry(txn: Any, dbs: Databases, revision: int) -> tuple[int, KeyValue, int]
     """(op, the key as written at `revision`, prev_revision) from the log."""
     data = txn.get(layout.rev(revision), db=dbs.log)
     op, create, version, prev, keylen = layout.RECORD.unpack_from(data)
-    key = data[RECORD_SIZE : RECORD_SIZE + keylen]
-    return op, KeyValue(key, data[RECORD_SIZE + keylen :], create, revision, version), prev
+    key = bytes(data[RECORD_SIZE : RECORD_SIZE + keylen])  # bytes() copies a buffer read, returns bytes as they are
+    return op, KeyValue(key, bytes(data[RECORD_SIZE + keylen :]), create, revision, version), prev
 
 
 def _newest_at(cursor: Any, key: bytes, revision: int) -> bytes | None:
@@ -198,7 +198,8 @@ def history(
     """Up to `limit` events under `prefix` with revision > `after`, and the last revision scanned.
 
     With `wanted`, the events of keys it refuses are passed over without reading their values, and `limit`
-    bounds the writes scanned, passed over or not."""
+    bounds the writes scanned, passed over or not. In a transaction that reads buffers, only the keys and the
+    values of the events returned are copied out of the map."""
     cursor = txn.cursor(db=dbs.log)
     events: list[Event] = []
     through = current
@@ -207,7 +208,7 @@ def history(
     passed = 0
     for rev_bytes, data in cursor:
         op, create, version, prev_rev, keylen = layout.RECORD.unpack_from(data)
-        key = data[RECORD_SIZE : RECORD_SIZE + keylen]
+        key = bytes(data[RECORD_SIZE : RECORD_SIZE + keylen])
         if not key.startswith(prefix):
             continue
         revision = layout.unrev(rev_bytes)
@@ -218,7 +219,7 @@ def history(
             continue
         prev = _entry(txn, dbs, prev_rev)[1] if prev_rev else None
         if op == layout.OP_PUT:
-            kv = KeyValue(key, data[RECORD_SIZE + keylen :], create, revision, version)
+            kv = KeyValue(key, bytes(data[RECORD_SIZE + keylen :]), create, revision, version)
             events.append(Event(EventType.PUT, kv, prev))
         else:
             events.append(Event(EventType.DELETE, KeyValue(key, b"", create, revision, version), prev))

@@ -275,7 +275,8 @@ class LmdbStore:
         a watch that starts later replays them from the log."""
         while not self._closed:
             try:
-                tail: _Tail = self._read(_tail, self._published, TAIL_SLICE, self._broadcaster.wants)
+                tail: _Tail = self._read(_tail, self._published, TAIL_SLICE, self._broadcaster.wants,
+                                         buffers=True)
             except StorageError:
                 log.exception("reading the log of other processes' writes failed; retried at the next wake-up")
                 return
@@ -312,7 +313,7 @@ class LmdbStore:
         )
 
     def read_history(self, prefix: bytes, after: int, limit: int) -> HistoryPage:
-        page: HistoryPage = self._read(_history, prefix, after, limit)
+        page: HistoryPage = self._read(_history, prefix, after, limit, buffers=True)
         return page
 
     # -- compaction and lifecycle --------------------------------------------

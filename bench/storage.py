@@ -4,7 +4,7 @@ The store adds Python layers over LMDB (group commit, revision-keyed history, wa
 fan-out); each workload measures the store against its goal and against a raw py-lmdb
 ceiling, so a slow figure can be read as "the disk", "Python" or "the store" at a glance.
 
-    python -m bench.storage [--quick] [--only create,get,list,watch,scale] [--scale-keys N]
+    python -m bench.storage [--quick] [--only create,get,list,watch,scale,follow] [--scale-keys N]
 
 Workloads (full sizes; --quick shrinks them for a smoke run):
   create  64 writers create 20,000 keys of 1 KiB with fsync on: acknowledged writes/s.
@@ -19,6 +19,10 @@ Workloads (full sizes; --quick shrinks them for a smoke run):
           get every event, in order: deliveries/s from the first write to the last delivery.
   scale   build a 1,000,000-key store (fsync off, many writers), close it, then open it
           and get one key in a fresh interpreter: seconds, and that process's peak RSS.
+  follow  another process over the same environment (as `--workers N` runs them) creates
+          2,000 keys of 1 KiB, 64 KiB and 256 KiB (fsync off, 16 writers); this process
+          follows them from the log: its CPU per write, with no watcher of those keys
+          (`capstan`) and beside it with one that reads every event (`capstan-watched`).
 
 Stdout is one JSON line per figure (see bench/_util.py); progress goes to stderr. Data
 lives in a temporary directory that is removed at the end. Exit status 1 means a workload
@@ -32,6 +36,7 @@ import asyncio
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,9 +48,10 @@ from typing import Any
 
 import lmdb
 
-from bench._util import Timings, at_least, at_most, below, emit, note, run_workers, run_workloads
+from bench._util import Timings, at_least, at_most, below, context, emit, note, run_workers, run_workloads
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
+from storage.lmdb.peers import ENV, Peers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 VALUE = os.urandom(1024)
@@ -70,15 +76,18 @@ class Sizes:
     watchers: int
     events: int
     scale_keys: int
+    follows: int  # writes another process commits, per value size
+    follow_sizes: tuple[int, ...]  # the value sizes those writes have
     build_writers: int = 1_024  # concurrent creates when building a big store: deep group commits
 
 
 FULL = Sizes(
     creates=20_000, writers=64, keys=10_000, gets=200_000, lists=20, watchers=1_000, events=1_000,
-    scale_keys=1_000_000,
+    scale_keys=1_000_000, follows=2_000, follow_sizes=(1 << 10, 64 << 10, 256 << 10),
 )
 QUICK = Sizes(
     creates=500, writers=64, keys=1_000, gets=5_000, lists=3, watchers=50, events=50, scale_keys=5_000,
+    follows=200, follow_sizes=(1 << 10, 64 << 10),
 )
 
 
@@ -414,12 +423,97 @@ async def bench_scale(root: Path, sizes: Sizes) -> None:
     shutil.rmtree(root / "raw-scale")
 
 
+FOLLOWED = b"/registry/configmaps/bench/"
+FOLLOW_GOAL = context("CPU of a process following another's writes")
+WRITER = """
+import asyncio, os, sys
+from storage import StoreOptions
+from storage.lmdb import LmdbStore
+from storage.lmdb.peers import Peers
+async def main() -> None:
+    store = await LmdbStore.open(sys.argv[1], StoreOptions(sync=False, compact_interval=0),
+                                 peers=Peers.from_environ(os.environ))
+    count, value = int(sys.argv[2]), os.urandom(int(sys.argv[3]))
+    print("ready", flush=True)
+    sys.stdin.readline()
+    numbers = iter(range(count))
+    async def write() -> None:
+        for n in numbers:
+            assert (await store.create(sys.argv[4].encode() + b"%08d" % n, value)).ok
+    await asyncio.gather(*(write() for _ in range(16)))
+    await store.close()
+asyncio.run(main())
+"""
+
+
+def cpu_seconds() -> float:
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+
+
+async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[float, int]:
+    """Another process creates `count` keys of `size` bytes; this one follows them (watching them or not):
+    this process's CPU seconds until its revision reaches the last write, and the events its watch read."""
+    fds = [os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(2)]
+    store = await LmdbStore.open(path, StoreOptions(sync=False, compact_interval=0), peers=Peers(fds[0], (fds[1],)))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), str(count), str(size), FOLLOWED.decode()], cwd=REPO_ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=fds, env={**os.environ, ENV: f"{fds[1]},{fds[0]}"})
+    read = 0
+    try:
+        assert writer.stdin is not None and writer.stdout is not None
+        if writer.stdout.readline() != b"ready\n":
+            raise AssertionError("the writing process did not start")
+        base = store.current_revision()
+        # Another prefix is watched either way, as a server's caches watch theirs.
+        other = store.watch(b"/registry/secrets/", from_revision=base)
+        watch = store.watch(FOLLOWED, from_revision=base) if watched else None
+
+        async def consume() -> None:
+            nonlocal read
+            while watch is not None and read < count:
+                read += len(await watch.next_batch())
+
+        consumer = asyncio.create_task(consume())
+        before = cpu_seconds()
+        writer.stdin.write(b"\n")
+        writer.stdin.flush()
+        while store.current_revision() < base + count:
+            if writer.poll() is not None:
+                raise AssertionError(f"the writing process ended after {store.current_revision() - base} writes")
+            await asyncio.sleep(0.001)
+        await asyncio.wait_for(consumer, 30)
+        used = cpu_seconds() - before
+        other.close()
+    finally:
+        if writer.stdin is not None:
+            writer.stdin.close()
+        if writer.wait(30):
+            raise AssertionError(f"the writing process failed: {writer.returncode}")
+        await store.close()
+        for fd in fds:
+            os.close(fd)
+    return used, read
+
+
+async def bench_follow(root: Path, sizes: Sizes) -> None:
+    for size in sizes.follow_sizes:
+        for impl, watched in (("capstan", False), ("capstan-watched", True)):
+            path = root / f"follow-{size}-{impl}"
+            used, read = await follow(path, sizes.follows, size, watched)
+            shutil.rmtree(path)
+            emit("follow", impl, "cpu_us_per_write", used / sizes.follows * 1e6, FOLLOW_GOAL,
+                 correct=read == (sizes.follows if watched else 0), writes=sizes.follows, value_bytes=size,
+                 events_read=read)
+
+
 WORKLOADS: dict[str, Callable[[Path, Sizes], Coroutine[Any, Any, None]]] = {
     "create": bench_create,
     "get": bench_get,
     "list": bench_list,
     "watch": bench_watch,
     "scale": bench_scale,
+    "follow": bench_follow,
 }
 
 

@@ -25,7 +25,13 @@ def run_bench(*args: str) -> list[dict[str, Any]]:
 
 def test_every_op_reports_the_store_and_its_raw_ceiling() -> None:
     lines = run_bench()
-    assert {(line["op"], line["impl"]) for line in lines} == {(op, impl) for op in OPS for impl in IMPLS}
+    assert {(line["op"], line["impl"]) for line in lines} == {(op, impl) for op in OPS for impl in IMPLS} | {
+        ("follow", "capstan"), ("follow", "capstan-watched")}
+    follows = [line for line in lines if line["op"] == "follow"]
+    assert [(line["impl"], line["value_bytes"]) for line in follows] == [
+        (impl, size) for size in (1024, 65536) for impl in ("capstan", "capstan-watched")]
+    assert all(line["ok"] and line["events_read"] == (line["writes"] if line["impl"] == "capstan-watched" else 0)
+               for line in follows)
 
 
 def test_only_runs_the_named_ops() -> None:

@@ -481,7 +481,7 @@ async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[floa
         while store.current_revision() < base + count:
             if writer.poll() is not None:
                 raise AssertionError(f"the writing process ended after {store.current_revision() - base} writes")
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0.05)
         await asyncio.wait_for(consumer, 30)
         used = cpu_seconds() - before
         other.close()

@@ -446,14 +446,16 @@ asyncio.run(main())
 """
 
 
-def cpu_seconds() -> float:
+def cpu_and_faults() -> tuple[float, int]:
+    """This process's CPU seconds and page faults so far."""
     used = resource.getrusage(resource.RUSAGE_SELF)
-    return used.ru_utime + used.ru_stime
+    return used.ru_utime + used.ru_stime, used.ru_minflt + used.ru_majflt
 
 
-async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[float, int]:
+async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[float, int, int]:
     """Another process creates `count` keys of `size` bytes; this one follows them (watching them or not):
-    this process's CPU seconds until its revision reaches the last write, and the events its watch read."""
+    this process's CPU seconds and page faults until its revision reaches the last write, and the events its
+    watch read."""
     fds = [os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC) for _ in range(2)]
     store = await LmdbStore.open(path, StoreOptions(sync=False, compact_interval=0), peers=Peers(fds[0], (fds[1],)))
     writer = subprocess.Popen(
@@ -475,7 +477,7 @@ async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[floa
                 read += len(await watch.next_batch())
 
         consumer = asyncio.create_task(consume())
-        before = cpu_seconds()
+        cpu_before, faults_before = cpu_and_faults()
         writer.stdin.write(b"\n")
         writer.stdin.flush()
         while store.current_revision() < base + count:
@@ -483,7 +485,7 @@ async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[floa
                 raise AssertionError(f"the writing process ended after {store.current_revision() - base} writes")
             await asyncio.sleep(0.05)
         await asyncio.wait_for(consumer, 30)
-        used = cpu_seconds() - before
+        cpu_after, faults_after = cpu_and_faults()
         other.close()
     finally:
         if writer.stdin is not None:
@@ -493,18 +495,18 @@ async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[floa
         await store.close()
         for fd in fds:
             os.close(fd)
-    return used, read
+    return cpu_after - cpu_before, faults_after - faults_before, read
 
 
 async def bench_follow(root: Path, sizes: Sizes) -> None:
     for size in sizes.follow_sizes:
         for impl, watched in (("capstan", False), ("capstan-watched", True)):
             path = root / f"follow-{size}-{impl}"
-            used, read = await follow(path, sizes.follows, size, watched)
+            used, faults, read = await follow(path, sizes.follows, size, watched)
             shutil.rmtree(path)
             emit("follow", impl, "cpu_us_per_write", used / sizes.follows * 1e6, FOLLOW_GOAL,
                  correct=read == (sizes.follows if watched else 0), writes=sizes.follows, value_bytes=size,
-                 events_read=read)
+                 events_read=read, page_faults_per_write=round(faults / sizes.follows, 1))
 
 
 WORKLOADS: dict[str, Callable[[Path, Sizes], Coroutine[Any, Any, None]]] = {

@@ -18,6 +18,7 @@ import json
 import operator
 import resource
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -155,8 +156,10 @@ def run_workloads(
     names: str, workloads: Mapping[str, Callable[[Path, S], Coroutine[Any, Any, None]]], sizes: S, *, prefix: str
 ) -> int:
     """Run the comma-separated workloads (in the order given, once each), each in its own scratch
-    directory and event loop; a failing one is reported and the rest still run. The exit status."""
+    directory and event loop; a failing one is reported and the rest still run. The exit status.
+    The scratch directory is removed however the run ends, SIGTERM included (it exits 143)."""
     failed = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     root = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         for name in dict.fromkeys(names.split(",")):

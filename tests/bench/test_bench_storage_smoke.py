@@ -6,9 +6,15 @@ known machine, not to CI.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
-from tests.bench.quick import run_quick
+from tests.bench.quick import REPO_ROOT, run_quick
 
 OPS = ("create", "get", "list", "watch", "scale")
 IMPLS = ("capstan", "raw-lmdb")
@@ -37,3 +43,19 @@ def test_every_op_reports_the_store_and_its_raw_ceiling() -> None:
 def test_only_runs_the_named_ops() -> None:
     lines = run_bench("--only", "get,list")
     assert {line["op"] for line in lines} == {"get", "list"}
+
+
+def test_sigterm_removes_the_scratch_directory(tmp_path: Path) -> None:
+    """A run stopped with SIGTERM (a CI timeout, `kill`) leaves nothing behind in the temporary directory."""
+    bench = subprocess.Popen([sys.executable, "-m", "bench.storage", "--only", "scale", "--scale-keys", "10000000"],
+                             cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert bench.stderr is not None
+    assert b"scale ..." in bench.stderr.readline()
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("capstan-bench-*/scale/*")):  # the store is being built
+        assert time.monotonic() < deadline and bench.poll() is None
+        time.sleep(0.05)
+    bench.send_signal(signal.SIGTERM)
+    assert bench.wait(30) == 143
+    assert list(tmp_path.iterdir()) == []

@@ -290,11 +290,10 @@ class LmdbStore:
                 self._published = tail.current
                 self._clock.advance(tail.current)
                 return
-            if tail.events:
-                self._publish(tail.events)
+            self._broadcaster.publish(tail.events)
             self._published = max(self._published, tail.through)
             self._clock.advance(self._published)
-            if tail.complete:
+            if tail.through >= tail.current:
                 return
 
     # -- watch -------------------------------------------------------------
@@ -425,8 +424,7 @@ class _Tail:
     """Committed writes after a revision, from one snapshot."""
 
     events: Sequence[Event]  # every wanted write in (after, through], in order
-    through: int  # the last revision read: the next slice starts after it
-    complete: bool  # the events reach the snapshot's current revision
+    through: int  # the last revision read: the next slice starts after it; the current one when all are read
     current: int  # the snapshot's current revision
     compacted: int
     behind: bool  # `after` is below the compacted revision: the writes after it may be gone from the log
@@ -435,11 +433,11 @@ class _Tail:
 def _tail(txn: Any, dbs: Databases, after: int, limit: int, wanted: Callable[[bytes], bool]) -> _Tail:
     current, compacted = reader.revision(txn, dbs), reader.compacted(txn, dbs)
     if after < compacted:
-        return _Tail((), current, True, current, compacted, True)
+        return _Tail((), current, current, compacted, True)
     if after >= current:
-        return _Tail((), current, True, current, compacted, False)
+        return _Tail((), current, current, compacted, False)
     events, through = reader.history(txn, dbs, b"", after, limit, current, wanted)
-    return _Tail(events, through, through >= current, current, compacted, False)
+    return _Tail(events, through, current, compacted, False)
 
 
 def _history(txn: Any, dbs: Databases, prefix: bytes, after: int, limit: int) -> HistoryPage:

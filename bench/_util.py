@@ -88,6 +88,12 @@ def max_rss_mb() -> float:
     return _status_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def process_usage() -> tuple[float, int]:
+    """This process's CPU seconds (user and system, every thread) and page faults so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, usage.ru_minflt + usage.ru_majflt
+
+
 def rss_mb() -> float:
     """This process's resident set now, in MiB (0 where /proc is missing)."""
     return _status_mb("VmRSS")

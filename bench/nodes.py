@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from bench._util import at_least, at_most, context, emit, note
+from bench._util import at_least, at_most, context, emit, note, process_usage
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
 from server.controllers.kubelets.incore import NodesConfig
@@ -41,11 +40,6 @@ from storage.lmdb import LmdbStore
 
 CALLERS = 32
 GRACE = 40.0  # node-monitor-grace-period
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 async def start(root: Path, nodes: int) -> tuple[RunningCore, LmdbStore]:
@@ -64,9 +58,9 @@ async def idle_cpu(root: Path, nodes: int, seconds: float) -> tuple[float, float
     start_seconds = time.perf_counter() - begun
     try:
         await asyncio.sleep(min(5.0, seconds / 3))
-        before, started = cpu_seconds(), time.monotonic()
+        before, started = process_usage()[0], time.monotonic()
         await asyncio.sleep(seconds)
-        return (cpu_seconds() - before) / (time.monotonic() - started), start_seconds
+        return (process_usage()[0] - before) / (time.monotonic() - started), start_seconds
     finally:
         await running.stop()
         await store.close()
@@ -121,13 +115,13 @@ async def pods_started(root: Path, nodes: int, pods: int) -> dict[str, Any]:
                 await running.core.create(core_pb2.CreateRequest(
                     path=path, object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(body))))
 
-        started, cpu = time.monotonic(), cpu_seconds()
+        started, cpu = time.monotonic(), process_usage()[0]
         await asyncio.gather(*(caller() for _ in range(CALLERS)))
         created = time.monotonic() - started
         while len(ready) < pods:
             await asyncio.sleep(0.05)
         elapsed = time.monotonic() - started
-        used = cpu_seconds() - cpu
+        used = process_usage()[0] - cpu
         await asyncio.sleep(2.0)  # one more lease sample after the burst
         stop_sampling.set()
         await sampler

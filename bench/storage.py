@@ -36,7 +36,6 @@ import asyncio
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -48,7 +47,18 @@ from typing import Any
 
 import lmdb
 
-from bench._util import Timings, at_least, at_most, below, context, emit, note, run_workers, run_workloads
+from bench._util import (
+    Timings,
+    at_least,
+    at_most,
+    below,
+    context,
+    emit,
+    note,
+    process_usage,
+    run_workers,
+    run_workloads,
+)
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from storage.lmdb.peers import ENV, Peers
@@ -446,12 +456,6 @@ asyncio.run(main())
 """
 
 
-def cpu_and_faults() -> tuple[float, int]:
-    """This process's CPU seconds and page faults so far."""
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    return used.ru_utime + used.ru_stime, used.ru_minflt + used.ru_majflt
-
-
 async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[float, int, int]:
     """Another process creates `count` keys of `size` bytes; this one follows them (watching them or not):
     this process's CPU seconds and page faults until its revision reaches the last write, and the events its
@@ -477,7 +481,7 @@ async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[floa
                 read += len(await watch.next_batch())
 
         consumer = asyncio.create_task(consume())
-        cpu_before, faults_before = cpu_and_faults()
+        cpu_before, faults_before = process_usage()
         writer.stdin.write(b"\n")
         writer.stdin.flush()
         while store.current_revision() < base + count:
@@ -485,7 +489,7 @@ async def follow(path: Path, count: int, size: int, watched: bool) -> tuple[floa
                 raise AssertionError(f"the writing process ended after {store.current_revision() - base} writes")
             await asyncio.sleep(0.05)
         await asyncio.wait_for(consumer, 30)
-        cpu_after, faults_after = cpu_and_faults()
+        cpu_after, faults_after = process_usage()
         other.close()
     finally:
         if writer.stdin is not None:

@@ -33,13 +33,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import aiohttp
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.registry import Collector
 
-from capstan.cli import allocator, envtest, eventloop, gcpolicy, logs, pki, snapshot, workerpeers, workers
-from capstan.cli import console as consoles
+from capstan.cli import allocator, eventloop, gcpolicy, logs, pki, tools, workerpeers, workers
 from capstan.cli import kubeconfig as kubeconfigs
 from capstan.cli import nodes as simulated
 from capstan.cli.inprocess import InProcessClient
@@ -59,7 +57,6 @@ from server.auth.config import DEFAULT_ISSUER, INSECURE, SecurityConfig
 from server.callouts import metrics as webhook_metrics
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
 from server.machinery import apimetrics, tracing
-from server.machinery import version as versions
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.faults import Faults
 from server.machinery.limits.config import DEFAULT, Limits
@@ -539,8 +536,7 @@ def _proxy_client(args: argparse.Namespace, certs: pki.CertDir) -> ProxyClientCe
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="capstan", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--version", action="version", version=versions.describe(),
-                        help="print Capstan's version and the Kubernetes version it implements, and exit")
+    tools.version_flag(parser)
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run store, gRPC core and HTTP gateway in one process")
@@ -586,22 +582,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     logs.add_flags(gateway)
     _tracing_flag(gateway)
 
-    kubeconfig = commands.add_parser("kubeconfig", help="print a kubeconfig for the running server")
-    kubeconfig.add_argument("--data-dir", type=Path, default=Path("data"),
-                            help="the server's data directory, to find its address (default ./data)")
-    kubeconfig.add_argument("--server", default="", help="the server's address, e.g. https://127.0.0.1:6443")
-
-    console = commands.add_parser("console", help="print the web console's one-time login URL for the admin")
-    consoles.add_flags(console)
-
     nodes = commands.add_parser("nodes", help="simulated nodes as a client of any API server (kwok's role)")
     simulated.command_flags(nodes)
     logs.add_flags(nodes)
     _tracing_flag(nodes)
-    assets = commands.add_parser(
-        "envtest-assets", help="lay out a KUBEBUILDER_ASSETS directory whose kube-apiserver is Capstan (envtest)")
-    assets.add_argument("dir", type=Path, help="the directory (created if need be); its path is printed")
-    snapshot.add_commands(commands)
+    tools.add_commands(commands)
     args = parser.parse_args(argv)
     if args.command in ("serve", "core", "gateway") and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
@@ -979,29 +964,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         kubeapiserver.main(words[1:], program="capstan kube-apiserver")
         return
     args = parse_args(words)
-    if args.command == "kubeconfig":
-        sys.stdout.write(kubeconfigs.render(args.data_dir, args.server))
-        return
-    if args.command == "envtest-assets":
-        try:
-            print(envtest.lay_out(args.dir, envtest.find_etcd()))
-        except (envtest.AssetsError, OSError) as err:
-            print(f"capstan: {err}", file=sys.stderr)
-            sys.exit(1)
-        return
-    if args.command in ("snapshot", "check", "defrag"):
-        try:
-            snapshot.run(args)
-        except (StorageError, OSError) as err:
-            print(f"capstan: {err}", file=sys.stderr)
-            sys.exit(1)
-        return
-    if args.command == "console":
-        try:
-            print(asyncio.run(consoles.login_url(args.data_dir, args.server, args.expiration)))
-        except (consoles.ConsoleError, OSError, aiohttp.ClientError) as err:
-            print(f"capstan console: {err}", file=sys.stderr)
-            sys.exit(1)
+    if args.command in tools.COMMANDS:
+        tools.run(args)
         return
     run(args)
 

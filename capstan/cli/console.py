@@ -16,11 +16,12 @@ import argparse
 import json
 import ssl
 from pathlib import Path
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from capstan.cli import kubeconfig, pki
+
+if TYPE_CHECKING:
+    import aiohttp
 
 NAMESPACE = "kube-system"
 NAME = "capstan-console"
@@ -42,6 +43,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 async def login_url(data_dir: Path, server: str = "", expiration: int = 3600) -> str:
     """The console's one-time login URL (this module's docstring says how it is made)."""
+    import aiohttp  # here: `capstan --help` builds this command's flags without an HTTP client
+
     try:
         endpoints: dict[str, str] = json.loads((data_dir / kubeconfig.ENDPOINTS_FILE).read_text())
     except (OSError, ValueError) as err:

@@ -30,6 +30,11 @@ def main() -> None:
     workers.supervise(sys.argv[1:], environ)
     allocator.start_again_under(environ)
     ownpackages.claim()  # `server`, `gateway`, `storage`: Capstan's, whatever the caller's cwd or PYTHONPATH holds
+    from capstan.cli import tools
+
+    if tools.handles(sys.argv[1:]):  # a command that serves nothing: none of the server's imports
+        tools.main(sys.argv[1:])
+        return
     gc.disable()
     _import_aiohttp()
     from capstan.cli.commands import main as run

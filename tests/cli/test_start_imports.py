@@ -1,9 +1,12 @@
 """What `capstan serve` imports to start, and what it leaves to first use (docs/architecture.md, "A start does
 only what serving needs"): a fresh interpreter imports the command, and each module below is absent or present.
-The CEL engine loads as its extension module alone, and the package imported later hands out the same engine."""
+The CEL engine loads as its extension module alone, and the package imported later hands out the same engine.
+The commands that serve nothing (capstan/cli/tools.py) run without the server's modules. Each code of the table
+runs once, in one interpreter, for all of its rows."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -22,6 +25,12 @@ def _imported_after(code: str, names: list[str]) -> dict[str, bool]:
     return loaded
 
 
+@functools.cache
+def _after(code: str) -> dict[str, bool]:
+    """Every module the table names, each loaded or not after `code`."""
+    return _imported_after(code, sorted({module for case, module, _ in CASES if case == code}))
+
+
 START = "import capstan.cli.commands"
 FIRST_RULE = (
     "from server.machinery.crdschema.cel import rules\n"
@@ -29,9 +38,16 @@ FIRST_RULE = (
     " 'properties': {'x': {'type': 'integer'}}}, '')\n"
     "assert rules.validate(compiled.root, {'x': 2}, None)"
 )
+# `capstan check` on a directory with no store, as the console script runs it: it fails, having imported only
+# what it needs
+TOOL = (
+    "sys.argv = ['capstan', 'check', '--data-dir', '/nonexistent']\n"
+    "from capstan.cli import launch\n"
+    "try:\n    launch.main()\nexcept SystemExit as stop:\n    assert stop.code == 1, stop.code"
+)
 
 
-@pytest.mark.parametrize(("code", "module", "loaded"), [
+CASES = [
     (START, "capstan.cli.commands", True),
     (START, "aiohttp", True),
     (START, "cel", False),  # the CEL package imports its REPL (prompt_toolkit, typer, rich)
@@ -54,6 +70,14 @@ FIRST_RULE = (
     (FIRST_RULE, "prompt_toolkit", False),
     (FIRST_RULE + "\nimport cel\nfrom server.machinery.crdschema.cel.engine import engine\n"
      "assert cel.compile is engine().compile", "cel", True),
-])
+    (TOOL, "capstan.cli.snapshot", True),
+    (TOOL, "capstan.cli.commands", False),
+    (TOOL, "aiohttp", False),
+    (TOOL, "server.registry.resources", False),
+    (TOOL, "server.kinds", False),
+]
+
+
+@pytest.mark.parametrize(("code", "module", "loaded"), CASES)
 def test_start_imports(code: str, module: str, loaded: bool) -> None:
-    assert _imported_after(code, [module]) == {module: loaded}
+    assert _after(code)[module] is loaded

@@ -13,6 +13,7 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
+from server.kinds import services
 from server.kinds.reservations import KEYS
 from server.machinery import errors
 from server.runtime.election import ElectionConfig
@@ -102,3 +103,28 @@ async def test_the_record_keeps_only_allocations_in_flight(two_cores: tuple[Runn
     assert got.kv is not None
     reserved = orjson.loads(got.kv.value)["reserved"]
     assert [entry[1] for entry in reserved] == ["/core/services/default/s3"]  # the others' Services are stored
+
+
+@pytest.mark.parametrize(("low", "high", "free", "found"), [
+    (0, 8, {3}, 3),
+    (0, 8, {0}, 0),
+    (0, 8, {7}, 7),
+    (4, 8, {2, 5}, 5),  # only offsets in [low, high)
+    (0, 8, set(), None),
+    (5, 5, {5}, None),  # an empty band
+    (0, 1 << 20, {0}, 0),  # a /12's million offsets: whichever the random start, the scan wraps to the one free
+    (0, 1 << 20, {(1 << 20) - 1}, (1 << 20) - 1),
+])
+def test_the_random_scan_finds_a_free_offset_visiting_each_once(low: int, high: int, free: set[int],
+                                                                found: int | None) -> None:
+    visited: list[int] = []
+
+    def is_free(offset: int) -> bool:
+        visited.append(offset)
+        return offset in free
+
+    for _ in range(5):  # from five random starts
+        visited.clear()
+        assert services._free_offset(low, high, is_free) == found
+        assert len(visited) == len(set(visited)) <= high - low
+        assert all(low <= offset < high for offset in visited)

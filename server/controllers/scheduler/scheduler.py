@@ -17,10 +17,10 @@ and a FailedScheduling event (action Scheduling). The message counts each Node's
     found for incoming pod..
 
 The "preemption:" part is DefaultPreemption's (preemption.py). When it finds a Node where evicting Pods of
-lower priority makes room, the Pod is nominated there (status.nominatedNodeName, written with the condition,
-whose message then has no "preemption:" part), lower-priority Pods nominated to that Node lose their
-nomination, and each victim gets the DisruptionTarget condition (reason PreemptionByScheduler), is deleted with
-its grace period and gets a Preempted event; the Pod is bound once they are gone. Pods nominated to a Node count
+lower priority makes room, lower-priority Pods nominated to that Node lose their nomination, each victim gets
+the DisruptionTarget condition (reason PreemptionByScheduler), is deleted with its grace period and gets a
+Preempted event, and then the Pod is nominated there (status.nominatedNodeName, written with the condition,
+whose message then has no "preemption:" part); the Pod is bound once the victims are gone. Pods nominated to a Node count
 there while Pods of lower or equal priority are filtered, and a nominated Pod tries its Node first.
 PodDisruptionBudgets are not consulted. With no Node at all the message is "no nodes available to schedule
 pods".
@@ -260,8 +260,9 @@ class Scheduler:
                 del self._nominated[lower.key]
                 self._spawn(self._record_failure(lower.raw, "", "", nominate=""))
             self._nominated[key] = (node, pod)
-            self._spawn(self._evict(current, decision.candidate))
-        elif decision.nominate == "":
+            self._spawn(self._preempt(current, decision.candidate, decision.message, decision.nominate))
+            return
+        if decision.nominate == "":
             self._nominated.pop(key, None)
         self._spawn(self._record_failure(current, "Unschedulable", decision.message, nominate=decision.nominate))
 
@@ -369,6 +370,14 @@ class Scheduler:
             await self._core.patch(patch)
         except errors.ApiError as err:
             log.info("scheduler: patching %s/%s's status failed: %s", namespace, name, err.status.message)
+
+    async def _preempt(self, preemptor: Obj, candidate: preemption.Candidate, message: str,
+                       nominate: str | None) -> None:
+        """The victims evicted, then the preemptor's nomination written, as kube-scheduler 1.28 orders them
+        (PostFilter's prepareCandidate, then the failure handler's status update): a Pod seen nominated to a
+        Node has its victims' deletions made already."""
+        await self._evict(preemptor, candidate)
+        await self._record_failure(preemptor, "Unschedulable", message, nominate=nominate)
 
     async def _evict(self, preemptor: Obj, candidate: preemption.Candidate) -> None:
         """prepareCandidate: each victim gets the DisruptionTarget condition, is deleted (its own grace period)

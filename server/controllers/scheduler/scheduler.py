@@ -20,8 +20,8 @@ The "preemption:" part is DefaultPreemption's (preemption.py). When it finds a N
 lower priority makes room, lower-priority Pods nominated to that Node lose their nomination, each victim gets
 the DisruptionTarget condition (reason PreemptionByScheduler), is deleted with its grace period and gets a
 Preempted event, and then the Pod is nominated there (status.nominatedNodeName, written with the condition,
-whose message then has no "preemption:" part); the Pod is bound once the victims are gone. Pods nominated to a Node count
-there while Pods of lower or equal priority are filtered, and a nominated Pod tries its Node first.
+whose message then has no "preemption:" part); the Pod is bound once the victims are gone. Pods nominated to a
+Node count there while Pods of lower or equal priority are filtered, and a nominated Pod tries its Node first.
 PodDisruptionBudgets are not consulted. With no Node at all the message is "no nodes available to schedule
 pods".
 

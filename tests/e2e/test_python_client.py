@@ -472,7 +472,7 @@ def test_watch_answers_200_before_any_event(core: client.CoreV1Api, namespace: s
                                            _request_timeout=(5, 5))
     try:
         assert (resp.status, resp.headers["Content-Type"]) == (200, "application/json")
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 10  # at once, not after the watch's 30 s, on a loaded machine too
     finally:
         resp.close()
 

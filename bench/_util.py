@@ -163,16 +163,18 @@ def run_workloads(
 ) -> int:
     """Run the comma-separated workloads (in the order given, once each), each in its own scratch
     directory and event loop; a failing one is reported and the rest still run. The exit status.
-    The scratch directory is removed however the run ends, SIGTERM included (it exits 143)."""
+    The scratch directory is removed however the run ends, SIGTERM included (it exits 143): a workload it
+    stops is cancelled, so that its own cleanup runs (its stores closed, their threads joined) first."""
     failed = []
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, _exit_terminated)
     root = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         for name in dict.fromkeys(names.split(",")):
             note(f"{name} ...")
             (root / name).mkdir()
             try:
-                asyncio.run(workloads[name](root / name, sizes))
+                if _run_stoppable(workloads[name](root / name, sizes)):
+                    raise SystemExit(TERMINATED)
             except Exception:
                 traceback.print_exc()
                 failed.append(name)
@@ -181,6 +183,40 @@ def run_workloads(
     if failed:
         note(f"failed: {','.join(failed)}")
     return 1 if failed else 0
+
+
+TERMINATED = 143  # a shell's status for a process SIGTERM ended
+
+
+def _exit_terminated(*_: object) -> None:
+    sys.exit(TERMINATED)
+
+
+def _run_stoppable(workload: Coroutine[Any, Any, None]) -> bool:
+    """Run `workload` on a new event loop until it ends, or until SIGTERM cancels it (True); the SIGTERM
+    handler outside the loop exits at once."""
+    stopped = False
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def stop() -> None:
+            nonlocal stopped
+            stopped = True
+            task.cancel()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+        await workload
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        if not stopped:
+            raise
+    finally:
+        signal.signal(signal.SIGTERM, _exit_terminated)  # the closed loop left SIGTERM's default
+    return stopped
 
 
 def check_choices(parser: argparse.ArgumentParser, args: argparse.Namespace,

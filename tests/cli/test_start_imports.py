@@ -2,7 +2,7 @@
 only what serving needs"): a fresh interpreter imports the command, and each module below is absent or present.
 The CEL engine loads as its extension module alone, and the package imported later hands out the same engine.
 The commands that serve nothing (capstan/cli/tools.py) run without the server's modules. Each code of the table
-runs once, in one interpreter, for all of its rows."""
+runs in one interpreter for all of its rows (once in each test process)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Service cluster IPs and node ports are allocated cluster-wide (server/kinds/reservations.py): two cores
-over one store, creating at once, never hand out the same address or port."""
+over one store, creating at once, never hand out the same address or port. Each is found by kube's random scan
+(server/kinds/services.py), whose contract the last table holds."""
 
 from __future__ import annotations
 

@@ -166,7 +166,7 @@ def run_workloads(
     The scratch directory is removed however the run ends, SIGTERM included (it exits 143): a workload it
     stops is cancelled, so that its own cleanup runs (its stores closed, their threads joined) first."""
     failed = []
-    signal.signal(signal.SIGTERM, _exit_terminated)
+    exit_on_sigterm()
     root = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         for name in dict.fromkeys(names.split(",")):
@@ -186,6 +186,12 @@ def run_workloads(
 
 
 TERMINATED = 143  # a shell's status for a process SIGTERM ended
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM (a CI timeout, `kill`) ends this process with status 143 by raising SystemExit, so that `finally`
+    blocks run: the servers a benchmark started are stopped and its scratch directories removed."""
+    signal.signal(signal.SIGTERM, _exit_terminated)
 
 
 def _exit_terminated(*_: object) -> None:
@@ -215,7 +221,7 @@ def _run_stoppable(workload: Coroutine[Any, Any, None]) -> bool:
         if not stopped:
             raise
     finally:
-        signal.signal(signal.SIGTERM, _exit_terminated)  # the closed loop left SIGTERM's default
+        exit_on_sigterm()  # the closed loop left SIGTERM's default
     return stopped
 
 

@@ -49,7 +49,7 @@ import aiohttp
 from aiohttp import web
 
 from bench._processes import Children, with_children
-from bench._util import CEILING, check_choices, context, emit, note
+from bench._util import CEILING, check_choices, context, emit, exit_on_sigterm, note
 from capstan.cli import pki
 
 GROUP, VERSION = "bench.example.com", "v1"
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve_backend is not None:
         asyncio.run(serve_backend(args.serve_backend, args.bind))
         return 0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    exit_on_sigterm()
     sizes = QUICK if args.quick else FULL
     ops = [op for op in OPS if op in args.only.split(",")]
     impls = [impl for impl in IMPLS if impl in args.impls.split(",")]

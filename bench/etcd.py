@@ -39,7 +39,6 @@ import argparse
 import asyncio
 import json
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -56,7 +55,7 @@ import grpc.aio
 
 from bench import http
 from bench._processes import Children, start_etcd
-from bench._util import Goal, at_least, at_most, check_choices, context, emit, note
+from bench._util import Goal, at_least, at_most, check_choices, context, emit, exit_on_sigterm, note
 from storage.etcd.keys import range_end
 from storage.etcd.pb.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
@@ -293,7 +292,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the servers
+    exit_on_sigterm()
     sizes = QUICK if args.quick else FULL
     impls = [impl for impl in IMPLS if impl in args.impls.split(",")]
     root = Path(tempfile.mkdtemp(prefix="capstan-bench-etcd-"))

@@ -98,7 +98,6 @@ import random
 import re
 import secrets
 import shutil
-import signal
 import socket
 import ssl
 import statistics
@@ -116,7 +115,7 @@ import orjson
 from aiohttp import web
 
 from bench._processes import START_TIMEOUT, Child, Children, free_port, start_etcd
-from bench._util import Goal, at_least, at_most, check_choices, emit, note
+from bench._util import Goal, at_least, at_most, check_choices, emit, exit_on_sigterm, note
 from capstan.api.meta.v1 import meta_pb2
 from capstan.cli.workers import default_workers
 from gateway.codecs import protobuf as protobuf_codec
@@ -1352,7 +1351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve:
         asyncio.run(serve_kmock() if args.serve == "kmock" else serve_ceiling())
         return 0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the servers
+    exit_on_sigterm()
     sizes = QUICK if args.quick else FULL
     impls = [impl for impl in IMPLS if impl in args.impls.split(",")]
     root = Path(tempfile.mkdtemp(prefix="capstan-bench-http-"))

@@ -30,7 +30,6 @@ import collections
 import os
 import re
 import shutil
-import signal
 import ssl
 import subprocess
 import sys
@@ -42,7 +41,7 @@ import aiohttp
 
 from bench import _admission as admission
 from bench._processes import Children, with_children
-from bench._util import check_choices, context, emit, note
+from bench._util import check_choices, context, emit, exit_on_sigterm, note
 from bench.profile import HERE, JOBS, LISTENING, SERVICE_IP, Server, create_job, prepare, run_round
 from capstan.cli import pki
 
@@ -205,7 +204,7 @@ def report(results: dict[tuple[str, str], tuple[int, int, dict[str, int]]], labe
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    exit_on_sigterm()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         note("valgrind (callgrind) is not installed: apt install valgrind")
         return 1

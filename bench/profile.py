@@ -39,7 +39,7 @@ import orjson
 
 from bench import _admission as admission
 from bench._processes import Child, Children, with_children
-from bench._util import check_choices, context, emit, note
+from bench._util import check_choices, context, emit, exit_on_sigterm, note
 from bench.http import CONFIGMAPS, JSON, config_map, failure
 from capstan.cli import pki
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
@@ -427,7 +427,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    exit_on_sigterm()
     sizes = QUICK if args.quick else FULL
     if args.rounds:
         sizes = dataclasses.replace(sizes, rounds=args.rounds)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import signal
 import socket
 import ssl
 import statistics
@@ -58,7 +57,7 @@ from aiohttp import web
 
 from bench import _admission as admission
 from bench._processes import Child, Children, with_children
-from bench._util import CEILING, Goal, at_most, check_choices, context, emit, note
+from bench._util import CEILING, Goal, at_most, check_choices, context, emit, exit_on_sigterm, note
 from bench.http import CONFIGMAPS, JSON, Ceiling, config_map, failure, stdin_reader
 from capstan.cli import pki
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, Allocator
@@ -395,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve:
         asyncio.run(serve_ceiling(args.cert_dir if args.serve == "ceiling-https" else None))
         return 0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the servers
+    exit_on_sigterm()
     sizes = QUICK if args.quick else FULL
     ops = args.only.split(",")
     impls = [impl for impl in IMPLS if impl in args.impls.split(",")] if {"get", "create"} & set(ops) else []

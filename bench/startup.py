@@ -21,7 +21,8 @@ where anonymous requests may read it), polled every 5 ms:
                      sets PYTHONDONTWRITEBYTECODE compiles Capstan's own modules at each start.
 
 The other starts run with cached bytecode, as on a machine where Python writes it (the first start
-after an install writes it: one untimed start does that first). The ceiling beside each figure is a
+after an install writes it: one untimed secure start and one insecure, before the first of each, do that first;
+a start without the cache has nothing to write and none before it). The ceiling beside each figure is a
 bare aiohttp app answering GET /version in a process started the same way: what Python, aiohttp and
 the process itself cost before any of Capstan. Beside it, `capstan serve --workers 1`: the same start as one
 process, without the parent that supervises a worker per core (the server answers once its first worker
@@ -241,12 +242,15 @@ def ceiling(port: int) -> list[str]:
     return [sys.executable, "-c", CEILING_APP, str(port)]
 
 
-def measure(workload: str, rounds: int, root: Path) -> None:
+def measure(workload: str, rounds: int, root: Path, warmed: set[bool]) -> None:
+    """warmed: whether a secure start (True) or an insecure one (False) has written the bytecode cache."""
     bytecode = workload != "no-bytecode-cache"
     secure = not workload.endswith("-insecure")
     kind = workload.removesuffix("-insecure")
     env = environment(root, bytecode=bytecode)
-    timed_start(capstan(root / f"warm-{workload}", secure=secure), env, https=secure)  # writes the bytecode cache
+    if bytecode and secure not in warmed:
+        timed_start(capstan(root / f"warm-{workload}", secure=secure), env, https=secure)  # writes the bytecode cache
+        warmed.add(secure)
     times: list[float] = []
     alone: list[float] = []
     ceilings: list[float] = []
@@ -285,10 +289,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     rounds = 1 if args.quick else 5
+    warmed: set[bool] = set()
     with tempfile.TemporaryDirectory(prefix="capstan-bench-startup-") as root:
         for workload in dict.fromkeys(args.only.split(",")):
             note(f"{workload} ...")
-            measure(workload, rounds, Path(root))
+            measure(workload, rounds, Path(root), warmed)
             if workload in KUBE_STARTS:
                 measure_kube(workload, rounds, Path(root), args.kube_apiserver)
     return 0

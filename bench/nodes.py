@@ -30,7 +30,7 @@ import orjson
 from bench._util import at_least, at_most, context, emit, note, process_usage
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.auth.config import INSECURE
-from server.controllers.kubelets.incore import NodesConfig
+from server.controllers.kubelets.config import NodesConfig
 from server.machinery.codec import gotime
 from server.runtime.informer import Handlers, SharedInformers
 from server.startup import controllers

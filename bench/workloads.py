@@ -35,7 +35,7 @@ from pathlib import Path
 from bench._standin import FLOOR_LABEL, NS, StandIn, floor, report, rounds, through, until
 from bench._util import context, emit, note
 from server.auth.config import INSECURE
-from server.controllers.kubelets.incore import NodesConfig
+from server.controllers.kubelets.config import NodesConfig
 from server.controllers.workload.keyed import Obj, path
 from server.startup import controllers
 from server.startup.app import start_core

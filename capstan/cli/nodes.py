@@ -29,9 +29,7 @@ import aiohttp
 import orjson
 
 from server.controllers.kubelets.api import NODES, PODS, ApiFailure, Kind
-from server.controllers.kubelets.incore import NodesConfig
-from server.controllers.kubelets.simulator import Simulator
-from server.controllers.kubelets.status import DEFAULT_SHAPE, DEFAULT_TIMING, NodeShape, Timing
+from server.controllers.kubelets.config import DEFAULT_SHAPE, DEFAULT_TIMING, NodesConfig, NodeShape, Timing
 from server.controllers.nodelifecycle import LifecycleConfig
 from server.controllers.podgc import PodGCConfig
 from server.startup.controllers import NodeFlags
@@ -328,6 +326,8 @@ def _key(obj: Obj) -> tuple[str, str]:
 async def run(args: argparse.Namespace) -> None:
     """`capstan nodes`: until SIGTERM or SIGINT. SystemExit with the reason for a kubeconfig that cannot be used."""
     import yaml
+
+    from server.controllers.kubelets.simulator import Simulator  # loaded by the command that runs it
 
     try:
         config = Kubeconfig(args.kubeconfig)

@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.admission import Plugin, celauthz, typecheck
+from server.admission import Plugin, celauthz
 from server.admission.webhooks import hooks as hk
 from server.auth import caller
 from server.kinds.admissionregistration import GROUP
@@ -381,6 +381,8 @@ class Policies:
         task.add_done_callback(self._writers.discard)
 
     async def _write_status(self, raw: Obj, generation: int) -> None:
+        from server.admission import typecheck  # CEL's parser and checker load with the first policy
+
         body = {"apiVersion": f"{GROUP}/{self._version}", "kind": "ValidatingAdmissionPolicy",
                 **{k: v for k, v in raw.items() if k not in ("apiVersion", "kind")}}
         body["status"] = {**(raw.get("status") or {}), "observedGeneration": generation,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
@@ -31,7 +32,7 @@ from server.controllers import apiservices, eventttl, flowcontrol
 from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
-from server.controllers.kubelets.incore import InCoreNodes, NodesConfig
+from server.controllers.kubelets.config import NodesConfig
 from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN, admissionpolicies
@@ -62,6 +63,9 @@ from server.startup import apienablement, bootstrap, controllers, flowcontrol_bo
 from server.startup.apienablement import ApiEnablement
 from storage import Store
 from storage.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from server.controllers.kubelets.incore import InCoreNodes
 
 
 @dataclass
@@ -232,7 +236,11 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                                    namespace_controllers=namespace_controllers)
     except (OSError, ValueError) as err:  # a root CA file that cannot be read
         raise ConfigError(str(err)) from None
-    simulated = InCoreNodes(core, informers, nodes) if nodes is not None and nodes.count > 0 else None
+    simulated = None
+    if nodes is not None and nodes.count > 0:
+        from server.controllers.kubelets.incore import InCoreNodes  # the simulator loads when nodes are asked for
+
+        simulated = InCoreNodes(core, informers, nodes)
     singletons = Singletons([
         *chosen,  # kube-controller-manager's, as --controllers names them
         Singleton("PodTerminator", terminator.start, terminator.stop),  # the kubelets' part in deletion

@@ -54,6 +54,11 @@ CASES = [
     (START, "cel.cel", False),  # the engine: with the first rule
     (START, "prompt_toolkit", False),
     (START, "server.machinery.crdschema.cel.rules", False),  # with the first CRD
+    (START, "server.machinery.crdschema.cel.parse", False),  # with the first rule or ValidatingAdmissionPolicy
+    (START, "server.machinery.crdschema.cel.check", False),
+    (START, "server.controllers.kubelets.simulator", False),  # the simulated nodes: with --nodes N
+    (START, "server.controllers.kubelets.status", False),
+    (START, "server.controllers.scheduler.model", False),  # with the simulated nodes or the scheduler
     (START, "jsonpath_ng", False),  # with the first CRD's printer columns
     (START, "storage.encryption", False),  # with --encryption-provider-config
     (START, "nacl", False),

@@ -8,15 +8,14 @@ Writes carry the kubelet's field manager, `kubelet`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.controllers.kubelets import status
 from server.controllers.kubelets.api import ApiFailure, Kind
+from server.controllers.kubelets.config import NodesConfig
 from server.controllers.kubelets.simulator import Simulator
 from server.machinery import errors
 from server.objects.core import Core
@@ -25,15 +24,6 @@ from server.runtime.informer import Handlers, SharedInformers, Subscriptions
 
 Obj = dict[str, Any]
 MANAGER = "kubelet"
-
-
-@dataclass(frozen=True)
-class NodesConfig:
-    """`--nodes N` and its companions: how many, what each has, the simulated kubelet's clocks."""
-
-    count: int = 0
-    shape: status.NodeShape = status.DEFAULT_SHAPE
-    timing: status.Timing = status.DEFAULT_TIMING
 
 
 def _path(kind: Kind, namespace: str, name: str = "", subresource: str = "") -> core_pb2.ResourcePath:

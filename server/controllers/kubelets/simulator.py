@@ -34,6 +34,7 @@ from typing import Any
 
 from server.controllers.kubelets import status
 from server.controllers.kubelets.api import LEASES, NODES, PODS, ApiFailure, NodeApi
+from server.controllers.kubelets.config import DEFAULT_SHAPE, DEFAULT_TIMING, NodeShape, Timing
 from server.machinery.codec import gotime
 from server.runtime.worker import Worker
 from server.runtime.workqueue import ExponentialBackoff, WorkQueue
@@ -75,8 +76,8 @@ def differs(old: Obj, new: Obj) -> bool:
 
 
 class Simulator:
-    def __init__(self, api: NodeApi, count: int, *, shape: status.NodeShape = status.DEFAULT_SHAPE,
-                 timing: status.Timing = status.DEFAULT_TIMING, first: int = 0) -> None:
+    def __init__(self, api: NodeApi, count: int, *, shape: NodeShape = DEFAULT_SHAPE,
+                 timing: Timing = DEFAULT_TIMING, first: int = 0) -> None:
         self._api = api
         self.shape = shape
         self.timing = timing

@@ -17,8 +17,8 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
-from server.controllers.kubelets.incore import NodesConfig
-from server.controllers.kubelets.status import FOREVER, Command, NodeShape, Timing, command, plan
+from server.controllers.kubelets.config import NodesConfig, NodeShape, Timing
+from server.controllers.kubelets.status import FOREVER, Command, command, plan
 from server.runtime.election import ElectionConfig
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions

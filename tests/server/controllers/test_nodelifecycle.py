@@ -16,8 +16,7 @@ import pytest
 
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
-from server.controllers.kubelets.incore import NodesConfig
-from server.controllers.kubelets.status import NodeShape, Timing
+from server.controllers.kubelets.config import NodesConfig, NodeShape, Timing
 from server.controllers.nodelifecycle import (
     FULL,
     NORMAL_ZONE,

@@ -208,9 +208,18 @@ class Capstan:
             if streaming:
                 stream: Any = self.channel.unary_stream(SERVICE + method)
                 call = stream(request, timeout=2.0)
+                accepted = False
                 try:
+                    # The core sends the initial metadata once it has accepted the watch (server/service/servicer.py);
+                    # an accepted watch that has nothing to send (no timeoutSeconds, no events) streams until the
+                    # client's deadline, as a watch does.
+                    await call.initial_metadata()
+                    accepted = not call.done()
                     async for _ in call:
                         break  # the first event shows the watch was accepted
+                except grpc.aio.AioRpcError as err:
+                    if not (accepted and err.code() == grpc.StatusCode.DEADLINE_EXCEEDED):
+                        raise
                 finally:
                     call.cancel()
             else:

@@ -38,6 +38,12 @@ FIRST_RULE = (
     " 'properties': {'x': {'type': 'integer'}}}, '')\n"
     "assert rules.validate(compiled.root, {'x': 2}, None)"
 )
+FIRST_YAML = (
+    "from server.machinery.codec import yamlread\n"
+    "from gateway.codecs import yaml\n"
+    "assert yamlread.load(b'a: [1, {b: yes}]') == {'a': [1, {'b': True}]}\n"
+    "assert yaml.json_to_yaml(b'{\"a\":\"yes\"}') == b'a: \"yes\"\\n'"
+)
 # `capstan check` on a directory with no store, as the console script runs it: it fails, having imported only
 # what it needs
 TOOL = (
@@ -56,6 +62,12 @@ CASES = [
     (START, "server.machinery.crdschema.cel.rules", False),  # with the first CRD
     (START, "server.machinery.crdschema.cel.parse", False),  # with the first rule or ValidatingAdmissionPolicy
     (START, "server.machinery.crdschema.cel.check", False),
+    (START, "yaml", False),  # PyYAML: with the first YAML body or answer
+    (START, "server.machinery.codec.yamlparse", False),
+    (START, "gateway.codecs.yamlwrite", False),
+    (FIRST_YAML, "yaml", True),
+    (FIRST_YAML, "server.machinery.codec.yamlparse", True),
+    (FIRST_YAML, "gateway.codecs.yamlwrite", True),
     (START, "server.controllers.kubelets.simulator", False),  # the simulated nodes: with --nodes N
     (START, "server.controllers.kubelets.status", False),
     (START, "server.controllers.scheduler.model", False),  # with the simulated nodes or the scheduler

@@ -18,8 +18,8 @@ over REST or gRPC) goes through read() here, so one set of rules and one set of 
   allowed in this context``. Unlike yaml.v2, which silently reads only the first document, a body
   holding a second document with content is refused.
 
-Events come from libyaml (PyYAML's C parser) when present: yaml.v2 is a Go port of it, so error texts
-match; the pure-Python parser stands in otherwise.
+The part that needs PyYAML (its events composed into nodes, its errors in yaml.v2's words) is yamlparse.py,
+loaded with the first YAML body; the decoding of those nodes into values is here.
 """
 
 from __future__ import annotations
@@ -28,26 +28,19 @@ import base64
 import binascii
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-
-import yaml
-from yaml import events as ev
+from typing import TYPE_CHECKING, Any
 
 from server.machinery.codec import depth, gofloat
 from server.machinery.codec.yamlresolve import BINARY, MERGE, TIMESTAMP, YAMLError, go_format_float, resolve
 from server.machinery.gofmt import go_quote
 
-try:
-    from yaml._yaml import CParser as _Parser
-except ImportError:  # PyYAML built without libyaml
-    from yaml.loader import BaseLoader as _Parser  # type: ignore[assignment]
+if TYPE_CHECKING:
+    from server.machinery.codec.yamlparse import Node
 
 __all__ = ["Document", "YAMLError", "load", "read", "yaml_to_json"]
 
-_TOO_DEEP = "yaml: the document nests too deeply"  # Capstan's own: Go's stack is deeper than Python's
-_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"  # libyaml's own bound (PyYAML >= 6.0.4): the same refusal
+TOO_DEEP = "yaml: the document nests too deeply"  # Capstan's own: Go's stack is deeper than Python's
 
 
 @dataclass(frozen=True)
@@ -68,35 +61,19 @@ class Document:
 
 def read(body: bytes) -> Document:
     """The body as YAMLToJSON reads it, and its repeated keys. Raises YAMLError."""
-    parser = None
+    from server.machinery.codec import yamlparse  # PyYAML loads with the first YAML body
+
     try:
-        parser = _Parser(body)  # the pure-Python reader checks the encoding at once
-        events: Iterator[ev.Event] = iter(parser.get_event, None)
-        next(events)  # StreamStart
-        event = next(events)
-        if isinstance(event, ev.StreamEndEvent):
+        root = yamlparse.compose(body)
+        if root is None:
             return Document(None)
-        root = _Composer(events).document()
-        event = next(events)
-        while isinstance(event, ev.DocumentStartEvent):
-            if not _Composer(events).document().is_empty:
-                line = event.start_mark.line + 1 if event.start_mark else 0
-                raise YAMLError(f"yaml: line {line}: the body holds more than one YAML document")
-            event = next(events)
         decoder = _Decoder()
         value = _json_value(decoder.value(root))
         if depth.exceeded(value) is not None:
-            raise YAMLError(_TOO_DEEP)
+            raise YAMLError(TOO_DEEP)
         return Document(value, tuple(decoder.duplicates))
-    except yaml.MarkedYAMLError as err:
-        raise YAMLError(_TOO_DEEP if err.problem == _LIBYAML_TOO_DEEP else _v2_message(err)) from None
-    except yaml.reader.ReaderError as err:
-        raise YAMLError(f"yaml: {err.reason}") from None
     except RecursionError:
-        raise YAMLError(_TOO_DEEP) from None
-    finally:
-        if parser is not None:
-            parser.dispose()
+        raise YAMLError(TOO_DEEP) from None
 
 
 def load(body: bytes) -> Any:
@@ -114,59 +91,10 @@ def to_json(value: Any) -> bytes:
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
     except RecursionError:
-        raise YAMLError(_TOO_DEEP) from None
+        raise YAMLError(TOO_DEEP) from None
 
 
-# --- yaml.v2's parser and decoder into interface{} (decode.go) -----------------------------------
-
-
-class _Node:
-    __slots__ = ("alias", "children", "implicit", "kind", "line", "tag", "value")
-
-    def __init__(self, kind: str, line: int, tag: str = "", value: str = "", implicit: bool = False) -> None:
-        self.kind, self.line, self.tag, self.value, self.implicit = kind, line, tag, value, implicit
-        self.children: list[_Node] = []
-        self.alias: _Node | None = None
-
-    @property
-    def is_empty(self) -> bool:
-        return self.kind == "scalar" and self.implicit and not self.tag and not self.value
-
-
-class _Composer:
-    """Events to nodes, with anchors resolved as yaml.v2's parser resolves them."""
-
-    def __init__(self, events: Iterator[ev.Event]) -> None:
-        self.events = events
-        self.anchors: dict[str, _Node] = {}
-
-    def document(self) -> _Node:
-        node = self.node(next(self.events))
-        next(self.events)  # DocumentEnd
-        return node
-
-    def node(self, event: ev.Event) -> _Node:
-        line = event.start_mark.line if event.start_mark is not None else 0  # 0-based, as yaml.v2's node.line
-        if isinstance(event, ev.AliasEvent):
-            target = self.anchors.get(event.anchor or "")
-            if target is None:
-                raise YAMLError(f"yaml: unknown anchor '{event.anchor}' referenced")
-            node = _Node("alias", line, value=event.anchor or "")
-            node.alias = target
-            return node
-        if isinstance(event, ev.ScalarEvent):
-            node = _Node("scalar", line, event.tag or "", event.value, bool(event.implicit[0]))
-        else:
-            assert isinstance(event, ev.CollectionStartEvent)
-            node = _Node("mapping" if isinstance(event, ev.MappingStartEvent) else "sequence", line, event.tag or "")
-        if event.anchor:
-            self.anchors[event.anchor] = node
-        if node.kind != "scalar":
-            child = next(self.events)
-            while not isinstance(child, ev.CollectionEndEvent):
-                node.children.append(self.node(child))
-                child = next(self.events)
-        return node
+# --- yaml.v2's decoder into interface{} (decode.go) -----------------------------------------------
 
 
 class _Decoder:
@@ -179,7 +107,7 @@ class _Decoder:
         self.active: set[int] = set()
         self.duplicates: list[str] = []
 
-    def value(self, node: _Node, into: dict[tuple[str, Any], tuple[Any, Any]] | None = None) -> Any:
+    def value(self, node: Node, into: dict[tuple[str, Any], tuple[Any, Any]] | None = None) -> Any:
         self.decoded += 1
         if self.alias_depth:
             self.aliased += 1
@@ -219,7 +147,7 @@ class _Decoder:
             pairs[slot] = (key, item)
         return pairs
 
-    def merge(self, node: _Node, into: dict[tuple[str, Any], tuple[Any, Any]]) -> None:
+    def merge(self, node: Node, into: dict[tuple[str, Any], tuple[Any, Any]]) -> None:
         target = node.alias if node.kind == "alias" else node
         if target is not None and target.kind == "mapping":
             self.value(node, into)
@@ -229,7 +157,7 @@ class _Decoder:
         else:
             raise YAMLError("yaml: map merge requires map or sequence of maps as the value")
 
-    def scalar(self, node: _Node) -> Any:
+    def scalar(self, node: Node) -> Any:
         if not node.tag and not node.implicit:
             return node.value  # quoted
         tag, value = resolve(node.tag, node.value)
@@ -298,20 +226,3 @@ def _go_type(value: Any) -> str:
 
 def _go_float_name(value: float) -> str:
     return "NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"
-
-
-def _v2_message(err: yaml.MarkedYAMLError) -> str:
-    """yaml.v2's parser.fail(): the problem, after the problem's line (scanner errors count from
-    1, parser errors from 0), or else the context's line, or no line at all when that is 0."""
-    line = 0
-    if err.problem_mark is not None and err.problem_mark.line:
-        line = err.problem_mark.line + (1 if isinstance(err, yaml.scanner.ScannerError) else 0)
-    elif err.context_mark is not None and err.context_mark.line:
-        line = err.context_mark.line
-    where = f"line {line}: " if line else ""
-    problem = _V2_WORDING.get(err.problem or "", err.problem) or "unknown problem parsing YAML content"
-    return f"yaml: {where}{problem}"
-
-
-# Where libyaml 0.2 reworded a message that yaml.v2, ported from libyaml 0.1, still prints the old way.
-_V2_WORDING = {"found a tab character that violates indentation": "found a tab character that violate indentation"}

@@ -327,8 +327,11 @@ def grpc_problems(answer: GrpcAnswer, *, strategic: bool = False) -> list[str]:
 
 
 def budget(examples: int) -> settings:
-    """The hypothesis settings of a fuzz test in `make test`: a fixed number of examples drawn the same way every
-    run (derandomize, no example database), no per-example deadline (the machine is shared)."""
+    """The hypothesis settings of a fuzz test in `make test`: a fixed number of examples, derandomized, no example
+    database, no per-example deadline (the machine is shared). Hypothesis still mixes constants from the source
+    of the local modules a process has loaded, and other state of earlier tests on the same worker, into what it
+    draws, so the examples of one run differ from another's with what ran before them: every example a judge
+    can meet must pass, not only the ones one run drew."""
     return settings(max_examples=examples, derandomize=True, database=None, deadline=None, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])

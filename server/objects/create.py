@@ -66,10 +66,15 @@ async def create_object(
         key = resource.key(m.get("namespace", ""), m["name"])
         if dry_run:
             existing = await store_call(ctx.store.get(key))
-            if existing.kv is None:
-                return core_pb2.CreateResponse(object=render.raw_unstored(resource, obj, accept), warnings=warnings)
+            if existing.kv is None:  # the object as admitted, with any resourceVersion it came with
+                return core_pb2.CreateResponse(object=render.raw_unstored(resource, obj, accept, _sent_version(m)),
+                                               warnings=warnings)
             taken = existing.kv
             continue
+        if _sent_version(m):
+            # kube-apiserver's storage refuses this with a plain error, which it answers as a 500 without a reason.
+            raise errors.ApiError(errors.status(
+                500, "", "resourceVersion should not be set on objects to be created", with_details=False))
         value = render.to_value(resource, await conversion.to_storage(resource, obj))
         size.check(value)
         result = await store_call(ctx.store.create(key, value))
@@ -111,6 +116,16 @@ def write_options(kind: str, dry_run: bool, manager: str | None, *, force: bool 
     return out
 
 
+def _sent_version(m: Obj) -> int:
+    """The resourceVersion a create's object came with, when it is one the store would read (a positive
+    integer); 0 otherwise (a version that is not a number is dropped, as kube's versioner drops it)."""
+    rv = m.get("resourceVersion")
+    if not (isinstance(rv, str) and rv.isascii() and rv.isdigit()):
+        return 0
+    version = int(rv)
+    return version if version < 1 << 64 else 0
+
+
 def place_namespace(resource: Resource, m: Obj, namespace: str) -> None:
     """The request's namespace on a namespaced object (400 when the body names another); none on others."""
     if resource.namespaced:
@@ -125,13 +140,10 @@ def place_namespace(resource: Resource, m: Obj, namespace: str) -> None:
 
 
 def prepare_for_create(resource: Resource, obj: Obj, namespace: str) -> None:
-    """Server-set fields, as kube-apiserver's BeforeCreate sets them; client values are replaced."""
+    """Server-set fields, as kube-apiserver's BeforeCreate sets them; client values are replaced. A
+    resourceVersion the client sent stays until the store: a stored create refuses it (_sent_version), a dry
+    run answers with it, as kube's storage and its dry-run storage do."""
     m = meta.meta(obj)
-    rv = m.pop("resourceVersion", None)
-    if isinstance(rv, str) and rv.isdigit() and int(rv):
-        # kube-apiserver's storage refuses this with a plain error, which it answers as a 500 without a reason.
-        raise errors.ApiError(errors.status(
-            500, "", "resourceVersion should not be set on objects to be created", with_details=False))
     place_namespace(resource, m, namespace)
     m["uid"] = meta.new_uid()
     m["creationTimestamp"] = meta.now()

@@ -186,8 +186,8 @@ def raw_into(target: core_pb2.RawObject, resource: Resource, value: bytes, resou
 
 
 def raw_unstored(resource: Resource, obj: Obj, accept: Encoding, revision: int = 0) -> core_pb2.RawObject:
-    """An object that was not stored (dry run): a create's has no resourceVersion, an update's keeps
-    the live object's (`revision`), as kube-apiserver answers dry runs."""
+    """An object that was not stored (dry run), with resourceVersion `revision` (0: none): a create's keeps
+    the one it was sent with, an update's the live object's, as kube-apiserver answers dry runs."""
     encoding = encoding_for(resource, accept)
     obj = canonical(obj)
     if revision:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from capstan.api.apps.v1 import apps_pb2
-from server.kinds import podwarnings, templates
+from server.kinds import podspec, podwarnings, shaped, templates
 from server.kinds.templates import dict_at, get, immutable, nonnegative, selector_errors, semantically_equal
 from server.machinery import meta
 from server.machinery.schema import ProtoSchema
@@ -200,8 +200,18 @@ def default_stateful_set(obj: Obj) -> None:
     templates.default_template(spec.get("template"))
     for claim in spec.get("volumeClaimTemplates") or []:
         # SetDefaults_PersistentVolumeClaim and ..._PersistentVolumeClaimSpec.
-        dict_at(claim, "spec").setdefault("volumeMode", "Filesystem")
+        podspec.default_claim_spec(dict_at(claim, "spec"))
         dict_at(claim, "status").setdefault("phase", "Pending")
+
+
+def default_and_print_stateful_set(obj: Obj) -> None:
+    """The defaults, then each claim template printed as apps/v1's conversion prints it: a v1
+    PersistentVolumeClaim, its TypeMeta first, whatever TypeMeta it was sent with (protobuf keeps none)."""
+    default_stateful_set(obj)
+    shaped.retype(STATEFUL_SET_SCHEMA, obj)
+    claims = (obj.get("spec") or {}).get("volumeClaimTemplates") or []
+    for index, claim in enumerate(claims):
+        claims[index] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", **claim}
 
 
 def _stateful_set_strategy_errors(strategy: Obj) -> list[FieldError]:
@@ -438,7 +448,7 @@ STATEFUL_SETS = Resource(
     subresources=(_status("StatefulSet"), scale.subresource(ScaleRule())),
     strategy=Declared(
         tracks_generation=True, name_rule=names.name_is_dns_label,  # its name becomes the pods' hostnames
-        defaults=templates.retyped(STATEFUL_SET_SCHEMA, default_stateful_set),
+        defaults=default_and_print_stateful_set,
         prepare=_new_status({"replicas": 0, "availableReplicas": 0}), validation=validate_stateful_set,
         warnings=stateful_set_warnings,
     ),

@@ -250,12 +250,8 @@ def validate_pv(obj: Obj, old: Obj | None) -> list[FieldError]:
 def default_pvc(obj: Obj) -> None:
     """SetDefaults_PersistentVolumeClaimSpec (volumeMode Filesystem) and SetDefaults_PersistentVolumeClaim."""
     spec = obj.setdefault("spec", {})
-    spec.setdefault("volumeMode", "Filesystem")
-    resources = spec.get("resources")
-    if isinstance(resources, dict):
-        for field in ("limits", "requests"):
-            if isinstance(resources.get(field), dict):
-                resources[field] = podspec.round_up_resource_list(resources[field])
+    if isinstance(spec, dict):
+        podspec.default_claim_spec(spec)
     status = obj.setdefault("status", {})
     if isinstance(status, dict):
         status.setdefault("phase", "Pending")

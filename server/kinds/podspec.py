@@ -123,10 +123,25 @@ def _default_http_get(action: Obj) -> None:
         action["scheme"] = "HTTP"
 
 
+def default_claim_spec(spec: Obj) -> None:
+    """SetDefaults_PersistentVolumeClaimSpec (volumeMode Filesystem) and SetDefaults_ResourceList of its
+    limits and requests: every PersistentVolumeClaimSpec, a claim's, a StatefulSet's claim templates' and an
+    ephemeral volume's claim template's."""
+    spec.setdefault("volumeMode", "Filesystem")
+    resources = spec.get("resources")
+    if isinstance(resources, dict):
+        for field in ("limits", "requests"):
+            if isinstance(resources.get(field), dict):
+                resources[field] = round_up_resource_list(resources[field])
+
+
 def default_volume(volume: Obj) -> None:
     """SetDefaults_Volume (no source: an emptyDir) and the defaults of each source."""
     if not any(source in volume for source in VOLUME_SOURCES):
         volume["emptyDir"] = {}
+    claim = (volume.get("ephemeral") or {}).get("volumeClaimTemplate")
+    if isinstance(claim, dict) and isinstance(claim.get("spec"), dict):
+        default_claim_spec(claim["spec"])
     for source in ("secret", "configMap", "downwardAPI", "projected"):
         if isinstance(volume.get(source), dict):
             volume[source].setdefault("defaultMode", DEFAULT_MODE)

@@ -553,8 +553,8 @@ ALWAYS_PRINTED: Mapping[str, frozenset[str]] = MappingProxyType({
     APIREG_V1 + "APIServiceSpec": frozenset({"groupPriorityMinimum", "versionPriority"}),
 })
 
-# Defaults kube's Go types declare with a +default marker, and one Capstan's protobuf cannot tell: kube prints
-# a metadata's unset creationTimestamp as null (a Time value), where Capstan leaves it out.
+# Defaults kube's Go types declare with a +default marker, and one Capstan's protobuf cannot tell: kube's OpenAPI
+# gives ObjectMeta.creationTimestamp, a Time value rather than a pointer, the default {}.
 DECLARED_DEFAULTS: Mapping[tuple[str, str], object] = MappingProxyType({
     (CORE_V1 + "ContainerPort", "protocol"): "TCP",
     (CORE_V1 + "ServicePort", "protocol"): "TCP",

@@ -46,7 +46,8 @@ async def test_a_protobuf_podtemplate_is_created_defaulted_and_listed_as_protobu
     assert (spec.restartPolicy, spec.dnsPolicy, spec.containers[0].imagePullPolicy) == (
         "Always", "ClusterFirst", "IfNotPresent")
     as_json = (await server.request("GET", f"{TEMPLATES}/web")).json()
-    assert as_json["template"]["metadata"] == {"labels": {"app": "web"}}
+    # Go prints the template's zero creationTimestamp as null.
+    assert as_json["template"]["metadata"] == {"creationTimestamp": None, "labels": {"app": "web"}}
     listed = await server.request("GET", TEMPLATES, headers={"Accept": PROTOBUF})
     api_version, kind, raw = protobuf_codec.decode_envelope(listed.body)
     assert (api_version, kind) == ("v1", "PodTemplateList")

@@ -15,7 +15,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n capstan/options/v1/options.proto\x12\x12\x63\x61pstan.options.v1\x1a google/protobuf/descriptor.proto:2\n\temit_zero\x12\x1d.google.protobuf.FieldOptions\x18\xb4\x87\x03 \x01(\x08:4\n\x0bjson_inline\x12\x1d.google.protobuf.FieldOptions\x18\xb5\x87\x03 \x01(\x08\x42s\n\x16\x64\x65v.capstan.options.v1P\x01ZBgithub.com/capstan-dev/capstan/gen/go/capstan/options/v1;optionsv1\xaa\x02\x12\x43\x61pstan.Options.V1')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n capstan/options/v1/options.proto\x12\x12\x63\x61pstan.options.v1\x1a google/protobuf/descriptor.proto:2\n\temit_zero\x12\x1d.google.protobuf.FieldOptions\x18\xb4\x87\x03 \x01(\x08:4\n\x0bjson_inline\x12\x1d.google.protobuf.FieldOptions\x18\xb5\x87\x03 \x01(\x08:2\n\ttype_meta\x12\x1d.google.protobuf.FieldOptions\x18\xb6\x87\x03 \x01(\x08\x42s\n\x16\x64\x65v.capstan.options.v1P\x01ZBgithub.com/capstan-dev/capstan/gen/go/capstan/options/v1;optionsv1\xaa\x02\x12\x43\x61pstan.Options.V1')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)

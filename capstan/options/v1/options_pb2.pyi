@@ -7,3 +7,5 @@ EMIT_ZERO_FIELD_NUMBER: _ClassVar[int]
 emit_zero: _descriptor.FieldDescriptor
 JSON_INLINE_FIELD_NUMBER: _ClassVar[int]
 json_inline: _descriptor.FieldDescriptor
+TYPE_META_FIELD_NUMBER: _ClassVar[int]
+type_meta: _descriptor.FieldDescriptor

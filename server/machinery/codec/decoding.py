@@ -27,9 +27,12 @@ from server.machinery.codec.planned import Decoder, Plan, Resolve, State
 from server.machinery.codec.wellknown import WELL_KNOWN, WellKnown
 from server.machinery.protofields import is_repeated
 
+TYPE_META = ("apiVersion", "kind")
 
-def field_decoder(field: FieldDescriptor, name: str, resolve: Resolve) -> Decoder:
-    """The decoder of field, whose JSON name is name; resolve gives the plans of its object types."""
+
+def field_decoder(field: FieldDescriptor, name: str, resolve: Resolve, *, type_meta: bool = False) -> Decoder:
+    """The decoder of field, whose JSON name is name; resolve gives the plans of its object types. type_meta:
+    the field's objects embed TypeMeta (the type_meta option; a list of objects here)."""
     value_field = map_value(field)
     if value_field is not None:
         go_type = go_field_type(field)
@@ -41,7 +44,7 @@ def field_decoder(field: FieldDescriptor, name: str, resolve: Resolve) -> Decode
     sub = resolve(field)
     if is_repeated(field):
         if sub is not None:
-            return _message_list(name, sub, go_type)
+            return _message_list(name, sub, go_type, type_meta)
         return _value_list(_value_decoder(field), go_type, field.type == FieldDescriptor.TYPE_STRING)
     if sub is not None:
         return _message(name, sub, go_type)
@@ -127,8 +130,9 @@ def _message(name: str, sub: Plan, go_type: str) -> Decoder:
     return decode
 
 
-def _message_list(name: str, sub: Plan, go_type: str) -> Decoder:
+def _message_list(name: str, sub: Plan, go_type: str, type_meta: bool) -> Decoder:
     element_type = go_type[2:]
+    known = TYPE_META if type_meta else ()
 
     def decode(value: Any, state: State, path: str, go_path: str) -> Any:
         if type(value) is not list:
@@ -137,7 +141,11 @@ def _message_list(name: str, sub: Plan, go_type: str) -> Decoder:
         items = []
         for index, item in enumerate(value):
             if type(item) is dict:
-                items.append(decode_object(sub, item, state, f"{here}[{index}]", go_here))
+                at = f"{here}[{index}]"
+                for key in known:  # TypeMeta's fields, Go strings the message does not keep
+                    if item.get(key) is not None and type(item[key]) is not str:
+                        state.fail(mismatch(item[key], "string"), sub.go_name, key, at, go_here)
+                items.append(decode_object(sub, item, state, at, go_here, known))
             elif item is None:
                 items.append({})  # null element: Go appends a zero struct
             else:

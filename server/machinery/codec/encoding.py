@@ -82,7 +82,7 @@ def encode_object(plan: Plan, msg: Message, out: dict[str, Any]) -> dict[str, An
     """Adds msg's fields to out as Go's encoding/json prints them, and returns out (or a reordered copy).
 
     Set fields come from ListFields(): a zero scalar is left out unless marked emit_zero, every present
-    sub-message is printed, and a zero Time is left out (omitzero) unless emit_zero prints it as null.
+    sub-message is printed, and a zero Time is left out unless emit_zero prints it as null.
     Absent emit_zero lists, maps and messages are printed as [], {} and their zero rendering.
     """
     encoders = plan.encoders

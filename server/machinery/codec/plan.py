@@ -23,6 +23,7 @@ from server.machinery.codec.planned import Plan
 from server.machinery.codec.wellknown import WELL_KNOWN
 
 _EMIT_ZERO: Any = options_pb2.emit_zero  # typed as a plain FieldDescriptor by the generated stub
+_TYPE_META: Any = options_pb2.type_meta
 _PLANS: dict[Descriptor, Plan] = {}
 _BUILDING: dict[Descriptor, Plan] = {}  # plans being filled, so recursive message types resolve
 _LOCK = threading.RLock()
@@ -70,7 +71,8 @@ def _fill(plan: Plan) -> None:
             order.extend(sub.order)
             continue
         mode, aux, zero = field_encoder(field, _sub_plan)
-        plan.decoders[name] = field_decoder(field, name, _sub_plan)
+        type_meta = bool(field.GetOptions().Extensions[_TYPE_META])
+        plan.decoders[name] = field_decoder(field, name, _sub_plan, type_meta=type_meta)
         plan.encoders[field] = (name, mode, emit_zero, aux)
         if emit_zero and zero is not None:
             always.append((name, zero))

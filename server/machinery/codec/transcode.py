@@ -25,10 +25,11 @@ encode (message -> JSON dict), as kube-apiserver prints Go values:
   * a zero scalar is omitted (omitempty) unless its field carries (capstan.options.v1.emit_zero),
     which Kubernetes needs for Go pointers (ConfigMap.immutable=false is printed) and for fields
     without omitempty; see protos/capstan/options/v1/options.proto for the rule per field shape;
-  * every sub-message that is present is printed ("spec": {}), except a zero Time, which Go's
-    omitzero drops; empty lists and maps are omitted unless emit_zero.
+  * every sub-message that is present is printed ("spec": {}), except a zero Time, which prints as
+    null where its field is marked emit_zero (a Go Time value) and not at all otherwise (a *Time);
+    empty lists and maps are omitted unless emit_zero.
 Example: a client-go ConfigMap on the wire carries generateName "" and an empty creationTimestamp;
-encode prints neither, as kube-apiserver does not.
+encode prints no generateName and "creationTimestamp": null, as kube-apiserver does.
 """
 
 from __future__ import annotations

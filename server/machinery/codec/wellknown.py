@@ -36,8 +36,9 @@ from server.machinery.codec.jsonschemaprops import SCHEMA_MESSAGE, decode_schema
 from server.machinery.codec.quantity import ERR_FORMAT, QuantityError, canonical, check_quantity
 
 # encode() returns ZERO for a value Go leaves out of JSON when it is zero: a zero Time (unset, as the Go
-# zero time arrives on the wire) is dropped by `omitzero` (creationTimestamp) and printed as null only by a
-# field marked emit_zero. Every other well-known value is printed whenever its field is present.
+# zero time arrives on the wire) is left out, and printed as null by a field marked emit_zero (a Time value,
+# such as ObjectMeta.creationTimestamp, rather than a *Time). Every other well-known value is printed whenever
+# its field is present.
 ZERO: Any = object()
 
 _GO_ZERO_TIME = -62135596800  # 0001-01-01T00:00:00Z, Go's time.Time{}

@@ -43,7 +43,7 @@ async def test_discovery_names_podtemplates_as_kube_does(client: Client) -> None
 async def test_the_template_takes_the_pod_spec_defaults(client: Client) -> None:
     created = await client.create(path("podtemplates", NS), template(containers=[
         {"name": "app", "image": "nginx", "ports": [{"containerPort": 80}]}]))
-    assert created["template"] == {"metadata": {"labels": {"app": "web"}}, "spec": {
+    assert created["template"] == {"metadata": {"creationTimestamp": None, "labels": {"app": "web"}}, "spec": {
         "containers": [{"name": "app", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}],
                         "resources": {}, "terminationMessagePath": "/dev/termination-log",
                         "terminationMessagePolicy": "File", "imagePullPolicy": "Always"}],

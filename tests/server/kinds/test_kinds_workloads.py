@@ -201,6 +201,49 @@ async def test_defaults(client: Client, resource: str, spec: Obj, expected: Obj,
     assert created["metadata"]["generation"] == 1
 
 
+CLAIM: Obj = {"metadata": {"name": "www"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                      "resources": {"requests": {"storage": "1Gi"}}}}
+EPHEMERAL: Obj = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": CONTAINERS, "volumes": [
+    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": CLAIM["spec"]}}}]}}
+CLAIM_SPEC: Obj = {**CLAIM["spec"], "volumeMode": "Filesystem"}
+
+
+# The objects a kind embeds, as kube-apiserver 1.28.7 printed them for the same bodies: every embedded ObjectMeta
+# with its zero creationTimestamp as null (a metav1.Time value), a claim template's spec defaulted, and a
+# StatefulSet's claim templates printed as v1 PersistentVolumeClaims (apps/v1's conversion sets their TypeMeta,
+# whatever was sent; strict field validation knows apiVersion and kind there).
+@pytest.mark.parametrize(("resource", "spec", "part", "expected"), [
+    pytest.param("deployments", {}, lambda out: out["spec"]["template"]["metadata"],
+                 {"creationTimestamp": None, "labels": {"app": "web"}}, id="a pod template's metadata"),
+    pytest.param("cronjobs", {}, lambda out: (out["spec"]["jobTemplate"]["metadata"],
+                                              out["spec"]["jobTemplate"]["spec"]["template"]["metadata"]),
+                 ({"creationTimestamp": None}, {"creationTimestamp": None}), id="a job template's, absent: printed"),
+    pytest.param("statefulsets", {"volumeClaimTemplates": [CLAIM]}, lambda out: out["spec"]["volumeClaimTemplates"],
+                 [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                   "metadata": {"creationTimestamp": None, "name": "www"}, "spec": CLAIM_SPEC,
+                   "status": {"phase": "Pending"}}], id="claim templates"),
+    pytest.param("statefulsets", {"volumeClaimTemplates": [{"apiVersion": "v9", "kind": "Claim", **CLAIM}]},
+                 lambda out: [[*list(claim)[:2], claim["apiVersion"], claim["kind"]]
+                              for claim in out["spec"]["volumeClaimTemplates"]],
+                 [["apiVersion", "kind", "v1", "PersistentVolumeClaim"]], id="claim templates' TypeMeta, first"),
+    pytest.param("statefulsets", {"template": EPHEMERAL},
+                 lambda out: out["spec"]["template"]["spec"]["volumes"][0]["ephemeral"]["volumeClaimTemplate"],
+                 {"metadata": {"creationTimestamp": None}, "spec": CLAIM_SPEC}, id="an ephemeral volume's claim"),
+    pytest.param("statefulsets", {"template": EPHEMERAL},
+                 lambda out: out["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:template"]["f:spec"][
+                     "f:volumes"]['k:{"name":"scratch"}']["f:ephemeral"]["f:volumeClaimTemplate"],
+                 {".": {}, "f:metadata": {".": {}, "f:creationTimestamp": {}}, "f:spec": {
+                     ".": {}, "f:accessModes": {}, "f:resources": {".": {}, "f:requests": {".": {}, "f:storage": {}}},
+                     "f:volumeMode": {}}}, id="an ephemeral volume's claim: managed fields"),
+])
+async def test_embedded_objects_print_as_kube_prints_them(client: Client, resource: str, spec: Obj, part: Any,
+                                                          expected: Any) -> None:
+    created = await client.create(at(resource), body(resource, spec=spec), fieldValidation="Strict",
+                                  fieldManager="kubectl-create")
+    read = await client.get(at(resource, "web"))
+    assert (part(created), part(read)) == (expected, expected)
+
+
 async def test_defaulted_fields_are_in_go_struct_order(client: Client) -> None:
     created = await create(client, "deployments")
     assert list(created["spec"]) == [

@@ -27,6 +27,10 @@ T = "2024-05-01T10:00:00Z"
 T2 = "2024-05-01T10:05:00Z"
 
 
+# An ObjectMeta with no creationTimestamp (a template's), as Go prints it: a zero metav1.Time is null.
+NO_TIME: dict[str, Any] = {"creationTimestamp": None}
+
+
 def meta(name: str, namespace: str | None = "default", **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"name": name}
     if namespace is not None:
@@ -61,7 +65,8 @@ DEPLOYMENT = {
     "spec": {
         "replicas": 3,
         "selector": {"matchLabels": WEB},
-        "template": {"metadata": {"labels": WEB}, "spec": {"containers": [NGINX], **POD_SPEC_DEFAULTS}},
+        "template": {"metadata": {"creationTimestamp": None, "labels": WEB},
+                     "spec": {"containers": [NGINX], **POD_SPEC_DEFAULTS}},
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
         "revisionHistoryLimit": 10,
         "progressDeadlineSeconds": 600,
@@ -148,7 +153,7 @@ SERVICE = {
 
 JOB_TEMPLATE_SPEC = {
     "template": {
-        "metadata": {},
+        "metadata": NO_TIME,
         "spec": {"containers": [NGINX | {"name": "report", "command": ["sh", "-c", "date"]}], **POD_SPEC_DEFAULTS,
                  "restartPolicy": "OnFailure"},
     },
@@ -166,7 +171,7 @@ CRON_JOB = {
         "timeZone": "Etc/UTC",
         "concurrencyPolicy": "Forbid",
         "suspend": False,
-        "jobTemplate": {"metadata": {}, "spec": JOB_TEMPLATE_SPEC},
+        "jobTemplate": {"metadata": NO_TIME, "spec": JOB_TEMPLATE_SPEC},
         "successfulJobsHistoryLimit": 3,
         "failedJobsHistoryLimit": 1,
     },
@@ -237,9 +242,10 @@ STATEFUL_SET = {
     "spec": {
         "replicas": 3,
         "selector": {"matchLabels": {"app": "db"}},
-        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [NGINX], **POD_SPEC_DEFAULTS}},
+        "template": {"metadata": {"creationTimestamp": None, "labels": {"app": "db"}},
+                     "spec": {"containers": [NGINX], **POD_SPEC_DEFAULTS}},
         "volumeClaimTemplates": [{
-            "metadata": {"name": "data"},
+            "metadata": {"name": "data", "creationTimestamp": None},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
                      "volumeMode": "Filesystem"},
             "status": {"phase": "Pending"},
@@ -321,23 +327,23 @@ def test_round_trip(cls: type[Message], obj: dict[str, Any]) -> None:
 # Values printed in another form than they were written: (cls, JSON in, JSON out).
 NORMALIZED: list[tuple[str, type[Message], dict[str, Any], dict[str, Any]]] = [
     ("absent Go structs are printed", apps.Deployment, {"metadata": {"name": "web"}, "spec": {"replicas": 1}},
-     {"metadata": {"name": "web"},
-      "spec": {"replicas": 1, "template": {"metadata": {}, "spec": {"containers": []}}, "strategy": {}},
+     {"metadata": {"name": "web", "creationTimestamp": None},
+      "spec": {"replicas": 1, "template": {"metadata": NO_TIME, "spec": {"containers": []}}, "strategy": {}},
       "status": {}}),
     ("absent non-pointer IntOrString is 0", core.Service, {"spec": {"ports": [{"port": 80}]}},
-     {"metadata": {}, "spec": {"ports": [{"port": 80, "targetPort": 0}]}, "status": {"loadBalancer": {}}}),
+     {"metadata": NO_TIME, "spec": {"ports": [{"port": 80, "targetPort": 0}]}, "status": {"loadBalancer": {}}}),
     ("MicroTime keeps microseconds, to UTC", coordination.Lease,
      {"spec": {"renewTime": "2024-05-01T12:00:07.123456+02:00"}},
-     {"metadata": {}, "spec": {"renewTime": "2024-05-01T10:00:07.123456Z"}}),
+     {"metadata": NO_TIME, "spec": {"renewTime": "2024-05-01T10:00:07.123456Z"}}),
     ("condition times absent: null", apps.Deployment,
      {"status": {"conditions": [{"type": "Available", "status": "True"}]}},
-     {"metadata": {}, "spec": {"template": {"metadata": {}, "spec": {"containers": []}}, "strategy": {}},
+     {"metadata": NO_TIME, "spec": {"template": {"metadata": NO_TIME, "spec": {"containers": []}}, "strategy": {}},
       "status": {"conditions": [
           {"type": "Available", "status": "True", "lastUpdateTime": None, "lastTransitionTime": None}]}}),
     ("roleRef is always printed, subjects only when set", rbac.ClusterRoleBinding, {"metadata": {"name": "x"}},
-     {"metadata": {"name": "x"}, "roleRef": {}}),
+     {"metadata": {"name": "x", "creationTimestamp": None}, "roleRef": {}}),
     ("Role rules are printed [] when absent", rbac.Role, {"metadata": {"name": "x"}},
-     {"metadata": {"name": "x"}, "rules": []}),
+     {"metadata": {"name": "x", "creationTimestamp": None}, "rules": []}),
 ]  # fmt: skip
 
 
@@ -349,7 +355,7 @@ def test_normalized(cls: type[Message], given: dict[str, Any], printed: dict[str
 # --- inline structs (capstan.options.v1.json_inline): Go's `json:",inline"` embedding -------------------------------
 
 POD_INLINE = {
-    "metadata": {"name": "web-0", "namespace": "default"},
+    "metadata": {"name": "web-0", "namespace": "default", "creationTimestamp": None},
     "spec": {
         "volumes": [
             {"name": "config", "configMap": {"name": "web-config", "defaultMode": 420}},
@@ -371,7 +377,7 @@ POD_INLINE = {
 }  # fmt: skip
 
 PV_INLINE = {
-    "metadata": {"name": "pv-1"},
+    "metadata": {"name": "pv-1", "creationTimestamp": None},
     "spec": {"capacity": {"storage": "10Gi"}, "hostPath": {"path": "/data", "type": ""},
              "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain"},
     "status": {"phase": "Available"},

@@ -14,6 +14,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
 
+from capstan.api.apps.v1 import apps_pb2 as apps
 from capstan.api.core.v1 import core_pb2 as core
 from capstan.api.intstr import intstr_pb2
 from capstan.api.meta.v1 import meta_pb2 as meta
@@ -135,10 +136,14 @@ FULL_METADATA = {
     ],
 }
 
+# An ObjectMeta with no creationTimestamp, as Go prints it: a zero metav1.Time is null (omitempty keeps structs).
+NO_TIME: dict[str, Any] = {"creationTimestamp": None}
+
 ROUND_TRIPS: list[tuple[str, type[Message], dict[str, Any]]] = [
     ("ConfigMap", core.ConfigMap, {
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "cm", "namespace": "default", "labels": {"a": "b"}, "annotations": {"c": "d"}},
+        "metadata": {"name": "cm", "namespace": "default", "creationTimestamp": None, "labels": {"a": "b"},
+                     "annotations": {"c": "d"}},  # an unset creationTimestamp (a Time value) prints as null
         "immutable": False,  # a Go *bool: false is printed
         "data": {"game.properties": "lives=3\n", "": "empty key", "unicode": "ünï ✓"},
         "binaryData": {"blob": "AAEC/f7/", "empty": ""},
@@ -146,7 +151,7 @@ ROUND_TRIPS: list[tuple[str, type[Message], dict[str, Any]]] = [
     ("ConfigMap/ObjectMeta every field", core.ConfigMap, {"metadata": FULL_METADATA, "data": {"k": "v"}}),
     ("Secret", core.Secret, {
         "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "s", "namespace": "default"},
+        "metadata": {"name": "s", "namespace": "default", "creationTimestamp": None},
         "immutable": True,
         "data": {"password": "czNjcjN0", "bin": "AP8="},
         "stringData": {"user": "admin"},
@@ -161,7 +166,8 @@ ROUND_TRIPS: list[tuple[str, type[Message], dict[str, Any]]] = [
              "reason": "ContentDeleted", "message": "All content successfully deleted"},
         ]},
     }),
-    ("Namespace/empty spec and status", core.Namespace, {"metadata": {"name": "a"}, "spec": {}, "status": {}}),
+    ("Namespace/empty spec and status", core.Namespace,
+     {"metadata": {"name": "a", "creationTimestamp": None}, "spec": {}, "status": {}}),
     ("Status", meta.Status, {
         "apiVersion": "v1", "kind": "Status", "metadata": {},
         "status": "Failure", "message": "ConfigMap \"x\" is invalid", "reason": "Invalid",
@@ -223,13 +229,16 @@ NORMALIZED: list[tuple[str, type[Message], dict[str, Any], dict[str, Any]]] = [
     ("IntOrString null element", Probe, {"ports": [None]}, {"ports": [0], "targetPort": 0}),
     ("integral float cell", meta.Table, {"rows": [{"cells": [5.0, -2.0]}]},
      {"metadata": {}, "columnDefinitions": [], "rows": [{"cells": [5, -2], "object": None}]}),
-    ("null fields are unset", core.ConfigMap, {"metadata": None, "data": None, "immutable": None}, {"metadata": {}}),
+    ("null fields are unset", core.ConfigMap, {"metadata": None, "data": None, "immutable": None},
+     {"metadata": NO_TIME}),
     ("null elements are zero", core.ConfigMap,
      {"metadata": {"finalizers": ["a", None], "labels": {"k": None}}, "data": {"k": None}, "binaryData": {"b": None}},
-     {"metadata": {"finalizers": ["a", ""], "labels": {"k": ""}}, "data": {"k": ""}, "binaryData": {"b": ""}}),
+     {"metadata": {"creationTimestamp": None, "finalizers": ["a", ""], "labels": {"k": ""}},
+      "data": {"k": ""}, "binaryData": {"b": ""}}),
     ("base64 with newlines (Go skips them)", core.Secret, {"data": {"k": "QUJD\r\nRA=="}},
-     {"metadata": {}, "data": {"k": "QUJDRA=="}}),
-    ("bytes from an array of numbers", core.Secret, {"data": {"k": [0, 255]}}, {"metadata": {}, "data": {"k": "AP8="}}),
+     {"metadata": NO_TIME, "data": {"k": "QUJDRA=="}}),
+    ("bytes from an array of numbers", core.Secret, {"data": {"k": [0, 255]}},
+     {"metadata": NO_TIME, "data": {"k": "AP8="}}),
 ]  # fmt: skip
 
 
@@ -272,28 +281,31 @@ OWNER = field(5, "apps/v1") + field(1, "ReplicaSet") + field(3, "web-1") + field
 
 GOLDEN: list[tuple[str, type[Message], bytes, dict[str, Any]]] = [
     ("client-go ConfigMap", core.ConfigMap, field(1, CLIENT_GO_META) + entry(2, "ui", "dark"),
-     {"metadata": {"name": "game-config", "namespace": "default", "labels": {"app": "demo"}}, "data": {"ui": "dark"}}),
+     {"metadata": {"name": "game-config", "namespace": "default", "creationTimestamp": None,
+                   "labels": {"app": "demo"}}, "data": {"ui": "dark"}}),
     ("pointer zeros are printed", core.ConfigMap,
      field(1, field(1, "a") + num(10, 0) + field(13, OWNER + num(6, 0))) + num(4, 0),
-     {"metadata": {"name": "a", "deletionGracePeriodSeconds": 0, "ownerReferences": [
+     {"metadata": {"name": "a", "creationTimestamp": None, "deletionGracePeriodSeconds": 0, "ownerReferences": [
          {"kind": "ReplicaSet", "name": "web-1", "uid": "u-9", "apiVersion": "apps/v1", "controller": False}]},
       "immutable": False}),
     ("non-omitempty strings are printed empty", core.ConfigMap,
      field(1, field(13, field(1, "") + field(3, "") + field(4, "") + field(5, ""))),
-     {"metadata": {"ownerReferences": [{"kind": "", "name": "", "uid": "", "apiVersion": ""}]}}),
-    ("empty message: non-pointer structs are printed", core.Namespace, b"", {"metadata": {}, "spec": {}, "status": {}}),
+     {"metadata": {"creationTimestamp": None,
+                   "ownerReferences": [{"kind": "", "name": "", "uid": "", "apiVersion": ""}]}}),
+    ("empty message: non-pointer structs are printed", core.Namespace, b"",
+     {"metadata": NO_TIME, "spec": {}, "status": {}}),
     ("empty spec present", core.Namespace, field(1, field(1, "ns")) + field(2, b""),
-     {"metadata": {"name": "ns"}, "spec": {}, "status": {}}),
+     {"metadata": {"name": "ns", "creationTimestamp": None}, "spec": {}, "status": {}}),
     ("Status metadata is always printed", meta.Status, field(2, "Failure") + num(6, 404),
      {"metadata": {}, "status": "Failure", "code": 404}),
-    ("zero Time: omitted, null where Go has no omitzero", core.Namespace,
+    ("zero Time: null (Go's Time values have no omitzero)", core.Namespace,
      field(3, field(2, field(1, "Ready") + field(2, "") + field(4, b""))),
-     {"metadata": {}, "spec": {},
+     {"metadata": NO_TIME, "spec": {},
       "status": {"conditions": [{"type": "Ready", "status": "", "lastTransitionTime": None}]}}),
     ("Time of 0 seconds is the epoch", core.ConfigMap, field(1, field(8, num(1, 0))),
      {"metadata": {"creationTimestamp": "1970-01-01T00:00:00Z"}}),
-    ("Go's zero time is omitted", core.ConfigMap, field(1, field(8, num(1, -62135596800) + num(2, 0))),
-     {"metadata": {}}),
+    ("Go's zero time prints as null", core.ConfigMap, field(1, field(8, num(1, -62135596800) + num(2, 0))),
+     {"metadata": NO_TIME}),
     ("FieldsV1 and RawExtension print the JSON they hold", meta.WatchEvent,
      field(1, "ADDED") + field(2, field(1, b'{"kind":"Status","code":1}')),
      {"type": "ADDED", "object": {"kind": "Status", "code": 1}}),
@@ -357,6 +369,10 @@ WRONG_TYPES: list[tuple[type[Message], dict[str, Any], str, str]] = [
      "binaryData.k[0]"),
     (core.ConfigMap, {"immutable": "true"}, cannot("string", "ConfigMap.immutable", "bool"), "immutable"),
     (core.ConfigMap, {"metadata": "x"}, cannot("string", "ConfigMap.metadata", "v1.ObjectMeta"), "metadata"),
+    # kube-apiserver 1.28.7's words for a claim template's TypeMeta (a StatefulSet's, embedded in Go).
+    (apps.StatefulSet, {"spec": {"volumeClaimTemplates": [{}, {"kind": 5}]}},
+     cannot("number", "PersistentVolumeClaim.spec.volumeClaimTemplates.kind", "string"),
+     "spec.volumeClaimTemplates[1].kind"),
     (core.ConfigMap, {"metadata": {"name": 5}}, cannot("number", "ObjectMeta.metadata.name", "string"),
      "metadata.name"),
     (core.ConfigMap, {"metadata": {"labels": {"a": True}}}, cannot("bool", "ObjectMeta.metadata.labels", "string"),
@@ -451,6 +467,9 @@ UNKNOWN: list[tuple[type[Message], dict[str, Any], list[str]]] = [
     (core.Namespace, {"spec": {"foo": 1, "finalizers": []}, "status": {"bar": {}}}, ["spec.foo", "status.bar"]),
     (meta.Table, {"rows": [{"cells": [{"any": "json"}], "object": {"anything": 1}}, {"cellz": []}]}, ["rows[1].cellz"]),
     (Probe, {"subs": {"a": {"nope": 1}}}, ["subs.a.nope"]),
+    (apps.StatefulSet, {"spec": {"volumeClaimTemplates": [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                                           "spec": {"bogus": 1}}]}},
+     ["spec.volumeClaimTemplates[0].spec.bogus"]),
 ]  # fmt: skip
 
 

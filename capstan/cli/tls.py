@@ -21,6 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from capstan.cli import pki
+from server.machinery.tlsroots import as_go_pool
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def server_context(files: ServingFiles, client_ca: bytes) -> ssl.SSLContext:
     contexts: dict[int, ssl.SSLContext] = {}
 
     def build() -> ssl.SSLContext:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context = as_go_pool(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))  # client certificates as Go verifies them
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(files.cert_file, files.key_file)
         if client_ca:

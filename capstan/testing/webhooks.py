@@ -47,6 +47,7 @@ Handler = Callable[[Obj], "Obj | web.Response | Awaitable[Obj | web.Response]"]
 class WebhookServer:
     port: int
     ca_pem: bytes
+    cert_pem: bytes = b""  # the serving certificate (envtest puts it, not its CA, in the caBundle)
     requests: list[Obj] = field(default_factory=list)  # every AdmissionReview received, in order
     paths: list[str] = field(default_factory=list)  # the path and query of each (kube's ?timeout= among them)
     headers: list[dict[str, str]] = field(default_factory=list)  # the HTTP headers of each (a traceparent among them)
@@ -91,7 +92,7 @@ async def serve(handler: Handler, *, services: Iterable[tuple[str, str]] = ()) -
         cert_file.write_bytes(cert_pem)
         key_file.write_bytes(key_pem)
         tls.load_cert_chain(cert_file, key_file)
-    server = WebhookServer(0, ca_pem)
+    server = WebhookServer(0, ca_pem, cert_pem)
 
     async def review(request: web.Request) -> web.StreamResponse:
         sent = await request.json()

@@ -18,15 +18,18 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import posixpath
 import ssl
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
 from server.machinery import tracing
+from server.machinery.tlsroots import as_go_pool
 
 MAX_SESSIONS = 256  # sessions kept for configurations seen lately; the oldest is closed beyond it
 
@@ -71,10 +74,22 @@ class ClientConfig:
         """The URL kube names in its errors: the service's DNS name, with the `timeout` query."""
         if self.service is not None:
             s = self.service
-            base = f"https://{s.name}.{s.namespace}.svc:{s.port}{s.path}"
+            base = f"https://{s.name}.{s.namespace}.svc:{s.port}{rest_path(s.path)}"
         else:
-            base = self.url
-        return f"{base}{'&' if '?' in base else '?'}timeout={go_seconds(timeout)}"
+            base = self.target()
+        return f"{base}?timeout={go_seconds(timeout)}"
+
+    def target(self) -> str:
+        """The URL of a `url` config as client-go's rest client requests it: scheme and host, then the path
+        cleaned (rest_path); a query is not carried (admission validation refuses one)."""
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}{rest_path(parts.path)}"
+
+
+def rest_path(path: str) -> str:
+    """path.Join("/", path), as client-go's rest client builds every webhook call's path: no repeated or
+    trailing slash, "." and ".." resolved. envtest's URLs ("https://host:port/" + "/validate") rely on it."""
+    return "/" + posixpath.normpath("/" + path).lstrip("/")
 
 
 class CallError(Exception):
@@ -110,7 +125,7 @@ class Callouts:
             async with asyncio.timeout(timeout):
                 target, server_name = await self._target(config)
                 session = self._session(config)
-                url = f"{target}{'&' if '?' in target else '?'}timeout={go_seconds(timeout)}"
+                url = f"{target}?timeout={go_seconds(timeout)}"
                 headers = {"Content-Type": "application/json", "Accept": "application/json"}
                 if config.token:
                     headers["Authorization"] = f"Bearer {config.token}"
@@ -138,13 +153,13 @@ class Callouts:
         if config.service is None:
             if not config.url:
                 raise CallError("neither URL nor service is set in the webhook client config")
-            return config.url, None
+            return config.target(), None
         s = config.service
         if self._resolve is None:
             raise CallError(f'no endpoints available for service "{s.name}"')
         host, port = await self._resolve(s.namespace, s.name, s.port)
         shown_host = f"[{host}]" if ":" in host else host
-        return f"https://{shown_host}:{port}{s.path}", f"{s.name}.{s.namespace}.svc"
+        return f"https://{shown_host}:{port}{rest_path(s.path)}", f"{s.name}.{s.namespace}.svc"
 
     def _session(self, config: ClientConfig) -> aiohttp.ClientSession:
         key = (config.url, config.service, config.ca_bundle, config.client_cert, config.client_key)
@@ -176,7 +191,7 @@ def _tls_context(config: ClientConfig) -> ssl.SSLContext:
     nothing: every call fails its handshake as kube's would with an unusable pool."""
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     if config.ca_bundle:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context = as_go_pool(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
         context.verify_mode = ssl.CERT_REQUIRED
         context.check_hostname = True
         # A bundle that does not load leaves an empty pool: every handshake fails as unknown authority.

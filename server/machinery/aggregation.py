@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.machinery.tlsroots import as_go_pool
+
 REMOTE_USER = "X-Remote-User"
 REMOTE_GROUP = "X-Remote-Group"
 REMOTE_EXTRA = "X-Remote-Extra-"
@@ -71,7 +73,7 @@ class ClientContexts:
         found = self._contexts.get(key)
         if found is not None:
             return found
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # hostname checked, a certificate required
+        context = as_go_pool(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))  # hostname checked, a certificate required
         if insecure:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE

@@ -41,6 +41,7 @@ from jwt.algorithms import Algorithm, get_default_algorithms
 from server.auth.errors import Unauthorized
 from server.auth.serviceaccounts import jws
 from server.machinery.credentials import Credentials
+from server.machinery.tlsroots import as_go_pool
 from server.machinery.user import UserInfo
 from server.runtime.tasks import cancel_all
 
@@ -91,7 +92,7 @@ class OidcConfig:
 
 def _tls(ca_file: Path | None) -> ssl.SSLContext:
     try:
-        return ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+        return as_go_pool(ssl.create_default_context(cafile=str(ca_file) if ca_file else None))
     except (OSError, ssl.SSLError) as err:
         raise OidcConfigError(f"failed to read the oidc-ca-file {ca_file}: {err}") from None
 

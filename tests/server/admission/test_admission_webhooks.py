@@ -125,6 +125,29 @@ async def test_webhook_cases(client: Client, case: str, resource: str, handler: 
         assert message in failed.value.status["message"]
 
 
+# client-go's rest client cleans every webhook call's path (path.Join("/", path)): envtest writes its URLs as
+# "https://host:port/" + "/validate", a double slash. Go trusts any certificate of the caBundle as an anchor:
+# envtest's caBundle is its webhook server's own serving certificate, not the CA that signed it.
+@pytest.mark.parametrize(("url_path", "bundle", "called"), [
+    ("//validate", "ca", "/validate"),
+    ("/validate/", "ca", "/validate"),
+    ("/a/./b/../validate", "ca", "/a/validate"),
+    ("", "ca", "/"),
+    ("/validate", "serving certificate", "/validate"),
+])
+async def test_webhook_calls_as_client_go_makes_them(client: Client, url_path: str, bundle: str,
+                                                      called: str) -> None:
+    async with serve(deny) as hook:
+        config = hook.client_config(url_path)
+        if bundle != "ca":
+            config["caBundle"] = base64.b64encode(hook.cert_pem).decode()
+        await configure(client, "validatingwebhookconfigurations", "paths", [webhook("v.example.com", config)])
+        with pytest.raises(Failed) as failed:
+            await client.create(CONFIGMAPS, configmap("cm"))
+        assert failed.value.status["message"].endswith("denied the request: no configmaps today")
+        assert [p.split("?")[0] for p in hook.paths] == [called]
+
+
 async def test_review_carries_kube_fields(client: Client) -> None:
     """An AdmissionReview v1 request names the object, the operation, the user and the options; an update
     sends the old object; a delete sends only the old object."""

@@ -297,6 +297,8 @@ class SchemaSet:
             extras["x-kubernetes-patch-strategy"] = hint.patch_strategy
         if hint.patch_merge_key:
             extras["x-kubernetes-patch-merge-key"] = hint.patch_merge_key
+        if hint.map_type:
+            extras["x-kubernetes-map-type"] = hint.map_type
         return with_siblings(schema, **extras)
 
     def _element(self, field: FieldDescriptor) -> Schema:

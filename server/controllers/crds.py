@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 from google.protobuf.descriptor import Descriptor
 
+from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.callouts.client import Callouts
 from server.crd import definition
@@ -60,6 +61,7 @@ CRDS = core_pb2.ResourcePath(group=CUSTOM_RESOURCE_DEFINITIONS.group, version=CU
                              resource=CUSTOM_RESOURCE_DEFINITIONS.resource)
 Item = tuple[str, str]  # (a CRD's name, its group: the others in it are reconciled after it)
 RECHECK = (0.05, 0.1, 0.2, 0.5, 1.0)  # seconds between looks at a kind whose objects are still being deleted
+MANAGER = "kube-apiserver"  # apiextensions' controllers run in kube-apiserver: its loopback client's user agent
 NO_CONFLICTS = {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found"}
 ESTABLISHED = {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
                "message": "the initial names have been accepted"}
@@ -272,7 +274,8 @@ class CrdController:
         body = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", **crd}
         try:
             response = await self._core.update(core_pb2.UpdateRequest(
-                path=path, object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(body))))
+                path=path, object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(body)),
+                options=meta_pb2.UpdateOptions(fieldManager=MANAGER)))
         except errors.ApiError as err:
             if err.code not in (404, 409):
                 log.warning("CRD %s: status update failed: %s", _name(crd), err)

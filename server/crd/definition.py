@@ -66,8 +66,9 @@ def schema_of(version: dict[str, Any]) -> dict[str, Any] | None:
 # --- defaults ---------------------------------------------------------------------------------------------------
 
 
-def prepare(crd: Obj, old: Obj | None) -> None:
-    """Defaults, then the storage version recorded among the stored ones (create: a fresh status)."""
+def default(crd: Obj) -> None:
+    """SetDefaults_CustomResourceDefinitionSpec and SetDefaults_ServiceReference, applied as the body is decoded:
+    before the request's managed fields are recorded, so its manager owns them, as in kube."""
     s = crd.setdefault("spec", {})
     names_ = s.setdefault("names", {})
     kind = names_.get("kind") or ""
@@ -80,6 +81,12 @@ def prepare(crd: Obj, old: Obj | None) -> None:
     service = ((s["conversion"].get("webhook") or {}).get("clientConfig") or {}).get("service")
     if isinstance(service, dict) and service.get("port") is None:
         service["port"] = 443
+
+
+def prepare(crd: Obj, old: Obj | None) -> None:
+    """The defaults (idempotent: every path that prepares a CRD has them), then the storage version recorded
+    among the stored ones (create: a fresh status)."""
+    default(crd)
     for version in versions(crd):
         version.setdefault("served", False)
         version.setdefault("storage", False)

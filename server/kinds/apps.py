@@ -293,7 +293,10 @@ def _template_generation(obj: Obj | None) -> int:
 
 
 def default_daemon_set(obj: Obj) -> None:
-    """SetDefaults_DaemonSet and the template's defaults."""
+    """SetDefaults_DaemonSet and the template's defaults. The template generation annotation is there from the
+    start, as apps/v1's conversion prints it (0 when the body has none): the request's manager owns it, as in
+    kube; prepare_daemon_set gives it its value."""
+    meta.meta(obj).setdefault("annotations", {}).setdefault(TEMPLATE_GENERATION, "0")
     spec = dict_at(obj, "spec")
     strategy = dict_at(spec, "updateStrategy")
     strategy.setdefault("type", ROLLING_UPDATE)

@@ -334,7 +334,7 @@ HORIZONTAL_POD_AUTOSCALERS_V2 = Resource(
     short_names=("hpa",),
     categories=("all",),
     subresources=(_status("HorizontalPodAutoscaler"),),
-    strategy=Declared(tracks_generation=True, defaults=retyped(V2_SCHEMA, default_v2), validation=validate_v2),
+    strategy=Declared(defaults=retyped(V2_SCHEMA, default_v2), validation=validate_v2),
 )
 
 HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
@@ -356,7 +356,7 @@ HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(
         to_storage=_to_storage,
         from_storage=_from_storage,
     ),
-    strategy=Declared(tracks_generation=True, defaults=retyped(V1_SCHEMA, default_v1), validation=validate_v1),
+    strategy=Declared(defaults=retyped(V1_SCHEMA, default_v1), validation=validate_v1),
 )
 
 # v2 first: kube-apiserver's preferred autoscaling version, which discovery lists first.

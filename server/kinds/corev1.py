@@ -371,8 +371,9 @@ PERSISTENT_VOLUMES = Resource(
     subresources=(_status_of("PersistentVolume"),),
     strategy=Declared(
         returns_deleted_object=True, defaults=_typed(PV_SCHEMA, default_pv),
-        # PrepareForCreate, then the defaults kube applies to what it reads back (phase Pending).
-        prepare=_new_status(PV_SCHEMA, lambda: {"phase": "Pending", "lastPhaseTransitionTime": meta.now()}),
+        # PrepareForCreate, then the defaults kube applies to what it reads back (phase Pending). No
+        # lastPhaseTransitionTime: PersistentVolumeLastPhaseTransitionTime is an alpha gate, off, in kube 1.28.
+        prepare=_new_status(PV_SCHEMA, lambda: {"phase": "Pending"}),
         validation=validate_pv, warnings=pv_warnings,
     ),
 )

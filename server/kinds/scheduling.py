@@ -93,7 +93,8 @@ PRIORITY_CLASSES = Resource(
     group=GROUP, version="v1", resource="priorityclasses", kind="PriorityClass", singular="priorityclass",
     namespaced=False, schema=ProtoSchema(scheduling_pb2.PriorityClass), short_names=("pc",),
     strategy=Declared(
-        defaults=default_priority_class, validation=validate_priority_class, delete_admission=admit_delete,
+        tracks_generation=True, defaults=default_priority_class, validation=validate_priority_class,
+        delete_admission=admit_delete,
     ),
 )
 

@@ -38,6 +38,7 @@ class FieldHint:
     list_map_keys: tuple[str, ...] = ()
     patch_strategy: str = ""
     patch_merge_key: str = ""
+    map_type: str = ""  # a map field's +mapType: "atomic" when the map is replaced whole, not merged by key
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,7 @@ FLOWCONTROL_V1BETA3 = "k8s.io.api.flowcontrol.v1beta3."
 STORAGE_V1 = "k8s.io.api.storage.v1."
 
 ATOMIC = FieldHint(list_type="atomic")
+ATOMIC_MAP = FieldHint(map_type="atomic")
 
 
 def _keyed(*keys: str, strategy: str = "merge") -> FieldHint:
@@ -82,6 +84,10 @@ FIELDS: Mapping[tuple[str, str], FieldHint] = MappingProxyType({
     (META_V1 + "ObjectMeta", "ownerReferences"): FieldHint(
         list_type="map", list_map_keys=("uid",), patch_strategy="merge", patch_merge_key="uid"),
     (META_V1 + "ObjectMeta", "managedFields"): ATOMIC,
+    (CORE_V1 + "PodSpec", "nodeSelector"): ATOMIC_MAP,
+    (CORE_V1 + "ReplicationControllerSpec", "selector"): ATOMIC_MAP,
+    (CORE_V1 + "ServiceSpec", "selector"): ATOMIC_MAP,
+    ("k8s.io.api.node.v1.Scheduling", "nodeSelector"): ATOMIC_MAP,
     (META_V1 + "Status", "details"): ATOMIC,  # upstream marks the (struct) field so; printed as it is
     (META_V1 + "StatusDetails", "causes"): ATOMIC,
     (META_V1 + "DeleteOptions", "dryRun"): ATOMIC,
@@ -223,6 +229,16 @@ FIELDS: Mapping[tuple[str, str], FieldHint] = MappingProxyType({
     (BATCH_V1 + "JobStatus", "conditions"): FieldHint(
         list_type="atomic", patch_strategy="merge", patch_merge_key="type"),
     (BATCH_V1 + "UncountedTerminatedPods", "succeeded"): FieldHint(list_type="set"),
+    ("k8s.io.api.discovery.v1.Endpoint", "addresses"): FieldHint(list_type="set"),
+    (STORAGE_V1 + "CSIDriverSpec", "volumeLifecycleModes"): FieldHint(list_type="set"),
+    (CORE_V1 + "ComponentStatus", "conditions"): BY_TYPE,
+    ("k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus", "conditions"):
+        FieldHint(list_type="map", list_map_keys=("type",)),
+    **{(version + rule, name): FieldHint(list_type="set")
+       for version in (FLOWCONTROL_V1BETA2, FLOWCONTROL_V1BETA3)
+       for rule, names in (("ResourcePolicyRule", ("verbs", "apiGroups", "resources", "namespaces")),
+                           ("NonResourcePolicyRule", ("verbs", "nonResourceURLs")))
+       for name in names},
     (BATCH_V1 + "UncountedTerminatedPods", "failed"): FieldHint(list_type="set"),
     (BATCH_V1 + "PodFailurePolicy", "rules"): ATOMIC,
     (BATCH_V1 + "PodFailurePolicyRule", "onPodConditions"): ATOMIC,
@@ -280,6 +296,8 @@ MESSAGES: Mapping[str, MessageHint] = MappingProxyType({
     META_V1 + "APIResourceList": MessageHint(required=("groupVersion", "resources")),
     META_V1 + "APIResource": MessageHint(required=("name", "singularName", "namespaced", "kind", "verbs")),
     META_V1 + "LabelSelector": MessageHint(map_type="atomic"),
+    AUTOSCALING_V1 + "CrossVersionObjectReference": MessageHint(required=("kind", "name"), map_type="atomic"),
+    "k8s.io.api.discovery.v1.EndpointPort": MessageHint(map_type="atomic"),
     META_V1 + "LabelSelectorRequirement": MessageHint(required=("key", "operator")),
     META_V1 + "Condition": MessageHint(required=("type", "status", "lastTransitionTime", "reason", "message")),
     CORE_V1 + "NamespaceCondition": MessageHint(required=("type", "status")),

@@ -209,6 +209,16 @@ def every_kind() -> documents.Documents:
     return documents.build(discover(Registry(BUILTIN)), version="v1.28.7")
 
 
+@pytest.mark.parametrize(("name", "prop"), [
+    (CORE + "ServiceSpec", "selector"), (CORE + "PodSpec", "nodeSelector"),
+    (CORE + "ReplicationControllerSpec", "selector"),
+])
+def test_atomic_maps_say_so(every_kind: documents.Documents, name: str, prop: str) -> None:
+    # kube's +mapType=atomic maps: replaced whole by server-side apply, as kube-apiserver 1.28 publishes them.
+    v1: Doc = orjson.loads(every_kind.group_versions["api/v1"].body)
+    assert _schema(v1, name)["properties"][prop]["x-kubernetes-map-type"] == "atomic"
+
+
 @pytest.mark.parametrize(("document", "item", "answer"), [
     # kinds whose registry store returns the deleted object document it as kube's installer does
     ("api/v1", f"{NS}/pods/{{name}}", CORE + "Pod"),

@@ -146,7 +146,8 @@ def list_type(hint: schema_hints.FieldHint) -> ListType:
 def _field_shape(message: Descriptor, field: FieldDescriptor) -> Shape:
     entry = field.message_type
     if entry is not None and entry.GetOptions().map_entry:
-        return MapShape(_value_shape(entry.fields_by_name["value"]))
+        atomic = schema_hints.field_hint(message.full_name, field.name).map_type == "atomic"
+        return MapShape(_value_shape(entry.fields_by_name["value"]), atomic)
     if is_repeated(field):
         kind = list_type(schema_hints.field_hint(message.full_name, field.name))
         elem = field.message_type.full_name if field.message_type is not None else ""

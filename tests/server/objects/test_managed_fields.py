@@ -8,6 +8,7 @@ applying, and ownership moving on force or on an update.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -271,3 +272,77 @@ async def test_an_entry_spelled_otherwise_is_printed_again_when_its_manager_writ
     updated, _ = await client.update(path("configmaps", "default", "spelled"), changed, fieldManager="writer")
     (written,) = updated["metadata"]["managedFields"]
     assert list(written["fieldsV1"]["f:data"]) == [".", "f:a", "f:b"]
+
+
+# What kube-apiserver 1.28.7 recorded for `kubectl create` of the same bodies (its "kubectl-create" manager): a
+# map or struct marked atomic is one field (ServiceSpec.selector, autoscaling/v1's CrossVersionObjectReference);
+# defaults applied as the body is decoded belong to the request's manager (a CRD's conversion and listKind, the
+# DaemonSet template generation annotation apps/v1's conversion adds); generation is set by the kinds whose
+# strategy sets it (PriorityClass), not by others (HorizontalPodAutoscaler).
+CRD: Obj = {"metadata": {"name": "widgets.example.com"}, "spec": {
+    "group": "example.com", "scope": "Namespaced",
+    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+    "versions": [{"name": "v1", "served": True, "storage": True,
+                  "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+KUBE_CREATES = [
+    pytest.param(path("services", "default"), {"metadata": {"name": "svc1"}, "spec": {
+        "selector": {"a": "b"}, "ports": [{"port": 80, "targetPort": 8080}]}},
+                 None, {"f:spec": {"f:internalTrafficPolicy": {}, "f:ports": {
+                     ".": {}, 'k:{"port":80,"protocol":"TCP"}': {
+                         ".": {}, "f:port": {}, "f:protocol": {}, "f:targetPort": {}}},
+                     "f:selector": {}, "f:sessionAffinity": {}, "f:type": {}}}, id="Service: an atomic selector"),
+    pytest.param(path("horizontalpodautoscalers", "default", group="autoscaling", version="v1"),
+                 {"metadata": {"name": "hpa1"}, "spec": {"scaleTargetRef": {
+                     "apiVersion": "apps/v1", "kind": "Deployment", "name": "d2"}, "maxReplicas": 3,
+                     "targetCPUUtilizationPercentage": 70}},
+                 None, {"f:spec": {"f:maxReplicas": {}, "f:minReplicas": {}, "f:scaleTargetRef": {},
+                                   "f:targetCPUUtilizationPercentage": {}}},
+                 id="HorizontalPodAutoscaler v1: an atomic scaleTargetRef, no generation"),
+    pytest.param(path("priorityclasses", group="scheduling.k8s.io"), {"metadata": {"name": "pc1"}, "value": 1000},
+                 1, {"f:preemptionPolicy": {}, "f:value": {}}, id="PriorityClass: generation 1"),
+    pytest.param(path("daemonsets", "default", group="apps"), {"metadata": {"name": "ds"}, "spec": {
+        "selector": {"matchLabels": {"a": "ds"}}, "template": {"metadata": {"labels": {"a": "ds"}}, "spec": {
+            "containers": [{"name": "c", "image": "i"}]}}}},
+                 1, {"f:metadata": {"f:annotations": {".": {}, "f:deprecated.daemonset.template.generation": {}}},
+                     "f:spec": {"f:revisionHistoryLimit": {}, "f:selector": {}, "f:template": {
+                         "f:metadata": {"f:labels": {".": {}, "f:a": {}}}, "f:spec": {
+                             "f:containers": {'k:{"name":"c"}': {
+                                 ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {}, "f:resources": {},
+                                 "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}}},
+                             "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {},
+                             "f:securityContext": {}, "f:terminationGracePeriodSeconds": {}}},
+                                "f:updateStrategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {},
+                                                                         "f:maxUnavailable": {}}, "f:type": {}}}},
+                 id="DaemonSet: the template generation annotation"),
+    pytest.param(path("customresourcedefinitions", group="apiextensions.k8s.io"), CRD, 1, {"f:spec": {
+        "f:conversion": {".": {}, "f:strategy": {}}, "f:group": {}, "f:names": {
+            "f:kind": {}, "f:listKind": {}, "f:plural": {}, "f:singular": {}}, "f:scope": {}, "f:versions": {}}},
+                 id="CustomResourceDefinition: decoded defaults"),
+]
+
+
+@pytest.mark.parametrize(("collection", "body", "generation", "fields"), KUBE_CREATES)
+async def test_a_create_records_what_kube_records(client: Client, collection: core_pb2.ResourcePath, body: Obj,
+                                                  generation: int | None, fields: Obj) -> None:
+    group = f"{collection.group}/{collection.version}" if collection.group else collection.version
+    created = await client.create(collection, body, fieldManager="kubectl-create")
+    entry = next(e for e in created["metadata"]["managedFields"] if e["manager"] == "kubectl-create")
+    assert (entry["apiVersion"], entry["fieldsV1"]) == (group, fields)
+    assert created["metadata"].get("generation") == generation
+
+
+async def test_a_crds_status_is_written_by_kube_apiserver(client: Client) -> None:
+    # kube-apiserver 1.28.7: the naming and establishing controllers' write, manager "kube-apiserver", with the
+    # conditions merged by type (listType=map).
+    crds = path("customresourcedefinitions", group="apiextensions.k8s.io")
+    await client.create(crds, CRD)
+    for _ in range(200):
+        crd = await client.get(path("customresourcedefinitions", name="widgets.example.com",
+                                    group="apiextensions.k8s.io"))
+        status = [e for e in crd["metadata"]["managedFields"] if e.get("subresource") == "status"]
+        if status and len((crd.get("status") or {}).get("conditions") or []) == 2:
+            break
+        await asyncio.sleep(0.02)
+    assert [e["manager"] for e in status] == ["kube-apiserver"]
+    conditions = status[0]["fieldsV1"]["f:status"]["f:conditions"]
+    assert sorted(k for k in conditions if k != ".") == ['k:{"type":"Established"}', 'k:{"type":"NamesAccepted"}']

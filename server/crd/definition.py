@@ -91,9 +91,11 @@ def prepare(crd: Obj, old: Obj | None) -> None:
         version.setdefault("served", False)
         version.setdefault("storage", False)
     if old is None:
-        crd["status"] = {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []}
+        # The zero status as Go prints it: conditions a nil slice without omitempty.
+        crd["status"] = {"conditions": None, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []}
     status = crd.setdefault("status", {})
-    stored = status.setdefault("storedVersions", [])
+    stored = status.get("storedVersions") or []  # null: Go's nil slice
+    status["storedVersions"] = stored
     current = storage_version(crd)
     if current and current not in stored:
         stored.append(current)

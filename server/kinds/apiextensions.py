@@ -46,7 +46,8 @@ def set_condition(crd: Obj, condition: dict[str, str]) -> bool:
     """SetCRDCondition: replace the condition of that type (its lastTransitionTime kept while its status
     stays), or append it. Whether anything changed."""
     status = crd.setdefault("status", {})
-    conditions: list[dict[str, object]] = status.setdefault("conditions", [])
+    conditions: list[dict[str, object]] = status.get("conditions") or []  # null: Go's nil slice
+    status["conditions"] = conditions
     for index, existing in enumerate(conditions):
         if existing.get("type") != condition["type"]:
             continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from capstan.api.autoscaling.v1 import autoscaling_pb2 as v1_pb2
 from capstan.api.autoscaling.v2 import autoscaling_v2_pb2 as v2_pb2
-from server.kinds import hpaconversion
+from server.kinds import hpaconversion, shaped
 from server.kinds.templates import nonnegative, retyped
 from server.machinery.codec.quantity import QuantityError, parse_quantity
 from server.machinery.schema import ProtoSchema
@@ -318,6 +318,14 @@ def _from_storage(obj: Obj) -> Obj:
     return typed
 
 
+def _prepare_v2(obj: Obj, old: Obj | None) -> None:
+    """horizontalPodAutoscalerStrategy.PrepareForCreate: a new HPA's status is the zero struct, which Go prints
+    as {"currentMetrics": null, "desiredReplicas": 0}."""
+    if old is None:
+        obj["status"] = {"desiredReplicas": 0}  # an int32 without omitempty: printed though zero
+        shaped.retype(V2_SCHEMA, obj)
+
+
 def _status(kind: str) -> Subresource:
     # horizontalPodAutoscalerStatusStrategy keeps the request's metadata and the stored spec.
     return Subresource("status", kind, ("get", "patch", "update"), ("status",), metadata_reset=())
@@ -334,7 +342,7 @@ HORIZONTAL_POD_AUTOSCALERS_V2 = Resource(
     short_names=("hpa",),
     categories=("all",),
     subresources=(_status("HorizontalPodAutoscaler"),),
-    strategy=Declared(defaults=retyped(V2_SCHEMA, default_v2), validation=validate_v2),
+    strategy=Declared(defaults=retyped(V2_SCHEMA, default_v2), prepare=_prepare_v2, validation=validate_v2),
 )
 
 HORIZONTAL_POD_AUTOSCALERS_V1 = Resource(

@@ -52,7 +52,8 @@ def _status(kind: str) -> Subresource:
 
 
 def _default_job_spec(spec: Obj) -> None:
-    """SetDefaults_Job's spec part (JobPodReplacementPolicy is on) and the pod template's defaults."""
+    """SetDefaults_Job's spec part as kube 1.28 runs it (JobPodReplacementPolicy is an alpha gate, off: no
+    podReplacementPolicy) and the pod template's defaults."""
     if "completions" not in spec and "parallelism" not in spec:
         spec["completions"] = 1
     spec.setdefault("parallelism", 1)
@@ -60,9 +61,21 @@ def _default_job_spec(spec: Obj) -> None:
     spec.setdefault("completionMode", NON_INDEXED)
     spec.setdefault("suspend", False)
     _default_pod_failure_policy(spec)
-    spec.setdefault("podReplacementPolicy", FAILED if spec.get("podFailurePolicy") else TERMINATING_OR_FAILED)
-    spec.setdefault("manualSelector", False)
     templates.default_template(spec.get("template"))
+
+
+# Fields of kube 1.28's alpha gates (JobBackoffLimitPerIndex, JobPodReplacementPolicy), off: jobStrategy drops
+# them from a new Job, and from an update whose old Job did not have them.
+ALPHA_FIELDS = ("backoffLimitPerIndex", "maxFailedIndexes", "podReplacementPolicy")
+
+
+def _drop_alpha_fields(spec: Obj, old_spec: Obj | None) -> None:
+    for field in ALPHA_FIELDS:
+        if old_spec is None or old_spec.get(field) is None:
+            spec.pop(field, None)
+    rules = get(spec, "podFailurePolicy", "rules")
+    if old_spec is None and isinstance(rules, list):  # FailIndex rules go with backoffLimitPerIndex
+        rules[:] = [rule for rule in rules if not (isinstance(rule, dict) and rule.get("action") == "FailIndex")]
 
 
 def _default_pod_failure_policy(spec: Obj) -> None:
@@ -87,13 +100,15 @@ def prepare_job(obj: Obj, old: Obj | None) -> None:
     Upstream's defaulting makes the Job's labels the very map of its template's labels, so the labels
     PrepareForCreate adds to the template show on the Job too; here the Job's copy is refreshed."""
     if old is not None:
+        _drop_alpha_fields(dict_at(obj, "spec"), get(old, "spec") or {})
         return
     spec = dict_at(obj, "spec")
+    _drop_alpha_fields(spec, None)
     m = meta.meta(obj)
-    shared = m.get("labels") and m.get("labels") == get(spec, "template", "metadata", "labels")
+    shared = not m.get("labels") or m.get("labels") == get(spec, "template", "metadata", "labels")
     if not spec.get("manualSelector"):
         _generate_selector(obj, spec)
-    if shared:
+    if shared:  # kube defaults the Job it reads back: no labels of its own takes the template's, generated ones too
         m["labels"] = copy_json(get(spec, "template", "metadata", "labels"))
     obj["status"] = {}
     retype(JOB_SCHEMA, obj)

@@ -24,6 +24,7 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.kinds.flowcontrol import AUTO_UPDATE_ANNOTATION, GROUP, VERSION, default_flow_schema, default_priority_level
+from server.kinds.templates import semantically_equal
 from server.machinery import errors, meta
 from server.machinery.concurrently import each
 from server.objects.core import Core
@@ -188,7 +189,8 @@ async def _ensure(core: Core, bootstrap: Obj, stored: Obj | None, *, mandatory: 
     annotations[AUTO_UPDATE_ANNOTATION] = "true" if auto_update else "false"
     if auto_update:
         spec = _wanted_spec(bootstrap, stored)
-        changed = changed or _defaulted(kind, spec) != stored.get("spec")
+        # apiequality.Semantic.DeepEqual: an empty list and a null one (Go's nil) are equal.
+        changed = changed or not semantically_equal(_defaulted(kind, spec), stored.get("spec"))
         stored["spec"] = spec
     if changed:
         await core.update(core_pb2.UpdateRequest(path=_named(kind, name), object=_raw(stored)))

@@ -150,7 +150,7 @@ def test_a_crd_established_through_one_core_is_served_by_the_other_promptly(flee
     crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{group}"
     deadline = time.monotonic() + 10
     while True:
-        conditions = call(first, "GET", crd_path).body.get("status", {}).get("conditions", [])
+        conditions = call(first, "GET", crd_path).body.get("status", {}).get("conditions") or []
         if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
             break
         assert time.monotonic() < deadline, conditions

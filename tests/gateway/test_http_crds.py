@@ -59,7 +59,8 @@ async def install(server: Server, body: Obj | None = None) -> None:
         assert time.monotonic() - started < 5, "not served promptly"
         await asyncio.sleep(0.01)
     while not any(c["type"] == "Established" and c["status"] == "True" for c in
-                  (await server.request("GET", f"{CRDS}/widgets.example.com")).json()["status"].get("conditions", [])):
+                  (await server.request("GET", f"{CRDS}/widgets.example.com")).json()["status"]["conditions"]
+                  or []):
         assert time.monotonic() - started < 5, "not established promptly"  # served first, then Established
         await asyncio.sleep(0.01)
 

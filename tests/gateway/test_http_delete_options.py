@@ -79,7 +79,7 @@ async def create(server: Server, name: str) -> tuple[str, Obj]:
         url = f"{CRDS}/{CRD['metadata']['name']}"
         for _ in range(200):  # the CRD controller's status writes end with Established
             crd = (await server.request("GET", url)).json()
-            conditions = crd.get("status", {}).get("conditions", [])
+            conditions = crd.get("status", {}).get("conditions") or []
             if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 return url, crd
             await asyncio.sleep(0.01)
@@ -95,7 +95,7 @@ async def registered(server: Server) -> None:
     url = f"/apis/apiregistration.k8s.io/v1/apiservices/v1.{group}"
     for _ in range(500):
         found = await server.request("GET", url)
-        conditions = found.json().get("status", {}).get("conditions", []) if found.status == 200 else []
+        conditions = found.json().get("status", {}).get("conditions") or [] if found.status == 200 else []
         if any(c["type"] == "Available" and c["status"] == "True" for c in conditions):
             return
         await asyncio.sleep(0.01)

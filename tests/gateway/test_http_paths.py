@@ -172,7 +172,7 @@ async def widgets(server: Server) -> Resource:
     server.core.core.registry.add(widget)
     for _ in range(500):
         found = await server.request("GET", f"/apis/apiregistration.k8s.io/v1/apiservices/v1.{WIDGETS_GROUP}")
-        conditions = found.json().get("status", {}).get("conditions", []) if found.status == 200 else []
+        conditions = found.json().get("status", {}).get("conditions") or [] if found.status == 200 else []
         if any(c["type"] == "Available" and c["status"] == "True" for c in conditions):
             return widget
         await asyncio.sleep(0.01)

@@ -83,7 +83,8 @@ def encode_object(plan: Plan, msg: Message, out: dict[str, Any]) -> dict[str, An
 
     Set fields come from ListFields(): a zero scalar is left out unless marked emit_zero, every present
     sub-message is printed, and a zero Time is left out unless emit_zero prints it as null.
-    Absent emit_zero lists, maps and messages are printed as [], {} and their zero rendering.
+    Absent emit_zero lists, maps and messages are printed as null (or [], see plan._built_non_nil), {} and their
+    zero rendering.
     """
     encoders = plan.encoders
     for field, value in msg.ListFields():

@@ -18,9 +18,10 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from capstan.options.v1 import options_pb2
 from server.machinery.codec.decoding import field_decoder
 from server.machinery.codec.encoding import INLINE, field_encoder
-from server.machinery.codec.gojson import is_inline, message_type
+from server.machinery.codec.gojson import is_inline, map_value, message_type
 from server.machinery.codec.planned import Plan
 from server.machinery.codec.wellknown import WELL_KNOWN
+from server.machinery.protofields import is_repeated
 
 _EMIT_ZERO: Any = options_pb2.emit_zero  # typed as a plain FieldDescriptor by the generated stub
 _TYPE_META: Any = options_pb2.type_meta
@@ -74,6 +75,8 @@ def _fill(plan: Plan) -> None:
         type_meta = bool(field.GetOptions().Extensions[_TYPE_META])
         plan.decoders[name] = field_decoder(field, name, _sub_plan, type_meta=type_meta)
         plan.encoders[field] = (name, mode, emit_zero, aux)
+        if emit_zero and is_repeated(field) and map_value(field) is None and not _built_non_nil(plan.descriptor, field):
+            zero = _null
         if emit_zero and zero is not None:
             always.append((name, zero))
         order.append(name)
@@ -87,6 +90,23 @@ def _fill(plan: Plan) -> None:
     numbers = [field.number for field in plan.descriptor.fields]
     plan.reorder = numbers != sorted(numbers)
     plan.type_meta = tuple(key for key in ("apiVersion", "kind") if key not in plan.decoders)
+
+
+# Messages whose slices kube-apiserver builds itself, never nil: discovery documents, Tables, rules reviews.
+_BUILT_PACKAGES = ("k8s.io.apimachinery.pkg.apis.meta.v1.", "k8s.io.api.authorization.v1.")
+
+
+def _built_non_nil(message: Descriptor, field: FieldDescriptor) -> bool:
+    """Whether an empty emit_zero list prints [] rather than null. A stored object's empty slice has come back
+    from protobuf as Go's nil, which a field without omitempty prints as null ("rules": null); a list kind's
+    items and the documents kube builds in Go are non-nil slices, printed [] when empty."""
+    if message.name.endswith("List") and field.name == "items":
+        return True
+    return message.full_name.startswith(_BUILT_PACKAGES)
+
+
+def _null() -> None:
+    return None
 
 
 def _sub_plan(field: FieldDescriptor) -> Plan | None:

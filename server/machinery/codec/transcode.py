@@ -27,7 +27,7 @@ encode (message -> JSON dict), as kube-apiserver prints Go values:
     without omitempty; see protos/capstan/options/v1/options.proto for the rule per field shape;
   * every sub-message that is present is printed ("spec": {}), except a zero Time, which prints as
     null where its field is marked emit_zero (a Go Time value) and not at all otherwise (a *Time);
-    empty lists and maps are omitted unless emit_zero.
+    empty lists and maps are omitted unless emit_zero (an empty list then prints null, as a nil slice).
 Example: a client-go ConfigMap on the wire carries generateName "" and an empty creationTimestamp;
 encode prints no generateName and "creationTimestamp": null, as kube-apiserver does.
 """

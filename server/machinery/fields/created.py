@@ -16,7 +16,15 @@ from typing import Any
 from server.machinery.fields.fieldset import FieldSet
 from server.machinery.fields.path import Element
 from server.machinery.fields.shapes import SCALAR, ListShape, MapShape, Shape
-from server.machinery.fields.typed import MISSING, index_items, is_list, is_map, item_element, json_equal
+from server.machinery.fields.typed import (
+    MISSING,
+    as_container,
+    index_items,
+    is_list,
+    is_map,
+    item_element,
+    json_equal,
+)
 from server.machinery.fields.updater import STRIPPED
 
 FieldsV1 = dict[str, Any]
@@ -62,6 +70,7 @@ def _child(node: _Node, element: Element, old: Any, new: Any, shape: Shape, stri
     if ignored is not None and element in ignored.members:
         return  # the endpoint resets it: with everything below
     below_ignored = ignored.children.get(element) if ignored is not None else None
+    old = as_container(old, new, shape)
     if old is MISSING:
         member, below = True, _everything(new, shape, below_stripped, below_ignored)
     elif (is_map(old, shape) and is_map(new, shape)) or (is_list(old, shape) and is_list(new, shape)):

@@ -118,6 +118,15 @@ def is_list(value: Any, shape: Shape) -> bool:
     return type(value) is list and shape.kind == "list" and not shape.atomic
 
 
+def as_container(value: Any, other: Any, shape: Shape) -> Any:
+    """A null compared with a list or map that merges item by item is that container, empty: a Go nil slice
+    (a field without omitempty) is there, unlike an absent one, so structured-merge-diff records the items
+    that came or went, not the field itself."""
+    if value is None and (is_list(other, shape) or is_map(other, shape)):
+        return type(other)()
+    return value
+
+
 def item_element(shape: ListShape, position: int, item: Any) -> Element:
     if shape.list_type == "map" and type(item) is dict:
         return fp.key({**dict(shape.key_defaults), **item} if shape.key_defaults else item, shape.keys)
@@ -185,6 +194,7 @@ def _compare_children(old: Any, new: Any, shape: Shape, added: FieldSet, modifie
 
 def _compare_child(element: Element, old: Any, new: Any, shape: Shape, added: FieldSet, modified: FieldSet,
                    removed: FieldSet, skip: FieldSet | None = None) -> None:
+    old, new = as_container(old, new, shape), as_container(new, old, shape)
     if old is MISSING or new is MISSING:
         target, value = (added, new) if old is MISSING else (removed, old)
         _everything_child(target, element, value, shape)

@@ -105,7 +105,7 @@ CASES = [
     pytest.param(
         service({"app": "web"}, [HTTP]), [pod("a"), pod("b")], {},
         lambda u: None,
-        lambda u: [{"addressType": "IPv4", "endpoints": [], "ports": []}],
+        lambda u: [{"addressType": "IPv4", "endpoints": None, "ports": None}],
         id="no-pod-has-an-ip"),
     pytest.param(
         service({"app": "web"}, [HTTP]), [pod("a"), pod("b"), pod("c", labels={"app": "other"})],
@@ -121,7 +121,7 @@ CASES = [
         {"a": True, "b": True},
         lambda u: [{"addresses": [address(u, "a")], "ports": [{"name": "http", "port": 9000, "protocol": "TCP"}]}],
         lambda u: [{"addressType": "IPv4", "ports": [port(9000)], "endpoints": [endpoint(u, "a", ready=True)]},
-                   {"addressType": "IPv4", "ports": [], "endpoints": [endpoint(u, "b", ready=True)]}],
+                   {"addressType": "IPv4", "ports": None, "endpoints": [endpoint(u, "b", ready=True)]}],
         id="named-target-port"),
     pytest.param(
         service({"app": "web"}, [{"port": 80}], publishNotReadyAddresses=True), [pod("a")], {"a": False},
@@ -133,7 +133,7 @@ CASES = [
         service({"app": "web"}, [], clusterIP="None"),
         [pod("a", hostname="a-host", subdomain="web", nodeName="node-1")], {"a": True},
         lambda u: [{"addresses": [address(u, "a", hostname="a-host", nodeName="node-1")]}],
-        lambda u: [{"addressType": "IPv4", "ports": [],
+        lambda u: [{"addressType": "IPv4", "ports": None,
                     "endpoints": [{**endpoint(u, "a", ready=True, hostname="a-host"), "nodeName": "node-1"}]}],
         id="headless-without-ports"),
 ]
@@ -156,7 +156,7 @@ async def test_pods_becoming_ready_unready_and_deleted(managed_client: Client) -
     await managed_client.create(path("services", NS), service({"app": "web"}, [HTTP]))
     uid = (await managed_client.create(path("pods", NS), pod("a")))["metadata"]["uid"]
     u = {"a": uid}
-    placeholder = [{"addressType": "IPv4", "endpoints": [], "ports": []}]
+    placeholder = [{"addressType": "IPv4", "endpoints": None, "ports": None}]
     await settled(lambda: endpoints_of(managed_client), None)
     await settled(lambda: slice_bodies(managed_client), placeholder)
     ports = [{"name": "http", "port": 8080, "protocol": "TCP"}]
@@ -268,7 +268,7 @@ async def test_mirrored_slices_follow_the_endpoints(managed_client: Client) -> N
 async def test_deleting_the_service_deletes_its_endpoints_and_slices(managed_client: Client) -> None:
     await managed_client.create(path("services", NS), service({"app": "web"}, [HTTP]))
     await settled(lambda: endpoints_of(managed_client), None)
-    await settled(lambda: slice_bodies(managed_client), [{"addressType": "IPv4", "endpoints": [], "ports": []}])
+    await settled(lambda: slice_bodies(managed_client), [{"addressType": "IPv4", "endpoints": None, "ports": None}])
     await managed_client.delete(path("services", NS, "web"))
     await settled(lambda: endpoints_of(managed_client), "missing")
     await settled(lambda: slice_bodies(managed_client), [])

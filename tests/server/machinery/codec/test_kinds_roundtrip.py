@@ -230,7 +230,7 @@ ROLE = {
 CLUSTER_ROLE = {
     "kind": "ClusterRole", "apiVersion": "rbac.authorization.k8s.io/v1",
     "metadata": meta("monitoring", None),
-    "rules": [],  # rules has no omitempty: an aggregated role prints []
+    "rules": None,  # rules has no omitempty: an aggregated role's empty rules print null, Go's nil slice
     "aggregationRule": {
         "clusterRoleSelectors": [{"matchLabels": {"rbac.example.com/aggregate-to-monitoring": "true"}}],
     },
@@ -328,7 +328,7 @@ def test_round_trip(cls: type[Message], obj: dict[str, Any]) -> None:
 NORMALIZED: list[tuple[str, type[Message], dict[str, Any], dict[str, Any]]] = [
     ("absent Go structs are printed", apps.Deployment, {"metadata": {"name": "web"}, "spec": {"replicas": 1}},
      {"metadata": {"name": "web", "creationTimestamp": None},
-      "spec": {"replicas": 1, "template": {"metadata": NO_TIME, "spec": {"containers": []}}, "strategy": {}},
+      "spec": {"replicas": 1, "template": {"metadata": NO_TIME, "spec": {"containers": None}}, "strategy": {}},
       "status": {}}),
     ("absent non-pointer IntOrString is 0", core.Service, {"spec": {"ports": [{"port": 80}]}},
      {"metadata": NO_TIME, "spec": {"ports": [{"port": 80, "targetPort": 0}]}, "status": {"loadBalancer": {}}}),
@@ -337,13 +337,13 @@ NORMALIZED: list[tuple[str, type[Message], dict[str, Any], dict[str, Any]]] = [
      {"metadata": NO_TIME, "spec": {"renewTime": "2024-05-01T10:00:07.123456Z"}}),
     ("condition times absent: null", apps.Deployment,
      {"status": {"conditions": [{"type": "Available", "status": "True"}]}},
-     {"metadata": NO_TIME, "spec": {"template": {"metadata": NO_TIME, "spec": {"containers": []}}, "strategy": {}},
+     {"metadata": NO_TIME, "spec": {"template": {"metadata": NO_TIME, "spec": {"containers": None}}, "strategy": {}},
       "status": {"conditions": [
           {"type": "Available", "status": "True", "lastUpdateTime": None, "lastTransitionTime": None}]}}),
     ("roleRef is always printed, subjects only when set", rbac.ClusterRoleBinding, {"metadata": {"name": "x"}},
      {"metadata": {"name": "x", "creationTimestamp": None}, "roleRef": {}}),
-    ("Role rules are printed [] when absent", rbac.Role, {"metadata": {"name": "x"}},
-     {"metadata": {"name": "x", "creationTimestamp": None}, "rules": []}),
+    ("Role rules are printed null when absent (Go's nil slice)", rbac.Role, {"metadata": {"name": "x"}},
+     {"metadata": {"name": "x", "creationTimestamp": None}, "rules": None}),
 ]  # fmt: skip
 
 

@@ -4,7 +4,8 @@
 is a front proxy's), which the gRPC servicer needs to read forwarded credentials. With `insecure` every request
 is system:unsecured and everything is allowed; otherwise authenticators are kube's union (authn/union.py) in
 kube's order (request header, x509, static tokens, service account tokens, OIDC, the token webhook) and
-authorizers the --authorization-mode list in order (Node, RBAC, Webhook, AlwaysAllow, AlwaysDeny).
+authorizers system:masters' (kube's privileged groups), then the --authorization-mode list in order (Node, RBAC,
+Webhook, AlwaysAllow, AlwaysDeny).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from server.auth.authn.oidc import OidcAuthenticator, OidcConfig, OidcConfigErro
 from server.auth.authn.requestheader import RequestHeaderAuthenticator
 from server.auth.authn.union import UnionAuthenticator
 from server.auth.authn.x509 import X509Authenticator
-from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, Union
+from server.auth.authorizer import AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGroups, Union
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore, unguarded
 from server.auth.serviceaccounts import ServiceAccounts, start_service_accounts
@@ -96,7 +97,7 @@ async def start_security(core: Core, config: SecurityConfig, *, elected: bool = 
     await _external_authenticators(config, external, token_authenticators, security)
     cacheable: list[PartAuthenticator] = [static, *(a for a in token_authenticators
                                                     if isinstance(a, OidcAuthenticator))]
-    authorizers: list[Authorizer] = []
+    authorizers: list[Authorizer] = [PrivilegedGroups()]
     for mode in config.authorization_modes:
         if mode == "Webhook":
             authorizers.append(_webhook_authorizer(config, external.authorization_webhook, security))

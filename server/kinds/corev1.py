@@ -79,7 +79,15 @@ NODE_SCHEMA = ProtoSchema(core_v1.Node)
 
 def default_node(obj: Obj) -> None:
     """SetDefaults_NodeStatus: allocatable is the capacity unless given. A new Node keeps its status (kubelets
-    register with one)."""
+    register with one). The v1 NodeSpec's conversions: podCIDR is authoritative when it and podCIDRs[0] differ
+    or podCIDRs is empty, and podCIDR is podCIDRs[0]."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        single, cidrs = spec.get("podCIDR"), spec.get("podCIDRs") or []
+        if single and (not cidrs or cidrs[0] != single):
+            spec["podCIDRs"] = [single]
+        elif cidrs and not single:
+            spec["podCIDR"] = cidrs[0]
     status = obj.get("status")
     if isinstance(status, dict) and "allocatable" not in status and "capacity" in status:
         status["allocatable"] = dict(status["capacity"])

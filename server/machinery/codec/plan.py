@@ -16,6 +16,7 @@ from typing import Any
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from capstan.options.v1 import options_pb2
+from server.machinery import schema_hints
 from server.machinery.codec.decoding import field_decoder
 from server.machinery.codec.encoding import INLINE, field_encoder
 from server.machinery.codec.gojson import is_inline, map_value, message_type
@@ -61,6 +62,7 @@ def _fill(plan: Plan) -> None:
     always: list[tuple[str, Callable[[], Any]]] = []
     order: list[str] = []
     inline = []
+    printed = _go_always_prints(plan.descriptor)
     for field in plan.descriptor.fields:
         name = field.name  # Capstan's Kubernetes protos use the JSON names as field names
         emit_zero = bool(field.GetOptions().Extensions[_EMIT_ZERO])
@@ -77,6 +79,8 @@ def _fill(plan: Plan) -> None:
         plan.encoders[field] = (name, mode, emit_zero, aux)
         if emit_zero and is_repeated(field) and map_value(field) is None and not _built_non_nil(plan.descriptor, field):
             zero = _null
+        elif zero is None and name in printed and not is_repeated(field) and field.type != FieldDescriptor.TYPE_MESSAGE:
+            zero = _scalar_zero(field)
         if emit_zero and zero is not None:
             always.append((name, zero))
         order.append(name)
@@ -107,6 +111,25 @@ def _built_non_nil(message: Descriptor, field: FieldDescriptor) -> bool:
 
 def _null() -> None:
     return None
+
+
+def _go_always_prints(message: Descriptor) -> frozenset[str]:
+    """The fields a Go value of this message prints even when zero: values (not pointers) without omitempty,
+    required or +optional (server/machinery/schema_hints.py: MessageHint.required and ALWAYS_PRINTED)."""
+    return frozenset(schema_hints.message_hint(message.full_name).required) | schema_hints.ALWAYS_PRINTED.get(
+        message.full_name, frozenset())
+
+
+_ZEROS: dict[int, Any] = {FieldDescriptor.TYPE_STRING: "", FieldDescriptor.TYPE_BOOL: False,
+                          FieldDescriptor.TYPE_DOUBLE: 0, FieldDescriptor.TYPE_FLOAT: 0}
+
+
+def _scalar_zero(field: FieldDescriptor) -> Callable[[], Any] | None:
+    """What Go prints for a zero scalar value: "", false, 0 (a []byte prints null: not printed here)."""
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return None
+    zero = _ZEROS.get(field.type, 0)
+    return lambda: zero
 
 
 def _sub_plan(field: FieldDescriptor) -> Plan | None:

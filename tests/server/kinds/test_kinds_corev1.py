@@ -211,6 +211,11 @@ DEFAULTS: list[tuple[str, str, bool, Obj, Obj]] = [
                           "default": {"cpu": "2"}, "defaultRequest": {"cpu": "2", "memory": "64Mi"}}]}}),
     ("node allocatable", "nodes", False, {"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}},
      {"status": {"capacity": {"cpu": "2"}, "allocatable": {"cpu": "2"}}}),
+    # Convert_v1_NodeSpec_To_core_NodeSpec and back: podCIDR is authoritative, podCIDRs follows it.
+    ("node podCIDR", "nodes", False, {"metadata": {"name": "n"}, "spec": {"podCIDR": "10.244.9.0/24"}},
+     {"spec": {"podCIDR": "10.244.9.0/24", "podCIDRs": ["10.244.9.0/24"]}}),
+    ("node podCIDRs", "nodes", False, {"metadata": {"name": "n"}, "spec": {"podCIDRs": ["10.244.9.0/24"]}},
+     {"spec": {"podCIDR": "10.244.9.0/24", "podCIDRs": ["10.244.9.0/24"]}}),
 ]  # fmt: skip
 
 

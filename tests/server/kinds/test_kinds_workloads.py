@@ -163,12 +163,12 @@ async def test_protobuf_answers_decode_with_the_kinds_messages(client: Client) -
         "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600}, {}, id="deployment partial rolling update"),
     pytest.param("replicasets", {}, {"replicas": 1}, {"replicas": 0}, id="replicaset"),
     pytest.param("statefulsets", {}, {
-        "replicas": 1, "podManagementPolicy": "OrderedReady",
+        "replicas": 1, "serviceName": "", "podManagementPolicy": "OrderedReady",
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}, "revisionHistoryLimit": 10,
         "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"}},
         {"replicas": 0, "availableReplicas": 0}, id="statefulset"),
     pytest.param("statefulsets", {"updateStrategy": {"type": "OnDelete"}, "podManagementPolicy": "Parallel"}, {
-        "replicas": 1, "podManagementPolicy": "Parallel", "updateStrategy": {"type": "OnDelete"},
+        "replicas": 1, "serviceName": "", "podManagementPolicy": "Parallel", "updateStrategy": {"type": "OnDelete"},
         "revisionHistoryLimit": 10,
         "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"}},
         {"replicas": 0, "availableReplicas": 0}, id="statefulset on delete"),

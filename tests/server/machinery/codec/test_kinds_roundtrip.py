@@ -341,7 +341,7 @@ NORMALIZED: list[tuple[str, type[Message], dict[str, Any], dict[str, Any]]] = [
       "status": {"conditions": [
           {"type": "Available", "status": "True", "lastUpdateTime": None, "lastTransitionTime": None}]}}),
     ("roleRef is always printed, subjects only when set", rbac.ClusterRoleBinding, {"metadata": {"name": "x"}},
-     {"metadata": {"name": "x", "creationTimestamp": None}, "roleRef": {}}),
+     {"metadata": {"name": "x", "creationTimestamp": None}, "roleRef": {"apiGroup": "", "kind": "", "name": ""}}),
     ("Role rules are printed null when absent (Go's nil slice)", rbac.Role, {"metadata": {"name": "x"}},
      {"metadata": {"name": "x", "creationTimestamp": None}, "rules": None}),
 ]  # fmt: skip

@@ -13,9 +13,10 @@ Impls, per size (Deployment replicas):
   floor        the same Pod writes issued directly, 16 at a time: one create and one status update per Pod
                (what any control plane must write): seconds; the gap is the controllers' rounds (expectations,
                slow-start batches, status writes)
-  nodes        the whole control plane instead of the stand-in: a second core (its own store) with the scheduler
-               and `--nodes` simulated nodes (10 by default), so each Pod is also bound and started by its node's
-               kubelet: create to Available, seconds
+  nodes        the whole control plane instead of the stand-in: a second core (its own store) with the scheduler,
+               the node lifecycle controller (which lifts each new Node's not-ready taint) and `--nodes`
+               simulated nodes (10 by default), so each Pod is also bound and started by its node's kubelet:
+               create to Available, seconds
 
 Each line carries the median over rounds. Stdout is one JSON line per figure (bench/_util.py); progress goes to
 stderr. Exit status 1 means a Deployment never became Available.
@@ -76,7 +77,8 @@ async def with_nodes(tmp: Path, nodes: int, name: str, replicas: int) -> tuple[f
     """Create to Available on a core running the scheduler and simulated nodes (no stand-in kubelet)."""
     store = await LmdbStore.open(tmp / f"nodes-{name}", StoreOptions())
     running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE,
-                               controller_names=controllers.DEFAULT | {"deployment", "replicaset", "scheduler"},
+                               controller_names=controllers.DEFAULT | {"deployment", "replicaset", "scheduler",
+                                                                          "nodelifecycle"},
                                nodes=NodesConfig(count=nodes))
     client = Kubelet(running.core)  # never started: it only writes and reads; the simulated nodes run the Pods
     try:

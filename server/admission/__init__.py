@@ -90,7 +90,7 @@ KUBE_DEFAULT = frozenset((
 NOT_RUN = frozenset((
     "NamespaceAutoProvision", "ImagePolicyWebhook", "PodNodeSelector", "PodTolerationRestriction", "EventRateLimit",
     "ExtendedResourceToleration", "OwnerReferencesPermissionEnforcement", "LimitPodHardAntiAffinityTopology",
-    "TaintNodesByCondition", "SecurityContextDeny",
+    "SecurityContextDeny",
 ))
 
 

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from server import admission
 from server.admission import certificates as csr_admission
-from server.admission import optin, podsecurity
+from server.admission import nodetaint, optin, podsecurity
 from server.admission.policies import Policies
 from server.admission.quota import QUOTAS, Quotas
 from server.admission.webhooks import Webhooks
@@ -205,6 +205,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         *podsecurity.plugins(admission_plugins, podsecurity_configuration),
         *csr_admission.plugins(admission_plugins),
         *optin.plugins(admission_plugins),
+        *nodetaint.plugins(admission_plugins),
     ]))
     await bootstrap.ensure_default_namespaces(core)
     await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)

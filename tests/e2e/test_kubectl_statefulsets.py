@@ -19,7 +19,8 @@ import pytest
 from capstan.testing import server
 from tests.e2e.conftest import Kubectl
 
-CONTROLLERS = "--controllers=garbagecollector,namespace,serviceaccount,statefulset,daemonset"
+# nodelifecycle lifts the not-ready taint TaintNodesByCondition gives a new Node, as in a cluster
+CONTROLLERS = "--controllers=garbagecollector,namespace,serviceaccount,statefulset,daemonset,nodelifecycle"
 MANIFEST = """\
 apiVersion: apps/v1
 kind: StatefulSet

@@ -14,6 +14,7 @@ import grpc
 import pytest
 
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server import admission
 from server.auth.config import INSECURE
 from server.startup import controllers
 from storage import StoreOptions
@@ -22,13 +23,17 @@ from tests.server.client import Client, Failed, Obj, path
 
 NS = "default"
 STATEFUL = frozenset({"statefulset", "daemonset", "persistentvolume-binder"})
+# No node lifecycle controller runs to lift a new Node's not-ready taint, so, as kube's integration tests do
+# without one, TaintNodesByCondition is off.
+WITHOUT_NODE_TAINT = admission.enabled(disable=["TaintNodesByCondition"])
 
 
 @pytest.fixture(name="stateful_client")
 async def stateful_client_fixture(tmp_path: Path) -> AsyncIterator[Client]:
     store, core = await bootstrapped.started(tmp_path / "stateful", StoreOptions(sync=False, compact_interval=0),
                                              security=INSECURE,
-                                             controller_names=controllers.DEFAULT | (STATEFUL & controllers.KNOWN))
+                                             controller_names=controllers.DEFAULT | (STATEFUL & controllers.KNOWN),
+                                             admission_plugins=WITHOUT_NODE_TAINT)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
             yield Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]

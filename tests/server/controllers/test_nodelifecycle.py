@@ -106,6 +106,29 @@ def test_desired_taints(ready: str, unschedulable: bool, want: set[tuple[str, st
     assert all("timeAdded" in t for t in got if t["effect"] == "NoExecute")
 
 
+NOT_READY = ("node.kubernetes.io/not-ready", "NoSchedule")
+
+
+@pytest.mark.parametrize(("ready", "kept"), [("True", False), ("False", True)])
+async def test_a_new_nodes_not_ready_taint_is_lifted_when_it_is_ready(client: Client, ready: str,
+                                                                       kept: bool) -> None:
+    """TaintNodesByCondition taints every new Node; the controller lifts the taint from a Ready one, the simulated
+    nodes' among them."""
+    created = await client.create(path("nodes"), {
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "joined"},
+        "status": {"conditions": [{"type": "Ready", "status": ready, "reason": "KubeletReady"}]}})
+    assert NOT_READY in taints(created)
+    async def simulated() -> list[Obj]:
+        return [await client.get(path("nodes", "", f"capstan-node-{i}")) for i in range(3)]
+
+    await until(simulated, lambda nodes: all(NOT_READY not in taints(n) for n in nodes))
+    if kept:
+        await until(lambda: client.get(path("nodes", "", "joined")),
+                    lambda n: ("node.kubernetes.io/not-ready", "NoExecute") in taints(n))
+    joined = await until(lambda: client.get(path("nodes", "", "joined")), lambda n: (NOT_READY in taints(n)) == kept)
+    assert (NOT_READY in taints(joined)) == kept
+
+
 @pytest.mark.parametrize(("ready", "not_ready", "want"), [
     (3, 0, NORMAL_ZONE), (0, 1, FULL), (1, 2, NORMAL_ZONE), (2, 3, PARTIAL), (3, 3, NORMAL_ZONE), (0, 0, NORMAL_ZONE),
 ])

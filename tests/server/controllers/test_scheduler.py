@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
+from server import admission
 from server.auth.config import INSECURE
 from server.startup.app import start_core
 from server.startup.controllers import DEFAULT
@@ -32,7 +33,10 @@ DEADLINE = 10.0
 async def client_fixture(tmp_path: Path) -> AsyncIterator[Client]:
     store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
     core = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE,
-                            controller_names=DEFAULT | {"scheduler"})
+                            controller_names=DEFAULT | {"scheduler"},
+                            # no node lifecycle controller lifts a new Node's not-ready taint: as kube's
+                            # scheduler integration tests, without TaintNodesByCondition
+                            admission_plugins=admission.enabled(disable=["TaintNodesByCondition"]))
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}") as channel:
             client = Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]

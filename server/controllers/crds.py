@@ -249,7 +249,8 @@ class CrdController:
 
     def _serve(self, name: str, crd: Obj, lifecycle: Lifecycle, message: Descriptor | None = None) -> None:
         """Register the CRD's served versions, unless what they are built from is unchanged."""
-        basis = orjson.dumps([crd.get("spec"), (crd.get("status") or {}).get("acceptedNames"),
+        status = crd.get("status") or {}
+        basis = orjson.dumps([crd.get("spec"), status.get("acceptedNames"), status.get("storedVersions"),
                               message.full_name if message is not None else ""], option=orjson.OPT_SORT_KEYS)
         old = self._served.get(name)
         if old is not None and old[0] == basis:

@@ -41,10 +41,16 @@ class WebhookConverter:
         self._offered = offered
         self._group = str(spec.get("group") or "")
         self._storage = definition.storage_version(crd)
+        stored = (crd.get("status") or {}).get("storedVersions") or []
+        self._stored = tuple(dict.fromkeys([*(str(v) for v in stored), self._storage]))
 
     @property
     def storage_version(self) -> str:
         return self._storage
+
+    @property
+    def stored_versions(self) -> tuple[str, ...]:
+        return self._stored
 
     async def convert(self, objs: list[Obj], api_version: str) -> list[Obj]:
         out = list(objs)

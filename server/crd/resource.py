@@ -211,7 +211,7 @@ def _reader(crd: Obj, schema: JsonSchema) -> Callable[[bytes], bytes] | None:
         if new == obj:
             return value
         proto = schema.to_proto(new) if schema.proto_message else b""
-        return stored.pack(render.go_json(meta.canonical(new)), proto)
+        return stored.pack(render.go_json(meta.canonical(new)), proto, stored.written_at(value))
 
     return read
 

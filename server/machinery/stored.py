@@ -15,6 +15,12 @@ Value layout: VERSION (1 byte) | json_len, head_len, tail_len (3 x u32 big-endia
   version (ObjectMeta field 6) is inserted in field order: head holds ObjectMeta's
   fields 1-5, tail fields 7 and up, rest the object's fields after metadata.
   Empty for kinds without a protobuf schema.
+
+A value of a resource whose versions convert by call-out (a CRD's conversion
+webhook) also names the apiVersion it was written at, as etcd's copy of the
+object does in kube, so that it is converted from that version after the
+storage version changes: VERSION is then WRITTEN and the value ends with
+| api_version | len(api_version) (1 byte).
 """
 
 from __future__ import annotations
@@ -24,19 +30,39 @@ import struct
 from server.machinery.codec.wire import read_varint, varint
 
 VERSION = 1
+WRITTEN = 2  # the layout of VERSION, then the apiVersion written at
 HEADER = struct.Struct(">BIII")
 JSON_PREFIX = b'{"metadata":{'
 RESOURCE_VERSION_FIELD = 6  # ObjectMeta.resourceVersion
 
 
-def pack(json: bytes, proto: bytes) -> bytes:
-    """The stored value for an object rendered as `json` and `proto` (both without resourceVersion)."""
+def pack(json: bytes, proto: bytes, written_at: str = "") -> bytes:
+    """The stored value for an object rendered as `json` and `proto` (both without resourceVersion);
+    `written_at`: the apiVersion the object is stored at, where its resource converts by call-out."""
     if not json.startswith(JSON_PREFIX):
         raise ValueError("stored JSON must start with a non-empty metadata object")
     head = tail = rest = b""
     if proto:
         head, tail, rest = _split(proto)
-    return HEADER.pack(VERSION, len(json), len(head), len(tail)) + json + head + tail + rest
+    if not written_at:
+        return HEADER.pack(VERSION, len(json), len(head), len(tail)) + json + head + tail + rest
+    named = written_at.encode()
+    if len(named) > 255:
+        raise ValueError("an apiVersion is at most 255 bytes")
+    return (HEADER.pack(WRITTEN, len(json), len(head), len(tail)) + json + head + tail + rest
+            + named + bytes((len(named),)))
+
+
+def written_at(value: bytes) -> str:
+    """The apiVersion a value names as written at; "" when it names none."""
+    if value[0] != WRITTEN:
+        return ""
+    return value[-1 - value[-1]:-1].decode()
+
+
+def _end(value: bytes) -> int:
+    """Where the renderings end (before the written-at trailer, if any)."""
+    return len(value) - 1 - value[-1] if value[0] == WRITTEN else len(value)
 
 
 def json_of(value: bytes) -> bytes:
@@ -55,7 +81,7 @@ def render_proto(value: bytes, resource_version: str) -> bytes:
     """The kind's protobuf message bytes with metadata.resourceVersion set (a LIST calls this per item)."""
     _, json_len, head_len, tail_len = HEADER.unpack_from(value)
     rest_at = HEADER.size + json_len + head_len + tail_len
-    return _framed_metadata(value, json_len, head_len, tail_len, resource_version) + value[rest_at:]
+    return _framed_metadata(value, json_len, head_len, tail_len, resource_version) + value[rest_at:_end(value)]
 
 
 def framed_metadata(value: bytes, resource_version: str) -> bytes | None:
@@ -63,7 +89,7 @@ def framed_metadata(value: bytes, resource_version: str) -> bytes | None:
     kind's message holds it; which is also the whole of a meta.k8s.io PartialObjectMetadata message. None for a
     value without a protobuf rendering."""
     _, json_len, head_len, tail_len = HEADER.unpack_from(value)
-    if len(value) == HEADER.size + json_len:
+    if _end(value) == HEADER.size + json_len:
         return None
     return _framed_metadata(value, json_len, head_len, tail_len, resource_version)
 

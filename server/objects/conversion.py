@@ -5,9 +5,14 @@ objects at the version the request names. Contract:
 - `kvs`/`values`: stored values (storage version) -> values at the resource's version, one call for the whole
   batch; a failed call fails the batch whole (a list fails, a watch ends with an ERROR event).
 - `to_storage`: an object at the resource's version -> at the storage version, before it is rendered to a value.
-- A resource without a converter, or served at the storage version, passes through untouched.
-Stored values hold no apiVersion, kind or resourceVersion (server/machinery/stored.py): they are added for the
-converter and removed from what it answers.
+- A resource without a converter, or served at the storage version while nothing can be stored at another
+  (the CRD's status.storedVersions holds only it), passes through untouched.
+- A stored value is converted from the apiVersion it was written at (server/machinery/stored.py's written-at
+  trailer; a value without one is at the current storage version), so objects written before the storage
+  version changed are read as what they are, as kube reads etcd's copies, and a value already at the
+  requested version is not sent.
+Stored values hold no apiVersion, kind or resourceVersion: they are added for the converter and removed from
+what it answers.
 """
 
 from __future__ import annotations
@@ -22,7 +27,15 @@ from storage import Event, KeyValue
 
 
 def converts(resource: Resource) -> bool:
+    """Whether a write converts: the resource is served at another version than the storage version."""
     return resource.converter is not None and resource.converter.storage_version != resource.version
+
+
+def reads_converted(resource: Resource) -> bool:
+    """Whether a read may convert: a write does, or values may be stored at an earlier storage version."""
+    converter = resource.converter
+    return converter is not None and (converter.storage_version != resource.version
+                                      or any(v != resource.version for v in converter.stored_versions))
 
 
 def _storage_api_version(resource: Resource) -> str:
@@ -33,14 +46,20 @@ def _storage_api_version(resource: Resource) -> str:
 
 async def values(resource: Resource, raw: Sequence[bytes]) -> list[bytes]:
     """Stored values as values at the resource's version (empty values, a delete's, stay empty)."""
-    if not converts(resource) or not raw:
+    if not reads_converted(resource) or not raw:
         return list(raw)
     assert resource.converter is not None
-    wanted = [i for i, value in enumerate(raw) if value]
+    storage = _storage_api_version(resource)
+    wanted = []
     objs = []
-    for i in wanted:
-        obj = render.load(raw[i])
-        objs.append({"apiVersion": _storage_api_version(resource), "kind": resource.kind, **obj})
+    for i, value in enumerate(raw):
+        if not value:
+            continue
+        source = stored.written_at(value) or storage
+        if source == resource.api_version:
+            continue
+        wanted.append(i)
+        objs.append({"apiVersion": source, "kind": resource.kind, **render.load(value)})
     converted = await resource.converter.convert(objs, resource.api_version) if objs else []
     out = list(raw)
     for i, obj in zip(wanted, converted, strict=True):
@@ -57,7 +76,7 @@ async def value(resource: Resource, raw: bytes) -> bytes:
 
 
 async def kvs(resource: Resource, listed: Sequence[KeyValue]) -> list[KeyValue]:
-    if not converts(resource):
+    if not reads_converted(resource):
         return list(listed)
     new = await values(resource, [kv.value for kv in listed])
     return [kv._replace(value=v) for kv, v in zip(listed, new, strict=True)]
@@ -65,7 +84,7 @@ async def kvs(resource: Resource, listed: Sequence[KeyValue]) -> list[KeyValue]:
 
 async def events(resource: Resource, batch: Sequence[Event]) -> Sequence[Event]:
     """A watch batch with its objects (new and previous) at the resource's version, in one call."""
-    if not converts(resource):
+    if not reads_converted(resource):
         return batch
     raw: list[bytes] = []
     for event in batch:

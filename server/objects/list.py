@@ -84,12 +84,12 @@ async def list_(ctx: Context, req: core_pb2.ListRequest) -> core_pb2.ListRespons
     encoding = render.encoding_for(resource, req.accept)
     typed = not resource.schema.proto_message
     prerendered: Prerendered | None = None
-    if req.view.view == core_pb2.VIEW_UNSPECIFIED and not conversion.converts(resource):
+    if req.view.view == core_pb2.VIEW_UNSPECIFIED and not conversion.reads_converted(resource):
         def prerendered(kvs: Sequence[KeyValue]) -> list[bytes] | None:
             return ctx.renderings.held(resource, kvs, encoding, typed)
     page = await read_page(ctx, resource, req.path.namespace, req.options, req.max_response_bytes,
                            counted=not req.omit_remaining_item_count, prerendered=prerendered)
-    if conversion.converts(resource):  # the page in one call: a failed conversion fails the list whole
+    if conversion.reads_converted(resource):  # the page in one call: a failed conversion fails the list whole
         page = Page(page.revision, await conversion.kvs(resource, page.kvs), page.continue_token, page.remaining)
     if req.view.view != core_pb2.VIEW_UNSPECIFIED:
         return await _view(resource, req, page)

@@ -37,7 +37,16 @@ def to_value(resource: Resource, obj: Obj) -> bytes:
     if resource.stored_as is not None:
         obj, schema = canonical(resource.stored_as.to_storage(obj)), resource.stored_as.schema
     proto = schema.to_proto(obj) if schema.proto_message else b""
-    return stored.pack(go_json(obj), proto)
+    return stored.pack(go_json(obj), proto, written_at(resource))
+
+
+def written_at(resource: Resource) -> str:
+    """The apiVersion a value of `resource` names as written at: the storage version's, where the resource
+    converts by call-out (server/objects/conversion.py); "" for every other resource."""
+    converter = resource.converter
+    if converter is None:
+        return ""
+    return f"{resource.group}/{converter.storage_version}" if resource.group else converter.storage_version
 
 
 def go_json(obj: object) -> bytes:

@@ -183,12 +183,16 @@ class StoredAs:
 class Converter(Protocol):
     """Converts a resource's objects between its versions by a call out (a CRD's conversion webhook).
 
-    storage_version: the version objects are stored at. convert: the objects (each with apiVersion and kind)
-    as `api_version` (group/version), in order; an ApiError carrying kube's Status when the call fails or its
+    storage_version: the version objects are stored at; stored_versions: every version objects may still be
+    stored at (the CRD's status.storedVersions). convert: the objects (each with apiVersion and kind) as
+    `api_version` (group/version), in order; an ApiError carrying kube's Status when the call fails or its
     answer is unusable, for all of them at once."""
 
     @property
     def storage_version(self) -> str: ...
+
+    @property
+    def stored_versions(self) -> tuple[str, ...]: ...
 
     async def convert(self, objs: list[Obj], api_version: str) -> list[Obj]: ...
 

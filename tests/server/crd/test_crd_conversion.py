@@ -174,3 +174,57 @@ async def test_unreachable_webhook(client: Client) -> None:
     assert failed.status["message"] == (
         f'conversion webhook for {GVK} failed: Post "https://127.0.0.1:9/convert?timeout=30s": '
         "dial tcp 127.0.0.1:9: connect: connection refused")
+
+
+async def storage_moved(client: Client, version: str) -> None:
+    """Once the core serves the CRD's versions with `version` as their storage version."""
+    for _ in range(500):
+        served = client.running.core.registry.get(GROUP, "v1", "widgets")
+        if served is not None and served.converter is not None and served.converter.storage_version == version:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the storage version did not become {version}")
+
+
+async def test_objects_stored_before_the_storage_version_changed_convert_from_their_own(client: Client) -> None:
+    """As kube reads etcd's copies: each object is converted from the version it was written at, so an object
+    written at v1 is not read as if it were v2 after v2 becomes the storage version, and a write (the storage
+    version migrator's no-op update) moves it to v2."""
+    async with serve(convert) as hook:
+        crd = await install(client, hook)
+        await client.create(V1, widget("old", "v1", color="red"))
+        for version in crd["spec"]["versions"]:
+            version["storage"] = version["name"] == "v2"
+        moved, _ = await client.update(path("customresourcedefinitions", name=f"widgets.{GROUP}",
+                                            group="apiextensions.k8s.io"), crd)
+        assert moved["status"]["storedVersions"] == ["v1", "v2"]
+        await storage_moved(client, "v2")
+        await client.create(V2, widget("new", "v2", paint="green"))
+
+        calls = len(hook.requests)
+        as_v1 = await client.get(path("widgets", "default", "old", group=GROUP, version="v1"))
+        assert as_v1["spec"] == {"color": "red"}
+        assert len(hook.requests) == calls  # stored at v1: read at v1 without a call
+        as_v2 = await client.get(path("widgets", "default", "old", group=GROUP, version="v2"))
+        assert (as_v2["apiVersion"], as_v2["spec"]) == (f"{GROUP}/v2", {"paint": "red"})
+        sent = hook.requests[-1]["request"]
+        assert [o["apiVersion"] for o in sent["objects"]] == [f"{GROUP}/v1"]
+
+        for version, want in (("v1", [("new", {"color": "green"}), ("old", {"color": "red"})]),
+                              ("v2", [("new", {"paint": "green"}), ("old", {"paint": "red"})])):
+            _, items = await client.list(path("widgets", "default", group=GROUP, version=version))
+            assert [(i["metadata"]["name"], i["spec"]) for i in items] == want
+            assert {i["apiVersion"] for i in items} == {f"{GROUP}/{version}"}
+
+        # a no-op update in the storage version rewrites the object at it, as the storage version migrator's does
+        rewritten, _ = await client.update(path("widgets", "default", "old", group=GROUP, version="v2"), as_v2)
+        assert rewritten["metadata"]["resourceVersion"] != as_v2["metadata"]["resourceVersion"]
+        again, _ = await client.update(path("widgets", "default", "old", group=GROUP, version="v2"), rewritten)
+        assert again["metadata"]["resourceVersion"] == rewritten["metadata"]["resourceVersion"]  # now a no-op
+        calls = len(hook.requests)
+        assert (await client.get(path("widgets", "default", "old", group=GROUP, version="v2")))["spec"] == {
+            "paint": "red"}
+        assert len(hook.requests) == calls  # stored at v2 now
+        as_v1 = await client.get(path("widgets", "default", "old", group=GROUP, version="v1"))
+        assert as_v1["spec"] == {"color": "red"}
+        assert hook.requests[-1]["request"]["objects"][0]["apiVersion"] == f"{GROUP}/v2"

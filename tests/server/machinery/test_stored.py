@@ -20,10 +20,10 @@ from tests.server.machinery.test_schema_render import CM, ENTRY, META, full
 Obj = dict[str, Any]
 
 
-def value_of(message: Any, obj: Obj) -> bytes:
+def value_of(message: Any, obj: Obj, written_at: str = "") -> bytes:
     """The stored value of `obj` (no resourceVersion), as a write packs it."""
     body = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
-    return stored.pack(orjson.dumps(body), full(message, body))
+    return stored.pack(orjson.dumps(body), full(message, body), written_at)
 
 
 def with_version(obj: Obj, resource_version: str) -> Obj:
@@ -39,8 +39,11 @@ def with_version(obj: Obj, resource_version: str) -> Obj:
     (core_v1.Namespace, {"metadata": {"name": "n", "labels": {"a": "b"}}, "spec": {"finalizers": ["kubernetes"]}}),
 ])
 @pytest.mark.parametrize("resource_version", ["1", "123456789012"])
-def test_renderings_carry_the_resource_version(message: Any, obj: Obj, resource_version: str) -> None:
-    value = value_of(message, obj)
+@pytest.mark.parametrize("written_at", ["", "v1", "stable.example.com/v1beta2"])
+def test_renderings_carry_the_resource_version(message: Any, obj: Obj, resource_version: str,
+                                               written_at: str) -> None:
+    value = value_of(message, obj, written_at)
+    assert stored.written_at(value) == written_at
     whole = full(message, with_version(obj, resource_version))
     assert stored.render_proto(value, resource_version) == whole
     partial = meta_pb2.PartialObjectMetadata()
@@ -50,6 +53,10 @@ def test_renderings_carry_the_resource_version(message: Any, obj: Obj, resource_
     assert rendered == with_version(obj, resource_version)
 
 
-def test_a_value_without_protobuf_has_no_framed_metadata() -> None:
-    value = stored.pack(orjson.dumps({"metadata": {"name": "w"}, "spec": {}}), b"")
+@pytest.mark.parametrize("written_at", ["", "example.com/v2"])
+def test_a_value_without_protobuf_has_no_framed_metadata(written_at: str) -> None:
+    value = stored.pack(orjson.dumps({"metadata": {"name": "w"}, "spec": {}}), b"", written_at)
     assert stored.framed_metadata(value, "7") is None
+    assert stored.written_at(value) == written_at
+    assert orjson.loads(stored.render_json(value, "7")) == {"metadata": {"resourceVersion": "7", "name": "w"},
+                                                            "spec": {}}

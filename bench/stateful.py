@@ -32,6 +32,7 @@ import orjson
 from bench._util import CEILING, at_least, check_choices, emit, note, run_workloads
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from server import admission
 from server.auth.config import INSECURE
 from server.objects.core import Core
 from server.startup import controllers
@@ -99,7 +100,9 @@ def _direct_pods(n: int) -> Callable[[Core], Awaitable[float]]:
 
 async def _on_core(directory: Path, names: frozenset[str], work: Callable[[Core], Awaitable[float]]) -> float:
     store = await LmdbStore.open(directory / "lmdb", StoreOptions(sync=False, compact_interval=0))
-    running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, controller_names=names)
+    # the Nodes stand for Ready nodes whose not-ready taint the node lifecycle controller has lifted
+    running = await start_core(store, listen="127.0.0.1", grpc_port=0, security=INSECURE, controller_names=names,
+                               admission_plugins=admission.enabled(disable=["TaintNodesByCondition"]))
     try:
         return await work(running.core)
     finally:

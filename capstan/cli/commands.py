@@ -680,6 +680,17 @@ def _host(address: str) -> str:
     return f"[{reachable}]" if ":" in reachable else reachable
 
 
+def untainting_warning(names: frozenset[str], plugins: frozenset[str]) -> str:
+    """Why Pods would never be placed: a controller that places them runs, new Nodes are tainted not-ready, and
+    no node lifecycle controller lifts the taint ("" when that is not so)."""
+    placing = sorted(names & {"scheduler", "daemonset"})
+    if not placing or "TaintNodesByCondition" not in plugins or "nodelifecycle" in names:
+        return ""
+    return (f"{' and '.join(placing)} on without nodelifecycle: a new Node keeps the not-ready taint "
+            "TaintNodesByCondition gives it, and nothing is placed on it (add nodelifecycle to --controllers, or "
+            "--disable-admission-plugins=TaintNodesByCondition)")
+
+
 async def _start_core(store: Store, args: argparse.Namespace, security: SecurityConfig,
                       tls: GrpcTls | None = None, limiter: Limiter | None = None,
                       proxy_client: ProxyClientCertificate | None = None,
@@ -688,6 +699,10 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
     plugins = admission.enabled(args.enable_admission_plugins, args.disable_admission_plugins)
     for name in sorted(admission.NOT_RUN & set(args.enable_admission_plugins)):
         log.warning("admission plugin %s is accepted, and not run: it has no effect here", name)
+    names = controllers.enabled(args.controllers)
+    stuck = untainting_warning(names, plugins)
+    if stuck:
+        log.warning("%s", stuck)
     return await start_core(store, listen=args.bind_address, grpc_port=args.grpc_port, security=security,
                             service_cluster_ip_range=args.service_cluster_ip_range, tls=tls,
                             limiter=limiter or _limiter(args), grpc_limits=_grpc_limits(args),
@@ -695,7 +710,7 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                             admission_plugins=plugins,
                             podsecurity_configuration=_podsecurity_configuration(args.admission_control_config_file,
                                                                                  plugins),
-                            proxy_client=proxy_client, controller_names=controllers.enabled(args.controllers),
+                            proxy_client=proxy_client, controller_names=names,
                             api=args.api, advertise_address=args.advertise_address or "",
                             nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args),
                             store_checks=_store_checks(store, args), faults=faults, request_metrics=requests,

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from capstan.cli import nodes
-from capstan.cli.commands import parse_args
+from capstan.cli.commands import parse_args, untainting_warning
+from server import admission
+from server.startup import controllers
 
 
 @pytest.mark.parametrize("command", ["serve", "core"])
@@ -55,3 +57,19 @@ def test_a_kubeconfig_that_cannot_be_used_is_refused(tmp_path: Path, text: str, 
     path.write_text(text)
     with pytest.raises(SystemExit, match=message):
         asyncio.run(nodes.run(parse_args(["nodes", "--kubeconfig", str(path)])))
+
+
+@pytest.mark.parametrize(("argv", "warned"), [
+    (["serve", "--controllers", "scheduler"], "scheduler on without nodelifecycle"),
+    (["serve", "--controllers", "daemonset,scheduler"], "daemonset and scheduler on without nodelifecycle"),
+    (["serve", "--controllers", "scheduler,nodelifecycle"], ""),
+    (["serve", "--controllers", "*"], ""),
+    (["serve", "--controllers", "*,-nodelifecycle"], "daemonset and scheduler on without nodelifecycle"),
+    (["serve", "--controllers", "scheduler", "--disable-admission-plugins", "TaintNodesByCondition"], ""),
+    (["serve"], ""),
+])
+def test_a_start_warns_when_new_nodes_would_stay_tainted(argv: list[str], warned: str) -> None:
+    args = parse_args(argv)
+    plugins = admission.enabled(args.enable_admission_plugins, args.disable_admission_plugins)
+    message = untainting_warning(controllers.enabled(args.controllers), plugins)
+    assert message.startswith(warned) and bool(message) == bool(warned)

@@ -3,44 +3,15 @@ one; later writes, the status subresource and a server with the plugin disabled 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import grpc
 import pytest
 
-from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server import admission
-from server.auth.config import INSECURE
-from storage import StoreOptions
-from tests import bootstrapped
-from tests.server.client import Client, Obj, path
+from tests.server.client import Obj, path
 
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 DEDICATED = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
-
-
-@pytest.fixture
-async def with_plugins(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """Starts a core with kube's default plugins less those named and yields a client of it."""
-    running: list[Any] = []
-
-    async def start(*disabled: str) -> Client:
-        store, core = await bootstrapped.started(tmp_path / f"lmdb{len(running)}", StoreOptions(
-            sync=False, compact_interval=0), security=INSECURE, namespace_controllers=False,
-            admission_plugins=admission.enabled(disable=disabled))
-        channel = grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}")
-        running.append((store, core, channel))
-        return Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]
-
-    try:
-        yield start
-    finally:
-        for store, core, channel in running:
-            await channel.close()
-            await core.stop()
-            await store.close()
 
 
 def node(*taints: Obj, name: str = "n") -> Obj:
@@ -60,7 +31,7 @@ def node(*taints: Obj, name: str = "n") -> Obj:
 @pytest.mark.parametrize("dry_run", [False, True], ids=["stored", "dry-run"])
 async def test_a_new_node_is_tainted_not_ready(with_plugins: Callable[..., Any], disabled: tuple[str, ...],
                                                given: list[Obj], want: list[Obj] | None, dry_run: bool) -> None:
-    client = await with_plugins(*disabled)
+    client = await with_plugins(disable=disabled)
     options: Obj = {"fieldManager": "maker", **({"dryRun": ["All"]} if dry_run else {})}
     created = await client.create(path("nodes"), node(*given), **options)
     assert created["spec"].get("taints") == want

@@ -3,49 +3,20 @@ AlwaysPullImages, DenyServiceExternalIPs and AlwaysDeny, with kube's answers; of
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import grpc
 import pytest
 
-from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
-from server import admission
 from server.admission import optin
-from server.auth.config import INSECURE
 from server.kinds import BUILTIN
 from server.machinery.errors import ApiError
 from server.objects.admitting import Attributes
 from server.objects.core import Core
-from storage import StoreOptions
-from tests import bootstrapped
-from tests.server.client import Client, Obj, path, refused
+from tests.server.client import Obj, path, refused
 
 NS = "default"
 SERVICES = next(r for r in BUILTIN if (r.group, r.resource) == ("", "services"))
-
-
-@pytest.fixture
-async def with_plugins(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """Starts a core with these plugins enabled beside kube's defaults and yields a client of it."""
-    running: list[Any] = []
-
-    async def start(*names: str) -> Client:
-        store, core = await bootstrapped.started(tmp_path / f"lmdb{len(running)}", StoreOptions(
-            sync=False, compact_interval=0), security=INSECURE, namespace_controllers=False,
-            admission_plugins=admission.enabled(enable=names))
-        channel = grpc.aio.insecure_channel(f"127.0.0.1:{core.grpc_port}")
-        running.append((store, core, channel))
-        return Client(core_pb2_grpc.CoreServiceStub(channel), core)  # type: ignore[no-untyped-call]
-
-    try:
-        yield start
-    finally:
-        for store, core, channel in running:
-            await channel.close()
-            await core.stop()
-            await store.close()
 
 
 def pod(name: str = "p", **container: Any) -> Obj:

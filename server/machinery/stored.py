@@ -20,7 +20,7 @@ A value of a resource whose versions convert by call-out (a CRD's conversion
 webhook) also names the apiVersion it was written at, as etcd's copy of the
 object does in kube, so that it is converted from that version after the
 storage version changes: VERSION is then WRITTEN and the value ends with
-| api_version | len(api_version) (1 byte).
+| api_version | len(api_version) (u16 big-endian).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from server.machinery.codec.wire import read_varint, varint
 VERSION = 1
 WRITTEN = 2  # the layout of VERSION, then the apiVersion written at
 HEADER = struct.Struct(">BIII")
+WRITTEN_LENGTH = struct.Struct(">H")
 JSON_PREFIX = b'{"metadata":{'
 RESOURCE_VERSION_FIELD = 6  # ObjectMeta.resourceVersion
 
@@ -46,23 +47,25 @@ def pack(json: bytes, proto: bytes, written_at: str = "") -> bytes:
         head, tail, rest = _split(proto)
     if not written_at:
         return HEADER.pack(VERSION, len(json), len(head), len(tail)) + json + head + tail + rest
-    named = written_at.encode()
-    if len(named) > 255:
-        raise ValueError("an apiVersion is at most 255 bytes")
+    named = written_at.encode()  # a group is at most 253 bytes, a version 63
     return (HEADER.pack(WRITTEN, len(json), len(head), len(tail)) + json + head + tail + rest
-            + named + bytes((len(named),)))
+            + named + WRITTEN_LENGTH.pack(len(named)))
 
 
 def written_at(value: bytes) -> str:
     """The apiVersion a value names as written at; "" when it names none."""
     if value[0] != WRITTEN:
         return ""
-    return value[-1 - value[-1]:-1].decode()
+    end = len(value) - WRITTEN_LENGTH.size
+    return value[end - WRITTEN_LENGTH.unpack_from(value, end)[0]:end].decode()
 
 
 def _end(value: bytes) -> int:
     """Where the renderings end (before the written-at trailer, if any)."""
-    return len(value) - 1 - value[-1] if value[0] == WRITTEN else len(value)
+    if value[0] != WRITTEN:
+        return len(value)
+    end = len(value) - WRITTEN_LENGTH.size
+    return end - int(WRITTEN_LENGTH.unpack_from(value, end)[0])
 
 
 def json_of(value: bytes) -> bytes:

@@ -39,7 +39,7 @@ def with_version(obj: Obj, resource_version: str) -> Obj:
     (core_v1.Namespace, {"metadata": {"name": "n", "labels": {"a": "b"}}, "spec": {"finalizers": ["kubernetes"]}}),
 ])
 @pytest.mark.parametrize("resource_version", ["1", "123456789012"])
-@pytest.mark.parametrize("written_at", ["", "v1", "stable.example.com/v1beta2"])
+@pytest.mark.parametrize("written_at", ["", "v1", "stable.example.com/v1beta2", f"{'g' * 253}/{'v' * 63}"])
 def test_renderings_carry_the_resource_version(message: Any, obj: Obj, resource_version: str,
                                                written_at: str) -> None:
     value = value_of(message, obj, written_at)

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from server.machinery import errors, meta
+from server.machinery import errors
 from server.machinery.codec import depth, yamlread
 from server.machinery.codec.gojson import json_kind
 from server.machinery.fields import updater
@@ -50,7 +50,7 @@ async def apply(ctx: Context, resource: Resource, req: core_pb2.PatchRequest, ma
         def run(forced: bool) -> tuple[Obj, Managed]:
             return updater.apply(
                 live, copy_json(config), shape, managed.stored_managers(live), owner, resource.api_version,
-                ignored, meta.now(), force=forced, zero=zero,
+                ignored, managed.write_time(req.path.subresource), force=forced, zero=zero,
                 normalize=lambda obj: body.typed(resource, obj, "Ignore")[0])
 
         try:

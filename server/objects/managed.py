@@ -63,6 +63,13 @@ def _fields(names: set[str], metadata: tuple[str, ...] = ()) -> FieldSet:
     return FieldSet({("f", name) for name in names}, children)
 
 
+def write_time(subresource: str) -> str | None:
+    """The time a write records for its manager: now, except through /scale. kube's scale handler builds the
+    parent's managedFields again with the times the parent's own entries held, and none is a /scale writer's,
+    so an entry written through /scale has no time (and sorts before the timed ones)."""
+    return None if subresource == "scale" else meta.now()
+
+
 def stored_managers(obj: Obj | None) -> Managed:
     """The owners recorded in a stored object (none when they cannot be read)."""
     if obj is None:
@@ -93,10 +100,11 @@ def track_update(resource: Resource, subresource: str, old: Obj | None, new: Obj
     owner = Owner.of(manager, managers.UPDATE, resource.api_version, subresource)
     if old is None and not managed:  # a create: what updater.update answers, in one walk
         fields = created.fields_v1(live, new, shape(resource), ignored(resource, subresource, live, new))
-        _write_entries(new, [managers.entry(owner, resource.api_version, meta.now(), fields)] if fields else [])
+        _write_entries(new, [managers.entry(owner, resource.api_version, write_time(subresource), fields)]
+                       if fields else [])
         return
     result = updater.update(live, new, shape(resource), managed, owner, resource.api_version,
-                            ignored(resource, subresource, live, new), meta.now())
+                            ignored(resource, subresource, live, new), write_time(subresource))
     write(new, result)
 
 

@@ -61,7 +61,7 @@ class Owned:
     entry: dict[str, Any] | None = field(default=None, compare=False)
     fields_v1: dict[str, Any] | None = field(default=None, compare=False)
 
-    def retimed(self, fields: FieldSet, api_version: str, time: str) -> Owned:
+    def retimed(self, fields: FieldSet, api_version: str, time: str | None) -> Owned:
         """These fields' owner after a change at `time`: the FieldsV1 read is kept when the fields are."""
         return Owned(fields, api_version, time, fields_v1=self.fields_v1 if fields is self.fields else None)
 

@@ -51,7 +51,7 @@ class Conflicts(Exception):
 
 
 def update(live: Any, new: Any, shape: Shape, managed: Managed, owner: Owner, api_version: str,
-           ignored: FieldSet | None, now: str) -> Managed:
+           ignored: FieldSet | None, now: str | None) -> Managed:
     comparison = _compare(live, new, shape, ignored)
     # Others lose what the write touched; the writer loses only what it removed (what it added or
     # changed is its own again below), so an unchanged entry keeps its FieldsV1.
@@ -77,7 +77,7 @@ def update(live: Any, new: Any, shape: Shape, managed: Managed, owner: Owner, ap
 
 
 def apply(live: Any, config: Any, shape: Shape, managed: Managed, owner: Owner, api_version: str,
-          ignored: FieldSet | None, now: str, *, force: bool, normalize: Callable[[Any], Any],
+          ignored: FieldSet | None, now: str | None, *, force: bool, normalize: Callable[[Any], Any],
           zero: Any) -> tuple[Any, Managed]:
     """(the new object, its owners); zero is the kind's empty object. Raises Conflicts."""
     if not managed and live is not zero:

@@ -597,6 +597,8 @@ async def test_scale_update_sets_replicas_and_bumps_the_generation(client: Clien
     (entry,) = [e for e in stored["metadata"]["managedFields"] if e.get("subresource")]
     assert (entry["manager"], entry["operation"], entry["apiVersion"], entry["subresource"], entry["fieldsV1"]) == (
         "autoscaler", "Update", "apps/v1", "scale", {"f:spec": {"f:replicas": {}}})
+    # kube's scale handler keeps only the parent's own entries' times: a /scale writer's has none, so sorts first
+    assert "time" not in entry and stored["metadata"]["managedFields"][0]["manager"] == "autoscaler"
 
 
 async def test_scale_update_with_a_stale_resource_version_is_a_conflict(client: Client) -> None:
@@ -642,6 +644,8 @@ async def test_scale_patch_every_type(client: Client, kind: core_pb2.PatchType, 
     stored = await client.get(at("statefulsets", "web"))
     assert patched == scale_of(stored, 4, "app=web")
     assert (stored["spec"]["replicas"], stored["metadata"]["generation"]) == (4, 2)
+    (entry,) = [e for e in stored["metadata"]["managedFields"] if e.get("subresource") == "scale"]
+    assert "time" not in entry  # as kube's scale handler writes it
 
 
 async def test_scale_apply_conflicts_with_the_owner_of_replicas_unless_forced(client: Client) -> None:

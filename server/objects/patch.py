@@ -148,23 +148,40 @@ def parse_json_patch(data: bytes) -> list[tuple[Obj, jsonpatch.JsonPatch]]:
         raise errors.bad_request(f"invalid JSON patch: {err}") from None
 
 
+class JsonPatchFailed(Exception):
+    """A JSON patch that does not apply to the document; str(): what failed, in evanphx/json-patch's words where
+    they are known."""
+
+
 def apply_json_patch(operations: list[tuple[Obj, jsonpatch.JsonPatch]], current: Obj) -> Obj:
-    """current with the operations applied in order (current untouched); 422 Invalid when one fails."""
+    """current with the operations applied in order (current untouched); 422 Invalid when one fails, as
+    kube-apiserver 1.28 answers it: NewGenericServerResponse's wording, not as an unexpected response, so with no
+    causes (details {}) and not the patch library's words."""
+    try:
+        return json_patched(operations, current)
+    except JsonPatchFailed:
+        status = errors.status(422, "Invalid", "the server rejected our request due to an error in our request")
+        status.details.SetInParent()  # StatusDetails with nothing in it: {}
+        raise errors.ApiError(status) from None
+
+
+def json_patched(operations: list[tuple[Obj, jsonpatch.JsonPatch]], current: Obj) -> Obj:
+    """current with the operations applied in order (current untouched); JsonPatchFailed when one fails."""
     result: Any = copy_json(current)
     for operation, one in operations:
         try:
             result = one.apply(result, in_place=True)
         except jsonpatch.JsonPatchTestFailed:
-            raise _rejected(_test_failed(operation["path"], result)) from None
+            raise JsonPatchFailed(_test_failed(operation["path"], result)) from None
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
-            raise _rejected(str(err)) from None
+            raise JsonPatchFailed(str(err)) from None
     if not isinstance(result, dict):
-        raise _rejected("the patched document is not an object")
+        raise JsonPatchFailed("the patched document is not an object")
     return result
 
 
 def _test_failed(path: str, document: Any) -> str:
-    """evanphx/json-patch's words for a failed `test` (kube-apiserver answers them as the 422's cause):
+    """evanphx/json-patch's words for a failed `test`:
 
         testing value /data/k failed: test failed                       the value differs, or the key is absent
         test operation does not apply: is missing path: /a/b: missing value   the parent does not exist
@@ -205,10 +222,3 @@ def _check_depth(document: Any) -> None:
 
 def _too_deep(problem: str) -> errors.ApiError:
     return errors.bad_request(f"error decoding patch: {problem}")
-
-
-def _rejected(detail: str) -> errors.ApiError:
-    """422 for a JSON patch that does not apply: kube-apiserver's NewGenericServerResponse wording."""
-    return errors.ApiError(errors.status(
-        422, "Invalid", "the server rejected our request due to an error in our request",
-        causes=[errors.Cause("UnexpectedServerResponse", detail)]))

@@ -133,9 +133,7 @@ def test_json_patch_whose_test_fails_is_422(core: client.CoreV1Api, namespace: s
         core.patch_namespaced_config_map("p", namespace, guarded)
     assert failed.value.status == 422
     assert status_of(failed.value) == _status(
-        422, "Invalid", "the server rejected our request due to an error in our request",
-        {"causes": [{"reason": "UnexpectedServerResponse",
-                     "message": "testing value /metadata/finalizers failed: test failed"}]})
+        422, "Invalid", "the server rejected our request due to an error in our request", {})
     after: Any = core.read_namespaced_config_map("p", namespace)
     assert after.metadata.resource_version == before.metadata.resource_version
 

@@ -43,7 +43,7 @@ from server.objects import body, equivalent, serviceresolver, validate
 from server.objects.admitting import Attributes
 from server.objects.context import Context
 from server.objects.core import Core
-from server.objects.patch import apply_json_patch, parse_json_patch
+from server.objects.patch import JsonPatchFailed, json_patched, parse_json_patch
 from server.objects.storeerrors import store_call
 from server.registry.resources import Resource
 from server.runtime.informer import SharedInformers
@@ -414,9 +414,9 @@ def _patched(hook: hk.Hook, attrs: Attributes, invocation: Invocation, response:
         return None
     assert invocation.obj is not None
     try:
-        patched = apply_json_patch(operations, invocation.obj)
-    except errors.ApiError as err:
-        raise errors.internal(f'JSON patch from webhook "{hook.name}" could not be applied: {err}') from None
+        patched = json_patched(operations, invocation.obj)
+    except JsonPatchFailed as err:
+        raise errors.internal(str(err)) from None  # kube's NewInternalError of the patch library's error
     typed, _ = body.typed(attrs.kind or invocation.resource, patched, "Ignore")
     return typed
 

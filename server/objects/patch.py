@@ -118,10 +118,10 @@ def patcher(resource: Resource, kind: int, data: bytes) -> Any:
         operations = parse_json_patch(data)
         return lambda current: apply_json_patch(operations, current)
     if kind == core_pb2.PATCH_TYPE_MERGE:
-        document = _object(data)
+        document = _object(data, merge=True)
         return lambda current: strategic.merge_patch(current, document)
     if kind == core_pb2.PATCH_TYPE_STRATEGIC_MERGE and strategic_ok:
-        document = _object(data)
+        document = _object(data, merge=False)
         descriptor = resource.schema.descriptor
         return lambda current: _apply_strategic(current, document, descriptor)
     raise errors.ApiError(errors.status(
@@ -200,7 +200,11 @@ def _apply_strategic(current: Obj, document: Obj, descriptor: Any) -> Obj:
         raise errors.ApiError(errors.status(err.code, err.reason, str(err), with_details=False)) from None
 
 
-def _object(data: bytes) -> Obj:
+def _object(data: bytes, *, merge: bool) -> Obj:
+    """A merge (`merge`) or strategic merge patch's document. One that is not an object is refused as kube 1.28
+    refuses it: encoding/json's words for the JSON type it is (a merge patch's behind "error decoding patch: ",
+    as its field validation reads it first); a null strategic merge patch changes nothing, a null merge patch is
+    evanphx/json-patch's "Invalid JSON Patch"."""
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as err:
@@ -208,9 +212,23 @@ def _object(data: bytes) -> Obj:
             raise _too_deep("invalid character '{' exceeded max depth") from None
         raise errors.bad_request(f"error decoding patch: {err}") from None
     _check_depth(document)
+    if document is None:
+        if merge:
+            raise errors.bad_request("Invalid JSON Patch")
+        return {}
     if not isinstance(document, dict):
-        raise errors.bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
+        refused = f"json: cannot unmarshal {_json_type(document)} into Go value of type map[string]interface {{}}"
+        raise errors.bad_request(f"error decoding patch: {refused}" if merge else refused)
     return document
+
+
+def _json_type(value: Any) -> str:
+    """encoding/json's name for a JSON value's type, as its UnmarshalTypeError gives it."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else "array"
 
 
 def _check_depth(document: Any) -> None:

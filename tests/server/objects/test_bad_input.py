@@ -80,6 +80,37 @@ async def test_bodies_nested_too_deeply_are_a_bad_request(client: Client, call: 
     assert client.revision() == before
 
 
+GO_MAP = "Go value of type map[string]interface {}"
+MERGE, STRATEGIC = core_pb2.PATCH_TYPE_MERGE, core_pb2.PATCH_TYPE_STRATEGIC_MERGE
+
+
+# As kube-apiserver 1.28.7 answers them (compared over HTTPS): encoding/json's type names, a merge patch's behind
+# its field validation's "error decoding patch: ", and a null strategic merge patch that changes nothing.
+@pytest.mark.parametrize(("kind", "document", "message"), [
+    (STRATEGIC, b'"str"', f"json: cannot unmarshal string into {GO_MAP}"),
+    (MERGE, b'"str"', f"error decoding patch: json: cannot unmarshal string into {GO_MAP}"),
+    (STRATEGIC, b"1", f"json: cannot unmarshal number into {GO_MAP}"),
+    (MERGE, b"1.5", f"error decoding patch: json: cannot unmarshal number into {GO_MAP}"),
+    (STRATEGIC, b"true", f"json: cannot unmarshal bool into {GO_MAP}"),
+    (MERGE, b"false", f"error decoding patch: json: cannot unmarshal bool into {GO_MAP}"),
+    (STRATEGIC, b"[1]", f"json: cannot unmarshal array into {GO_MAP}"),
+    (MERGE, b"[1]", f"error decoding patch: json: cannot unmarshal array into {GO_MAP}"),
+    (MERGE, b"null", "Invalid JSON Patch"),
+    (STRATEGIC, b"null", None),
+])
+async def test_a_patch_that_is_not_an_object(client: Client, kind: Any, document: bytes, message: str | None) -> None:
+    created = await client.create(CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    before = client.revision()
+    if message is None:
+        answer: Any = await patch(client, kind, document)
+        assert orjson.loads(answer.object.data)["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    else:
+        failed = await refused(patch(client, kind, document))
+        assert (failed.status["code"], failed.status["reason"], failed.status["message"]) == (
+            400, "BadRequest", message)
+    assert client.revision() == before
+
+
 def event(name: str, message_size: int) -> core_pb2.RawObject:
     return body(orjson.dumps({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
                               "involvedObject": {}, "message": "x" * message_size}))

@@ -37,11 +37,12 @@ def validate(obj: dict[str, Any], schema: Structural) -> list[FieldError]:
     """The field errors of a whole object (its metadata is ObjectMeta's business, not the schema's)."""
     errs: list[FieldError] = []
     body = {k: v for k, v in obj.items() if k != "metadata"}
-    _object_checks(body, schema, "", errs)
+    _property_counts(body, schema, "", errs)
     for key, value in body.items():
         prop = schema.properties.get(key)
         if prop is not None:
             _validate(value, prop, key, errs)
+    _required(body, schema, "", errs)
     return errs
 
 
@@ -156,27 +157,35 @@ def _array(value: list[Any], schema: Structural, path: str, errs: list[FieldErro
 
 
 def _object(value: dict[str, Any], schema: Structural, path: str, errs: list[FieldError]) -> None:
-    _object_checks(value, schema, path, errs)
+    """In kube-openapi's objectValidator's order: the property counts, the values under additionalProperties,
+    the properties, then the required ones that are missing."""
+    _property_counts(value, schema, path, errs)
+    if schema.additional is not None:
+        for key, item in value.items():
+            if key not in schema.properties:
+                _validate(item, schema.additional, f"{path}.{key}", errs)
     for key, item in value.items():
         child = schema.properties.get(key)
-        if child is None:
-            child = schema.additional
         if child is not None:
             _validate(item, child, f"{path}.{key}", errs)
+    _required(value, schema, path, errs)
     if schema.embedded:
         _embedded(value, path, errs)
 
 
-def _object_checks(value: dict[str, Any], schema: Structural, path: str, errs: list[FieldError]) -> None:
-    for name in schema.required:
-        if name not in value:
-            errs.append(FieldError.required(f"{path}.{name}" if path else name))
+def _property_counts(value: dict[str, Any], schema: Structural, path: str, errs: list[FieldError]) -> None:
     count = len(value)
-    if schema.max_properties is not None and count > schema.max_properties:
-        errs.append(_too_many(path, count, schema.max_properties))
     if schema.min_properties is not None and count < schema.min_properties:
         errs.append(FieldError.invalid(
             path, schema.min_properties, f"{path} {IN_BODY} should have at least {schema.min_properties} properties"))
+    if schema.max_properties is not None and count > schema.max_properties:
+        errs.append(_too_many(path, count, schema.max_properties))
+
+
+def _required(value: dict[str, Any], schema: Structural, path: str, errs: list[FieldError]) -> None:
+    for name in schema.required:
+        if name not in value:
+            errs.append(FieldError.required(f"{path}.{name}" if path else name))
 
 
 def _junctors(value: Any, schema: Structural, path: str, errs: list[FieldError]) -> None:

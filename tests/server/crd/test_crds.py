@@ -345,6 +345,11 @@ async def test_required_and_accepted_values(client: Client) -> None:
     assert created["spec"]["template"]["spec"] == {"x": 1}
     failed = await refused(client.create(WIDGETS, {**widget("nosize"), "spec": {}}))
     assert invalid_causes(failed) == [("FieldValueRequired", "spec.size", "Required value")]
+    # kube-openapi's order: an object's properties are judged before its missing required ones
+    failed = await refused(client.create(WIDGETS, {**widget("both"), "spec": {"color": "pink"}}))
+    assert invalid_causes(failed) == [
+        ("FieldValueNotSupported", "spec.color", 'Unsupported value: "pink": supported values: "red", "blue"'),
+        ("FieldValueRequired", "spec.size", "Required value")]
 
 
 async def test_defaults_on_create_update_and_read(client: Client) -> None:

@@ -151,7 +151,8 @@ def _selector_unchanged(obj: Obj, old: Obj | None) -> list[FieldError]:
     """apps/v1 refuses to change a controller's selector (the strategies' ValidateUpdate)."""
     if old is None:
         return []
-    return immutable(get(obj, "spec", "selector"), get(old, "spec", "selector"), "spec.selector")
+    return immutable(get(obj, "spec", "selector"), get(old, "spec", "selector"), "spec.selector",
+                     names.go_label_selector)
 
 
 def validate_deployment(obj: Obj, old: Obj | None) -> list[FieldError]:
@@ -263,7 +264,7 @@ def _stateful_set_spec_errors(spec: Obj) -> list[FieldError]:
     selector = templates.as_selector(spec.get("selector"))
     template = spec.get("template")
     if selector is None:
-        errs.append(FieldError.invalid("spec.selector", spec.get("selector"), ""))
+        errs.append(FieldError.invalid("spec.selector", names.go_label_selector(spec.get("selector")), ""))
     else:
         errs += templates.selects_template(selector, template, "spec.template")
         errs += templates.template_meta_errors(template, "spec.template")
@@ -355,11 +356,12 @@ def _daemon_set_spec_errors(spec: Obj) -> list[FieldError]:
     if selector is not None:
         template_labels = get(template, "metadata", "labels")
         if not selector.matches(template_labels if isinstance(template_labels, dict) else {}):
-            errs.append(FieldError.invalid("spec.template.metadata.labels", template_labels,
+            errs.append(FieldError.invalid("spec.template.metadata.labels", names.go_string_map(template_labels),
                                            templates.SELECTOR_MISMATCH))
     if isinstance(selector_value, dict) and not selector_value.get("matchLabels") and not selector_value.get(
             "matchExpressions"):
-        errs.append(FieldError.invalid("spec.selector", selector_value, "empty selector is invalid for daemonset"))
+        errs.append(FieldError.invalid("spec.selector", names.go_label_selector(selector_value),
+                                       "empty selector is invalid for daemonset"))
     errs += templates.pod_template_errors(template, "spec.template")
     errs += templates.always_restarting(template, "spec.template", "DaemonSet")
     errs += nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds")

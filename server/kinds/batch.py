@@ -154,7 +154,8 @@ def _generated_selector_errors(obj: Obj, *, prefixed: bool) -> list[FieldError]:
         expected.update({CONTROLLER_UID: uid, JOB_NAME: name})
     converted = templates.as_selector(selector)
     if converted is not None and not converted.matches(expected):
-        errs.append(FieldError.invalid("spec.selector", selector, "`selector` not auto-generated"))
+        errs.append(FieldError.invalid("spec.selector", names.go_label_selector(selector),
+                                       "`selector` not auto-generated"))
     return errs
 
 
@@ -233,7 +234,7 @@ def _job_spec_errors(spec: Obj) -> list[FieldError]:
     if selector is not None:
         template_labels = get(spec, "template", "metadata", "labels")
         if not selector.matches(template_labels if isinstance(template_labels, dict) else {}):
-            errs.append(FieldError.invalid("spec.template.metadata.labels", template_labels,
+            errs.append(FieldError.invalid("spec.template.metadata.labels", names.go_string_map(template_labels),
                                            templates.SELECTOR_MISMATCH))
     return errs
 
@@ -306,7 +307,7 @@ def validate_job(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec, old_spec = obj.get("spec") or {}, old.get("spec") or {}
     errs = _validate_job_object(obj, prefixed=prefixed) + _job_spec_errors(spec)
     errs += _completions_update_errors(spec, old_spec)
-    errs += immutable(spec.get("selector"), old_spec.get("selector"), "spec.selector")
+    errs += immutable(spec.get("selector"), old_spec.get("selector"), "spec.selector", names.go_label_selector)
     errs += _template_update_errors(spec, old_spec, old)
     for field in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"):
         errs += immutable(spec.get(field), old_spec.get(field), f"spec.{field}")

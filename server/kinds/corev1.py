@@ -23,7 +23,7 @@ from server.machinery import meta
 from server.machinery.codec.quantity import QuantityError, parse_quantity
 from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
-from server.machinery.validation.names import FieldError, GoValue
+from server.machinery.validation.names import FieldError
 from server.machinery.values import Obj
 from server.objects import scale
 from server.registry.resources import Handlers, Resource, ScaleRule, Subresource
@@ -64,12 +64,6 @@ def _new_status(schema: ProtoSchema, status: Callable[[], Obj]) -> Callable[[Obj
 def _spec(obj: Obj) -> Obj:
     value = obj.get("spec")
     return value if isinstance(value, dict) else {}
-
-
-def _go_map(labels: dict[str, str]) -> GoValue:
-    """%#v of a map[string]string: keys sorted, as fmt prints maps."""
-    body = ", ".join(f"{names.go_quote(k)}:{names.go_quote(labels[k])}" for k in sorted(labels))
-    return GoValue(f"map[string]string{{{body}}}")
 
 
 # --- Node --------------------------------------------------------------------------------------------------------
@@ -213,10 +207,10 @@ SERVICE_ACCOUNTS = Resource(
 
 PV_SCHEMA = ProtoSchema(core_v1.PersistentVolume)
 PVC_SCHEMA = ProtoSchema(core_v1.PersistentVolumeClaim)
-PV_SOURCES = (
-    "gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "iscsi", "cinder", "cephfs",
-    "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk",
-    "portworxVolume", "scaleIO", "local", "storageos", "csi",
+PV_SOURCES = (  # in the order kube's ValidatePersistentVolumeSpec meets them
+    "hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "flocker", "nfs", "rbd", "quobyte",
+    "cephfs", "iscsi", "cinder", "fc", "flexVolume", "azureFile", "vsphereVolume", "photonPersistentDisk",
+    "portworxVolume", "azureDisk", "scaleIO", "local", "storageos", "csi",
 )  # fmt: skip
 
 
@@ -511,7 +505,7 @@ def validate_rc(obj: Obj, old: Obj | None) -> list[FieldError]:
         return errs
     labels = (template.get("metadata") or {}).get("labels") or {}
     if selector and any(labels.get(k) != v for k, v in selector.items()):
-        errs.append(FieldError.invalid("spec.template.metadata.labels", _go_map(labels),
+        errs.append(FieldError.invalid("spec.template.metadata.labels", names.go_string_map(labels),
                                        "`selector` does not match template `labels`"))
     tspec = template.get("spec") or {}
     errs.extend(podspec.validate_pod_spec(tspec, "spec.template.spec"))

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from server.machinery.codec.quantity import QuantityError, parse_quantity
+from server.machinery.codec.quantity import QuantityError, canonical, parse_quantity
 from server.machinery.validation import names
 from server.machinery.validation.names import FieldError
 from server.machinery.values import Obj
@@ -37,17 +37,17 @@ GRACE_PERIOD_SECONDS = 30
 MILLI = -3
 
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
-DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")  # kube's order, not sorted
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 PROTOCOLS = ("SCTP", "TCP", "UDP")  # sets.List: sorted
 PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
-VOLUME_SOURCES = (
-    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs", "iscsi",
-    "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker", "downwardAPI", "fc",
-    "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "projected",
-    "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "image",
+VOLUME_SOURCES = (  # in the order kube's validateVolumeSource meets them: a second one is reported at its own path
+    "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs", "iscsi",
+    "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte", "downwardAPI", "fc",
+    "flexVolume", "configMap", "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume", "azureDisk",
+    "storageos", "projected", "scaleIO", "csi", "ephemeral", "image",
 )  # fmt: skip
 
 
@@ -321,16 +321,17 @@ def unique_label(name: str, path: str, seen: set[str]) -> list[FieldError]:
 
 def _validate_container(container: Obj, path: str, volumes: set[str], seen: set[str],
                         errs: list[FieldError]) -> None:
+    """In kube's order: validateContainerCommon (name, image, terminationMessagePolicy, ports, env, volume
+    mounts, pull policy, resources), then the name's uniqueness, then the probes."""
     name = container.get("name") or ""
     if not name:
         errs.append(FieldError.required(f"{path}.name"))
     else:
-        errs.extend(unique_label(name, f"{path}.name", seen))
+        errs.extend(FieldError.invalid(f"{path}.name", name, m) for m in names.is_dns1123_label(name))
     if not container.get("image"):
         errs.append(FieldError.required(f"{path}.image"))
-    for probe in PROBES:
-        if isinstance(container.get(probe), dict):
-            _validate_probe(container[probe], f"{path}.{probe}", errs)
+    _one_of(container.get("terminationMessagePolicy", ""), TERMINATION_MESSAGE_POLICIES,
+            f"{path}.terminationMessagePolicy", errs)
     _validate_ports(container.get("ports") or [], f"{path}.ports", errs)
     _validate_env(container.get("env") or [], f"{path}.env", errs)
     for index, mount in enumerate(container.get("volumeMounts") or []):
@@ -342,10 +343,15 @@ def _validate_container(container: Obj, path: str, volumes: set[str], seen: set[
             errs.append(FieldError.not_found(f"{here}.name", mount_name))
         if not mount.get("mountPath"):
             errs.append(FieldError.required(f"{here}.mountPath"))
-    _one_of(container.get("terminationMessagePolicy", ""), TERMINATION_MESSAGE_POLICIES,
-            f"{path}.terminationMessagePolicy", errs)
     _one_of(container.get("imagePullPolicy", ""), PULL_POLICIES, f"{path}.imagePullPolicy", errs)
     _validate_resources(container.get("resources") or {}, f"{path}.resources", errs)
+    if name:
+        if name in seen:
+            errs.append(FieldError.duplicate(f"{path}.name", name))
+        seen.add(name)
+    for probe in PROBES:
+        if isinstance(container.get(probe), dict):
+            _validate_probe(container[probe], f"{path}.{probe}", errs)
 
 
 def _validate_ephemeral(container: Obj, path: str, spec: Obj, errs: list[FieldError]) -> None:
@@ -443,5 +449,6 @@ def _validate_resources(resources: Obj, path: str, errs: list[FieldError]) -> No
     for name, value in requests.items():
         limit = limits.get(name)
         if limit is not None and parse_quantity(value).compare(parse_quantity(limit)) > 0:
-            errs.append(FieldError.invalid(f"{path}.requests[{name}]", value,
-                                           f"must be less than or equal to {name} limit of {limit}"))
+            # at requests itself, not the resource's key, with both quantities canonical, as kube 1.28 reports it
+            errs.append(FieldError.invalid(f"{path}.requests", canonical(str(value)),
+                                           f"must be less than or equal to {name} limit of {canonical(str(limit))}"))

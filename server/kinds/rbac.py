@@ -3,9 +3,10 @@ kube-apiserver's defaults and validation (pkg/apis/rbac/v1/defaults.go, pkg/apis
 admitted only when they grant nothing the caller does not hold (server/auth/rbac/escalation.py). A binding's
 roleRef never changes:
 
-    roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"b"}: cannot change roleRef
+    roleRef: Invalid value: rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"Role", Name:"b"}: cannot
+    change roleRef
 
-(the value is the internal rbac.RoleRef, which has no JSON tags).
+(the value is the internal rbac.RoleRef, as field.ErrorBody prints a struct: %#v).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from server.auth.rbac import escalation
 from server.machinery.schema import ProtoSchema
 from server.machinery.selectors import labels
 from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
+from server.machinery.validation.names import FieldError, GoValue
 from server.machinery.values import Obj
 from server.machinery.values import text_of as _text
 from server.registry.resources import Resource
@@ -125,7 +126,8 @@ def _binding_errors(obj: Obj, old: Obj | None, *, namespaced: bool) -> list[Fiel
         old_ref = old.get("roleRef") or {}
         fields = ("apiGroup", "kind", "name")
         if any(_text(role_ref.get(f)) != _text(old_ref.get(f)) for f in fields):
-            shown = {"APIGroup": api_group, "Kind": kind, "Name": name}  # the internal struct, as Go's JSON prints it
+            shown = GoValue(f"rbac.RoleRef{{APIGroup:{names.go_quote(str(api_group))}, "
+                            f"Kind:{names.go_quote(str(kind))}, Name:{names.go_quote(str(name))}}}")
             errs.append(FieldError.invalid("roleRef", shown, "cannot change roleRef"))
     return errs
 

@@ -4,7 +4,8 @@ and the small field rules of apimachinery's validation (non-negative numbers, im
 Messages and paths are kube-apiserver's (pkg/apis/apps/validation, pkg/apis/batch/validation,
 pkg/apis/core/validation). A workload whose selector does not select its own template is refused, e.g.
 
-    spec.template.metadata.labels: Invalid value: {"app":"web"}: `selector` does not match template `labels`
+    spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match
+    template `labels`
 
 Note the pod template's own labels and annotations are reported at spec.template.labels and
 spec.template.annotations (no "metadata"), as ValidatePodTemplateSpec reports them.
@@ -83,9 +84,11 @@ def _pruned(value: object) -> object:
     return value
 
 
-def immutable(new: object, old: object, path: str) -> list[FieldError]:
-    """ValidateImmutableField: `<path>: Invalid value: <new>: field is immutable`."""
-    return [] if semantically_equal(new, old) else [FieldError.invalid(path, new, IMMUTABLE)]
+def immutable(new: object, old: object, path: str, shown: Callable[[object], object] = lambda v: v
+              ) -> list[FieldError]:
+    """ValidateImmutableField: `<path>: Invalid value: <new>: field is immutable`; `shown` prints the value as Go
+    prints the field's type, where that is not its JSON (a LabelSelector: names.go_label_selector)."""
+    return [] if semantically_equal(new, old) else [FieldError.invalid(path, shown(new), IMMUTABLE)]
 
 
 # -- selectors -----------------------------------------------------------------------------------------------------
@@ -115,7 +118,7 @@ def selects_template(selector: labels.Selector, template: object, path: str) -> 
     template_labels = get(template, "metadata", "labels")
     if selector.empty or selector.matches(template_labels if isinstance(template_labels, dict) else {}):
         return []
-    return [FieldError.invalid(f"{path}.metadata.labels", template_labels, SELECTOR_MISMATCH)]
+    return [FieldError.invalid(f"{path}.metadata.labels", names.go_string_map(template_labels), SELECTOR_MISMATCH)]
 
 
 # -- pod templates -------------------------------------------------------------------------------------------------

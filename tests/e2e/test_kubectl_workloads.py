@@ -171,7 +171,7 @@ def test_validation_errors_as_kubectl_shows_them(kubectl: Kubectl, namespace: st
            "  template:\n    metadata: {labels: {app: b}}\n    spec: {containers: [{name: c, image: busybox}]}\n")
     ran = kubectl("create", "-f", "-", "-n", namespace, input=bad)
     assert (ran.code, ran.err) == (1, (
-        'The Deployment "bad" is invalid: spec.template.metadata.labels: Invalid value: {"app":"b"}: '
+        'The Deployment "bad" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{"app":"b"}: '
         "`selector` does not match template `labels`\n"))
     ran = kubectl("create", "cronjob", "c", "--image=busybox", "--schedule=61 * * * *", "-n", namespace)
     assert (ran.code, ran.err) == (1, (

@@ -128,7 +128,7 @@ async def test_validation_answer_over_http(server: Server) -> None:
     resp = await server.request("POST", DEPLOYMENTS, json=bad)
     assert (resp.status, resp.json()["message"]) == (422, (
         'Deployment.apps "web" is invalid: [spec.selector: Required value, spec.template.metadata.labels: '
-        'Invalid value: {"app":"web"}: `selector` does not match template `labels`]'))
+        'Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`]'))
 
 
 # ---------------------------------------------------------------- /scale

@@ -185,6 +185,37 @@ class GoValue:
     text: str
 
 
+def go_string_map(value: object) -> GoValue:
+    """%#v of a map[string]string as ErrorBody prints it: keys sorted, as fmt prints maps; an absent map is nil."""
+    if not isinstance(value, dict):
+        return GoValue("map[string]string(nil)")
+    body = ", ".join(f"{go_quote(str(k))}:{go_quote(str(value[k]))}" for k in sorted(value))
+    return GoValue(f"map[string]string{{{body}}}")
+
+
+def go_label_selector(value: object) -> GoValue | str:
+    """%#v of a *metav1.LabelSelector as ErrorBody prints it: the struct behind the pointer, with Go's nil and
+    empty maps and slices; "null" for a nil pointer."""
+    if not isinstance(value, dict):
+        return "null"
+    labels = go_string_map(value.get("matchLabels")).text
+    expressions = value.get("matchExpressions")
+    kind = "v1.LabelSelectorRequirement"
+    if not isinstance(expressions, list):
+        listed = f"[]{kind}(nil)"
+    else:
+        items = []
+        for e in expressions:
+            e = e if isinstance(e, dict) else {}
+            values = e.get("values")
+            shown = ("[]string(nil)" if not isinstance(values, list)
+                     else "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}")
+            items.append(f"{kind}{{Key:{go_quote(str(e.get('key') or ''))}, "
+                         f"Operator:{go_quote(str(e.get('operator') or ''))}, Values:{shown}}}")
+        listed = f"[]{kind}{{{', '.join(items)}}}"
+    return GoValue(f"v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{listed}}}")
+
+
 def _render_value(value: object) -> str:
     """How ErrorBody prints a bad value: %q for strings, %v for numbers and bools, else Go's JSON."""
     if isinstance(value, GoValue):

@@ -266,7 +266,7 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
      "Pod", [not_found_value("spec.containers[0].volumeMounts[0].name", '"v"')]),
     ("request above limit", "pods", pod(containers=[{"name": "a", "image": "i", "resources": {
         "limits": {"cpu": "1"}, "requests": {"cpu": "2"}}}]), "Pod",
-     [invalid("spec.containers[0].resources.requests[cpu]", '"2"', "must be less than or equal to cpu limit of 1")]),
+     [invalid("spec.containers[0].resources.requests", '"2"', "must be less than or equal to cpu limit of 1")]),
     ("probe without handler", "pods", pod(containers=[{"name": "a", "image": "i", "readinessProbe": {
         "periodSeconds": 5}}]), "Pod", [required("spec.containers[0].readinessProbe", "must specify a handler type")]),
     ("sysctl names", "pods", pod(securityContext={"sysctls": [

@@ -364,7 +364,11 @@ def forbidden(field: str, detail: str) -> Obj:
 
 MISMATCH = "`selector` does not match template `labels`"
 NEGATIVE = "must be greater than or equal to 0"
-WEB_LABELS = '{"app":"web"}'
+WEB_LABELS = 'map[string]string{"app":"web"}'
+# a LabelSelector as field.ErrorBody prints it (%#v of the struct behind the pointer)
+EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
+                   'MatchExpressions:[]v1.LabelSelectorRequirement{'
+                   'v1.LabelSelectorRequirement{Key:"app", Operator:"Exists", Values:[]string(nil)}}}')
 
 
 @pytest.mark.parametrize(("resource", "top", "causes"), [
@@ -417,7 +421,7 @@ WEB_LABELS = '{"app":"web"}'
         invalid("spec.parallelism", "-1", NEGATIVE), invalid("spec.backoffLimit", "-2", NEGATIVE)],
         id="job negative counts"),
     pytest.param("jobs", {"spec": {"manualSelector": True}}, [
-        required("spec.selector"), invalid("spec.template.metadata.labels", "null", MISMATCH)],
+        required("spec.selector"), invalid("spec.template.metadata.labels", "map[string]string(nil)", MISMATCH)],
         id="job manual selector missing"),
     pytest.param("jobs", {"spec": {"completionMode": "Sometimes"}}, [
         kube.field_not_supported("spec.completionMode", '"Sometimes"', ["NonIndexed", "Indexed"])],
@@ -488,20 +492,19 @@ def _change(obj: Obj, dotted: str, value: Any) -> Obj:
 @pytest.mark.parametrize(("resource", "field", "value", "causes"), [
     pytest.param("deployments", "spec.selector", {"matchLabels": {"app": "web", "tier": "x"}}, [
         invalid("spec.template.metadata.labels", WEB_LABELS, MISMATCH),
-        invalid("spec.selector", '{"matchLabels":{"app":"web","tier":"x"}}', "field is immutable")],
+        invalid("spec.selector", 'v1.LabelSelector{MatchLabels:map[string]string{"app":"web", "tier":"x"}, '
+                                 'MatchExpressions:[]v1.LabelSelectorRequirement(nil)}', "field is immutable")],
         id="deployment selector"),
     pytest.param("replicasets", "spec.selector", {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, [
-        invalid("spec.selector", '{"matchExpressions":[{"key":"app","operator":"Exists"}]}', "field is immutable")],
-        id="replicaset selector"),
+        invalid("spec.selector", EXISTS_SELECTOR, "field is immutable")], id="replicaset selector"),
     pytest.param("daemonsets", "spec.selector", {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, [
-        invalid("spec.selector", '{"matchExpressions":[{"key":"app","operator":"Exists"}]}', "field is immutable")],
-        id="daemonset selector"),
+        invalid("spec.selector", EXISTS_SELECTOR, "field is immutable")], id="daemonset selector"),
     pytest.param("statefulsets", "spec.serviceName", "web", [
         forbidden("spec", "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
                           "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are "
                           "forbidden")], id="statefulset service name"),
     pytest.param("rolebindings", "roleRef", {"kind": "Role", "name": "writer"}, [
-        invalid("roleRef", '{"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"writer"}',
+        invalid("roleRef", 'rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"Role", Name:"writer"}',
                 "cannot change roleRef")], id="rolebinding role ref"),
     pytest.param("controllerrevisions", "data", {"spec": {"x": 2}}, [
         invalid("data", '{"spec":{"x":2}}', "field is immutable")], id="controllerrevision data"),

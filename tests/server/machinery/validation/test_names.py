@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from server.machinery.validation import names
 from server.machinery.validation.names import (
     ErrorType,
     FieldError,
@@ -298,6 +299,22 @@ def test_name_funcs(name: str, prefix: bool, label: list[str], dns1035: list[str
         (FieldError.invalid("x", {"b": 1, "a": 2}, ""), 'Invalid value: {"a":2,"b":1}', None),
         (FieldError(ErrorType.TYPE_INVALID, "x", "s", "d"), 'Invalid value: "s": d', None),
         (FieldError(ErrorType.INTERNAL, "", "e", "boom"), "Internal error: boom", None),
+        # Go's %#v of the types kube reports as structs and maps (checked beside kube-apiserver 1.28.7)
+        (FieldError.invalid("l", names.go_string_map({"b": "2", "a": "1"}), "d"),
+         'Invalid value: map[string]string{"a":"1", "b":"2"}: d', None),
+        (FieldError.invalid("l", names.go_string_map(None), "d"), "Invalid value: map[string]string(nil): d", None),
+        (FieldError.invalid("l", names.go_string_map({}), "d"), "Invalid value: map[string]string{}: d", None),
+        (FieldError.invalid("s", names.go_label_selector(None), "d"), 'Invalid value: "null": d', None),
+        (FieldError.invalid("s", names.go_label_selector({"matchLabels": {"a": "b"}}), "d"),
+         'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"a":"b"}, '
+         "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: d", None),
+        (FieldError.invalid("s", names.go_label_selector(
+            {"matchExpressions": [{"key": "k", "operator": "In", "values": ["x", "y"]}, {"key": "j",
+                                                                                    "operator": "Exists"}]}), "d"),
+         "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:"
+         '[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:"k", Operator:"In", '
+         'Values:[]string{"x", "y"}}, v1.LabelSelectorRequirement{Key:"j", Operator:"Exists", Values:[]string(nil)}}}'
+         ": d", None),
     ],
 )
 def test_field_error_rendering(error: FieldError, body: str | None, cause: dict[str, str] | None) -> None:

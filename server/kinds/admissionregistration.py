@@ -180,15 +180,16 @@ def _rule_errors(rule: Obj, path: str) -> list[FieldError]:
 
 def _url_errors(url: str, path: str) -> list[FieldError]:
     """webhook.ValidateWebhookURL with forceHttps."""
+    form = "; desired format: https://host[/path]"
     try:
         parts = urlsplit(url)
     except ValueError as err:
-        return [FieldError.invalid(path, url, f"url must be a valid URL: {err}")]
+        return [FieldError.required(path, f"url must be a valid URL: {err}{form}")]
     errs: list[FieldError] = []
     if parts.scheme != "https":
-        errs.append(FieldError.invalid(path, parts.scheme, "'https' is the only allowed URL scheme"))
-    if not parts.hostname:
-        errs.append(FieldError.required(path, "host must be specified"))
+        errs.append(FieldError.invalid(path, parts.scheme, f"'https' is the only allowed URL scheme{form}"))
+    if not parts.netloc.rsplit("@", 1)[-1]:
+        errs.append(FieldError.invalid(path, "", f"host must be specified{form}"))
     if parts.username is not None:
         errs.append(
             FieldError.invalid(path, parts.netloc.rsplit("@", 1)[0], "user information is not permitted in the URL")

@@ -280,8 +280,12 @@ def _spec_errors(spec: Obj) -> list[FieldError]:
     if minimum is not None and maximum < minimum:
         errs.append(FieldError.invalid("spec.maxReplicas", maximum, "must be greater than or equal to `minReplicas`"))
     errs += _reference_errors(_dict(spec.get("scaleTargetRef")), "spec.scaleTargetRef")
-    for i, metric in enumerate(_list(spec.get("metrics"))):
+    metrics = _list(spec.get("metrics"))
+    for i, metric in enumerate(metrics):
         errs += _metric_errors(_dict(metric), f"spec.metrics[{i}]")
+    if minimum == 0 and not any(_dict(m).get("type") in ("Object", "External") for m in metrics):
+        errs.append(FieldError.forbidden(
+            "spec.metrics", "must specify at least one Object or External metric to support scaling to zero replicas"))
     behavior = _dict(spec.get("behavior"))
     errs += _scaling_rules_errors(behavior.get("scaleUp"), "spec.behavior.scaleUp")
     errs += _scaling_rules_errors(behavior.get("scaleDown"), "spec.behavior.scaleDown")

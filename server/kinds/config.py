@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import re
 from dataclasses import dataclass
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.machinery import errors, meta
+from server.machinery.codec.gojson import json_kind
 from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
 from server.machinery.validation.names import FieldError
@@ -80,10 +82,63 @@ def default_secret(obj: Obj) -> None:
 
 
 def validate_secret(obj: Obj, old: Obj | None) -> list[FieldError]:
-    errs = _data_keys(obj, ("data",)) + _immutable(obj, old, ("data",))
+    errs = _data_keys(obj, ("data",)) + _secret_type_errors(obj) + _immutable(obj, old, ("data",))
     if old is not None and obj.get("type") != old.get("type"):
         errs.append(FieldError.invalid("type", obj.get("type"), "field is immutable"))
     return errs
+
+
+# The keys each built-in Secret type needs (ValidateSecret): one of these must be present (all are reported missing).
+_NEEDED_KEYS = {
+    "kubernetes.io/tls": (("tls.crt",), ("tls.key",)),
+    "kubernetes.io/basic-auth": (("username", "password"),),
+    "kubernetes.io/ssh-auth": (("ssh-privatekey",),),
+}
+_JSON_KEYS = {"kubernetes.io/dockercfg": ".dockercfg", "kubernetes.io/dockerconfigjson": ".dockerconfigjson"}
+
+
+def _secret_type_errors(obj: Obj) -> list[FieldError]:
+    """What a built-in type asks of a Secret's data and annotations, in kube's words."""
+    kind = obj.get("type") or ""
+    data = obj.get("data") or {}
+    if kind == "kubernetes.io/service-account-token":
+        if not (meta.meta(obj).get("annotations") or {}).get("kubernetes.io/service-account.name"):
+            return [FieldError.required("metadata.annotations[kubernetes.io/service-account.name]")]
+        return []
+    if kind in _JSON_KEYS:
+        key = _JSON_KEYS[kind]
+        if key not in data:
+            return [FieldError.required(f"data[{key}]")]
+        problem = _json_object_problem(base64.b64decode(data[key] or ""))
+        return [FieldError.invalid(f"data[{key}]", "<secret contents redacted>", problem)] if problem else []
+    if kind == "kubernetes.io/ssh-auth":  # present and non-empty
+        return [] if data.get("ssh-privatekey") else [FieldError.required("data[ssh-privatekey]")]
+    errs: list[FieldError] = []
+    for alternatives in _NEEDED_KEYS.get(kind, ()):
+        if not any(key in data for key in alternatives):
+            errs.extend(FieldError.required(f"data[{key}]") for key in alternatives)
+    return errs
+
+
+def _json_object_problem(raw: bytes) -> str:
+    """Why encoding/json would not read `raw` into a map ("" when it would), in its words for the usual cases."""
+    text = raw.decode("utf-8", "replace")
+    if not text.strip():
+        return "unexpected end of JSON input"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        if err.pos >= len(text):
+            return "unexpected end of JSON input"
+        return f"invalid character {go_char(text[err.pos])} looking for beginning of value"
+    if value is None or isinstance(value, dict):
+        return ""
+    return f"json: cannot unmarshal {json_kind(value)} into Go value of type map[string]interface {{}}"
+
+
+def go_char(ch: str) -> str:
+    """How encoding/json quotes a character in its syntax errors."""
+    return "'\\''" if ch == "'" else f"'{ch}'"
 
 
 def default_namespace(obj: Obj) -> None:

@@ -23,7 +23,7 @@ from server.machinery import meta
 from server.machinery.codec.quantity import QuantityError, parse_quantity
 from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
+from server.machinery.validation.names import FieldError, GoValue
 from server.machinery.values import Obj
 from server.objects import scale
 from server.registry.resources import Handlers, Resource, ScaleRule, Subresource
@@ -238,6 +238,8 @@ def validate_pv(obj: Obj, old: Obj | None) -> list[FieldError]:
     if not capacity:
         errs.append(FieldError.required("spec.capacity"))
     errs.extend(FieldError.not_supported("spec.capacity", k, ("storage",)) for k in capacity if k != "storage")
+    for name, value in capacity.items():
+        errs.extend(_positive_quantity(value, f"spec.capacity[{name}]", basic=True))
     sources = [s for s in PV_SOURCES if s in spec]
     if not sources:
         errs.append(FieldError.required("spec", "must specify a volume type"))
@@ -276,6 +278,22 @@ def compare_requests(new: object, old: object) -> int:
         return 0
 
 
+def _positive_quantity(value: object, path: str, *, basic: bool = False) -> list[FieldError]:
+    """ValidatePositiveQuantityValue, after validateBasicResource's check of its integer value where `basic`."""
+    try:
+        quantity = parse_quantity(str(value))
+    except QuantityError:
+        return []  # refused as it was decoded
+    errs = []
+    if basic and quantity.sign() < 0:
+        whole = quantity.round_up(0)
+        errs.append(FieldError.invalid(path, whole.coefficient * 10 ** whole.exponent,
+                                       "must be a valid resource quantity"))
+    if quantity.sign() <= 0:
+        errs.append(FieldError.invalid(path, str(quantity), "must be greater than zero"))
+    return errs
+
+
 def validate_pvc(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = _spec(obj)
     errs: list[FieldError] = []
@@ -283,8 +301,11 @@ def validate_pvc(obj: Obj, old: Obj | None) -> list[FieldError]:
     if not modes:
         errs.append(FieldError.required("spec.accessModes", "at least 1 access mode is required"))
     errs.extend(FieldError.not_supported("spec.accessModes", m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES)
-    if "storage" not in ((spec.get("resources") or {}).get("requests") or {}):
+    requests = (spec.get("resources") or {}).get("requests") or {}
+    if "storage" not in requests:
         errs.append(FieldError.required("spec.resources[storage]"))
+    else:  # at resources[storage], not requests, as kube reports it
+        errs.extend(_positive_quantity(requests["storage"], "spec.resources[storage]"))
     mode = spec.get("volumeMode", "")
     if mode not in VOLUME_MODES:
         errs.append(FieldError.not_supported("spec.volumeMode", mode, VOLUME_MODES))
@@ -412,8 +433,64 @@ def _non_negative(values: dict[str, str], path: str) -> list[FieldError]:
             for k, v in values.items() if parse_quantity(v).sign() < 0]
 
 
+# pkg/apis/core/helper: the resource names kube knows, and those its quota tracks.
+_STANDARD_QUOTA = frozenset((
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage",
+    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "resourcequotas",
+    "services", "replicationcontrollers", "secrets", "persistentvolumeclaims", "configmaps", "services.nodeports",
+    "services.loadbalancers",
+))
+_STANDARD_RESOURCES = _STANDARD_QUOTA | {"storage"}
+_QUOTA_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
+                 "CrossNamespacePodAffinity")
+_POD_QUOTA = frozenset(("pods", "cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"))
+_CONFLICTING_SCOPES = (("BestEffort", "NotBestEffort"), ("NotTerminating", "Terminating"))
+
+
+def _hugepages(name: str) -> bool:
+    return name.startswith(("hugepages-", "requests.hugepages-"))
+
+
+def _quota_name_errors(name: str, path: str) -> list[FieldError]:
+    """ValidateResourceQuotaResourceName: a qualified name; without a prefix, a resource kube knows and tracks."""
+    errs = [FieldError.invalid(path, name, m) for m in names.is_qualified_name(name)]
+    if errs:
+        return errs
+    if "/" not in name:
+        if name not in _STANDARD_RESOURCES and not _hugepages(name):
+            return [FieldError.invalid(path, name, "must be a standard resource type or fully qualified")]
+        if name not in _STANDARD_QUOTA and not _hugepages(name):
+            return [FieldError.invalid(path, name, "must be a standard resource for quota")]
+    return []
+
+
+def _scopes_errors(spec: Obj) -> list[FieldError]:
+    """validateResourceQuotaScopes, the scopes shown as Go prints the []core.ResourceQuotaScope."""
+    scopes = [str(s) for s in spec.get("scopes") or []]
+    if not scopes:
+        return []
+    shown = GoValue("[]core.ResourceQuotaScope{" + ", ".join(names.go_quote(s) for s in scopes) + "}")
+    hard = sorted(spec.get("hard") or {})
+    errs = []
+    for scope in scopes:
+        if scope not in _QUOTA_SCOPES:
+            errs.append(FieldError.invalid("spec.scopes", shown, "unsupported scope"))
+        for name in hard:
+            if name in _STANDARD_QUOTA and not (name == "pods" if scope == "BestEffort"
+                                                else name in _POD_QUOTA or scope not in _QUOTA_SCOPES):
+                errs.append(FieldError.invalid("spec.scopes", shown, "unsupported scope applied to resource"))
+    errs.extend(FieldError.invalid("spec.scopes", shown, "conflicting scopes")
+                for pair in _CONFLICTING_SCOPES if all(s in scopes for s in pair))
+    return errs
+
+
 def validate_quota(obj: Obj, old: Obj | None) -> list[FieldError]:
-    return _non_negative(_spec(obj).get("hard") or {}, "spec.hard")
+    spec = _spec(obj)
+    errs: list[FieldError] = []
+    for name, value in (spec.get("hard") or {}).items():
+        errs.extend(_quota_name_errors(str(name), f"spec.hard[{name}]"))
+        errs.extend(_non_negative({name: value}, "spec.hard"))
+    return errs + _scopes_errors(spec)
 
 
 def default_limit_range(obj: Obj) -> None:

@@ -84,21 +84,21 @@ def _backend_errors(backend: object, path: str) -> list[FieldError]:
                 errs.append(FieldError.required(f"{path}.resource.{field}"))
         return errs
     if not isinstance(service, dict):
-        return [FieldError.invalid(path, "", "must specify a resource or service")]
+        return [FieldError.invalid(path, "", "resource or service backend is required")]
     name = service.get("name", "")
     errs = [FieldError.invalid(f"{path}.service.name", name, m) for m in names.is_dns1035_label(name)]
     port = service.get("port") or {}
     port_name, number = port.get("name", ""), port.get("number", 0)
     port_path = f"{path}.service.port"
-    if port_name and number:
-        errs.append(FieldError.invalid(port_path, port, "cannot specify both port name and port number"))
+    if port_name and number:  # at the backend itself, as kube reports both
+        errs.append(FieldError.invalid(path, "", "cannot set both port name & port number"))
     elif port_name:
         errs += [FieldError.invalid(f"{port_path}.name", port_name, m) for m in port_name_problems(port_name)]
     elif number:
         if not 1 <= number <= 65535:
             errs.append(FieldError.invalid(f"{port_path}.number", number, "must be between 1 and 65535, inclusive"))
     else:
-        errs.append(FieldError.required(port_path, "port name or number is required"))
+        errs.append(FieldError.required(path, "port name or number is required"))
     return errs
 
 

@@ -20,6 +20,7 @@ import orjson
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
 from server.machinery.codec import depth
+from server.machinery.codec.gojson import json_kind
 from server.machinery.gofmt import go_v
 from server.machinery.patch import strategic
 from server.machinery.patch.values import copy_json
@@ -217,18 +218,9 @@ def _object(data: bytes, *, merge: bool) -> Obj:
             raise errors.bad_request("Invalid JSON Patch")
         return {}
     if not isinstance(document, dict):
-        refused = f"json: cannot unmarshal {_json_type(document)} into Go value of type map[string]interface {{}}"
+        refused = f"json: cannot unmarshal {json_kind(document)} into Go value of type map[string]interface {{}}"
         raise errors.bad_request(f"error decoding patch: {refused}" if merge else refused)
     return document
-
-
-def _json_type(value: Any) -> str:
-    """encoding/json's name for a JSON value's type, as its UnmarshalTypeError gives it."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "string" if isinstance(value, str) else "array"
 
 
 def _check_depth(document: Any) -> None:

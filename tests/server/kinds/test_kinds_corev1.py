@@ -23,6 +23,7 @@ import pytest
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
+from server.machinery.validation.names import is_qualified_name
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
@@ -304,6 +305,42 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
     ("pv without source", "persistentvolumes", {"metadata": {"name": "p"}, "spec": {
         "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}}, "PersistentVolume",
      [required("spec", "must specify a volume type")]),
+    # the rows below as kube-apiserver 1.28.7 answered them, side by side
+    ("pv negative capacity and two sources", "persistentvolumes", {"metadata": {"name": "p"}, "spec": {
+        "capacity": {"storage": "-1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"},
+        "nfs": {"server": "a", "path": "/b"}}}, "PersistentVolume",
+     [invalid("spec.capacity[storage]", "-1073741824", "must be a valid resource quantity"),
+      invalid("spec.capacity[storage]", '"-1Gi"', "must be greater than zero"),
+      kube.field_forbidden("spec.nfs", "may not specify more than 1 volume type")]),
+    ("pvc of no storage", "persistentvolumeclaims", {"metadata": {"name": "c"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "0"}}}}, "PersistentVolumeClaim",
+     [invalid("spec.resources[storage]", '"0"', "must be greater than zero")]),
+    ("tls secret without its keys", "secrets", {"metadata": {"name": "s"}, "type": "kubernetes.io/tls"}, "Secret",
+     [required("data[tls.crt]"), required("data[tls.key]")]),
+    ("basic-auth secret without either key", "secrets", {"metadata": {"name": "s"}, "type": "kubernetes.io/basic-auth"},
+     "Secret", [required("data[username]"), required("data[password]")]),
+    ("dockerconfigjson secret that is not JSON", "secrets", {"metadata": {"name": "s"},
+     "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "bm9wZQ=="}}, "Secret",
+     [invalid("data[.dockerconfigjson]", '"<secret contents redacted>"',
+              "invalid character 'n' looking for beginning of value")]),
+    ("service-account-token secret without its account", "secrets", {
+        "metadata": {"name": "s"}, "type": "kubernetes.io/service-account-token"}, "Secret",
+     [required("metadata.annotations[kubernetes.io/service-account.name]")]),
+    # (kube walks the names in Go's map order, which varies; the decoded map is sorted here)
+    ("quota names and scopes", "resourcequotas", {"metadata": {"name": "q"}, "spec": {
+        "hard": {"pods": "-1", "bad/resource name": "1", "widgets": "1", "storage": "1"}, "scopes": ["Nope"]}},
+     "ResourceQuota",
+     [invalid("spec.hard[bad/resource name]", '"bad/resource name"', is_qualified_name("bad/resource name")[0]),
+      invalid("spec.hard[pods]", '"-1"', "must be greater than or equal to 0"),
+      invalid("spec.hard[storage]", '"storage"', "must be a standard resource for quota"),
+      invalid("spec.hard[widgets]", '"widgets"', "must be a standard resource type or fully qualified"),
+      invalid("spec.scopes", '[]core.ResourceQuotaScope{"Nope"}', "unsupported scope")]),
+    ("quota scope that does not apply", "resourcequotas", {"metadata": {"name": "q"}, "spec": {
+        "hard": {"configmaps": "1", "pods": "1"}, "scopes": ["BestEffort"]}}, "ResourceQuota",
+     [invalid("spec.scopes", '[]core.ResourceQuotaScope{"BestEffort"}', "unsupported scope applied to resource")]),
+    ("quota scopes that conflict", "resourcequotas", {"metadata": {"name": "q"}, "spec": {
+        "hard": {"pods": "1"}, "scopes": ["Terminating", "NotTerminating"]}}, "ResourceQuota",
+     [invalid("spec.scopes", '[]core.ResourceQuotaScope{"Terminating", "NotTerminating"}', "conflicting scopes")]),
 ]  # fmt: skip
 
 

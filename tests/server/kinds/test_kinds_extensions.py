@@ -163,7 +163,8 @@ async def test_webhooks_get_kubes_defaults(client: Client, resource: str) -> Non
         ),
         pytest.param(
             {"clientConfig": {"url": "http://hook.example.com/x"}},
-            [invalid("webhooks[0].clientConfig.url", '"http"', "'https' is the only allowed URL scheme")],
+            [invalid("webhooks[0].clientConfig.url", '"http"',
+                     "'https' is the only allowed URL scheme; desired format: https://host[/path]")],
             id="url",
         ),
         pytest.param(
@@ -395,7 +396,9 @@ async def test_v2_defaults(client: Client) -> None:
     [
         pytest.param(
             {"minReplicas": 0},
-            [invalid("spec.minReplicas", "0", "must be greater than or equal to 1")],
+            [invalid("spec.minReplicas", "0", "must be greater than or equal to 1"),
+             kube.cause("FieldValueForbidden", "Forbidden: must specify at least one Object or External metric to "
+                        "support scaling to zero replicas", "spec.metrics")],
             id="minReplicas",
         ),
         pytest.param(

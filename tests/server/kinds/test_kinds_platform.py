@@ -191,7 +191,7 @@ LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric
         "paths": [{"path": "a", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {}}}}]}}]}}, [
         invalid("spec.rules[0].host", '"10.0.0.1"', "must be a DNS name, not an IP address"),
         invalid("spec.rules[0].http.paths[0].path", '"a"', "must be an absolute path"),
-        required("spec.rules[0].http.paths[0].backend.service.port", "port name or number is required")],
+        required("spec.rules[0].http.paths[0].backend", "port name or number is required")],
         id="ingress host path and port"),
     pytest.param("ingresses", {"spec": {"defaultBackend": {"resource": {"kind": "Bucket", "name": "b"},
                                                            **BACKEND}}}, [

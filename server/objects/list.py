@@ -38,6 +38,7 @@ from server.objects.resolve import resolve
 from server.objects.selection import Selection, selection
 from server.objects.storeerrors import translate
 from server.objects.watchcache import PrefixCache
+from server.registry.printing.printers import row_order
 from server.registry.printing.table import (
     META_V1,
     partial_object_metadata,
@@ -198,6 +199,9 @@ async def _converted(
             return partial_object_metadata(obj, rv, api_version=api_version)
     else:
         return views.many(resource, view, kvs, list_meta)  # the 406 for a list asked as one object
+    order = row_order(resource) if view.view == core_pb2.VIEW_TABLE else None
+    if order is not None:  # a printer that sorts its rows (FlowSchemas) sorts the page whole, as kube's does
+        kvs = sorted(kvs, key=lambda kv: order(render.load(kv.value)))
     parts: list[bytes] = []
     for start in range(0, len(kvs), CONVERT_SLICE):
         await asyncio.sleep(0)

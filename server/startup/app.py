@@ -11,7 +11,8 @@ leads: at once when it runs alone (election None), else when it holds the Lease
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +38,7 @@ from server.controllers.namespaces import NamespaceController
 from server.controllers.terminator import PodTerminator
 from server.kinds import BUILTIN, admissionpolicies
 from server.kinds.services import DEFAULT_SERVICE_CLUSTER_IP_RANGE, services
-from server.machinery import apimetrics, tracing
+from server.machinery import apimetrics, errors, tracing
 from server.machinery.aggregation import ProxyClientCertificate
 from server.machinery.faults import Faults
 from server.machinery.limits.limiter import Limiter
@@ -63,6 +64,8 @@ from server.startup import apienablement, bootstrap, controllers, flowcontrol_bo
 from server.startup.apienablement import ApiEnablement
 from storage import Store
 from storage.memory import MemoryStore
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from server.controllers.kubelets.incore import InCoreNodes
@@ -126,6 +129,14 @@ class RunningCore:
         if self.quotas is not None:
             await self.quotas.informer.stop()
         await self.core.close()
+
+
+async def _written_at_start(what: str, writing: Awaitable[None]) -> None:
+    """A start's write of system objects; one that admission refuses is logged, and the start goes on."""
+    try:
+        await writing
+    except errors.ApiError as err:
+        log.warning("%s not written at start: %s", what, err.status.message)
 
 
 async def start_core(store: Store, *, listen: str, grpc_port: int, security: SecurityConfig,
@@ -207,11 +218,14 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         *optin.plugins(admission_plugins),
         *nodetaint.plugins(admission_plugins),
     ]))
-    await bootstrap.ensure_default_namespaces(core)
-    await bootstrap.ensure_kubernetes_service(core, allocator.first_ip)
-    await system_objects.ensure_kubernetes_endpoints(core, listen, advertise_address)
-    await system_objects.ensure_system_priority_classes(core)
-    await flowcontrol_bootstrap.ensure_apf_configuration(core)
+    # The system objects a start writes go through admission as any write does, so a webhook may refuse them (its
+    # backend down, say): kube-apiserver serves on and its controllers retry; here the start goes on, and says so.
+    await _written_at_start("the default namespaces", bootstrap.ensure_default_namespaces(core))
+    await _written_at_start("the kubernetes Service", bootstrap.ensure_kubernetes_service(core, allocator.first_ip))
+    await _written_at_start("the kubernetes endpoints",
+                            system_objects.ensure_kubernetes_endpoints(core, listen, advertise_address))
+    await _written_at_start("the system PriorityClasses", system_objects.ensure_system_priority_classes(core))
+    await _written_at_start("the APF configuration", flowcontrol_bootstrap.ensure_apf_configuration(core))
     namespaces = NamespaceController(core, informers)
     await namespaces.start()
     garbage_collector = GarbageCollector(core)
@@ -223,9 +237,10 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     classifier = Classifier(informers, limits.max_requests_inflight + limits.max_mutating_requests_inflight)
     await classifier.start()
     secured.guard.classifier = classifier
-    await system_objects.ensure_authentication_config_map(
-        core, _read(security.client_ca_file), _read(security.requestheader_client_ca_file),
-        security.requestheader_allowed_names)
+    await _written_at_start("the extension-apiserver-authentication ConfigMap",
+                            system_objects.ensure_authentication_config_map(
+                                core, _read(security.client_ca_file), _read(security.requestheader_client_ca_file),
+                                security.requestheader_allowed_names))
     prebuilt = {
         "garbagecollector": [Singleton("GarbageCollector", awaitable(garbage_collector.start), garbage_collector.stop)],
         "namespace": [Singleton("NamespaceController", awaitable(namespaces.lead), namespaces.unlead)],

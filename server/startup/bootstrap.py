@@ -25,8 +25,26 @@ KUBERNETES_SERVICE_PORT = 443
 KUBERNETES_TARGET_PORT = 6443  # kube-apiserver's default secure port
 
 
+async def exists(core: Core, path: core_pb2.ResourcePath, name: str) -> bool:
+    """Whether the object is stored. A start looks before it writes, as kube's bootstrap controllers do, so
+    that a restart writes nothing and calls no admission webhook (one whose backend is down would refuse)."""
+    named = core_pb2.ResourcePath()
+    named.CopyFrom(path)
+    named.name = name
+    try:
+        await core.get(core_pb2.GetRequest(path=named))
+        return True
+    except errors.ApiError as err:
+        if err.code != 404:
+            raise
+        return False
+
+
 async def _create(core: Core, path: core_pb2.ResourcePath, obj: dict[str, object], *, tolerate: int = 409) -> None:
     """Create obj unless it exists (or the create fails with `tolerate`, which is logged)."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict) and await exists(core, path, str(metadata.get("name") or "")):
+        return
     try:
         await core.create(core_pb2.CreateRequest(
             path=path, object=core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(obj))))

@@ -36,7 +36,7 @@ from server.kinds.scheduling import SYSTEM_PRIORITY_CLASSES, system_priority_cla
 from server.machinery import errors
 from server.machinery.concurrently import each
 from server.objects.core import Core
-from server.startup.bootstrap import KUBERNETES_TARGET_PORT
+from server.startup.bootstrap import KUBERNETES_TARGET_PORT, exists
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +92,14 @@ def _raw(obj: dict[str, object]) -> core_pb2.RawObject:
 
 
 async def _ensure(core: Core, path: core_pb2.ResourcePath, obj: dict[str, object], compared: tuple[str, ...]) -> None:
-    """Create obj, or update the stored one when its `compared` top-level fields differ."""
-    try:
-        await core.create(core_pb2.CreateRequest(path=path, object=_raw(obj)))
-        return
-    except errors.ApiError as err:
-        if err.code != 409:
-            raise
+    """Create obj, or update the stored one when its `compared` top-level fields differ (looked up first)."""
+    if not await exists(core, path, NAME):
+        try:
+            await core.create(core_pb2.CreateRequest(path=path, object=_raw(obj)))
+            return
+        except errors.ApiError as err:
+            if err.code != 409:
+                raise
     named = core_pb2.ResourcePath()
     named.CopyFrom(path)
     named.name = NAME
@@ -149,12 +150,13 @@ async def ensure_authentication_config_map(core: Core, client_ca: str, requesthe
         return
     obj = authentication_config_map(client_ca, requestheader_ca, allowed_names)
     path = core_pb2.ResourcePath(version="v1", resource="configmaps", namespace="kube-system")
-    try:
-        await core.create(core_pb2.CreateRequest(path=path, object=_raw(obj)))
-        return
-    except errors.ApiError as err:
-        if err.code != 409:
-            raise
+    if not await exists(core, path, AUTHENTICATION_CONFIGMAP):
+        try:
+            await core.create(core_pb2.CreateRequest(path=path, object=_raw(obj)))
+            return
+        except errors.ApiError as err:
+            if err.code != 409:
+                raise
     path.name = AUTHENTICATION_CONFIGMAP
     stored = orjson.loads((await core.get(core_pb2.GetRequest(path=path))).object.data)
     if stored.get("data") != obj["data"]:
@@ -167,6 +169,8 @@ async def ensure_system_priority_classes(core: Core) -> None:
     path = core_pb2.ResourcePath(group="scheduling.k8s.io", version="v1", resource="priorityclasses")
 
     async def ensure(name: str) -> None:
+        if await exists(core, path, name):
+            return
         try:
             await core.create(core_pb2.CreateRequest(path=path, object=_raw(system_priority_class(name))))
         except errors.ApiError as err:

@@ -8,7 +8,7 @@ before the APF controller wrote one; a level that is not Limited prints "<none>"
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from server.machinery.values import Obj
@@ -128,4 +128,15 @@ PRIORITY_LEVEL_COLUMNS = (
 COLUMNS: Mapping[tuple[str, str], tuple[Column, ...]] = {
     (GROUP, "flowschemas"): FLOW_SCHEMA_COLUMNS,
     (GROUP, "prioritylevelconfigurations"): PRIORITY_LEVEL_COLUMNS,
+}
+
+
+def _precedence_then_name(obj: Obj) -> tuple[object, ...]:
+    """FlowSchemaSequence's order: the lower matchingPrecedence first, then by name."""
+    precedence = _spec(obj).get("matchingPrecedence", 0)
+    return (precedence if isinstance(precedence, int) else 0, str((obj.get("metadata") or {}).get("name") or ""))
+
+
+ROW_ORDER: Mapping[tuple[str, str], Callable[[Obj], tuple[object, ...]]] = {
+    (GROUP, "flowschemas"): _precedence_then_name,
 }

@@ -31,7 +31,7 @@ from server.machinery.validation.names import FieldError, go_quote
 from server.machinery.values import Obj
 from server.registry.printing.columns import DEFAULT_COLUMNS, definition
 from server.registry.printing.duration import Since, since
-from server.registry.printing.printers import columns_for
+from server.registry.printing.printers import columns_for, ordered
 from server.registry.resources import Resource
 from server.registry.strategy import Column
 
@@ -69,7 +69,8 @@ def table(
 ) -> Obj:
     """A list as a Table: one row per (object, resourceVersion), `list_meta` as the list's ListMeta."""
     now = time.time_ns() if now_ns is None else now_ns
-    rendered = table_rows(resource, rows, include_object=include_object, api_version=api_version, now_ns=now)
+    rendered = table_rows(resource, ordered(resource, list(rows)), include_object=include_object,
+                          api_version=api_version, now_ns=now)
     return table_head(resource, list_meta=list_meta, api_version=api_version, rows=rendered)
 
 

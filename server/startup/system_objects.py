@@ -26,6 +26,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+from typing import Any
 
 import orjson
 
@@ -91,15 +92,24 @@ def _raw(obj: dict[str, object]) -> core_pb2.RawObject:
     return core_pb2.RawObject(encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(obj))
 
 
+async def _created(core: Core, path: core_pb2.ResourcePath, name: str, obj: Any) -> bool:
+    """Create obj unless one of its name is stored (looked up first, so that a restart writes nothing); whether
+    this call created it."""
+    if await exists(core, path, name):
+        return False
+    try:
+        await core.create(core_pb2.CreateRequest(path=path, object=_raw(obj)))
+        return True
+    except errors.ApiError as err:
+        if err.code != 409:
+            raise
+        return False
+
+
 async def _ensure(core: Core, path: core_pb2.ResourcePath, obj: dict[str, object], compared: tuple[str, ...]) -> None:
     """Create obj, or update the stored one when its `compared` top-level fields differ (looked up first)."""
-    if not await exists(core, path, NAME):
-        try:
-            await core.create(core_pb2.CreateRequest(path=path, object=_raw(obj)))
-            return
-        except errors.ApiError as err:
-            if err.code != 409:
-                raise
+    if await _created(core, path, NAME, obj):
+        return
     named = core_pb2.ResourcePath()
     named.CopyFrom(path)
     named.name = NAME
@@ -150,13 +160,8 @@ async def ensure_authentication_config_map(core: Core, client_ca: str, requesthe
         return
     obj = authentication_config_map(client_ca, requestheader_ca, allowed_names)
     path = core_pb2.ResourcePath(version="v1", resource="configmaps", namespace="kube-system")
-    if not await exists(core, path, AUTHENTICATION_CONFIGMAP):
-        try:
-            await core.create(core_pb2.CreateRequest(path=path, object=_raw(obj)))
-            return
-        except errors.ApiError as err:
-            if err.code != 409:
-                raise
+    if await _created(core, path, AUTHENTICATION_CONFIGMAP, obj):
+        return
     path.name = AUTHENTICATION_CONFIGMAP
     stored = orjson.loads((await core.get(core_pb2.GetRequest(path=path))).object.data)
     if stored.get("data") != obj["data"]:
@@ -168,13 +173,4 @@ async def ensure_system_priority_classes(core: Core) -> None:
     """kube's two built-in PriorityClasses, created when missing (a stored one is left as it is)."""
     path = core_pb2.ResourcePath(group="scheduling.k8s.io", version="v1", resource="priorityclasses")
 
-    async def ensure(name: str) -> None:
-        if await exists(core, path, name):
-            return
-        try:
-            await core.create(core_pb2.CreateRequest(path=path, object=_raw(system_priority_class(name))))
-        except errors.ApiError as err:
-            if err.code != 409:
-                raise
-
-    await each(ensure(name) for name in SYSTEM_PRIORITY_CLASSES)
+    await each(_created(core, path, name, system_priority_class(name)) for name in SYSTEM_PRIORITY_CLASSES)

@@ -232,7 +232,14 @@ async def test_graceful_deletion_by_the_nodes_kubelet(cluster: tuple[Client, Run
 async def test_stopped_heartbeat_holds_lease_and_pods(cluster: tuple[Client, RunningCore]) -> None:
     client, core = cluster
     lease_path = path("leases", "kube-node-lease", "capstan-node-2", group="coordination.k8s.io")
-    await until(lambda: client.get(lease_path), lambda lease: True)
+
+    async def lease() -> Obj | None:  # the node's first renewal may not have landed yet
+        try:
+            return await client.get(lease_path)
+        except Failed:
+            return None
+
+    await until(lease, lambda found: found is not None)
     node = await client.get(path("nodes", "", "capstan-node-2"))
     node["metadata"].setdefault("annotations", {})["capstan.io/heartbeat"] = "stopped"
     await client.update(path("nodes", "", "capstan-node-2"), node)

@@ -44,6 +44,14 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[Client, RunningCore]]:
         await store.close()
 
 
+async def lease_of(client: Client, node: str) -> Obj | None:
+    """The node's Lease; None until its first renewal lands."""
+    try:
+        return await client.get(path("leases", "kube-node-lease", node, group="coordination.k8s.io"))
+    except Failed:
+        return None
+
+
 def pod(name: str, node: str = "capstan-node-0", annotations: dict[str, str] | None = None, **spec: Any) -> Obj:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "annotations": annotations or {}},
@@ -83,8 +91,7 @@ async def test_nodes_registered_with_status_and_leases(cluster: tuple[Client, Ru
     assert status["nodeInfo"]["kubeletVersion"].startswith("v1.28.")
     assert {a["type"] for a in status["addresses"]} == {"InternalIP", "Hostname"}
     assert status["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 10250
-    lease = await until(lambda: client.get(path("leases", "kube-node-lease", "capstan-node-1",
-                                                group="coordination.k8s.io")), lambda lease: True)
+    lease = await until(lambda: lease_of(client, "capstan-node-1"), lambda found: found is not None)
     first = lease["spec"]["renewTime"]
     assert lease["spec"]["holderIdentity"] == "capstan-node-1"
     assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
@@ -232,14 +239,7 @@ async def test_graceful_deletion_by_the_nodes_kubelet(cluster: tuple[Client, Run
 async def test_stopped_heartbeat_holds_lease_and_pods(cluster: tuple[Client, RunningCore]) -> None:
     client, core = cluster
     lease_path = path("leases", "kube-node-lease", "capstan-node-2", group="coordination.k8s.io")
-
-    async def lease() -> Obj | None:  # the node's first renewal may not have landed yet
-        try:
-            return await client.get(lease_path)
-        except Failed:
-            return None
-
-    await until(lease, lambda found: found is not None)
+    await until(lambda: lease_of(client, "capstan-node-2"), lambda found: found is not None)
     node = await client.get(path("nodes", "", "capstan-node-2"))
     node["metadata"].setdefault("annotations", {})["capstan.io/heartbeat"] = "stopped"
     await client.update(path("nodes", "", "capstan-node-2"), node)

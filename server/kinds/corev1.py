@@ -520,6 +520,71 @@ def validate_limit_range(obj: Obj, old: Obj | None) -> list[FieldError]:
             errs.append(FieldError.not_supported(f"spec.limits[{index}].type", kind, LIMIT_TYPES))
         for field in ("max", "min", "default", "defaultRequest"):
             errs.extend(_non_negative(item.get(field) or {}, f"spec.limits[{index}].{field}"))
+        errs.extend(_limit_bounds(item, f"spec.limits[{index}]"))
+    return errs
+
+
+def _go_quantity(text: str) -> GoValue:
+    """%#v of a resource.Quantity as field.ErrorBody prints it (its String has a pointer receiver, so the struct
+    is printed): the int64Amount ParseQuantity made, and the string it kept when the input was canonical."""
+    from server.machinery.codec.quantity import parse_quantity
+
+    q = parse_quantity(text)
+    return GoValue(f"resource.Quantity{{i:resource.int64Amount{{value:{q.coefficient}, scale:{q.exponent}}}, "
+                   f"d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{names.go_quote(q.text)}, "
+                   f"Format:{names.go_quote(q.format)}}}")
+
+
+def _limit_bounds(item: Obj, path: str) -> list[FieldError]:
+    """ValidateLimitRange's comparisons of an item's min, max, default, defaultRequest and maxLimitRequestRatio,
+    per resource, in kube's order (its resources in Go's set order, which varies; here the item's)."""
+    from server.machinery.codec.quantity import parse_quantity
+
+    errs: list[FieldError] = []
+    parts = {field: {str(k): str(v) for k, v in (item.get(field) or {}).items()}
+             for field in ("min", "max", "default", "defaultRequest", "maxLimitRequestRatio")}
+    if item.get("type") == "Pod":
+        errs.extend(FieldError.forbidden(f"{path}.{field}", "may not be specified when `type` is 'Pod'")
+                    for field in ("default", "defaultRequest") if parts[field])
+        parts["default"], parts["defaultRequest"] = {}, {}
+    if item.get("type") == "PersistentVolumeClaim" and "storage" not in parts["min"] and "storage" not in parts["max"]:
+        errs.append(FieldError.required(f"{path}.limits", "either minimum or maximum storage value is required, but "
+                                                          "neither was provided"))
+    keys = list(dict.fromkeys(k for field in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
+                              for k in parts[field]))
+
+    def above(a: str, b: str) -> bool:
+        return parse_quantity(a).compare(parse_quantity(b)) > 0
+
+    for key in keys:
+        low, high = parts["min"].get(key), parts["max"].get(key)
+        default, request = parts["default"].get(key), parts["defaultRequest"].get(key)
+        ratio = parts["maxLimitRequestRatio"].get(key)
+        shown = {text: str(parse_quantity(text)) for text in (low, high, default, request, ratio) if text}
+        if low and high and above(low, high):
+            errs.append(FieldError.invalid(f"{path}.min[{key}]", _go_quantity(low),
+                                           f"min value {shown[low]} is greater than max value {shown[high]}"))
+        if request and low and above(low, request):
+            errs.append(FieldError.invalid(f"{path}.defaultRequest[{key}]", _go_quantity(request),
+                                           f"min value {shown[low]} is greater than default request value "
+                                           f"{shown[request]}"))
+        if request and high and above(request, high):
+            errs.append(FieldError.invalid(f"{path}.defaultRequest[{key}]", _go_quantity(request),
+                                           f"default request value {shown[request]} is greater than max value "
+                                           f"{shown[high]}"))
+        if request and default and above(request, default):
+            errs.append(FieldError.invalid(f"{path}.defaultRequest[{key}]", _go_quantity(request),
+                                           f"default request value {shown[request]} is greater than default limit "
+                                           f"value {shown[default]}"))
+        if default and low and above(low, default):
+            errs.append(FieldError.invalid(f"{path}.default[{key}]", _go_quantity(low),
+                                           f"min value {shown[low]} is greater than default value {shown[default]}"))
+        if default and high and above(default, high):
+            errs.append(FieldError.invalid(f"{path}.default[{key}]", _go_quantity(high),
+                                           f"default value {shown[default]} is greater than max value {shown[high]}"))
+        if ratio and above("1", ratio):
+            errs.append(FieldError.invalid(f"{path}.maxLimitRequestRatio[{key}]", _go_quantity(ratio),
+                                           f"ratio {shown[ratio]} is less than 1"))
     return errs
 
 

@@ -33,6 +33,12 @@ from tests.server.client import Client, Failed, Obj, path, raw, refused
 NS = "default"
 
 
+# a resource.Quantity as field.ErrorBody prints it (%#v: its String has a pointer receiver)
+QUANTITY_1, QUANTITY_2 = (f'resource.Quantity{{i:resource.int64Amount{{value:{v}, scale:0}}, '
+                          f'd:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:"{v}", Format:"DecimalSI"}}'
+                          for v in (1, 2))
+
+
 def required(field: str, detail: str = "") -> Obj:
     return kube.cause("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", field)
 
@@ -335,6 +341,16 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
       invalid("spec.hard[storage]", '"storage"', "must be a standard resource for quota"),
       invalid("spec.hard[widgets]", '"widgets"', "must be a standard resource type or fully qualified"),
       invalid("spec.scopes", '[]core.ResourceQuotaScope{"Nope"}', "unsupported scope")]),
+    ("limit range min above max", "limitranges", {"metadata": {"name": "l"}, "spec": {"limits": [
+        {"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}},
+        {"type": "Pod", "max": {"cpu": "2"}, "default": {"cpu": "1"}},
+        {"type": "PersistentVolumeClaim", "default": {"storage": "1Gi"}}]}}, "LimitRange",
+     [invalid("spec.limits[0].min[cpu]", QUANTITY_2, "min value 2 is greater than max value 1"),
+      invalid("spec.limits[0].defaultRequest[cpu]", QUANTITY_1, "min value 2 is greater than default request value 1"),
+      invalid("spec.limits[0].default[cpu]", QUANTITY_2, "min value 2 is greater than default value 1"),
+      kube.field_forbidden("spec.limits[1].default", "may not be specified when `type` is 'Pod'"),
+      required("spec.limits[2].limits",
+               "either minimum or maximum storage value is required, but neither was provided")]),
     ("quota scope that does not apply", "resourcequotas", {"metadata": {"name": "q"}, "spec": {
         "hard": {"configmaps": "1", "pods": "1"}, "scopes": ["BestEffort"]}}, "ResourceQuota",
      [invalid("spec.scopes", '[]core.ResourceQuotaScope{"BestEffort"}', "unsupported scope applied to resource")]),

@@ -560,31 +560,22 @@ def _limit_bounds(item: Obj, path: str) -> list[FieldError]:
         low, high = parts["min"].get(key), parts["max"].get(key)
         default, request = parts["default"].get(key), parts["defaultRequest"].get(key)
         ratio = parts["maxLimitRequestRatio"].get(key)
-        shown = {text: str(parse_quantity(text)) for text in (low, high, default, request, ratio) if text}
-        if low and high and above(low, high):
-            errs.append(FieldError.invalid(f"{path}.min[{key}]", _go_quantity(low),
-                                           f"min value {shown[low]} is greater than max value {shown[high]}"))
-        if request and low and above(low, request):
-            errs.append(FieldError.invalid(f"{path}.defaultRequest[{key}]", _go_quantity(request),
-                                           f"min value {shown[low]} is greater than default request value "
-                                           f"{shown[request]}"))
-        if request and high and above(request, high):
-            errs.append(FieldError.invalid(f"{path}.defaultRequest[{key}]", _go_quantity(request),
-                                           f"default request value {shown[request]} is greater than max value "
-                                           f"{shown[high]}"))
-        if request and default and above(request, default):
-            errs.append(FieldError.invalid(f"{path}.defaultRequest[{key}]", _go_quantity(request),
-                                           f"default request value {shown[request]} is greater than default limit "
-                                           f"value {shown[default]}"))
-        if default and low and above(low, default):
-            errs.append(FieldError.invalid(f"{path}.default[{key}]", _go_quantity(low),
-                                           f"min value {shown[low]} is greater than default value {shown[default]}"))
-        if default and high and above(default, high):
-            errs.append(FieldError.invalid(f"{path}.default[{key}]", _go_quantity(high),
-                                           f"default value {shown[default]} is greater than max value {shown[high]}"))
-        if ratio and above("1", ratio):
-            errs.append(FieldError.invalid(f"{path}.maxLimitRequestRatio[{key}]", _go_quantity(ratio),
-                                           f"ratio {shown[ratio]} is less than 1"))
+        # (greater, lesser, the field reported, the value shown, the message), in kube's order: an error when
+        # both are given and the first is the greater
+        rules = (
+            (low, high, "min", low, "min value {a} is greater than max value {b}"),
+            (low, request, "defaultRequest", request, "min value {a} is greater than default request value {b}"),
+            (request, high, "defaultRequest", request, "default request value {a} is greater than max value {b}"),
+            (request, default, "defaultRequest", request,
+             "default request value {a} is greater than default limit value {b}"),
+            (low, default, "default", low, "min value {a} is greater than default value {b}"),
+            (default, high, "default", high, "default value {a} is greater than max value {b}"),
+            ("1" if ratio else None, ratio, "maxLimitRequestRatio", ratio, "ratio {b} is less than 1"),
+        )
+        for greater, lesser, field, value, message in rules:
+            if greater and lesser and value and above(greater, lesser):
+                errs.append(FieldError.invalid(f"{path}.{field}[{key}]", _go_quantity(value), message.format(
+                    a=parse_quantity(greater), b=parse_quantity(lesser))))
     return errs
 
 

@@ -427,8 +427,6 @@ def default_quota(obj: Obj) -> None:
 
 
 def _non_negative(values: dict[str, str], path: str) -> list[FieldError]:
-    from server.machinery.codec.quantity import parse_quantity
-
     return [FieldError.invalid(f"{path}[{k}]", v, "must be greater than or equal to 0")
             for k, v in values.items() if parse_quantity(v).sign() < 0]
 
@@ -527,8 +525,6 @@ def validate_limit_range(obj: Obj, old: Obj | None) -> list[FieldError]:
 def _go_quantity(text: str) -> GoValue:
     """%#v of a resource.Quantity as field.ErrorBody prints it (its String has a pointer receiver, so the struct
     is printed): the int64Amount ParseQuantity made, and the string it kept when the input was canonical."""
-    from server.machinery.codec.quantity import parse_quantity
-
     q = parse_quantity(text)
     return GoValue(f"resource.Quantity{{i:resource.int64Amount{{value:{q.coefficient}, scale:{q.exponent}}}, "
                    f"d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{names.go_quote(q.text)}, "
@@ -538,8 +534,6 @@ def _go_quantity(text: str) -> GoValue:
 def _limit_bounds(item: Obj, path: str) -> list[FieldError]:
     """ValidateLimitRange's comparisons of an item's min, max, default, defaultRequest and maxLimitRequestRatio,
     per resource, in kube's order (its resources in Go's set order, which varies; here the item's)."""
-    from server.machinery.codec.quantity import parse_quantity
-
     errs: list[FieldError] = []
     parts = {field: {str(k): str(v) for k, v in (item.get(field) or {}).items()}
              for field in ("min", "max", "default", "defaultRequest", "maxLimitRequestRatio")}

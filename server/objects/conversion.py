@@ -40,8 +40,7 @@ def reads_converted(resource: Resource) -> bool:
 
 def _storage_api_version(resource: Resource) -> str:
     assert resource.converter is not None
-    version = resource.converter.storage_version
-    return f"{resource.group}/{version}" if resource.group else version
+    return render.written_at(resource)
 
 
 async def values(resource: Resource, raw: Sequence[bytes]) -> list[bytes]:

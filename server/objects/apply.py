@@ -126,7 +126,7 @@ def _read(data: bytes) -> yamlread.Document:
     except orjson.JSONDecodeError:
         value = None
     else:
-        if depth.exceeded(value) is None and data.count(b'":') == _count_keys(value):  # else YAML refuses it
+        if depth.exceeded_in(data, value) is None and data.count(b'":') == _count_keys(value):  # else YAML refuses it
             return yamlread.Document(value)
     try:
         return yamlread.read(data)

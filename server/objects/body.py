@@ -211,7 +211,7 @@ def _parse_json(resource: Resource, data: bytes, original: bytes | None = None) 
             bracket = err.doc[err.pos:err.pos + 1] if err.doc[err.pos:err.pos + 1] in ("[", "{") else "["
             raise _too_deep(resource, f"invalid character {bracket!r} exceeded max depth", original or data) from None
         raise _cannot_handle(resource, f"json parse error: {err}") from None
-    problem = depth.exceeded(obj)
+    problem = depth.exceeded_in(data, obj)
     if problem is not None:
         raise _too_deep(resource, problem, original or data)
     if not isinstance(obj, dict):

@@ -140,7 +140,7 @@ def parse_json_patch(data: bytes) -> list[tuple[Obj, jsonpatch.JsonPatch]]:
         raise errors.bad_request(f"error decoding patch: {err}") from None
     except RecursionError:
         raise _too_deep("invalid character '[' exceeded max depth") from None
-    _check_depth(document)
+    _check_depth(data, document)
     if not isinstance(document, list):
         raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
@@ -212,7 +212,7 @@ def _object(data: bytes, *, merge: bool) -> Obj:
         if str(err).startswith("depth limit exceeded"):
             raise _too_deep("invalid character '{' exceeded max depth") from None
         raise errors.bad_request(f"error decoding patch: {err}") from None
-    _check_depth(document)
+    _check_depth(data, document)
     if document is None:
         if merge:
             raise errors.bad_request("Invalid JSON Patch")
@@ -223,9 +223,9 @@ def _object(data: bytes, *, merge: bool) -> Obj:
     return document
 
 
-def _check_depth(document: Any) -> None:
+def _check_depth(data: bytes, document: Any) -> None:
     """A patch nested past depth.MAX_DEPTH is refused before anything walks it (never a RecursionError)."""
-    problem = depth.exceeded(document)
+    problem = depth.exceeded_in(data, document)
     if problem is not None:
         raise _too_deep(problem)
 

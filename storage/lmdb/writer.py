@@ -11,6 +11,10 @@ between batches, one bounded transaction each, so writers wait at most one step.
 The quota is enforced here, per write, in the batch's transaction: the size in use when the
 batch starts, plus the cost of the puts accepted before it in the batch, plus its own cost must
 stay within the quota, else that write alone fails with QuotaExceeded (deletes always pass).
+The size in use is measured from the databases' page counts, except while an upper bound of it keeps
+the batch below half the quota: the last measure plus GROWTH times the bytes this process has written since,
+taken only while no other process has written (the revision is the one this process last committed).
+Such a batch could not be refused either way, so the answers are the same.
 
 Several processes may write one environment (storage/lmdb/peers.py): LMDB's write lock serialises their
 transactions, and each batch reads the current revision inside its own transaction, so every process's writes
@@ -60,6 +64,9 @@ class Job:
 
 
 _STOP = object()
+# Bytes of pages a put's bytes can take at most: its value is stored twice (the object and its history
+# entry), the key three times, with each entry's node header and B-tree pages filled as little as half.
+GROWTH = 8
 
 
 class Writer:
@@ -84,6 +91,11 @@ class Writer:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="capstan-lmdb-writer", daemon=True)
         self._stopping = False
+        # The quota's bound on the size in use (see the module's docstring): the last measure, the bytes put
+        # since by this process's batches, and the revision its last batch committed (0: measure again).
+        self._measured = 0
+        self._put_since = 0
+        self._committed_revision = 0
 
     def start(self) -> None:
         self._thread.start()
@@ -170,8 +182,10 @@ class Writer:
             results.clear()
             events.clear()
             refused.clear()
+            written[0] = 0
             quota = self._quota
-            used = size(txn, self._dbs) if quota is not None else 0
+            revision = layout.unrev(txn.get(layout.META_REVISION, db=self._dbs.meta))
+            used = self._in_use(txn, quota, revision, batch) if quota is not None else 0
 
             def admit(op: WriteOp) -> bool:
                 nonlocal used
@@ -182,7 +196,6 @@ class Writer:
                 used += cost
                 return True
 
-            revision = layout.unrev(txn.get(layout.META_REVISION, db=self._dbs.meta))
             for op in batch:
                 outcome = _apply(txn, self._dbs, op, revision, admit)
                 if outcome is None:
@@ -191,10 +204,13 @@ class Writer:
                 if event is not None:
                     revision = event.revision
                     events.append(event)
+                    written[0] += len(op.key) + len(op.value)
                 results.append((op, result))
             if events:
                 txn.put(layout.META_REVISION, layout.rev(revision), db=self._dbs.meta)
             return revision
+
+        written = [0]  # bytes of the writes applied (deletes too: their history entries take pages)
 
         try:
             revision = self._with_txn(apply)
@@ -204,11 +220,22 @@ class Writer:
             self._loop.call_soon_threadsafe(_fail_all, [op.future for op in batch], failure)
             return
         assert isinstance(revision, int)
+        self._put_since += written[0]
+        self._committed_revision = revision
         if events and self._on_durable is not None:
             self._on_durable()
         for op, error in refused:
             self._loop.call_soon_threadsafe(_fail_all, [op.future], error)
         self._loop.call_soon_threadsafe(self._on_commit, revision, list(results), list(events))
+
+    def _in_use(self, txn: Any, quota: int, revision: int, batch: list[WriteOp]) -> int:
+        """The size in use for the quota as the batch starts: measured, or the bound that keeps it below half."""
+        if revision == self._committed_revision:
+            bound = self._measured + GROWTH * (self._put_since + sum(len(op.key) + len(op.value) for op in batch))
+            if bound < quota // 2:
+                return self._measured + self._put_since
+        self._measured, self._put_since = size(txn, self._dbs), 0
+        return self._measured
 
     def _run_job(self, job: Job) -> None:
         try:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import Compacted, Event, EventType, StoreOptions, Watch
+from storage import Compacted, Event, EventType, QuotaExceeded, StoreOptions, Watch
 from storage.lmdb import LmdbStore
 from storage.lmdb.peers import ENV, Peers
 from tests.storage.conftest import within
@@ -132,6 +132,32 @@ async def test_writes_of_every_process_are_one_order_and_every_watch_sees_them(
         check_total_order(await collect(store.watch(b"/peers/", from_revision=base), base + total), base, acked)
         for peer in peers:
             await peer.finish()
+
+
+QUOTA = 256 << 10
+
+
+@pytest.mark.parametrize("own_first", [0, 1, 20])
+async def test_the_quota_counts_what_other_processes_wrote(tmp_path: Path, own_first: int) -> None:
+    """A process's writer bounds the size in use from its own writes only while nobody else has written: once
+    another process has filled the store past the quota, this one's next write is refused, whatever it wrote
+    before (storage/lmdb/writer.py)."""
+    fds = eventfds(2)
+    store = await LmdbStore.open(tmp_path, StoreOptions(sync=True, compact_interval=0, quota_bytes=QUOTA),
+                                 peers=Peers(fds[0], (fds[1],)))
+    try:
+        for n in range(own_first):
+            assert (await within(store.create(b"/own/%04d" % n, b"v" * 100))).ok
+        assert store.size_bytes() < QUOTA // 4
+        peer = await Peer.start("write", tmp_path, "p0", 3000, fds, 1)  # writes with no quota of its own
+        await within(peer.read_until(b"done"), 60.0)
+        assert store.size_bytes() > QUOTA
+        with pytest.raises(QuotaExceeded) as refused:
+            await within(store.create(b"/own/after", b"v" * 100))
+        assert refused.value.size > QUOTA
+        await peer.finish()
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize("watched", [b"/peers/p0/", b"/peers/p1/", b"/elsewhere/"])

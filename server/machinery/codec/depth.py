@@ -18,6 +18,14 @@ from typing import Any
 MAX_DEPTH = 200
 
 
+def exceeded_in(data: bytes, value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """exceeded() of `value` parsed from the JSON `data`: a document with no more opening brackets than `limit`
+    (counted in C, those in strings too) cannot nest deeper, so most bodies are never walked."""
+    if data.count(b"{") + data.count(b"[") <= limit:
+        return None
+    return exceeded(value, limit)
+
+
 def exceeded(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """None when value nests at most `limit` containers deep; else Go's scanner error for the bracket
     that went past it: "invalid character '[' exceeded max depth"."""

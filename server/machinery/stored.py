@@ -112,14 +112,17 @@ def _split(proto: bytes) -> tuple[bytes, bytes, bytes]:
         raise ValueError("the object's protobuf must start with metadata (field 1)")
     length, at = read_varint(proto, 1)
     meta, rest = proto[at : at + length], proto[at + length :]
-    pos = 0
-    while pos < len(meta):
-        tag, after_tag = read_varint(meta, pos)
+    pos, end = 0, len(meta)
+    while pos < end:
+        tag = meta[pos]  # fields 1-15 have a one-byte tag
         if tag >> 3 > RESOURCE_VERSION_FIELD:
             break
         if tag >> 3 == RESOURCE_VERSION_FIELD:
             raise ValueError("the stored protobuf must not carry a resourceVersion")
-        pos = _skip(meta, after_tag, tag & 7)
+        if tag & 7 == 2 and meta[pos + 1] < 0x80:  # a string shorter than 128 bytes: name, namespace, uid
+            pos += 2 + meta[pos + 1]
+        else:
+            pos = _skip(meta, pos + 1, tag & 7)
     return meta[:pos], meta[pos:], rest
 
 

@@ -126,7 +126,7 @@ def _read(data: bytes) -> yamlread.Document:
     except orjson.JSONDecodeError:
         value = None
     else:
-        if depth.exceeded_in(data, value) is None and data.count(b'":') == _count_keys(value):  # else YAML refuses it
+        if depth.exceeded_in(data, value) is None and body.repeats_no_key(data, value):  # else YAML refuses it
             return yamlread.Document(value)
     try:
         return yamlread.read(data)
@@ -154,14 +154,6 @@ def _config(resource: Resource, value: Any) -> Obj:
 def config(resource: Resource, data: bytes) -> Obj:
     """An apply body read and checked as a configuration of resource's kind."""
     return _config(resource, _read(data).value)
-
-
-def _count_keys(value: object) -> int:
-    if type(value) is dict:
-        return len(value) + sum(_count_keys(item) for item in value.values())
-    if type(value) is list:
-        return sum(_count_keys(item) for item in value)
-    return 0
 
 
 def _conflict(err: updater.Conflicts) -> errors.ApiError:

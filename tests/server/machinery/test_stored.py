@@ -37,6 +37,9 @@ def with_version(obj: Obj, resource_version: str) -> Obj:
     (core_v1.ConfigMap, {**CM, "metadata": {**META, "managedFields": [ENTRY]}}),  # fields before and after 6
     (core_v1.ConfigMap, {"metadata": {"name": "x", "generation": 3}}),  # after 6 only, no other field
     (core_v1.Namespace, {"metadata": {"name": "n", "labels": {"a": "b"}}, "spec": {"finalizers": ["kubernetes"]}}),
+    # strings of 128 bytes and more before field 6: their lengths take two bytes
+    (core_v1.ConfigMap, {"metadata": {"name": "n" * 200, "generateName": "g" * 127, "namespace": "s" * 128,
+                                      "uid": "u" * 63, "generation": 2}}),
 ])
 @pytest.mark.parametrize("resource_version", ["1", "123456789012"])
 @pytest.mark.parametrize("written_at", ["", "v1", "stable.example.com/v1beta2", f"{'g' * 253}/{'v' * 63}"])

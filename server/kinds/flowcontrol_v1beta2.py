@@ -69,8 +69,15 @@ def validate_priority_level(obj: Obj, old: Obj | None) -> list[FieldError]:
             for e in flowcontrol.validate_priority_level(converted, old)]
 
 
+def _deprecation(kind: str) -> str:
+    """kube's warning on every answer about the kind at v1beta2 (its prerelease lifecycle: deprecated in 1.26,
+    removed in 1.29, replaced by v1beta3), as deprecation.WarningMessage words it."""
+    return (f"{flowcontrol.GROUP}/{VERSION} {kind} is deprecated in v1.26+, unavailable in v1.29+; "
+            f"use {flowcontrol.GROUP}/v1beta3 {kind}")
+
+
 FLOW_SCHEMAS = dataclasses.replace(
-    flowcontrol.FLOW_SCHEMAS, version=VERSION, schema=FLOW_SCHEMA,
+    flowcontrol.FLOW_SCHEMAS, version=VERSION, schema=FLOW_SCHEMA, deprecation_warning=_deprecation("FlowSchema"),
     storage_group_version=flowcontrol.FLOW_SCHEMAS.api_version,
     stored_as=StoredAs(group=flowcontrol.GROUP, resource="flowschemas", schema=flowcontrol.FLOW_SCHEMAS.schema,
                        to_storage=_converter(), from_storage=_converter()),
@@ -78,6 +85,7 @@ FLOW_SCHEMAS = dataclasses.replace(
 
 PRIORITY_LEVEL_CONFIGURATIONS = dataclasses.replace(
     flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS, version=VERSION, schema=PRIORITY_LEVEL,
+    deprecation_warning=_deprecation("PriorityLevelConfiguration"),
     storage_group_version=flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS.api_version,
     strategy=Declared(tracks_generation=True, defaults=default_priority_level, prepare=flowcontrol.empty_status,
                       validation=validate_priority_level),

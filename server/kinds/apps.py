@@ -432,7 +432,8 @@ DAEMON_SET_SCHEMA = ProtoSchema(apps_pb2.DaemonSet)
 DEPLOYMENTS = Resource(
     group="apps", version="v1", resource="deployments", kind="Deployment", singular="deployment", namespaced=True,
     schema=DEPLOYMENT_SCHEMA, short_names=("deploy",), categories=("all",),
-    subresources=(_status("Deployment", ("labels",)), scale.subresource(ScaleRule())),
+    subresources=(_status("Deployment", ("labels",)),
+                  scale.subresource(ScaleRule(missing=("apps", "deployments/scale")))),
     strategy=Declared(
         tracks_generation=True, defaults=templates.retyped(DEPLOYMENT_SCHEMA, default_deployment),
         prepare=prepare_deployment, validation=validate_deployment, warnings=podwarnings.workload_warnings,
@@ -441,7 +442,7 @@ DEPLOYMENTS = Resource(
 REPLICA_SETS = Resource(
     group="apps", version="v1", resource="replicasets", kind="ReplicaSet", singular="replicaset", namespaced=True,
     schema=REPLICA_SET_SCHEMA, short_names=("rs",), categories=("all",),
-    subresources=(_status("ReplicaSet"), scale.subresource(ScaleRule())),
+    subresources=(_status("ReplicaSet"), scale.subresource(ScaleRule(missing=("apps", "replicasets/scale")))),
     strategy=Declared(
         tracks_generation=True, defaults=templates.retyped(REPLICA_SET_SCHEMA, default_replica_set),
         prepare=_new_status({"replicas": 0}), validation=validate_replica_set, warnings=podwarnings.workload_warnings,

@@ -660,7 +660,8 @@ REPLICATION_CONTROLLERS = Resource(
     short_names=("rc",),
     categories=("all",),
     # spec.selector is a plain label map
-    subresources=(_status_of("ReplicationController"), scale.subresource(ScaleRule(selector="Set"))),
+    subresources=(_status_of("ReplicationController"), scale.subresource(
+        ScaleRule(selector="Set", missing=("autoscaling", "replicationcontrollers/scale")))),
     field_getters={"status.replicas": lambda o: str((o.get("status") or {}).get("replicas", 0))},
     strategy=Declared(
         tracks_generation=True, defaults=_typed(RC_SCHEMA, default_rc),

@@ -70,7 +70,13 @@ class _ScaleREST:
         self.rule = rule
 
     async def get(self, ctx: Context, resource: Resource, req: core_pb2.GetRequest) -> core_pb2.GetResponse:
-        kv = await read_stored(ctx, resource, req)
+        try:
+            kv = await read_stored(ctx, resource, req)
+        except errors.ApiError as err:
+            missing = self.rule.missing
+            if missing is None or err.status.code != 404:
+                raise
+            raise errors.not_found(missing[1], missing[0], req.path.name) from None
         return core_pb2.GetResponse(object=read(self.rule, kv.value, kv.mod_revision, req))
 
     async def update(self, ctx: Context, resource: Resource, req: core_pb2.UpdateRequest

@@ -150,12 +150,16 @@ class ScaleRule:
 
     The paths are where the three live; a custom resource's CRD names them (specReplicasPath,
     statusReplicasPath, labelSelectorPath; an empty label_selector means none: Scale.status.selector "").
+
+    missing: the (group, resource) a GET of a missing object's Scale is kube's 404 of, where its ScaleREST names
+    its own (`deployments/scale.apps "x" not found`); None: the object's own 404 (StatefulSets, custom resources).
     """
 
     selector: Literal["LabelSelector", "Set", "String"] = "LabelSelector"
     spec_replicas: tuple[str, ...] = ("spec", "replicas")
     status_replicas: tuple[str, ...] = ("status", "replicas")
     label_selector: tuple[str, ...] = ("spec", "selector")
+    missing: tuple[str, str] | None = None
 
 
 # The /scale subresource (its handlers: server/objects/scale.py); an update through it changes spec.replicas only.

@@ -580,6 +580,22 @@ async def test_scale_is_read_from_the_object(client: Client, resource: str, sele
     assert (decoded.metadata.name, decoded.spec.replicas, decoded.status.selector) == ("web", 2, expected)
 
 
+@pytest.mark.parametrize(("group", "resource", "message", "details"), [
+    # kube's ScaleREST.Get answers its own NotFound for these (group "apps", resource "deployments/scale")
+    ("apps", "deployments", 'deployments/scale.apps "gone" not found', {"group": "apps", "kind": "deployments/scale"}),
+    ("apps", "replicasets", 'replicasets/scale.apps "gone" not found', {"group": "apps", "kind": "replicasets/scale"}),
+    # ... the RC's names the autoscaling group (autoscaling.Resource in pkg/registry/core/replicationcontroller)
+    ("", "replicationcontrollers", 'replicationcontrollers/scale.autoscaling "gone" not found',
+     {"group": "autoscaling", "kind": "replicationcontrollers/scale"}),
+    # ... and the StatefulSet's passes the store's own on
+    ("apps", "statefulsets", 'statefulsets.apps "gone" not found', {"group": "apps", "kind": "statefulsets"}),
+])
+async def test_the_scale_of_a_missing_object_is_not_found_as_kube_words_it(
+        client: Client, group: str, resource: str, message: str, details: Obj) -> None:
+    failed = await refused(client.get(path(resource, NS, "gone", group=group, subresource="scale")))
+    assert failed.status == kube.failure(404, "NotFound", message, {"name": "gone", **details})
+
+
 async def test_scale_status_replicas_come_from_the_objects_status(client: Client) -> None:
     created = await create(client, "deployments")
     with_status = copy.deepcopy(created)
@@ -714,9 +730,9 @@ async def test_scale_only_where_kube_serves_it(client: Client, resource: str) ->
     assert failed.status == kube.failure(404, "NotFound", "the server could not find the requested resource")
 
 
-async def test_scale_of_a_missing_object_is_not_found(client: Client) -> None:
-    failed = await refused(client.get(at("deployments", "gone", "scale")))
-    assert failed.status == not_found("deployments", "apps", "gone")
+async def test_a_patch_of_the_scale_of_a_missing_object_is_the_objects_not_found(client: Client) -> None:
+    """A patch goes straight to ScaleREST.Update, whose store answers the object's own NotFound (the GET's is the
+    Scale's: above)."""
     failed = await refused(patch(client, at("deployments", "gone", "scale"), MERGE, {"spec": {"replicas": 1}}))
     assert failed.status == not_found("deployments", "apps", "gone")
 

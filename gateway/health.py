@@ -45,8 +45,25 @@ log = logging.getLogger(__name__)
 ENDPOINTS = ("healthz", "livez", "readyz")
 STORE = "etcd"  # kube's name for its storage check (EtcdOptions.addEtcdHealthEndpoint); clients look for it
 READINESS_ONLY = frozenset({"etcd-readiness", "etcd-quota", "informer-sync"})  # AddReadyzChecks in kube
-# kube-apiserver's registration order: storage checks, informer-sync, then the post-start hooks.
-_ORDER = {STORE: 0, "etcd-readiness": 1, "etcd-quota": 2, "kms-providers": 3, "informer-sync": 4}
+# kube-apiserver's registration order: storage checks, informer-sync, then the post-start hooks in the order kube
+# 1.28 adds them; Capstan's own hooks after those, by name.
+_ORDER = {name: i for i, name in enumerate((
+    STORE, "etcd-readiness", "etcd-quota", "kms-providers", "informer-sync",
+    *(f"poststarthook/{hook}" for hook in (
+        "start-kube-apiserver-admission-initializer", "generic-apiserver-start-informers",
+        "priority-and-fairness-config-consumer", "priority-and-fairness-filter", "storage-object-count-tracker-hook",
+        "start-apiextensions-informers", "start-apiextensions-controllers", "crd-informer-synced",
+        "start-service-ip-repair-controllers", "rbac/bootstrap-roles", "scheduling/bootstrap-system-priority-classes",
+        "priority-and-fairness-config-producer", "start-system-namespaces-controller", "bootstrap-controller",
+        "start-cluster-authentication-info-controller", "start-kube-apiserver-identity-lease-controller",
+        "start-deprecated-kube-apiserver-identity-lease-garbage-collector",
+        "start-kube-apiserver-identity-lease-garbage-collector", "start-legacy-token-tracking-controller",
+        "start-kube-aggregator-informers", "apiservice-registration-controller",
+        "apiservice-status-available-controller", "kube-apiserver-autoregistration")),
+    "autoregister-completion",
+    *(f"poststarthook/{hook}" for hook in (
+        "apiservice-openapi-controller", "apiservice-openapiv3-controller", "apiservice-discovery-controller")),
+))}
 _TEXT = "text/plain; charset=utf-8"
 _NOSNIFF = {"X-Content-Type-Options": "nosniff"}
 

@@ -269,7 +269,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     ])
     aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)
     _add_health_checks(core.health, namespaces=namespaces, terminator=terminator, crds=crds, aggregation=aggregation,
-                       leading=singletons.leading,
+                       leading=singletons.leading, rbac="RBAC" in security.authorization_modes,
                        collector=garbage_collector if "garbagecollector" in controller_names else None)
     elector = None
     if election is not None and election.enabled:
@@ -304,7 +304,7 @@ def _read(path: Path | None) -> str:
 
 def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceController,
                        collector: GarbageCollector | None, terminator: PodTerminator, crds: CrdController,
-                       aggregation: AggregationController, leading: Callable[[], bool]) -> None:
+                       aggregation: AggregationController, leading: Callable[[], bool], rbac: bool) -> None:
     """The checks of what start_core started, under kube-apiserver's names where kube has the same part
     (the namespace controller and the garbage collector are kube-controller-manager's there, and are
     named here by their controller names; the pod terminator stands in for the kubelets). A standby core
@@ -318,12 +318,21 @@ def _add_health_checks(checks: health.HealthChecks, *, namespaces: NamespaceCont
     checks.add("informer-sync", health.condition(synced, "the garbage collector has not listed yet"))
     checks.add("poststarthook/start-kube-apiserver-admission-initializer", health.done())  # the chain is built
     checks.add("poststarthook/generic-apiserver-start-informers", health.done())  # SharedInformers started
+    checks.add("poststarthook/priority-and-fairness-config-consumer", health.done())  # the Classifier follows APF
+    checks.add("poststarthook/priority-and-fairness-filter", health.done())  # and classifies every call
+    checks.add("poststarthook/storage-object-count-tracker-hook", health.done())  # counted when scraped
     checks.add("poststarthook/start-apiextensions-informers", health.condition(crds.running, "not running"))
     checks.add("poststarthook/start-cluster-authentication-info-controller", health.done())  # its ConfigMap written
     checks.add("poststarthook/start-system-namespaces-controller", health.done())  # ensure_default_namespaces
     checks.add("poststarthook/bootstrap-controller", health.done())  # ensure_kubernetes_service and its endpoints
+    if rbac:  # kube's bootstrap policy reconciled (server/auth/rbac/reconcile.py), as with its RBAC authorizer
+        checks.add("poststarthook/rbac/bootstrap-roles", health.done())
     checks.add("poststarthook/scheduling/bootstrap-system-priority-classes", health.done())
+    checks.add("poststarthook/priority-and-fairness-config-producer", health.done())  # the APF objects written
     checks.add("poststarthook/crd-informer-synced", health.done())  # CrdController.start served the stored CRDs
+    # kube repairs its cluster IP and node port bitmaps against the Services; Capstan's allocations are derived
+    # from the stored Services (server/kinds/services.py), so they agree from the start
+    checks.add("poststarthook/start-service-ip-repair-controllers", health.done())
     checks.add("poststarthook/start-apiextensions-controllers", health.condition(crds.running, "not running"))
     checks.add("poststarthook/start-namespace-controller", health.condition(namespaces.running, "not running"))
     if collector is not None:

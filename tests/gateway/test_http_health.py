@@ -21,27 +21,34 @@ from tests.gateway.conftest import Response, Server
 TEXT = "text/plain; charset=utf-8"
 GO_NOT_FOUND = (404, TEXT, b"404 page not found\n")
 
-HOOKS = [  # what start_core starts, in name order (kube's e2e "health handlers" test requires each)
-    "autoregister-completion",
-    "poststarthook/apiservice-discovery-controller",
-    "poststarthook/apiservice-openapi-controller",
-    "poststarthook/apiservice-openapiv3-controller",
+HOOKS = [  # what start_core starts, in kube-apiserver 1.28's order (kube's e2e "health handlers" test requires
+    # the most of them), then Capstan's own by name
+    "poststarthook/start-kube-apiserver-admission-initializer",
+    "poststarthook/generic-apiserver-start-informers",
+    "poststarthook/priority-and-fairness-config-consumer",
+    "poststarthook/priority-and-fairness-filter",
+    "poststarthook/storage-object-count-tracker-hook",
+    "poststarthook/start-apiextensions-informers",
+    "poststarthook/start-apiextensions-controllers",
+    "poststarthook/crd-informer-synced",
+    "poststarthook/start-service-ip-repair-controllers",
+    # (poststarthook/rbac/bootstrap-roles comes here with the RBAC authorizer: not this AlwaysAllow server's)
+    "poststarthook/scheduling/bootstrap-system-priority-classes",
+    "poststarthook/priority-and-fairness-config-producer",
+    "poststarthook/start-system-namespaces-controller",
+    "poststarthook/bootstrap-controller",
+    "poststarthook/start-cluster-authentication-info-controller",
+    "poststarthook/start-kube-aggregator-informers",
     "poststarthook/apiservice-registration-controller",
     "poststarthook/apiservice-status-available-controller",
-    "poststarthook/bootstrap-controller",
-    "poststarthook/crd-informer-synced",
-    "poststarthook/generic-apiserver-start-informers",
     "poststarthook/kube-apiserver-autoregistration",
-    "poststarthook/scheduling/bootstrap-system-priority-classes",
-    "poststarthook/start-apiextensions-controllers",
-    "poststarthook/start-apiextensions-informers",
-    "poststarthook/start-cluster-authentication-info-controller",
+    "autoregister-completion",
+    "poststarthook/apiservice-openapi-controller",
+    "poststarthook/apiservice-openapiv3-controller",
+    "poststarthook/apiservice-discovery-controller",
     "poststarthook/start-garbage-collector-controller",
-    "poststarthook/start-kube-aggregator-informers",
-    "poststarthook/start-kube-apiserver-admission-initializer",
     "poststarthook/start-namespace-controller",
     "poststarthook/start-pod-terminator",
-    "poststarthook/start-system-namespaces-controller",
 ]
 CHECKS = {
     "healthz": ["ping", "log", "etcd", *HOOKS],

@@ -33,7 +33,12 @@ RESTS_MAX_BYTES = 16 << 20  # a remembered body's JSON and protobuf, summed over
 
 
 class SchemaError(Exception):
-    """An object that does not fit its kind's schema; the text is kube-apiserver's decoding error."""
+    """An object that does not fit its kind's schema; the text is kube-apiserver's decoding error, `path` where in the
+    object (Kubernetes field-path form, "" when unknown)."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def proto_to_json(cls: type[Message], data: bytes) -> Obj:
@@ -108,7 +113,7 @@ class ProtoSchema:
         try:
             result = transcode.decode(self._cls, obj)
         except TranscodeError as err:
-            raise SchemaError(str(err)) from None
+            raise SchemaError(str(err), path=err.path) from None
         return result.message, list(result.unknown)
 
 
@@ -187,6 +192,6 @@ def _object_meta(metadata: object, unknown: list[str]) -> Obj:
     try:
         result = transcode.decode(meta_pb2.ObjectMeta, metadata, path="metadata", type_meta=False)
     except TranscodeError as err:
-        raise SchemaError(str(err)) from None
+        raise SchemaError(str(err), path=err.path) from None
     unknown.extend(result.unknown)
     return transcode.encode(result.message)

@@ -31,7 +31,7 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
-from server.machinery.codec import depth, yamlread
+from server.machinery.codec import depth, unstructured, yamlread
 from server.machinery.codec.errors import EncodeError
 from server.machinery.codec.gojson import json_kind
 from server.machinery.gofmt import go_quote
@@ -131,18 +131,42 @@ def patched(resource: Resource, obj: Obj, field_validation: str, *, problems: Se
     patchers check it: the patch body's own problems first, then the result's unknown fields, in the
     order of its sorted-key JSON (by_text: sorted as text, as the strategic patcher sorts them).
     Strict fails with kube's 422 on the field "patch", whose value is shown() (the patched JSON, or
-    the strategic patch as Go prints a map)."""
+    the strategic patch as Go prints a map). So does a result the schema cannot hold, whatever the
+    fieldValidation, in the decoder's words (the strategic patcher's in the unstructured converter's)."""
     _check_type(resource, obj)
-    normalized, unknown = _normalize(resource, obj)
+    try:
+        normalized, unknown = _normalize_or_raise(resource, obj)
+    except SchemaError as err:
+        text = str(err)
+        if by_text:
+            text = unstructured.from_decode_error(text, _at_path(obj, err.path)) or text
+        raise _patch_invalid(shown(), text) from None
     if field_validation == "Ignore":
         return normalized, []
     found = sorted(_unknown(unknown)) if by_text else _unknown(sorted(unknown, key=_path_key))
     warnings = [*problems, *found]
     if warnings and field_validation == "Strict":
-        detail = f"Invalid value: {go_quote(shown())}: strict decoding error: " + ", ".join(warnings)
-        raise errors.ApiError(errors.status(422, "Invalid", f' "" is invalid: patch: {detail}',
-                                            causes=[errors.Cause("FieldValueInvalid", detail, "patch")]))
+        raise _patch_invalid(shown(), "strict decoding error: " + ", ".join(warnings))
     return normalized, warnings
+
+
+def _patch_invalid(shown: str, why: str) -> errors.ApiError:
+    """kube's patchers' NewInvalid on the field "patch" (no kind, no name)."""
+    detail = f"Invalid value: {go_quote(shown)}: {why}"
+    return errors.ApiError(errors.status(422, "Invalid", f' "" is invalid: patch: {detail}',
+                                         causes=[errors.Cause("FieldValueInvalid", detail, "patch")]))
+
+
+def _at_path(obj: object, path: str) -> object:
+    """The value at a field path ("spec.template.spec.containers[0].name") of a JSON object; None past its end."""
+    value = obj
+    for part in _PATH_PART.finditer(path):
+        key, index = part.group(1), part.group(2)
+        if index is not None:
+            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
+        else:
+            value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def _path_key(path: str) -> list[tuple[int, str, int]]:
@@ -165,9 +189,14 @@ def normalize(resource: Resource, obj: Obj) -> tuple[Obj, list[str]]:
 
 def _normalize(resource: Resource, obj: Obj) -> tuple[Obj, list[str]]:
     try:
-        normalized, unknown = resource.schema.normalize(obj)
+        return _normalize_or_raise(resource, obj)
     except SchemaError as err:
         raise _cannot_handle(resource, str(err)) from None
+
+
+def _normalize_or_raise(resource: Resource, obj: Obj) -> tuple[Obj, list[str]]:
+    """_normalize, raising the SchemaError of an object the schema cannot hold."""
+    normalized, unknown = resource.schema.normalize(obj)
     if isinstance(resource.schema, JsonSchema):
         # apiextensions' schema coercer: metadata's unknown fields, then the pruned ones, sorted.
         meta = [path for path in unknown if path.startswith("metadata.")]

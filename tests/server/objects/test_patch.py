@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from tests.server import kube
 from tests.server.client import Client, Obj, path, refused
 
 CM = path("configmaps", "default")
@@ -79,7 +80,7 @@ async def test_a_resource_version_in_a_patch_is_a_precondition(client: Client, k
                  id="path that does not exist"),
     pytest.param(JSON, {"op": "add"}, 400, "BadRequest", id="json patch that is not a list"),
     pytest.param(MERGE, ["not", "an", "object"], 400, "BadRequest", id="merge patch that is not an object"),
-    pytest.param(MERGE, {"data": {"k": 1}}, 400, "BadRequest", id="wrong type after patching"),
+    pytest.param(MERGE, {"data": {"k": 1}}, 422, "Invalid", id="wrong type after patching"),
     pytest.param(APPLY, {"apiVersion": "v1", "kind": "ConfigMap"}, 422, "Invalid",
                  id="server-side apply without a field manager"),
 ])
@@ -89,6 +90,46 @@ async def test_bad_patches(client: Client, kind: core_pb2.PatchType, document: A
     failed = await refused(patch(client, kind, document))
     assert (failed.status["code"], failed.status["reason"]) == (code, reason)
     assert client.revision() == before
+
+
+@pytest.mark.parametrize(("document", "value", "why"), [
+    # kube-apiserver 1.28.7's answers (kubectl patch --type=strategic beside it): the patch as Go prints a map, and
+    # the unstructured converter's words for the value it cannot put in the field
+    ({"data": {"k": 1}}, "map[data:map[k:1]]", "cannot convert int64 to string"),
+    ({"data": {"k": 1.5}}, "map[data:map[k:1.5]]", "unrecognized type: string"),
+    ({"data": {"k": True}}, "map[data:map[k:true]]", "unrecognized type: string"),
+    ({"data": {"k": {"a": 1}}}, "map[data:map[k:map[a:1]]]", "unrecognized type: string"),
+    ({"data": ["x"]}, "map[data:[x]]", "cannot restore map from slice"),
+    ({"metadata": {"labels": "x"}}, "map[metadata:map[labels:x]]", "cannot restore map from string"),
+    ({"metadata": {"ownerReferences": "x"}}, "map[metadata:map[ownerReferences:x]]",
+     "cannot restore slice from string"),
+    ({"binaryData": {"b": "!!"}}, "map[binaryData:map[b:!!]]",
+     "error decoding from json: illegal base64 data at input byte 0"),
+])
+async def test_a_strategic_patch_whose_result_the_kind_cannot_hold_is_invalid(
+        client: Client, document: Obj, value: str, why: str) -> None:
+    await create_a(client)
+    before = client.revision()
+    failed = await refused(patch(client, STRATEGIC, document))
+    detail = f'Invalid value: "{value}": {why}'
+    assert failed.status == kube.failure(422, "Invalid", f' "" is invalid: patch: {detail}', {
+        "causes": [{"reason": "FieldValueInvalid", "message": detail, "field": "patch"}]})
+    assert client.revision() == before
+
+
+@pytest.mark.parametrize("kind", [MERGE, JSON])
+async def test_a_merge_or_json_patch_whose_result_the_kind_cannot_hold_is_invalid(
+        client: Client, kind: core_pb2.PatchType) -> None:
+    """The value is the patched object's JSON; the reason encoding/json's, as kube's codec decodes the result."""
+    await create_a(client)
+    document: Any = {"data": {"k": 1}} if kind == MERGE else [{"op": "replace", "path": "/data/k", "value": 1}]
+    failed = await refused(patch(client, kind, document))
+    assert (failed.status["code"], failed.status["reason"]) == (422, "Invalid")
+    (cause,) = failed.status["details"]["causes"]
+    assert cause["field"] == "patch" and cause["message"].startswith('Invalid value: "{')
+    assert cause["message"].endswith(
+        ': json: cannot unmarshal number into Go struct field ConfigMap.data of type string')
+    assert failed.status["message"] == f' "" is invalid: patch: {cause["message"]}'
 
 
 async def test_patching_a_missing_object_is_not_found(client: Client) -> None:

@@ -10,7 +10,7 @@ Value layout: VERSION (1 byte) | json_len, head_len, tail_len (3 x u32 big-endia
 
 - json: the object without kind, apiVersion and metadata.resourceVersion, with
   "metadata" as its first key and never empty (it always holds the name), so it
-  starts with b'{"metadata":{' and the version goes right after that.
+  starts with b'{"metadata":{'; the version goes after metadata's uid, where kube prints it (render_json).
 - proto: the kind's message without metadata.resourceVersion, split so the
   version (ObjectMeta field 6) is inserted in field order: head holds ObjectMeta's
   fields 1-5, tail fields 7 and up, rest the object's fields after metadata.
@@ -75,9 +75,20 @@ def json_of(value: bytes) -> bytes:
 
 
 def render_json(value: bytes, resource_version: str, type_prefix: bytes = b"") -> bytes:
-    """The object's JSON with its resourceVersion; `type_prefix` is e.g. b'"kind":"ConfigMap","apiVersion":"v1",'."""
+    """The object's JSON with its resourceVersion where kube prints it, after metadata's uid (ObjectMeta's field
+    order: name, generateName, namespace, selfLink, uid, resourceVersion, generation, ...); first in metadata for an
+    object without a uid. `type_prefix` is e.g. b'"kind":"ConfigMap","apiVersion":"v1",'."""
     json = json_of(value)
-    return b"{" + type_prefix + b'"metadata":{"resourceVersion":"' + resource_version.encode() + b'",' + json[13:]
+    rv = resource_version.encode()
+    uid = json.find(_UID_KEY, 13)
+    if uid != -1 and b"{" not in json[13:uid] and b"[" not in json[13:uid]:  # metadata's own, not a nested key
+        end = json.find(b'"', uid + len(_UID_KEY)) + 1  # a uid holds no quote
+        if end:
+            return b"{" + type_prefix + json[1:end] + b',"resourceVersion":"' + rv + b'"' + json[end:]
+    return b"{" + type_prefix + b'"metadata":{"resourceVersion":"' + rv + b'",' + json[13:]
+
+
+_UID_KEY = b'"uid":"'
 
 
 def render_proto(value: bytes, resource_version: str) -> bytes:

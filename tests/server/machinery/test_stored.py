@@ -63,3 +63,22 @@ def test_a_value_without_protobuf_has_no_framed_metadata(written_at: str) -> Non
     assert stored.written_at(value) == written_at
     assert orjson.loads(stored.render_json(value, "7")) == {"metadata": {"resourceVersion": "7", "name": "w"},
                                                             "spec": {}}
+
+
+@pytest.mark.parametrize(("json", "expected"), [
+    # kube prints ObjectMeta in field order: resourceVersion right after uid
+    (b'{"metadata":{"name":"a","namespace":"d","uid":"u-1","generation":2},"data":{}}',
+     b'{"kind":"K","metadata":{"name":"a","namespace":"d","uid":"u-1","resourceVersion":"7","generation":2},'
+     b'"data":{}}'),
+    (b'{"metadata":{"name":"a","generateName":"a-","uid":"u-1"}}',
+     b'{"kind":"K","metadata":{"name":"a","generateName":"a-","uid":"u-1","resourceVersion":"7"}}'),
+    # no uid of metadata's own: first, as before the uid is known
+    (b'{"metadata":{"name":"a"},"data":{"uid":"x"}}', b'{"kind":"K","metadata":{"resourceVersion":"7","name":"a"},'
+                                                      b'"data":{"uid":"x"}}'),
+    (b'{"metadata":{"name":"a","labels":{"uid":"x"}}}',
+     b'{"kind":"K","metadata":{"resourceVersion":"7","name":"a","labels":{"uid":"x"}}}'),
+])
+def test_the_resource_version_goes_where_kube_prints_it(json: bytes, expected: bytes) -> None:
+    rendered = stored.render_json(stored.pack(json, b""), "7", b'"kind":"K",')
+    assert rendered == expected
+    assert orjson.loads(rendered)["metadata"]["resourceVersion"] == "7"

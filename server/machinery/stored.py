@@ -78,14 +78,17 @@ def render_json(value: bytes, resource_version: str, type_prefix: bytes = b"") -
     """The object's JSON with its resourceVersion where kube prints it, after metadata's uid (ObjectMeta's field
     order: name, generateName, namespace, selfLink, uid, resourceVersion, generation, ...); first in metadata for an
     object without a uid. `type_prefix` is e.g. b'"kind":"ConfigMap","apiVersion":"v1",'."""
-    json = json_of(value)
+    _, json_len, _, _ = HEADER.unpack_from(value)
+    start, stop = HEADER.size, HEADER.size + json_len  # the JSON, read in place
     rv = resource_version.encode()
-    uid = json.find(_UID_KEY, 13)
-    if uid != -1 and b"{" not in json[13:uid] and b"[" not in json[13:uid]:  # metadata's own, not a nested key
-        end = json.find(b'"', uid + len(_UID_KEY)) + 1  # a uid holds no quote
+    uid = value.find(_UID_KEY, start + 13, stop)
+    # metadata's own uid, not a nested object's key: nothing opens between metadata's start and it
+    if uid != -1 and value.find(b"{", start + 13, uid) == -1 and value.find(b"[", start + 13, uid) == -1:
+        end = value.find(b'"', uid + len(_UID_KEY), stop) + 1  # a uid holds no quote
         if end:
-            return b"{" + type_prefix + json[1:end] + b',"resourceVersion":"' + rv + b'"' + json[end:]
-    return b"{" + type_prefix + b'"metadata":{"resourceVersion":"' + rv + b'",' + json[13:]
+            return b"".join((b"{", type_prefix, value[start + 1:end], b',"resourceVersion":"', rv, b'"',
+                             value[end:stop]))
+    return b"".join((b"{", type_prefix, b'"metadata":{"resourceVersion":"', rv, b'",', value[start + 13:stop]))
 
 
 _UID_KEY = b'"uid":"'

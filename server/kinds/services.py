@@ -148,7 +148,6 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
     if not ports and not headless and kind != "ExternalName":
         errs.append(FieldError.required("spec.ports"))
     seen_names: set[str] = set()
-    seen_ports: set[tuple[Any, Any]] = set()
     for index, port in enumerate(ports):
         here = f"spec.ports[{index}]"
         name = port.get("name", "")
@@ -157,22 +156,15 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
         elif name:
             errs.extend(podspec.unique_label(name, f"{here}.name", seen_names))
         errs.extend(_port_and_protocol(port, here))
-        number, protocol = port.get("port", 0), port.get("protocol", "")
         target = port.get("targetPort")
         if isinstance(target, int) and not 1 <= target <= 65535:
             errs.append(FieldError.invalid(f"{here}.targetPort", target, podspec.PORT_RANGE))
         elif isinstance(target, str):
             errs.extend(FieldError.invalid(f"{here}.targetPort", target, m) for m in podspec.port_name_problems(target))
-        if (number, protocol) in seen_ports:
-            errs.append(FieldError.duplicate(here, GoValue(
-                f'core.ServicePort{{Name:"", Protocol:"{protocol}", AppProtocol:(*string)(nil), Port:{number}, '
-                'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')))
-        seen_ports.add((number, protocol))
-        if port.get("nodePort") and kind == "ClusterIP":
-            errs.append(FieldError.forbidden(f"{here}.nodePort", "may not be used when `type` is 'ClusterIP'"))
     affinity = spec.get("sessionAffinity", "")
     if affinity not in SESSION_AFFINITIES:
         errs.append(FieldError.not_supported("spec.sessionAffinity", affinity, SESSION_AFFINITIES))
+    errs.extend(_port_conflicts(ports, kind))
     errs.extend(names.validate_labels(spec.get("selector") or {}, "spec.selector"))
     if kind == "ExternalName":
         external = spec.get("externalName", "")
@@ -189,6 +181,31 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
         errs.append(FieldError.invalid("spec.clusterIPs", _go_strings(ips), "first value must match `clusterIP`"))
     if old is not None:
         errs.extend(_immutable_cluster_ips(spec, old.get("spec") or {}))
+    return errs
+
+
+def _port_conflicts(ports: list[Obj], kind: str) -> list[FieldError]:
+    """ValidateService's checks across ports, in its order: node ports a ClusterIP Service may not have, a node port
+    used twice for one protocol, then a port used twice for one protocol."""
+    errs: list[FieldError] = []
+    if kind == "ClusterIP":
+        errs.extend(FieldError.forbidden(f"spec.ports[{index}].nodePort", "may not be used when `type` is 'ClusterIP'")
+                    for index, port in enumerate(ports) if port.get("nodePort"))
+    node_ports: set[tuple[Any, Any]] = set()
+    for index, port in enumerate(ports):
+        if port.get("nodePort"):
+            key = (port.get("protocol", ""), port["nodePort"])
+            if key in node_ports:
+                errs.append(FieldError.duplicate(f"spec.ports[{index}].nodePort", port["nodePort"]))
+            node_ports.add(key)
+    seen: set[tuple[Any, Any]] = set()
+    for index, port in enumerate(ports):
+        number, protocol = port.get("port", 0), port.get("protocol", "")
+        if (number, protocol) in seen:
+            errs.append(FieldError.duplicate(f"spec.ports[{index}]", GoValue(
+                f'core.ServicePort{{Name:"", Protocol:"{protocol}", AppProtocol:(*string)(nil), Port:{number}, '
+                'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')))
+        seen.add((number, protocol))
     return errs
 
 

@@ -296,6 +296,12 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
     ("service duplicate port", "services", service(ports=[{"name": "a", "port": 80}, {"name": "b", "port": 80}]),
      "Service", [duplicate("spec.ports[1]", 'core.ServicePort{Name:"", Protocol:"TCP", AppProtocol:(*string)(nil), '
                            'Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')]),
+    # kube-apiserver 1.28.7's answer to the same body (kubectl create beside it): the node port, then the port
+    ("service duplicate node port", "services", service(type="NodePort", ports=[
+        {"port": 80, "nodePort": 30080}, {"name": "b", "port": 80, "nodePort": 30080}]), "Service",
+     [required("spec.ports[0].name"), duplicate("spec.ports[1].nodePort", "30080"),
+      duplicate("spec.ports[1]", 'core.ServicePort{Name:"", Protocol:"TCP", AppProtocol:(*string)(nil), '
+                'Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')]),
     ("service type", "services", service(type="Magic"), "Service",
      [kube.field_not_supported("spec.type", '"Magic"', ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"])]),
     ("service nodePort on ClusterIP", "services", service(ports=[{"port": 80, "nodePort": 30080}]), "Service",

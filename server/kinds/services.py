@@ -186,18 +186,21 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 def _port_conflicts(ports: list[Obj], kind: str) -> list[FieldError]:
     """ValidateService's checks across ports, in its order: node ports a ClusterIP Service may not have, a node port
-    used twice for one protocol, then a port used twice for one protocol."""
+    used twice for one protocol, then a port used twice for one protocol. kube allocates node ports before it
+    validates, and one node port asked for two port numbers fails there ("provided port is already allocated",
+    Allocator.admit here): validation only meets a node port that two entries of one port number and protocol
+    share."""
     errs: list[FieldError] = []
     if kind == "ClusterIP":
         errs.extend(FieldError.forbidden(f"spec.ports[{index}].nodePort", "may not be used when `type` is 'ClusterIP'")
                     for index, port in enumerate(ports) if port.get("nodePort"))
-    node_ports: set[tuple[Any, Any]] = set()
+    node_ports: dict[tuple[Any, Any], Any] = {}  # (protocol, node port) -> the port number that took it
     for index, port in enumerate(ports):
         if port.get("nodePort"):
             key = (port.get("protocol", ""), port["nodePort"])
-            if key in node_ports:
+            if node_ports.get(key, port.get("port")) == port.get("port") and key in node_ports:
                 errs.append(FieldError.duplicate(f"spec.ports[{index}].nodePort", port["nodePort"]))
-            node_ports.add(key)
+            node_ports.setdefault(key, port.get("port"))
     seen: set[tuple[Any, Any]] = set()
     for index, port in enumerate(ports):
         number, protocol = port.get("port", 0), port.get("protocol", "")

@@ -25,25 +25,19 @@ import asyncio
 import collections
 import os
 import signal
-import ssl
 import sys
 import sysconfig
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import orjson
-
-from bench import _admission as admission
+from bench import instructions
 from bench._processes import Children, with_children
 from bench._util import check_choices, context, emit, exit_on_sigterm, note
-from bench.profile import HERE, JOBS, LISTENING, SERVICE_IP, Server, create_job, prepare, run_round
+from bench.instructions import OPS, Sizes
+from bench.profile import LISTENING, SERVICE_IP, Server
 from capstan.cli import pki
 
-OPS = ("create", "get", "update", "list")
 WORKERS = 4
 COUNTER = Path(__file__).resolve().parent / "_opcounter.py"
 ENV = "CAPSTAN_BENCH_OPCODES"  # bench/_opcounter.py's
@@ -54,25 +48,8 @@ LAUNCH = ("import sys, runpy; counter = runpy.run_path(sys.argv[2]); counter['in
 STDLIB = sysconfig.get_paths()["stdlib"]
 
 
-@dataclass(frozen=True, slots=True)
-class Sizes:
-    objects: int  # ConfigMaps created before the verbs, to get, update and list
-    count: int  # requests counted per verb
-    lists: int  # LISTs counted
-
-
-FULL = Sizes(objects=200, count=300, lists=20)
-QUICK = Sizes(objects=12, count=12, lists=2)
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.bytecodes", description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--only", default="create,get,update", help="comma-separated verbs of "
-                        f"{','.join(OPS)} (default create,get,update)")
-    parser.add_argument("--compare", type=Path, action="append", default=[],
-                        help="another checkout served the same way beside this one (before/after); repeatable")
-    parser.add_argument("--requests", type=int, default=0, help="requests counted per verb (default 300)")
+    parser = instructions.arguments("python -m bench.bytecodes", __doc__)
     parser.add_argument("--top", type=int, default=15, help="functions listed per verb (default 15)")
     args = parser.parse_args(argv)
     check_choices(parser, args, only=OPS)
@@ -93,10 +70,7 @@ def part_of(file: str, tree: Path) -> str:
 
 
 def start(children: Children, root: Path, certs: pki.CertDir, label: str, tree: Path) -> Server:
-    token_file = admission.write_token_file(root / "tokens.csv")
-    args = ["serve", "--workers", "1", "--data-dir", str(root / f"data-{label}"), "--grpc-port", "0",
-            "--cert-dir", str(certs.path), "--secure-port", "0", "--grpc-mtls-port", "0",
-            "--token-auth-file", str(token_file), "--leader-elect", "false"]
+    args = instructions.serve_args(root, certs, label)
     out = root / f"opcodes-{label}"
     os.environ[ENV] = str(out)
     child = children.start(label, "-c", LAUNCH, str(tree), str(COUNTER), *args)
@@ -108,54 +82,19 @@ def start(children: Children, root: Path, certs: pki.CertDir, label: str, tree: 
 
 async def counted(server: Server) -> list[tuple[str, str, int, int]]:
     """What the counter counted since SIGUSR1: (file, function, bytecodes, calls) rows."""
-    server.dumps += 1
-    server.process.proc.send_signal(signal.SIGUSR2)
-    path = Path(f"{server.out}.{server.dumps}")
-    deadline = time.monotonic() + 60
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{server.label}: the counter wrote nothing")
-        await asyncio.sleep(0.01)
-    rows: list[tuple[str, str, int, int]] = [tuple(row) for row in orjson.loads(path.read_bytes())["functions"]]
-    path.unlink()
-    return rows
+    found = await server.dumped(signal.SIGUSR2, "the counter", 60)
+    return [tuple(row) for row in found["functions"]]
 
 
 async def measure(servers: Sequence[Server], certs: pki.CertDir, ops: Sequence[str],
                   sizes: Sizes) -> dict[tuple[str, str], tuple[int, list[tuple[str, str, int, int]]]]:
     """(op, label) -> (requests counted, the counter's rows)."""
-    verify = ssl.create_default_context(cafile=certs.ca_cert)
-    out: dict[tuple[str, str], tuple[int, list[tuple[str, str, int, int]]]] = {}
-    for server in servers:
-        server.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=WORKERS, ssl=verify,
-                                                                              keepalive_timeout=3600))
-    try:
-        for server in servers:
-            await prepare(server, certs, False)
-            _checked(server, "create", await run_round(server, create_job, sizes.objects, WORKERS))
-        for op in ops:
-            count = sizes.lists if op == "list" else sizes.count
-            if op == "update":
-                count = min(count, sizes.objects)  # one update per object, with its resourceVersion
-            for server in servers:
-                _checked(server, op, await run_round(server, JOBS[op], min(count, 20), WORKERS))  # warm-up
-                server.process.proc.send_signal(signal.SIGUSR1)
-                await asyncio.sleep(0.05)  # the handler runs between two bytecodes of the serving thread
-                result = await run_round(server, JOBS[op], count, WORKERS)
-                rows = await counted(server)
-                _checked(server, op, result)
-                out[op, server.label] = (count, rows)
-            note(f"{op} done")
-    finally:
-        for server in servers:
-            await server.http.close()
-    return out
 
+    async def begin(server: Server) -> None:
+        server.process.proc.send_signal(signal.SIGUSR1)
+        await asyncio.sleep(0.05)  # the handler runs between two bytecodes of the serving thread
 
-def _checked(server: Server, op: str, result: tuple[float, float, list[str]]) -> None:
-    errors = result[2]
-    if errors:
-        raise RuntimeError(f"{server.label} {op}: {len(errors)} failed, the first: {errors[0]}")
+    return await instructions.counted_rounds(servers, certs, ops, sizes, begin, counted)
 
 
 def _short(file: str, tree: Path) -> str:
@@ -201,13 +140,7 @@ def report(results: dict[tuple[str, str], tuple[int, list[tuple[str, str, int, i
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     exit_on_sigterm()
-    sizes = QUICK if args.quick else FULL
-    if args.requests:
-        sizes = Sizes(sizes.objects, args.requests, sizes.lists)
-    ops = [op for op in OPS if op in args.only.split(",")]
-    trees = {"this": HERE}
-    for tree in args.compare:
-        trees[tree.name] = tree.resolve()
+    sizes, ops, trees = instructions.planned(args)
     os.environ["CAPSTAN_ALLOCATOR"] = "python"  # one process: no exec under jemalloc to lose the counter in
     os.environ["PYTHONHASHSEED"] = "0"  # the same dict and set layouts, run after run
 

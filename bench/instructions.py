@@ -33,9 +33,10 @@ import shutil
 import ssl
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import aiohttp
 
@@ -46,6 +47,7 @@ from bench.profile import HERE, JOBS, LISTENING, SERVICE_IP, Server, create_job,
 from capstan.cli import pki
 
 OPS = ("create", "get", "update", "list")
+T = TypeVar("T")
 WORKERS = 4
 START_TIMEOUT = 300.0  # seconds for a server under callgrind to say it listens
 # Runs `capstan serve` from the tree given first, as its console script does, on this interpreter.
@@ -83,26 +85,49 @@ FULL = Sizes(objects=200, count=300, lists=20)
 QUICK = Sizes(objects=12, count=12, lists=2)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.instructions", description=(__doc__ or "").split("\n")[0])
+def arguments(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """The options of a benchmark that serves checkouts side by side and counts a verb's requests (this one's and
+    bench.bytecodes')."""
+    parser = argparse.ArgumentParser(prog=prog, description=(doc or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--only", default="create,get,update", help="comma-separated verbs of "
                         f"{','.join(OPS)} (default create,get,update)")
     parser.add_argument("--compare", type=Path, action="append", default=[],
                         help="another checkout served the same way beside this one (before/after); repeatable")
     parser.add_argument("--requests", type=int, default=0, help="requests counted per verb (default 300)")
+    return parser
+
+
+def planned(args: argparse.Namespace) -> tuple[Sizes, list[str], dict[str, Path]]:
+    """What `arguments`' options ask for: the sizes, the verbs in order, and the trees to serve by label."""
+    sizes = QUICK if args.quick else FULL
+    if args.requests:
+        sizes = Sizes(sizes.objects, args.requests, sizes.lists)
+    trees = {"this": HERE}
+    for tree in args.compare:
+        trees[tree.name] = tree.resolve()
+    return sizes, [op for op in OPS if op in args.only.split(",")], trees
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = arguments("python -m bench.instructions", __doc__)
     args = parser.parse_args(argv)
     check_choices(parser, args, only=OPS)
     return args
 
 
-def start(children: Children, root: Path, certs: pki.CertDir, label: str, tree: Path) -> Server:
+def serve_args(root: Path, certs: pki.CertDir, label: str) -> list[str]:
+    """`capstan serve` as these counts run it: one process, HTTPS, bench.profile's static token. No leader
+    election: its Lease renewals every 2 s of wall time (and a counted server's wall time follows the machine's
+    load) would add their work to whichever requests were being counted."""
     token_file = admission.write_token_file(root / "tokens.csv")
-    # No leader election: its Lease renewals every 2 s of wall time (and callgrind's wall time follows the
-    # machine's load) would add their instructions to whichever requests were being counted.
-    args = ["serve", "--workers", "1", "--data-dir", str(root / f"data-{label}"), "--grpc-port", "0",
+    return ["serve", "--workers", "1", "--data-dir", str(root / f"data-{label}"), "--grpc-port", "0",
             "--cert-dir", str(certs.path), "--secure-port", "0", "--grpc-mtls-port", "0",
             "--token-auth-file", str(token_file), "--leader-elect", "false"]
+
+
+def start(children: Children, root: Path, certs: pki.CertDir, label: str, tree: Path) -> Server:
+    args = serve_args(root, certs, label)
     out = root / f"callgrind-{label}.out"
     child = children.start(label, "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
                            sys.executable, "-c", LAUNCH, str(tree), *args, program="valgrind")
@@ -147,30 +172,31 @@ def read_dump(path: Path) -> tuple[int, dict[str, int]]:
     return total, dict(parts)
 
 
-async def measure(servers: Sequence[Server], certs: pki.CertDir, ops: Sequence[str],
-                  sizes: Sizes) -> dict[tuple[str, str], tuple[int, int, dict[str, int]]]:
-    """(op, label) -> (requests counted, instructions, instructions by part)."""
+async def counted_rounds(servers: Sequence[Server], certs: pki.CertDir, ops: Sequence[str], sizes: Sizes,
+                         begin: Callable[[Server], Awaitable[None]], end: Callable[[Server], Awaitable[T]]
+                         ) -> dict[tuple[str, str], tuple[int, T]]:
+    """Each verb's requests counted on each server: the objects created and the verb warmed up uncounted, then
+    begin(server), the counted requests, and end(server)'s figures. (op, label) -> (requests counted, figures)."""
     verify = ssl.create_default_context(cafile=certs.ca_cert)
-    out: dict[tuple[str, str], tuple[int, int, dict[str, int]]] = {}
+    out: dict[tuple[str, str], tuple[int, T]] = {}
     for server in servers:
         server.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=WORKERS, ssl=verify,
                                                                               keepalive_timeout=3600))
     try:
         for server in servers:
             await prepare(server, certs, False)
-            await _checked(server, "create", await run_round(server, create_job, sizes.objects, WORKERS))
+            _checked(server, "create", await run_round(server, create_job, sizes.objects, WORKERS))
         for op in ops:
             count = sizes.lists if op == "list" else sizes.count
             if op == "update":
                 count = min(count, sizes.objects)  # one update per object, with its resourceVersion
             for server in servers:
-                await _checked(server, op, await run_round(server, JOBS[op], min(count, 20), WORKERS))  # warm-up
-                _control(server, "-i", "on")
+                _checked(server, op, await run_round(server, JOBS[op], min(count, 20), WORKERS))  # warm-up
+                await begin(server)
                 result = await run_round(server, JOBS[op], count, WORKERS)
-                _control(server, "-i", "off")
-                await _checked(server, op, result)
-                total, parts = read_dump(_dump(server))
-                out[op, server.label] = (count, total, parts)
+                figures = await end(server)
+                _checked(server, op, result)
+                out[op, server.label] = (count, figures)
             note(f"{op} done")
     finally:
         for server in servers:
@@ -178,10 +204,25 @@ async def measure(servers: Sequence[Server], certs: pki.CertDir, ops: Sequence[s
     return out
 
 
-async def _checked(server: Server, op: str, result: tuple[float, float, list[str]]) -> None:
+def _checked(server: Server, op: str, result: tuple[float, float, list[str]]) -> None:
     errors = result[2]
     if errors:
         raise RuntimeError(f"{server.label} {op}: {len(errors)} failed, the first: {errors[0]}")
+
+
+async def measure(servers: Sequence[Server], certs: pki.CertDir, ops: Sequence[str],
+                  sizes: Sizes) -> dict[tuple[str, str], tuple[int, int, dict[str, int]]]:
+    """(op, label) -> (requests counted, instructions, instructions by part)."""
+
+    async def begin(server: Server) -> None:
+        _control(server, "-i", "on")
+
+    async def end(server: Server) -> tuple[int, dict[str, int]]:
+        _control(server, "-i", "off")
+        return read_dump(_dump(server))
+
+    counted = await counted_rounds(servers, certs, ops, sizes, begin, end)
+    return {key: (count, total, parts) for key, (count, (total, parts)) in counted.items()}
 
 
 def report(results: dict[tuple[str, str], tuple[int, int, dict[str, int]]], labels: Sequence[str]) -> None:
@@ -208,13 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         note("valgrind (callgrind) is not installed: apt install valgrind")
         return 1
-    sizes = QUICK if args.quick else FULL
-    if args.requests:
-        sizes = Sizes(sizes.objects, args.requests, sizes.lists)
-    ops = [op for op in OPS if op in args.only.split(",")]
-    trees = {"this": HERE}
-    for tree in args.compare:
-        trees[tree.name] = tree.resolve()
+    sizes, ops, trees = planned(args)
     os.environ["CAPSTAN_ALLOCATOR"] = "python"  # the servers' own: valgrind follows no exec under jemalloc
     os.environ["PYTHONHASHSEED"] = "0"  # the same dict and set layouts, so the same instructions, run after run
 

@@ -179,13 +179,18 @@ class Server:
 
     async def samples(self) -> dict[str, Any]:
         """What the sampler gathered since the last call (SIGUSR1, then its file)."""
+        return await self.dumped(signal.SIGUSR1, "the sampler", 10)
+
+    async def dumped(self, signum: int, what: str, timeout: float) -> dict[str, Any]:
+        """The JSON the server's `what` writes to <out>.<n> (n counting from 1) when sent `signum`; removed once
+        read."""
         self.dumps += 1
-        self.process.proc.send_signal(signal.SIGUSR1)
+        self.process.proc.send_signal(signum)
         path = Path(f"{self.out}.{self.dumps}")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + timeout
         while not path.exists():
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.label}: the sampler wrote nothing")
+                raise RuntimeError(f"{self.label}: {what} wrote nothing")
             await asyncio.sleep(0.01)
         found: dict[str, Any] = orjson.loads(path.read_bytes())
         path.unlink()

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import re
 
+from server.machinery import gofmt
+
 _INTS = frozenset({"int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64"})
 _FLOATS = frozenset({"float32", "float64"})
 _SCALARS = _INTS | _FLOATS | {"bool", "string"}
@@ -34,20 +36,9 @@ _UNMARSHAL = re.compile(r"json: cannot unmarshal \S+(?: [^ ]+)? into Go (?:struc
 
 
 def source_kind(value: object) -> str:
-    """The reflect.Kind of a JSON value as an unstructured map holds it."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "map"
-    if isinstance(value, list):
-        return "slice"
-    return "interface"
+    """The reflect.Kind of a JSON value as an unstructured map holds it: bool, int64, float64, string, map, slice."""
+    kind = gofmt.go_type(value)
+    return {gofmt.MAP_TYPE: "map", gofmt.LIST_TYPE: "slice"}.get(kind, kind)
 
 
 def refusal(go_type: str, value: object) -> str | None:

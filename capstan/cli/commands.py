@@ -712,9 +712,21 @@ async def _start_core(store: Store, args: argparse.Namespace, security: Security
                                                                                  plugins),
                             proxy_client=proxy_client, controller_names=names,
                             api=args.api, advertise_address=args.advertise_address or "",
+                            advertise_port=_advertise_port(args),
                             nodes=simulated.nodes_config(args), node_flags=simulated.node_flags(args),
                             store_checks=_store_checks(store, args), faults=faults, request_metrics=requests,
                             event_ttl=args.event_ttl)
+
+
+def _advertise_port(args: argparse.Namespace) -> int:
+    """The port the `kubernetes` Service and Endpoints send to: `serve`'s secure port when one is named (a port
+    picked at bind time is not known yet), else kube's default 6443 (a `core`, whose gateway is elsewhere)."""
+    from server.startup.bootstrap import KUBERNETES_TARGET_PORT  # the core's own: imported as the core starts
+
+    port = getattr(args, "secure_port", 0)
+    if getattr(args, "insecure", False) or not isinstance(port, int) or port <= 0:
+        return KUBERNETES_TARGET_PORT
+    return port
 
 
 def _podsecurity_configuration(path: Path | None, plugins: frozenset[str]) -> podsecurity.Configuration | None:

@@ -152,7 +152,7 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
                      api: ApiEnablement = apienablement.DEFAULT,
                      nodes: NodesConfig | None = None,
                      node_flags: controllers.NodeFlags = controllers.DEFAULT_NODE_FLAGS,
-                     advertise_address: str = "",
+                     advertise_address: str = "", advertise_port: int = bootstrap.KUBERNETES_TARGET_PORT,
                      store_checks: Mapping[str, health.Check] | None = None,
                      faults: Faults | None = None,
                      request_metrics: apimetrics.RequestMetrics | None = None,
@@ -178,13 +178,14 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     --runtime-config and --feature-gates into it). `nodes`: simulated nodes whose kubelets this core plays while
     it leads (server/controllers/kubelets/); None or count 0: none. `node_flags`: the node lifecycle controller's
     and podgc's settings. `advertise_address`: the address the `kubernetes` Endpoints name (kube's
-    --advertise-address); "" derives it from `listen`. `store_checks`: health checks of what the composition put
-    around the store, under kube's names (`kms-providers` for encryption at rest's KMS plugins), reported after
-    the store's own. `faults`: the fault injection rules the gRPC calls meet (server/machinery/faults.py; `capstan
-    serve --fault-injection` shares its gateway's). `request_metrics`: where the gRPC calls are counted (`capstan
-    serve` passes its gateway's, so one scrape counts both transports); None: a registry of the core's own, with
-    process_* and python_* (RunningCore's request_metrics). `event_ttl`: seconds an Event is kept after its last
-    write (server/controllers/eventttl.py; 0: for ever)."""
+    --advertise-address); "" derives it from `listen`. `advertise_port`: the port the `kubernetes` Service and
+    Endpoints send to, the server's secure port (kube's --secure-port). `store_checks`: health checks of what the
+    composition put around the store, under kube's names (`kms-providers` for encryption at rest's KMS plugins),
+    reported after the store's own. `faults`: the fault injection rules the gRPC calls meet
+    (server/machinery/faults.py; `capstan serve --fault-injection` shares its gateway's). `request_metrics`: where
+    the gRPC calls are counted (`capstan serve` passes its gateway's, so one scrape counts both transports); None: a
+    registry of the core's own, with process_* and python_* (RunningCore's request_metrics). `event_ttl`: seconds an
+    Event is kept after its last write (server/controllers/eventttl.py; 0: for ever)."""
     service_resource, allocator = services(service_cluster_ip_range)
     policy_kinds = admissionpolicies.served(api.group_versions)
     builtin = (*BUILTIN, service_resource, *policy_kinds)
@@ -221,9 +222,10 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     # The system objects a start writes go through admission as any write does, so a webhook may refuse them (its
     # backend down, say): kube-apiserver serves on and its controllers retry; here the start goes on, and says so.
     await _written_at_start("the default namespaces", bootstrap.ensure_default_namespaces(core))
-    await _written_at_start("the kubernetes Service", bootstrap.ensure_kubernetes_service(core, allocator.first_ip))
+    await _written_at_start("the kubernetes Service",
+                            bootstrap.ensure_kubernetes_service(core, allocator.first_ip, advertise_port))
     await _written_at_start("the kubernetes endpoints",
-                            system_objects.ensure_kubernetes_endpoints(core, listen, advertise_address))
+                            system_objects.ensure_kubernetes_endpoints(core, listen, advertise_address, advertise_port))
     await _written_at_start("the system PriorityClasses", system_objects.ensure_system_priority_classes(core))
     await _written_at_start("the APF configuration", flowcontrol_bootstrap.ensure_apf_configuration(core))
     namespaces = NamespaceController(core, informers)

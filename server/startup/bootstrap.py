@@ -61,24 +61,32 @@ async def ensure_default_namespaces(core: Core) -> None:
                for name in DEFAULT_NAMESPACES)
 
 
-async def ensure_kubernetes_service(core: Core, cluster_ip: str) -> None:
-    """The `kubernetes` Service in `default`, at `cluster_ip` (the first address of the service range)."""
+async def ensure_kubernetes_service(core: Core, cluster_ip: str, target_port: int = KUBERNETES_TARGET_PORT) -> None:
+    """The `kubernetes` Service in `default`, at `cluster_ip` (the first address of the service range), its port 443
+    sent to `target_port` (the server's secure port). A stored one keeps its address; its ports are set back to
+    these when they differ, as kube's bootstrap controller reconciles them."""
+    ports = [{"name": "https", "protocol": "TCP", "port": KUBERNETES_SERVICE_PORT, "targetPort": target_port}]
     service: dict[str, object] = {
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "kubernetes", "namespace": "default",
                      "labels": {"component": "apiserver", "provider": "kubernetes"}},
-        "spec": {"clusterIP": cluster_ip, "sessionAffinity": "None", "type": "ClusterIP",
-                 "ports": [{"name": "https", "protocol": "TCP", "port": KUBERNETES_SERVICE_PORT,
-                            "targetPort": KUBERNETES_TARGET_PORT}]},
+        "spec": {"clusterIP": cluster_ip, "sessionAffinity": "None", "type": "ClusterIP", "ports": ports},
     }
     path = core_pb2.ResourcePath(version="v1", resource="services", namespace="default")
+    named = core_pb2.ResourcePath(version="v1", resource="services", namespace="default", name="kubernetes")
     try:  # looked up first, as kube's bootstrap controller does: at a restart its own address is taken by itself
-        await core.get(core_pb2.GetRequest(path=core_pb2.ResourcePath(
-            version="v1", resource="services", namespace="default", name="kubernetes")))
-        return
+        got = await core.get(core_pb2.GetRequest(path=named))
     except errors.ApiError as err:
         if err.code != 404:
             raise
+    else:
+        stored = orjson.loads(got.object.data)
+        spec = stored.get("spec") or {}
+        if [{key: p.get(key) for key in ports[0]} for p in spec.get("ports") or []] != ports:
+            spec["ports"] = ports
+            await core.update(core_pb2.UpdateRequest(path=named, object=core_pb2.RawObject(
+                encoding=core_pb2.ENCODING_JSON, data=orjson.dumps(stored))))
+        return
     # 422 when another Service holds that address (the range changed since): that one stays. The create runs
     # in a task of its own: the allocator reserves the address for as long as the creating task runs.
     await asyncio.create_task(_create(core, path, service, tolerate=422))

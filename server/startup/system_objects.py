@@ -68,23 +68,23 @@ def advertise_address(bind_address: str) -> str:
     return ""
 
 
-def kubernetes_endpoints(address: str) -> dict[str, object]:
+def kubernetes_endpoints(address: str, port: int = KUBERNETES_TARGET_PORT) -> dict[str, object]:
     return {
         "apiVersion": "v1", "kind": "Endpoints",
         "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": {SKIP_MIRROR_LABEL: "true"}},
         "subsets": [{"addresses": [{"ip": address}],
-                     "ports": [{"name": "https", "port": KUBERNETES_TARGET_PORT, "protocol": "TCP"}]}],
+                     "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
     }
 
 
-def kubernetes_endpoint_slice(address: str) -> dict[str, object]:
+def kubernetes_endpoint_slice(address: str, port: int = KUBERNETES_TARGET_PORT) -> dict[str, object]:
     """endpointSliceFromEndpoints of the Endpoints above."""
     return {
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": {SERVICE_NAME_LABEL: NAME}},
         "addressType": "IPv6" if ipaddress.ip_address(address).version == 6 else "IPv4",
         "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
-        "ports": [{"name": "https", "protocol": "TCP", "port": KUBERNETES_TARGET_PORT}],
+        "ports": [{"name": "https", "protocol": "TCP", "port": port}],
     }
 
 
@@ -120,18 +120,19 @@ async def _ensure(core: Core, path: core_pb2.ResourcePath, obj: dict[str, object
     await core.update(core_pb2.UpdateRequest(path=named, object=_raw(stored)))
 
 
-async def ensure_kubernetes_endpoints(core: Core, bind_address: str, advertise: str = "") -> None:
-    """The `kubernetes` Endpoints and EndpointSlice at the advertise address: `advertise` as given
-    (--advertise-address), else the one the bind address implies (see the module docstring)."""
+async def ensure_kubernetes_endpoints(core: Core, bind_address: str, advertise: str = "",
+                                     port: int = KUBERNETES_TARGET_PORT) -> None:
+    """The `kubernetes` Endpoints and EndpointSlice at the advertise address and the server's secure port:
+    `advertise` as given (--advertise-address), else the one the bind address implies (see the module docstring)."""
     address = advertise or advertise_address(bind_address)
     if not address:
         log.warning("no non-loopback address to advertise: the kubernetes Endpoints and EndpointSlice are not written")
         return
     await _ensure(core, core_pb2.ResourcePath(version="v1", resource="endpoints", namespace=NAMESPACE),
-                  kubernetes_endpoints(address), ("subsets",))
+                  kubernetes_endpoints(address, port), ("subsets",))
     await _ensure(core, core_pb2.ResourcePath(group="discovery.k8s.io", version="v1", resource="endpointslices",
                                               namespace=NAMESPACE),
-                  kubernetes_endpoint_slice(address), ("addressType", "endpoints", "ports"))
+                  kubernetes_endpoint_slice(address, port), ("addressType", "endpoints", "ports"))
 
 
 AUTHENTICATION_CONFIGMAP = "extension-apiserver-authentication"

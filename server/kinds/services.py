@@ -278,9 +278,13 @@ class Allocator:
             ips = {str(ip) for values in stored["ip"].values() for ip in values} | {e.value for e in kept["ip"]}
             ports = {int(p) for values in stored["port"].values() for p in values} | {e.value for e in kept["port"]}
             taken: dict[str, list[Any]] = {"ip": [], "port": []}
+            # a dry-run create allocates as kube's dry-run allocators do: nothing is looked for (below)
+            trial = dry_run and old is None
             if _needs_cluster_ip(spec):
-                self._cluster_ip(spec, old_spec, ips, name, taken["ip"])
-            if _needs_node_ports(spec) or _needs_health_check_port(spec):
+                self._cluster_ip(spec, old_spec, ips, name, taken["ip"], trial=trial)
+            if (_needs_node_ports(spec) or _needs_health_check_port(spec)) and trial:
+                _trial_node_ports(spec, ports, name)
+            elif _needs_node_ports(spec) or _needs_health_check_port(spec):
                 self._node_ports(spec, old_spec, ports, name, taken["port"])
             try:
                 for kind in ("ip", "port"):
@@ -316,7 +320,7 @@ class Allocator:
             start = page.kvs[-1].key
         return stored
 
-    def _cluster_ip(self, spec: Obj, old: Obj, used: set[str], name: str, taken: list[Any]) -> None:
+    def _cluster_ip(self, spec: Obj, old: Obj, used: set[str], name: str, taken: list[Any], *, trial: bool) -> None:
         spec.setdefault("ipFamilyPolicy", "SingleStack")
         requested = (spec.get("clusterIPs") or [spec.get("clusterIP") or ""])[0]
         if requested == "None":
@@ -335,8 +339,10 @@ class Allocator:
         spec["ipFamilies"] = [self.family]
         if requested and requested in (old.get("clusterIPs") or []):
             ip = requested  # kept from before: already this Service's
-        elif requested:
-            ip = self._request_ip(requested, spec, used, name)
+        elif requested:  # a trial checks the range only, as kube's dry-run allocator does
+            ip = self._request_ip(requested, spec, set() if trial else used, name)
+        elif trial:  # kube's dry-run allocator answers the range's own address rather than look for a free one
+            ip = str(self.network.network_address)
         else:
             ip = self._next_ip(used)
         spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
@@ -412,6 +418,40 @@ class Allocator:
             if offset is not None:
                 return NODE_PORTS.start + offset
         raise errors.internal("failed to allocate a nodePort: range is full")
+
+
+TRIAL_FIRST_PORT = 32769  # what kube's dry-run port allocation answers first (PortAllocationOperation.AllocateNext)
+
+
+def _trial_node_ports(spec: Obj, used: set[int], name: str) -> None:
+    """A dry-run create's node ports, as kube's dry-run PortAllocationOperation gives them, port by port: a
+    requested one is refused only when taken (its range is not checked), and each one asked for is the highest
+    of this request's so far plus one, from 32769 (kube looks for no free one)."""
+    allocated: list[int] = []
+
+    def take(number: int, path: str) -> int:
+        if number in used or number in allocated:
+            raise _invalid(name, [FieldError.invalid(path, number, "provided port is already allocated")])
+        allocated.append(number)
+        return number
+
+    def take_next() -> int:
+        number = max(allocated) + 1 if allocated else TRIAL_FIRST_PORT
+        allocated.append(number)
+        return number
+
+    wanted = [p for p in spec.get("ports") or []] if _needs_node_ports(spec) else []
+    by_port: dict[Any, int] = {}
+    for index, port in enumerate(wanted):
+        given = by_port.get(port.get("port"))
+        if given is None:  # initNodePorts: the first node port asked for this port number, else the next one
+            asked = next((p["nodePort"] for p in wanted if p.get("port") == port.get("port") and p.get("nodePort")), 0)
+            given = take(asked, f"spec.ports[{index}].nodePort") if asked else take_next()
+            by_port[port.get("port")] = given
+        port["nodePort"] = port.get("nodePort") or given
+    if _needs_health_check_port(spec):
+        number = spec.get("healthCheckNodePort")
+        spec["healthCheckNodePort"] = take(number, "spec.healthCheckNodePort") if number else take_next()
 
 
 def _free_offset(low: int, high: int, free: Any) -> int | None:

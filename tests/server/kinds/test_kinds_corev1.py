@@ -710,6 +710,27 @@ async def test_a_patch_to_node_port_allocates_node_ports(client: Client) -> None
     assert patched["spec"]["externalTrafficPolicy"] == "Cluster"
 
 
+@pytest.mark.parametrize(("spec", "cluster_ip", "node_ports", "health"), [
+    # kube-apiserver 1.28.7's dry-run answers (kubectl create --dry-run=server beside it): its dry-run allocators
+    # look for nothing: the range's own address, and a node port one above the highest the request has (32769 first)
+    ({"ports": [{"port": 80}]}, "10.96.0.0", [], None),
+    ({"type": "NodePort", "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 443, "nodePort": 30443},
+                                    {"name": "c", "port": 8080}, {"name": "d", "port": 80, "protocol": "UDP"}]},
+     "10.96.0.0", [32769, 30443, 32770, 32769], None),
+    # a requested address is checked against the range only: the kubernetes Service's is given again
+    ({"type": "LoadBalancer", "externalTrafficPolicy": "Local", "clusterIP": "10.96.0.1", "ports": [{"port": 80}]},
+     "10.96.0.1", [32769], 32770),
+])
+async def test_a_dry_run_create_allocates_as_kubes_dry_run_allocators(
+        client: Client, spec: Obj, cluster_ip: str, node_ports: list[int], health: int | None) -> None:
+    before = client.revision()
+    created = await client.create(path("services", NS), service("trial", **spec), dryRun=["All"])
+    assert created["spec"]["clusterIP"] == cluster_ip and created["spec"]["clusterIPs"] == [cluster_ip]
+    assert [p.get("nodePort") for p in created["spec"]["ports"] if p.get("nodePort")] == node_ports
+    assert created["spec"].get("healthCheckNodePort") == health
+    assert client.revision() == before  # nothing stored, nothing reserved
+
+
 async def test_a_node_port_serves_one_port_over_two_protocols(client: Client) -> None:
     dns = await client.create(path("services", NS), service("dns", type="NodePort", ports=[
         {"name": "udp", "port": 53, "protocol": "UDP", "nodePort": 30053},

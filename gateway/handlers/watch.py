@@ -9,8 +9,8 @@ idle stream's connection (`_Disconnects`: a watch waiting for events costs no ti
 When to answer 200: kube-apiserver refuses a malformed watch with a plain error, and once the
 watch has started reports failures as an ERROR event (the cacher's errWatcher). The core has no
 "started" message, so a refusal is what it raises within ACCEPT_WINDOW; after that the headers
-go out (a client's Watch() returns, as it does against kube at once), and a later refusal (a
-resourceVersion the store has not reached, answered after the core's wait) is an ERROR event.
+go out (a client's Watch() returns, as it does against kube at once), and a later refusal (initial
+events from a resourceVersion the store has not reached, answered after the core's wait) is an ERROR event.
 
 A client that stops reading holds at most the transport's 64 KiB, the socket buffers and one batch:
 the next write waits for it, and after WRITE_TIMEOUT the connection is aborted and the stream ends

@@ -72,7 +72,12 @@ async def watch(
     start = wanted
     cache = await _cache(ctx, resource, wanted) if initial and (rv == "0" or opts.HasField("sendInitialEvents")) \
         else None
-    if cache is None:
+    # A watch of the changes after a revision the store has not reached starts now and passes over the changes up
+    # to that revision, as kube's watch cache does (it waits only to send initial events).
+    after = wanted if not initial and wanted > ctx.store.current_revision() else 0
+    if after:
+        start = ctx.store.current_revision()
+    elif cache is None:
         await reach(ctx, wanted)
     if initial:
         # A page that fails after the first (its revision compacted while the client read) raises the
@@ -120,9 +125,16 @@ async def watch(
                 yield core_pb2.WatchResponse(events=[stream.error(translate(err).status)])
                 return
             if events is None:
-                yield core_pb2.WatchResponse(events=[stream.bookmark(max(last, changes.progress()))])
+                progress = max(last, changes.progress())
+                if progress > after:  # never a bookmark before the revision the client asked to start after
+                    yield core_pb2.WatchResponse(events=[stream.bookmark(progress)])
                 continue
             last = events[-1].revision
+            if after:
+                events = [e for e in events if e.revision > after]
+                if not events:
+                    continue
+                after = 0
             try:
                 events = await conversion.events(resource, events)
             except errors.ApiError as err:

@@ -263,11 +263,16 @@ async def test_refused_watches_answer_a_plain_status(server: Server, query: str,
     assert (resp.status, resp.content_type, resp.json()) == (code, JSON, expected)
 
 
-async def test_watch_from_a_future_revision_fails_in_the_stream(server: Server) -> None:
-    """Once a watch has started, kube-apiserver reports failures as ERROR events (the cacher's errWatcher):
-    a resourceVersion the store does not reach in time is a 504 Status in the stream."""
+async def test_watch_from_a_future_revision_waits_for_the_changes_after_it(server: Server) -> None:
+    """kube-apiserver 1.28's watch cache starts a watch from a revision it has not reached at once, with no error,
+    and sends the changes after that revision (beside it: an empty stream until timeoutSeconds)."""
     future = server.revision() + 100
-    async with server.watch(f"{CM}?watch=1&resourceVersion={future}") as stream:
+    async with server.watch(f"{CM}?watch=1&resourceVersion={future}&timeoutSeconds=1") as stream:
+        assert stream.status == 200
+        assert await stream.end() == b""
+    # With initial events the cacher waits for the revision, and gives up with its 504 in the stream.
+    query = f"watch=1&resourceVersion={future}&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    async with server.watch(f"{CM}?{query}&allowWatchBookmarks=true") as stream:
         assert stream.status == 200
         assert await stream.lines(1) == [event("ERROR", kube.status(
             504, "Timeout", f"Timeout: Too large resource version: {future}, current: {server.revision()}",

@@ -296,12 +296,13 @@ async def test_compaction_does_not_affect_state_then_changes(client: Client, run
 @pytest.mark.parametrize(
     "options",
     [
-        pytest.param({}, id="exact"),
         pytest.param({"sendInitialEvents": True, "resourceVersionMatch": "NotOlderThan",
                       "allowWatchBookmarks": True}, id="initial-events-not-older-than"),
     ],
 )
 async def test_future_start_times_out_with_504(client: Client, running: RunningCore, options: Obj) -> None:
+    """Initial events are sent only once the store has reached the revision: kube's cacher waits for it, and gives
+    up with its 504."""
     await create(client, config_map("a"))
     now = current(running)
     future = now + 100
@@ -317,6 +318,23 @@ async def test_future_start_times_out_with_504(client: Client, running: RunningC
     assert status["details"]["causes"] == [
         {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
     assert status["details"]["retryAfterSeconds"] == 1
+
+
+async def test_a_future_start_passes_over_the_changes_up_to_it(client: Client, running: RunningCore) -> None:
+    """A watch of the changes after a revision the store has not reached starts at once, with no error however
+    long it waits, and sends the changes after that revision, as kube-apiserver 1.28's watch cache does (beside
+    it: an empty stream until timeoutSeconds, then only the later objects)."""
+    a = await create(client, config_map("a"))
+    future = rv(a) + 2
+    async with watch(client, CM, resourceVersion=str(future), allowWatchBookmarks=True) as events:
+        await asyncio.sleep(0.7)  # longer than the store's wait (future_wait 0.5 s): still no failure
+        b = await create(client, config_map("b"))
+        c = await create(client, config_map("c"))
+        assert rv(c) == future
+        d = await create(client, config_map("d"))
+        assert summary(await events.take(1)) == [("ADDED", "d", rv(d))]  # not b nor c
+        await events.quiet()
+    assert rv(b) < future
 
 
 async def test_future_start_reached_while_waiting(client: Client, running: RunningCore) -> None:

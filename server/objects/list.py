@@ -232,9 +232,7 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
     from the store is read without values first, and comes with its items (`rendered`) when it has them all."""
     options.list_options(opts, watch=False)
     chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
-    if opts.limit < 0:
-        raise errors.bad_request(f"limit: Invalid value: {opts.limit}: must be greater than or equal to 0")
-    limit = opts.limit or None
+    limit = opts.limit if opts.limit > 0 else None  # kube 1.28 lists everything for a limit below 1, negative too
     prefix = resource.key_prefix(namespace)
     token = getattr(opts, "continue")
     rv, match = opts.resourceVersion, opts.resourceVersionMatch

@@ -386,7 +386,7 @@ class Allocator:
             if number in taken:
                 if taken[number][1] != key[1]:
                     continue  # one node port serves a port number over several protocols
-                raise _invalid(name, [FieldError.invalid(path, number, "provided port is already allocated")])
+                raise _port_taken(name, path, number)
             self._request_port(number, path, used, mine, name)
             taken[number] = key
             reserved.append(number)
@@ -410,7 +410,7 @@ class Allocator:
                       f"{NODE_PORTS.start}-{NODE_PORTS.stop - 1}")
             raise _invalid(name, [FieldError.invalid(path, number, detail)])
         if number in used and number not in mine:
-            raise _invalid(name, [FieldError.invalid(path, number, "provided port is already allocated")])
+            raise _port_taken(name, path, number)
 
     def _next_port(self, used: set[int]) -> int:
         for low, high in ((self.port_band, len(NODE_PORTS)), (0, self.port_band)):
@@ -431,7 +431,7 @@ def _trial_node_ports(spec: Obj, used: set[int], name: str) -> None:
 
     def take(number: int, path: str) -> int:
         if number in used or number in allocated:
-            raise _invalid(name, [FieldError.invalid(path, number, "provided port is already allocated")])
+            raise _port_taken(name, path, number)
         allocated.append(number)
         return number
 
@@ -472,6 +472,11 @@ def _node_ports_of(spec: Obj) -> Iterable[int]:
             yield int(port["nodePort"])
     if spec.get("healthCheckNodePort"):
         yield int(spec["healthCheckNodePort"])
+
+
+def _port_taken(name: str, path: str, number: int) -> errors.ApiError:
+    """The allocator's refusal of a node port that is already someone's (ErrAllocated)."""
+    return _invalid(name, [FieldError.invalid(path, number, "provided port is already allocated")])
 
 
 def _invalid(name: str, errs: list[FieldError]) -> errors.ApiError:

@@ -74,9 +74,10 @@ async def watch(
         else None
     # A watch of the changes after a revision the store has not reached starts now and passes over the changes up
     # to that revision, as kube's watch cache does (it waits only to send initial events).
-    after = wanted if not initial and wanted > ctx.store.current_revision() else 0
+    now = ctx.store.current_revision()
+    after = wanted if not initial and wanted > now else 0
     if after:
-        start = ctx.store.current_revision()
+        start = now
     elif cache is None:
         await reach(ctx, wanted)
     if initial:

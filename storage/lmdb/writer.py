@@ -182,7 +182,6 @@ class Writer:
             results.clear()
             events.clear()
             refused.clear()
-            written[0] = 0
             quota = self._quota
             revision = layout.unrev(txn.get(layout.META_REVISION, db=self._dbs.meta))
             used = self._in_use(txn, quota, revision, batch) if quota is not None else 0
@@ -204,13 +203,10 @@ class Writer:
                 if event is not None:
                     revision = event.revision
                     events.append(event)
-                    written[0] += len(op.key) + len(op.value)
                 results.append((op, result))
             if events:
                 txn.put(layout.META_REVISION, layout.rev(revision), db=self._dbs.meta)
             return revision
-
-        written = [0]  # bytes of the writes applied (deletes too: their history entries take pages)
 
         try:
             revision = self._with_txn(apply)
@@ -220,7 +216,8 @@ class Writer:
             self._loop.call_soon_threadsafe(_fail_all, [op.future for op in batch], failure)
             return
         assert isinstance(revision, int)
-        self._put_since += written[0]
+        # the bytes of the writes applied (deletes too: their history entries take pages)
+        self._put_since += sum(len(event.kv.key) + len(event.kv.value) for event in events)
         self._committed_revision = revision
         if events and self._on_durable is not None:
             self._on_durable()

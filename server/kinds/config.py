@@ -18,11 +18,15 @@ from server.machinery.values import Obj
 from server.registry.resources import Resource, Subresource
 from server.registry.strategy import Declared
 
-CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+# Matched whole (fullmatch): Go's `$` is the end of the text, where Python's also matches before a final newline.
+CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 CONFIG_KEY_ERROR = names.regex_error(
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
     "[-._a-zA-Z0-9]+", "key.name", "KEY_NAME", "key-name",
 )
+# Every key of a map, each followed by "/", when all are valid config keys: at most 253 of the key characters
+# ("/" is not one) and none "." or starting with "..".
+_VALID_KEYS = re.compile(r"(?:(?!\.(?:/|\.))[-._a-zA-Z0-9]{1,253}/)*")
 MAX_DATA_BYTES = 1024 * 1024  # ConfigMap and Secret payloads (corev1.MaxSecretSize)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 NAMESPACE_FINALIZER = "kubernetes"
@@ -31,14 +35,34 @@ IMMUTABLE_DETAIL = "field is immutable when `immutable` is set"
 
 @functools.lru_cache(maxsize=8192)
 def _config_key_problems(key: str) -> tuple[str, ...]:
-    """IsConfigMapKey; keys repeat across objects, so verdicts are remembered."""
-    problems = [] if CONFIG_KEY.match(key) else [CONFIG_KEY_ERROR]
-    if len(key) > 253:
-        problems.append("must be no more than 253 characters")
+    """IsConfigMapKey, in its order; keys repeat across objects, so verdicts are remembered."""
+    problems = ["must be no more than 253 characters"] if len(key) > 253 else []
+    if not CONFIG_KEY.fullmatch(key):
+        problems.append(CONFIG_KEY_ERROR)
+    if key == ".":
+        problems.append("must not be '.'")
+    elif key == "..":
+        problems.append("must not be '..'")
+    elif key.startswith(".."):
+        problems.append("must not start with '..'")
     return tuple(problems)
 
 
-def _data_keys(obj: Obj, fields: tuple[str, ...]) -> list[FieldError]:
+def _data_keys(obj: Obj, fields: tuple[str, ...], binary: frozenset[str], size_field: str) -> list[FieldError]:
+    """The payload's keys and size as ValidateConfigMap/ValidateSecret check them: each key IsConfigMapKey, none in
+    two of `fields`, and the keys' and values' bytes at most MAX_DATA_BYTES (the fields in `binary` hold base64,
+    counted decoded; the others UTF-8), a size over it reported on `size_field`."""
+    present = [data for field in fields if (data := obj.get(field))]
+    if len(present) == 1 and type(data := present[0]) is dict:
+        # One map, so no key repeats: when every key is valid (the keys are checked in one match; a key holding
+        # the separator adds one, and the count tells) and the size is surely under the bound (a character is at
+        # most 4 bytes, base64 longer than what it decodes to), nothing is wrong.
+        joined = "/".join(data) + "/"
+        valid = joined.count("/") == len(data) and _VALID_KEYS.fullmatch(joined)
+        if valid and len(joined) - len(data) + 4 * sum(map(len, data.values())) <= MAX_DATA_BYTES:
+            return []
+    elif not present:
+        return []
     errs: list[FieldError] = []
     seen: dict[str, str] = {}
     total = 0
@@ -50,10 +74,21 @@ def _data_keys(obj: Obj, fields: tuple[str, ...]) -> list[FieldError]:
             if key in seen:
                 errs.append(FieldError.invalid(f"{field}[{key}]", key, f"duplicate of key present in {seen[key]}"))
             seen.setdefault(key, field)
-            total += len(key) + len(value)
+            total += len(key.encode()) + _payload_bytes(value, field in binary)
     if total > MAX_DATA_BYTES:
-        errs.append(FieldError.too_long("", MAX_DATA_BYTES))
+        errs.append(FieldError.too_long(size_field, MAX_DATA_BYTES))
     return errs
+
+
+def _payload_bytes(value: object, binary: bool) -> int:
+    if not isinstance(value, str):
+        return 0
+    if binary:
+        try:
+            return len(base64.b64decode(value, validate=True))
+        except ValueError:
+            return len(value)  # refused as base64 by the decoder already
+    return len(value.encode())
 
 
 def _immutable(new: Obj, old: Obj | None, fields: tuple[str, ...]) -> list[FieldError]:
@@ -65,8 +100,13 @@ def _immutable(new: Obj, old: Obj | None, fields: tuple[str, ...]) -> list[Field
     return errs
 
 
+# A ConfigMap reports its size on field.NewPath(""), which prints as "[]"; a Secret on data.
+_BINARY_CONFIG = frozenset({"binaryData"})
+_BINARY_SECRET = frozenset({"data"})
+
+
 def validate_config_map(obj: Obj, old: Obj | None) -> list[FieldError]:
-    return _data_keys(obj, ("data", "binaryData")) + _immutable(obj, old, ("data", "binaryData"))
+    return _data_keys(obj, ("data", "binaryData"), _BINARY_CONFIG, "[]") + _immutable(obj, old, ("data", "binaryData"))
 
 
 def default_secret(obj: Obj) -> None:
@@ -82,7 +122,8 @@ def default_secret(obj: Obj) -> None:
 
 
 def validate_secret(obj: Obj, old: Obj | None) -> list[FieldError]:
-    errs = _data_keys(obj, ("data",)) + _secret_type_errors(obj) + _immutable(obj, old, ("data",))
+    errs = _data_keys(obj, ("data",), _BINARY_SECRET, "data") + _secret_type_errors(obj)
+    errs += _immutable(obj, old, ("data",))
     if old is not None and obj.get("type") != old.get("type"):
         errs.append(FieldError.invalid("type", obj.get("type"), "field is immutable"))
     return errs

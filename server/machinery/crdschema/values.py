@@ -6,7 +6,7 @@ field error (apiextensions-apiserver's kubeOpenAPIResultToFieldErrors). The caus
     spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"
     spec.name: Required value
     spec.color: Unsupported value: "pink": supported values: "red", "blue"
-    spec.name: Too long: may not be more than 5 bytes
+    spec.name: Too long: may not be longer than 5
     spec.items: Too many: 4: must have at most 3 items
     spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1
     spec.host: Invalid value: "a b": spec.host in body should match '^[a-z.]+$'
@@ -109,7 +109,7 @@ def _validate(value: Any, schema: Structural, path: str, errs: list[FieldError])
 def _string(value: str, schema: Structural, path: str, errs: list[FieldError]) -> None:
     length = len(value)  # kube-openapi counts runes
     if schema.max_length is not None and length > schema.max_length:
-        errs.append(FieldError.too_long(path, schema.max_length))
+        errs.append(FieldError.too_long_max_length(path, schema.max_length))
     if schema.min_length is not None and length < schema.min_length:
         errs.append(FieldError.invalid(
             path, value, f"{path} {IN_BODY} should be at least {schema.min_length} chars long"))

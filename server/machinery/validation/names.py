@@ -96,10 +96,12 @@ class FieldError:
     @classmethod
     def too_long(cls, field: str, max_length: int) -> FieldError:
         """field.TooLong: the value is never shown, only the limit in bytes."""
-        if max_length < 0:
-            detail = "value is too long"
-        else:
-            detail = f"may not be more than {max_length} {'byte' if max_length == 1 else 'bytes'}"
+        return cls(ErrorType.TOO_LONG, field, "<value omitted>", f"must have at most {max_length} bytes")
+
+    @classmethod
+    def too_long_max_length(cls, field: str, max_length: int) -> FieldError:
+        """field.TooLongMaxLength (a custom resource's maxLength): the limit without a unit."""
+        detail = f"may not be longer than {max_length}" if max_length >= 0 else "value is too long"
         return cls(ErrorType.TOO_LONG, field, "<value omitted>", detail)
 
     def body(self) -> str:

@@ -9,6 +9,7 @@ pkg/apis/core/validation, pkg/registry/core/{pod,service,node,...}, plugin/pkg/a
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import ipaddress
 import logging
@@ -31,6 +32,8 @@ from tests.server import kube
 from tests.server.client import Client, Failed, Obj, path, raw, refused
 
 NS = "default"
+CONFIG_KEY_MSG = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  "
+                  "or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')")
 
 
 # a resource.Quantity as field.ErrorBody prints it (%#v: its String has a pointer receiver)
@@ -327,6 +330,26 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
     ("pvc of no storage", "persistentvolumeclaims", {"metadata": {"name": "c"}, "spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "0"}}}}, "PersistentVolumeClaim",
      [invalid("spec.resources[storage]", '"0"', "must be greater than zero")]),
+    ("config key '.'", "configmaps", {"metadata": {"name": "c"}, "data": {".": "v"}}, "ConfigMap",
+     [invalid("data[.]", '"."', "must not be '.'")]),
+    ("config key '..'", "configmaps", {"metadata": {"name": "c"}, "data": {"..": "v"}}, "ConfigMap",
+     [invalid("data[..]", '".."', "must not be '..'")]),
+    ("config key starting with '..'", "configmaps", {"metadata": {"name": "c"}, "binaryData": {"..a": "dg=="}},
+     "ConfigMap", [invalid("binaryData[..a]", '"..a"', "must not start with '..'")]),
+    ("config key ending in a newline", "configmaps", {"metadata": {"name": "c"}, "data": {"ok": "v", "a\n": "v"}},
+     "ConfigMap", [invalid("data[a\n]", '"a\\n"', CONFIG_KEY_MSG)]),
+    ("config key of 254 characters", "configmaps", {"metadata": {"name": "c"}, "data": {"k" * 254: "v"}},
+     "ConfigMap", [invalid(f"data[{'k' * 254}]", f'"{"k" * 254}"', "must be no more than 253 characters")]),
+    ("config key in data and binaryData", "configmaps", {"metadata": {"name": "c"}, "data": {"a": "v"},
+     "binaryData": {"a": "dg=="}}, "ConfigMap", [invalid("binaryData[a]", '"a"', "duplicate of key present in data")]),
+    ("config map over 1 MiB in UTF-8", "configmaps", {"metadata": {"name": "c"}, "data": {"a": "\u00e9" * 600_000}},
+     "ConfigMap", [kube.cause("FieldValueTooLong", "Too long: must have at most 1048576 bytes", "[]")]),
+    ("config map binaryData over 1 MiB decoded", "configmaps", {"metadata": {"name": "c"}, "binaryData": {
+        "a": base64.b64encode(b"x" * (1 << 20)).decode(), "b": "eA=="}}, "ConfigMap",
+     [kube.cause("FieldValueTooLong", "Too long: must have at most 1048576 bytes", "[]")]),
+    ("secret over 1 MiB decoded", "secrets", {"metadata": {"name": "s"}, "data": {
+        "a": base64.b64encode(b"x" * (1 << 20)).decode()}}, "Secret",
+     [kube.cause("FieldValueTooLong", "Too long: must have at most 1048576 bytes", "data")]),
     ("tls secret without its keys", "secrets", {"metadata": {"name": "s"}, "type": "kubernetes.io/tls"}, "Secret",
      [required("data[tls.crt]"), required("data[tls.key]")]),
     ("basic-auth secret without either key", "secrets", {"metadata": {"name": "s"}, "type": "kubernetes.io/basic-auth"},
@@ -374,6 +397,18 @@ async def test_validation(client: Client, resource: str, obj: Obj, kind: str, ca
     failed = await refused(client.create(_at(resource, namespaced), obj))
     assert failed.status == kube.invalid(kind, obj["metadata"]["name"], causes)
     assert client.revision() == before
+
+
+@pytest.mark.parametrize(("resource", "obj"), [
+    ("secrets", {"metadata": {"name": "s"}, "data": {"a": base64.b64encode(b"x" * 1_000_000).decode()}}),
+    ("configmaps", {"metadata": {"name": "c"}, "binaryData": {"a": base64.b64encode(b"x" * 1_000_000).decode()}}),
+    ("configmaps", {"metadata": {"name": "c"}, "data": {"a": "x" * 1_000_000}}),
+], ids=["secret", "binaryData", "data"])
+async def test_payload_size_counts_decoded_bytes(client: Client, resource: str, obj: Obj) -> None:
+    """A payload's size is its bytes as kube holds them: base64 counts what it decodes to (1.33 MB of base64
+    holds 1,000,000 bytes, under the 1 MiB bound)."""
+    created = await client.create(path(resource, NS), obj)
+    assert created["metadata"]["name"] == obj["metadata"]["name"]
 
 
 async def test_service_names_are_dns1035_labels(client: Client) -> None:

@@ -179,7 +179,7 @@ async def test_status_is_not_owned_through_the_main_resource(client: Client) -> 
     pytest.param(config({"k": "v"}), {"fieldManager": ""}, kube.invalid_options("PatchOptions", [
         kube.field_required("fieldManager", "is required for apply patch")]), id="no field manager"),
     pytest.param(config({"k": "v"}), {"fieldManager": "x" * 129}, kube.invalid_options("PatchOptions", [
-        kube.cause("FieldValueTooLong", "Too long: may not be more than 128 bytes", "fieldManager")]),
+        kube.cause("FieldValueTooLong", "Too long: must have at most 128 bytes", "fieldManager")]),
         id="field manager too long"),
     pytest.param({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "a"}}, {}, kube.bad_request(
         "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1"),

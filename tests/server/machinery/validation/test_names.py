@@ -282,15 +282,16 @@ def test_name_funcs(name: str, prefix: bool, label: list[str], dns1035: list[str
         ),
         (
             FieldError.too_long("metadata.annotations", 262144),
-            "Too long: may not be more than 262144 bytes",
+            "Too long: must have at most 262144 bytes",
             {
                 "reason": "FieldValueTooLong",
-                "message": "Too long: may not be more than 262144 bytes",
+                "message": "Too long: must have at most 262144 bytes",
                 "field": "metadata.annotations",
             },
         ),
-        (FieldError.too_long("f", 1), "Too long: may not be more than 1 byte", None),
-        (FieldError.too_long("f", -1), "Too long: value is too long", None),
+        (FieldError.too_long("f", 1), "Too long: must have at most 1 bytes", None),
+        (FieldError.too_long_max_length("f", 5), "Too long: may not be longer than 5", None),
+        (FieldError.too_long_max_length("f", -1), "Too long: value is too long", None),
         (FieldError.not_found("spec.x", "y"), 'Not found: "y"', None),
         (FieldError.invalid("spec.replicas", -1, "must be greater than or equal to 0"), None, None),
         (FieldError.invalid("values", None, "d"), "Invalid value: null: d", None),
@@ -442,8 +443,8 @@ LIMIT = 256 * 1024
         ({}, []),
         ({"Example.COM/Some_Key": "any value at all\n"}, []),  # keys are checked lower-cased
         ({"k": "v" * (LIMIT - 1)}, []),
-        ({"k": "v" * LIMIT}, ["metadata.annotations: Too long: may not be more than 262144 bytes"]),
-        ({"k": "é" * (LIMIT // 2)}, ["metadata.annotations: Too long: may not be more than 262144 bytes"]),
+        ({"k": "v" * LIMIT}, ["metadata.annotations: Too long: must have at most 262144 bytes"]),
+        ({"k": "é" * (LIMIT // 2)}, ["metadata.annotations: Too long: must have at most 262144 bytes"]),
         (
             {"helm.sh/depends-on/resource-groups": "x"},
             [f'metadata.annotations: Invalid value: "helm.sh/depends-on/resource-groups": {LABEL_KEY_MSG}'],

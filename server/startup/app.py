@@ -29,7 +29,7 @@ from server.auth.apf import Classifier
 from server.auth.config import SecurityConfig
 from server.auth.guard import GuardedCore
 from server.auth.setup import ConfigError, Security, start_security
-from server.controllers import apiservices, eventttl, flowcontrol
+from server.controllers import apiservices, eventttl, flowcontrol, legacytokentracking
 from server.controllers.aggregation import AggregationController
 from server.controllers.crds import CrdController
 from server.controllers.gc import GarbageCollector
@@ -267,6 +267,9 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
         *apiservices.singletons(core),
         *flowcontrol.singletons(core, informers),
         *eventttl.singletons(core, informers, event_ttl),  # kube-apiserver's own: Events expire
+        # kube-apiserver's own: since when secret-based token uses are labelled (where such tokens are accepted)
+        *(legacytokentracking.singletons(core, informers)
+          if security.service_account_signing_key_file or security.service_account_key_files else ()),
         *(simulated.singletons() if simulated is not None else ()),  # the simulated kubelets
     ])
     aggregation = AggregationController(core, informers, singletons.leading, client_certificate=proxy_client)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from server.auth.config import SecurityConfig
-from server.controllers import csrsigning, endpoints, endpointslicemirroring, endpointslices
+from server.controllers import csrsigning, endpoints, endpointslicemirroring, endpointslices, tokens
 from server.controllers.nodelifecycle import LifecycleConfig, NodeLifecycleController
 from server.controllers.podgc import PodGC, PodGCConfig
 from server.controllers.resourcequota import ResourceQuotaController
@@ -115,6 +115,10 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller("clusterrole-aggregation", _prebuilt("clusterrole-aggregation"), default=True),
     Controller("serviceaccount", _service_accounts, default=True, per_namespace=True),
     Controller("root-ca-cert-publisher", _root_ca, default=True, per_namespace=True),
+    # secret-based service account tokens filled and cleaned up (needs the signing key, as kube's needs its own)
+    Controller("serviceaccount-token", lambda c: tokens.singletons(
+        c.core, c.informers, c.security.service_account_signing_key_file, c.security.root_ca_file),
+        default=True, per_namespace=True),
     Controller("resourcequota", _quota, default=True, per_namespace=True),
     Controller("csrsigning", lambda c: csrsigning.singletons(c.core, c.security), default=True),
     Controller("endpoint", lambda c: endpoints.singletons(c.core, c.informers), default=True, per_namespace=True),

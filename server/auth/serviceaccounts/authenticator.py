@@ -2,8 +2,8 @@
 
 A token is this authenticator's when it parses as a JWT whose `iss` is the configured issuer; anything else
 (a static token, garbage, another issuer's JWT) is None, and the union answers 401 if no one knows it, as kube
-does. Legacy secret-based tokens (issuer `kubernetes/serviceaccount`) are not accepted: nothing here issues
-them (kube 1.28 no longer auto-generates them either), so a token claiming that issuer is not ours.
+does. A token whose `iss` is `kubernetes/serviceaccount` is a secret-based one (legacy.py), checked as kube's
+legacy validator checks it (below).
 
 Ours, then checked in kube's order, each failure Unauthorized:
 - the signature, by any verification key whose algorithm is the header's (RS256 for RSA keys, ES256/384/512
@@ -13,6 +13,13 @@ Ours, then checked in kube's order, each failure Unauthorized:
   is not deleted longer than the leeway ago; likewise the bound Pod or Secret when the token names one.
 The lookups read indexes kept by watches (index.py); a miss is read from the core once, since a watch may
 lag behind an object created a moment ago.
+
+A secret-based token: the signature as above; no time window (it never expires); an `aud`, if it has one, must
+share an audience with the API audiences (none: the API audiences); the claims as legacy.claims_of reads them.
+Then, on every request: the Secret it names exists, is not being deleted and holds exactly this token; the
+ServiceAccount exists, is not being deleted and has the uid the token names. A token that passes has its
+Secret's `kubernetes.io/legacy-token-last-used` label set to today (UTC) unless it says today or tomorrow
+already, by the `mark_used` callback, as kube's validator patches it.
 
 Caching (kube's token cache keeps a verified token's answer 10 s): what a token proves by itself, the signature,
 audience and claims, is verified once and kept by a salted SHA-256 of the token (never the token) for VERIFIED_TTL
@@ -25,7 +32,9 @@ expires or when what it names is deleted or recreated. A token not yet valid (nb
 from __future__ import annotations
 
 import calendar
+import datetime
 import hashlib
+import hmac
 import logging
 import os
 import time
@@ -35,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.auth.errors import Unauthorized
-from server.auth.serviceaccounts import jws
+from server.auth.serviceaccounts import jws, legacy
 from server.auth.serviceaccounts.index import Entry
 from server.auth.serviceaccounts.keys import VerificationKey
 from server.machinery.credentials import Credentials
@@ -93,6 +102,15 @@ class Verified:
 
 
 @dataclass(frozen=True, slots=True)
+class LegacyVerified:
+    """A secret-based token whose signature and claims are checked: what every request checks it against."""
+
+    claims: legacy.Claims
+    token: bytes  # legacy.digest of the token, compared with the Secret's
+    user: UserInfo
+
+
+@dataclass(frozen=True, slots=True)
 class _Refused:
     why: str
 
@@ -104,14 +122,14 @@ class _Cache:
         # SHA-256 of a random per-process salt and the token: the key cannot be computed without the token, nor
         # precomputed across processes.
         self._salted = hashlib.sha256(os.urandom(32))
-        self._entries: OrderedDict[bytes, tuple[float, Verified | _Refused]] = OrderedDict()
+        self._entries: OrderedDict[bytes, tuple[float, Verified | LegacyVerified | _Refused]] = OrderedDict()
 
     def digest(self, token: str) -> bytes:
         hashed = self._salted.copy()
         hashed.update(token.encode())
         return hashed.digest()
 
-    def get(self, digest: bytes, now: float) -> Verified | _Refused | None:
+    def get(self, digest: bytes, now: float) -> Verified | LegacyVerified | _Refused | None:
         entry = self._entries.get(digest)
         if entry is None:
             return None
@@ -121,7 +139,7 @@ class _Cache:
         self._entries.move_to_end(digest)
         return entry[1]
 
-    def put(self, digest: bytes, value: Verified | _Refused, deadline: float) -> None:
+    def put(self, digest: bytes, value: Verified | LegacyVerified | _Refused, deadline: float) -> None:
         self._entries[digest] = (deadline, value)
         self._entries.move_to_end(digest)
         if len(self._entries) > CACHE_SIZE:
@@ -130,8 +148,11 @@ class _Cache:
 
 class ServiceAccountAuthenticator:
     def __init__(self, *, issuer: str, keys: tuple[VerificationKey, ...], audiences: tuple[str, ...],
-                 lookup: Lookup, peek: Peek = _no_peek) -> None:
+                 lookup: Lookup, peek: Peek = _no_peek,
+                 mark_used: Callable[[str, str], None] | None = None) -> None:
+        """mark_used(namespace, secret): label the Secret of a secret-based token used today (no label: None)."""
         self._issuer = issuer
+        self._mark_used = mark_used
         self._keys = keys
         self._audiences = frozenset(audiences)
         self._lookup = lookup
@@ -146,11 +167,20 @@ class ServiceAccountAuthenticator:
         cached = self._cache.get(digest, time.monotonic())
         if cached is None:
             parsed = jws.parse(token)
-            if parsed is None or parsed.claims.get("iss") != self._issuer:
+            if parsed is None:
                 return None
-            cached = self._verify(parsed, digest)
+            issuer = parsed.claims.get("iss")
+            if issuer == self._issuer:
+                cached = self._verify(parsed, digest)
+            elif issuer == legacy.ISSUER:
+                cached = self._verify_legacy(parsed, token, digest)
+            else:
+                return None
         if isinstance(cached, _Refused):
             raise Unauthorized(cached.why)
+        if isinstance(cached, LegacyVerified):
+            await self._check_legacy(cached)
+            return cached.user
         now = time.time()
         if now >= cached.window.expires:
             raise Unauthorized("service account token has expired")
@@ -171,8 +201,30 @@ class ServiceAccountAuthenticator:
             self._cache.put(digest, verified, time.monotonic() + VERIFIED_TTL)
         return verified
 
-    def _verified(self, token: jws.Token) -> Verified:
-        """Signature, time window (a token expired for good is refused), audience and the kubernetes.io claims."""
+    def _verify_legacy(self, token: jws.Token, text: str, digest: bytes) -> LegacyVerified | _Refused:
+        """A secret-based token's signature, audience and claims, cached as a bound token's are."""
+        answer: LegacyVerified | _Refused
+        try:
+            self._signed(token)
+            claims = token.claims
+            audiences = claims.get("aud")
+            if audiences is not None:
+                self._audience(audiences)
+            checked = legacy.claims_of(claims)
+        except Unauthorized as err:
+            answer = _Refused(err.why)
+        except legacy.Refused as err:
+            answer = _Refused(str(err))
+        else:
+            user = UserInfo(service_account_username(checked.namespace, checked.account), checked.account_uid,
+                            service_account_groups(checked.namespace))
+            answer = LegacyVerified(checked, legacy.digest(text.encode()), user)
+        ttl = FAILED_TTL if isinstance(answer, _Refused) else VERIFIED_TTL
+        self._cache.put(digest, answer, time.monotonic() + ttl)
+        return answer
+
+    def _signed(self, token: jws.Token) -> None:
+        """Unauthorized unless a verification key of the header's algorithm signed the token."""
         header = token.header
         alg = header.get("alg")
         if "crit" in header:
@@ -182,6 +234,41 @@ class ServiceAccountAuthenticator:
             raise Unauthorized(f"service account token signed with an unaccepted algorithm {alg!r}")
         if not any(jws.verify(token, key.key, key.algorithm) for key in candidates):
             raise Unauthorized("service account token signature is invalid")
+
+    def _audience(self, audiences: Any) -> None:
+        """Unauthorized unless the token's `aud` shares an audience with the API audiences."""
+        token_audiences = [audiences] if isinstance(audiences, str) else audiences
+        if not isinstance(token_audiences, list) or not self._audiences.intersection(
+                a for a in token_audiences if isinstance(a, str)):
+            raise Unauthorized(f"token audiences {token_audiences!r} is invalid for the target audiences "
+                               f"{sorted(self._audiences)!r}")
+
+    async def _check_legacy(self, token: LegacyVerified) -> None:
+        """The legacy validator's lookups, in its order, then the last-used label."""
+        claims, peek = token.claims, self._peek
+        namespace = claims.namespace
+        secret = peek("secrets", namespace, claims.secret) or await self._lookup("secrets", namespace, claims.secret)
+        if secret is None or secret.deletion_timestamp:
+            raise Unauthorized("Token has been invalidated")
+        if not secret.token or not hmac.compare_digest(secret.token, token.token):
+            raise Unauthorized("Token does not match server's copy")
+        name = claims.account
+        account = peek("serviceaccounts", namespace, name) or await self._lookup("serviceaccounts", namespace, name)
+        if account is None:
+            raise Unauthorized(f'serviceaccounts "{name}" not found')
+        if account.deletion_timestamp:
+            raise Unauthorized(f"ServiceAccount {namespace}/{name} has been deleted")
+        if account.uid != claims.account_uid:
+            raise Unauthorized(f"ServiceAccount UID ({account.uid}) does not match claim ({claims.account_uid})")
+        if self._mark_used is not None:
+            now = datetime.datetime.now(datetime.UTC)
+            today = now.strftime("%Y-%m-%d")
+            if secret.last_used not in (today, (now + datetime.timedelta(days=1)).strftime("%Y-%m-%d")):
+                self._mark_used(namespace, claims.secret)
+
+    def _verified(self, token: jws.Token) -> Verified:
+        """Signature, time window (a token expired for good is refused), audience and the kubernetes.io claims."""
+        self._signed(token)
         claims = token.claims
         try:
             window = jws.window(claims, LEEWAY)
@@ -189,12 +276,7 @@ class ServiceAccountAuthenticator:
             raise Unauthorized(str(err)) from None
         if time.time() >= window.expires:
             raise Unauthorized("service account token has expired")
-        audiences = claims.get("aud")
-        token_audiences = [audiences] if isinstance(audiences, str) else audiences
-        if not isinstance(token_audiences, list) or not self._audiences.intersection(
-                a for a in token_audiences if isinstance(a, str)):
-            raise Unauthorized(f"token audiences {token_audiences!r} is invalid for the target audiences "
-                               f"{sorted(self._audiences)!r}")
+        self._audience(claims.get("aud"))
         private = claims.get("kubernetes.io")
         if not isinstance(private, dict):
             raise Unauthorized("service account token has no kubernetes.io claims")

@@ -1,7 +1,7 @@
 """Issuing service account tokens: kube's serviceaccount.Claims and JWTTokenGenerator as of 1.28.
 
-A token is a JWS signed with the signing key (RS256 for RSA, ES256/384/512 for ECDSA), header `kid` the key's
-id (keys.py). Claims, exactly 1.28's (no `jti`, which 1.29 added):
+A token is a JWS signed with the signing key (RS256 for RSA, ES256/384/512 for ECDSA), header `alg` and `kid`
+(the key's id, keys.py) and no `typ`, as go-jose writes it. Claims, exactly 1.28's (no `jti`, which 1.29 added):
   iss  the configured issuer             sub  system:serviceaccount:<ns>:<name>
   aud  the audiences (a list)            iat, nbf  now; exp  now + expirationSeconds
   kubernetes.io  {namespace, serviceaccount {name, uid}, pod {name, uid} | secret {name, uid}}
@@ -65,7 +65,7 @@ class TokenIssuer:
                 "sub": service_account_username(account.namespace, account.name)}
 
     def sign(self, claims: dict[str, Any]) -> str:
-        return jwt.encode(claims, self._key, algorithm=self._algorithm, headers={"kid": self._kid})
+        return jwt.encode(claims, self._key, algorithm=self._algorithm, headers={"kid": self._kid, "typ": None})
 
     def issue(self, account: Account, *, audiences: tuple[str, ...], expiration_seconds: int,
               pod: ObjectRef | None = None, secret: ObjectRef | None = None, now: int | None = None) -> Issued:

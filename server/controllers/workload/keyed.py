@@ -67,6 +67,7 @@ class KeyedController:
     workers syncing the queued keys (server/runtime/worker.py). Subclasses say what to follow and how to sync."""
 
     name = "controller"
+    manager = MANAGER  # the field manager of the controller's writes
     workers = 1
     backoff = (RETRY, RETRY)  # (first delay, cap) in seconds before a failed key is synced again
 
@@ -80,11 +81,14 @@ class KeyedController:
         return Worker(WorkQueue(ExponentialBackoff(*self.backoff)), self.sync, name=f"capstan-{self.name}",
                       count=self.workers, retry=self._failed)
 
-    def follow(self, at: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None]) -> Indexer[Obj]:
-        """The cache of the resource's shared informer; `changed(old, new)` is called on every change while
-        this controller runs (None for a side that does not exist)."""
+    def follow(self, at: core_pb2.ResourcePath, changed: Callable[[Obj | None, Obj | None], None], *,
+               field_selector: str = "") -> Indexer[Obj]:
+        """The cache of the resource's shared informer (of the objects `field_selector` selects, when given);
+        `changed(old, new)` is called on every change while this controller runs (None for a side that does not
+        exist)."""
         handlers: Handlers[Obj] = on_change(changed)
-        return self._subscriptions.add(self._shared.informer(at), handlers).cache
+        informer = self._shared.informer(at, field_selector=field_selector)
+        return self._subscriptions.add(informer, handlers).cache
 
     def queue(self, key: Key) -> None:
         self._worker.queue.add(key)
@@ -125,20 +129,20 @@ class KeyedController:
 
     async def create(self, at: core_pb2.ResourcePath, obj: Obj) -> Obj:
         request = core_pb2.CreateRequest(path=at, object=raw(obj))
-        request.options.fieldManager = MANAGER
+        request.options.fieldManager = self.manager
         return decode((await self.core.create(request)).object)
 
     async def update(self, at: core_pb2.ResourcePath, obj: Obj, *, subresource: str = "") -> Obj:
         """PUT of obj (its resourceVersion the precondition), or of its /status with subresource="status"."""
         request = core_pb2.UpdateRequest(path=named(at, key_of(obj)[1], subresource), object=raw(obj))
-        request.options.fieldManager = MANAGER
+        request.options.fieldManager = self.manager
         return decode((await self.core.update(request)).object)
 
     async def patch(self, at: core_pb2.ResourcePath, name: str, patch: Obj, *,
                     kind: core_pb2.PatchType = core_pb2.PATCH_TYPE_STRATEGIC_MERGE,
                     subresource: str = "") -> Obj:
         request = core_pb2.PatchRequest(path=named(at, name, subresource), type=kind, patch=orjson.dumps(patch))
-        request.options.fieldManager = MANAGER
+        request.options.fieldManager = self.manager
         return decode((await self.core.patch(request)).object)
 
     async def delete(self, at: core_pb2.ResourcePath, name: str, *, uid: str = "") -> None:

@@ -1,8 +1,9 @@
 """The OpenAPI endpoints, answered as kube-openapi's handlers answer them.
 
-  GET /openapi/v3                  the index: each group version's document URL, with its hash
-  GET /openapi/v3/<group version>  the document as JSON; with ?hash= it is immutable (cached for a year),
-                                   and a stale hash is redirected (301) to the current one
+  GET /openapi/v3                  the index: each document's URL, with its hash
+  GET /openapi/v3/<name>           a group version's document ("api/v1", "apis/apps/v1") or a root one
+                                   ("api", "apis", "apis/apps", "version") as JSON; with ?hash= it is immutable
+                                   (cached for a year), and a stale hash is redirected (301) to the current one
   GET /openapi/v2                  every group version in one Swagger 2.0 document, as JSON or in
                                    gnostic's protobuf encoding (what kubectl asks for)
 

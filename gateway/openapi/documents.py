@@ -2,8 +2,10 @@
 
 One document per group version ("api/v1", "apis/apps/v1"): its resources' operations (paths.py) and the
 schemas they reach (schemas.py), looked up by each resource's proto_message in the default descriptor
-pool. The index (/openapi/v3) points at each document with a hash of its bytes, as kube-openapi's
-handler3 does: {"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=<SHA-512, upper hex>"}}}.
+pool; and the documents of the discovery paths and /version (roots.py: "api", "apis", "apis/<group>",
+"version"). Every document declares kube's BearerToken security scheme. The index (/openapi/v3) points at
+each document with a hash of its bytes, as kube-openapi's handler3 does:
+{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=<SHA-512, upper hex>"}}}.
 A resource without a protobuf message (JSON-only kinds) has no schema to publish and is left out. A group
 version an extension API server serves (an APIService with a service) has the document that server published,
 as the core last fetched it.
@@ -37,7 +39,7 @@ from capstan.api.events.v1 import events_pb2 as _events_v1  # noqa: F401
 from capstan.api.meta.v1 import meta_pb2 as _meta_v1  # noqa: F401
 from capstan.api.rbac.v1 import rbac_pb2 as _rbac_v1  # noqa: F401
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway.openapi import comments, custom, gnostic, objectmeta, paths, swagger
+from gateway.openapi import comments, custom, gnostic, objectmeta, paths, roots, swagger
 from gateway.openapi.schemas import GVK, META, SchemaSet
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,8 @@ PATCH_SCHEMA: Doc = {
     "description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.",
     "type": "object",
 }
+SECURITY_SCHEMES: Doc = {"BearerToken": {
+    "description": "Bearer Token authentication", "in": "header", "name": "authorization", "type": "apiKey"}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +69,7 @@ class Document:
 @dataclass(frozen=True, slots=True)
 class Documents:
     index: Document
-    group_versions: Mapping[str, Document]  # "api/v1", "apis/<group>/<version>" -> its document
+    group_versions: Mapping[str, Document]  # "api/v1", "apis/<group>/<version>" (and the roots) -> its document
     swagger: Document  # /openapi/v2 as JSON; its etag also names the protobuf form
     swagger_protobuf: bytes  # /openapi/v2 in gnostic's protobuf encoding
     last_modified: str  # HTTP date of the build
@@ -93,7 +97,11 @@ def build(discovered: core_pb2.DiscoverResponse, *, version: str) -> Documents:
         if doc is not None:
             v3[key(backend.group, backend.version)] = doc
             merged.append(doc)
-    docs = {name: Document.of(doc) for name, doc in v3.items()}
+    groups = {g for g, _ in by_gv if g} | {b.group for b in discovered.aggregated if b.group}
+    for name, (schemas, operations) in roots.documents(groups, find).items():
+        root = v3.setdefault(name, _document(schemas, operations, version))
+        merged.append(root)
+    docs = {name: Document.of(doc) for name, doc in sorted(v3.items())}
     index = {"paths": {name: {"serverRelativeURL": server_relative_url(name, doc.etag)} for name, doc in docs.items()}}
     v2 = custom.bare_in_v2(swagger.swagger(merged, version=version))
     return Documents(Document.of(index), docs, Document.of(v2), gnostic.document(v2), formatdate(usegmt=True))
@@ -192,8 +200,12 @@ def _group_version(group: str, version: str, resources: list[core_pb2.Resource],
     objectmeta.describe(schemas.schemas)
     if resources and not any(r.proto_message for r in resources):
         operations = custom.json_only(operations)  # custom resources: JSON and YAML only
+    return _document(schemas, operations, server_version)
+
+
+def _document(schemas: SchemaSet, operations: Doc, server_version: str) -> Doc:
     return {
-        "components": {"schemas": schemas.schemas},
+        "components": {"schemas": schemas.schemas, "securitySchemes": SECURITY_SCHEMES},
         "info": {"title": "Kubernetes", "version": server_version},
         "openapi": "3.0.0",
         "paths": operations,

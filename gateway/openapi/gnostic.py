@@ -57,11 +57,22 @@ def _extensions(field: int, doc: Doc) -> bytes:
 
 
 def document(doc: Doc) -> bytes:
-    """openapi.v2.Document: swagger = 1, info = 2, paths = 8, definitions = 9."""
+    """openapi.v2.Document: swagger = 1, info = 2, paths = 8, definitions = 9, security = 12,
+    security_definitions = 13."""
     info = _string(1, doc["info"]["title"]) + _string(2, doc["info"]["version"])
     paths = b"".join(_named(2, path, _path_item(item)) for path, item in sorted(doc["paths"].items()))
     definitions = b"".join(_named(1, name, schema(s)) for name, s in sorted(doc["definitions"].items()))
-    return _string(1, doc["swagger"]) + _message(2, info) + _message(8, paths) + _message(9, definitions)
+    # SecurityRequirement{additional_properties = 1: NamedStringArray{name, value: StringArray{value = 1}}}
+    security = b"".join(_message(12, b"".join(_named(1, name, _strings(1, scopes))
+                                              for name, scopes in sorted(requirement.items())))
+                        for requirement in doc.get("security", ()))
+    # SecurityDefinitions{additional_properties = 1: NamedSecurityDefinitionsItem{name, value:
+    # SecurityDefinitionsItem{api_key_security = 2: ApiKeySecurity{type = 1, name = 2, in = 3, description = 4}}}}
+    schemes = b"".join(_named(1, name, _message(2, _string(1, d["type"]) + _string(2, d["name"]) + _string(3, d["in"])
+                                                + _string(4, d.get("description", ""))))
+                       for name, d in sorted(doc.get("securityDefinitions", {}).items()) if d.get("type") == "apiKey")
+    return (_string(1, doc["swagger"]) + _message(2, info) + _message(8, paths) + _message(9, definitions) + security
+            + (_message(13, schemes) if schemes else b""))
 
 
 def _path_item(item: Doc) -> bytes:

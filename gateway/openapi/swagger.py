@@ -24,6 +24,7 @@ _V2_REF = "#/definitions/"
 
 
 def swagger(documents: Iterable[Doc], *, version: str) -> Doc:
+    documents = list(documents)
     paths: Doc = {}
     definitions: Doc = {}
     for doc in documents:
@@ -31,8 +32,15 @@ def swagger(documents: Iterable[Doc], *, version: str) -> Doc:
             definitions[name] = schema_v2(schema)
         for path, item in doc["paths"].items():
             paths[path] = _path_item(item)
-    return {"definitions": definitions, "info": {"title": "Kubernetes", "version": version}, "paths": paths,
-            "swagger": "2.0"}
+    out: Doc = {"definitions": definitions, "info": {"title": "Kubernetes", "version": version}, "paths": paths,
+                "swagger": "2.0"}
+    schemes: Doc = {}
+    for doc in documents:
+        schemes.update(doc["components"].get("securitySchemes", {}))
+    if schemes:  # kube's v2 document declares its schemes and requires each of them
+        out["securityDefinitions"] = schemes
+        out["security"] = [{name: []} for name in sorted(schemes)]
+    return out
 
 
 def schema_v2(schema: Doc) -> Doc:

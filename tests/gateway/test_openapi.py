@@ -31,7 +31,7 @@ import capstan.api
 from capstan.cli.inprocess import InProcessClient
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway.app import build_app, start_http
-from gateway.openapi import comments, documents, gnostic, objectmeta, paths, schemas, swagger
+from gateway.openapi import comments, documents, gnostic, objectmeta, paths, roots, schemas, swagger
 from server.auth.guard import unguarded
 from server.kinds import BUILTIN, config
 from server.kinds.services import services
@@ -75,12 +75,12 @@ def _schema(doc: Doc, name: str) -> Doc:
 
 # --- the index ---------------------------------------------------------------------------------------
 
-def test_index_points_at_each_group_version_with_its_hash(built: documents.Documents) -> None:
-    body = built.group_versions["api/v1"].body
-    expected = hashlib.sha512(body).hexdigest().upper()
-    assert orjson.loads(built.index.body) == {
-        "paths": {"api/v1": {"serverRelativeURL": f"/openapi/v3/api/v1?hash={expected}"}}
-    }
+def test_index_points_at_each_document_with_its_hash(built: documents.Documents) -> None:
+    index = orjson.loads(built.index.body)
+    assert sorted(index["paths"]) == ["api", "api/v1", "apis", "version"]
+    for name, entry in index["paths"].items():
+        expected = hashlib.sha512(built.group_versions[name].body).hexdigest().upper()
+        assert entry == {"serverRelativeURL": f"/openapi/v3/{name}?hash={expected}"}
 
 
 def test_a_group_gets_its_own_document() -> None:
@@ -89,7 +89,8 @@ def test_a_group_gets_its_own_document() -> None:
     widget.CopyFrom(discovered.resources[1])  # configmaps, served again as example.com/v1
     widget.group = "example.com"
     built = documents.build(discovered, version="v1.32.0")
-    assert sorted(orjson.loads(built.index.body)["paths"]) == ["api/v1", "apis/example.com/v1"]
+    assert sorted(orjson.loads(built.index.body)["paths"]) == [
+        "api", "api/v1", "apis", "apis/example.com", "apis/example.com/v1", "version"]
     doc = orjson.loads(built.group_versions["apis/example.com/v1"].body)
     assert doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/configmaps"]["get"]["operationId"] == (
         "listExampleComV1NamespacedConfigMap")
@@ -98,6 +99,51 @@ def test_a_group_gets_its_own_document() -> None:
         {"group": "", "kind": "ConfigMap", "version": "v1"},
         {"group": "example.com", "kind": "ConfigMap", "version": "v1"},
     ]
+
+
+def _discovery_operation(operation_id: str, tag: str, description: str, kind: str) -> Doc:
+    content = {media: {"schema": {"$ref": "#/components/schemas/" + META + kind}}
+               for media in ("application/json", "application/vnd.kubernetes.protobuf", "application/yaml")}
+    return {"get": {"description": description, "operationId": operation_id, "tags": [tag], "responses": {
+        "200": {"content": content, "description": "OK"}, "401": {"description": "Unauthorized"}}}}
+
+
+# The root documents as kube-apiserver 1.28 serves them (its /openapi/v3/apis/apps, api, apis and version).
+ROOTS = [
+    ("api", "/api/", _discovery_operation("getCoreAPIVersions", "core", "get available API versions", "APIVersions"),
+     ["APIVersions", "ServerAddressByClientCIDR"]),
+    ("apis", "/apis/", _discovery_operation("getAPIVersions", "apis", "get available API versions", "APIGroupList"),
+     ["APIGroup", "APIGroupList", "GroupVersionForDiscovery", "ServerAddressByClientCIDR"]),
+    ("apis/rbac.authorization.k8s.io", "/apis/rbac.authorization.k8s.io/", _discovery_operation(
+        "getRbacAuthorizationAPIGroup", "rbacAuthorization", "get information of a group", "APIGroup"),
+     ["APIGroup", "GroupVersionForDiscovery", "ServerAddressByClientCIDR"]),
+    ("version", "/version/", {"get": {"description": "get the code version", "operationId": "getCodeVersion",
+                                      "tags": ["version"], "responses": {"200": {"content": {"application/json": {
+                                          "schema": {"$ref": "#/components/schemas/" + roots.VERSION_INFO}}},
+                                          "description": "OK"}, "401": {"description": "Unauthorized"}}}}, None),
+]
+
+
+@pytest.mark.parametrize(("name", "path", "item", "kinds"), ROOTS, ids=[r[0] for r in ROOTS])
+def test_root_documents(name: str, path: str, item: Doc, kinds: list[str] | None) -> None:
+    discovered = _discovered()
+    role = discovered.resources.add()
+    role.CopyFrom(discovered.resources[1])
+    role.group = "rbac.authorization.k8s.io"
+    doc = orjson.loads(documents.build(discovered, version="v1.28.15").group_versions[name].body)
+    assert doc["paths"] == {path: item}
+    assert doc["info"] == {"title": "Kubernetes", "version": "v1.28.15"} and doc["openapi"] == "3.0.0"
+    assert doc["components"]["securitySchemes"] == {"BearerToken": {
+        "description": "Bearer Token authentication", "in": "header", "name": "authorization", "type": "apiKey"}}
+    schemas_found = doc["components"]["schemas"]
+    if kinds is None:
+        assert schemas_found == {roots.VERSION_INFO: roots.VERSION_INFO_SCHEMA}
+        assert schemas_found[roots.VERSION_INFO]["required"] == [
+            "major", "minor", "gitVersion", "gitCommit", "gitTreeState", "buildDate", "goVersion", "compiler",
+            "platform"]
+    else:
+        assert sorted(schemas_found) == [META + kind for kind in kinds]
+        assert schemas_found[META + kinds[0]]["properties"]["kind"]["type"] == "string"
 
 
 def test_documents_are_rebuilt_only_when_discovery_changes() -> None:
@@ -526,6 +572,12 @@ def test_swagger_document(built: documents.Documents) -> None:
     assert shared == {"description": "name of the ConfigMap", "in": "path", "name": "name", "required": True,
                       "type": "string", "uniqueItems": True}
     assert swagger.schema_v2(schemas.WELL_KNOWN["k8s.io.apimachinery.pkg.util.intstr.IntOrString"])["type"] == "string"
+    # kube's v2 document also holds the discovery and version paths, and requires its bearer token scheme
+    assert {"/api/", "/apis/", "/version/"} <= set(doc["paths"])
+    assert doc["paths"]["/version/"]["get"]["operationId"] == "getCodeVersion"
+    assert doc["securityDefinitions"] == {"BearerToken": {
+        "description": "Bearer Token authentication", "in": "header", "name": "authorization", "type": "apiKey"}}
+    assert doc["security"] == [{"BearerToken": []}]
 
 
 # Golden bytes from gnostic's OpenAPIv2.proto field numbers.
@@ -579,6 +631,15 @@ def test_swagger_protobuf_holds_the_json_document(built: documents.Documents) ->
     assert (info[1], info[2]) == (b"Kubernetes", b"v1.32.0")
     assert [_first_name(v) for n, v in _fields(fields[8]) if n == 2] == sorted(doc["paths"])
     assert [_first_name(v) for n, v in _fields(fields[9]) if n == 1] == sorted(doc["definitions"])
+    # security (12): SecurityRequirement{NamedStringArray{name, StringArray{}}}; security_definitions (13):
+    # SecurityDefinitions{NamedSecurityDefinitionsItem{name, SecurityDefinitionsItem{api_key_security (2):
+    # ApiKeySecurity{type, name, in, description}}}}
+    requirement = dict(_fields(dict(_fields(fields[12]))[1]))
+    assert requirement == {1: b"BearerToken", 2: b""}
+    named = dict(_fields(dict(_fields(fields[13]))[1]))
+    assert named[1] == b"BearerToken"
+    api_key = dict(_fields(dict(_fields(named[2]))[2]))
+    assert api_key == {1: b"apiKey", 2: b"authorization", 3: b"header", 4: b"Bearer Token authentication"}
 
 
 # --- HTTP ----------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from gateway.handlers import request as req
 from gateway.handlers import respond
 from gateway.handlers.request import Call
 from gateway.negotiation import CodecName
-from server.machinery.codec import transcode
+from server.machinery.codec import goscan, transcode
 from server.machinery.codec.errors import DecodeError
 
 META_GROUP, META_VERSION, INTERNAL = "meta.k8s.io", "v1", "__internal"  # the handlers' default; the hub version
@@ -98,7 +98,9 @@ async def _body_options(http: web.Request) -> meta_pb2.DeleteOptions | None:
         except yaml_codec.YAMLError as err:
             raise _bad(err.message) from None
     try:
-        doc = orjson.loads(data)
+        doc = goscan.loads(data)
+    except goscan.Refused as err:  # kube: the same words as a 500; a malformed body is the client's 400 here
+        raise _bad(f"couldn't get version/kind; json parse error: {err.message}") from None
     except orjson.JSONDecodeError as err:
         raise _bad(f"json: {err}") from None
     group, version, kind = _interpret(doc)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from capstan.api.core.v1 import core_pb2 as core_v1
 from server.machinery import errors, meta
+from server.machinery.codec import goscan
 from server.machinery.codec.gojson import json_kind
 from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
@@ -162,24 +163,14 @@ def _secret_type_errors(obj: Obj) -> list[FieldError]:
 
 
 def _json_object_problem(raw: bytes) -> str:
-    """Why encoding/json would not read `raw` into a map ("" when it would), in its words for the usual cases."""
-    text = raw.decode("utf-8", "replace")
-    if not text.strip():
-        return "unexpected end of JSON input"
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        if err.pos >= len(text):
-            return "unexpected end of JSON input"
-        return f"invalid character {go_char(text[err.pos])} looking for beginning of value"
+    """Why encoding/json would not read `raw` into a map ("" when it would), in its words."""
+    problem = goscan.syntax_error(raw)
+    if problem is not None:
+        return problem
+    value = json.loads(raw.decode("utf-8", "replace"))
     if value is None or isinstance(value, dict):
         return ""
     return f"json: cannot unmarshal {json_kind(value)} into Go value of type map[string]interface {{}}"
-
-
-def go_char(ch: str) -> str:
-    """How encoding/json quotes a character in its syntax errors."""
-    return "'\\''" if ch == "'" else f"'{ch}'"
 
 
 def default_namespace(obj: Obj) -> None:

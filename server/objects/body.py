@@ -31,7 +31,7 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
-from server.machinery.codec import depth, unstructured, yamlread
+from server.machinery.codec import depth, goscan, unstructured, yamlread
 from server.machinery.codec.errors import EncodeError
 from server.machinery.codec.gojson import json_kind
 from server.machinery.gofmt import go_quote
@@ -231,21 +231,40 @@ def _within(path: str, unknown: Iterable[str]) -> bool:
 
 
 def _parse_json(resource: Resource, data: bytes, original: bytes | None = None) -> Obj:
-    """A JSON body (or a YAML body's conversion, `original` being the YAML) as an object; 400 when it
-    is not one or nests past depth.MAX_DEPTH."""
+    """A JSON body (or a YAML body's conversion, `original` being the YAML) as an object, or kube's 400 for a
+    body its json serializer refuses while looking for the kind (Interpret: Go's json.Unmarshal into
+    {apiVersion, kind}): malformed JSON in Go's words, a document that is no object, an apiVersion or kind that
+    is no string; or one nested past depth.MAX_DEPTH. A null document is an empty object, as Go decodes it."""
     try:
-        obj = orjson.loads(data)
+        obj = goscan.loads(data)
+    except goscan.Refused as err:
+        raise _interpret_error(resource, err.message, original or data) from None
     except orjson.JSONDecodeError as err:
         if str(err).startswith(_ORJSON_TOO_DEEP):  # deeper than orjson reads: the same refusal as below
             bracket = err.doc[err.pos:err.pos + 1] if err.doc[err.pos:err.pos + 1] in ("[", "{") else "["
-            raise _too_deep(resource, f"invalid character {bracket!r} exceeded max depth", original or data) from None
+            raise _interpret_error(resource, f"invalid character {bracket!r} exceeded max depth",
+                                   original or data) from None
         raise _cannot_handle(resource, f"json parse error: {err}") from None
     problem = depth.exceeded_in(data, obj)
     if problem is not None:
-        raise _too_deep(resource, problem, original or data)
+        raise _interpret_error(resource, problem, original or data)
+    if obj is None:
+        return {}
     if not isinstance(obj, dict):
-        raise _cannot_handle(resource, f"json: cannot unmarshal {json_kind(obj)} into Go value of type struct")
+        raise _interpret_error(resource, f"json: cannot unmarshal {json_kind(obj)} into Go value of type {_FIND_KIND}",
+                               original or data)
+    for key, value in obj.items():  # the first mistyped one in document order, as Go reports it
+        name = _TYPE_META_FIELDS.get(key.casefold())
+        if name is not None and value is not None and not isinstance(value, str):
+            raise _interpret_error(resource, f"json: cannot unmarshal {json_kind(value)} into Go struct field "
+                                             f".{name} of type string", original or data)
     return obj
+
+
+# The struct kube's json serializer unmarshals a body into to find its kind, as Go's reflect prints its type;
+# its fields match keys without regard to case.
+_FIND_KIND = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
+_TYPE_META_FIELDS = {"apiversion": "apiVersion", "kind": "kind"}
 
 
 def _parse_yaml(resource: Resource, data: bytes) -> tuple[Obj, tuple[str, ...]]:
@@ -264,9 +283,9 @@ def _parse_yaml(resource: Resource, data: bytes) -> tuple[Obj, tuple[str, ...]]:
 _ORJSON_TOO_DEEP = "depth limit exceeded"
 
 
-def _too_deep(resource: Resource, problem: str, data: bytes) -> errors.ApiError:
-    """kube's answer to a body nested too deeply: its decoder fails while still looking for the kind
-    (the json serializer's Interpret, then transformDecodeError's words)."""
+def _interpret_error(resource: Resource, problem: str, data: bytes) -> errors.ApiError:
+    """kube's answer to a body its json serializer cannot find the kind of (Interpret fails), in
+    transformDecodeError's words."""
     return errors.bad_request(f"the object provided is unrecognized (must be of type {resource.kind}): "
                               f"couldn't get version/kind; json parse error: {problem} ({_summarize(data)})")
 

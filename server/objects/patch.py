@@ -19,7 +19,7 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
-from server.machinery.codec import depth
+from server.machinery.codec import depth, goscan
 from server.machinery.codec.gojson import json_kind
 from server.machinery.gofmt import go_v
 from server.machinery.patch import strategic
@@ -52,7 +52,7 @@ async def patch(ctx: Context, req: core_pb2.PatchRequest) -> core_pb2.PatchRespo
     manager = options.field_manager(req.options.fieldManager, "PatchOptions", apply=is_apply, force=force)
     if is_apply:
         return await apply.apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
-    patched = patcher(resource, req.type, req.patch)
+    patched = patcher(resource, req.type, req.patch, strict=mode != "Ignore")
     problems = _strict_problems(req.type, req.patch) if mode != "Ignore" else []
     strategic_patch = req.type == core_pb2.PATCH_TYPE_STRATEGIC_MERGE
 
@@ -109,14 +109,14 @@ def _strict_problems(kind: int, data: bytes) -> list[str]:
     return out
 
 
-def patcher(resource: Resource, kind: int, data: bytes) -> Any:
+def patcher(resource: Resource, kind: int, data: bytes, *, strict: bool = True) -> Any:
     """The function that applies this patch to an object; the patch is parsed once, up front (400 if malformed)."""
     # Strategic merge patch needs a built-in kind's merge keys: never for custom resources, as in Kubernetes
     # (even those served in protobuf, server/objects/descriptors.py).
     strategic_ok = bool(resource.schema.proto_message) and not isinstance(resource.schema, JsonSchema)
     accepted = [t for k, t in _TYPES.items() if k != core_pb2.PATCH_TYPE_STRATEGIC_MERGE or strategic_ok]
     if kind == core_pb2.PATCH_TYPE_JSON:
-        operations = parse_json_patch(data)
+        operations = parse_json_patch(data, strict=strict)
         return lambda current: apply_json_patch(operations, current)
     if kind == core_pb2.PATCH_TYPE_MERGE:
         document = _object(data, merge=True)
@@ -131,22 +131,52 @@ def patcher(resource: Resource, kind: int, data: bytes) -> Any:
         with_details=False))
 
 
-def parse_json_patch(data: bytes) -> list[tuple[Obj, jsonpatch.JsonPatch]]:
+def parse_json_patch(data: bytes, *, strict: bool = True) -> list[tuple[Obj, jsonpatch.JsonPatch]]:
     """An application/json-patch+json body as its operations, each beside a patch of that operation
-    alone, so a failure can name the operation that failed; 400 when it is not a list of operations."""
+    alone, so a failure can name the operation that failed; 400 when it is no list of operations, in the words
+    of what reads it first in kube 1.28: with field validation (`strict`, Strict or Warn) kjson decoding it into
+    []handlers.jsonPatchOp behind "error decoding patch: ", without it evanphx/json-patch's DecodePatch. A null
+    document is a patch of no operations."""
+    def refused(problem: str) -> errors.ApiError:
+        return errors.bad_request(f"error decoding patch: {problem}" if strict else problem)
+
     try:
-        document = json.loads(data)
-    except ValueError as err:
-        raise errors.bad_request(f"error decoding patch: {err}") from None
+        document = json.loads(data, parse_constant=_not_json)
     except RecursionError:
         raise _too_deep("invalid character '[' exceeded max depth") from None
+    except ValueError as err:
+        problem = goscan.syntax_error(data)
+        if problem is not None:
+            raise refused(problem) from None
+        try:  # Go reads what Python would not (a string that is not UTF-8)
+            document = json.loads(data.decode("utf-8", "capstan-go-replace"))
+        except (ValueError, RecursionError):
+            raise refused(str(err)) from None
     _check_depth(data, document)
+    if document is None:
+        return []
+    patch_type, op_type = ("[]handlers.jsonPatchOp", "handlers.jsonPatchOp") if strict else \
+        ("jsonpatch.Patch", "jsonpatch.Operation")
     if not isinstance(document, list):
-        raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+        raise refused(f"json: cannot unmarshal {json_kind(document)} into Go value of type {patch_type}")
+    for operation in document:
+        if operation is not None and not isinstance(operation, dict):
+            raise refused(f"json: cannot unmarshal {json_kind(operation)} into Go value of type {op_type}")
+        if strict and operation:
+            for name in ("op", "path", "from"):
+                value = operation.get(name)
+                if value is not None and not isinstance(value, str):
+                    raise refused(f"json: cannot unmarshal {json_kind(value)} into Go struct field "
+                                  f"jsonPatchOp.{name} of type string")
     try:
         return [(operation, jsonpatch.JsonPatch([operation])) for operation in document]
     except (jsonpatch.InvalidJsonPatch, jsonpointer.JsonPointerException) as err:
         raise errors.bad_request(f"invalid JSON patch: {err}") from None
+
+
+def _not_json(constant: str) -> Any:
+    """NaN and Infinity, which Python's json reads and Go's does not."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 class JsonPatchFailed(Exception):
@@ -207,7 +237,9 @@ def _object(data: bytes, *, merge: bool) -> Obj:
     as its field validation reads it first); a null strategic merge patch changes nothing, a null merge patch is
     evanphx/json-patch's "Invalid JSON Patch"."""
     try:
-        document = orjson.loads(data)
+        document = goscan.loads(data)
+    except goscan.Refused as err:
+        raise errors.bad_request(f"error decoding patch: {err.message}" if merge else err.message) from None
     except orjson.JSONDecodeError as err:
         if str(err).startswith("depth limit exceeded"):
             raise _too_deep("invalid character '{' exceeded max depth") from None

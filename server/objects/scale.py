@@ -107,7 +107,7 @@ class _ScaleREST:
         manager = options.field_manager(req.options.fieldManager, "PatchOptions", apply=is_apply, force=force)
         if is_apply:
             return await self._apply(ctx, resource, req, manager, dry_run=dry_run, mode=mode)
-        patched: Patcher = patcher(SCALE_KIND, req.type, req.patch)
+        patched: Patcher = patcher(SCALE_KIND, req.type, req.patch, strict=mode != "Ignore")
 
         def produce(current: Obj) -> tuple[Obj, list[str]]:
             scale, warnings = body.typed(SCALE_KIND, patched(of(self.rule, current, _revision(current))), mode)

@@ -234,17 +234,20 @@ def _check_uid(resource: Resource, path: core_pb2.ResourcePath, obj: Obj, old: O
 
 
 def check_name(obj: Obj, name: str, namespace: str) -> None:
-    """The body must name the object the URL names (kube-apiserver's checkName)."""
+    """The body must be in the URL's namespace (EnsureObjectNamespaceMatchesRequestNamespace) and name the object
+    the URL names (checkName), checked in kube's update handler's order."""
     m = meta.meta(obj)
-    if m.get("name", "") != name:
-        raise errors.bad_request(
-            f"the name of the object ({m.get('name', '')}) does not match the name on the URL ({name})"
-        )
     body_ns = m.get("namespace", "")
     if namespace and body_ns and body_ns != namespace:
         raise errors.bad_request(
             "the namespace of the provided object does not match the namespace sent on the request"
         )
+    body_name = m.get("name", "")
+    if not body_name:
+        raise errors.bad_request(f"the name of the object ({name} based on URL) was undeterminable: "
+                                 "name must be provided")
+    if body_name != name:
+        raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
     if namespace:
         m["namespace"] = namespace
 

@@ -226,6 +226,9 @@ NOT_AN_OBJECT = ('struct { APIVersion string "json:\\"apiVersion,omitempty\\""; 
      f"type {NOT_AN_OBJECT}"),
     (b'"DeleteOptions"', JSON, f"couldn't get version/kind; json parse error: json: cannot unmarshal string into "
      f"Go value of type {NOT_AN_OBJECT}"),
+    (b'{"kind":"DeleteOptions",', JSON, "couldn't get version/kind; json parse error: unexpected end of JSON input"),
+    (b'{"gracePeriodSeconds":tru}', JSON, "couldn't get version/kind; json parse error: invalid character '}' in "
+     "literal true (expecting 'e')"),
     (b"kind: Pod\napiVersion: v1\n", YAML, f'no kind "Pod" is registered for version "v1" in scheme "{SCHEME}"'),
     (protobuf.encode_envelope("v1", "Pod", b""), PROTOBUF,
      f'no kind "Pod" is registered for version "v1" in scheme "{SCHEME}"'),
@@ -233,7 +236,8 @@ NOT_AN_OBJECT = ('struct { APIVersion string "json:\\"apiVersion,omitempty\\""; 
      "converting (v1.Status) to (v1.DeleteOptions): unknown conversion"),
 ], ids=["pod", "own-kind", "kind-only", "internal", "status", "create-options", "list-options",
         "internal-list-options", "list-options-elsewhere", "unparsable-version", "no-version", "yaml-no-version",
-        "version-not-string", "kind-not-string", "array", "string", "yaml-pod", "protobuf-pod", "protobuf-status"])
+        "version-not-string", "kind-not-string", "array", "string", "truncated", "bad-literal", "yaml-pod",
+        "protobuf-pod", "protobuf-status"])
 async def test_other_kinds_are_refused_with_the_schemes_error(
     server: Server, body: bytes, content_type: str, message: str
 ) -> None:

@@ -173,10 +173,11 @@ async def test_protobuf_both_ways(server: Server) -> None:
 
 
 @pytest.mark.parametrize(("content_type", "body", "message"), [
-    (JSON, b"{bad", 'ConfigMap in version "v1" cannot be handled as a ConfigMap: json parse error: '
-     "unexpected character, expected a string key: line 1 column 2 (char 1)"),
-    (JSON, b"[]", 'ConfigMap in version "v1" cannot be handled as a ConfigMap: '
-     "json: cannot unmarshal array into Go value of type struct"),
+    (JSON, b"{bad", "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; "
+     "json parse error: invalid character 'b' looking for beginning of object key string ({bad)"),
+    (JSON, b"[]", "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; "
+     'json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string "json:\\"'
+     'apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" } (5b5d)'),
     (YAML, b"a: [", "the object provided is unrecognized (must be of type ConfigMap): "
      "yaml: line 1: did not find expected node content (613a205b)"),
     pytest.param(YAML, b"metadata:\n  name: x\n\tdata: 1\n", "the object provided is unrecognized (must be of type "

@@ -408,7 +408,7 @@ def _patched(hook: hk.Hook, attrs: Attributes, invocation: Invocation, response:
                 200)
         return None
     try:
-        operations = parse_json_patch(base64.b64decode(patch, validate=True))
+        operations = parse_json_patch(base64.b64decode(patch, validate=True), strict=False)
     except (binascii.Error, ValueError, errors.ApiError) as err:
         _failed(hook, attrs, f"received invalid webhook response: {err}", 200)
         return None

@@ -80,6 +80,68 @@ async def test_bodies_nested_too_deeply_are_a_bad_request(client: Client, call: 
     assert client.revision() == before
 
 
+FIND_KIND = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
+
+
+def summary_of(data: bytes) -> str:
+    return data[:30].decode() + " ..." if len(data) > 30 else (data.decode() if data[:1] == b"{" else data.hex())
+
+
+# As kube-apiserver 1.28 answers them: its json serializer looks the kind up first (Go's json.Unmarshal into
+# {apiVersion, kind}), so a malformed document is refused in Go's words before anything else, with
+# transformDecodeError's summary of the body.
+@pytest.mark.parametrize(("data", "problem"), [
+    (b"{", "unexpected end of JSON input"),
+    (configmap(b'"data":{"a":"b",}'), "invalid character '}' looking for beginning of object key string"),
+    (configmap(b'"data":{"a" "b"}'), "invalid character '\"' after object key"),
+    (configmap(b'"data":{"a":tru}'), "invalid character '}' in literal true (expecting 'e')"),
+    (configmap(b'"data":{"a":"\\x"}'), "invalid character 'x' in string escape code"),
+    (configmap(b'"data":{"a":"\x01"}'), "invalid character '\\x01' in string literal"),
+    (configmap(b'"data":{"a":-}'), "invalid character '}' in numeric literal"),
+    (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}} x',
+     "invalid character 'x' after top-level value"),
+    (b"nul", "invalid character ' ' in literal null (expecting 'l')"),
+    (b"\x81", "invalid character '\\u0081' looking for beginning of value"),
+    (b"[1,2]", f"json: cannot unmarshal array into Go value of type {FIND_KIND}"),
+    (b'"str"', f"json: cannot unmarshal string into Go value of type {FIND_KIND}"),
+    (b'{"kind":1}', "json: cannot unmarshal number into Go struct field .kind of type string"),
+    (b'{"metadata":{},"APIVERSION":["v1"],"kind":1}',
+     "json: cannot unmarshal array into Go struct field .apiVersion of type string"),
+], ids=["truncated", "trailing comma", "no colon", "bad literal", "bad escape", "control character", "bad number",
+        "after the document", "nul", "not UTF-8", "array", "string", "kind a number", "apiVersion an array"])
+@pytest.mark.parametrize("verb", ["create", "update"])
+async def test_malformed_json_bodies(client: Client, verb: str, data: bytes, problem: str) -> None:
+    await client.create(CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    before = client.revision()
+    failed = await refused((create if verb == "create" else update)(client, body(data)))
+    message = ("the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; "
+               f"json parse error: {problem} ({summary_of(data)})")
+    assert (failed.status["code"], failed.status["reason"], failed.status["message"]) == (400, "BadRequest", message)
+    assert client.revision() == before
+
+
+@pytest.mark.parametrize(("verb", "data", "code", "message"), [
+    ("create", b"null", 422,
+     'ConfigMap "" is invalid: metadata.name: Required value: name or generateName is required'),
+    ("update", b"null", 400, "the name of the object (c based on URL) was undeterminable: name must be provided"),
+    ("update", b'{"metadata":{"name":""}}', 400,
+     "the name of the object (c based on URL) was undeterminable: name must be provided"),
+    ("update", b'{"metadata":{"name":"d","namespace":"other"}}', 400,
+     "the namespace of the provided object does not match the namespace sent on the request"),
+    ("update", b'{"metadata":{"name":"d"}}', 400, "the name of the object (d) does not match the name on the URL (c)"),
+])
+async def test_a_body_naming_no_object(client: Client, verb: str, data: bytes, code: int, message: str) -> None:
+    await client.create(CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    failed = await refused((create if verb == "create" else update)(client, body(data)))
+    assert (failed.status["code"], failed.status["message"]) == (code, message)
+
+
+async def test_a_string_that_is_not_utf8_is_read_as_go_reads_it(client: Client) -> None:
+    """Go's decoder puts U+FFFD for each byte of a string that is not UTF-8, where orjson refuses the body."""
+    answer: Any = await create(client, body(configmap(b'"data":{"a":"x\xff\xfey"}')))
+    assert orjson.loads(answer.object.data)["data"] == {"a": "x\ufffd\ufffdy"}
+
+
 GO_MAP = "Go value of type map[string]interface {}"
 MERGE, STRATEGIC = core_pb2.PATCH_TYPE_MERGE, core_pb2.PATCH_TYPE_STRATEGIC_MERGE
 
@@ -109,6 +171,50 @@ async def test_a_patch_that_is_not_an_object(client: Client, kind: Any, document
         assert (failed.status["code"], failed.status["reason"], failed.status["message"]) == (
             400, "BadRequest", message)
     assert client.revision() == before
+
+
+JSON_PATCH = core_pb2.PATCH_TYPE_JSON
+OPS = "[]handlers.jsonPatchOp"
+
+
+# As kube-apiserver 1.28 answers them: malformed patches in Go 1.21's encoding/json words (a strategic merge patch's
+# bare, the others' behind "error decoding patch: "); a JSON patch read with field validation as kjson decodes it
+# into []handlers.jsonPatchOp, without (fieldValidation=Ignore) as evanphx/json-patch's DecodePatch reads it.
+@pytest.mark.parametrize(("kind", "document", "validation", "message"), [
+    (MERGE, b'{"a":', "", "error decoding patch: unexpected end of JSON input"),
+    (STRATEGIC, b'{"a":', "", "unexpected end of JSON input"),
+    (STRATEGIC, b'{"a":tru}', "", "invalid character '}' in literal true (expecting 'e')"),
+    (MERGE, b'{"a":NaN}', "", "error decoding patch: invalid character 'N' looking for beginning of value"),
+    (JSON_PATCH, b'[{"op":"add","path":"/x","value":}]', "",
+     "error decoding patch: invalid character '}' looking for beginning of value"),
+    (JSON_PATCH, b'[{"op":"add","path":"/x","value":NaN}]', "",
+     "error decoding patch: invalid character 'N' looking for beginning of value"),
+    (JSON_PATCH, b'[{"op":"add","path":"/x","value":}]', "Ignore",
+     "invalid character '}' looking for beginning of value"),
+    (JSON_PATCH, b'"x"', "", f"error decoding patch: json: cannot unmarshal string into Go value of type {OPS}"),
+    (JSON_PATCH, b"{}", "Strict", f"error decoding patch: json: cannot unmarshal object into Go value of type {OPS}"),
+    (JSON_PATCH, b"[1]", "", "error decoding patch: json: cannot unmarshal number into Go value of type "
+     "handlers.jsonPatchOp"),
+    (JSON_PATCH, b'[{"op":1,"path":"/x"}]', "", "error decoding patch: json: cannot unmarshal number into Go struct "
+     "field jsonPatchOp.op of type string"),
+    (JSON_PATCH, b"1", "Ignore", "json: cannot unmarshal number into Go value of type jsonpatch.Patch"),
+    (JSON_PATCH, b"[true]", "Ignore", "json: cannot unmarshal bool into Go value of type jsonpatch.Operation"),
+])
+async def test_malformed_patches(client: Client, kind: Any, document: bytes, validation: str, message: str) -> None:
+    await client.create(CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    before = client.revision()
+    failed = await refused(client.call(client.stub.Patch, core_pb2.PatchRequest(
+        path=CM, type=kind, patch=document, options={"fieldManager": "m", "fieldValidation": validation})))
+    assert (failed.status["code"], failed.status["reason"], failed.status["message"]) == (400, "BadRequest", message)
+    assert client.revision() == before
+
+
+@pytest.mark.parametrize("validation", ["", "Ignore"])
+async def test_a_null_json_patch_changes_nothing(client: Client, validation: str) -> None:
+    created = await client.create(CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+    answer: Any = await client.call(client.stub.Patch, core_pb2.PatchRequest(
+        path=CM, type=JSON_PATCH, patch=b"null", options={"fieldManager": "m", "fieldValidation": validation}))
+    assert orjson.loads(answer.object.data)["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
 
 def event(name: str, message_size: int) -> core_pb2.RawObject:

@@ -308,7 +308,11 @@ async def test_an_expired_continue_token_is_410_with_a_token_that_continues(clie
 
 
 def token(**fields: Any) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps(fields)).decode().rstrip("=")
+    return token_of(orjson.dumps(fields))
+
+
+def token_of(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
 BAD_TOKENS: list[tuple[str, str, str]] = [
@@ -329,6 +333,19 @@ BAD_TOKENS: list[tuple[str, str, str]] = [
         "continue key is not valid: encoded start key empty (version meta.k8s.io/v1)",
     ),
     ("traversal", token(v="meta.k8s.io/v1", rv=5, start="../x"), "continue key is not valid: ../x"),
+    # Go's base64.RawURLEncoding and encoding/json (Go 1.21's scanner) on what they refuse
+    ("not JSON", "garbage", "continue key is not valid: invalid character '\\u0081' looking for beginning of value"),
+    ("a lone last character", "abcde", "continue key is not valid: illegal base64 data at input byte 4"),
+    ("padding", "ab=c", "continue key is not valid: illegal base64 data at input byte 2"),
+    ("outside the alphabet", "a@bc", "continue key is not valid: illegal base64 data at input byte 1"),
+    ("truncated JSON", token(v="meta.k8s.io/v1")[:-4], "continue key is not valid: unexpected end of JSON input"),
+    ("rv a string", token(v="meta.k8s.io/v1", rv="x", start="x"),
+     "continue key is not valid: json: cannot unmarshal string into Go struct field continueToken.rv of type int64"),
+    ("start a number", token(v="meta.k8s.io/v1", rv=1, start=1),
+     "continue key is not valid: json: cannot unmarshal number into Go struct field continueToken.start of type "
+     "string"),
+    ("an array", token_of(b"[1]"),
+     "continue key is not valid: json: cannot unmarshal array into Go value of type storage.continueToken"),
 ]
 
 

@@ -109,7 +109,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         deprecation_warning=deprecation_warning(crd, version),
         strategy=CustomResourceStrategy(
             columns=columns.columns(version.get("additionalPrinterColumns") or []), tracks_generation=True,
-            schema=schema, cel=cel, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural,
+            schema=schema, cel=cel, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural, kind=kind,
         ),
     )
 
@@ -152,12 +152,19 @@ class CustomResourceStrategy(Strategy):
     lifecycle: Lifecycle
     group: str
     plural: str
+    kind: str
 
     def prepare_for_create(self, obj: Obj) -> None:
         if self.lifecycle.terminating:
             raise errors.ApiError(errors.status(
                 405, "MethodNotAllowed", "create not allowed while custom resource definition is terminating",
                 group=self.group, kind=self.plural))
+
+    def validate_type_meta(self, obj: Obj) -> list[FieldError]:
+        """ValidateTypeMeta: a kind the body says must be the resource's (a JSON or YAML body must say one, which
+        decoding checked, as it checked the apiVersion; a protobuf body's is its envelope's)."""
+        kind = obj.get("kind")
+        return [] if kind in (None, "", self.kind) else [FieldError.invalid("kind", kind, f"must be {self.kind}")]
 
     def validate(self, obj: Obj) -> list[FieldError]:
         return self._errors(obj, None)

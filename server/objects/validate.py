@@ -13,6 +13,9 @@ from server.registry.resources import Resource
 
 
 def for_create(resource: Resource, obj: Obj) -> list[FieldError]:
+    early = list(resource.strategy.validate_type_meta(obj))
+    if early:
+        return early
     errs = _object_meta(resource, obj)
     errs.extend(resource.strategy.validate(obj))
     return errs
@@ -21,6 +24,9 @@ def for_create(resource: Resource, obj: Obj) -> list[FieldError]:
 def for_update(resource: Resource, new: Obj, old: Obj, subresource: str = "") -> list[FieldError]:
     """An update's errors; through a subresource with its own validation (Subresource.validate), that one runs
     instead of the kind's."""
+    early = list(resource.strategy.validate_type_meta(new))
+    if early:
+        return early
     errs = _object_meta(resource, new)
     m, old_m = meta.meta(new), meta.meta(old)
     if m.get("uid") != old_m.get("uid"):
@@ -46,7 +52,11 @@ def raise_if_invalid(resource: Resource, obj: Obj, errs: Sequence[FieldError]) -
         return
     name = meta.meta(obj).get("name") or ""
     causes = [errors.Cause(c["reason"], c.get("message", ""), c.get("field", "")) for c in (e.cause() for e in errs)]
-    raise errors.invalid(resource.kind, resource.group, name, names.join_errors(errs), causes)
+    # kube names the kind the object says it is (BeforeCreate/BeforeUpdate read it from the object): the resource's,
+    # but for a custom resource whose body said another
+    kind = obj.get("kind")
+    raise errors.invalid(kind if isinstance(kind, str) and kind else resource.kind, resource.group, name,
+                         names.join_errors(errs), causes)
 
 
 def _object_meta(resource: Resource, obj: Obj) -> list[FieldError]:

@@ -94,6 +94,11 @@ class Strategy:
         else:
             new.pop("status", None)
 
+    def validate_type_meta(self, obj: Obj) -> Sequence[FieldError]:
+        """What is wrong with the object's kind and apiVersion, checked before anything else on create and update;
+        when anything is, nothing else is checked (a custom resource's ValidateTypeMeta)."""
+        return ()
+
     def validate(self, obj: Obj) -> Sequence[FieldError]:
         """Validate on create, beyond ObjectMeta."""
         return ()

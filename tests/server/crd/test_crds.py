@@ -334,6 +334,46 @@ async def test_custom_resource_validation(client: Client, spec: Obj, expected: l
     assert failed.status["message"] == f'Widget.example.com "bad" is invalid: {first[1]}: {first[2]}'
 
 
+BAD_TYPE_META: list[tuple[str, bytes, int, str]] = [
+    ("no kind", b'{"apiVersion":"example.com/v1","metadata":{"name":"q"}}', 400,
+     "the object provided is unrecognized (must be of type Widget): Object 'Kind' is missing in "
+     '\'{"apiVersion":"example.com/v1","metadata":{"name":"q"}}\' ({"apiVersion":"example.com/v1" ...)'),
+    ("null", b"null", 400, "the object provided is unrecognized (must be of type Widget): Object 'Kind' is missing "
+     "in 'null' (6e756c6c)"),
+    ("no apiVersion", b'{"kind":"Widget","metadata":{"name":"q"}}', 400,
+     "the API version in the data () does not match the expected API version (example.com/v1)"),
+    ("another version", b'{"kind":"Widget","apiVersion":"example.com/v2","metadata":{"name":"q"}}', 400,
+     "the API version in the data (example.com/v2) does not match the expected API version (example.com/v1)"),
+    ("another kind", b'{"kind":"Gadget","apiVersion":"example.com/v1","metadata":{"name":"Q_"}}', 422,
+     'Gadget.example.com "Q_" is invalid: kind: Invalid value: "Gadget": must be Widget'),
+]
+
+
+# As kube-apiserver 1.28 answers them: a custom resource's body is decoded as unstructured, which keeps the kind
+# and apiVersion it says, so it must say them; another kind is its validation's (ValidateTypeMeta, alone).
+@pytest.mark.parametrize(("body", "code", "message"), [b[1:] for b in BAD_TYPE_META], ids=[b[0] for b in BAD_TYPE_META])
+@pytest.mark.parametrize("verb", ["create", "update"])
+async def test_a_custom_resource_body_says_its_kind(client: Client, verb: str, body: bytes, code: int,
+                                                     message: str) -> None:
+    await install(client)
+    await client.create(WIDGETS, widget("q", size=1))
+    request: Any
+    if verb == "create":
+        request = client.call(client.stub.Create, core_pb2.CreateRequest(path=WIDGETS, object=core_pb2.RawObject(
+            encoding=core_pb2.ENCODING_JSON, data=body)))
+    else:
+        if b'"Q_"' in body:
+            body = body.replace(b'"Q_"', b'"q"')
+            message = message.replace('"Q_"', '"q"')
+        request = client.call(client.stub.Update, core_pb2.UpdateRequest(
+            path=path("widgets", "default", "q", group=GROUP), object=core_pb2.RawObject(
+                encoding=core_pb2.ENCODING_JSON, data=body)))
+    failed = await refused(request)
+    assert (failed.status["code"], failed.status["message"]) == (code, message)
+    if code == 422:
+        assert failed.status["details"]["kind"] == "Gadget"
+
+
 async def test_required_and_accepted_values(client: Client) -> None:
     await install(client)
     body = widget("ok", port="http", note=None, free={"anything": [1, {"x": None}]},

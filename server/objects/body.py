@@ -194,7 +194,18 @@ def _normalize(resource: Resource, obj: Obj) -> tuple[Obj, list[str]]:
     try:
         return _normalize_or_raise(resource, obj)
     except SchemaError as err:
-        raise _cannot_handle(resource, str(err)) from None
+        if not isinstance(resource.schema, JsonSchema):
+            raise _cannot_handle(resource, str(err)) from None
+        # A custom resource is unstructured: its metadata is decoded into ObjectMeta on its own (Go's field path
+        # starts inside it), and the version named is the one its body said.
+        said = obj.get("apiVersion")
+        version = said.rsplit("/", 1)[-1] if isinstance(said, str) else ""
+        detail = _METADATA_FIELD.sub(r"\1", str(err))
+        raise errors.bad_request(f'{resource.kind} in version "{version}" cannot be handled as a {resource.kind}: '
+                                 f"{detail}") from None
+
+
+_METADATA_FIELD = re.compile(r"(Go struct field \w+\.)metadata\.")
 
 
 def _normalize_or_raise(resource: Resource, obj: Obj) -> tuple[Obj, list[str]]:

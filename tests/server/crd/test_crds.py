@@ -374,6 +374,24 @@ async def test_a_custom_resource_body_says_its_kind(client: Client, verb: str, b
         assert failed.status["details"]["kind"] == "Gadget"
 
 
+@pytest.mark.parametrize(("body", "detail"), [
+    ({"apiVersion": "example.com/v1", "metadata": {"name": 1}},
+     "json: cannot unmarshal number into Go struct field ObjectMeta.name of type string"),
+    ({"apiVersion": "example.com/v1", "metadata": {"name": "m", "labels": {"a": 1}}},
+     "json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string"),
+    ({"metadata": {"name": "m", "labels": {"a": 1}}},  # decoding fails before the apiVersion is looked at
+     "json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string"),
+])
+async def test_a_custom_resources_metadata_is_decoded_on_its_own(client: Client, body: Obj, detail: str) -> None:
+    """As kube's unstructured objects: the metadata map is decoded into ObjectMeta alone, so Go's field path starts
+    inside it, and the version named is the one the body said."""
+    await install(client)
+    failed = await refused(client.call(client.stub.Create, core_pb2.CreateRequest(path=WIDGETS, object=raw(
+        {"kind": "Widget", **body}))))
+    version = "v1" if "apiVersion" in body else ""
+    assert failed.status["message"] == f'Widget in version "{version}" cannot be handled as a Widget: {detail}'
+
+
 async def test_required_and_accepted_values(client: Client) -> None:
     await install(client)
     body = widget("ok", port="http", note=None, free={"anything": [1, {"x": None}]},

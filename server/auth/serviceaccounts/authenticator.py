@@ -208,7 +208,7 @@ class ServiceAccountAuthenticator:
             self._signed(token)
             claims = token.claims
             audiences = claims.get("aud")
-            if audiences is not None:
+            if audiences is not None and audiences != []:  # none: the API audiences (kube's implicit ones)
                 self._audience(audiences)
             checked = legacy.claims_of(claims)
         except Unauthorized as err:

@@ -209,6 +209,7 @@ def _signed(setup: Setup, claims: Obj, key: rsa.RSAPrivateKey | None = None) -> 
 @pytest.mark.parametrize(("case", "accepted"), [
     ("as the controller signs it", True),
     ("an audience of the API server", True),
+    ("an empty audience list", True),
     ("another audience", False),
     ("no sub", False),
     ("sub of another account", False),
@@ -232,6 +233,8 @@ async def test_legacy_claims(setup: Setup, case: str, accepted: bool, tmp_path: 
     key = None
     if case == "an audience of the API server":
         claims["aud"] = ["https://kubernetes.default.svc.cluster.local", "elsewhere"]
+    elif case == "an empty audience list":
+        claims["aud"] = []
     elif case == "another audience":
         claims["aud"] = "elsewhere"
     elif case == "no sub":

@@ -79,8 +79,9 @@ CUSTOM_RESOURCE_DEFINITIONS = Resource(
     # metadata changes through /status are kept.
     subresources=(Subresource("status", "CustomResourceDefinition", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
-    strategy=CustomResourceDefinitionStrategy(tracks_generation=True, defaults=definition.default,
-                                              prepare=definition.prepare, validation=definition.validate),
+    strategy=CustomResourceDefinitionStrategy(tracks_generation=True, standard_finalizers=False,
+                                              defaults=definition.default, prepare=definition.prepare,
+                                              validation=definition.validate),
 )
 
 KINDS = (CUSTOM_RESOURCE_DEFINITIONS,)

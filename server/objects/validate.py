@@ -69,6 +69,10 @@ def _object_meta(resource: Resource, obj: Obj) -> list[FieldError]:
         name_fn=resource.strategy.validate_name,
         labels=m.get("labels") or {},
         annotations=m.get("annotations") or {},
+        generation=m.get("generation") or 0,
+        owner_references=m.get("ownerReferences"),
+        finalizers=m.get("finalizers"),
+        standard_finalizers=resource.strategy.standard_finalizers,
     )
 
 

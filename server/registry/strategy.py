@@ -58,7 +58,10 @@ class Strategy:
     undocumented). garbage_collection: the default propagation of a delete.
     columns: the kind's Table columns when they are not the built-in printers' (server/registry/printing: a custom
     resource's additionalPrinterColumns). admission: the admission plugins around the kind's own `admit`
-    (set by server/admission for the namespaced kinds); None runs `admit` alone.
+    (set by server/admission for the namespaced kinds); None runs `admit` alone. standard_finalizers: a finalizer
+    without a "/" must be one of kube's own (`kubernetes`, `orphan`, `foregroundDeletion`), as core's
+    ValidateObjectMeta checks for the kinds it validates; the kinds validated by apimachinery's alone (custom
+    resources, CRDs, APIServices, admission configurations) take any qualified name.
     """
 
     tracks_generation: bool = False
@@ -67,6 +70,7 @@ class Strategy:
     garbage_collection: GarbageCollectionPolicy = "DeleteDependents"
     columns: tuple[Column, ...] = ()
     admission: Admit | None = None
+    standard_finalizers: bool = True
 
     # --- create and update -----------------------------------------------------------------------------------
 

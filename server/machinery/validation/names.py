@@ -11,7 +11,7 @@ clients show verbatim, e.g.
 so every rule here returns apimachinery's exact strings (k8s.io/apimachinery
 pkg/util/validation, pkg/api/validate/content, pkg/api/validation, pkg/apis/meta/v1/validation
 and pkg/util/validation/field). Two wordings differ by origin, as upstream: label keys and
-values (the `content` package) say "must be no more than 63 bytes", object names (the
+values (the `content` package) say "must be no more than 63 characters", object names (the
 older `util/validation` functions) say "must be no more than 253 characters".
 
 Lengths are UTF-8 byte counts, as Go's `len` is. Where Go iterates a map (labels,
@@ -286,10 +286,6 @@ def _max_len_characters(length: int) -> str:  # util/validation.MaxLenError
     return f"must be no more than {length} characters"
 
 
-def _max_len_bytes(length: int) -> str:  # api/validate/content.MaxLenError
-    return f"must be no more than {length} bytes"
-
-
 def byte_len(s: str) -> int:
     """Go's len(s): the UTF-8 byte count."""
     return len(s.encode("utf-8", "surrogatepass"))
@@ -333,12 +329,13 @@ def is_dns1035_label(value: str) -> list[str]:
 
 
 def is_qualified_name(value: str) -> list[str]:
-    """IsQualifiedName (content.IsLabelKey): label keys, annotation keys, finalizers."""
+    """IsQualifiedName: label keys, annotation keys, finalizers (1.28's words: a length is in "characters", though
+    Go counts bytes)."""
     errs = []
     parts = value.split("/")
     if len(parts) > 2:
         return [
-            "a valid label key "
+            "a qualified name "
             + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
@@ -348,21 +345,21 @@ def is_qualified_name(value: str) -> list[str]:
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
-            errs.extend("prefix part " + m for m in _dns1123_subdomain(prefix, _max_len_bytes))
+            errs.extend("prefix part " + m for m in _dns1123_subdomain(prefix, _max_len_characters))
     if not name:
         errs.append("name part must be non-empty")
     elif byte_len(name) > QUALIFIED_NAME_MAX_LENGTH:
-        errs.append("name part " + _max_len_bytes(QUALIFIED_NAME_MAX_LENGTH))
+        errs.append("name part " + _max_len_characters(QUALIFIED_NAME_MAX_LENGTH))
     if not _LABEL_KEY_RE.fullmatch(name):
         errs.append("name part " + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
 
 def is_label_value(value: str) -> list[str]:
-    """IsValidLabelValue (content.IsLabelValue)."""
+    """IsValidLabelValue."""
     errs = []
     if byte_len(value) > LABEL_VALUE_MAX_LENGTH:
-        errs.append(_max_len_bytes(LABEL_VALUE_MAX_LENGTH))
+        errs.append(_max_len_characters(LABEL_VALUE_MAX_LENGTH))
     if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
@@ -458,9 +455,14 @@ def validate_object_meta(
     name_fn: NameFunc,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
+    generation: object = 0,
+    owner_references: object = None,
+    finalizers: object = None,
+    standard_finalizers: bool = False,
     path: str = "metadata",
 ) -> list[FieldError]:
-    """ValidateObjectMetaAccessor's checks of names, namespace, labels and annotations, in its order.
+    """ValidateObjectMetaAccessor's checks of names, namespace, generation, labels, annotations, ownerReferences
+    and finalizers, in its order (managedFields are the field manager's: it resets ones it cannot read).
 
     As in kube-apiserver, the name must already have been generated from generateName:
     an empty name is `Required value: name or generateName is required`. generateName
@@ -482,8 +484,84 @@ def validate_object_meta(
             )
     elif namespace:
         errs.append(FieldError.forbidden(f"{path}.namespace", "not allowed on this type"))
+    if isinstance(generation, int) and generation < 0:
+        errs.append(FieldError.invalid(f"{path}.generation", generation, "must be greater than or equal to 0"))
     if labels:
         errs.extend(validate_labels(labels, f"{path}.labels"))
     if annotations:
         errs.extend(validate_annotations(annotations, f"{path}.annotations"))
+    if isinstance(owner_references, list) and owner_references:
+        errs.extend(validate_owner_references(owner_references, f"{path}.ownerReferences"))
+    if isinstance(finalizers, list) and finalizers:
+        errs.extend(validate_finalizers(finalizers, f"{path}.finalizers"))
+        if standard_finalizers:  # core's ValidateObjectMeta, after apimachinery's
+            errs.extend(FieldError.invalid(f"{path}.finalizers[{i}]", str(f), "name is neither a standard finalizer "
+                                           "name nor is it fully qualified")
+                        for i, f in enumerate(finalizers) if "/" not in str(f) and f not in STANDARD_FINALIZERS)
+    return errs
+
+
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+# The owners kube refuses (BannedOwners), by group, version and kind.
+_BANNED_OWNERS = frozenset({("", "v1", "Event")})
+# A set Go pointer as %#v prints it: an address, which differs from kube's (and from run to run there).
+_POINTER = "0xc000000000"
+
+
+def validate_owner_references(refs: list[object], path: str) -> list[FieldError]:
+    """ValidateOwnerReferences: each reference's apiVersion (a version), kind, name and uid, no banned owner, and
+    at most one controller. The children's paths carry no index, as kube's."""
+    errs: list[FieldError] = []
+    first_controller = ""
+    for ref in refs:
+        r = ref if isinstance(ref, dict) else {}
+        api_version, kind = str(r.get("apiVersion") or ""), str(r.get("kind") or "")
+        group, _, version = api_version.rpartition("/") if "/" in api_version else ("", "", api_version)
+        if not version:
+            errs.append(FieldError.invalid(f"{path}.apiVersion", api_version, "version must not be empty"))
+        if not kind:
+            errs.append(FieldError.invalid(f"{path}.kind", kind, "kind must not be empty"))
+        if not r.get("name"):
+            errs.append(FieldError.invalid(f"{path}.name", str(r.get("name") or ""), "name must not be empty"))
+        if not r.get("uid"):
+            errs.append(FieldError.invalid(f"{path}.uid", str(r.get("uid") or ""), "uid must not be empty"))
+        if (group, version, kind) in _BANNED_OWNERS:
+            errs.append(FieldError.invalid(path, GoValue(_go_owner_reference(r)),
+                                           f"{group}/{version}, Kind={kind} is disallowed from being an owner"))
+        if r.get("controller") is True:
+            current = f"{kind}/{r.get('name') or ''}"
+            if first_controller:
+                shown = "[]v1.OwnerReference{" + ", ".join(
+                    _go_owner_reference(x if isinstance(x, dict) else {}) for x in refs) + "}"
+                errs.append(FieldError.invalid(path, GoValue(shown), "Only one reference can have Controller set to "
+                                               f'true. Found "true" in references for {first_controller} and '
+                                               f"{current}"))
+            else:
+                first_controller = current
+    return errs
+
+
+def _go_owner_reference(ref: Mapping[str, object]) -> str:
+    """%#v of a v1.OwnerReference (its bool pointers as set or nil)."""
+    def pointer(name: str) -> str:
+        return "(*bool)(nil)" if ref.get(name) is None else f"(*bool)({_POINTER})"
+
+    return (f"v1.OwnerReference{{APIVersion:{go_quote(str(ref.get('apiVersion') or ''))}, "
+            f"Kind:{go_quote(str(ref.get('kind') or ''))}, Name:{go_quote(str(ref.get('name') or ''))}, "
+            f"UID:{go_quote(str(ref.get('uid') or ''))}, Controller:{pointer('controller')}, "
+            f"BlockOwnerDeletion:{pointer('blockOwnerDeletion')}}}")
+
+
+def validate_finalizers(finalizers: list[object], path: str) -> list[FieldError]:
+    """ValidateFinalizers: each a qualified name, and not both orphan and foregroundDeletion."""
+    errs: list[FieldError] = []
+    for finalizer in finalizers:
+        text = str(finalizer)
+        errs.extend(FieldError.invalid(path, text, m) for m in is_qualified_name(text))
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        shown = "[]string{" + ", ".join(go_quote(str(f)) for f in finalizers) + "}"
+        errs.append(FieldError.invalid(path, GoValue(shown),
+                                       "finalizer orphan and foregroundDeletion cannot be both set"))
     return errs

@@ -330,6 +330,38 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
     ("pvc of no storage", "persistentvolumeclaims", {"metadata": {"name": "c"}, "spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "0"}}}}, "PersistentVolumeClaim",
      [invalid("spec.resources[storage]", '"0"', "must be greater than zero")]),
+    # ObjectMeta as apimachinery's ValidateObjectMetaAccessor and core's ValidateObjectMeta check it (kube 1.28.7
+    # answered these side by side)
+    ("negative generation", "configmaps", {"metadata": {"name": "c", "generation": -1}}, "ConfigMap",
+     [invalid("metadata.generation", "-1", "must be greater than or equal to 0")]),
+    ("finalizer not a qualified name", "configmaps", {"metadata": {"name": "c", "finalizers": ["a/b/c"]}},
+     "ConfigMap", [invalid("metadata.finalizers", '"a/b/c"', is_qualified_name("a/b/c")[0])]),
+    ("finalizer neither standard nor qualified", "configmaps", {"metadata": {"name": "c", "finalizers": [
+        "kubernetes", "x"]}}, "ConfigMap",
+     [invalid("metadata.finalizers[1]", '"x"', "name is neither a standard finalizer name nor is it fully qualified")]),
+    ("orphan and foreground finalizers", "configmaps", {"metadata": {"name": "c", "finalizers": [
+        "orphan", "foregroundDeletion"]}}, "ConfigMap",
+     [invalid("metadata.finalizers", '[]string{"orphan", "foregroundDeletion"}',
+              "finalizer orphan and foregroundDeletion cannot be both set")]),
+    ("owner reference missing its parts", "configmaps", {"metadata": {"name": "c", "ownerReferences": [
+        {"apiVersion": "apps/", "kind": "", "name": "", "uid": ""}]}}, "ConfigMap",
+     [invalid("metadata.ownerReferences.apiVersion", '"apps/"', "version must not be empty"),
+      invalid("metadata.ownerReferences.kind", '""', "kind must not be empty"),
+      invalid("metadata.ownerReferences.name", '""', "name must not be empty"),
+      invalid("metadata.ownerReferences.uid", '""', "uid must not be empty")]),
+    ("an Event as owner", "configmaps", {"metadata": {"name": "c", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u"}]}}, "ConfigMap",
+     [invalid("metadata.ownerReferences", 'v1.OwnerReference{APIVersion:"v1", Kind:"Event", Name:"e", UID:"u", '
+              "Controller:(*bool)(nil), BlockOwnerDeletion:(*bool)(nil)}",
+              "/v1, Kind=Event is disallowed from being an owner")]),
+    # (a set pointer prints as its address, which kube's is; Capstan prints a placeholder)
+    ("two controllers", "configmaps", {"metadata": {"name": "c", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": "1", "controller": True},
+        {"apiVersion": "v1", "kind": "Pod", "name": "b", "uid": "2", "controller": True}]}}, "ConfigMap",
+     [invalid("metadata.ownerReferences", "[]v1.OwnerReference{" + ", ".join(
+         f'v1.OwnerReference{{APIVersion:"v1", Kind:"Pod", Name:"{n}", UID:"{u}", Controller:(*bool)(0xc000000000), '
+         "BlockOwnerDeletion:(*bool)(nil)}" for n, u in (("a", "1"), ("b", "2"))) + "}",
+              'Only one reference can have Controller set to true. Found "true" in references for Pod/a and Pod/b')]),
     ("config key '.'", "configmaps", {"metadata": {"name": "c"}, "data": {".": "v"}}, "ConfigMap",
      [invalid("data[.]", '"."', "must not be '.'")]),
     ("config key '..'", "configmaps", {"metadata": {"name": "c"}, "data": {"..": "v"}}, "ConfigMap",

@@ -114,13 +114,13 @@ def test_parse(selector: str, canonical: str) -> None:
         ),
         ("/a", UNABLE + '<nil>: Invalid value: "/a": prefix part must be non-empty'),
         ("a/", UNABLE + f'<nil>: Invalid value: "a/": name part must be non-empty; {NAME_PART_MSG}'),
-        ("a" * 64, UNABLE + f'<nil>: Invalid value: "{"a" * 64}": name part must be no more than 63 bytes'),
+        ("a" * 64, UNABLE + f'<nil>: Invalid value: "{"a" * 64}": name part must be no more than 63 characters'),
         ("!-a", UNABLE + f'<nil>: Invalid value: "-a": {NAME_PART_MSG}'),
         ("x=a@b", UNABLE + f'values[0][x]: Invalid value: "a@b": {VALUE_MSG}'),
-        ("x=" + "a" * 64, UNABLE + f'values[0][x]: Invalid value: "{"a" * 64}": must be no more than 63 bytes'),
+        ("x=" + "a" * 64, UNABLE + f'values[0][x]: Invalid value: "{"a" * 64}": must be no more than 63 characters'),
         (
             "x=" + "-" * 64,
-            UNABLE + f'values[0][x]: Invalid value: "{"-" * 64}": must be no more than 63 bytes; {VALUE_MSG}',
+            UNABLE + f'values[0][x]: Invalid value: "{"-" * 64}": must be no more than 63 characters; {VALUE_MSG}',
         ),
         ("x in (ok,b@)", UNABLE + f'values[0][x]: Invalid value: "b@": {VALUE_MSG}'),  # b@ sorts first
         (

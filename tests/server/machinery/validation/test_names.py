@@ -53,7 +53,7 @@ NAME_PART_MSG = (
     "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
 LABEL_KEY_MSG = (
-    "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
     "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
     "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
     "(e.g. 'example.com/MyName')"
@@ -142,14 +142,14 @@ def test_dns1035_label(value: str, errors: list[str]) -> None:
         ("/", ["prefix part must be non-empty", "name part must be non-empty", NAME_PART_MSG]),
         ("a/b/c", [LABEL_KEY_MSG]),
         ("helm.sh/depends-on/resource-groups", [LABEL_KEY_MSG]),
-        ("a" * 64, ["name part must be no more than 63 bytes"]),
-        ("-" * 64, ["name part must be no more than 63 bytes", NAME_PART_MSG]),
+        ("a" * 64, ["name part must be no more than 63 characters"]),
+        ("-" * 64, ["name part must be no more than 63 characters", NAME_PART_MSG]),
         ("app.kubernetes_io/name", ["prefix part " + SUBDOMAIN_MSG]),
         ("Example.com/abc", ["prefix part " + SUBDOMAIN_MSG]),
-        ("a" * 254 + "/b", ["prefix part must be no more than 253 bytes"]),
+        ("a" * 254 + "/b", ["prefix part must be no more than 253 characters"]),
         (
             "a_" * 127 + "/-",
-            ["prefix part must be no more than 253 bytes", "prefix part " + SUBDOMAIN_MSG, NAME_PART_MSG],
+            ["prefix part must be no more than 253 characters", "prefix part " + SUBDOMAIN_MSG, NAME_PART_MSG],
         ),
     ],
 )
@@ -165,9 +165,9 @@ def test_qualified_name(value: str, errors: list[str]) -> None:
         ("my_value", []),
         ("1.2.3", []),
         ("a" * 63, []),
-        ("a" * 64, ["must be no more than 63 bytes"]),
-        ("-" * 64, ["must be no more than 63 bytes", VALUE_MSG]),
-        ("ä" * 32, ["must be no more than 63 bytes", VALUE_MSG]),  # 64 bytes
+        ("a" * 64, ["must be no more than 63 characters"]),
+        ("-" * 64, ["must be no more than 63 characters", VALUE_MSG]),
+        ("ä" * 32, ["must be no more than 63 characters", VALUE_MSG]),  # 64 bytes
         ("a/b", [VALUE_MSG]),
         ("-1", [VALUE_MSG]),
         ("a.", [VALUE_MSG]),
@@ -425,7 +425,7 @@ def test_invalid_status() -> None:
             {"z": "a" * 64, "a/b/c": "ok"},
             [
                 f'metadata.labels: Invalid value: "a/b/c": {LABEL_KEY_MSG}',
-                f'metadata.labels: Invalid value: "{"a" * 64}": must be no more than 63 bytes',
+                f'metadata.labels: Invalid value: "{"a" * 64}": must be no more than 63 characters',
             ],
         ),
     ],

@@ -108,16 +108,18 @@ class TokensController(KeyedController):
 
     async def _account(self, namespace: str, name: str, uid: str) -> Obj | None:
         """The ServiceAccount of that name (and uid, when one is given): from the cache, else from the core."""
-        account = self.accounts.get((namespace, name))
-        if account is None:
-            try:
-                got = await self.core.get(core_pb2.GetRequest(path=named(path("serviceaccounts", namespace), name)))
-            except errors.ApiError as err:
-                if err.code == 404:
-                    return None
-                raise
-            account = decode(got.object)
-        return account if not uid or _uid(account) == uid else None
+        account = self.accounts.get((namespace, name)) or await self._read("serviceaccounts", namespace, name)
+        return account if account is not None and (not uid or _uid(account) == uid) else None
+
+    async def _read(self, resource: str, namespace: str, name: str) -> Obj | None:
+        """The object as the core holds it now; None when it does not exist."""
+        try:
+            got = await self.core.get(core_pb2.GetRequest(path=named(path(resource, namespace), name)))
+        except errors.ApiError as err:
+            if err.code == 404:
+                return None
+            raise
+        return decode(got.object)
 
     async def _delete(self, key: Key, uid: str) -> None:
         request = core_pb2.DeleteRequest(path=named(path("secrets", key[0]), key[1]))
@@ -139,13 +141,9 @@ class TokensController(KeyedController):
         saw it is left to that change's sync."""
         if not any(self._needs(cached)):
             return
-        at = named(path("secrets", key[0]), key[1])
-        try:
-            live = decode((await self.core.get(core_pb2.GetRequest(path=at))).object)
-        except errors.ApiError as err:
-            if err.code == 404:
-                return
-            raise
+        live = await self._read("secrets", *key)
+        if live is None:
+            return
         metadata = live.setdefault("metadata", {})
         if metadata.get("resourceVersion") != (cached.get("metadata") or {}).get("resourceVersion"):
             return
@@ -173,14 +171,8 @@ class TokensController(KeyedController):
 
     async def _forget_reference(self, key: Key, account_name: str, account_uid: str) -> None:
         """removeSecretReference: the deleted Secret out of its ServiceAccount's `secrets`, at the version read."""
-        at = named(path("serviceaccounts", key[0]), account_name)
-        try:
-            account = decode((await self.core.get(core_pb2.GetRequest(path=at))).object)
-        except errors.ApiError as err:
-            if err.code == 404:
-                return
-            raise
-        if account_uid and _uid(account) != account_uid:
+        account = await self._read("serviceaccounts", key[0], account_name)
+        if account is None or (account_uid and _uid(account) != account_uid):
             return
         listed = account.get("secrets") or []
         kept = [ref for ref in listed if not (isinstance(ref, dict) and ref.get("name") == key[1])]

@@ -27,7 +27,7 @@ FIELD = "spec.ephemeralContainers"
 def validate_update(new: Obj, old: Obj) -> list[FieldError]:
     """ValidatePodEphemeralContainersUpdate: the Pod as validatePodMetadataAndSpec checks it, then the changes
     to the containers that were there (a static Pod's answer alone)."""
-    errs = podspec.validate_pod_spec(new.get("spec") or {}, "spec")
+    errs = podspec.validate_pod_spec(new.get("spec") or {}, "spec", is_pod=True)
     if MIRROR_POD_ANNOTATION in ((old.get("metadata") or {}).get("annotations") or {}):
         return [FieldError.forbidden("", "static pods do not support ephemeral containers")]
     current = {c.get("name"): c for c in _containers(new)}

@@ -147,7 +147,7 @@ def _add(total: Any, value: str) -> Any:
 
 def validate_pod(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = obj.get("spec") or {}
-    errs = podspec.validate_pod_spec(spec, "spec")
+    errs = podspec.validate_pod_spec(spec, "spec", is_pod=True)
     node = spec.get("nodeName") or ""
     if node:
         errs.extend(FieldError.invalid("spec.nodeName", node, m) for m in names.is_dns1123_subdomain(node))

@@ -221,7 +221,7 @@ EPHEMERAL_FORBIDDEN = ("ports", "resources", "resizePolicy", "restartPolicy", "l
 EPHEMERAL_FORBIDDEN_DETAIL = "cannot be set for an Ephemeral Container"
 
 
-def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
+def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool = False) -> list[FieldError]:
     """The ValidatePodSpec rules users hit most, in kube's order: volumes, containers (init, regular,
     ephemeral), restart and DNS policies, node selector, service account, host and subdomain names."""
     errs: list[FieldError] = []
@@ -234,6 +234,14 @@ def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
             _validate_container(container, f"{path}.{field}[{index}]", volumes, seen, errs)
             if field == "ephemeralContainers":
                 _validate_ephemeral(container, f"{path}.{field}[{index}]", spec, errs)
+    if spec.get("hostNetwork") is True:  # validatePodHostNetworkDeps, over the containers only
+        for index, container in enumerate(spec.get("containers") or []):
+            for at, port in enumerate(container.get("ports") or []):
+                host = port.get("hostPort", 0)
+                # a template's unset hostPort is left alone (a Pod's was defaulted to its containerPort)
+                if (is_pod or host) and host != port.get("containerPort", 0):
+                    errs.append(FieldError.invalid(f"{path}.containers[{index}].ports[{at}].hostPort", host,
+                                                   "must match `containerPort` when `hostNetwork` is true"))
     _one_of(spec.get("restartPolicy", ""), RESTART_POLICIES, f"{path}.restartPolicy", errs)
     _one_of(spec.get("dnsPolicy", ""), DNS_POLICIES, f"{path}.dnsPolicy", errs)
     errs.extend(names.validate_labels(spec.get("nodeSelector") or {}, f"{path}.nodeSelector"))
@@ -252,6 +260,46 @@ def validate_pod_spec(spec: Obj, path: str) -> list[FieldError]:
     if isinstance(deadline, int) and deadline <= 0:
         errs.append(FieldError.invalid(f"{path}.activeDeadlineSeconds", deadline,
                                        "must be between 1 and 2147483647, inclusive"))
+    errs.extend(validate_tolerations(spec.get("tolerations") or [], f"{path}.tolerations"))
+    return errs
+
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_POINTER = "0xc000000000"  # a set Go pointer prints as its address, which kube's is: here a placeholder
+
+
+def validate_tolerations(tolerations: list[Obj], path: str) -> list[FieldError]:
+    """ValidateTolerations, in its order: the key a label name, an empty key only with Exists, tolerationSeconds
+    only with NoExecute, the value by the operator, the effect."""
+    errs: list[FieldError] = []
+    for index, toleration in enumerate(tolerations):
+        here = f"{path}[{index}]"
+        key, operator = str(toleration.get("key") or ""), str(toleration.get("operator") or "")
+        value, effect = str(toleration.get("value") or ""), str(toleration.get("effect") or "")
+        if key:
+            errs.extend(names.validate_label_name(key, f"{here}.key"))
+        if not key and operator != "Exists":
+            errs.append(FieldError.invalid(f"{here}.operator", operator, "operator must be Exists when `key` is "
+                                           'empty, which means "match all values and all keys"'))
+        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+            errs.append(FieldError.invalid(f"{here}.effect", effect,
+                                           "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        if operator in ("Equal", ""):
+            problems = names.is_label_value(value)
+            if problems:
+                errs.append(FieldError.invalid(f"{here}.operator", value, ";".join(problems)))
+        elif operator == "Exists":
+            if value:
+                seconds = toleration.get("tolerationSeconds")
+                shown = "(*int64)(nil)" if seconds is None else f"(*int64)({_POINTER})"
+                errs.append(FieldError.invalid(f"{here}.operator", names.GoValue(
+                    f"core.Toleration{{Key:{names.go_quote(key)}, Operator:{names.go_quote(operator)}, "
+                    f"Value:{names.go_quote(value)}, Effect:{names.go_quote(effect)}, TolerationSeconds:{shown}}}"),
+                    "value must be empty when `operator` is 'Exists'"))
+        else:
+            errs.append(FieldError.not_supported(f"{here}.operator", operator, ("Equal", "Exists")))
+        if effect and effect not in TAINT_EFFECTS:
+            errs.append(FieldError.not_supported(f"{here}.effect", effect, TAINT_EFFECTS))
     return errs
 
 
@@ -284,6 +332,42 @@ def _validate_pod_security_context(context: Obj, path: str, errs: list[FieldErro
         elif name in seen:
             errs.append(FieldError.duplicate(here, name))
         seen.add(name)
+
+
+_PROC_MOUNTS = ("Default", "Unmasked")
+# core.SecurityContext's fields in declaration order, each a pointer (%#v prints a set one as its address)
+_SECURITY_CONTEXT_FIELDS = (("Capabilities", "capabilities", "core.Capabilities"), ("Privileged", "privileged", "bool"),
+                            ("SELinuxOptions", "seLinuxOptions", "core.SELinuxOptions"),
+                            ("WindowsOptions", "windowsOptions", "core.WindowsSecurityContextOptions"),
+                            ("RunAsUser", "runAsUser", "int64"), ("RunAsGroup", "runAsGroup", "int64"),
+                            ("RunAsNonRoot", "runAsNonRoot", "bool"),
+                            ("ReadOnlyRootFilesystem", "readOnlyRootFilesystem", "bool"),
+                            ("AllowPrivilegeEscalation", "allowPrivilegeEscalation", "bool"),
+                            ("ProcMount", "procMount", "core.ProcMountType"),
+                            ("SeccompProfile", "seccompProfile", "core.SeccompProfile"))
+
+
+def _validate_security_context(context: Obj, path: str, errs: list[FieldError]) -> None:
+    """ValidateSecurityContext, in its order: user and group IDs in range, procMount, privilege escalation
+    turned off beside privileged or CAP_SYS_ADMIN."""
+    for field in ("runAsUser", "runAsGroup"):
+        value = context.get(field)
+        if isinstance(value, int) and not 0 <= value <= 2147483647:
+            errs.append(FieldError.invalid(f"{path}.{field}", value, ID_RANGE))
+    proc_mount = context.get("procMount")
+    if proc_mount is not None and proc_mount not in _PROC_MOUNTS:
+        errs.append(FieldError.not_supported(f"{path}.procMount", proc_mount, _PROC_MOUNTS))
+    if context.get("allowPrivilegeEscalation") is False:
+        shown = names.GoValue("core.SecurityContext{" + ", ".join(  # ErrorBody prints what a pointer points to
+            f"{go_name}:(*{go_type})({'nil' if context.get(json_name) is None else _POINTER})"
+            for go_name, json_name, go_type in _SECURITY_CONTEXT_FIELDS) + "}")
+        if context.get("privileged") is True:
+            errs.append(FieldError.invalid(path, shown,
+                                           "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"))
+        for capability in (context.get("capabilities") or {}).get("add") or []:
+            if capability == "CAP_SYS_ADMIN":
+                errs.append(FieldError.invalid(path, shown, "cannot set `allowPrivilegeEscalation` to false and "
+                                               "`capabilities.Add` CAP_SYS_ADMIN"))
 
 
 def _one_of(value: str, supported: tuple[str, ...], path: str, errs: list[FieldError]) -> None:
@@ -345,6 +429,8 @@ def _validate_container(container: Obj, path: str, volumes: set[str], seen: set[
             errs.append(FieldError.required(f"{here}.mountPath"))
     _one_of(container.get("imagePullPolicy", ""), PULL_POLICIES, f"{path}.imagePullPolicy", errs)
     _validate_resources(container.get("resources") or {}, f"{path}.resources", errs)
+    if isinstance(container.get("securityContext"), dict):
+        _validate_security_context(container["securityContext"], f"{path}.securityContext", errs)
     if name:
         if name in seen:
             errs.append(FieldError.duplicate(f"{path}.name", name))

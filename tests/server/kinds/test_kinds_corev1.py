@@ -24,7 +24,7 @@ import pytest
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
-from server.machinery.validation.names import is_qualified_name
+from server.machinery.validation.names import is_label_value, is_qualified_name
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
@@ -292,6 +292,41 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
      [invalid("spec.securityContext.runAsUser", "-1", ID_RANGE),
       invalid("spec.securityContext.runAsGroup", "2147483648", ID_RANGE),
       invalid("spec.securityContext.supplementalGroups[1]", "-2", ID_RANGE)]),
+    # (kube 1.28.7 answered these side by side; a set pointer prints as its address there, a placeholder here)
+    ("container user and group IDs", "pods", pod(containers=[{"name": "app", "image": "nginx", "securityContext": {
+        "runAsUser": -1, "runAsGroup": -2}}]), "Pod",
+     [invalid("spec.containers[0].securityContext.runAsUser", "-1", ID_RANGE),
+      invalid("spec.containers[0].securityContext.runAsGroup", "-2", ID_RANGE)]),
+    ("privilege escalation off beside CAP_SYS_ADMIN", "pods", pod(containers=[{"name": "app", "image": "nginx",
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"add": ["CAP_SYS_ADMIN"]}}}]), "Pod",
+     [invalid("spec.containers[0].securityContext", "core.SecurityContext{Capabilities:(*core.Capabilities)"
+              "(0xc000000000), Privileged:(*bool)(nil), SELinuxOptions:(*core.SELinuxOptions)(nil), WindowsOptions:"
+              "(*core.WindowsSecurityContextOptions)(nil), RunAsUser:(*int64)(nil), RunAsGroup:(*int64)(nil), "
+              "RunAsNonRoot:(*bool)(nil), ReadOnlyRootFilesystem:(*bool)(nil), AllowPrivilegeEscalation:(*bool)"
+              "(0xc000000000), ProcMount:(*core.ProcMountType)(nil), SeccompProfile:(*core.SeccompProfile)(nil)}",
+              "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN")]),
+    ("host network with another host port", "pods", pod(hostNetwork=True, containers=[{
+        "name": "app", "image": "nginx", "ports": [{"containerPort": 80, "hostPort": 81}]}]), "Pod",
+     [invalid("spec.containers[0].ports[0].hostPort", "81", "must match `containerPort` when `hostNetwork` is true")]),
+    ("tolerations", "pods", pod(tolerations=[
+        {"key": "k", "operator": "Exists", "value": "v"},
+        {"operator": "Equal", "value": "v"},
+        {"key": "k", "tolerationSeconds": 5, "effect": "NoSchedule"},
+        {"key": "k", "operator": "In"},
+        {"key": "a/b/c", "value": "-bad-"},
+        {"key": "k", "effect": "Sometimes"}]), "Pod",
+     [invalid("spec.tolerations[0].operator", 'core.Toleration{Key:"k", Operator:"Exists", Value:"v", Effect:"", '
+              "TolerationSeconds:(*int64)(nil)}", "value must be empty when `operator` is 'Exists'"),
+      invalid("spec.tolerations[1].operator", '"Equal"',
+              'operator must be Exists when `key` is empty, which means "match all values and all keys"'),
+      invalid("spec.tolerations[2].effect", '"NoSchedule"',
+              "effect must be 'NoExecute' when `tolerationSeconds` is set"),
+      kube.cause("FieldValueNotSupported", 'Unsupported value: "In": supported values: "Equal", "Exists"',
+                 "spec.tolerations[3].operator"),
+      invalid("spec.tolerations[4].key", '"a/b/c"', is_qualified_name("a/b/c")[0]),
+      invalid("spec.tolerations[4].operator", '"-bad-"', is_label_value("-bad-")[0]),
+      kube.cause("FieldValueNotSupported", 'Unsupported value: "Sometimes": supported values: "NoSchedule", '
+                 '"PreferNoSchedule", "NoExecute"', "spec.tolerations[5].effect")]),
     ("service without ports", "services", service(ports=[]), "Service", [required("spec.ports")]),
     ("service port range and names", "services", service(ports=[{"port": 0}, {"port": 81}]), "Service",
      [required("spec.ports[0].name"), invalid("spec.ports[0].port", "0", PORT_RANGE),

@@ -20,11 +20,13 @@ Example: {"containers": [{"name": "web", "image": "nginx"}]} becomes
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from server.machinery.codec.quantity import QuantityError, canonical, parse_quantity
+from server.machinery.selectors.labels import validate_label_selector
 from server.machinery.validation import names
 from server.machinery.validation.names import FieldError
 from server.machinery.values import Obj
@@ -222,8 +224,10 @@ EPHEMERAL_FORBIDDEN_DETAIL = "cannot be set for an Ephemeral Container"
 
 
 def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool = False) -> list[FieldError]:
-    """The ValidatePodSpec rules users hit most, in kube's order: volumes, containers (init, regular,
-    ephemeral), restart and DNS policies, node selector, service account, host and subdomain names."""
+    """ValidatePodSpec's rules, in its order: volumes, containers (init, regular, ephemeral), host network ports,
+    restart and DNS policies, node selector, security context, affinity, DNS config, readiness and scheduling
+    gates, topology spread, service account, active deadline, host and subdomain names, tolerations, host aliases.
+    `is_pod`: a Pod's own spec (a template's unset host port is left for the Pod's defaulting)."""
     errs: list[FieldError] = []
     volumes = _validate_volumes(spec.get("volumes") or [], f"{path}.volumes", errs)
     seen: set[str] = set()
@@ -247,21 +251,213 @@ def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool = False) -> list[Fie
     errs.extend(names.validate_labels(spec.get("nodeSelector") or {}, f"{path}.nodeSelector"))
     if isinstance(spec.get("securityContext"), dict):
         _validate_pod_security_context(spec["securityContext"], f"{path}.securityContext", errs)
+    if isinstance(spec.get("affinity"), dict):
+        _validate_affinity(spec["affinity"], f"{path}.affinity", errs)
+    _validate_dns_config(spec.get("dnsConfig"), spec.get("dnsPolicy", ""), f"{path}.dnsConfig", errs)
+    for index, gate in enumerate(spec.get("readinessGates") or []):
+        condition = str(gate.get("conditionType") or "")
+        errs.extend(FieldError.invalid(f"{path}.readinessGates[{index}].conditionType", condition, m)
+                    for m in names.is_qualified_name(condition))
+    gates: set[str] = set()
+    for index, gate in enumerate(spec.get("schedulingGates") or []):
+        name = str(gate.get("name") or "")
+        errs.extend(FieldError.invalid(f"{path}.schedulingGates[{index}]", name, m)
+                    for m in names.is_qualified_name(name))
+        if name in gates:
+            errs.append(FieldError.duplicate(f"{path}.schedulingGates[{index}]", name))
+        gates.add(name)
+    _validate_spread(spec.get("topologySpreadConstraints") or [], f"{path}.topologySpreadConstraints", errs)
     account = spec.get("serviceAccountName") or ""
     if account:
         errs.extend(FieldError.invalid(f"{path}.serviceAccountName", account, m)
                     for m in names.is_dns1123_subdomain(account))
-    for field in ("hostname", "subdomain"):
-        value = spec.get(field) or ""
-        if value:
-            errs.extend(FieldError.invalid(f"{path}.{field}", value, m) for m in names.is_dns1123_label(value))
     # A negative terminationGracePeriodSeconds is no error: kube 1.28 warns (podwarnings.py) and deletes with 1.
     deadline = spec.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and deadline <= 0:
         errs.append(FieldError.invalid(f"{path}.activeDeadlineSeconds", deadline,
                                        "must be between 1 and 2147483647, inclusive"))
+    for field in ("hostname", "subdomain"):
+        value = spec.get(field) or ""
+        if value:
+            errs.extend(FieldError.invalid(f"{path}.{field}", value, m) for m in names.is_dns1123_label(value))
     errs.extend(validate_tolerations(spec.get("tolerations") or [], f"{path}.tolerations"))
+    for alias in spec.get("hostAliases") or []:  # ValidateHostAliases: its paths carry no index
+        if not _is_ip_sloppy(str(alias.get("ip") or "")):
+            errs.append(FieldError.invalid(f"{path}.hostAliases.ip", str(alias.get("ip") or ""),
+                                           "must be valid IP address"))
+        for hostname in alias.get("hostnames") or []:
+            errs.extend(FieldError.invalid(f"{path}.hostAliases.hostnames", hostname, m)
+                        for m in names.is_dns1123_subdomain(str(hostname)))
     return errs
+
+
+def _is_ip_sloppy(text: str) -> bool:
+    """netutils.ParseIPSloppy: an IP address, IPv4 parts with leading zeros allowed (read as decimal)."""
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        parts = text.split(".")
+        return len(parts) == 4 and all(p.isdigit() and p.isascii() and int(p) <= 255 for p in parts)
+
+
+MAX_DNS_NAMESERVERS, MAX_DNS_SEARCH_PATHS, MAX_DNS_SEARCH_LIST_CHARS = 3, 32, 2048
+
+
+def _validate_dns_config(config: object, policy: object, path: str, errs: list[FieldError]) -> None:
+    """validatePodDNSConfig: policy None needs a config with a nameserver; nameservers are IPs, at most 3; at most
+    32 search paths of at most 2048 characters together, each a DNS subdomain; every option named."""
+    if policy == "None":
+        if not isinstance(config, dict):
+            errs.append(FieldError.required(path, "must provide `dnsConfig` when `dnsPolicy` is None"))
+            return
+        if not config.get("nameservers"):
+            errs.append(FieldError.required(f"{path}.nameservers",
+                                            "must provide at least one DNS nameserver when `dnsPolicy` is None"))
+            return
+    if not isinstance(config, dict):
+        return
+    servers = [str(n) for n in config.get("nameservers") or []]
+    if len(servers) > MAX_DNS_NAMESERVERS:
+        errs.append(FieldError.invalid(f"{path}.nameservers", _go_strings(servers),
+                                       f"must not have more than {MAX_DNS_NAMESERVERS} nameservers"))
+    errs.extend(FieldError.invalid(f"{path}.nameservers[{i}]", n, "must be valid IP address")
+                for i, n in enumerate(servers) if not _is_ip_sloppy(n))
+    searches = [str(x) for x in config.get("searches") or []]
+    if len(searches) > MAX_DNS_SEARCH_PATHS:
+        errs.append(FieldError.invalid(f"{path}.searches", _go_strings(searches),
+                                       f"must not have more than {MAX_DNS_SEARCH_PATHS} search paths"))
+    if len(" ".join(searches)) > MAX_DNS_SEARCH_LIST_CHARS:
+        errs.append(FieldError.invalid(f"{path}.searches", _go_strings(searches), "must not have more than "
+                                       f"{MAX_DNS_SEARCH_LIST_CHARS} characters (including spaces) in the search list"))
+    for i, search in enumerate(searches):
+        trimmed = search.removesuffix(".")
+        errs.extend(FieldError.invalid(f"{path}.searches[{i}]", trimmed, m)
+                    for m in names.is_dns1123_subdomain(trimmed))
+    errs.extend(FieldError.required(f"{path}.options[{i}]", "must not be empty")
+                for i, option in enumerate(config.get("options") or []) if not option.get("name"))
+
+
+def _go_strings(values: list[str]) -> names.GoValue:
+    return names.GoValue("[]string{" + ", ".join(names.go_quote(v) for v in values) + "}")
+
+
+def _validate_affinity(affinity: Obj, path: str, errs: list[FieldError]) -> None:
+    """validateAffinity: node affinity's selector terms and weights, pod (anti-)affinity's terms and weights."""
+    node = affinity.get("nodeAffinity")
+    if isinstance(node, dict):
+        here = f"{path}.nodeAffinity"
+        required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(required, dict):
+            terms_path = f"{here}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+            terms = required.get("nodeSelectorTerms") or []
+            if not terms:
+                errs.append(FieldError.required(terms_path, "must have at least one node selector term"))
+            for i, term in enumerate(terms):
+                _validate_node_selector_term(term, f"{terms_path}[{i}]", errs)
+        for i, preferred in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+            at = f"{here}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+            _check_weight(preferred.get("weight", 0), f"{at}.weight", errs)
+            _validate_node_selector_term(preferred.get("preference") or {}, f"{at}.preference", errs)
+    for kind in ("podAffinity", "podAntiAffinity"):
+        pods = affinity.get(kind)
+        if not isinstance(pods, dict):
+            continue
+        here = f"{path}.{kind}"
+        for i, term in enumerate(pods.get("requiredDuringSchedulingIgnoredDuringExecution") or []):
+            _validate_pod_affinity_term(term, f"{here}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", errs)
+        for i, weighted in enumerate(pods.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+            at = f"{here}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+            _check_weight(weighted.get("weight", 0), f"{at}.weight", errs)
+            _validate_pod_affinity_term(weighted.get("podAffinityTerm") or {}, f"{at}.podAffinityTerm", errs)
+
+
+def _check_weight(weight: object, path: str, errs: list[FieldError]) -> None:
+    if isinstance(weight, int) and not 0 < weight <= 100:
+        errs.append(FieldError.invalid(path, weight, "must be in the range 1-100"))
+
+
+def _validate_node_selector_term(term: Obj, path: str, errs: list[FieldError]) -> None:
+    """ValidateNodeSelectorTerm: each expression's operator and values, then its key; each field expression's."""
+    for j, requirement in enumerate(term.get("matchExpressions") or []):
+        at = f"{path}.matchExpressions[{j}]"
+        operator, values = str(requirement.get("operator") or ""), requirement.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                errs.append(FieldError.required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                errs.append(FieldError.forbidden(f"{at}.values",
+                                                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        elif operator in ("Gt", "Lt"):
+            if len(values) != 1:
+                errs.append(FieldError.required(f"{at}.values",
+                                                "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+        else:
+            errs.append(FieldError.invalid(f"{at}.operator", operator, "not a valid selector operator"))
+        errs.extend(names.validate_label_name(str(requirement.get("key") or ""), f"{at}.key"))
+    for j, requirement in enumerate(term.get("matchFields") or []):
+        at = f"{path}.matchFields[{j}]"
+        operator, values = str(requirement.get("operator") or ""), requirement.get("values") or []
+        if operator in ("In", "NotIn"):
+            if len(values) != 1:
+                errs.append(FieldError.required(f"{at}.values", "must be only one value when `operator` is 'In' or "
+                                                                "'NotIn' for node field selector"))
+        else:
+            errs.append(FieldError.invalid(f"{at}.operator", operator, "not a valid selector operator"))
+        key = str(requirement.get("key") or "")
+        if key != "metadata.name":  # nodeFieldSelectorValidators: a Node's name only
+            errs.append(FieldError.invalid(f"{at}.key", key, "not a valid field selector key"))
+        else:
+            for i, value in enumerate(values):
+                errs.extend(FieldError.invalid(f"{at}.values[{i}]", value, m)
+                            for m in names.is_dns1123_subdomain(str(value)))
+
+
+def _validate_pod_affinity_term(term: Obj, path: str, errs: list[FieldError]) -> None:
+    """validatePodAffinityTerm: the label and namespace selectors, the namespaces, the topology key."""
+    errs.extend(validate_label_selector(term.get("labelSelector"), f"{path}.labelSelector"))
+    errs.extend(validate_label_selector(term.get("namespaceSelector"), f"{path}.namespaceSelector"))
+    for namespace in term.get("namespaces") or []:
+        errs.extend(FieldError.invalid(f"{path}.namespace", namespace, m)
+                    for m in names.validate_namespace_name(str(namespace), False))
+    key = str(term.get("topologyKey") or "")
+    if not key:
+        errs.append(FieldError.required(f"{path}.topologyKey", "can not be empty"))
+    errs.extend(names.validate_label_name(key, f"{path}.topologyKey"))
+
+
+_SCHEDULE_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+_INCLUSION_POLICIES = ("Honor", "Ignore")  # supportedPodTopologySpreadNodePolicies.List(): sorted
+
+
+def _validate_spread(constraints: list[Obj], path: str, errs: list[FieldError]) -> None:
+    """validateTopologySpreadConstraints, in its order per constraint."""
+    for i, constraint in enumerate(constraints):
+        at = f"{path}[{i}]"
+        skew = constraint.get("maxSkew", 0)
+        if isinstance(skew, int) and skew <= 0:
+            errs.append(FieldError.invalid(f"{at}.maxSkew", skew, "must be greater than zero"))
+        key, action = str(constraint.get("topologyKey") or ""), str(constraint.get("whenUnsatisfiable") or "")
+        if not key:
+            errs.append(FieldError.required(f"{at}.topologyKey", "can not be empty"))
+        if action not in _SCHEDULE_ACTIONS:
+            errs.append(FieldError.not_supported(f"{at}.whenUnsatisfiable", action, _SCHEDULE_ACTIONS))
+        if any(str(other.get("topologyKey") or "") == key and str(other.get("whenUnsatisfiable") or "") == action
+               for other in constraints[i + 1:]):
+            errs.append(FieldError.duplicate(f"{at}.{{topologyKey, whenUnsatisfiable}}", f"{{{key}, {action}}}"))
+        domains = constraint.get("minDomains")
+        if isinstance(domains, int):
+            if domains <= 0:
+                errs.append(FieldError.invalid(f"{at}.minDomains", domains, "must be greater than zero"))
+            if action != "DoNotSchedule":
+                errs.append(FieldError.invalid(f"{at}.minDomains", domains, "can only use minDomains if "
+                                               f"whenUnsatisfiable=DoNotSchedule, not {action}"))
+        for field in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            policy = constraint.get(field)
+            if policy is not None and policy not in _INCLUSION_POLICIES:
+                errs.append(FieldError.not_supported(f"{at}.{field}", policy, _INCLUSION_POLICIES))
+        errs.extend(validate_label_selector(constraint.get("labelSelector"), f"{at}.labelSelector"))
 
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

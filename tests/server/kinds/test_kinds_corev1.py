@@ -24,6 +24,7 @@ import pytest
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
+from server.machinery.validation import names as validation_names
 from server.machinery.validation.names import is_label_value, is_qualified_name
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
@@ -32,6 +33,9 @@ from tests.server import kube
 from tests.server.client import Client, Failed, Obj, path, raw, refused
 
 NS = "default"
+NODE_TERM = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+PREFERRED = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+ANTI = "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
 CONFIG_KEY_MSG = ("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  "
                   "or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')")
 
@@ -327,6 +331,69 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
       invalid("spec.tolerations[4].operator", '"-bad-"', is_label_value("-bad-")[0]),
       kube.cause("FieldValueNotSupported", 'Unsupported value: "Sometimes": supported values: "NoSchedule", '
                  '"PreferNoSchedule", "NoExecute"', "spec.tolerations[5].effect")]),
+    ("node affinity", "pods", pod(affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+            "matchExpressions": [{"key": "k", "operator": "In"}, {"key": "k", "operator": "Gt", "values": ["1", "2"]},
+                                 {"key": "k", "operator": "Near"}],
+            "matchFields": [{"key": "spec.x", "operator": "Exists"},
+                            {"key": "metadata.name", "operator": "In", "values": ["Bad_N"]}]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": {
+            "matchExpressions": [{"key": "k", "operator": "Exists", "values": ["x"]}]}}]}}), "Pod",
+     [required(f"{NODE_TERM}.matchExpressions[0].values", "must be specified when `operator` is 'In' or 'NotIn'"),
+      required(f"{NODE_TERM}.matchExpressions[1].values",
+               "must be specified single value when `operator` is 'Lt' or 'Gt'"),
+      invalid(f"{NODE_TERM}.matchExpressions[2].operator", '"Near"', "not a valid selector operator"),
+      invalid(f"{NODE_TERM}.matchFields[0].operator", '"Exists"', "not a valid selector operator"),
+      invalid(f"{NODE_TERM}.matchFields[0].key", '"spec.x"', "not a valid field selector key"),
+      invalid(f"{NODE_TERM}.matchFields[1].values[0]", '"Bad_N"', validation_names.is_dns1123_subdomain("Bad_N")[0]),
+      invalid(f"{PREFERRED}.weight", "0", "must be in the range 1-100"),
+      kube.field_forbidden(f"{PREFERRED}.preference.matchExpressions[0].values",
+                           "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")]),
+    ("pod affinity", "pods", pod(affinity={
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ""}]},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 101, "podAffinityTerm": {
+            "topologyKey": "k", "namespaces": ["Bad_NS"], "labelSelector": {"matchLabels": {"a": "-x-"}}}}]}}),
+     "Pod",
+     [required("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+               "can not be empty"),
+      invalid("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey", '""',
+              "name part must be non-empty"),
+      invalid("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey", '""',
+              is_qualified_name("")[-1]),
+      invalid(f"{ANTI}.weight", "101", "must be in the range 1-100"),
+      invalid(f"{ANTI}.podAffinityTerm.labelSelector.matchLabels", '"-x-"', is_label_value("-x-")[0]),
+      invalid(f"{ANTI}.podAffinityTerm.namespace", '"Bad_NS"', validation_names.is_dns1123_label("Bad_NS")[0])]),
+    ("topology spread", "pods", pod(topologySpreadConstraints=[
+        {"maxSkew": 0, "topologyKey": "", "whenUnsatisfiable": "Maybe"},
+        {"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 0,
+         "nodeAffinityPolicy": "Maybe"},
+        {"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "ScheduleAnyway"}]), "Pod",
+     [invalid("spec.topologySpreadConstraints[0].maxSkew", "0", "must be greater than zero"),
+      required("spec.topologySpreadConstraints[0].topologyKey", "can not be empty"),
+      kube.cause("FieldValueNotSupported", 'Unsupported value: "Maybe": supported values: "DoNotSchedule", '
+                 '"ScheduleAnyway"', "spec.topologySpreadConstraints[0].whenUnsatisfiable"),
+      duplicate("spec.topologySpreadConstraints[1].{topologyKey, whenUnsatisfiable}", '"{z, ScheduleAnyway}"'),
+      invalid("spec.topologySpreadConstraints[1].minDomains", "0", "must be greater than zero"),
+      invalid("spec.topologySpreadConstraints[1].minDomains", "0",
+              "can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"),
+      kube.cause("FieldValueNotSupported", 'Unsupported value: "Maybe": supported values: "Honor", "Ignore"',
+                 "spec.topologySpreadConstraints[1].nodeAffinityPolicy")]),
+    ("dns policy None without a config", "pods", pod(dnsPolicy="None"), "Pod",
+     [required("spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None")]),
+    ("dns config", "pods", pod(dnsConfig={"nameservers": ["bad", "1.1.1.1", "2.2.2.2", "010.0.0.1"],
+                                          "searches": ["Bad_Search.", "ok.com."], "options": [{"value": "x"}]}), "Pod",
+     [invalid("spec.dnsConfig.nameservers", '[]string{"bad", "1.1.1.1", "2.2.2.2", "010.0.0.1"}',
+              "must not have more than 3 nameservers"),
+      invalid("spec.dnsConfig.nameservers[0]", '"bad"', "must be valid IP address"),
+      invalid("spec.dnsConfig.searches[0]", '"Bad_Search"', validation_names.is_dns1123_subdomain("Bad_Search")[0]),
+      required("spec.dnsConfig.options[0]", "must not be empty")]),
+    ("host aliases and gates", "pods", pod(hostAliases=[{"ip": "x", "hostnames": ["a", "B_"]}],
+                                           readinessGates=[{"conditionType": "a/b/c"}],
+                                           schedulingGates=[{"name": "g"}, {"name": "g"}]), "Pod",
+     [invalid("spec.readinessGates[0].conditionType", '"a/b/c"', is_qualified_name("a/b/c")[0]),
+      duplicate("spec.schedulingGates[1]", '"g"'),
+      invalid("spec.hostAliases.ip", '"x"', "must be valid IP address"),
+      invalid("spec.hostAliases.hostnames", '"B_"', validation_names.is_dns1123_subdomain("B_")[0])]),
     ("service without ports", "services", service(ports=[]), "Service", [required("spec.ports")]),
     ("service port range and names", "services", service(ports=[{"port": 0}, {"port": 81}]), "Service",
      [required("spec.ports[0].name"), invalid("spec.ports[0].port", "0", PORT_RANGE),

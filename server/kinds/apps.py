@@ -65,13 +65,15 @@ def _int_or_percent(value: object) -> int:
 def _positive_int_or_percent(value: object, path: str) -> list[FieldError]:
     """ValidatePositiveIntOrPercent (an unset value is the integer 0)."""
     if isinstance(value, str):
-        return [] if PERCENT.match(value) else [FieldError.invalid(path, value, PERCENT_ERROR)]
+        return [] if PERCENT.match(value) else [FieldError.invalid(path, names.go_int_or_string(value), PERCENT_ERROR)]
     return nonnegative(value, path)
 
 
 def _not_over_100_percent(value: object, path: str) -> list[FieldError]:
     percent = _percent(value)
-    return [FieldError.invalid(path, value, "must not be greater than 100%")] if percent and percent > 100 else []
+    if percent and percent > 100:
+        return [FieldError.invalid(path, names.go_int_or_string(value), "must not be greater than 100%")]
+    return []
 
 
 # -- Deployment ----------------------------------------------------------------------------------------------------
@@ -116,7 +118,7 @@ def _deployment_strategy_errors(strategy: Obj, path: str) -> list[FieldError]:
         errs = (_positive_int_or_percent(unavailable, f"{at}.maxUnavailable")
                 + _positive_int_or_percent(surge, f"{at}.maxSurge"))
         if _int_or_percent(unavailable) == 0 and _int_or_percent(surge) == 0:
-            errs.append(FieldError.invalid(f"{at}.maxUnavailable", unavailable or 0,
+            errs.append(FieldError.invalid(f"{at}.maxUnavailable", names.go_int_or_string(unavailable),
                                            "may not be 0 when `maxSurge` is 0"))
         return errs + _not_over_100_percent(unavailable, f"{at}.maxUnavailable")
     # The internal struct, as Go's JSON prints it.

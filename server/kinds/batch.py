@@ -9,6 +9,7 @@ creation (except a suspended, never started Job's scheduling directives); neithe
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -181,6 +182,8 @@ def _job_spec_fields_errors(spec: Obj, path: str) -> list[FieldError]:
     if spec.get("successPolicy") is not None and mode != INDEXED:
         errs.append(FieldError.invalid(f"{path}.successPolicy", spec["successPolicy"],
                                        "requires indexed completion mode"))
+    if isinstance(spec.get("podFailurePolicy"), dict):
+        errs += _pod_failure_policy_errors(spec, f"{path}.podFailurePolicy")
     errs += _replacement_policy_errors(spec, f"{path}.podReplacementPolicy")
     template_path = f"{path}.template"
     errs += templates.pod_template_errors(spec.get("template"), template_path)
@@ -193,6 +196,99 @@ def _job_spec_fields_errors(spec: Obj, path: str) -> list[FieldError]:
     elif spec.get("podFailurePolicy") is not None and policy != "Never":
         errs.append(FieldError.invalid(restart_path, policy, 'only "Never" is supported when podFailurePolicy is '
                                                              "specified"))
+    return errs
+
+
+MAX_POD_FAILURE_POLICY_RULES, MAX_ON_EXIT_CODES_VALUES, MAX_ON_POD_CONDITIONS = 20, 255, 20
+_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")  # sets.List: sorted
+_EXIT_CODE_OPERATORS = ("In", "NotIn")
+_CONDITION_STATUSES = ("False", "True", "Unknown")
+
+
+def _valid_values(values: tuple[str, ...]) -> str:
+    """Go's %q of a []string: `["a" "b"]`."""
+    return "valid values: [" + " ".join(names.go_quote(v) for v in values) + "]"
+
+
+def _too_many(path: str, count: int, most: int) -> FieldError:
+    return FieldError(names.ErrorType.TOO_MANY, path, count, f"must have at most {most} items")
+
+
+def _pod_failure_policy_errors(spec: Obj, path: str) -> list[FieldError]:
+    """validatePodFailurePolicy: at most 20 rules; each an action, and onExitCodes or onPodConditions (one)."""
+    errs: list[FieldError] = []
+    rules = get(spec, "podFailurePolicy", "rules") or []
+    if len(rules) > MAX_POD_FAILURE_POLICY_RULES:
+        errs.append(_too_many(f"{path}.rules", len(rules), MAX_POD_FAILURE_POLICY_RULES))
+    containers = {str(c.get("name") or "") for field in ("containers", "initContainers")
+                  for c in get(spec, "template", "spec", field) or [] if isinstance(c, dict)}
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            continue
+        at = f"{path}.rules[{i}]"
+        action = str(rule.get("action") or "")
+        if not action:
+            errs.append(FieldError.required(f"{at}.action", _valid_values(_ACTIONS)))
+        elif action == "FailIndex":
+            if spec.get("backoffLimitPerIndex") is None:
+                errs.append(FieldError.invalid(f"{at}.action", action, "requires the backoffLimitPerIndex to be set"))
+        elif action not in _ACTIONS:
+            errs.append(FieldError.not_supported(f"{at}.action", action, _ACTIONS))
+        exit_codes, conditions = rule.get("onExitCodes"), rule.get("onPodConditions") or []
+        if isinstance(exit_codes, dict):
+            errs += _on_exit_codes_errors(exit_codes, f"{at}.onExitCodes", containers)
+        if conditions:
+            errs += _on_pod_conditions_errors(conditions, f"{at}.onPodConditions")
+        if exit_codes is not None and conditions:
+            errs.append(FieldError.invalid(at, names.OMIT_VALUE,
+                                           "specifying both OnExitCodes and OnPodConditions is not supported"))
+        if exit_codes is None and not conditions:
+            errs.append(FieldError.invalid(at, names.OMIT_VALUE,
+                                           "specifying one of OnExitCodes and OnPodConditions is required"))
+    return errs
+
+
+def _on_pod_conditions_errors(patterns: list[Obj], path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if len(patterns) > MAX_ON_POD_CONDITIONS:
+        errs.append(_too_many(path, len(patterns), MAX_ON_POD_CONDITIONS))
+    for j, pattern in enumerate(patterns):
+        kind, status = str(pattern.get("type") or ""), str(pattern.get("status") or "")
+        errs.extend(FieldError.invalid(f"{path}[{j}].type", kind, m) for m in names.is_qualified_name(kind))
+        if not status:
+            errs.append(FieldError.required(f"{path}[{j}].status", _valid_values(_CONDITION_STATUSES)))
+        elif status not in _CONDITION_STATUSES:
+            errs.append(FieldError.not_supported(f"{path}[{j}].status", status, _CONDITION_STATUSES))
+    return errs
+
+
+def _on_exit_codes_errors(requirement: Obj, path: str, containers: set[str]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    operator = str(requirement.get("operator") or "")
+    if not operator:
+        errs.append(FieldError.required(f"{path}.operator", _valid_values(_EXIT_CODE_OPERATORS)))
+    elif operator not in _EXIT_CODE_OPERATORS:
+        errs.append(FieldError.not_supported(f"{path}.operator", operator, _EXIT_CODE_OPERATORS))
+    container = requirement.get("containerName")
+    if container is not None and container not in containers:
+        errs.append(FieldError.invalid(f"{path}.containerName", container,
+                                       "must be one of the container or initContainer names in the pod template"))
+    given = requirement.get("values")
+    values = [v for v in given or [] if isinstance(v, int)]
+    shown = names.GoValue("[]int32(nil)" if given is None else "[]int32{" + ", ".join(str(v) for v in values) + "}")
+    if not values:
+        errs.append(FieldError.invalid(f"{path}.values", shown, "at least one value is required"))
+    elif len(values) > MAX_ON_EXIT_CODES_VALUES:
+        errs.append(_too_many(f"{path}.values", len(values), MAX_ON_EXIT_CODES_VALUES))
+    seen: set[int] = set()
+    for j, value in enumerate(values):
+        if operator == "In" and value == 0:
+            errs.append(FieldError.invalid(f"{path}.values[{j}]", value, "must not be 0 for the In operator"))
+        if value in seen:
+            errs.append(FieldError.duplicate(f"{path}.values[{j}]", value))
+        seen.add(value)
+    if any(a > b for a, b in itertools.pairwise(values)):
+        errs.append(FieldError.invalid(f"{path}.values", shown, "must be ordered"))
     return errs
 
 
@@ -385,7 +481,8 @@ def _job_template_errors(job_template: object) -> list[FieldError]:
     job_spec = job_spec if isinstance(job_spec, dict) else {}
     errs = _job_spec_fields_errors(job_spec, path)
     if job_spec.get("selector") is not None:
-        errs.append(FieldError.invalid(f"{path}.selector", job_spec["selector"], "`selector` will be auto-generated"))
+        errs.append(FieldError.invalid(f"{path}.selector", names.go_label_selector(job_spec["selector"]),
+                                       "`selector` will be auto-generated"))
     if job_spec.get("manualSelector") is True:
         errs.append(FieldError.not_supported(f"{path}.manualSelector", True, ["nil", "false"]))
     return errs

@@ -101,7 +101,7 @@ def selector_errors(selector: object, path: str, *, empty: str | None, required:
         return [FieldError.required(path)] if required else []
     errs = labels.validate_label_selector(selector, path)
     if empty is not None and not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        errs.append(FieldError.invalid(path, selector, empty))
+        errs.append(FieldError.invalid(path, names.go_label_selector(selector), empty))
     return errs
 
 

@@ -107,7 +107,7 @@ class FieldError:
     def body(self) -> str:
         """field.Error.ErrorBody: the message without the field, also a Status cause's `message`."""
         text = _TYPE_TEXT[self.type]
-        if self.type not in _VALUE_HIDDEN:
+        if self.type not in _VALUE_HIDDEN and self.value is not OMIT_VALUE:
             text = f"{text}: {_render_value(self.value)}"
         return f"{text}: {self.detail}" if self.detail else text
 
@@ -187,12 +187,25 @@ class GoValue:
     text: str
 
 
+# field.OmitValueType{}: an error that shows no value ("Invalid value: <detail>").
+OMIT_VALUE = GoValue("")
+
+
 def go_string_map(value: object) -> GoValue:
     """%#v of a map[string]string as ErrorBody prints it: keys sorted, as fmt prints maps; an absent map is nil."""
     if not isinstance(value, dict):
         return GoValue("map[string]string(nil)")
     body = ", ".join(f"{go_quote(str(k))}:{go_quote(str(value[k]))}" for k in sorted(value))
     return GoValue(f"map[string]string{{{body}}}")
+
+
+def go_int_or_string(value: object) -> GoValue:
+    """%#v of an intstr.IntOrString as ErrorBody prints it (its String has a pointer receiver): an absent one is
+    the integer 0."""
+    if isinstance(value, str):
+        return GoValue(f'intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_quote(value)}}}')
+    number = value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return GoValue(f'intstr.IntOrString{{Type:0, IntVal:{number}, StrVal:""}}')
 
 
 def go_label_selector(value: object) -> GoValue | str:

@@ -353,9 +353,11 @@ def required(field: str, detail: str = "") -> Obj:
     return kube.cause("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", field)
 
 
-def invalid(field: str, rendered: str, detail: str) -> Obj:
-    """field.Invalid with the value already as ErrorBody prints it (JSON, a number, or a quoted string)."""
-    return kube.cause("FieldValueInvalid", f"Invalid value: {rendered}: {detail}", field)
+def invalid(field: str, rendered: str | None, detail: str) -> Obj:
+    """field.Invalid with the value already as ErrorBody prints it (JSON, a number, or a quoted string); None: a
+    value it omits (field.OmitValueType)."""
+    shown = "Invalid value" if rendered is None else f"Invalid value: {rendered}"
+    return kube.cause("FieldValueInvalid", f"{shown}: {detail}", field)
 
 
 def forbidden(field: str, detail: str) -> Obj:
@@ -363,7 +365,10 @@ def forbidden(field: str, detail: str) -> Obj:
 
 
 MISMATCH = "`selector` does not match template `labels`"
+EMPTY_SELECTOR = ("v1.LabelSelector{MatchLabels:map[string]string(nil), "
+                  "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}")
 NEGATIVE = "must be greater than or equal to 0"
+PFP = "spec.podFailurePolicy.rules"
 WEB_LABELS = 'map[string]string{"app":"web"}'
 # a LabelSelector as field.ErrorBody prints it (%#v of the struct behind the pointer)
 EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
@@ -378,14 +383,16 @@ EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
     pytest.param("deployments", {"spec": {"selector": {"matchLabels": {"app": "api"}}}}, [
         invalid("spec.template.metadata.labels", WEB_LABELS, MISMATCH)], id="deployment selector mismatch"),
     pytest.param("deployments", {"spec": {"selector": {}}}, [
-        invalid("spec.selector", "{}", "empty selector is invalid for deployment")], id="deployment empty selector"),
+        invalid("spec.selector", EMPTY_SELECTOR, "empty selector is invalid for deployment")],
+        id="deployment empty selector"),
     pytest.param("deployments", {"spec": {"replicas": -1}}, [invalid("spec.replicas", "-1", NEGATIVE)],
                  id="deployment negative replicas"),
     pytest.param("deployments", {"spec": {"strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}}}, [
-        invalid("spec.strategy.rollingUpdate.maxUnavailable", "0", "may not be 0 when `maxSurge` is 0")],
+        invalid("spec.strategy.rollingUpdate.maxUnavailable", 'intstr.IntOrString{Type:0, IntVal:0, StrVal:""}',
+                "may not be 0 when `maxSurge` is 0")],
         id="deployment rolling update of nothing"),
     pytest.param("deployments", {"spec": {"strategy": {"rollingUpdate": {"maxSurge": "x%"}}}}, [
-        invalid("spec.strategy.rollingUpdate.maxSurge", '"x%"',
+        invalid("spec.strategy.rollingUpdate.maxSurge", 'intstr.IntOrString{Type:1, IntVal:0, StrVal:"x%"}',
                 "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
                 "regex used for validation is '[0-9]+%')")], id="deployment bad percent"),
     pytest.param("deployments", {"spec": {"strategy": {"type": "Recreate", "rollingUpdate": {}}}}, [
@@ -399,7 +406,8 @@ EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
         kube.field_not_supported("spec.template.spec.restartPolicy", '"OnFailure"', ["Always"])],
         id="deployment pods must restart"),
     pytest.param("replicasets", {"spec": {"selector": {}}}, [
-        invalid("spec.selector", "{}", "empty selector is invalid for deployment")], id="replicaset empty selector"),
+        invalid("spec.selector", EMPTY_SELECTOR, "empty selector is invalid for deployment")],
+        id="replicaset empty selector"),
     pytest.param("statefulsets", {"spec": {"podManagementPolicy": "Random"}}, [
         invalid("spec.podManagementPolicy", '"Random"', "must be 'OrderedReady' or 'Parallel'")],
         id="statefulset pod management policy"),
@@ -426,6 +434,31 @@ EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
     pytest.param("jobs", {"spec": {"completionMode": "Sometimes"}}, [
         kube.field_not_supported("spec.completionMode", '"Sometimes"', ["NonIndexed", "Indexed"])],
         id="job completion mode"),
+    # (kube 1.28.7 answered these side by side)
+    pytest.param("jobs", {"spec": {"podFailurePolicy": {"rules": [
+        {"action": "Ignore"},
+        {"action": "", "onExitCodes": {}},
+        {"action": "Explode", "onExitCodes": {"operator": "Between", "containerName": "x", "values": [0, 3, 3, 1]}},
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [0]},
+         "onPodConditions": [{"type": "a/b/c"}]},  # (a pattern's status defaults to True)
+        {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "Maybe"}]}]}}}, [
+        invalid(f"{PFP}[0]", None, "specifying one of OnExitCodes and OnPodConditions is required"),
+        required("spec.podFailurePolicy.rules[1].action", 'valid values: ["Count" "FailIndex" "FailJob" "Ignore"]'),
+        required("spec.podFailurePolicy.rules[1].onExitCodes.operator", 'valid values: ["In" "NotIn"]'),
+        invalid("spec.podFailurePolicy.rules[1].onExitCodes.values", "[]int32(nil)", "at least one value is required"),
+        kube.cause("FieldValueNotSupported", 'Unsupported value: "Explode": supported values: "Count", "FailIndex", '
+                   '"FailJob", "Ignore"', "spec.podFailurePolicy.rules[2].action"),
+        kube.cause("FieldValueNotSupported", 'Unsupported value: "Between": supported values: "In", "NotIn"',
+                   "spec.podFailurePolicy.rules[2].onExitCodes.operator"),
+        invalid("spec.podFailurePolicy.rules[2].onExitCodes.containerName", '"x"',
+                "must be one of the container or initContainer names in the pod template"),
+        kube.cause("FieldValueDuplicate", "Duplicate value: 3", "spec.podFailurePolicy.rules[2].onExitCodes.values[2]"),
+        invalid("spec.podFailurePolicy.rules[2].onExitCodes.values", "[]int32{0, 3, 3, 1}", "must be ordered"),
+        invalid("spec.podFailurePolicy.rules[3].onExitCodes.values[0]", "0", "must not be 0 for the In operator"),
+        invalid(f"{PFP}[3].onPodConditions[0].type", '"a/b/c"', names.is_qualified_name("a/b/c")[0]),
+        invalid(f"{PFP}[3]", None, "specifying both OnExitCodes and OnPodConditions is not supported"),
+        kube.cause("FieldValueNotSupported", 'Unsupported value: "Maybe": supported values: "False", "True", '
+                   '"Unknown"', f"{PFP}[4].onPodConditions[0].status")], id="job pod failure policy"),
     pytest.param("cronjobs", {"spec": {"schedule": "61 * * * *"}}, [
         invalid("spec.schedule", '"61 * * * *"', "end of range (61) above maximum (59): 61")],
         id="cronjob minute out of range"),
@@ -441,8 +474,8 @@ EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
         kube.field_not_supported("spec.concurrencyPolicy", '"Sometimes"', ["Allow", "Forbid", "Replace"])],
         id="cronjob concurrency policy"),
     pytest.param("cronjobs", {"spec": {"jobTemplate": {"spec": {"template": JOB_TEMPLATE, "selector": SELECTOR}}}}, [
-        invalid("spec.jobTemplate.spec.selector", '{"matchLabels":{"app":"web"}}',
-                "`selector` will be auto-generated")],
+        invalid("spec.jobTemplate.spec.selector", 'v1.LabelSelector{MatchLabels:map[string]string{"app":"web"}, '
+                "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}", "`selector` will be auto-generated")],
         id="cronjob job template selector"),
     pytest.param("cronjobs", {"metadata": {"name": "a" * 53}}, [
         invalid("metadata.name", f'"{"a" * 53}"', "must be no more than 52 characters")], id="cronjob name length"),

@@ -176,7 +176,8 @@ LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric
                 '"UnhealthyPodEvictionPolicy":null}', "minAvailable and maxUnavailable cannot be both set")],
         id="pdb both set"),
     pytest.param("poddisruptionbudgets", {"spec": {"minAvailable": "150%"}}, [
-        invalid("spec.minAvailable", '"150%"', "must not be greater than 100%")], id="pdb over 100 percent"),
+        invalid("spec.minAvailable", 'intstr.IntOrString{Type:1, IntVal:0, StrVal:"150%"}',
+                "must not be greater than 100%")], id="pdb over 100 percent"),
     pytest.param("poddisruptionbudgets", {"spec": {"minAvailable": -1}}, [
         invalid("spec.minAvailable", "-1", NEGATIVE)], id="pdb negative"),
     pytest.param("poddisruptionbudgets", {"spec": {"unhealthyPodEvictionPolicy": "Never"}}, [

@@ -282,7 +282,7 @@ def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool = False) -> list[Fie
             errs.extend(FieldError.invalid(f"{path}.{field}", value, m) for m in names.is_dns1123_label(value))
     errs.extend(validate_tolerations(spec.get("tolerations") or [], f"{path}.tolerations"))
     for alias in spec.get("hostAliases") or []:  # ValidateHostAliases: its paths carry no index
-        if not _is_ip_sloppy(str(alias.get("ip") or "")):
+        if not is_ip_sloppy(str(alias.get("ip") or "")):
             errs.append(FieldError.invalid(f"{path}.hostAliases.ip", str(alias.get("ip") or ""),
                                            "must be valid IP address"))
         for hostname in alias.get("hostnames") or []:
@@ -291,7 +291,7 @@ def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool = False) -> list[Fie
     return errs
 
 
-def _is_ip_sloppy(text: str) -> bool:
+def is_ip_sloppy(text: str) -> bool:
     """netutils.ParseIPSloppy: an IP address, IPv4 parts with leading zeros allowed (read as decimal)."""
     try:
         ipaddress.ip_address(text)
@@ -322,7 +322,7 @@ def _validate_dns_config(config: object, policy: object, path: str, errs: list[F
         errs.append(FieldError.invalid(f"{path}.nameservers", _go_strings(servers),
                                        f"must not have more than {MAX_DNS_NAMESERVERS} nameservers"))
     errs.extend(FieldError.invalid(f"{path}.nameservers[{i}]", n, "must be valid IP address")
-                for i, n in enumerate(servers) if not _is_ip_sloppy(n))
+                for i, n in enumerate(servers) if not is_ip_sloppy(n))
     searches = [str(x) for x in config.get("searches") or []]
     if len(searches) > MAX_DNS_SEARCH_PATHS:
         errs.append(FieldError.invalid(f"{path}.searches", _go_strings(searches),

@@ -66,7 +66,7 @@ def default_service(obj: Obj) -> None:
         if port.get("targetPort") in (0, "", None):
             port["targetPort"] = port.get("port", 0)
     kind = spec["type"]
-    if _externally_accessible(spec) and not spec.get("externalTrafficPolicy"):
+    if _needs_external_traffic_policy(spec) and not spec.get("externalTrafficPolicy"):
         spec["externalTrafficPolicy"] = "Cluster"
     if "internalTrafficPolicy" not in spec and kind in ("ClusterIP", "NodePort", "LoadBalancer"):
         spec["internalTrafficPolicy"] = "Cluster"
@@ -88,9 +88,10 @@ def prepare_service(obj: Obj, old: Obj | None) -> None:
     retype(SCHEMA, obj)
 
 
-def _externally_accessible(spec: Obj) -> bool:
-    return spec.get("type") in ("LoadBalancer", "NodePort") or (
-        spec.get("type") == "ClusterIP" and bool(spec.get("externalIPs")))
+def _needs_external_traffic_policy(spec: Obj) -> bool:
+    """needsExternalTrafficPolicy: a NodePort or LoadBalancer Service (in 1.28, not a ClusterIP one with
+    externalIPs)."""
+    return spec.get("type") in ("LoadBalancer", "NodePort")
 
 
 def _needs_cluster_ip(spec: Obj) -> bool:
@@ -131,6 +132,9 @@ def _carry_allocations(spec: Obj, old: Obj) -> None:
             spec["healthCheckNodePort"] = old["healthCheckNodePort"]
     elif not _needs_health_check_port(spec) and spec.get("healthCheckNodePort") == old.get("healthCheckNodePort"):
         spec.pop("healthCheckNodePort", None)
+    if (_needs_external_traffic_policy(old) and not _needs_external_traffic_policy(spec)
+            and spec.get("externalTrafficPolicy") == old.get("externalTrafficPolicy")):
+        spec.pop("externalTrafficPolicy", None)  # unchanged, for a type that takes none
 
 
 # --- validation --------------------------------------------------------------------------------------------------
@@ -161,9 +165,17 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
             errs.append(FieldError.invalid(f"{here}.targetPort", target, podspec.PORT_RANGE))
         elif isinstance(target, str):
             errs.extend(FieldError.invalid(f"{here}.targetPort", target, m) for m in podspec.port_name_problems(target))
+        protocol = port.get("appProtocol")
+        if isinstance(protocol, str):
+            errs.extend(FieldError.invalid(f"{here}.appProtocol", protocol, m)
+                        for m in names.is_qualified_name(protocol))
     affinity = spec.get("sessionAffinity", "")
     if affinity not in SESSION_AFFINITIES:
         errs.append(FieldError.not_supported("spec.sessionAffinity", affinity, SESSION_AFFINITIES))
+    timeout = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get("timeoutSeconds")
+    if affinity == "ClientIP" and isinstance(timeout, int) and not 0 < timeout <= MAX_CLIENT_IP_TIMEOUT:
+        errs.append(FieldError.invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds", timeout,
+                                       f"must be greater than 0 and less than {MAX_CLIENT_IP_TIMEOUT}"))
     errs.extend(_port_conflicts(ports, kind))
     errs.extend(names.validate_labels(spec.get("selector") or {}, "spec.selector"))
     if kind == "ExternalName":
@@ -179,9 +191,60 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
     ips = spec.get("clusterIPs") or []
     if spec.get("clusterIP") and ips and ips[0] != spec["clusterIP"]:
         errs.append(FieldError.invalid("spec.clusterIPs", _go_strings(ips), "first value must match `clusterIP`"))
+    for index, ip in enumerate(spec.get("externalIPs") or []):
+        errs.extend(_external_ip_errors(str(ip), f"spec.externalIPs[{index}]"))
+    ranges = spec.get("loadBalancerSourceRanges") or []
+    if ranges:  # (kube's own path has a capital L)
+        if kind != "LoadBalancer":
+            errs.append(FieldError.forbidden("spec.LoadBalancerSourceRanges",
+                                             "may only be used when `type` is 'LoadBalancer'"))
+        if not all(_is_cidr(str(r).strip()) for r in ranges):
+            shown = "[" + " ".join(str(r) for r in ranges) + "]"  # fmt's %v of a []string
+            errs.append(FieldError.invalid("spec.LoadBalancerSourceRanges", shown,
+                                           "must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "))
+    policy = spec.get("externalTrafficPolicy") or ""
+    if not _needs_external_traffic_policy(spec) and policy:
+        errs.append(FieldError.invalid("spec.externalTrafficPolicy", policy,
+                                       "may only be set when `type` is 'NodePort' or 'LoadBalancer'"))
     if old is not None:
         errs.extend(_immutable_cluster_ips(spec, old.get("spec") or {}))
     return errs
+
+
+MAX_CLIENT_IP_TIMEOUT = 86400  # core.MaxClientIPServiceAffinitySeconds
+
+
+def _external_ip_errors(ip: str, path: str) -> list[FieldError]:
+    """IsValidIP, then ValidateNonSpecialIP."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        if podspec.is_ip_sloppy(ip):
+            return []
+        return [FieldError.invalid(path, ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")]
+    errs: list[FieldError] = []
+    if address.is_unspecified:
+        errs.append(FieldError.invalid(path, ip, f"may not be unspecified ({ip})"))
+    if address.is_loopback:
+        errs.append(FieldError.invalid(path, ip, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
+    if address.is_link_local and not address.is_multicast:
+        errs.append(FieldError.invalid(path, ip, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
+    if address in _LINK_LOCAL_MULTICAST_V4 or address in _LINK_LOCAL_MULTICAST_V6:
+        errs.append(FieldError.invalid(path, ip, "may not be in the link-local multicast range (224.0.0.0/24, "
+                                                 "ff02::/10)"))
+    return errs
+
+
+_LINK_LOCAL_MULTICAST_V4 = ipaddress.ip_network("224.0.0.0/24")
+_LINK_LOCAL_MULTICAST_V6 = ipaddress.ip_network("ff02::/16")  # Go's IsLinkLocalMulticast: ff02::/16
+
+
+def _is_cidr(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return "/" in text
 
 
 def _port_conflicts(ports: list[Obj], kind: str) -> list[FieldError]:

@@ -394,6 +394,26 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
       duplicate("spec.schedulingGates[1]", '"g"'),
       invalid("spec.hostAliases.ip", '"x"', "must be valid IP address"),
       invalid("spec.hostAliases.hostnames", '"B_"', validation_names.is_dns1123_subdomain("B_")[0])]),
+    ("service session affinity timeout", "services", service(sessionAffinity="ClientIP", sessionAffinityConfig={
+        "clientIP": {"timeoutSeconds": 0}}), "Service",
+     [invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds", "0",
+              "must be greater than 0 and less than 86400")]),
+    ("service external IPs", "services", service(externalIPs=["bad", "0.0.0.0", "127.0.0.1", "169.254.1.1",
+                                                              "224.0.0.5", "1.2.3.4"]), "Service",
+     [invalid("spec.externalIPs[0]", '"bad"', "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"),
+      invalid("spec.externalIPs[1]", '"0.0.0.0"', "may not be unspecified (0.0.0.0)"),
+      invalid("spec.externalIPs[2]", '"127.0.0.1"', "may not be in the loopback range (127.0.0.0/8, ::1/128)"),
+      invalid("spec.externalIPs[3]", '"169.254.1.1"', "may not be in the link-local range (169.254.0.0/16, fe80::/10)"),
+      invalid("spec.externalIPs[4]", '"224.0.0.5"',
+              "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")]),
+    ("service source ranges", "services", service(loadBalancerSourceRanges=["bad"]), "Service",
+     [kube.field_forbidden("spec.LoadBalancerSourceRanges", "may only be used when `type` is 'LoadBalancer'"),
+      invalid("spec.LoadBalancerSourceRanges", '"[bad]"',
+              "must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 ")]),
+    ("service app protocol and traffic policy", "services", service(ports=[{"port": 80, "appProtocol": "a/b/c"}],
+                                                                    externalTrafficPolicy="Local"), "Service",
+     [invalid("spec.ports[0].appProtocol", '"a/b/c"', is_qualified_name("a/b/c")[0]),
+      invalid("spec.externalTrafficPolicy", '"Local"', "may only be set when `type` is 'NodePort' or 'LoadBalancer'")]),
     ("service without ports", "services", service(ports=[]), "Service", [required("spec.ports")]),
     ("service port range and names", "services", service(ports=[{"port": 0}, {"port": 81}]), "Service",
      [required("spec.ports[0].name"), invalid("spec.ports[0].port", "0", PORT_RANGE),
@@ -879,6 +899,12 @@ async def test_a_patch_to_node_port_allocates_node_ports(client: Client) -> None
     assert patched["spec"]["type"] == "NodePort"
     assert 30000 <= patched["spec"]["ports"][0]["nodePort"] <= 32767
     assert patched["spec"]["externalTrafficPolicy"] == "Cluster"
+
+
+async def test_a_cluster_ip_service_with_external_ips_has_no_traffic_policy(client: Client) -> None:
+    """SetDefaults_Service (1.28) gives externalTrafficPolicy to NodePort and LoadBalancer Services only."""
+    created = await client.create(path("services", NS), service(externalIPs=["1.2.3.4"]))
+    assert "externalTrafficPolicy" not in created["spec"]
 
 
 @pytest.mark.parametrize(("spec", "cluster_ip", "node_ports", "health"), [

@@ -375,7 +375,7 @@ OTHER_CASES: list[tuple[str, core_pb2.ResourcePath, Obj, list[str]]] = [
       "spec.cephfs: deprecated in v1.28, non-functional in v1.31+"]),
     ("service", path("services", NS), {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "x", "annotations": {HINTS: "auto"}},
-        "spec": {"ports": [{"port": 80}], "externalIPs": ["10.1.1.1", "2001:DB8:0:0::1"],
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}], "externalIPs": ["10.1.1.1", "2001:DB8:0:0::1"],
                  "loadBalancerSourceRanges": ["10.0.0.0/8", "2001:db8:0::/64"]}},
      [f"annotation {HINTS} is deprecated, please use service.kubernetes.io/topology-mode instead",
       'spec.externalIPs[1]: IPv6 address "2001:DB8:0:0::1" is not in RFC 5952 canonical format ("2001:db8::1"), '

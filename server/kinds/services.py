@@ -29,6 +29,7 @@ from server.kinds import podspec, proxy
 from server.kinds.reservations import ATTEMPTS, Conflict, Reservations, exhausted
 from server.kinds.shaped import retype
 from server.machinery import errors, meta
+from server.machinery.crdschema.formats import is_cidr
 from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
 from server.machinery.validation.names import FieldError, GoValue
@@ -198,7 +199,7 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
         if kind != "LoadBalancer":
             errs.append(FieldError.forbidden("spec.LoadBalancerSourceRanges",
                                              "may only be used when `type` is 'LoadBalancer'"))
-        if not all(_is_cidr(str(r).strip()) for r in ranges):
+        if not all(is_cidr(str(r).strip()) for r in ranges):
             shown = "[" + " ".join(str(r) for r in ranges) + "]"  # fmt's %v of a []string
             errs.append(FieldError.invalid("spec.LoadBalancerSourceRanges", shown,
                                            "must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "))
@@ -237,14 +238,6 @@ def _external_ip_errors(ip: str, path: str) -> list[FieldError]:
 
 _LINK_LOCAL_MULTICAST_V4 = ipaddress.ip_network("224.0.0.0/24")
 _LINK_LOCAL_MULTICAST_V6 = ipaddress.ip_network("ff02::/16")  # Go's IsLinkLocalMulticast: ff02::/16
-
-
-def _is_cidr(text: str) -> bool:
-    try:
-        ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return False
-    return "/" in text
 
 
 def _port_conflicts(ports: list[Obj], kind: str) -> list[FieldError]:

@@ -52,7 +52,8 @@ def _ipv6(value: str) -> bool:
     return True
 
 
-def _cidr(value: str) -> bool:
+def is_cidr(value: str) -> bool:
+    """An IP network in CIDR notation (a prefix length required; host bits may be set), as Go's ParseCIDR reads it."""
     try:
         ipaddress.ip_network(value, strict=False)
     except ValueError:
@@ -95,7 +96,7 @@ CHECKS: dict[str, Callable[[str], bool]] = {
     "hostname": _hostname,
     "ipv4": _ipv4,
     "ipv6": _ipv6,
-    "cidr": _cidr,
+    "cidr": is_cidr,
     "mac": lambda v: bool(_MAC.match(v)),
     "uuid": lambda v: bool(_UUID.match(v)),
     "uuid3": lambda v: bool(_UUID3.match(v)),

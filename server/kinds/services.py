@@ -213,6 +213,7 @@ def validate_service(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 
 MAX_CLIENT_IP_TIMEOUT = 86400  # core.MaxClientIPServiceAffinitySeconds
+IP_FAMILIES = ("IPv4", "IPv6")
 
 
 def _external_ip_errors(ip: str, path: str) -> list[FieldError]:
@@ -389,6 +390,8 @@ class Allocator:
             raise _invalid(name, [FieldError.invalid("spec.ipFamilyPolicy", "RequireDualStack",
                                                      "this cluster is not configured for dual-stack services")])
         for index, family in enumerate(spec.get("ipFamilies") or []):
+            if family not in IP_FAMILIES:  # ValidateService's answer, which kube gives before allocating
+                raise _invalid(name, [FieldError.not_supported(f"spec.ipFamilies[{index}]", family, IP_FAMILIES)])
             if family != self.family:
                 raise _invalid(name, [FieldError.invalid(f"spec.ipFamilies[{index}]", family,
                                                          "not configured on this cluster")])

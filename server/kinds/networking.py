@@ -18,6 +18,7 @@ import re
 from capstan.api.networking.v1 import networking_pb2
 from server.kinds.podspec import port_name_problems
 from server.kinds.templates import get
+from server.machinery.crdschema.formats import is_cidr
 from server.machinery.schema import ProtoSchema
 from server.machinery.selectors import labels
 from server.machinery.validation import names
@@ -169,7 +170,8 @@ def validate_ingress(obj: Obj, old: Obj | None) -> list[FieldError]:
     if spec.get("defaultBackend") is not None:
         errs += _backend_errors(spec["defaultBackend"], "spec.defaultBackend")
     elif not rules:
-        errs.append(FieldError.invalid("spec", None, "either `defaultBackend` or `rules` must be specified"))
+        errs.append(FieldError.invalid("spec", names.GoValue("[]networking.IngressRule(nil)"),
+                                       "either `defaultBackend` or `rules` must be specified"))
     errs += _rule_errors(rules) + _tls_errors(spec.get("tls") or [])
     class_name = spec.get("ingressClassName")
     if class_name is not None:
@@ -278,24 +280,21 @@ def _policy_port_errors(port: Obj, path: str) -> list[FieldError]:
 
 
 def _ip_block_errors(block: Obj, path: str) -> list[FieldError]:
-    """ValidateIPBlock: a CIDR, and exceptions strictly inside it."""
+    """ValidateIPBlock (1.28): a CIDR, and exceptions strictly inside it; the first exception that is no CIDR
+    ends the check."""
     cidr = block.get("cidr", "")
     if not cidr:
         return [FieldError.required(f"{path}.cidr")]
-    try:
-        network = ipaddress.ip_network(cidr, strict=False)
-    except ValueError:
-        return [FieldError.invalid(f"{path}.cidr", cidr, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or "
-                                                         "2001:db8::/64)")]
+    if not is_cidr(str(cidr)):
+        return [FieldError.invalid(f"{path}.cidr", cidr, "not a valid CIDR")]
+    network = ipaddress.ip_network(cidr, strict=False)
     errs: list[FieldError] = []
     for i, text in enumerate(block.get("except") or []):
         at = f"{path}.except[{i}]"
-        try:
-            excepted = ipaddress.ip_network(text, strict=False)
-        except ValueError:
-            errs.append(FieldError.invalid(at, text, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or "
-                                                     "2001:db8::/64)"))
-            continue
+        if not is_cidr(str(text)):
+            errs.append(FieldError.invalid(at, text, "not a valid CIDR"))
+            return errs
+        excepted = ipaddress.ip_network(text, strict=False)
         if (excepted.version != network.version or not excepted.subnet_of(network)  # type: ignore[arg-type]
                 or excepted.prefixlen <= network.prefixlen):
             errs.append(FieldError.invalid(at, text, "must be a strict subset of `cidr`"))

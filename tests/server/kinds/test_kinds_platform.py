@@ -184,7 +184,16 @@ LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric
         kube.field_not_supported("spec.unhealthyPodEvictionPolicy", '"Never"', ["AlwaysAllow", "IfHealthyBudget"])],
         id="pdb eviction policy"),
     pytest.param("ingresses", {"spec": {"defaultBackend": None}}, [
-        invalid("spec", "null", "either `defaultBackend` or `rules` must be specified")], id="ingress empty"),
+        invalid("spec", "[]networking.IngressRule(nil)", "either `defaultBackend` or `rules` must be specified")],
+        id="ingress empty"),
+    # (kube 1.28.7 answered these side by side: a 1.28 CIDR needs its prefix length, and the first exception that
+    # is no CIDR ends the check)
+    pytest.param("networkpolicies", {"spec": {"ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.1"}}]}]}}, [
+        invalid("spec.ingress[0].from[0].ipBlock.cidr", '"10.0.0.1"', "not a valid CIDR")], id="ip block cidr"),
+    pytest.param("networkpolicies", {"spec": {"ingress": [{"from": [{"ipBlock": {
+        "cidr": "10.0.0.0/8", "except": ["11.0.0.0/16", "x", "12.0.0.0/16"]}}]}]}}, [
+        invalid("spec.ingress[0].from[0].ipBlock.except[0]", '"11.0.0.0/16"', "must be a strict subset of `cidr`"),
+        invalid("spec.ingress[0].from[0].ipBlock.except[1]", '"x"', "not a valid CIDR")], id="ip block exceptions"),
     pytest.param("ingresses", {"spec": {"defaultBackend": None, "rules": [{"host": "a.example.com", "http": {
         "paths": [{"path": "/", "backend": BACKEND}]}}]}}, [
         required("spec.rules[0].http.paths[0].pathType", "pathType must be specified")], id="ingress path type"),

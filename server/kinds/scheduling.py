@@ -23,7 +23,7 @@ from server.registry.strategy import Declared
 GROUP = "scheduling.k8s.io"
 SYSTEM_PREFIX = "system-"
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
-PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")  # ValidatePreemptionPolicy's order
 
 # schedulingapiv1.SystemPriorityClasses(): name -> (value, description); neither is a global default.
 SYSTEM_PRIORITY_CLASSES: dict[str, tuple[int, str]] = {

@@ -243,7 +243,7 @@ LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric
     pytest.param("priorityclasses", {"metadata": {"name": "system-mine"}, "preemptionPolicy": "Always"}, [
         forbidden("metadata.name", "priority class names with 'system-' prefix are reserved for system use only. "
                                    "error: system-mine is not a known system priority class"),
-        kube.field_not_supported("preemptionPolicy", '"Always"', ["Never", "PreemptLowerPriority"])],
+        kube.field_not_supported("preemptionPolicy", '"Always"', ["PreemptLowerPriority", "Never"])],
         id="priorityclass system prefix"),
     pytest.param("runtimeclasses", {"handler": "Run.C"}, [invalid("handler", '"Run.C"', LABEL_MSG)],
                  id="runtimeclass handler"),

@@ -233,7 +233,7 @@ def validate_pv(obj: Obj, old: Obj | None) -> list[FieldError]:
     modes = spec.get("accessModes") or []
     if not modes:
         errs.append(FieldError.required("spec.accessModes"))
-    errs.extend(FieldError.not_supported("spec.accessModes", m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES)
+    errs.extend(_access_mode_errors(modes))
     capacity = spec.get("capacity") or {}
     if not capacity:
         errs.append(FieldError.required("spec.capacity"))
@@ -294,13 +294,21 @@ def _positive_quantity(value: object, path: str, *, basic: bool = False) -> list
     return errs
 
 
+def _access_mode_errors(modes: list[object]) -> list[FieldError]:
+    """Each mode a supported one, and ReadWriteOncePod alone (a PV's and a PVC's access modes alike)."""
+    errs = [FieldError.not_supported("spec.accessModes", m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
+    if "ReadWriteOncePod" in modes and any(m in ACCESS_MODES and m != "ReadWriteOncePod" for m in modes):
+        errs.append(FieldError.forbidden("spec.accessModes", "may not use ReadWriteOncePod with other access modes"))
+    return errs
+
+
 def validate_pvc(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = _spec(obj)
     errs: list[FieldError] = []
     modes = spec.get("accessModes") or []
     if not modes:
         errs.append(FieldError.required("spec.accessModes", "at least 1 access mode is required"))
-    errs.extend(FieldError.not_supported("spec.accessModes", m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES)
+    errs.extend(_access_mode_errors(modes))
     requests = (spec.get("resources") or {}).get("requests") or {}
     if "storage" not in requests:
         errs.append(FieldError.required("spec.resources[storage]"))

@@ -452,6 +452,10 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
      [invalid("spec.capacity[storage]", "-1073741824", "must be a valid resource quantity"),
       invalid("spec.capacity[storage]", '"-1Gi"', "must be greater than zero"),
       kube.field_forbidden("spec.nfs", "may not specify more than 1 volume type")]),
+    ("pvc ReadWriteOncePod with another mode", "persistentvolumeclaims", {"metadata": {"name": "c"}, "spec": {
+        "accessModes": ["ReadWriteOncePod", "ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+     "PersistentVolumeClaim",
+     [kube.field_forbidden("spec.accessModes", "may not use ReadWriteOncePod with other access modes")]),
     ("pvc of no storage", "persistentvolumeclaims", {"metadata": {"name": "c"}, "spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "0"}}}}, "PersistentVolumeClaim",
      [invalid("spec.resources[storage]", '"0"', "must be greater than zero")]),

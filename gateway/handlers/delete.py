@@ -26,7 +26,7 @@ from gateway.handlers import request as req
 from gateway.handlers import respond
 from gateway.handlers.request import Call
 from gateway.negotiation import CodecName
-from server.machinery.codec import goscan, transcode
+from server.machinery.codec import gojson, goscan, transcode
 from server.machinery.codec.errors import DecodeError
 
 META_GROUP, META_VERSION, INTERNAL = "meta.k8s.io", "v1", "__internal"  # the handlers' default; the hub version
@@ -58,8 +58,6 @@ _KNOWN: dict[tuple[str, str], dict[str, str]] = {
 }
 # runtime.NewScheme names a scheme after the line that made it; kube-apiserver vendors apimachinery.
 _SCHEME_NAME = "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:27"
-# What encoding/json calls the struct SimpleMetaFactory.Interpret reads apiVersion and kind into.
-_FIND_KIND = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
 
 
 async def delete(client: CoreClient, call: Call, http: web.Request) -> web.Response:
@@ -134,19 +132,14 @@ def _interpret(doc: Any) -> tuple[str, str, str]:
     """(group, version, kind) of a JSON body as SimpleMetaFactory.Interpret reads them, the group version
     defaulted from meta.k8s.io/v1 when the body names neither. encoding/json matches the two keys in any
     case, and a later match wins."""
-    if doc is not None and type(doc) is not dict:
-        raise _bad(f"couldn't get version/kind; json parse error: json: cannot unmarshal {_json_kind(doc)} "
-                   f"into Go value of type {_FIND_KIND}")
+    problem = gojson.type_meta_problem(doc)
+    if problem is not None:
+        raise _bad(f"couldn't get version/kind; json parse error: {problem}")
     names = {"apiversion": "", "kind": ""}
     for key, value in (doc or {}).items():
-        field = key.lower()
-        if field not in names or value is None:
-            continue
-        if type(value) is not str:
-            go_field = "apiVersion" if field == "apiversion" else "kind"
-            raise _bad(f"couldn't get version/kind; json parse error: json: cannot unmarshal {_json_kind(value)} "
-                       f"into Go struct field .{go_field} of type string")
-        names[field] = value
+        field = key.casefold()
+        if field in names and value is not None:
+            names[field] = value
     api_version = names["apiversion"]
     if api_version.count("/") > 1:
         raise _bad(f"unexpected GroupVersion string: {api_version}")  # schema.ParseGroupVersion
@@ -180,15 +173,6 @@ def _check_kind(group: str, version: str, kind: str) -> None:
                    f'in scheme "{_SCHEME_NAME}"')
     group_version = f"{group}/{version}" if group else version
     raise _bad(f'no kind "{kind}" is registered for version "{group_version}" in scheme "{_SCHEME_NAME}"')
-
-
-def _json_kind(value: Any) -> str:
-    """encoding/json's name for a JSON value's type in an UnmarshalTypeError."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "string" if isinstance(value, str) else "array" if isinstance(value, list) else "object"
 
 
 def _bad(message: str) -> CoreError:

@@ -461,7 +461,6 @@ def _validate_spread(constraints: list[Obj], path: str, errs: list[FieldError]) 
 
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_POINTER = "0xc000000000"  # a set Go pointer prints as its address, which kube's is: here a placeholder
 
 
 def validate_tolerations(tolerations: list[Obj], path: str) -> list[FieldError]:
@@ -487,7 +486,7 @@ def validate_tolerations(tolerations: list[Obj], path: str) -> list[FieldError]:
         elif operator == "Exists":
             if value:
                 seconds = toleration.get("tolerationSeconds")
-                shown = "(*int64)(nil)" if seconds is None else f"(*int64)({_POINTER})"
+                shown = "(*int64)(nil)" if seconds is None else f"(*int64)({names.GO_POINTER})"
                 errs.append(FieldError.invalid(f"{here}.operator", names.GoValue(
                     f"core.Toleration{{Key:{names.go_quote(key)}, Operator:{names.go_quote(operator)}, "
                     f"Value:{names.go_quote(value)}, Effect:{names.go_quote(effect)}, TolerationSeconds:{shown}}}"),
@@ -555,7 +554,7 @@ def _validate_security_context(context: Obj, path: str, errs: list[FieldError]) 
         errs.append(FieldError.not_supported(f"{path}.procMount", proc_mount, _PROC_MOUNTS))
     if context.get("allowPrivilegeEscalation") is False:
         shown = names.GoValue("core.SecurityContext{" + ", ".join(  # ErrorBody prints what a pointer points to
-            f"{go_name}:(*{go_type})({'nil' if context.get(json_name) is None else _POINTER})"
+            f"{go_name}:(*{go_type})({'nil' if context.get(json_name) is None else names.GO_POINTER})"
             for go_name, json_name, go_type in _SECURITY_CONTEXT_FIELDS) + "}")
         if context.get("privileged") is True:
             errs.append(FieldError.invalid(path, shown,

@@ -33,7 +33,7 @@ from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors
 from server.machinery.codec import depth, goscan, unstructured, yamlread
 from server.machinery.codec.errors import EncodeError
-from server.machinery.codec.gojson import json_kind
+from server.machinery.codec.gojson import type_meta_problem
 from server.machinery.gofmt import go_quote
 from server.machinery.schema import JsonSchema, SchemaError
 from server.machinery.values import Obj
@@ -262,14 +262,9 @@ def _parse_json(resource: Resource, data: bytes, original: bytes | None = None) 
     problem = depth.exceeded_in(data, obj)
     if problem is not None:
         raise _interpret_error(resource, problem, original or data)
-    if obj is not None and not isinstance(obj, dict):
-        raise _interpret_error(resource, f"json: cannot unmarshal {json_kind(obj)} into Go value of type {_FIND_KIND}",
-                               original or data)
-    for key, value in (obj or {}).items():  # the first mistyped one in document order, as Go reports it
-        name = _TYPE_META_FIELDS.get(key.casefold())
-        if name is not None and value is not None and not isinstance(value, str):
-            raise _interpret_error(resource, f"json: cannot unmarshal {json_kind(value)} into Go struct field "
-                                             f".{name} of type string", original or data)
+    problem = type_meta_problem(obj)
+    if problem is not None:
+        raise _interpret_error(resource, problem, original or data)
     # a custom resource's body is decoded as unstructured, which keeps what it says: it must say its kind (a
     # built-in kind's is the endpoint's); kube quotes the body as sent
     if isinstance(resource.schema, JsonSchema) and not (obj or {}).get("kind"):
@@ -286,11 +281,6 @@ def _says_api_version(resource: Resource, obj: Obj) -> None:
         raise errors.bad_request(f"the API version in the data () does not match the expected API version "
                                  f"({resource.api_version})")
 
-
-# The struct kube's json serializer unmarshals a body into to find its kind, as Go's reflect prints its type;
-# its fields match keys without regard to case.
-_FIND_KIND = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
-_TYPE_META_FIELDS = {"apiversion": "apiVersion", "kind": "kind"}
 
 
 def _parse_yaml(resource: Resource, data: bytes) -> tuple[Obj, tuple[str, ...]]:

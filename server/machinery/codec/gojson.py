@@ -72,6 +72,26 @@ class Invalid(Exception):
         return self
 
 
+# The struct kube's json serializer unmarshals a body into to find its kind (SimpleMetaFactory.Interpret), as Go's
+# reflect prints its type; its fields match keys in any case.
+FIND_KIND = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
+_TYPE_META_FIELDS = {"apiversion": "apiVersion", "kind": "kind"}
+
+
+def type_meta_problem(doc: object) -> str | None:
+    """What Go's json.Unmarshal says of a document read into FIND_KIND; None when it reads it (null reads as
+    nothing). A document that is no object, or the first apiVersion or kind, in document order, that is no string."""
+    if doc is None:
+        return None
+    if type(doc) is not dict:
+        return f"json: cannot unmarshal {json_kind(doc)} into Go value of type {FIND_KIND}"
+    for key, value in doc.items():
+        name = _TYPE_META_FIELDS.get(key.casefold())
+        if name is not None and value is not None and type(value) is not str:
+            return f"json: cannot unmarshal {json_kind(value)} into Go struct field .{name} of type string"
+    return None
+
+
 def json_kind(value: object) -> str:
     """How Go names a JSON value's kind in an UnmarshalTypeError (bool is checked before int: bool subclasses int)."""
     if isinstance(value, str):

@@ -520,7 +520,7 @@ STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
 # The owners kube refuses (BannedOwners), by group, version and kind.
 _BANNED_OWNERS = frozenset({("", "v1", "Event")})
 # A set Go pointer as %#v prints it: an address, which differs from kube's (and from run to run there).
-_POINTER = "0xc000000000"
+GO_POINTER = "0xc000000000"
 
 
 def validate_owner_references(refs: list[object], path: str) -> list[FieldError]:
@@ -559,7 +559,7 @@ def validate_owner_references(refs: list[object], path: str) -> list[FieldError]
 def _go_owner_reference(ref: Mapping[str, object]) -> str:
     """%#v of a v1.OwnerReference (its bool pointers as set or nil)."""
     def pointer(name: str) -> str:
-        return "(*bool)(nil)" if ref.get(name) is None else f"(*bool)({_POINTER})"
+        return "(*bool)(nil)" if ref.get(name) is None else f"(*bool)({GO_POINTER})"
 
     return (f"v1.OwnerReference{{APIVersion:{go_quote(str(ref.get('apiVersion') or ''))}, "
             f"Kind:{go_quote(str(ref.get('kind') or ''))}, Name:{go_quote(str(ref.get('name') or ''))}, "

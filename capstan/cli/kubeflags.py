@@ -290,6 +290,9 @@ NO_VALUE = {"bool": "true", "version": "true"}
 LISTS = frozenset({"strings", "cidrs"})
 ARRAYS = frozenset({"stringArray", "namedCertKey"})
 MAPS = frozenset({"mapStringBool", "mapStringString", "stringToString"})
+# component-base's ConfigurationMap (its Type() is mapStringString): a key without `=value` is the key set to ""
+# (`--runtime-config=api/v1`), where MapStringString refuses a pair without `=`.
+CONFIGURATION_MAPS = frozenset({"runtime-config"})
 GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 _DURATION = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -458,7 +461,11 @@ def _check(flag: Flag, value: str) -> str | None:
             if val.strip() not in GO_TRUE | GO_FALSE:
                 return f"invalid value of {key}={val.strip()}, err: strconv.ParseBool: parsing \"{val.strip()}\": " \
                        "invalid syntax"
-    if kind in ("mapStringString", "stringToString"):
+    if kind == "mapStringString" and flag.name not in CONFIGURATION_MAPS:
+        for item in _split(value):
+            if "=" not in item:
+                return "malformed pair, expect string=string"
+    if kind == "stringToString":
         for item in _split(value):
             if "=" not in item:
                 return f"{item} must be formatted as key=value"

@@ -38,6 +38,8 @@ PARSES: list[tuple[list[str], str, str, object]] = [
     (["--feature-gates=A=true,B=false", "--feature-gates=A=false"], "feature-gates", "pairs",
      {"A": "false", "B": "false"}),  # maps merge, the later key wins
     (["--runtime-config=api/all=true"], "runtime-config", "pairs", {"api/all": "true"}),
+    # ConfigurationMap: a key alone is set to "" (kube's test-cmd starts kube-apiserver with --runtime-config=api/v1)
+    (["--runtime-config=api/v1,batch/v1=true"], "runtime-config", "pairs", {"api/v1": "", "batch/v1": "true"}),
     (["-v", "3"], "v", "last", "3"),
     (["-v=4"], "v", "last", "4"),
     (["-v5"], "v", "last", "5"),
@@ -77,6 +79,10 @@ REFUSALS: list[tuple[list[str], str]] = [
     (["--request-timeout=5"], 'invalid argument "5" for "--request-timeout" flag: time: invalid duration "5"'),
     (["--feature-gates=A"], 'invalid argument "A" for "--feature-gates" flag: missing bool value for A'),
     (["---x"], "bad flag syntax: ---x"),
+    (["--oidc-required-claim=a"], 'invalid argument "a" for "--oidc-required-claim" flag: malformed pair, expect '
+                                  "string=string"),  # MapStringString
+    (["--allow-metric-labels=a"], 'invalid argument "a" for "--allow-metric-labels" flag: a must be formatted as '
+                                  "key=value"),  # pflag's stringToString
     (["--bind-address=localhost"], 'invalid argument "localhost" for "--bind-address" flag: failed to parse IP: '
                                    '"localhost"'),
 ]

@@ -4,7 +4,9 @@ whichever interface the call came in on (the verbs hand every write to the chain
 server/objects/admitting.py).
 
 The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Capstan runs):
-  mutating:   Priority (priority.py: a new Pod's priority from its PriorityClass), DefaultStorageClass
+  mutating:   Priority (priority.py: a new Pod's priority from its PriorityClass, an updated one's kept),
+              DefaultTolerationSeconds (tolerations.py: a Pod tolerates not-ready and unreachable nodes for
+              300 s), DefaultStorageClass
               (defaultclass.py: the default class of a new claim that names none), StorageObjectInUseProtection
               (protection.py: the protection finalizers of new claims and volumes), RuntimeClass (runtimeclass.py:
               a new Pod's overhead and scheduling from its RuntimeClass), DefaultIngressClass (defaultclass.py),
@@ -19,13 +21,15 @@ The order is kube 1.28's (kube's RecommendedPluginOrder, restricted to what Caps
               CertificateSubjectRestriction (certificates.py: who may approve and sign for a signer), LimitRanger
               (bounds), ValidatingAdmissionPolicy (policies.py, when its feature gate and group version are on),
               ValidatingAdmissionWebhook, ResourceQuota (last: it charges the object just before the write)
-NamespaceLifecycle, kube's first plugin, is the verbs' own namespace check (server/objects/namespaces.py) and
-always on. A Pod the built-in mutating plugins changed is validated again and its QoS class recomputed, as kube
-validates and prepares a Pod after mutating admission; an object a webhook changed is typed, pruned and
-validated again by the webhook plugin. LimitRanger and ResourceQuota judge the built-in kinds, as before custom
-resources are counted; writes through a subresource, and the objects of a subresource's own kind (a Binding, an
-Eviction, a Scale), reach the webhooks and the plugins that name that subresource (the certificate plugins'
-/approval and /status, PodSecurity's pods/ephemeralcontainers) only.
+DefaultTolerationSeconds (tolerations.py) and Priority also run on a Pod's update: an update's mutating plugins run
+before its validation (server/objects/admitting.py), so a Pod replaced without them keeps its priority and gets the
+default tolerations again, as in kube. NamespaceLifecycle, kube's first plugin, is the verbs' own namespace check
+(server/objects/namespaces.py) and always on. A new Pod the built-in mutating plugins changed is validated again and
+its QoS class recomputed, as kube validates and prepares a Pod after mutating admission; a new object a webhook
+changed is typed, pruned and validated again by the webhook plugin. LimitRanger and ResourceQuota judge the built-in
+kinds, as before custom resources are counted; writes through a subresource, and the objects of a subresource's own
+kind (a Binding, an Eviction, a Scale), reach the webhooks and the plugins that name that subresource (the
+certificate plugins' /approval and /status, PodSecurity's pods/ephemeralcontainers) only.
 
 `--enable-admission-plugins` / `--disable-admission-plugins` choose among kube's plugin names (`enabled`).
 
@@ -50,6 +54,7 @@ from server.admission import (
     quota,
     runtimeclass,
     serviceaccount,
+    tolerations,
 )
 from server.kinds.pods import POD_SCHEMA, qos_class
 from server.kinds.shaped import retype
@@ -85,8 +90,8 @@ KUBE_DEFAULT = frozenset((
 
 
 # Accepted by name, and not run: a name here in --enable-admission-plugins is logged as having no effect.
-# (NamespaceLifecycle and NamespaceExists are the verbs' own namespace check, DefaultTolerationSeconds the Pod
-# strategy's; AlwaysAdmit, PersistentVolumeLabel and ClusterTrustBundleAttest have nothing to do here.)
+# (NamespaceLifecycle and NamespaceExists are the verbs' own namespace check; AlwaysAdmit, PersistentVolumeLabel
+# and ClusterTrustBundleAttest have nothing to do here.)
 NOT_RUN = frozenset((
     "NamespaceAutoProvision", "ImagePolicyWebhook", "PodNodeSelector", "PodTolerationRestriction", "EventRateLimit",
     "ExtendedResourceToleration", "OwnerReferencesPermissionEnforcement", "LimitPodHardAntiAffinityTopology",
@@ -154,20 +159,36 @@ class Chain:
         with tracing.span("Admission", {"operation": attrs.operation, "resource": attrs.resource.resource}):
             await self._admit(ctx, attrs)
 
+    async def mutate(self, ctx: Context, attrs: Attributes) -> None:
+        """The mutating plugins alone, on an updated object before its kind prepares and validates it (which
+        follows, so nothing is validated here)."""
+        with tracing.span("Admission", {"operation": attrs.operation, "resource": attrs.resource.resource}):
+            started = time.perf_counter()
+            rejected = True
+            try:
+                await _steps(self._for(attrs)[0], "admit", ctx, attrs)
+                rejected = False
+            finally:
+                apimetrics.admission_step("admit", attrs.operation, rejected, time.perf_counter() - started)
+            attrs.memo.pop(POD_CHANGED, None)
+            attrs.mutated = True
+
     async def _admit(self, ctx: Context, attrs: Attributes) -> None:
         operation = attrs.operation
         mutating, validating = self._for(attrs)
-        started = time.perf_counter()
-        rejected = True
-        try:
-            await _steps(mutating, "admit", ctx, attrs)
-            if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
-                _revalidate_pod(attrs.resource, attrs.obj)
-            if attrs.obj is not None and not attrs.subresource and attrs.kind is None:
-                await attrs.resource.strategy.admit(ctx, attrs.obj, attrs.old, attrs.dry_run)
-            rejected = False
-        finally:
-            apimetrics.admission_step("admit", operation, rejected, time.perf_counter() - started)
+        if attrs.mutated:  # an update's mutating step was timed by `mutate`; the kind's own admission remains
+            await self._own(ctx, attrs)
+        else:
+            started = time.perf_counter()
+            rejected = True
+            try:
+                await _steps(mutating, "admit", ctx, attrs)
+                if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
+                    _revalidate_pod(attrs.resource, attrs.obj)
+                await self._own(ctx, attrs)
+                rejected = False
+            finally:
+                apimetrics.admission_step("admit", operation, rejected, time.perf_counter() - started)
         started = time.perf_counter()
         rejected = True
         try:
@@ -175,6 +196,12 @@ class Chain:
             rejected = False
         finally:
             apimetrics.admission_step("validate", operation, rejected, time.perf_counter() - started)
+
+    @staticmethod
+    async def _own(ctx: Context, attrs: Attributes) -> None:
+        """The kind's own admission (kube's REST storage's, between the mutating and validating plugins)."""
+        if attrs.obj is not None and not attrs.subresource and attrs.kind is None:
+            await attrs.resource.strategy.admit(ctx, attrs.obj, attrs.old, attrs.dry_run)
 
 
 _Steps = tuple[tuple[Plugin, Step], ...]
@@ -205,8 +232,9 @@ _WRITES = frozenset(("CREATE", "UPDATE"))
 def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_accounts: bool,
                     quotas: quota.Quotas | None = None) -> list[Plugin]:
     """LimitRanger and ServiceAccount over the built-in namespaced kinds (`builtin`) and ResourceQuota over
-    every namespaced kind, where `on` names them. service_accounts: the ServiceAccount plugin runs (only where
-    the default ServiceAccount is kept in every namespace). quotas: where ResourceQuota reads a namespace's
+    every namespaced kind, where `on` names them. service_accounts: the ServiceAccount plugin looks the account
+    up and mounts its token (only where the default ServiceAccount is kept in every namespace); else it names
+    the account alone. quotas: where ResourceQuota reads a namespace's
     quotas (None: the store, every write)."""
     judged = {(r.group, r.resource) for r in builtin if r.namespaced}
 
@@ -243,10 +271,19 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
                 limitranger.validate(attrs.resource, attrs.obj, attrs.old, found)
 
     async def pod_priority(ctx: Context, attrs: Attributes) -> None:
-        if ours(attrs) and is_pod(attrs) and attrs.operation == "CREATE":
+        if ours(attrs) and is_pod(attrs):
             assert attrs.obj is not None
-            await priority.admit(ctx, attrs.resource, attrs.obj)
+            if attrs.old is None:
+                await priority.admit(ctx, attrs.resource, attrs.obj)
+            else:
+                priority.keep(attrs.obj, attrs.old)
             attrs.memo[POD_CHANGED] = True
+
+    async def default_tolerations(ctx: Context, attrs: Attributes) -> None:
+        if ours(attrs) and is_pod(attrs):
+            assert attrs.obj is not None
+            if tolerations.admit(attrs.obj):
+                attrs.memo[POD_CHANGED] = True
 
     async def one_default_class(ctx: Context, attrs: Attributes) -> None:
         r = attrs.resource
@@ -256,7 +293,10 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
     async def service_account(ctx: Context, attrs: Attributes) -> None:
         if ours(attrs) and is_pod(attrs) and attrs.operation == "CREATE":
             assert attrs.obj is not None
-            await serviceaccount.admit(ctx, attrs.resource, attrs.obj)
+            if service_accounts:
+                await serviceaccount.admit(ctx, attrs.resource, attrs.obj)
+            else:
+                serviceaccount.name_default(attrs.obj)
             attrs.memo[POD_CHANGED] = True
 
     async def runtime_class(ctx: Context, attrs: Attributes) -> None:
@@ -285,6 +325,8 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
     if "Priority" in on:
         plugins.append(Plugin("Priority", _WRITES, pod_priority, one_default_class,
                               resources=_PODS | {_PRIORITY_CLASSES}))
+    if tolerations.NAME in on:
+        plugins.append(Plugin(tolerations.NAME, _WRITES, default_tolerations, resources=_PODS))
     if runtimeclass.NAME in on:
         plugins.append(Plugin(runtimeclass.NAME, frozenset(("CREATE",)), runtime_class, runtime_class_overhead,
                               resources=_PODS))
@@ -300,7 +342,7 @@ def builtin_plugins(builtin: Iterable[Resource], on: frozenset[str], *, service_
                               resources=frozenset({("", "persistentvolumeclaims")})))
     if "LimitRanger" in on:
         plugins.append(Plugin("LimitRanger", _WRITES, limit_defaults, limit_bounds))
-    if "ServiceAccount" in on and service_accounts:
+    if "ServiceAccount" in on:
         plugins.append(Plugin("ServiceAccount", frozenset(("CREATE",)), service_account, resources=_PODS))
     if noderestriction.NAME in on:  # a kubelet's writes, whatever the kind or subresource
         plugins.append(Plugin(noderestriction.NAME, frozenset(("CREATE", "UPDATE", "DELETE")),

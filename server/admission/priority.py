@@ -1,5 +1,5 @@
-"""Priority admission (plugin/pkg/admission/priority) for new Pods: a Pod's priority and preemption policy are
-its PriorityClass's, which the scheduler's preemption reads.
+"""Priority admission (plugin/pkg/admission/priority): a Pod's priority and preemption policy are its
+PriorityClass's, which the scheduler's preemption reads.
 
 - A Pod naming a PriorityClass gets its value and preemptionPolicy; a class that does not exist is kube's 403
   `no PriorityClass with name <name> was found`.
@@ -7,6 +7,8 @@ its PriorityClass's, which the scheduler's preemption reads.
   included, or priority 0 and PreemptLowerPriority when there is none.
 - A Pod that gives a priority or preemption policy of its own other than the class's is refused, with kube's
   words. Mirror Pods are judged as any other, as kube judges them.
+- An updated Pod that leaves its priority or preemption policy out keeps the stored one (validation forbids
+  changing either), so a Pod replaced from the manifest it was created from is accepted, as kube accepts it.
 - One PriorityClass at most is the global default: creating a second, or marking another one so, is kube's 403
   `PriorityClass <name> is already marked as default. Only one default can exist`.
 """
@@ -39,6 +41,14 @@ async def _global_default(ctx: Context) -> Obj | None:
     listed = await store_call(ctx.store.list(classes.key_prefix("")))
     defaults = [obj for obj in map(render.load, (kv.value for kv in listed.kvs)) if obj.get("globalDefault")]
     return min(defaults, key=lambda c: int(c.get("value") or 0), default=None)
+
+
+def keep(pod: Obj, old: Obj) -> None:
+    """An update's admitPod: a priority and preemption policy the updated Pod does not give are the stored one's."""
+    spec, before = pod.setdefault("spec", {}), old.get("spec") or {}
+    for field in ("priority", "preemptionPolicy"):
+        if spec.get(field) is None and before.get(field) is not None:
+            spec[field] = before[field]
 
 
 def _forbidden(resource: Resource, name: str, why: str) -> errors.ApiError:

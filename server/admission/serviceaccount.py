@@ -7,8 +7,10 @@ kube-root-ca.crt CA and the namespace) is added and mounted read-only at /var/ru
 serviceaccount in every init container and container that mounts nothing there; a Pod without
 imagePullSecrets gets the ServiceAccount's. Mirror Pods (kubernetes.io/config.mirror) are left alone.
 
-It runs only where kube-controller-manager's part runs (start_core's namespace_controllers), as envtest runs
-kube-apiserver with this plugin disabled: without the controller no namespace would have its `default`.
+The lookup and the token volume run only where kube-controller-manager's part runs (start_core's
+namespace_controllers): without the serviceaccount controller no namespace would have its `default`. Elsewhere
+the plugin, when on, names the account alone (`name_default`). envtest and kube's test-cmd run kube-apiserver
+with the plugin disabled (`--disable-admission-plugins=ServiceAccount`): their Pods name no account.
 """
 
 from __future__ import annotations
@@ -54,14 +56,23 @@ async def _lookup(ctx: Context, namespace: str, name: str) -> Obj | None:
     return None
 
 
+def name_default(pod: Obj) -> None:
+    """A new Pod that names no ServiceAccount names `default` (v1's deprecated serviceAccount alike), mirror Pods
+    aside."""
+    if MIRROR_ANNOTATION in (meta.meta(pod).get("annotations") or {}):
+        return
+    spec = pod.setdefault("spec", {})
+    spec["serviceAccountName"] = spec["serviceAccount"] = spec.get("serviceAccountName") or DEFAULT
+
+
 async def admit(ctx: Context, resource: Resource, pod: Obj) -> None:
-    """Mutate a new Pod in place (its spec already names a ServiceAccount: the pods strategy defaults it)."""
+    """Mutate a new Pod in place: its account named, looked up, its token mounted."""
     m = meta.meta(pod)
     if MIRROR_ANNOTATION in (m.get("annotations") or {}):
         return
-    spec = pod.setdefault("spec", {})
-    name = spec.get("serviceAccountName") or DEFAULT
-    spec["serviceAccountName"] = name
+    name_default(pod)
+    spec = pod["spec"]
+    name = spec["serviceAccountName"]
     namespace = m.get("namespace") or ""
     account = await _lookup(ctx, namespace, name)
     if account is None:

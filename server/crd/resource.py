@@ -109,7 +109,7 @@ def resource(crd: Obj, version: dict[str, Any], lifecycle: Lifecycle, message: D
         deprecation_warning=deprecation_warning(crd, version),
         strategy=CustomResourceStrategy(
             columns=columns.columns(version.get("additionalPrinterColumns") or []), tracks_generation=True,
-            standard_finalizers=False,
+            standard_finalizers=False, unconditional_update=False,
             schema=schema, cel=cel, scale=scale_rule, lifecycle=lifecycle, group=group, plural=plural, kind=kind,
         ),
     )

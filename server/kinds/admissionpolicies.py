@@ -495,7 +495,7 @@ def _resources(version: str, pb: Any) -> tuple[Resource, Resource]:
         categories=("api-extensions",),
         subresources=(Subresource("status", "ValidatingAdmissionPolicy", ("get", "patch", "update"), ("status",),
                                   validate=validate_status),),
-        strategy=Declared(tracks_generation=True, standard_finalizers=False,
+        strategy=Declared(tracks_generation=True, standard_finalizers=False, unconditional_update=False,
                           defaults=retyped(policy_schema, default_policy), prepare=empty_status,
                           validation=validate_policy, columns=POLICY_COLUMNS),
     )
@@ -503,7 +503,7 @@ def _resources(version: str, pb: Any) -> tuple[Resource, Resource]:
         group=GROUP, version=version, resource="validatingadmissionpolicybindings",
         kind="ValidatingAdmissionPolicyBinding", singular="validatingadmissionpolicybinding", namespaced=False,
         schema=binding_schema, categories=("api-extensions",),
-        strategy=Declared(tracks_generation=True, standard_finalizers=False,
+        strategy=Declared(tracks_generation=True, standard_finalizers=False, unconditional_update=False,
                           defaults=retyped(binding_schema, default_binding), validation=validate_binding,
                           columns=BINDING_COLUMNS),
     )

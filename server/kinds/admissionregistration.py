@@ -320,7 +320,7 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     schema=VALIDATING_SCHEMA,
     categories=("api-extensions",),
     strategy=Declared(
-        standard_finalizers=False,
+        standard_finalizers=False, unconditional_update=False,
         tracks_generation=True, defaults=retyped(VALIDATING_SCHEMA, _defaults(mutating=False)),
         validation=_validator(mutating=False),
     ),
@@ -336,7 +336,7 @@ MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
     schema=MUTATING_SCHEMA,
     categories=("api-extensions",),
     strategy=Declared(
-        standard_finalizers=False,
+        standard_finalizers=False, unconditional_update=False,
         tracks_generation=True, defaults=retyped(MUTATING_SCHEMA, _defaults(mutating=True)),
         validation=_validator(mutating=True),
     ),

@@ -80,6 +80,7 @@ CUSTOM_RESOURCE_DEFINITIONS = Resource(
     subresources=(Subresource("status", "CustomResourceDefinition", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
     strategy=CustomResourceDefinitionStrategy(tracks_generation=True, standard_finalizers=False,
+                                              unconditional_update=False,
                                               defaults=definition.default, prepare=definition.prepare,
                                               validation=definition.validate),
 )

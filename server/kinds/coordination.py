@@ -49,7 +49,7 @@ def validate_lease(obj: Obj, old: Obj | None) -> list[FieldError]:
 LEASES = Resource(
     group="coordination.k8s.io", version="v1", resource="leases", kind="Lease", singular="lease", namespaced=True,
     schema=ProtoSchema(coordination_pb2.Lease),
-    strategy=Declared(prepare=prepare_lease, validation=validate_lease),
+    strategy=Declared(prepare=prepare_lease, validation=validate_lease, unconditional_update=False),
 )
 
 KINDS = (LEASES,)

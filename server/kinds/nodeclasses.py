@@ -93,7 +93,7 @@ def runtime_class_warnings(obj: Obj, old: Obj | None) -> list[str]:
 RUNTIME_CLASSES = Resource(
     group="node.k8s.io", version="v1", resource="runtimeclasses", kind="RuntimeClass", singular="runtimeclass",
     namespaced=False, schema=ProtoSchema(node_pb2.RuntimeClass),
-    strategy=Declared(validation=validate_runtime_class, warnings=runtime_class_warnings),
+    strategy=Declared(validation=validate_runtime_class, warnings=runtime_class_warnings, unconditional_update=False),
 )
 
 KINDS = (RUNTIME_CLASSES,)

@@ -37,13 +37,6 @@ from server.objects.update import guaranteed_update
 from server.registry.resources import Handlers, Resource, Subresource
 from server.registry.strategy import Declared
 
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static pod's mirror, which a kubelet writes
-DEFAULT_SERVICE_ACCOUNT = "default"
-# DefaultTolerationSeconds admission: every Pod tolerates a not-ready or unreachable node for 300 s.
-DEFAULT_TOLERATIONS = tuple(
-    {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
-    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
-)
 QOS_RESOURCES = ("cpu", "memory")
 POD_UPDATE_FORBIDDEN = (
     "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
@@ -72,28 +65,13 @@ def default_pod(obj: Obj) -> None:
 
 
 def prepare_pod(obj: Obj, old: Obj | None) -> None:
-    """PrepareForCreate: status Pending with its QoS class; and what the admission plugins add to a new Pod."""
+    """PrepareForCreate: status Pending with its QoS class. What admission adds to a Pod (its ServiceAccount,
+    priority, default tolerations) is the plugins' (server/admission/), which recompute the class."""
     if old is not None:
         return
     spec = obj.setdefault("spec", {})
-    mirror = MIRROR_ANNOTATION in ((obj.get("metadata") or {}).get("annotations") or {})
-    _admit_new_pod(spec, mirror=mirror)
     obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
     retype(POD_SCHEMA, obj)
-
-
-def _admit_new_pod(spec: Obj, *, mirror: bool) -> None:
-    """What admission plugins add to a new Pod."""
-    # ServiceAccount admission (without the token volume: no token controller runs here), which leaves a mirror
-    # pod without an account, as kube's does.
-    if not spec.get("serviceAccountName") and not mirror:
-        spec["serviceAccountName"] = spec["serviceAccount"] = DEFAULT_SERVICE_ACCOUNT
-    # Priority and preemptionPolicy are Priority admission's (server/admission/priority.py), from the PriorityClass.
-    tolerations = spec.setdefault("tolerations", [])
-    for toleration in DEFAULT_TOLERATIONS:
-        if not any(t.get("key") in (toleration["key"], "", None) and t.get("effect") in ("", None, "NoExecute")
-                   for t in tolerations):
-            tolerations.append(dict(toleration))
 
 
 def _requests_from_limits(container: Obj) -> None:

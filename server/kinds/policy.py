@@ -81,7 +81,7 @@ PODDISRUPTIONBUDGETS = Resource(
     # podDisruptionBudgetStatusStrategy keeps the request's metadata and the stored spec.
     subresources=(Subresource("status", "PodDisruptionBudget", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
-    strategy=Declared(tracks_generation=True, prepare=prepare_pdb, validation=validate_pdb),
+    strategy=Declared(tracks_generation=True, prepare=prepare_pdb, validation=validate_pdb, unconditional_update=False),
 )
 
 KINDS = (PODDISRUPTIONBUDGETS,)

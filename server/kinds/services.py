@@ -78,7 +78,8 @@ def default_service(obj: Obj) -> None:
 
 def prepare_service(obj: Obj, old: Obj | None) -> None:
     """The clusterIPs normalization and an empty status on create; on update, the allocated values carried
-    over (patchAllocatedValues) and the type-dependent fields dropped (dropTypeDependentFields)."""
+    over (patchAllocatedValues), clusterIP and clusterIPs normalized (normalizeClusterIPs) and the
+    type-dependent fields dropped (dropTypeDependentFields)."""
     spec = obj.setdefault("spec", {})
     if old is None:
         if spec.get("clusterIP") and not spec.get("clusterIPs"):
@@ -87,6 +88,21 @@ def prepare_service(obj: Obj, old: Obj | None) -> None:
     else:
         _carry_allocations(spec, old.get("spec") or {})
     retype(SCHEMA, obj)
+
+
+def _normalize_cluster_ips(spec: Obj, old: Obj) -> None:
+    """normalizeClusterIPs on update: clusterIP and clusterIPs kept in step for a client that wrote only the
+    singular field. clusterIPs left out with clusterIP unchanged are the stored ones; a clusterIP changed or
+    cleared with clusterIPs as stored makes clusterIPs [clusterIP] or drops it (so validation reports the
+    change of an allocated IP as `may not change once set`)."""
+    ip, old_ip, old_ips = spec.get("clusterIP") or "", old.get("clusterIP") or "", old.get("clusterIPs") or []
+    if old_ips and not spec.get("clusterIPs") and ip == old_ip:
+        spec["clusterIPs"] = list(old_ips)
+    if ip != old_ip and (spec.get("clusterIPs") or []) == old_ips:
+        if ip:
+            spec["clusterIPs"] = [ip]
+        else:
+            spec.pop("clusterIPs", None)
 
 
 def _needs_external_traffic_policy(spec: Obj) -> bool:
@@ -114,7 +130,8 @@ def _carry_allocations(spec: Obj, old: Obj) -> None:
             spec["clusterIP"] = old["clusterIP"]
         if not spec.get("clusterIPs") and old.get("clusterIPs"):
             spec["clusterIPs"] = list(old["clusterIPs"])
-    elif not _needs_cluster_ip(spec) and _needs_cluster_ip(old):
+    _normalize_cluster_ips(spec, old)
+    if not _needs_cluster_ip(spec) and _needs_cluster_ip(old):
         for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
             if spec.get(key) == old.get(key):
                 spec.pop(key, None)

@@ -378,17 +378,19 @@ STORAGE_CLASSES = Resource(
 CSI_DRIVERS = Resource(
     group=GROUP, version="v1", resource="csidrivers", kind="CSIDriver", singular="csidriver", namespaced=False,
     schema=CSI_DRIVER_SCHEMA,
-    strategy=Declared(returns_deleted_object=True, defaults=default_csi_driver, validation=validate_csi_driver),
+    strategy=Declared(returns_deleted_object=True, defaults=default_csi_driver, validation=validate_csi_driver,
+                      unconditional_update=False),
 )
 CSI_NODES = Resource(
     group=GROUP, version="v1", resource="csinodes", kind="CSINode", singular="csinode", namespaced=False,
     schema=CSI_NODE_SCHEMA,
-    strategy=Declared(returns_deleted_object=True, validation=validate_csi_node),
+    strategy=Declared(returns_deleted_object=True, validation=validate_csi_node, unconditional_update=False),
 )
 CSI_STORAGE_CAPACITIES = Resource(
     group=GROUP, version="v1", resource="csistoragecapacities", kind="CSIStorageCapacity",
     singular="csistoragecapacity", namespaced=True, schema=CAPACITY_SCHEMA,
-    strategy=Declared(validation=validate_csi_storage_capacity, warnings=csi_storage_capacity_warnings),
+    strategy=Declared(validation=validate_csi_storage_capacity, warnings=csi_storage_capacity_warnings,
+                      unconditional_update=False),
 )
 VOLUME_ATTACHMENTS = Resource(
     group=GROUP, version="v1", resource="volumeattachments", kind="VolumeAttachment", singular="volumeattachment",
@@ -397,7 +399,7 @@ VOLUME_ATTACHMENTS = Resource(
     subresources=(Subresource("status", "VolumeAttachment", ("get", "patch", "update"), ("status",),
                               metadata_reset=()),),
     strategy=Declared(returns_deleted_object=True, prepare=new_attachment_status,
-                      validation=validate_volume_attachment),
+                      validation=validate_volume_attachment, unconditional_update=False),
 )
 
 KINDS = (STORAGE_CLASSES, VOLUME_ATTACHMENTS, CSI_DRIVERS, CSI_NODES, CSI_STORAGE_CAPACITIES)

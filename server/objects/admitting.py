@@ -3,7 +3,10 @@
 
 Contract: every create, update (PUT, patch, apply, subresource writes through guaranteed_update) and delete
 calls `admit` once per attempt, after the kind's validation and before the write, with the request's
-operation, subresource, options and dry-run flag. Plugins may change `attrs.obj` in place (mutating ones),
+operation, subresource, options and dry-run flag. An update calls `mutate` first, on the updated object before
+the kind prepares and validates it (kube runs mutating admission inside UpdatedObject, before BeforeUpdate, so
+a plugin may restore what an update left out, as Priority and DefaultTolerationSeconds do for a Pod), and then
+`admit` with the same Attributes, which runs what remains. Plugins may change `attrs.obj` in place (mutating ones),
 append to `attrs.warnings` (answered as Warning headers) and `attrs.audit_annotations` (added to the audit
 event), or refuse with an ApiError. Without an installed chain (a bare Core in tests), a write to the object
 itself runs the kind's own admission (Strategy.admitted) alone. The audit annotations of every attempt, refused
@@ -48,11 +51,16 @@ class Attributes:
     # What one plugin found for later ones in the same request (LimitRanger's ranges, read once).
     memo: dict[str, object] = field(default_factory=dict)
     kind: Resource | None = None
+    mutated: bool = False  # the mutating plugins ran already (`mutate`): `admit` runs the rest
 
 
 class Chain(Protocol):
     async def admit(self, ctx: Context, attrs: Attributes) -> None:
         """Run every enabled plugin that handles attrs.operation, in kube's order; raise ApiError to refuse."""
+        ...
+
+    async def mutate(self, ctx: Context, attrs: Attributes) -> None:
+        """Run the mutating plugins alone and mark attrs.mutated; raise ApiError to refuse."""
         ...
 
 
@@ -76,15 +84,30 @@ def released_audit(token: contextvars.Token[dict[str, str] | None]) -> None:
     _AUDIT.reset(token)
 
 
+async def mutate(ctx: Context, attrs: Attributes) -> None:
+    """An update's mutating admission, before the kind prepares and validates the object (nothing without a
+    chain: a bare Core's kinds admit in `admit` alone)."""
+    chain = ctx.admission.chain
+    if chain is not None:
+        try:
+            await chain.mutate(ctx, attrs)
+        finally:
+            _collect(attrs)
+
+
 async def admit(ctx: Context, attrs: Attributes) -> None:
     chain = ctx.admission.chain
     if chain is not None:
         try:
             await chain.admit(ctx, attrs)
         finally:
-            sink = _AUDIT.get()
-            if sink is not None:
-                for key, value in attrs.audit_annotations.items():
-                    sink.setdefault(key, value)
+            _collect(attrs)
     elif attrs.obj is not None and not attrs.subresource and attrs.kind is None:
         await attrs.resource.strategy.admitted(ctx, attrs.obj, attrs.old, attrs.dry_run)
+
+
+def _collect(attrs: Attributes) -> None:
+    sink = _AUDIT.get()
+    if sink is not None:
+        for key, value in attrs.audit_annotations.items():
+            sink.setdefault(key, value)

@@ -194,10 +194,8 @@ def _scaled(rule: ScaleRule, resource: Resource, path: core_pb2.ResourcePath, cu
     new: Obj = copy_json(current)
     _put(new, rule.spec_replicas, (scale.get("spec") or {}).get("replicas", 0))
     rv = scale_meta.get("resourceVersion")
-    if rv:
+    if rv:  # else the current object's: a Scale without one is no precondition, whatever the kind allows
         meta.meta(new)["resourceVersion"] = rv
-    else:
-        meta.meta(new).pop("resourceVersion", None)
     return new
 
 

@@ -18,13 +18,16 @@ from server.machinery import errors, meta
 from server.machinery.patch.values import copy_json
 from server.machinery.values import Obj
 from server.objects import body, conversion, create, managed, options, render, size, validate
-from server.objects.admitting import Attributes, admit
+from server.objects.admitting import Attributes, admit, mutate
 from server.objects.context import Context
 from server.objects.resolve import resolve
 from server.objects.storeerrors import store_call
 from server.registry.resources import Resource
 from storage import KeyValue, Outcome, WriteResult
 
+# rest's Update of a kind that does not AllowUnconditionalUpdate, given no resourceVersion: the 0 Go's %#v prints
+UNVERSIONED = errors.Cause("FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
+                           "metadata.resourceVersion")
 
 async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateResponse:
     resource = resolve(ctx.registry, req.path, "update")
@@ -152,7 +155,10 @@ async def _attempt(
         old = render.load_as(resource, await conversion.value(resource, kv.value))
         obj, produced = produce(_as_seen(resource, old, kv.mod_revision))
         warnings = list(produced)  # this round's: admission adds its own to them
-        precondition = meta.meta(obj).get("resourceVersion") or ""
+        precondition = _precondition(meta.meta(obj).get("resourceVersion"))
+        if not precondition and not resource.strategy.unconditional_update:
+            raise errors.invalid(resource.resource, resource.group, path.name, UNVERSIONED.field + ": "
+                                 + UNVERSIONED.message, [UNVERSIONED])
         if precondition and precondition != str(kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, path.name)
         _check_uid(resource, path, obj, old)
@@ -189,6 +195,15 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
     resource.strategy.default(obj)  # after apply's ownership (set in produce): defaults it adds are nobody's
     if manager is not None:
         managed.track_update(resource, path.subresource, old, obj, manager)
+    sub = resource.subresource(path.subresource) if path.subresource else None
+    view = sub.admitted_as if sub is not None else None
+    attrs: Attributes | None = None
+    if view is None:  # mutating admission on the updated object, before BeforeUpdate, as kube's UpdatedObject
+        attrs = Attributes(resource, "UPDATE", path.name, path.namespace, obj, old, dry_run,
+                           subresource=path.subresource, options=request_options, warnings=warnings)
+        await mutate(ctx, attrs)
+        assert attrs.obj is not None
+        obj = attrs.obj
     owners = meta.meta(obj).get("managedFields")
     new = prepare_for_update(resource, obj, old, path.subresource)
     if path.subresource:  # the subresource rule took metadata from the stored object
@@ -199,12 +214,11 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
                     else strategy.warnings_on_update(new, old))
     if not path.subresource:
         resource.strategy.canonicalize(new)
-    sub = resource.subresource(path.subresource) if path.subresource else None
-    view = sub.admitted_as if sub is not None else None
-    if view is None:
-        await admit(ctx, Attributes(resource, "UPDATE", path.name, path.namespace, new, old, dry_run,
-                                    subresource=path.subresource, options=request_options, warnings=warnings))
+    if attrs is not None:
+        attrs.obj = new
+        await admit(ctx, attrs)
         return new
+    assert view is not None
     shown = view.show(new)
     attrs = Attributes(resource, "UPDATE", path.name, path.namespace, copy_json(shown), view.show(old), dry_run,
                        subresource=path.subresource, options=request_options, warnings=warnings, kind=view.kind)
@@ -213,6 +227,13 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
         new = view.take(new, attrs.obj)
         validate.raise_if_invalid(resource, new, validate.for_update(resource, new, old, path.subresource))
     return new
+
+
+def _precondition(version: str | None) -> str:
+    """An updated object's resourceVersion as a precondition: none where it reads as 0 ("" or "0"), as kube's
+    versioner parses it into the 0 that means an unconditional update."""
+    text = version or ""
+    return "" if text.isdigit() and int(text) == 0 else text
 
 
 def _as_seen(resource: Resource, obj: Obj, revision: int) -> Obj:

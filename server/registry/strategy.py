@@ -61,7 +61,10 @@ class Strategy:
     (set by server/admission for the namespaced kinds); None runs `admit` alone. standard_finalizers: a finalizer
     without a "/" must be one of kube's own (`kubernetes`, `orphan`, `foregroundDeletion`), as core's
     ValidateObjectMeta checks for the kinds it validates; the kinds validated by apimachinery's alone (custom
-    resources, CRDs, APIServices, admission configurations) take any qualified name.
+    resources, CRDs, APIServices, admission configurations) take any qualified name. unconditional_update
+    (AllowUnconditionalUpdate): an update whose object carries no resourceVersion (or "0") replaces whatever is
+    stored; where False it is kube's 422 `metadata.resourceVersion: Invalid value: 0x0: must be specified for an
+    update` (Leases, admission configurations, PodDisruptionBudgets, custom resources, CRDs, ...).
     """
 
     tracks_generation: bool = False
@@ -71,6 +74,7 @@ class Strategy:
     columns: tuple[Column, ...] = ()
     admission: Admit | None = None
     standard_finalizers: bool = True
+    unconditional_update: bool = True
 
     # --- create and update -----------------------------------------------------------------------------------
 

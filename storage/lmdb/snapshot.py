@@ -65,8 +65,7 @@ def _open(path: Path, *, file: bool) -> Iterator[_Dbs]:
         else:
             if not (path / DATA_FILE).is_file():
                 raise BackendFailure(f"there is no store in {path} (no {DATA_FILE})")
-            env = lmdb.open(str(path), create=False, readonly=False, max_dbs=MAX_DBS, readahead=False,
-                            max_readers=512, mode=files.FILE_MODE)
+            env = _open_env(path)
     except lmdb.Error as err:
         raise DataError(f"{path} is damaged or is no LMDB store ({err})") from err
     try:
@@ -91,6 +90,18 @@ def _open(path: Path, *, file: bool) -> Iterator[_Dbs]:
         raise BackendFailure(f"reading {path} failed: {err}") from err
     finally:
         env.close()
+
+
+def _open_env(path: Path) -> Any:
+    """A data directory's environment beside a serving process, which may grow the map between opening's read of
+    its size and opening's first transaction (MapResizedError): opened again then, as LMDB asks."""
+    for _ in range(8):
+        try:
+            return lmdb.open(str(path), create=False, readonly=False, max_dbs=MAX_DBS, readahead=False,
+                             max_readers=512, mode=files.FILE_MODE)
+        except lmdb.MapResizedError:
+            continue
+    raise BackendFailure(f"{path}: the map kept growing while it was opened")
 
 
 def _begin(env: Any) -> Any:

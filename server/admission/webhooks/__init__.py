@@ -223,7 +223,9 @@ class Webhooks:
                 invocation = await self._should_call(ctx, hook, attrs)
                 if invocation is not None:
                     await self._call(hook, attrs, invocation)
-        if version and attrs.obj is not None and attrs.kind is None:  # a subresource's own kind: its REST checks
+        # A subresource's own kind: its REST checks it. An update's object is validated next, as kube's BeforeUpdate
+        # follows its mutating admission.
+        if version and attrs.obj is not None and attrs.kind is None and attrs.old is None:
             _revalidate(attrs)
 
     async def validate(self, ctx: Context, attrs: Attributes) -> None:

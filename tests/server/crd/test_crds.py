@@ -356,14 +356,15 @@ BAD_TYPE_META: list[tuple[str, bytes, int, str]] = [
 async def test_a_custom_resource_body_says_its_kind(client: Client, verb: str, body: bytes, code: int,
                                                      message: str) -> None:
     await install(client)
-    await client.create(WIDGETS, widget("q", size=1))
+    made = await client.create(WIDGETS, widget("q", size=1))
     request: Any
     if verb == "create":
         request = client.call(client.stub.Create, core_pb2.CreateRequest(path=WIDGETS, object=core_pb2.RawObject(
             encoding=core_pb2.ENCODING_JSON, data=body)))
     else:
-        if b'"Q_"' in body:
-            body = body.replace(b'"Q_"', b'"q"')
+        if b'"Q_"' in body:  # with its resourceVersion: an update without one is refused before validation
+            version = made["metadata"]["resourceVersion"]
+            body = body.replace(b'"Q_"', b'"q","resourceVersion":"' + version.encode() + b'"')
             message = message.replace('"Q_"', '"q"')
         request = client.call(client.stub.Update, core_pb2.UpdateRequest(
             path=path("widgets", "default", "q", group=GROUP), object=core_pb2.RawObject(
@@ -408,6 +409,28 @@ async def test_required_and_accepted_values(client: Client) -> None:
     assert invalid_causes(failed) == [
         ("FieldValueNotSupported", "spec.color", 'Unsupported value: "pink": supported values: "red", "blue"'),
         ("FieldValueRequired", "spec.size", "Required value")]
+
+
+@pytest.mark.parametrize("version", [None, "0"], ids=["none", "0"])
+async def test_a_custom_resource_update_needs_a_resource_version(client: Client, version: str | None) -> None:
+    """customResourceStrategy does not AllowUnconditionalUpdate: a PUT without a resourceVersion (or with "0")
+    is kube's 422; the status subresource's alike; a /scale without one is not (it keeps the stored one)."""
+    await install(client)
+    created = await client.create(WIDGETS, widget("u"))
+    sent = copy.deepcopy(created)
+    sent["spec"]["size"] = 2
+    if version is None:
+        del sent["metadata"]["resourceVersion"]
+    else:
+        sent["metadata"]["resourceVersion"] = version
+    for subresource in ("", "status"):
+        at = path("widgets", "default", "u", group=GROUP, subresource=subresource)
+        failed = await refused(client.update(at, sent))
+        assert failed.status["message"] == ('widgets.example.com "u" is invalid: metadata.resourceVersion: Invalid '
+                                            "value: 0x0: must be specified for an update")
+        assert invalid_causes(failed) == [("FieldValueInvalid", "metadata.resourceVersion",
+                                           "Invalid value: 0x0: must be specified for an update")]
+    assert await client.get(path("widgets", "default", "u", group=GROUP)) == created
 
 
 async def test_defaults_on_create_update_and_read(client: Client) -> None:

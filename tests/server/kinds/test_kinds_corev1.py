@@ -13,7 +13,7 @@ import base64
 import copy
 import ipaddress
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -597,13 +597,32 @@ async def test_pod_spec_is_mostly_immutable(client: Client) -> None:
         "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n")
 
 
-async def test_service_cluster_ip_is_immutable(client: Client) -> None:
-    created = await client.create(path("services", NS), service())
+def _both_moved(spec: Obj, other: str) -> None:
+    spec["clusterIP"], spec["clusterIPs"] = other, [other]
+
+
+def _singular_moved(spec: Obj, other: str) -> None:
+    spec["clusterIP"] = other  # clusterIPs as stored: normalizeClusterIPs makes them [clusterIP]
+
+
+# (what the Service is created with, how the update moves its cluster IP): each is kube's `may not change once set`
+CLUSTER_IP_MOVES: list[tuple[str, dict[str, Any], Callable[[Obj, str], None]]] = [
+    ("both fields", {}, _both_moved),
+    ("clusterIP alone", {}, _singular_moved),
+    # kube's test-cmd: a headless Service applied again with a clusterIP (apply keeps the stored clusterIPs)
+    ("headless, clusterIP alone", {"clusterIP": "None"}, _singular_moved),
+]
+
+
+@pytest.mark.parametrize(("created_with", "move"), [(c[1], c[2]) for c in CLUSTER_IP_MOVES],
+                         ids=[c[0] for c in CLUSTER_IP_MOVES])
+async def test_service_cluster_ip_is_immutable(client: Client, created_with: dict[str, Any],
+                                               move: Callable[[Obj, str], None]) -> None:
+    created = await client.create(path("services", NS), service(**created_with))
     moved = copy.deepcopy(created)
     ip = created["spec"]["clusterIP"]
-    other = str(ipaddress.ip_address(ip) + 1)
-    moved["spec"]["clusterIP"] = other
-    moved["spec"]["clusterIPs"] = [other]
+    other = "10.0.0.12" if ip == "None" else str(ipaddress.ip_address(ip) + 1)
+    move(moved["spec"], other)
     failed = await refused(client.update(path("services", NS, "web"), moved))
     assert failed.status == kube.invalid("Service", "web", [
         invalid("spec.clusterIPs[0]", f'[]string{{"{other}"}}', "may not change once set")])
@@ -612,7 +631,7 @@ async def test_service_cluster_ip_is_immutable(client: Client) -> None:
     del bare["spec"]["clusterIP"], bare["spec"]["clusterIPs"]
     bare["metadata"]["labels"] = {"x": "y"}
     kept, _ = await client.update(path("services", NS, "web"), bare)
-    assert (kept["spec"]["clusterIP"], kept["metadata"]["labels"]) == (ip, {"x": "y"})
+    assert (kept["spec"]["clusterIP"], kept["spec"]["clusterIPs"], kept["metadata"]["labels"]) == (ip, [ip], {"x": "y"})
 
 
 # ---------------------------------------------------------------- field selectors

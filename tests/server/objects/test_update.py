@@ -89,6 +89,45 @@ async def test_update_of_a_missing_object_is_not_found(client: Client) -> None:
     assert failed.status == kube.not_found("configmaps", "a")
 
 
+LEASES = path("leases", "default", group="coordination.k8s.io")
+PDBS = path("poddisruptionbudgets", "default", group="policy")
+UNVERSIONED = kube.cause("FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
+                         "metadata.resourceVersion")
+
+# (collection, a new object, the resourceVersion an update gives, its answer: None when it is written, else the
+# resource and group of kube's 422). "0" reads as no resourceVersion, as kube's versioner parses it. A kind whose
+# strategy does not AllowUnconditionalUpdate wants one (kube's test-cmd replaces a Node with "0").
+UNCONDITIONAL: list[tuple[str, core_pb2.ResourcePath, Obj, str | None, tuple[str, str] | None]] = [
+    ("configmap, none", CM, {"metadata": {"name": "a"}}, None, None),
+    ("configmap, 0", CM, {"metadata": {"name": "a"}}, "0", None),
+    ("node, 0", path("nodes"), {"metadata": {"name": "a"}}, "0", None),
+    ("lease, none", LEASES, {"metadata": {"name": "a"}}, None, ("leases", "coordination.k8s.io")),
+    ("lease, 0", LEASES, {"metadata": {"name": "a"}}, "0", ("leases", "coordination.k8s.io")),
+    ("pdb, none", PDBS, {"metadata": {"name": "a"}, "spec": {"minAvailable": 1}}, None,
+     ("poddisruptionbudgets", "policy")),
+]
+
+
+@pytest.mark.parametrize(("collection", "obj", "version", "refusal"), [u[1:] for u in UNCONDITIONAL],
+                         ids=[u[0] for u in UNCONDITIONAL])
+async def test_an_update_without_a_resource_version(client: Client, collection: core_pb2.ResourcePath, obj: Obj,
+                                                    version: str | None, refusal: tuple[str, str] | None) -> None:
+    created = await client.create(collection, obj)
+    sent = with_changes(created, metadata={"name": "a", "labels": {"x": "y"}}
+                        | ({"resourceVersion": version} if version is not None else {}))
+    item = core_pb2.ResourcePath()
+    item.CopyFrom(collection)
+    item.name = "a"
+    if refusal is None:
+        updated, _ = await client.update(item, sent)
+        assert updated["metadata"]["labels"] == {"x": "y"}
+        assert updated["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+        return
+    failed = await refused(client.update(item, sent))
+    assert failed.status == kube.invalid(refusal[0], "a", [UNVERSIONED], group=refusal[1])
+    assert await client.get(item) == created
+
+
 # ---------------------------------------------------------------- identity fields
 
 

@@ -20,7 +20,7 @@ import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from capstan.cli import pki
+from capstan.cli import clientcas, pki
 from server.machinery.tlsroots import as_go_pool
 
 log = logging.getLogger(__name__)
@@ -82,8 +82,9 @@ class ServingFiles:
 
 
 def server_context(files: ServingFiles, client_ca: bytes) -> ssl.SSLContext:
-    """TLS 1.2+ for the HTTPS listener: a client certificate is requested and, when sent, verified against
-    `client_ca` (PEM bundle; empty requests none). Each handshake serves the files' current pair."""
+    """TLS 1.2+ for the HTTPS listener: a client certificate is requested, naming the CAs of `client_ca` (PEM
+    bundle; empty requests none), and, when sent, verified against them. Each handshake serves the files' current
+    pair."""
     contexts: dict[int, ssl.SSLContext] = {}
 
     def build() -> ssl.SSLContext:
@@ -93,6 +94,7 @@ def server_context(files: ServingFiles, client_ca: bytes) -> ssl.SSLContext:
         if client_ca:
             context.load_verify_locations(cadata=client_ca.decode())
             context.verify_mode = ssl.CERT_OPTIONAL
+            clientcas.advertise(context, client_ca)  # the CertificateRequest names them, as Go's server does
         return context
 
     def choose(connection: ssl.SSLObject, _name: str | None, _context: ssl.SSLContext) -> None:

@@ -6,8 +6,11 @@ HTTPS listener's context (capstan/cli/tls.py), over loopback sockets."""
 from __future__ import annotations
 
 import datetime
+import itertools
+import shutil
 import socket
 import ssl
+import subprocess
 import threading
 from pathlib import Path
 
@@ -94,3 +97,55 @@ def test_a_client_certificate_is_verified_against_any_certificate_of_the_client_
     client = ssl.create_default_context(cadata=pem(root).decode())
     client.load_cert_chain(tmp_path / "alice.pem")
     assert handshake(server, client) == expected
+
+
+def accepted_names(server: ssl.SSLContext) -> list[str]:
+    """What `openssl s_client` prints under "Acceptable client certificate CA names" from the listener."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to read the CertificateRequest (Debian's openssl)")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        try:
+            with server.wrap_socket(connection, server_side=True) as tls:
+                tls.recv(1)
+        except (ssl.SSLError, OSError):
+            pass
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        shown = subprocess.run([openssl, "s_client", "-connect", f"127.0.0.1:{port}"], input="", capture_output=True,
+                               text=True, timeout=30, check=False).stdout
+    finally:
+        thread.join(10)
+        listener.close()
+    lines = shown.splitlines()
+    if "Acceptable client certificate CA names" not in lines:
+        return []
+    names = lines[lines.index("Acceptable client certificate CA names") + 1:]
+    return [line for line in itertools.takewhile(lambda line: line.startswith(("CN", "/CN")), names)]
+
+
+# kube-apiserver's TLS server (Go's) lists its client CA pool's subjects in the CertificateRequest: a client with
+# several certificates picks one by them, and kube's test-cmd checks for them before it tests client certificates.
+@pytest.mark.parametrize(("bundle", "expected"), [
+    (("root",), ["CN = root"]),
+    (("root", "intermediate"), ["CN = root", "CN = intermediate"]),
+    ((), []),
+])
+def test_the_listener_names_the_client_cas_it_accepts(tmp_path: Path, bundle: tuple[str, ...],
+                                                       expected: list[str]) -> None:
+    root = issue("root", None, ca=True)
+    cas = {"root": root, "intermediate": issue("intermediate", root, ca=True)}
+    serving = issue("localhost", root, ca=False)
+    (tmp_path / "tls.crt").write_bytes(pem(serving))
+    (tmp_path / "tls.key").write_bytes(key_pem(serving))
+    server = server_context(ServingFiles(tmp_path / "tls.crt", tmp_path / "tls.key"),
+                            b"".join(pem(cas[name]) for name in bundle))
+    assert accepted_names(server) == expected
+    client = ssl.create_default_context(cadata=pem(root).decode())
+    assert handshake(server, client) == ""  # and a handshake without a certificate still succeeds as before

@@ -638,10 +638,15 @@ def _bundle(files: tuple[Path, ...]) -> bytes:
 
 def _security(args: argparse.Namespace, certs: pki.CertDir) -> SecurityConfig:
     client_ca, requestheader_ca = _client_cas(args, certs)
+    anonymous = args.anonymous_auth
+    if anonymous and "AlwaysAllow" in args.authorization_mode:  # kube's ApplyAuthorization: not anonymous and all
+        log.warning("AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. "
+                    "You should use a different authorizer")
+        anonymous = False
     signing = args.service_account_signing_key_file or certs.sa_key
     return SecurityConfig(
         authorization_modes=args.authorization_mode,
-        anonymous_auth=args.anonymous_auth,
+        anonymous_auth=anonymous,
         client_ca_file=client_ca,
         token_auth_file=args.token_auth_file,
         service_account_issuer=args.service_account_issuer,

@@ -68,7 +68,7 @@ def start(data: Path, *flags: str, pattern: re.Pattern[str] = SECURE) -> Server:
 @pytest.fixture(scope="module")
 def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One secure server for the module's tests that only read from it."""
-    server = start(tmp_path_factory.mktemp("serving") / "data", "--authorization-mode", "AlwaysAllow")
+    server = start(tmp_path_factory.mktemp("serving") / "data")
     try:
         yield server
     finally:
@@ -390,3 +390,26 @@ def test_split_form_gateway_reaches_the_core_over_mutual_tls(tmp_path: Path) -> 
             proc.wait(10)
     assert out.returncode == 0, out.stderr
     assert "namespace/default" in out.stdout.splitlines()
+
+
+# kube-apiserver resets --anonymous-auth to false beside the AlwaysAllow authorizer (a request naming nobody would
+# otherwise be allowed everything), saying so; other modes keep anonymous requests, which RBAC then judges.
+@pytest.mark.parametrize(("flags", "status", "warned"), [
+    ((), 200, False),
+    (("--authorization-mode", "AlwaysAllow"), 401, True),
+    (("--authorization-mode", "RBAC,AlwaysAllow"), 401, True),
+    (("--authorization-mode", "AlwaysAllow", "--anonymous-auth", "false"), 401, False),
+])
+async def test_anonymous_requests_are_refused_beside_always_allow(tmp_path: Path, flags: tuple[str, ...],
+                                                                  status: int, warned: bool) -> None:
+    server = start(tmp_path / "data", *flags)
+    try:
+        context = ssl.create_default_context(cafile=pki.CertDir(server.data / "pki").ca_cert)
+        async with ClientSession() as http, http.get(f"https://127.0.0.1:{server.ports[0]}/version",
+                                                     ssl=context) as resp:
+            assert resp.status == status
+    finally:
+        server.proc.send_signal(signal.SIGTERM)
+        server.proc.wait(10)
+    assert ("AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You "
+            "should use a different authorizer" in server.said) == warned

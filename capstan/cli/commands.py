@@ -207,6 +207,13 @@ def _store_flags(parser: argparse.ArgumentParser) -> None:
         f" {', '.join(sorted(controllers.DEFAULT))}; known: {', '.join(c.name for c in controllers.CONTROLLERS)})",
     )
     parser.add_argument(
+        "--cluster-signing-cert-file", type=Path, default=None, metavar="FILE",
+        help="the CA certificate (PEM) the csrsigning controller signs approved CertificateSigningRequests with, as"
+        " kube-controller-manager's flag (default: the cert dir's CA); with --cluster-signing-key-file",
+    )
+    parser.add_argument("--cluster-signing-key-file", type=Path, default=None, metavar="FILE",
+                        help="that CA's private key (PEM), as kube-controller-manager's flag")
+    parser.add_argument(
         "--watch-cache", type=_bool, default=None,
         help="serve LISTs and GETs with resourceVersion 0 or not older than N, and watches' initial state, from"
         " memory kept current by the store's watch, as kube-apiserver's flag (default true)",
@@ -590,6 +597,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.command in ("serve", "core", "gateway") and bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
+    if args.command in ("serve", "core") and bool(args.cluster_signing_cert_file) != bool(
+            args.cluster_signing_key_file):
+        parser.error("--cluster-signing-cert-file and --cluster-signing-key-file go together")
     if args.command in ("serve", "core"):
         try:
             args.api = apienablement.runtime_config(args.runtime_config,
@@ -655,8 +665,9 @@ def _security(args: argparse.Namespace, certs: pki.CertDir) -> SecurityConfig:
         requestheader_client_ca_file=requestheader_ca,
         requestheader_allowed_names=args.requestheader_allowed_names,
         root_ca_file=certs.ca_cert if args.tls_cert_file is None else None,
-        cluster_signing_cert_file=certs.ca_cert,  # the cert dir's CA, which --client-ca-file trusts by default
-        cluster_signing_key_file=certs.ca_key,
+        # the cert dir's CA by default, which --client-ca-file trusts by default
+        cluster_signing_cert_file=args.cluster_signing_cert_file or certs.ca_cert,
+        cluster_signing_key_file=args.cluster_signing_key_file or certs.ca_key,
         oidc_issuer_url=args.oidc_issuer_url,
         oidc_client_id=args.oidc_client_id,
         oidc_username_claim=args.oidc_username_claim,

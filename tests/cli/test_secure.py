@@ -413,3 +413,63 @@ async def test_anonymous_requests_are_refused_beside_always_allow(tmp_path: Path
         server.proc.wait(10)
     assert ("AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You "
             "should use a different authorizer" in server.said) == warned
+
+
+def _signing_ca(directory: Path) -> tuple[Path, Path, x509.Name]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cluster signer")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = directory / "signer.crt", directory / "signer.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file, name
+
+
+# kube-controller-manager's --cluster-signing-cert-file/--cluster-signing-key-file: the CA the csrsigning controller
+# signs with (kube's test-cmd gives its own); without them, the cert dir's.
+@pytest.mark.parametrize("own_ca", [True, False])
+async def test_approved_requests_are_signed_by_the_cluster_signing_ca(tmp_path: Path, own_ca: bool) -> None:
+    cert_file, key_file, name = _signing_ca(tmp_path)
+    flags = ("--cluster-signing-cert-file", str(cert_file), "--cluster-signing-key-file", str(key_file)) if own_ca \
+        else ()
+    server = start(tmp_path / "data", *flags)
+    try:
+        certs = pki.CertDir(server.data / "pki")
+        context = ssl.create_default_context(cafile=certs.ca_cert)
+        context.load_cert_chain(certs.admin_cert, certs.admin_key)
+        key = ec.generate_private_key(ec.SECP256R1())
+        request = (x509.CertificateSigningRequestBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "erin")]))
+                   .sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+        base = f"https://127.0.0.1:{server.ports[0]}/apis/certificates.k8s.io/v1/certificatesigningrequests"
+        async with ClientSession() as http:
+            async with http.post(base, ssl=context, json={
+                    "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                    "metadata": {"name": "erin"},
+                    "spec": {"request": base64.b64encode(request).decode(), "usages": ["client auth"],
+                             "signerName": "kubernetes.io/kube-apiserver-client"}}) as resp:
+                made = await resp.json()
+                assert resp.status == 201, made
+            made["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "Test",
+                                              "message": "approved by the test"}]}
+            async with http.put(f"{base}/erin/approval", ssl=context, json=made) as resp:
+                assert resp.status == 200, await resp.text()
+            issued = ""
+            for _ in range(200):
+                async with http.get(f"{base}/erin", ssl=context) as resp:
+                    issued = (await resp.json()).get("status", {}).get("certificate", "")
+                if issued:
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        server.proc.send_signal(signal.SIGTERM)
+        server.proc.wait(10)
+    assert issued, "the signer never issued the certificate"
+    issuer = x509.load_pem_x509_certificate(base64.b64decode(issued)).issuer
+    assert issuer == (name if own_ca else _cert(certs.ca_cert).subject)

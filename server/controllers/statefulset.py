@@ -355,6 +355,9 @@ class StatefulSetController(KeyedController):
                                      "namespace": namespace, "labels": {**labels, history.HASH_LABEL: hash_},
                                      "ownerReferences": [controller_ref(stateful_set, API_VERSION, KIND)]},
                         "data": data, "revision": number}
+                annotations = set_meta.get("annotations")
+                if annotations:  # newRevision: the revision carries the set's annotations (kubectl's change-cause)
+                    body["metadata"]["annotations"] = dict(annotations)
                 try:
                     update = await self.create(at, body)
                     break

@@ -61,3 +61,21 @@ async def test_revision_data_is_gos_patch(stateful_client: Client, kind: str, te
                                accept=PROTOBUF)
     revision = apps_pb2.ControllerRevision.FromString(raw.data)
     assert revision.data.raw == go_patch(created["spec"]["template"])
+
+
+# Both controllers' revisions carry the owner's annotations (kube's newRevision for a StatefulSet, snapshot for a
+# DaemonSet): `kubectl rollout history` reads the change-cause `--record` wrote there.
+@pytest.mark.parametrize("kind", ["DaemonSet", "StatefulSet"])
+@pytest.mark.parametrize("annotations", [{"kubernetes.io/change-cause": "kubectl apply --record=true"}, None],
+                         ids=["annotated", "none"])
+async def test_a_revision_carries_its_owners_annotations(stateful_client: Client, kind: str,
+                                                         annotations: dict[str, str] | None) -> None:
+    client = stateful_client
+    made = owner(kind, TEMPLATES["plain"])
+    if annotations is not None:
+        made["metadata"]["annotations"] = annotations
+    created = await client.create(path(kind.lower() + "s", NS, group="apps"), made)
+    stored = created["metadata"].get("annotations")  # a DaemonSet's also hold its template generation
+    assert {**(annotations or {}), **(stored or {})} == (stored or {})
+    _, items = await settled(lambda: client.list(REVISIONS), lambda got: len(got[1]) == 1)
+    assert items[0]["metadata"].get("annotations") == stored

@@ -17,6 +17,7 @@ a key keeps its first value.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -89,25 +90,23 @@ async def mutate(ctx: Context, attrs: Attributes) -> None:
     chain: a bare Core's kinds admit in `admit` alone)."""
     chain = ctx.admission.chain
     if chain is not None:
-        try:
-            await chain.mutate(ctx, attrs)
-        finally:
-            _collect(attrs)
+        await _through(chain.mutate, ctx, attrs)
 
 
 async def admit(ctx: Context, attrs: Attributes) -> None:
     chain = ctx.admission.chain
     if chain is not None:
-        try:
-            await chain.admit(ctx, attrs)
-        finally:
-            _collect(attrs)
+        await _through(chain.admit, ctx, attrs)
     elif attrs.obj is not None and not attrs.subresource and attrs.kind is None:
         await attrs.resource.strategy.admitted(ctx, attrs.obj, attrs.old, attrs.dry_run)
 
 
-def _collect(attrs: Attributes) -> None:
-    sink = _AUDIT.get()
-    if sink is not None:
-        for key, value in attrs.audit_annotations.items():
-            sink.setdefault(key, value)
+async def _through(step: Callable[[Context, Attributes], Awaitable[None]], ctx: Context, attrs: Attributes) -> None:
+    """A step of the chain; the audit annotations its plugins added reach the request's event, refused or not."""
+    try:
+        await step(ctx, attrs)
+    finally:
+        sink = _AUDIT.get()
+        if sink is not None:
+            for key, value in attrs.audit_annotations.items():
+                sink.setdefault(key, value)

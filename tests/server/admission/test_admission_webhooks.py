@@ -32,7 +32,7 @@ RULE = {"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["
 
 def webhook(name: str, client: Obj, **fields: Any) -> Obj:
     hook = {"name": name, "clientConfig": client, "rules": [RULE], "sideEffects": "None",
-            "admissionReviewVersions": ["v1"], "timeoutSeconds": 2}
+            "admissionReviewVersions": ["v1"], "timeoutSeconds": 10}  # room for a loaded machine
     hook.update(fields)
     return hook
 
@@ -88,7 +88,7 @@ CASES: list[tuple[str, str, Callable[[Obj], Obj], Obj, Obj, int, str]] = [
     ("unreachable, failurePolicy Fail", "validatingwebhookconfigurations", deny,
      {"clientConfig": UNREACHABLE, "failurePolicy": "Fail"}, {}, 500,
      'Internal error occurred: failed calling webhook "v.example.com": failed to call webhook: '
-     'Post "https://127.0.0.1:9/?timeout=2s": dial tcp 127.0.0.1:9: connect: connection refused'),
+     'Post "https://127.0.0.1:9/?timeout=10s": dial tcp 127.0.0.1:9: connect: connection refused'),
     ("unreachable, failurePolicy Ignore", "validatingwebhookconfigurations", deny,
      {"clientConfig": UNREACHABLE, "failurePolicy": "Ignore"}, {}, 0, ""),
     ("caBundle of another CA", "validatingwebhookconfigurations", deny,

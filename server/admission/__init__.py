@@ -162,11 +162,14 @@ class Chain:
     async def mutate(self, ctx: Context, attrs: Attributes) -> None:
         """The mutating plugins alone, on an updated object before its kind prepares and validates it (which
         follows, so nothing is validated here)."""
+        mutating = self._for(attrs)[0]
+        if not mutating:  # nothing to run first: `admit` runs (and times) the whole chain as for a create
+            return
         with tracing.span("Admission", {"operation": attrs.operation, "resource": attrs.resource.resource}):
             started = time.perf_counter()
             rejected = True
             try:
-                await _steps(self._for(attrs)[0], "admit", ctx, attrs)
+                await _steps(mutating, "admit", ctx, attrs)
                 rejected = False
             finally:
                 apimetrics.admission_step("admit", attrs.operation, rejected, time.perf_counter() - started)

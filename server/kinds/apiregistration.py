@@ -119,7 +119,7 @@ API_SERVICES = Resource(
     strategy=Declared(
         standard_finalizers=False,
         name_rule=names.validate_path_segment_name, defaults=retyped(SCHEMA, default_api_service),
-        prepare=prepare_api_service, validation=validate_api_service,
+        prepare=prepare_api_service, validation=validate_api_service, unconditional_update=False,
     ),
 )
 

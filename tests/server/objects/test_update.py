@@ -105,6 +105,10 @@ UNCONDITIONAL: list[tuple[str, core_pb2.ResourcePath, Obj, str | None, tuple[str
     ("lease, 0", LEASES, {"metadata": {"name": "a"}}, "0", ("leases", "coordination.k8s.io")),
     ("pdb, none", PDBS, {"metadata": {"name": "a"}, "spec": {"minAvailable": 1}}, None,
      ("poddisruptionbudgets", "policy")),
+    ("apiservice, none", path("apiservices", group="apiregistration.k8s.io"),
+     {"metadata": {"name": "v1.example.com"}, "spec": {"group": "example.com", "version": "v1",
+                                                       "groupPriorityMinimum": 100, "versionPriority": 10}},
+     None, ("apiservices", "apiregistration.k8s.io")),
 ]
 
 
@@ -113,18 +117,19 @@ UNCONDITIONAL: list[tuple[str, core_pb2.ResourcePath, Obj, str | None, tuple[str
 async def test_an_update_without_a_resource_version(client: Client, collection: core_pb2.ResourcePath, obj: Obj,
                                                     version: str | None, refusal: tuple[str, str] | None) -> None:
     created = await client.create(collection, obj)
-    sent = with_changes(created, metadata={"name": "a", "labels": {"x": "y"}}
+    name = obj["metadata"]["name"]
+    sent = with_changes(created, metadata={"name": name, "labels": {"x": "y"}}
                         | ({"resourceVersion": version} if version is not None else {}))
     item = core_pb2.ResourcePath()
     item.CopyFrom(collection)
-    item.name = "a"
+    item.name = name
     if refusal is None:
         updated, _ = await client.update(item, sent)
         assert updated["metadata"]["labels"] == {"x": "y"}
         assert updated["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
         return
     failed = await refused(client.update(item, sent))
-    assert failed.status == kube.invalid(refusal[0], "a", [UNVERSIONED], group=refusal[1])
+    assert failed.status == kube.invalid(refusal[0], name, [UNVERSIONED], group=refusal[1])
     assert await client.get(item) == created
 
 

@@ -157,3 +157,24 @@ async def test_concurrent_patches_without_a_precondition_all_apply(client: Clien
     assert [r for r in results if isinstance(r, BaseException)] == []
     data = (await client.get(A))["data"]
     assert {k: v for k, v in data.items() if k.startswith("w")} == {f"w{i}": str(i) for i in range(writers)}
+
+
+LEASE = path("leases", "default", group="coordination.k8s.io")
+
+
+# A kind whose strategy refuses an update without a resourceVersion (a Lease) is still patched and applied without
+# one: the patch applies to the stored object, whose version it keeps, as kube's patcher does.
+@pytest.mark.parametrize(("kind", "document"), [
+    (MERGE, {"metadata": {"labels": {"x": "y"}}}),
+    (STRATEGIC, {"metadata": {"labels": {"x": "y"}}}),
+    (JSON, [{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]),
+    (APPLY, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l", "labels": {"x": "y"}}}),
+])
+async def test_a_kind_refusing_unconditional_updates_is_patched_without_a_version(
+        client: Client, kind: core_pb2.PatchType, document: Any) -> None:
+    created = await client.create(LEASE, {"metadata": {"name": "l"}})
+    options = {"fieldManager": "test"} if kind == APPLY else {}
+    patched = await patch(client, kind, document, path("leases", "default", "l", group="coordination.k8s.io"),
+                          **options)
+    assert patched["metadata"]["labels"] == {"x": "y"}
+    assert int(patched["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])

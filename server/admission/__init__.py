@@ -43,6 +43,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 
 from server.admission import (
     defaultclass,
@@ -166,13 +167,8 @@ class Chain:
         if not mutating:  # nothing to run first: `admit` runs (and times) the whole chain as for a create
             return
         with tracing.span("Admission", {"operation": attrs.operation, "resource": attrs.resource.resource}):
-            started = time.perf_counter()
-            rejected = True
-            try:
+            with _Timed("admit", attrs.operation):
                 await _steps(mutating, "admit", ctx, attrs)
-                rejected = False
-            finally:
-                apimetrics.admission_step("admit", attrs.operation, rejected, time.perf_counter() - started)
             attrs.memo.pop(POD_CHANGED, None)
             attrs.mutated = True
 
@@ -182,29 +178,38 @@ class Chain:
         if attrs.mutated:  # an update's mutating step was timed by `mutate`; the kind's own admission remains
             await self._own(ctx, attrs)
         else:
-            started = time.perf_counter()
-            rejected = True
-            try:
+            with _Timed("admit", operation):
                 await _steps(mutating, "admit", ctx, attrs)
                 if attrs.memo.pop(POD_CHANGED, False) and attrs.obj is not None:
                     _revalidate_pod(attrs.resource, attrs.obj)
                 await self._own(ctx, attrs)
-                rejected = False
-            finally:
-                apimetrics.admission_step("admit", operation, rejected, time.perf_counter() - started)
-        started = time.perf_counter()
-        rejected = True
-        try:
+        with _Timed("validate", operation):
             await _steps(validating, "validate", ctx, attrs)
-            rejected = False
-        finally:
-            apimetrics.admission_step("validate", operation, rejected, time.perf_counter() - started)
 
     @staticmethod
     async def _own(ctx: Context, attrs: Attributes) -> None:
         """The kind's own admission (kube's REST storage's, between the mutating and validating plugins)."""
         if attrs.obj is not None and not attrs.subresource and attrs.kind is None:
             await attrs.resource.strategy.admit(ctx, attrs.obj, attrs.old, attrs.dry_run)
+
+
+class _Timed:
+    """A `with` block observed as one phase of admission (kube's admission step histogram): rejected when it
+    raises."""
+
+    __slots__ = ("_operation", "_phase", "_started")
+
+    def __init__(self, phase: str, operation: str) -> None:
+        self._phase = phase
+        self._operation = operation
+        self._started = 0.0
+
+    def __enter__(self) -> None:
+        self._started = time.perf_counter()
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, trace: TracebackType | None
+                 ) -> None:
+        apimetrics.admission_step(self._phase, self._operation, kind is not None, time.perf_counter() - self._started)
 
 
 _Steps = tuple[tuple[Plugin, Step], ...]

@@ -119,6 +119,11 @@ class LeaderElector:
     def leading(self) -> bool:
         return self._leading
 
+    def renewed_at(self) -> float:
+        """time.monotonic() of this core's last successful acquire or renewal; a leader stops leading no sooner
+        than the renew deadline after it."""
+        return self._renewed_at
+
     async def start(self) -> None:
         """Try once now (a sole core leads before start returns), then keep trying in the background."""
         if await self._try():

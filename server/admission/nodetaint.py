@@ -10,12 +10,12 @@ is not in the object's managedFields, as admission runs after the field manager.
 from __future__ import annotations
 
 from server.admission import Plugin
+from server.kinds.tolerations import NOT_READY
 from server.machinery.values import Obj
 from server.objects.admitting import Attributes
 from server.objects.context import Context
 
 NAME = "TaintNodesByCondition"
-NOT_READY = "node.kubernetes.io/not-ready"
 _NODES = frozenset({("", "nodes")})
 
 

@@ -7,11 +7,10 @@ Pods as written (test-cmd's kube-apiserver runs so).
 
 from __future__ import annotations
 
+from server.kinds.tolerations import NOT_READY, UNREACHABLE
 from server.machinery.values import Obj
 
 NAME = "DefaultTolerationSeconds"
-NOT_READY = "node.kubernetes.io/not-ready"
-UNREACHABLE = "node.kubernetes.io/unreachable"
 SECONDS = 300  # --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds
 
 

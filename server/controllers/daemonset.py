@@ -43,6 +43,7 @@ from server.controllers.workload.expectations import Expectations
 from server.controllers.workload.keyed import Key, KeyedController, Obj, decode, key_of, named, path
 from server.controllers.workload.pods import PodControl, controller_of, controller_ref, is_pod_available, is_pod_ready
 from server.controllers.workload.refs import ControllerRefManager
+from server.kinds import tolerations as taints
 from server.kinds.tolerations import tolerates
 from server.machinery import errors
 from server.machinery.selectors.labels import Selector, SelectorError, from_label_selector
@@ -60,11 +61,11 @@ HASH_LABEL = "controller-revision-hash"
 GENERATION_LABEL = "pod-template-generation"
 TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 DAEMON_TOLERATIONS = (
-    ("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
-    ("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
-    ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule"),
+    (taints.NOT_READY, "NoExecute"), (taints.UNREACHABLE, "NoExecute"),
+    (taints.DISK_PRESSURE, "NoSchedule"), (taints.MEMORY_PRESSURE, "NoSchedule"),
+    (taints.PID_PRESSURE, "NoSchedule"), (taints.UNSCHEDULABLE, "NoSchedule"),
 )
-NETWORK_UNAVAILABLE = ("node.kubernetes.io/network-unavailable", "NoSchedule")
+NETWORK_UNAVAILABLE = (taints.NETWORK_UNAVAILABLE, "NoSchedule")
 
 
 def _meta(obj: Obj) -> Obj:

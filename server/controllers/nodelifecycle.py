@@ -39,7 +39,16 @@ from typing import Any
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.controllers.workload.events import NORMAL, EventRecorder
 from server.controllers.workload.keyed import Key, KeyedController, key_of, path
-from server.kinds.tolerations import tolerates
+from server.kinds.tolerations import (
+    DISK_PRESSURE,
+    MEMORY_PRESSURE,
+    NETWORK_UNAVAILABLE,
+    NOT_READY,
+    PID_PRESSURE,
+    UNREACHABLE,
+    UNSCHEDULABLE,
+    tolerates,
+)
 from server.machinery import errors
 from server.machinery.codec import gotime
 from server.objects.core import Core
@@ -51,15 +60,12 @@ from server.runtime.workqueue import ExponentialBackoff, WorkQueue
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-NOT_READY = "node.kubernetes.io/not-ready"
-UNREACHABLE = "node.kubernetes.io/unreachable"
-UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 CONDITION_TAINTS = {  # NoSchedule taints by (condition, status)
     ("Ready", "False"): NOT_READY, ("Ready", "Unknown"): UNREACHABLE,
-    ("MemoryPressure", "True"): "node.kubernetes.io/memory-pressure",
-    ("DiskPressure", "True"): "node.kubernetes.io/disk-pressure",
-    ("NetworkUnavailable", "True"): "node.kubernetes.io/network-unavailable",
-    ("PIDPressure", "True"): "node.kubernetes.io/pid-pressure",
+    ("MemoryPressure", "True"): MEMORY_PRESSURE,
+    ("DiskPressure", "True"): DISK_PRESSURE,
+    ("NetworkUnavailable", "True"): NETWORK_UNAVAILABLE,
+    ("PIDPressure", "True"): PID_PRESSURE,
 }
 MANAGED_NO_SCHEDULE = frozenset({*CONDITION_TAINTS.values(), UNSCHEDULABLE})
 HEALTH_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")

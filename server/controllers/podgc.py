@@ -25,6 +25,7 @@ import orjson
 
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
+from server.kinds.tolerations import OUT_OF_SERVICE
 from server.machinery import errors
 from server.objects.core import Core
 from server.runtime.informer import Handlers, SharedInformers, Subscriptions
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 PODS = core_pb2.ResourcePath(version="v1", resource="pods")
 NODES = core_pb2.ResourcePath(version="v1", resource="nodes")
-OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 MANAGER = "PodGC"
 PARALLEL = 16  # deletes in flight at once
 

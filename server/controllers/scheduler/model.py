@@ -37,7 +37,6 @@ DEFAULT_MILLI_CPU = 100  # schedutil.DefaultMilliCPURequest
 DEFAULT_MEMORY = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
 HOSTNAME = "kubernetes.io/hostname"
 DEFAULT_SCHEDULER = "default-scheduler"
-UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 
 def key_of(obj: Obj) -> Key:

@@ -39,7 +39,6 @@ from server.controllers.scheduler.model import (
     CPU,
     HOSTNAME,
     MEMORY,
-    UNSCHEDULABLE_TAINT,
     AffinityTerm,
     NamespaceLabels,
     PodInfo,
@@ -48,6 +47,7 @@ from server.controllers.scheduler.model import (
     term_matches,
     tolerated,
 )
+from server.kinds.tolerations import UNSCHEDULABLE as UNSCHEDULABLE_TAINT
 from server.machinery.selectors import BadSelector
 from server.machinery.selectors import labels as label_selectors
 

@@ -24,14 +24,22 @@ _calls: collections.Counter[tuple[str, str]] = collections.Counter()
 _dumps = 0
 
 
+def _name(frame: FrameType) -> str:
+    """A function's name; a generated method's (a dataclass's `__init__`, compiled from a string) with its
+    class, so that each class's share shows."""
+    code = frame.f_code
+    if code.co_filename != "<string>" or not code.co_varnames:
+        return code.co_name
+    owner = frame.f_locals.get(code.co_varnames[0])
+    return f"{type(owner).__name__}.{code.co_name}" if owner is not None else code.co_name
+
+
 def _trace(frame: FrameType, event: str, arg: Any) -> Any:
     if event == "opcode":
-        code = frame.f_code
-        _bytecodes[code.co_filename, code.co_name] += 1
+        _bytecodes[frame.f_code.co_filename, _name(frame)] += 1
     elif event == "call":
         frame.f_trace_opcodes = True
-        code = frame.f_code
-        _calls[code.co_filename, code.co_name] += 1
+        _calls[frame.f_code.co_filename, _name(frame)] += 1
     return _trace
 
 

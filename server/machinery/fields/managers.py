@@ -9,7 +9,7 @@ apiVersion, subresource; `time` is when the owner last changed the object (absen
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -28,8 +28,10 @@ def manager_from_user_agent(user_agent: str) -> str:
     return "".join(c for c in user_agent.split("/", 1)[0] if c.isprintable())[:FIELD_MANAGER_MAX_LENGTH]
 
 
-@dataclass(frozen=True, slots=True)
-class Owner:
+class Owner(NamedTuple):
+    """A key of every owners map a write looks up several times: a tuple, so hashing and comparing it runs
+    in C."""
+
     manager: str
     operation: str
     api_version: str = ""  # "" for appliers

@@ -176,6 +176,9 @@ def _compare_children(old: Any, new: Any, shape: Shape, added: FieldSet, modifie
         return
     old_map = old if old is not MISSING else {}
     new_map = new if new is not MISSING else {}
+    if skip is None and isinstance(shape, MapShape) and shape.elem is SCALAR:
+        _compare_scalars(old_map, new_map, added, modified, removed)
+        return
     for name in old_map.keys() | new_map.keys():
         inner = shape.field(name)
         if inner is None:
@@ -190,6 +193,20 @@ def _compare_children(old: Any, new: Any, shape: Shape, added: FieldSet, modifie
             if below is None and element in skip.members:
                 continue
         _compare_child(element, o, n, inner, added, modified, removed, below)
+
+
+def _compare_scalars(old: dict[str, Any], new: dict[str, Any], added: FieldSet, modified: FieldSet,
+                     removed: FieldSet) -> None:
+    """_compare_children of a map of scalars (data, labels, annotations), key by key in one loop: every key
+    is a leaf, added, removed or modified."""
+    for name, n in new.items():
+        o = old.get(name, MISSING)
+        if o is MISSING:
+            added.members.add(("f", name))
+        elif not (type(o) is type(n) and o == n) and not json_equal(o, n):
+            modified.members.add(("f", name))
+    if not old.keys() <= new.keys():
+        removed.members.update(("f", name) for name in old if name not in new)
 
 
 def _compare_child(element: Element, old: Any, new: Any, shape: Shape, added: FieldSet, modified: FieldSet,

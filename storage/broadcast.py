@@ -19,6 +19,7 @@ however far behind each is.
 from __future__ import annotations
 
 import asyncio
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
 from itertools import islice
@@ -26,6 +27,7 @@ from itertools import islice
 from storage.errors import StoreClosed, WatcherTooSlow
 from storage.types import Event
 
+MATCHES_KEPT = 4096  # directories whose watched prefixes a publish keeps; all are forgotten past it
 QUEUE_BYTES = 64 << 20  # bytes of events one watcher may have unread before it is dropped
 EVENT_OVERHEAD = 200  # bytes an Event costs beyond its keys and values (tuples, ints, the log's slot)
 
@@ -77,6 +79,8 @@ class _Log:
 
     def pop_unneeded(self) -> None:
         """Forget the events every watcher has read."""
+        if self.first in self.at or not self.events:
+            return  # a watcher still needs the head, or nothing is held
         while self.events and self.first not in self.at:
             self.events.popleft()
             self.bytes -= self.sizes.popleft()
@@ -104,12 +108,13 @@ class _Log:
             self.bytes += size
         dropped: list[Subscriber] = []
         # The newest event always stays, however large: a watcher that has read everything before it is not behind.
-        while len(self.events) > count_limit or (self.bytes > byte_limit and len(self.events) > 1):
-            dropped.extend(self.at.pop(self.first, ()))
-            self.events.popleft()
-            self.bytes -= self.sizes.popleft()
-            self.first += 1
-        self.forget_batches()
+        if len(self.events) > count_limit or self.bytes > byte_limit:
+            while len(self.events) > count_limit or (self.bytes > byte_limit and len(self.events) > 1):
+                dropped.extend(self.at.pop(self.first, ()))
+                self.events.popleft()
+                self.bytes -= self.sizes.popleft()
+                self.first += 1
+            self.forget_batches()
         if dropped:
             error = WatcherTooSlow(f"watcher fell more than {count_limit} events or {byte_limit} bytes behind")
             for sub in dropped:
@@ -232,6 +237,10 @@ class Broadcaster:
         # watched prefix.
         self._lengths: list[int] = []
         self._per_length: dict[int, int] = {}
+        # By a key's directory (its bytes up to its last "/"): the watched prefixes no longer than the directory
+        # that it starts with, and where in _lengths the longer prefixes begin. Keys of one directory (a resource
+        # in a namespace) share the answer; any change to the set of prefixes forgets them all.
+        self._matches: dict[bytes, tuple[tuple[bytes, ...], int]] = {}
         self._closed = False
 
     def subscribe(self, prefix: bytes) -> Subscriber:
@@ -276,16 +285,29 @@ class Broadcaster:
         """Deliver a committed batch, in revision order. Called on the event loop."""
         if not events or not self._logs:
             return
-        logs, lengths = self._logs, self._lengths
+        logs, lengths, matches = self._logs, self._lengths, self._matches
         matched: dict[bytes, list[Event]] = {}
         for event in events:
             key = event.kv.key
-            size = len(key)
-            for n in lengths:
-                if n > size:
-                    break
-                if n and key[:n] in logs:
-                    matched.setdefault(key[:n], []).append(event)
+            cut = key.rfind(b"/") + 1
+            directory = key[:cut]
+            known = matches.get(directory)
+            if known is None:
+                if len(matches) >= MATCHES_KEPT:
+                    matches.clear()
+                longer = bisect_right(lengths, cut)
+                known = matches[directory] = (
+                    tuple(directory[:n] for n in lengths[:longer] if n and directory[:n] in logs), longer)
+            prefixes, longer = known
+            for prefix in prefixes:
+                matched.setdefault(prefix, []).append(event)
+            if longer < len(lengths):  # prefixes that reach into the key's last segment
+                size = len(key)
+                for n in lengths[longer:]:
+                    if n > size:
+                        break
+                    if key[:n] in logs:
+                        matched.setdefault(key[:n], []).append(event)
         whole = logs.get(b"")
         if whole is not None:
             whole.append(events, self._queue_limit, self._byte_limit)
@@ -301,6 +323,7 @@ class Broadcaster:
         else:
             self._per_length.pop(length, None)
         self._lengths = sorted(self._per_length)
+        self._matches.clear()
 
     @property
     def subscriber_count(self) -> int:
@@ -328,4 +351,5 @@ class Broadcaster:
         self.fail_all(StoreClosed("the store is closed"))
         self._logs.clear()
         self._per_length.clear()
+        self._matches.clear()
         self._lengths = []

@@ -563,6 +563,47 @@ def test_every_prefix_watched_at_once_takes_exactly_its_events(closed: tuple[byt
         assert got == [k for keys in BATCH_KEYS for k in keys if k.startswith(prefix)], prefix
 
 
+@pytest.mark.parametrize(("before", "change", "after"), [
+    ((b"/a/",), ("watch", b"/a/"), (b"/a/", b"/a/")),  # a second watcher of a prefix already watched
+    ((b"/a/",), ("watch", b"/"), (b"/a/", b"/")),  # a shorter prefix of the same keys' directory
+    ((b"/a/",), ("watch", b"/a/x"), (b"/a/", b"/a/x")),  # one reaching into the keys' names
+    ((b"/b/",), ("watch", b"/a/"), (b"/b/", b"/a/")),  # the directory matched nothing before
+    ((b"/a/", b"/"), ("close", b"/"), (b"/a/",)),
+    ((b"/a/", b"/a/x"), ("close", b"/a/x"), (b"/a/",)),
+])
+def test_a_publish_follows_the_prefixes_watched_when_it_runs(
+        before: tuple[bytes, ...], change: tuple[str, bytes], after: tuple[bytes, ...]) -> None:
+    """Keys of one directory published before and after a prefix is watched or closed: each publish gives each
+    key to exactly the prefixes open then, whatever an earlier publish to the same directory found."""
+    broadcaster = Broadcaster(100)
+    subs = [(prefix, broadcaster.subscribe(prefix)) for prefix in before]
+    keys = [b"/a/x1", b"/a/y", b"/b/x"]
+    revision = 0
+
+    def publish_and_check(open_now: list[tuple[bytes, Subscriber]]) -> None:
+        nonlocal revision
+        batch = []
+        for key in keys:
+            revision += 1
+            batch.append(Event(EventType.PUT, KeyValue(key, b"x", revision, revision, 1), None))
+        broadcaster.publish(batch)
+        for prefix, sub in open_now:
+            got = [e.kv.key for taken in drain(sub) for e in taken]
+            assert got == [k for k in keys if k.startswith(prefix)], prefix
+
+    publish_and_check(subs)
+    action, prefix = change
+    if action == "watch":
+        subs.append((prefix, broadcaster.subscribe(prefix)))
+    else:
+        closing = next(sub for watched, sub in subs if watched == prefix)
+        closing.close()
+        subs = [(watched, sub) for watched, sub in subs if sub is not closing]
+    assert sorted(watched for watched, _ in subs) == sorted(after)
+    publish_and_check(subs)
+    assert (broadcaster.held_events, broadcaster.held_bytes) == (0, 0)
+
+
 @pytest.mark.parametrize(("watched", "closed"), [
     ((), ()),
     ((b"/a/",), ()),

@@ -8,6 +8,7 @@ transaction ever spans an `await` (the map may only grow when none is open).
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from storage.lmdb import layout
@@ -78,17 +79,17 @@ def list_latest(
     kvs: list[KeyValue] = []
     if not cursor.set_range(_start(prefix, start_after)):
         return kvs, False
-    # The hot loop of every list: tuple.__new__ skips NamedTuple's Python-level __new__ (~10% of the loop).
+    # The hot loop of every list: tuple.__new__ skips NamedTuple's Python-level __new__ (~10% of the loop); islice
+    # stops at the key after the limit in C, and the header's three fields are unpacked into a tuple of known size.
     unpack = layout.HEADER.unpack_from
     append = kvs.append
     new = tuple.__new__
-    for key, data in cursor:
+    for key, data in islice(cursor, limit + 1):
         if not key.startswith(prefix):
             return kvs, False
-        if len(kvs) == limit:
-            return kvs, True
-        append(new(KeyValue, (key, data[HEADER_SIZE:], *unpack(data))))
-    return kvs, False
+        created, modified, version = unpack(data)
+        append(new(KeyValue, (key, data[HEADER_SIZE:], created, modified, version)))
+    return _cut(kvs, limit)
 
 
 def list_latest_heads(
@@ -103,13 +104,20 @@ def list_latest_heads(
     unpack = layout.HEADER.unpack_from
     append = kvs.append
     new = tuple.__new__
-    for view, data in cursor:
+    for view, data in islice(cursor, limit + 1):
         key = bytes(view)
         if not key.startswith(prefix):
             return kvs, False
-        if len(kvs) == limit:
-            return kvs, True
-        append(new(KeyValue, (key, b"", *unpack(data))))
+        created, modified, version = unpack(data)
+        append(new(KeyValue, (key, b"", created, modified, version)))
+    return _cut(kvs, limit)
+
+
+def _cut(kvs: list[KeyValue], limit: int) -> tuple[list[KeyValue], bool]:
+    """(the first `limit` of kvs, whether a key followed them): a list reads one key past its limit to know."""
+    if len(kvs) > limit:
+        del kvs[limit:]
+        return kvs, True
     return kvs, False
 
 

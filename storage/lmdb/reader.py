@@ -7,6 +7,7 @@ transaction ever spans an `await` (the map may only grow when none is open).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
@@ -121,36 +122,58 @@ def _cut(kvs: list[KeyValue], limit: int) -> tuple[list[KeyValue], bool]:
     return kvs, False
 
 
+# A count reads keys a chunk at a time, in C, the chunks growing from the first's size to the last's: counting a
+# short rest reads little past it, and no chunk holds more than the last's keys.
+_FIRST_CHUNK = 16
+_LAST_CHUNK = 4096
+
+
+def _successor(prefix: bytes) -> bytes | None:
+    """The least key after every key that starts with `prefix`; None when every key from `prefix` on starts with
+    it (an empty prefix, or one of 0xff bytes only)."""
+    stripped = prefix.rstrip(b"\xff")
+    return stripped[:-1] + bytes((stripped[-1] + 1,)) if stripped else None
+
+
 def count_latest_after(
     txn: Any, dbs: Databases, prefix: bytes, start_after: bytes | None, budget: int
 ) -> tuple[int, bytes | None]:
     """(keys under `prefix` after `start_after`, at most `budget` of them; the last one counted when the
     budget ran out, to resume after, else None)."""
     cursor = txn.cursor(db=dbs.kv)
-    n = 0
-    last: bytes | None = None
     if not cursor.set_range(_start(prefix, start_after)):
-        return n, None
-    for key in cursor.iternext(keys=True, values=False):
-        if not key.startswith(prefix):
+        return 0, None
+    end = _successor(prefix)
+    keys = cursor.iternext(keys=True, values=False)
+    n, size, last = 0, _FIRST_CHUNK, None
+    while True:
+        chunk = list(islice(keys, min(size, budget + 1 - n)))
+        if not chunk:
             return n, None
-        if n == budget:
-            return n, last
-        n += 1
-        last = key
-    return n, None
+        if end is not None and chunk[-1] >= end:  # the prefix's keys end in this chunk (the keys come in order)
+            return n + bisect_left(chunk, end), None
+        if n + len(chunk) > budget:  # a key under the prefix follows the budget's last
+            return budget, chunk[-2] if len(chunk) > 1 else last
+        n += len(chunk)
+        last = chunk[-1]
+        size = min(size * 4, _LAST_CHUNK)
 
 
 def count_latest(txn: Any, dbs: Databases, prefix: bytes) -> int:
     cursor = txn.cursor(db=dbs.kv)
     if not cursor.set_range(prefix):
         return 0
-    n = 0
-    for key in cursor.iternext(keys=True, values=False):
-        if not key.startswith(prefix):
-            break
-        n += 1
-    return n
+    end = _successor(prefix)
+    keys = cursor.iternext(keys=True, values=False)
+    n, size = 0, _FIRST_CHUNK
+    while True:
+        chunk = list(islice(keys, size))
+        if not chunk:
+            return n
+        if end is not None and chunk[-1] >= end:
+            return n + bisect_left(chunk, end)
+        n += len(chunk)
+        size = min(size * 4, _LAST_CHUNK)
 
 
 def _live_at(txn: Any, dbs: Databases, prefix: bytes, revision: int, start_after: bytes | None) -> Any:

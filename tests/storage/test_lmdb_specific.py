@@ -224,3 +224,29 @@ async def test_a_full_disk_refuses_the_write_cleanly_and_recovers(lmdb_path: Pat
     lines = out.decode().splitlines()
     assert lines[0].startswith("refused DiskFailure the disk refused the write ("), lines
     assert lines[1:] == ["revision-unchanged True", "read True", "recovered True"]
+
+
+COUNT_CASES = [
+    # keys under the prefix, keys a count step may cover (COUNT_SLICE): counts cross the chunk edges (16, 64, 256
+    # keys read at a time, growing) and the step's budget
+    (0, 2000), (1, 2000), (15, 2000), (16, 2000), (17, 2000), (80, 2000), (81, 2000), (350, 2000),
+    (16, 5), (17, 16), (81, 16), (350, 64),
+]
+
+
+@pytest.mark.parametrize(("keys", "count_slice"), COUNT_CASES)
+async def test_counts_read_in_chunks_count_every_key_under_the_prefix_and_no_other(
+        lmdb_store: Store, monkeypatch: pytest.MonkeyPatch, keys: int, count_slice: int) -> None:
+    """A count reads keys a chunk at a time and cuts the last chunk where the prefix's keys end; keys just before
+    and just after the prefix (b"/n" < b"/n/..." < b"/n0") are never counted."""
+    monkeypatch.setattr("storage.lmdb.store.COUNT_SLICE", count_slice)
+    names = [b"/n/%04d" % i for i in range(keys)]
+    for key in [b"/m/x", b"/n", *names, b"/n0", b"/o/x"]:
+        await within(lmdb_store.create(key, b"v"))
+    assert (await within(lmdb_store.count(b"/n/"))).count == keys
+    for start in (0, 1, keys // 2, keys - 2):
+        if not 0 <= start < keys:
+            continue
+        page = await within(lmdb_store.list(b"/n/", start_after=names[start - 1] if start else None, limit=1))
+        assert [kv.key for kv in page.kvs] == [names[start]]
+        assert page.remaining == keys - start - 1

@@ -191,6 +191,12 @@ def _live_at(txn: Any, dbs: Databases, prefix: bytes, revision: int, start_after
         found = cursor.next_nodup()
 
 
+# A list at a past revision reads the latest state and looks up in the index only the keys written since that
+# revision, when at most this many writes were made since (a paged list's later pages are read at its first page's
+# revision, usually seconds old); with more, every key is looked up.
+RECENT_WRITES = 10_000
+
+
 def list_at(
     txn: Any,
     dbs: Databases,
@@ -200,6 +206,68 @@ def list_at(
     limit: int | None,
 ) -> tuple[list[KeyValue], bool]:
     """(up to `limit` keys as of a past `revision`, whether another key follows them)."""
+    start = _start(prefix, start_after)
+    changed = _written_since(txn, dbs, prefix, revision, start)
+    if changed is None:
+        return _list_at_by_index(txn, dbs, prefix, revision, start_after, limit)
+    # A key not written since `revision` is at `revision` as it is now; the others, as the index has them then.
+    idx = txn.cursor(db=dbs.idx)
+    past: list[KeyValue] = []
+    for key in sorted(changed):
+        entry = _newest_at(idx, key, revision) if idx.set_key(key) else None
+        if entry is not None and entry[8:] == layout.IDX_PUT:
+            past.append(_entry(txn, dbs, layout.unrev(entry))[1])
+    kvs: list[KeyValue] = []
+    append = kvs.append
+    pending = iter(past)
+    following = next(pending, None)
+    unpack = layout.HEADER.unpack_from
+    new = tuple.__new__
+    cursor = txn.cursor(db=dbs.kv)
+    if cursor.set_range(start):
+        # limit + 1 keys are enough to fill the page and know whether more follow, once the written ones are skipped
+        for key, data in cursor if limit is None else islice(cursor, limit + 1 + len(changed)):
+            if not key.startswith(prefix):
+                break
+            if key in changed:
+                continue
+            while following is not None and following.key < key:
+                append(following)
+                following = next(pending, None)
+            created, modified, version = unpack(data)
+            append(new(KeyValue, (key, data[HEADER_SIZE:], created, modified, version)))
+    while following is not None:  # past keys after the last key read: the cut below keeps the order's head
+        append(following)
+        following = next(pending, None)
+    return (kvs, False) if limit is None else _cut(kvs, limit)
+
+
+def _written_since(txn: Any, dbs: Databases, prefix: bytes, revision: int, start: bytes) -> set[bytes] | None:
+    """The keys under `prefix`, from `start` on, written after `revision`; None when more than RECENT_WRITES
+    writes were made after it."""
+    cursor = txn.cursor(db=dbs.log)
+    written: set[bytes] = set()
+    if not cursor.set_range(layout.rev(revision + 1)):
+        return written
+    for scanned, data in enumerate(cursor.iternext(keys=False, values=True)):
+        if scanned == RECENT_WRITES:
+            return None
+        keylen = layout.RECORD.unpack_from(data)[4]
+        key = bytes(data[RECORD_SIZE : RECORD_SIZE + keylen])
+        if key >= start and key.startswith(prefix):
+            written.add(key)
+    return written
+
+
+def _list_at_by_index(
+    txn: Any,
+    dbs: Databases,
+    prefix: bytes,
+    revision: int,
+    start_after: bytes | None,
+    limit: int | None,
+) -> tuple[list[KeyValue], bool]:
+    """list_at by looking every key up in the index."""
     kvs: list[KeyValue] = []
     for _key, entry in _live_at(txn, dbs, prefix, revision, start_after):
         if limit is not None and len(kvs) == limit:

@@ -22,7 +22,7 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from storage import StorageError, Store, StoreOptions
+from storage import KeyValue, StorageError, Store, StoreOptions
 from storage.lmdb import LmdbStore
 from tests.storage.conftest import FAST, OpenStore, churn, within
 
@@ -250,3 +250,44 @@ async def test_counts_read_in_chunks_count_every_key_under_the_prefix_and_no_oth
         page = await within(lmdb_store.list(b"/n/", start_after=names[start - 1] if start else None, limit=1))
         assert [kv.key for kv in page.kvs] == [names[start]]
         assert page.remaining == keys - start - 1
+
+
+# A history around the prefix /h/: creates, updates, deletes and a re-create, with keys just outside it.
+HISTORY = [
+    ("create", b"/h/a"), ("create", b"/h/b"), ("create", b"/h0"), ("create", b"/h/c"), ("update", b"/h/a"),
+    ("create", b"/g/x"), ("delete", b"/h/b"), ("create", b"/h/d"), ("update", b"/h/c"), ("delete", b"/h/a"),
+    ("create", b"/h/a"), ("create", b"/h/e"), ("delete", b"/h/e"), ("update", b"/h/d"), ("create", b"/h/b"),
+]
+
+
+@pytest.mark.parametrize("recent_writes", [10_000, 3, 0],
+                         ids=["latest and recent writes", "past the bound", "by index"])
+@pytest.mark.parametrize(("start_after", "limit"), [
+    (None, None), (None, 1), (None, 2), (b"/h/a", 2), (b"/h/b", None), (b"/h/c", 1), (b"/h/e", None)])
+async def test_a_list_at_a_past_revision_sees_the_keys_as_they_were(
+        lmdb_store: Store, monkeypatch: pytest.MonkeyPatch, recent_writes: int, start_after: bytes | None,
+        limit: int | None) -> None:
+    """At every revision of the history, a list reads what the keys under the prefix held then, whether it reads
+    the latest state and looks up the keys written since, or (more writes since than RECENT_WRITES) looks every
+    key up in the index."""
+    monkeypatch.setattr("storage.lmdb.reader.RECENT_WRITES", recent_writes)
+    states: dict[int, dict[bytes, KeyValue]] = {}
+    live: dict[bytes, KeyValue] = {}
+    for step, (op, key) in enumerate(HISTORY):
+        if op == "delete":
+            result = await within(lmdb_store.delete(key))
+            del live[key]
+        else:
+            value = b"%s@%d" % (key, step)
+            result = await within(lmdb_store.create(key, value) if op == "create" else lmdb_store.update(key, value))
+            before = live.get(key)
+            created = before.create_revision if before is not None else result.revision
+            live[key] = KeyValue(key, value, created, result.revision, before.version + 1 if before else 1)
+        assert result.ok
+        states[result.revision] = dict(live)
+    for revision, state in states.items():
+        expected = sorted((kv for key, kv in state.items() if key.startswith(b"/h/")
+                           and (start_after is None or key > start_after)), key=lambda kv: kv.key)
+        listed = await within(lmdb_store.list(b"/h/", at_revision=revision, start_after=start_after, limit=limit))
+        assert list(listed.kvs) == expected[:limit]
+        assert listed.remaining == len(expected[limit:]) if limit is not None else listed.remaining == 0

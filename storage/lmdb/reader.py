@@ -208,8 +208,13 @@ def list_at(
     """(up to `limit` keys as of a past `revision`, whether another key follows them)."""
     start = _start(prefix, start_after)
     changed = _written_since(txn, dbs, prefix, revision, start)
-    if changed is None:
-        return _list_at_by_index(txn, dbs, prefix, revision, start_after, limit)
+    if changed is None:  # every key looked up in the index
+        by_index: list[KeyValue] = []
+        for _key, entry in _live_at(txn, dbs, prefix, revision, start_after):
+            if limit is not None and len(by_index) == limit:
+                return by_index, True
+            by_index.append(_entry(txn, dbs, layout.unrev(entry))[1])
+        return by_index, False
     # A key not written since `revision` is at `revision` as it is now; the others, as the index has them then.
     idx = txn.cursor(db=dbs.idx)
     past: list[KeyValue] = []
@@ -257,23 +262,6 @@ def _written_since(txn: Any, dbs: Databases, prefix: bytes, revision: int, start
         if key >= start and key.startswith(prefix):
             written.add(key)
     return written
-
-
-def _list_at_by_index(
-    txn: Any,
-    dbs: Databases,
-    prefix: bytes,
-    revision: int,
-    start_after: bytes | None,
-    limit: int | None,
-) -> tuple[list[KeyValue], bool]:
-    """list_at by looking every key up in the index."""
-    kvs: list[KeyValue] = []
-    for _key, entry in _live_at(txn, dbs, prefix, revision, start_after):
-        if limit is not None and len(kvs) == limit:
-            return kvs, True
-        kvs.append(_entry(txn, dbs, layout.unrev(entry))[1])
-    return kvs, False
 
 
 def count_at_after(

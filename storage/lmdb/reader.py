@@ -7,8 +7,9 @@ transaction ever spans an `await` (the map may only grow when none is open).
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -219,8 +220,8 @@ def list_at(
     idx = txn.cursor(db=dbs.idx)
     past: list[KeyValue] = []
     for key in sorted(changed):
-        entry = _newest_at(idx, key, revision) if idx.set_key(key) else None
-        if entry is not None and entry[8:] == layout.IDX_PUT:
+        entry = _put_at(idx, key, revision)
+        if entry is not None:
             past.append(_entry(txn, dbs, layout.unrev(entry))[1])
     kvs: list[KeyValue] = []
     append = kvs.append
@@ -264,18 +265,46 @@ def _written_since(txn: Any, dbs: Databases, prefix: bytes, revision: int, start
     return written
 
 
+def _put_at(idx: Any, key: bytes, revision: int) -> bytes | None:
+    """The idx entry of the write that made `key` what it was at `revision`; None if it did not exist then."""
+    entry = _newest_at(idx, key, revision) if idx.set_key(key) else None
+    return entry if entry is not None and entry[8:] == layout.IDX_PUT else None
+
+
 def count_at_after(
     txn: Any, dbs: Databases, prefix: bytes, revision: int, start_after: bytes | None, budget: int
 ) -> tuple[int, bytes | None]:
-    """count_latest_after as of a past `revision`."""
+    """count_latest_after as of a past `revision`: as list_at reads it, the keys written since looked up in the
+    index and the others counted from `kv`."""
+    start = _start(prefix, start_after)
+    changed = _written_since(txn, dbs, prefix, revision, start)
+    keys: Iterator[bytes]
+    if changed is None:
+        keys = (key for key, _entry_bytes in _live_at(txn, dbs, prefix, revision, start_after))
+    else:
+        idx = txn.cursor(db=dbs.idx)
+        keys = heapq.merge(_latest_keys(txn, dbs, prefix, start, changed),
+                           sorted(key for key in changed if _put_at(idx, key, revision) is not None))
     n = 0
     last: bytes | None = None
-    for key, _entry_bytes in _live_at(txn, dbs, prefix, revision, start_after):
+    for key in keys:
         if n == budget:
             return n, last
         n += 1
         last = key
     return n, None
+
+
+def _latest_keys(txn: Any, dbs: Databases, prefix: bytes, start: bytes, skipped: set[bytes]) -> Iterator[bytes]:
+    """The keys under `prefix` from `start` on in `kv`, in order, but those in `skipped`."""
+    cursor = txn.cursor(db=dbs.kv)
+    if not cursor.set_range(start):
+        return
+    for key in cursor.iternext(keys=True, values=False):
+        if not key.startswith(prefix):
+            return
+        if key not in skipped:
+            yield key
 
 
 def history(

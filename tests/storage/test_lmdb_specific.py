@@ -260,17 +260,19 @@ HISTORY = [
 ]
 
 
+@pytest.mark.parametrize("count_slice", [2000, 1], ids=["counted at once", "counted a key a step"])
 @pytest.mark.parametrize("recent_writes", [10_000, 3, 0],
                          ids=["latest and recent writes", "past the bound", "by index"])
 @pytest.mark.parametrize(("start_after", "limit"), [
     (None, None), (None, 1), (None, 2), (b"/h/a", 2), (b"/h/b", None), (b"/h/c", 1), (b"/h/e", None)])
 async def test_a_list_at_a_past_revision_sees_the_keys_as_they_were(
-        lmdb_store: Store, monkeypatch: pytest.MonkeyPatch, recent_writes: int, start_after: bytes | None,
-        limit: int | None) -> None:
-    """At every revision of the history, a list reads what the keys under the prefix held then, whether it reads
-    the latest state and looks up the keys written since, or (more writes since than RECENT_WRITES) looks every
-    key up in the index."""
+        lmdb_store: Store, monkeypatch: pytest.MonkeyPatch, recent_writes: int, count_slice: int,
+        start_after: bytes | None, limit: int | None) -> None:
+    """At every revision of the history, a list reads what the keys under the prefix held then, and counts those
+    after its page, whether it reads the latest state and looks up the keys written since, or (more writes since
+    than RECENT_WRITES) looks every key up in the index."""
     monkeypatch.setattr("storage.lmdb.reader.RECENT_WRITES", recent_writes)
+    monkeypatch.setattr("storage.lmdb.store.COUNT_SLICE", count_slice)
     states: dict[int, dict[bytes, KeyValue]] = {}
     live: dict[bytes, KeyValue] = {}
     for step, (op, key) in enumerate(HISTORY):
@@ -291,3 +293,5 @@ async def test_a_list_at_a_past_revision_sees_the_keys_as_they_were(
         listed = await within(lmdb_store.list(b"/h/", at_revision=revision, start_after=start_after, limit=limit))
         assert list(listed.kvs) == expected[:limit]
         assert listed.remaining == len(expected[limit:]) if limit is not None else listed.remaining == 0
+        assert (await within(lmdb_store.count(b"/h/", at_revision=revision))).count == len(
+            [key for key in state if key.startswith(b"/h/")])

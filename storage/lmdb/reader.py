@@ -182,7 +182,7 @@ def _live_at(txn: Any, dbs: Databases, prefix: bytes, revision: int, start_after
     cursor = txn.cursor(db=dbs.idx)
     found = cursor.set_range(_start(prefix, start_after))
     while found:
-        key = cursor.key()
+        key = bytes(cursor.key())  # a copy out of the map in a transaction with buffers
         if not key.startswith(prefix):
             return
         entry = _newest_at(cursor, key, revision)
@@ -205,24 +205,31 @@ def list_at(
     revision: int,
     start_after: bytes | None,
     limit: int | None,
+    *,
+    values: bool = True,
 ) -> tuple[list[KeyValue], bool]:
-    """(up to `limit` keys as of a past `revision`, whether another key follows them)."""
+    """(up to `limit` keys as of a past `revision`, whether another key follows them). values=False: every value
+    b"", and in a transaction with buffers the values of keys not written since are not copied out of the map."""
     start = _start(prefix, start_after)
     changed = _written_since(txn, dbs, prefix, revision, start)
     if changed is None:  # every key looked up in the index
         by_index: list[KeyValue] = []
+        more = False
         for _key, entry in _live_at(txn, dbs, prefix, revision, start_after):
             if limit is not None and len(by_index) == limit:
-                return by_index, True
-            by_index.append(_entry(txn, dbs, layout.unrev(entry))[1])
-        return by_index, False
+                more = True
+                break
+            kv = _entry(txn, dbs, layout.unrev(entry))[1]
+            by_index.append(kv if values else kv._replace(value=b""))
+        return by_index, more
     # A key not written since `revision` is at `revision` as it is now; the others, as the index has them then.
     idx = txn.cursor(db=dbs.idx)
     past: list[KeyValue] = []
     for key in sorted(changed):
         entry = _put_at(idx, key, revision)
         if entry is not None:
-            past.append(_entry(txn, dbs, layout.unrev(entry))[1])
+            kv = _entry(txn, dbs, layout.unrev(entry))[1]
+            past.append(kv if values else kv._replace(value=b""))
     kvs: list[KeyValue] = []
     append = kvs.append
     pending = iter(past)
@@ -232,7 +239,8 @@ def list_at(
     cursor = txn.cursor(db=dbs.kv)
     if cursor.set_range(start):
         # limit + 1 keys are enough to fill the page and know whether more follow, once the written ones are skipped
-        for key, data in cursor if limit is None else islice(cursor, limit + 1 + len(changed)):
+        for view, data in cursor if limit is None else islice(cursor, limit + 1 + len(changed)):
+            key = bytes(view)  # the key itself when the transaction copies, else its copy out of the map
             if not key.startswith(prefix):
                 break
             if key in changed:
@@ -241,7 +249,7 @@ def list_at(
                 append(following)
                 following = next(pending, None)
             created, modified, version = unpack(data)
-            append(new(KeyValue, (key, data[HEADER_SIZE:], created, modified, version)))
+            append(new(KeyValue, (key, data[HEADER_SIZE:] if values else b"", created, modified, version)))
     while following is not None:  # past keys after the last key read: the cut below keeps the order's head
         append(following)
         following = next(pending, None)

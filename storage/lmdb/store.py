@@ -189,14 +189,11 @@ class LmdbStore:
 
     def _read_heads(self, prefix: bytes, wanted: int | None, after: bytes | None,
                     limit: int) -> tuple[int, tuple[builtins.list[KeyValue], bool]]:
-        """_list with every value b"": the latest state read without copying values out of the map; a past
-        revision's entries are read whole from the log and their values dropped."""
-        heads: tuple[int, tuple[builtins.list[KeyValue], bool]] | None = self._read(
+        """_list with every value b"", read without copying the values out of the map (but those of the keys
+        written since a past revision, read from the log)."""
+        heads: tuple[int, tuple[builtins.list[KeyValue], bool]] = self._read(
             _list_heads, prefix, wanted, after, limit, buffers=True)
-        if heads is not None:
-            return heads
-        revision, (page, more) = self._read(_list, prefix, wanted, after, limit)
-        return revision, ([kv._replace(value=b"") for kv in page], more)
+        return heads
 
     async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:
         validate.check_prefix(prefix)
@@ -394,12 +391,13 @@ def _list(
 
 def _list_heads(
     txn: Any, dbs: Databases, prefix: bytes, wanted: int | None, after: bytes | None, limit: int
-) -> tuple[int, tuple[list[KeyValue], bool]] | None:
-    """_list of the latest state with every value b"", in a transaction with buffers; None for a past revision."""
+) -> tuple[int, tuple[list[KeyValue], bool]]:
+    """_list with every value b"", in a transaction with buffers."""
     revision = reader.revision(txn, dbs)
     if wanted is None or wanted == revision:
         return revision, reader.list_latest_heads(txn, dbs, prefix, after, limit)
-    return None
+    _check_past(txn, dbs, wanted)
+    return wanted, reader.list_at(txn, dbs, prefix, wanted, after, limit, values=False)
 
 
 def _count_after(

@@ -268,9 +268,9 @@ HISTORY = [
 async def test_a_list_at_a_past_revision_sees_the_keys_as_they_were(
         lmdb_store: Store, monkeypatch: pytest.MonkeyPatch, recent_writes: int, count_slice: int,
         start_after: bytes | None, limit: int | None) -> None:
-    """At every revision of the history, a list reads what the keys under the prefix held then, and counts those
-    after its page, whether it reads the latest state and looks up the keys written since, or (more writes since
-    than RECENT_WRITES) looks every key up in the index."""
+    """At every revision of the history, a list reads what the keys under the prefix held then (with their values
+    or without), and counts those after its page, whether it reads the latest state and looks up the keys written
+    since, or (more writes since than RECENT_WRITES) looks every key up in the index."""
     monkeypatch.setattr("storage.lmdb.reader.RECENT_WRITES", recent_writes)
     monkeypatch.setattr("storage.lmdb.store.COUNT_SLICE", count_slice)
     states: dict[int, dict[bytes, KeyValue]] = {}
@@ -293,5 +293,9 @@ async def test_a_list_at_a_past_revision_sees_the_keys_as_they_were(
         listed = await within(lmdb_store.list(b"/h/", at_revision=revision, start_after=start_after, limit=limit))
         assert list(listed.kvs) == expected[:limit]
         assert listed.remaining == len(expected[limit:]) if limit is not None else listed.remaining == 0
+        heads = await within(lmdb_store.list(b"/h/", at_revision=revision, start_after=start_after, limit=limit,
+                                             values=False))
+        assert list(heads.kvs) == [kv._replace(value=b"") for kv in expected[:limit]]
+        assert heads.remaining == listed.remaining
         assert (await within(lmdb_store.count(b"/h/", at_revision=revision))).count == len(
             [key for key in state if key.startswith(b"/h/")])

@@ -167,10 +167,8 @@ class LmdbStore:
         kvs: builtins.list[KeyValue] = []
         while True:
             want = LIST_SLICE if lim is None else min(LIST_SLICE, lim - len(kvs))
-            if values:
-                wanted, (page, more) = self._read(_list, prefix, wanted, after, want)
-            else:
-                wanted, (page, more) = self._read_heads(prefix, wanted, after, want)
+            # without values, in a transaction with buffers: the values stay in the map
+            wanted, (page, more) = self._read(_list, prefix, wanted, after, want, values, buffers=not values)
             kvs += page
             if not more:
                 return ListResult(wanted, kvs, 0)
@@ -186,14 +184,6 @@ class LmdbStore:
             counted, after = self._read(_count_after, prefix, wanted, after, COUNT_SLICE)
             remaining += counted
         return ListResult(wanted, kvs, remaining)
-
-    def _read_heads(self, prefix: bytes, wanted: int | None, after: bytes | None,
-                    limit: int) -> tuple[int, tuple[builtins.list[KeyValue], bool]]:
-        """_list with every value b"", read without copying the values out of the map (but those of the keys
-        written since a past revision, read from the log)."""
-        heads: tuple[int, tuple[builtins.list[KeyValue], bool]] = self._read(
-            _list_heads, prefix, wanted, after, limit, buffers=True)
-        return heads
 
     async def count(self, prefix: bytes, *, at_revision: int | None = None) -> CountResult:
         validate.check_prefix(prefix)
@@ -380,24 +370,16 @@ def _get(txn: Any, dbs: Databases, key: bytes, wanted: int | None) -> tuple[int,
 
 
 def _list(
-    txn: Any, dbs: Databases, prefix: bytes, wanted: int | None, after: bytes | None, limit: int
+    txn: Any, dbs: Databases, prefix: bytes, wanted: int | None, after: bytes | None, limit: int, values: bool = True
 ) -> tuple[int, tuple[list[KeyValue], bool]]:
+    """A page at `wanted` (None: the latest revision); values=False: every value b"", for a transaction with
+    buffers, out of which only the values of keys written since a past revision are copied (read from the log)."""
     revision = reader.revision(txn, dbs)
     if wanted is None or wanted == revision:
-        return revision, reader.list_latest(txn, dbs, prefix, after, limit)
+        latest = reader.list_latest if values else reader.list_latest_heads
+        return revision, latest(txn, dbs, prefix, after, limit)
     _check_past(txn, dbs, wanted)
-    return wanted, reader.list_at(txn, dbs, prefix, wanted, after, limit)
-
-
-def _list_heads(
-    txn: Any, dbs: Databases, prefix: bytes, wanted: int | None, after: bytes | None, limit: int
-) -> tuple[int, tuple[list[KeyValue], bool]]:
-    """_list with every value b"", in a transaction with buffers."""
-    revision = reader.revision(txn, dbs)
-    if wanted is None or wanted == revision:
-        return revision, reader.list_latest_heads(txn, dbs, prefix, after, limit)
-    _check_past(txn, dbs, wanted)
-    return wanted, reader.list_at(txn, dbs, prefix, wanted, after, limit, values=False)
+    return wanted, reader.list_at(txn, dbs, prefix, wanted, after, limit, values=values)
 
 
 def _count_after(

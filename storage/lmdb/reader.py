@@ -8,6 +8,7 @@ transaction ever spans an `await` (the map may only grow when none is open).
 from __future__ import annotations
 
 import heapq
+import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from itertools import islice
@@ -161,20 +162,7 @@ def count_latest_after(
 
 
 def count_latest(txn: Any, dbs: Databases, prefix: bytes) -> int:
-    cursor = txn.cursor(db=dbs.kv)
-    if not cursor.set_range(prefix):
-        return 0
-    end = _successor(prefix)
-    keys = cursor.iternext(keys=True, values=False)
-    n, size = 0, _FIRST_CHUNK
-    while True:
-        chunk = list(islice(keys, size))
-        if not chunk:
-            return n
-        if end is not None and chunk[-1] >= end:
-            return n + bisect_left(chunk, end)
-        n += len(chunk)
-        size = min(size * 4, _LAST_CHUNK)
+    return count_latest_after(txn, dbs, prefix, None, sys.maxsize)[0]
 
 
 def _live_at(txn: Any, dbs: Databases, prefix: bytes, revision: int, start_after: bytes | None) -> Any:

@@ -47,6 +47,7 @@ from server.controllers.workload.hashing import compute_hash
 from server.controllers.workload.keyed import Key, KeyedController, Obj, key_of, path
 from server.controllers.workload.pods import controller_of, controller_ref, parse_time
 from server.controllers.workload.refs import ControllerRefManager
+from server.kinds.templates import semantic_form
 from server.machinery import errors
 from server.machinery.selectors.labels import SelectorError, from_label_selector
 from server.objects.core import Core
@@ -146,22 +147,12 @@ def revision(rs: Obj | None) -> int:
         return 0
 
 
-def _pruned(value: Any) -> Any:
-    """Semantic equality's view: empty maps, lists and nulls are absent."""
-    if isinstance(value, dict):
-        out = {k: _pruned(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v not in (None, {}, [])}
-    if isinstance(value, list):
-        return [_pruned(v) for v in value]
-    return value
-
-
 def equal_ignore_hash(a: Obj | None, b: Obj | None) -> bool:
     """EqualIgnoreHash over two pod templates."""
     def without_hash(t: Obj | None) -> object:
         t = copy.deepcopy(t or {})
         (t.get("metadata") or {}).get("labels", {}).pop(HASH_LABEL, None)
-        return _pruned(t)
+        return semantic_form(t)
     return bool(without_hash(a) == without_hash(b))
 
 
@@ -922,7 +913,7 @@ class DeploymentController(KeyedController):
 def _normal(status: Obj) -> Any:
     """A status as compared: zero counts are absent, as they are once written."""
     out = {k: v for k, v in status.items() if v not in (0, None, [], {})}
-    return _pruned(out)
+    return semantic_form(out)
 
 
 def singletons(core: Core, informers: SharedInformers) -> Sequence[Singleton]:

@@ -72,15 +72,17 @@ def nonnegative(value: object, path: str) -> list[FieldError]:
 def semantically_equal(a: object, b: object) -> bool:
     """apiequality.Semantic.DeepEqual on JSON forms: an absent, null, empty list or empty object value is equal to
     any other of those, as Go's nil and empty slices and maps are."""
-    return _pruned(a) == _pruned(b)
+    return semantic_form(a) == semantic_form(b)
 
 
-def _pruned(value: object) -> object:
+def semantic_form(value: object) -> object:
+    """What semantically_equal compares: `value` without its null, empty list and empty object members, at every
+    depth; a new value, `value` untouched. Two values are semantically equal when their forms are equal (==)."""
     if isinstance(value, dict):
-        out = {k: _pruned(v) for k, v in value.items()}
+        out = {k: semantic_form(v) for k, v in value.items()}
         return {k: v for k, v in out.items() if v not in (None, {}, [])}
     if isinstance(value, list):
-        return [_pruned(v) for v in value]
+        return [semantic_form(v) for v in value]
     return value
 
 

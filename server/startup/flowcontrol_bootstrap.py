@@ -24,7 +24,7 @@ import orjson
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.kinds.flowcontrol import AUTO_UPDATE_ANNOTATION, GROUP, VERSION, default_flow_schema, default_priority_level
-from server.kinds.templates import semantically_equal
+from server.kinds.templates import semantic_form
 from server.machinery import errors, meta
 from server.machinery.concurrently import each
 from server.objects.core import Core
@@ -167,9 +167,31 @@ async def _stored(core: Core, kind: str) -> dict[str, Obj]:
 def _wanted_spec(bootstrap: Obj, stored: Obj) -> Obj:
     """The spec the ensurer writes: kube's, with the exempt level's `exempt` member as the user left it."""
     spec: Obj = copy.deepcopy(bootstrap["spec"])
-    if meta.meta(bootstrap).get("name") == "exempt" and bootstrap["kind"] == "PriorityLevelConfiguration":
+    if _users_part(bootstrap):
         spec["exempt"] = {**spec["exempt"], **((stored.get("spec") or {}).get("exempt") or {})}
     return spec
+
+
+def _users_part(bootstrap: Obj) -> bool:
+    """Whether part of the object's wanted spec is the stored object's: the exempt level's `exempt` member."""
+    return bool(meta.meta(bootstrap).get("name") == "exempt" and bootstrap["kind"] == "PriorityLevelConfiguration")
+
+
+# Kube's objects are constants, so the semantic form of each one's defaulted spec is made once a process, not at
+# every start (a test process starts hundreds of cores).
+_KUBES_FORMS: dict[tuple[str, str], object] = {}
+
+
+def _wanted_form(kind: str, bootstrap: Obj, stored: Obj) -> object:
+    """The semantic form (templates.semantic_form) of the wanted spec once defaults apply: what kube's ensurer
+    compares the stored spec with (the defaulted bootstrap object, apiequality.Semantic.DeepEqual)."""
+    if _users_part(bootstrap):
+        return semantic_form(_defaulted(kind, _wanted_spec(bootstrap, stored)))
+    key = (kind, meta.meta(bootstrap)["name"])
+    form = _KUBES_FORMS.get(key)
+    if form is None:
+        form = _KUBES_FORMS[key] = semantic_form(_defaulted(kind, bootstrap["spec"]))
+    return form
 
 
 async def _ensure(core: Core, bootstrap: Obj, stored: Obj | None, *, mandatory: bool) -> None:
@@ -187,11 +209,9 @@ async def _ensure(core: Core, bootstrap: Obj, stored: Obj | None, *, mandatory: 
     annotations = meta.meta(stored).setdefault("annotations", {})
     changed = annotations.get(AUTO_UPDATE_ANNOTATION) != ("true" if auto_update else "false")
     annotations[AUTO_UPDATE_ANNOTATION] = "true" if auto_update else "false"
-    if auto_update:
-        spec = _wanted_spec(bootstrap, stored)
-        # apiequality.Semantic.DeepEqual: an empty list and a null one (Go's nil) are equal.
-        changed = changed or not semantically_equal(_defaulted(kind, spec), stored.get("spec"))
-        stored["spec"] = spec
+    if auto_update and semantic_form(stored.get("spec")) != _wanted_form(kind, bootstrap, stored):
+        stored["spec"] = _wanted_spec(bootstrap, stored)
+        changed = True
     if changed:
         await core.update(core_pb2.UpdateRequest(path=_named(kind, name), object=_raw(stored)))
 

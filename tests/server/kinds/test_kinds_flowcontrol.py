@@ -249,6 +249,40 @@ async def test_a_restart_restores_mandatory_objects_and_follows_the_annotation(t
         await store.close()
 
 
+async def test_a_restart_keeps_the_exempt_levels_own_member_and_writes_nothing_when_nothing_changed(
+        tmp_path: Path) -> None:
+    """The exempt level's `exempt` member is the user's: a restart keeps it, and a restart after that (nothing
+    differing from kube's objects) writes nothing."""
+    store = await LmdbStore.open(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0))
+    try:
+        running = await _start(store)
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
+                client = Client(core_service_pb2_grpc.CoreServiceStub(channel), running)  # type: ignore[no-untyped-call]
+                level = await client.get(at("prioritylevelconfigurations", "exempt"))
+                level["spec"]["exempt"]["nominalConcurrencyShares"] = 7
+                await client.update(at("prioritylevelconfigurations", "exempt"), level)
+        finally:
+            await running.stop()
+        for _ in range(2):
+            before = store.current_revision()
+            running = await _start(store)
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{running.grpc_port}") as channel:
+                    client = Client(core_service_pb2_grpc.CoreServiceStub(channel), running)  # type: ignore[no-untyped-call]
+                    level = await client.get(at("prioritylevelconfigurations", "exempt"))
+                    assert level["spec"] == {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 7,
+                                                                          "lendablePercent": 0}}
+                    written = [int(item["metadata"]["resourceVersion"])
+                               for resource in ("flowschemas", "prioritylevelconfigurations")
+                               for item in (await client.list(at(resource)))[1]]
+                    assert max(written) <= before
+            finally:
+                await running.stop()
+    finally:
+        await store.close()
+
+
 # ---------------------------------------------------------------- wire and tables
 
 

@@ -339,7 +339,7 @@ def _validate_dns_config(config: object, policy: object, path: str, errs: list[F
 
 
 def _go_strings(values: list[str]) -> names.GoValue:
-    return names.GoValue("[]string{" + ", ".join(names.go_quote(v) for v in values) + "}")
+    return names.go_string_slice(values)
 
 
 def _validate_affinity(affinity: Obj, path: str, errs: list[FieldError]) -> None:

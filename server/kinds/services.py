@@ -300,7 +300,7 @@ def _immutable_cluster_ips(spec: Obj, old: Obj) -> list[FieldError]:
 
 
 def _go_strings(values: Iterable[str]) -> GoValue:
-    return GoValue("[]string{" + ", ".join(names.go_quote(v) for v in values) + "}")
+    return names.go_string_slice(list(values))
 
 
 def _is_ip(text: str) -> bool:

@@ -48,8 +48,6 @@ def delete_options(options: meta_pb2.DeleteOptions) -> tuple[bool, str]:
     if options.HasField("orphanDependents") and policy:
         errs.append(FieldError.invalid(
             "propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set"))
-    if options.HasField("gracePeriodSeconds") and options.gracePeriodSeconds < 0:
-        errs.append(FieldError.invalid("gracePeriodSeconds", options.gracePeriodSeconds, "must be >= 0"))
     if errs:
         raise invalid_options("DeleteOptions", errs)
     return bool(options.dryRun), policy

@@ -131,7 +131,16 @@ def patcher(resource: Resource, kind: int, data: bytes, *, strict: bool = True) 
         with_details=False))
 
 
-def parse_json_patch(data: bytes, *, strict: bool = True) -> list[tuple[Obj, jsonpatch.JsonPatch]]:
+class JsonPatchFailed(Exception):
+    """A JSON patch that does not apply to the document; str(): what failed, in evanphx/json-patch's words where
+    they are known."""
+
+
+# An operation as a patch of its own, or the failure applying it meets.
+JsonPatchOperation = jsonpatch.JsonPatch | JsonPatchFailed
+
+
+def parse_json_patch(data: bytes, *, strict: bool = True) -> list[tuple[Obj, JsonPatchOperation]]:
     """An application/json-patch+json body as its operations, each beside a patch of that operation
     alone, so a failure can name the operation that failed; 400 when it is no list of operations, in the words
     of what reads it first in kube 1.28: with field validation (`strict`, Strict or Warn) kjson decoding it into
@@ -168,10 +177,20 @@ def parse_json_patch(data: bytes, *, strict: bool = True) -> list[tuple[Obj, jso
                 if value is not None and not isinstance(value, str):
                     raise refused(f"json: cannot unmarshal {json_kind(value)} into Go struct field "
                                   f"jsonPatchOp.{name} of type string")
+    return [(operation, _one_operation(operation)) for operation in document]
+
+
+def _one_operation(operation: Any) -> jsonpatch.JsonPatch | JsonPatchFailed:
+    """One operation as a patch of its own, or the failure it meets when applied: evanphx/json-patch decodes
+    any list of objects and finds an unknown `op` or a bad pointer only when it applies them (kube 1.28's 422
+    for a patch request, an internal error for a webhook's patch), after the object was read."""
     try:
-        return [(operation, jsonpatch.JsonPatch([operation])) for operation in document]
+        return jsonpatch.JsonPatch([operation])
     except (jsonpatch.InvalidJsonPatch, jsonpointer.JsonPointerException) as err:
-        raise errors.bad_request(f"invalid JSON patch: {err}") from None
+        op = operation.get("op") if isinstance(operation, dict) else None
+        if isinstance(err, jsonpatch.InvalidJsonPatch):
+            return JsonPatchFailed(f"Unexpected kind: {op if isinstance(op, str) and op else 'unknown'}")
+        return JsonPatchFailed(str(err))
 
 
 def _not_json(constant: str) -> Any:
@@ -179,12 +198,7 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
-class JsonPatchFailed(Exception):
-    """A JSON patch that does not apply to the document; str(): what failed, in evanphx/json-patch's words where
-    they are known."""
-
-
-def apply_json_patch(operations: list[tuple[Obj, jsonpatch.JsonPatch]], current: Obj) -> Obj:
+def apply_json_patch(operations: list[tuple[Obj, JsonPatchOperation]], current: Obj) -> Obj:
     """current with the operations applied in order (current untouched); 422 Invalid when one fails, as
     kube-apiserver 1.28 answers it: NewGenericServerResponse's wording, not as an unexpected response, so with no
     causes (details {}) and not the patch library's words."""
@@ -196,10 +210,12 @@ def apply_json_patch(operations: list[tuple[Obj, jsonpatch.JsonPatch]], current:
         raise errors.ApiError(status) from None
 
 
-def json_patched(operations: list[tuple[Obj, jsonpatch.JsonPatch]], current: Obj) -> Obj:
+def json_patched(operations: list[tuple[Obj, JsonPatchOperation]], current: Obj) -> Obj:
     """current with the operations applied in order (current untouched); JsonPatchFailed when one fails."""
     result: Any = copy_json(current)
     for operation, one in operations:
+        if isinstance(one, JsonPatchFailed):
+            raise one
         try:
             result = one.apply(result, in_place=True)
         except jsonpatch.JsonPatchTestFailed:

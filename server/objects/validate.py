@@ -53,9 +53,11 @@ def raise_if_invalid(resource: Resource, obj: Obj, errs: Sequence[FieldError]) -
     name = meta.meta(obj).get("name") or ""
     causes = [errors.Cause(c["reason"], c.get("message", ""), c.get("field", "")) for c in (e.cause() for e in errs)]
     # kube names the kind the object says it is (BeforeCreate/BeforeUpdate read it from the object): the resource's,
-    # but for a custom resource whose body said another
+    # but for a custom resource whose body said another; and the group of its internal type, which for a resource
+    # kept in another's storage is that storage's (an events.k8s.io Event is a core Event inside)
     kind = obj.get("kind")
-    raise errors.invalid(kind if isinstance(kind, str) and kind else resource.kind, resource.group, name,
+    group = resource.stored_as.group if resource.stored_as is not None else resource.group
+    raise errors.invalid(kind if isinstance(kind, str) and kind else resource.kind, group, name,
                          names.join_errors(errs), causes)
 
 

@@ -245,3 +245,30 @@ async def test_a_yaml_alias_bomb_is_refused_at_every_entry_point(
     assert (resp.status, resp.json()["reason"]) == (400, "BadRequest"), resp.body
     assert message in resp.json()["message"]
     assert server.revision() == before
+
+
+INVALID_PATCH = (422, "Invalid", "the server rejected our request due to an error in our request")
+
+
+@pytest.mark.parametrize(("name", "operations", "answer"), [
+    pytest.param("base", [{"op": "nope", "path": "/data/x"}], INVALID_PATCH, id="unknown op"),
+    pytest.param("base", [{"path": "/data/x", "value": "1"}], INVALID_PATCH, id="no op"),
+    pytest.param("base", [{"op": "add", "path": "/data/x"}], INVALID_PATCH, id="add without a value"),
+    pytest.param("nope", [{"op": "nope", "path": "/data/x"}],
+                 (404, "NotFound", 'configmaps "nope" not found'), id="unknown op on a missing object"),
+])
+async def test_json_patch_operations_are_checked_when_applied(
+    server: Server, name: str, operations: list[dict[str, str]], answer: tuple[int, str, str],
+) -> None:
+    """evanphx/json-patch decodes any list of objects; an operation it cannot apply fails when it is applied,
+    after the object was read: kube-apiserver 1.28's 422 of NewGenericServerResponse (details {}), or the
+    object's 404 first."""
+    await server.create(CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "base"}})
+    before = server.revision()
+    resp = await server.request("PATCH", f"{CMS}/{name}", body=orjson.dumps(operations),
+                                headers={"Content-Type": "application/json-patch+json"})
+    doc = resp.json()
+    assert (resp.status, doc["reason"], doc["message"]) == answer
+    if answer[0] == 422:
+        assert doc["details"] == {}
+    assert server.revision() == before

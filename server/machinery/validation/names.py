@@ -199,6 +199,13 @@ def go_string_map(value: object) -> GoValue:
     return GoValue(f"map[string]string{{{body}}}")
 
 
+def go_string_slice(value: object) -> GoValue:
+    """%#v of a []string as ErrorBody prints it; an absent slice is nil."""
+    if not isinstance(value, list | tuple):
+        return GoValue("[]string(nil)")
+    return GoValue("[]string{" + ", ".join(go_quote(str(item)) for item in value) + "}")
+
+
 def go_int_or_string(value: object) -> GoValue:
     """%#v of an intstr.IntOrString as ErrorBody prints it (its String has a pointer receiver): an absent one is
     the integer 0."""
@@ -232,7 +239,8 @@ def go_label_selector(value: object) -> GoValue | str:
 
 
 def _render_value(value: object) -> str:
-    """How ErrorBody prints a bad value: %q for strings, %v for numbers and bools, else Go's JSON."""
+    """How ErrorBody prints a bad value: %q for strings, %v for numbers and bools, %#v of a []string for a
+    list of strings (`[]string{"a", "b"}`), else Go's JSON."""
     if isinstance(value, GoValue):
         return value.text
     if isinstance(value, str):
@@ -241,6 +249,8 @@ def _render_value(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
+    if isinstance(value, list | tuple) and value and all(isinstance(item, str) for item in value):
+        return go_string_slice(value).text
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     # encoding/json escapes these even inside strings; they only ever occur inside strings.
     return "".join(_JSON_HTML_ESCAPES.get(c, c) for c in text)

@@ -122,7 +122,8 @@ async def test_an_update_through_events_k8s_io_validates_against_the_converted_o
     ek["note"] = "changed"
     failed = await refused(written.update(events_at("ek"), ek))
     immutable = kube.field_invalid("message", "changed", "field is immutable")
-    assert failed.status == kube.invalid("Event", "ek", [immutable], group=EVENTS_K8S_IO)
+    # the kind of the internal object, a core Event: no group (kube-apiserver 1.28.7 answers so)
+    assert failed.status == kube.invalid("Event", "ek", [immutable])
     ek = await written.get(events_at("ek"))
     ek["metadata"]["labels"] = {"seen": "yes"}
     updated, _ = await written.update(events_at("ek"), ek)

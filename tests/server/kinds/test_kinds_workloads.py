@@ -493,7 +493,8 @@ EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
         required("rules[1].apiGroups", "resource rules must supply at least one api group"),
         required("rules[1].resources", "resource rules must supply at least one resource")], id="role rules"),
     pytest.param("roles", {"rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}, [
-        invalid("rules[0].nonResourceURLs", '["/healthz"]', "namespaced rules cannot apply to non-resource URLs")],
+        invalid("rules[0].nonResourceURLs", '[]string{"/healthz"}',
+                "namespaced rules cannot apply to non-resource URLs")],
         id="role non-resource urls"),
     pytest.param("rolebindings", {"roleRef": {"kind": "Pod", "name": ""}, "subjects": [{"kind": "Robot", "name": "r"}]},
                  [kube.field_not_supported("roleRef.kind", '"Pod"', ["Role", "ClusterRole"]), required("roleRef.name"),

@@ -468,7 +468,7 @@ async def test_dry_run_delete_still_checks_preconditions(client: Client) -> None
             {"propagationPolicy": "Bogus"},
             [kube.field_not_supported("propagationPolicy", '"Bogus"', ["Foreground", "Background", "Orphan", "nil"])],
         ),
-        ({"dryRun": ["Bogus"]}, [kube.field_not_supported("dryRun", '["Bogus"]', ["All"])]),
+        ({"dryRun": ["Bogus"]}, [kube.field_not_supported("dryRun", '[]string{"Bogus"}', ["All"])]),
     ],
     ids=["propagationPolicy", "dryRun"],
 )

@@ -85,7 +85,7 @@ async def test_dry_run_deletecollection_deletes_nothing(client: Client) -> None:
         (
             {},
             {"dryRun": ["Bogus"]},
-            kube.invalid_options("DeleteOptions", [kube.field_not_supported("dryRun", '["Bogus"]', ["All"])]),
+            kube.invalid_options("DeleteOptions", [kube.field_not_supported("dryRun", '[]string{"Bogus"}', ["All"])]),
         ),
         (
             {"resourceVersionMatch": "Exact"},

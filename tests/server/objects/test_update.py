@@ -266,7 +266,7 @@ async def test_an_invalid_dry_run_on_update_is_invalid(client: Client) -> None:
     created = await create_a(client)
     failed = await refused(client.update(A, created, dryRun=["Bogus"]))
     assert failed.status == kube.invalid_options(
-        "UpdateOptions", [kube.field_not_supported("dryRun", '["Bogus"]', ["All"])]
+        "UpdateOptions", [kube.field_not_supported("dryRun", '[]string{"Bogus"}', ["All"])]
     )
 
 

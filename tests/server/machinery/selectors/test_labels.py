@@ -311,11 +311,11 @@ def test_from_label_selector_matches_like_the_parsed_string() -> None:
         ),
         (
             {"matchExpressions": [{"key": "k", "operator": "Exists", "values": ["a", "b"]}]},
-            'values: Invalid value: ["a","b"]: values set must be empty for exists and does not exist',
+            'values: Invalid value: []string{"a", "b"}: values set must be empty for exists and does not exist',
         ),
         (
             {"matchExpressions": [{"key": "k", "operator": "DoesNotExist", "values": ["a@"]}]},
-            '[values: Invalid value: ["a@"]: values set must be empty for exists and does not exist, '
+            '[values: Invalid value: []string{"a@"}: values set must be empty for exists and does not exist, '
             f'values[0][k]: Invalid value: "a@": {VALUE_MSG}]',
         ),
         (

@@ -295,7 +295,7 @@ def test_name_funcs(name: str, prefix: bool, label: list[str], dns1035: list[str
         (FieldError.not_found("spec.x", "y"), 'Not found: "y"', None),
         (FieldError.invalid("spec.replicas", -1, "must be greater than or equal to 0"), None, None),
         (FieldError.invalid("values", None, "d"), "Invalid value: null: d", None),
-        (FieldError.invalid("values", ["a", "b<"], "d"), 'Invalid value: ["a","b\\u003c"]: d', None),
+        (FieldError.invalid("values", ["a", "b<"], "d"), 'Invalid value: []string{"a", "b<"}: d', None),
         (FieldError.invalid("x", True, "d"), "Invalid value: true: d", None),
         (FieldError.invalid("x", {"b": 1, "a": 2}, ""), 'Invalid value: {"a":2,"b":1}', None),
         (FieldError(ErrorType.TYPE_INVALID, "x", "s", "d"), 'Invalid value: "s": d', None),

@@ -14,13 +14,16 @@ import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import orjson
 from aiohttp import web
 from prometheus_client.registry import Collector
 
+from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway import access, compression, health, limits, metrics, negotiation, parsed, requestinfo
+from gateway import access, compression, health, limits, metrics, negotiation, parsed, requestinfo, restful
 from gateway import faults as faults_api
 from gateway.client import CoreClient, CoreError, failure
+from gateway.codecs import json as json_codec
 from gateway.connections import KUBE_LIMITS, MAX_HEADERS, ConnectionLimits, LimitedSite, somaxconn
 from gateway.console import routes as console
 from gateway.faults import FAULTS_KEY
@@ -50,23 +53,22 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
     resource: core_pb2.Resource | None = None
     try:
         info = parsed.info_of(http)
-        if info is None and http.path.split("/")[1] not in _GO_RESTFUL:
-            return respond.go_not_found()
         if info is None:
-            raise CoreError(failure(404, "NotFound", "the server could not find the requested resource"))
-        if info is not None and info.group and info.version and await gateway.aggregated(info.group, info.version):
+            return await _unrouted(gateway, http)
+        if info.group and info.version and await gateway.aggregated(info.group, info.version):
             if isinstance(info, requestinfo.RequestInfo):
                 http[metrics.INFO_KEY] = info  # counted and timed as any resource request
             return await aggregated.proxy(http.app[PROXIER_KEY], access.caller_client(gateway.client, http), info, http)
         if isinstance(info, requestinfo.DiscoveryInfo):
-            if http.method not in ("GET", "HEAD"):
-                status = failure(405, "MethodNotAllowed",
-                                 "the server does not allow this method on the requested resource")
-                status.details.SetInParent()
-                raise CoreError(status)
-            return await discovery.serve(gateway, info, http)
+            return await _discovery(gateway, info, http)
         http[metrics.INFO_KEY] = info
-        resource = served_as(await gateway.resource(info.group, info.version, info.resource), info.subresource)
+        found = await _resource(gateway, info)
+        if found is None:
+            return respond.go_not_found()
+        refusal = _routed(found, info, http)
+        if refusal is not None:
+            return refusal
+        resource = served_as(found, info.subresource)
         out = output(http, resource, stream=info.verb == "watch")
         call = Call(info, resource, query_of(http), out)
         injecting = http.app[FAULTS_KEY]
@@ -79,6 +81,107 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         return respond.status(None, failure(err.code, err.reason, err.message))
 
 
+async def _resource(gateway: Gateway, info: requestinfo.RequestInfo) -> core_pb2.Resource | None:
+    """The resource the request names; None where kube-apiserver has no handler for the path at all (a group
+    only custom resources or nobody serves: Go's text 404), go-restful's 404 under a built-in group's web
+    service."""
+    try:
+        return await gateway.resource(info.group, info.version, info.resource)
+    except CoreError:
+        if not await gateway.restful(info.group):
+            return None
+        raise CoreError(restful.not_found()) from None
+
+
+def _routed(resource: core_pb2.Resource, info: requestinfo.RequestInfo, http: web.Request) -> web.Response | None:
+    """What answers before the resource's handler, None when the handler runs. For a built-in kind, go-restful's
+    route selection: no route for the path (an object outside its scope, an unknown subresource: 404), HEAD
+    (405), a Content-Type or Accept no route takes. For a custom resource, its handler's: Go's text 404 for an
+    object outside its scope, the object's 404 for a subresource the CRD does not enable."""
+    known = not info.subresource or any(s.name == info.subresource for s in resource.subresources)
+    out_of_scope = bool(info.namespace) != resource.namespaced and (bool(info.namespace) or bool(info.name))
+    if not restful.builtin(resource):
+        if out_of_scope:
+            return respond.go_not_found()
+        return None if known else respond.status(_status_form(http, resource), _not_found_object(resource, info.name))
+    refusal: meta_pb2.Status | None
+    if out_of_scope or not known:
+        refusal = restful.not_found()
+    elif http.method == "HEAD" and info.subresource != "proxy":
+        refusal = restful.method_not_allowed()
+    else:
+        headers = http.headers
+        refusal = restful.route_refusal(http.method, headers.get("Content-Type"), headers.get("Content-Length"),
+                                        headers.get("Accept"), restful.produces(info),
+                                        restful.consumes(http.method, info))
+    return None if refusal is None else respond.status(_status_form(http, resource), refusal)
+
+
+def _status_form(http: web.Request, resource: core_pb2.Resource | None) -> negotiation.Output | None:
+    """How kube writes a Status that no handler wrote (ErrorNegotiated): in what the Accept header negotiates,
+    or indented JSON when it negotiates nothing."""
+    accept = restful.status_accept(http.headers.get("Accept"))
+    if resource is None:
+        return discovery.status_form(accept)
+    try:
+        return negotiation.negotiate_output(accept, protobuf=bool(resource.proto_message), table=False)
+    except negotiation.NegotiationError:
+        return None
+
+
+def _not_found_object(resource: core_pb2.Resource, name: str) -> meta_pb2.Status:
+    """apierrors.NewNotFound of the resource's object by name."""
+    qualified = f"{resource.resource}.{resource.group}" if resource.group else resource.resource
+    status = failure(404, "NotFound", f'{qualified} "{name}" not found')
+    status.details.name, status.details.group, status.details.kind = name, resource.group, resource.resource
+    return status
+
+
+async def _unrouted(gateway: Gateway, http: web.Request) -> web.StreamResponse:
+    """A path no verb of this method reaches: outside go-restful's web services Go's text 404; inside them, for a
+    method no route takes on a path that names a resource, go-restful's 405 (the custom resource handler's
+    MethodNotSupported for a custom resource), else go-restful's 404."""
+    path = http.path
+    if path.split("/")[1] not in _GO_RESTFUL:
+        return respond.go_not_found()
+    named = requestinfo.parse("GET", path, {})
+    if path.startswith("/apis/") and not await gateway.restful(path.split("/")[2]):
+        if isinstance(named, requestinfo.RequestInfo) and http.method not in restful.ROUTED_METHODS:
+            try:
+                found = await gateway.resource(named.group, named.version, named.resource)
+            except CoreError:
+                return respond.go_not_found()
+            status = failure(405, "MethodNotAllowed",
+                             f' is not supported on resources of kind "{found.resource}.{found.group}"')
+            status.details.group, status.details.kind = found.group, found.resource
+            return respond.status(None, status)
+        return respond.go_not_found()
+    if isinstance(named, requestinfo.RequestInfo) and http.method not in restful.ROUTED_METHODS:
+        try:
+            found = await gateway.resource(named.group, named.version, named.resource)
+        except CoreError:
+            return respond.status(None, restful.not_found())
+        if not named.subresource or any(s.name == named.subresource for s in found.subresources):
+            return respond.status(None, restful.method_not_allowed())
+    return respond.status(None, restful.not_found())
+
+
+async def _discovery(gateway: Gateway, info: requestinfo.DiscoveryInfo, http: web.Request) -> web.StreamResponse:
+    """Discovery as kube-apiserver routes it: /api, /api/v1 and a built-in group's versions are go-restful GET
+    routes (405 for any other method, HEAD too; go-restful's 406); /apis and /apis/{group} are handlers of their
+    own that answer every method; a group or version nobody serves outside go-restful is Go's text 404."""
+    restful_path = info.prefix == "api" or (bool(info.version) and await gateway.restful(info.group))
+    if restful_path:
+        if http.method != "GET":
+            raise CoreError(restful.method_not_allowed())
+        refusal = restful.route_refusal("GET", None, None, http.headers.get("Accept"), restful.MEDIA_TYPES)
+        if refusal is not None:
+            return respond.status(_status_form(http, None), refusal)
+    elif info.group and not await gateway.serves(info.group, info.version):
+        return respond.go_not_found()
+    return await discovery.serve(gateway, info, http)
+
+
 async def _injected(rule: Rule, call: Call, http: web.Request) -> web.StreamResponse:
     """A fault rule's answer (gateway/faults.py): a watch's 410 as kube's cacher sends a too-old
     resourceVersion (200, then an ERROR event), anything else as the Status a filter or the verb would answer."""
@@ -88,6 +191,35 @@ async def _injected(rule: Rule, call: Call, http: web.Request) -> web.StreamResp
     if call.info.verb == "watch" and rule.code == 410:
         return await watch.failed_at_once(call, http, status)
     raise CoreError(status)
+
+
+async def _index(http: web.Request) -> web.Response:
+    """kube-apiserver's index at / (and /index.html): every path it lists, sorted, as indented JSON. Here: the
+    discovery paths of every served group and version, each health endpoint and check, and the other fixed
+    paths routed on this app; as kube's mux, any method."""
+    gateway = http.app[GATEWAY_KEY]
+    discovered = await gateway.discovered()
+    paths = {"/api", "/api/v1", "/apis", "/apis/"}
+    served = [(r.group, r.version) for r in discovered.resources]
+    served += [(a.group, a.version) for a in discovered.aggregated]
+    for group, version in served:
+        if group:
+            paths.update((f"/apis/{group}", f"/apis/{group}/{version}"))
+    health_checks = http.app[health.HEALTH_KEY]
+    core = await health_checks.core()
+    for endpoint in health.ENDPOINTS:
+        paths.add(f"/{endpoint}")
+        paths.update(f"/{endpoint}/{result.name}" for result in health_checks.assemble(endpoint, core))
+    for route in http.app.router.resources():
+        path = route.get_info().get("path")
+        if isinstance(path, str) and not path.endswith("/") and path not in _UNLISTED:
+            paths.add(path)
+    body = json_codec.encode(orjson.dumps({"paths": sorted(paths)}), pretty=True).rstrip(b"\n")
+    return web.Response(body=body, headers={"Content-Type": negotiation.JSON})
+
+
+# The index's own paths, which kube registers unlisted.
+_UNLISTED = frozenset({"/", "/index.html"})
 
 
 def _deprecated(resource: core_pb2.Resource | None, response: web.StreamResponse) -> web.StreamResponse:
@@ -199,6 +331,8 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     faults_api.add_routes(app, faults or Faults())
     console.add_routes(app, access.CREDENTIALS_KEY, peers=peers)
     app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
+    for path in _UNLISTED:
+        app.router.add_route("*", path, _index)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app
 

@@ -15,8 +15,8 @@ from aiohttp import web
 from google.protobuf.message import Message
 
 from capstan.api.meta.v1 import meta_pb2
-from gateway import discovery, negotiation, params
-from gateway.client import CoreError, failure
+from gateway import discovery, negotiation, params, restful
+from gateway.client import CoreError
 from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec
 from gateway.codecs import yaml as yaml_codec
@@ -49,19 +49,30 @@ def _answer(http: web.Request, out: Output, doc: dict[str, Any]) -> web.Response
 
 
 async def version(http: web.Request) -> web.Response:
-    """Always indented JSON, whatever the Accept header says (kube-apiserver writes it raw). Routed
-    outside the resource dispatcher, so it answers its own Status for a malformed ?timeout, and
-    go-restful's 405 for a method other than GET (routes/version.go routes GET only)."""
+    """Always indented JSON (kube-apiserver writes it raw), to an Accept go-restful lets through (the route
+    produces application/json: 406 otherwise). Routed outside the resource dispatcher, so it answers its own
+    Status for a malformed ?timeout, and go-restful's 405 for a method other than GET, HEAD included
+    (routes/version.go routes GET only)."""
     try:
-        if http.method not in ("GET", "HEAD"):
-            status = failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-            status.details.SetInParent()
-            raise CoreError(status)
+        if http.method != "GET":  # kube registers no HEAD routes
+            raise CoreError(restful.method_not_allowed())
+        refusal = restful.route_refusal("GET", None, None, http.headers.get("Accept"), (JSON,))
+        if refusal is not None:
+            raise CoreError(refusal)
         params.deadline(query_of(http))
     except CoreError as err:
-        return respond.status(None, err.status)
+        return respond.status(status_form(restful.status_accept(http.headers.get("Accept"))), err.status)
     return web.Response(body=json_codec.encode(orjson.dumps(discovery.version()), pretty=True),
                         headers={"Content-Type": JSON})
+
+
+def status_form(accept: str | None) -> Output | None:
+    """How kube writes a Status no handler wrote (ErrorNegotiated): in what the Accept header negotiates, or
+    indented JSON when it negotiates nothing."""
+    try:
+        return negotiation.negotiate_discovery(accept)
+    except negotiation.NegotiationError:
+        return None
 
 
 async def serve(gateway: Gateway, info: DiscoveryInfo, http: web.Request) -> web.Response:
@@ -122,4 +133,5 @@ def _protobuf_aggregated(clause: str) -> bool:
 
 
 def _not_found() -> CoreError:
-    return CoreError(failure(404, "NotFound", "the server could not find the requested resource"))
+    """A version under go-restful's /api or /apis/{group} web service that nothing serves."""
+    return CoreError(restful.not_found())

@@ -21,9 +21,7 @@ from email.utils import format_datetime
 
 from aiohttp import web
 
-from gateway.client import failure
 from gateway.discovery import GIT_VERSION
-from gateway.handlers import respond
 from gateway.handlers.context import Gateway
 from gateway.negotiation import JSON, parse_accept
 from gateway.openapi import documents
@@ -50,7 +48,7 @@ def add_routes(app: web.Application, gateway: Gateway) -> None:
         docs = await current()
         doc = docs.group_versions.get(name)
         if doc is None:
-            return respond.status(None, failure(404, "NotFound", "the server could not find the requested resource"))
+            return web.Response(status=404)  # kube's OpenAPI v3 handler: a bare 404
         if _negotiate(http.headers.get("Accept"), (JSON,)) is None:
             return web.Response(status=406, headers={"Vary": "Accept"})
         requested = http.query.get("hash", "")
@@ -71,9 +69,10 @@ def add_routes(app: web.Application, gateway: Gateway) -> None:
             return _serve(http, docs.swagger.body, JSON, etag=docs.swagger.etag, docs=docs)
         return _serve(http, docs.swagger_protobuf, SWAGGER_PROTOBUF, etag=docs.swagger.etag, docs=docs)
 
-    app.router.add_get("/openapi/v3", index)
-    app.router.add_get("/openapi/v3/{name:.*}", group_version)  # a prefix: /openapi/v3/ is group version ""
-    app.router.add_get("/openapi/v2", swagger)
+    # kube's mux serves these paths whatever the method
+    app.router.add_route("*", "/openapi/v3", index)
+    app.router.add_route("*", "/openapi/v3/{name:.*}", group_version)  # a prefix: /openapi/v3/ is group version ""
+    app.router.add_route("*", "/openapi/v2", swagger)
 
 
 def _serve(http: web.Request, body: bytes, content_type: str, *, etag: str, docs: Documents) -> web.Response:

@@ -10,7 +10,7 @@ from typing import TypeVar
 from aiohttp import web
 
 from capstan.core.v1 import core_service_pb2 as core_pb2
-from gateway import negotiation, params
+from gateway import negotiation, params, restful
 from gateway.client import CoreError, failure
 from gateway.codecs import json as json_codec
 from gateway.codecs import protobuf as protobuf_codec
@@ -201,9 +201,7 @@ def too_large() -> CoreError:
 
 def method_not_allowed() -> CoreError:
     """go-restful's 405 through kube-apiserver's ServiceErrorHandler: generic, with empty details."""
-    status = failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-    status.details.SetInParent()
-    return CoreError(status)
+    return CoreError(restful.method_not_allowed())
 
 
 def timed_out() -> CoreError:

@@ -166,8 +166,8 @@ def _spec(s: dict[str, Any], *, require_schema: bool) -> list[FieldError]:
     if not unique:
         errs.append(FieldError.invalid("spec.versions", listed, "must contain unique version names"))
     if sum(1 for v in listed if v.get("storage")) != 1:
-        errs.append(FieldError.invalid("spec.versions", listed, "must have exactly one version marked as storage "
-                                       "version"))
+        errs.append(FieldError.invalid("spec.versions", _go_versions(s.get("versions"), listed),
+                                       "must have exactly one version marked as storage version"))
     names_ = s.get("names") or {}
     for name in ("plural", "singular", "kind", "listKind"):
         if not names_.get(name):
@@ -371,10 +371,20 @@ def _immutable(s: dict[str, Any], old: dict[str, Any], *, established: bool) -> 
     return errs
 
 
+def _go_versions(sent: object, listed: list[dict[str, Any]]) -> object:
+    """spec.versions as ErrorBody prints a []apiextensions.CustomResourceDefinitionVersion: %#v of a nil or empty
+    slice as Go writes it (the typed object keeps no empty list: `[]` sent reads as nil); the versions themselves
+    as JSON (Go would print every struct field)."""
+    if listed:
+        return listed
+    kind = "[]apiextensions.CustomResourceDefinitionVersion"
+    return names.GoValue(f"{kind}{{}}" if isinstance(sent, list) else f"{kind}(nil)")
+
+
 def _stored_versions(stored: list[str], listed: list[dict[str, Any]]) -> list[FieldError]:
     path = "status.storedVersions"
-    if not stored:
-        return [FieldError.invalid(path, stored, "must have at least one stored version")]
+    if not stored:  # kube appends the storage versions to a nil slice: none leaves it nil
+        return [FieldError.invalid(path, names.GoValue("[]string(nil)"), "must have at least one stored version")]
     errs: list[FieldError] = []
     remaining = {v: i for i, v in enumerate(stored)}
     for version in listed:

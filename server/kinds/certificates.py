@@ -210,7 +210,7 @@ def validate_csr(obj: Obj, old: Obj | None) -> list[FieldError]:
     request = _bytes(spec.get("request"))
     problem = _request_error(request)
     if problem:
-        errs.append(FieldError.invalid("spec.request", _text(spec.get("request")), problem))
+        errs.append(FieldError.invalid("spec.request", names.go_bytes(request), problem))
     usages = _list(spec.get("usages"))
     old_usages = set(_list(_dict(old.get("spec")).get("usages"))) if old is not None else set()
     if not usages:

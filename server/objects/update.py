@@ -16,6 +16,7 @@ from collections.abc import Callable
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery import errors, meta
 from server.machinery.patch.values import copy_json
+from server.machinery.validation import names
 from server.machinery.values import Obj
 from server.objects import body, conversion, create, managed, options, render, size, validate
 from server.objects.admitting import Attributes, admit, mutate
@@ -229,11 +230,16 @@ async def _through_strategy(ctx: Context, resource: Resource, path: core_pb2.Res
     return new
 
 
-def _precondition(version: str | None) -> str:
+def _precondition(version: object) -> str:
     """An updated object's resourceVersion as a precondition: none where it reads as 0 ("" or "0"), as kube's
-    versioner parses it into the 0 that means an unconditional update."""
-    text = version or ""
-    return "" if text.isdigit() and int(text) == 0 else text
+    versioner parses it into the 0 that means an unconditional update. One that is no unsigned integer is the
+    versioner's strconv.ParseUint error, as a 400 (kube-apiserver answers it as a 500)."""
+    text = version if isinstance(version, str) else ""
+    if text and not (text.isascii() and text.isdigit()):
+        raise errors.bad_request(f"strconv.ParseUint: parsing {names.go_quote(text)}: invalid syntax")
+    if text and int(text) >= 1 << 64:
+        raise errors.bad_request(f"strconv.ParseUint: parsing {names.go_quote(text)}: value out of range")
+    return "" if text and int(text) == 0 else text
 
 
 def _as_seen(resource: Resource, obj: Obj, revision: int) -> Obj:

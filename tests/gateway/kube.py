@@ -45,8 +45,9 @@ def status(code: int, reason: str, message: str, details: Obj | None = None) -> 
 
 
 def not_found_path() -> Obj:
-    """The 404 of a path no resource is served at (the NotFoundHandler / go-restful's 404)."""
-    return status(404, "NotFound", "the server could not find the requested resource")
+    """go-restful's 404 of a path under its web services that no route takes (NewGenericServerResponse: empty
+    details)."""
+    return status(404, "NotFound", "the server could not find the requested resource", {})
 
 
 def method_not_allowed() -> Obj:

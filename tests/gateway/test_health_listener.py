@@ -108,7 +108,7 @@ async def test_readyz_while_the_serving_loop_is_held(ports: Ports, port: str, an
 @pytest.mark.parametrize("path", [
     "/readyz", "/livez", "/healthz", "/readyz?verbose", "/livez?verbose=1", "/healthz?verbose",
     "/readyz?exclude=etcd&exclude=nope&verbose", "/readyz/etcd", "/livez/ping", "/readyz/informer-sync",
-    "/healthz/etcd-readiness", "/readyz/nope", "/readyz/", "/nope", "/",
+    "/healthz/etcd-readiness", "/readyz/nope", "/readyz/", "/nope",
 ])
 async def test_the_same_answers_as_the_serving_port(ports: Ports, path: str) -> None:
     async with aiohttp.ClientSession() as session:

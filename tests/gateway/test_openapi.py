@@ -693,8 +693,8 @@ async def test_http_refusals(http: tuple[aiohttp.ClientSession, str], path: str,
         assert resp.status == status
         if status == 301:
             assert re.fullmatch(r"/openapi/v3/api/v1\?hash=[0-9A-F]{128}", resp.headers["Location"])
-        if status == 404:
-            assert (await resp.json())["message"] == "the server could not find the requested resource"
+        if status == 404:  # kube's OpenAPI v3 handler writes a bare 404
+            assert await resp.read() == b""
 
 
 SWAGGER_PB = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"

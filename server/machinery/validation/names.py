@@ -206,6 +206,11 @@ def go_string_slice(value: object) -> GoValue:
     return GoValue("[]string{" + ", ".join(go_quote(str(item)) for item in value) + "}")
 
 
+def go_bytes(value: bytes) -> GoValue:
+    """%#v of a []byte as ErrorBody prints it: each byte in hex, `[]byte{0x61, 0xa}`."""
+    return GoValue("[]byte{" + ", ".join(f"0x{byte:x}" for byte in value) + "}")
+
+
 def go_int_or_string(value: object) -> GoValue:
     """%#v of an intstr.IntOrString as ErrorBody prints it (its String has a pointer receiver): an absent one is
     the integer 0."""

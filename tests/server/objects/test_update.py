@@ -262,6 +262,23 @@ async def test_dry_run_update_still_checks_the_resource_version(client: Client) 
     assert failed.status == kube.conflict("configmaps", "a", kube.MODIFIED)
 
 
+@pytest.mark.parametrize(("version", "why"), [
+    ("abc", 'parsing "abc": invalid syntax'),
+    ("-1", 'parsing "-1": invalid syntax'),
+    ("١٢", 'parsing "١٢": invalid syntax'),  # digits, but not ASCII ones
+    ("18446744073709551616", 'parsing "18446744073709551616": value out of range'),
+])
+async def test_a_resource_version_that_is_no_number_is_a_bad_request(client: Client, version: str, why: str) -> None:
+    """kube's versioner parses the precondition with strconv.ParseUint and answers its error as a 500; here
+    the same words as the client's 400."""
+    created = await create_a(client, data={"k": "1"})
+    changed = with_changes(created, data={"k": "2"})
+    changed["metadata"]["resourceVersion"] = version
+    failed = await refused(client.update(A, changed))
+    assert failed.status == kube.bad_request(f"strconv.ParseUint: {why}")
+    assert await client.get(A) == created
+
+
 async def test_an_invalid_dry_run_on_update_is_invalid(client: Client) -> None:
     created = await create_a(client)
     failed = await refused(client.update(A, created, dryRun=["Bogus"]))

@@ -31,6 +31,7 @@ from gateway.handlers import aggregated, delete, discovery, issuer, openapi, rea
 from gateway.handlers.context import Gateway, served_as
 from gateway.handlers.request import MAX_BODY, Call, output, query_of, status_output
 from gateway.parking import ParkingLot
+from server.machinery import errors
 from server.machinery.aggregation import ClientContexts, ProxyClientCertificate
 from server.machinery.apimetrics import RequestMetrics
 from server.machinery.faults import Faults, Rule
@@ -98,12 +99,15 @@ def _routed(resource: core_pb2.Resource, info: requestinfo.RequestInfo, http: we
     route selection: no route for the path (an object outside its scope, an unknown subresource: 404), HEAD
     (405), a Content-Type or Accept no route takes. For a custom resource, its handler's: Go's text 404 for an
     object outside its scope, the object's 404 for a subresource the CRD does not enable."""
-    known = not info.subresource or any(s.name == info.subresource for s in resource.subresources)
+    known = _serves_subresource(resource, info.subresource)
     out_of_scope = bool(info.namespace) != resource.namespaced and (bool(info.namespace) or bool(info.name))
     if not restful.builtin(resource):
         if out_of_scope:
             return respond.go_not_found()
-        return None if known else respond.status(_status_form(http, resource), _not_found_object(resource, info.name))
+        if known:
+            return None
+        return respond.status(_status_form(http, resource),
+                              errors.not_found(resource.resource, resource.group, info.name).status)
     refusal: meta_pb2.Status | None
     if out_of_scope or not known:
         refusal = restful.not_found()
@@ -129,40 +133,33 @@ def _status_form(http: web.Request, resource: core_pb2.Resource | None) -> negot
         return None
 
 
-def _not_found_object(resource: core_pb2.Resource, name: str) -> meta_pb2.Status:
-    """apierrors.NewNotFound of the resource's object by name."""
-    qualified = f"{resource.resource}.{resource.group}" if resource.group else resource.resource
-    status = failure(404, "NotFound", f'{qualified} "{name}" not found')
-    status.details.name, status.details.group, status.details.kind = name, resource.group, resource.resource
-    return status
+def _serves_subresource(resource: core_pb2.Resource, subresource: str) -> bool:
+    """Whether the resource has the subresource (no subresource: the resource itself)."""
+    return not subresource or any(s.name == subresource for s in resource.subresources)
 
 
 async def _unrouted(gateway: Gateway, http: web.Request) -> web.StreamResponse:
     """A path no verb of this method reaches: outside go-restful's web services Go's text 404; inside them, for a
     method no route takes on a path that names a resource, go-restful's 405 (the custom resource handler's
-    MethodNotSupported for a custom resource), else go-restful's 404."""
+    MethodNotSupported, of the verb "" kube's RequestInfo gives such a method, for a custom resource), else
+    go-restful's 404."""
     path = http.path
     if path.split("/")[1] not in _GO_RESTFUL:
         return respond.go_not_found()
+    restful_path = not path.startswith("/apis/") or await gateway.restful(path.split("/")[2])
     named = requestinfo.parse("GET", path, {})
-    if path.startswith("/apis/") and not await gateway.restful(path.split("/")[2]):
-        if isinstance(named, requestinfo.RequestInfo) and http.method not in restful.ROUTED_METHODS:
-            try:
-                found = await gateway.resource(named.group, named.version, named.resource)
-            except CoreError:
-                return respond.go_not_found()
-            status = failure(405, "MethodNotAllowed",
-                             f' is not supported on resources of kind "{found.resource}.{found.group}"')
-            status.details.group, status.details.kind = found.group, found.resource
-            return respond.status(None, status)
+    if not isinstance(named, requestinfo.RequestInfo) or http.method in restful.ROUTED_METHODS:
+        return respond.status(None, restful.not_found()) if restful_path else respond.go_not_found()
+    try:
+        found = await _resource(gateway, named)
+    except CoreError as err:
+        return respond.status(None, err.status)
+    if found is None:
         return respond.go_not_found()
-    if isinstance(named, requestinfo.RequestInfo) and http.method not in restful.ROUTED_METHODS:
-        try:
-            found = await gateway.resource(named.group, named.version, named.resource)
-        except CoreError:
-            return respond.status(None, restful.not_found())
-        if not named.subresource or any(s.name == named.subresource for s in found.subresources):
-            return respond.status(None, restful.method_not_allowed())
+    if not restful_path:
+        return respond.status(None, errors.method_not_supported(found.resource, found.group, "").status)
+    if _serves_subresource(found, named.subresource):
+        return respond.status(None, restful.method_not_allowed())
     return respond.status(None, restful.not_found())
 
 

@@ -23,6 +23,7 @@ class Gateway:
     _index: dict[tuple[str, str, str], core_pb2.Resource] = field(default_factory=dict)
     _aggregated: frozenset[tuple[str, str]] = frozenset()  # group versions extension API servers serve
     _local: frozenset[tuple[str, str]] = frozenset()  # group versions the core serves
+    _versions: frozenset[tuple[str, str]] = frozenset()  # both: every group version served here or proxied
     _groups: frozenset[str] = frozenset()  # the groups of those
     _builtin_groups: frozenset[str] = frozenset()  # groups with built-in kinds (not only custom resources)
     _fetched_at: float = 0.0
@@ -47,7 +48,8 @@ class Gateway:
                 self._index = {(r.group, r.version, r.resource): r for r in answer.resources}
                 self._aggregated = frozenset((a.group, a.version) for a in answer.aggregated)
                 self._local = frozenset((r.group, r.version) for r in answer.resources)
-                self._groups = frozenset(group for group, _ in self._local | self._aggregated)
+                self._versions = self._local | self._aggregated
+                self._groups = frozenset(group for group, _ in self._versions)
                 self._builtin_groups = frozenset(r.group for r in answer.resources
                                                  if r.proto_message and not r.json_schema)
             self._fetched_at = time.monotonic()
@@ -63,9 +65,9 @@ class Gateway:
 
     async def serves(self, group: str, version: str = "") -> bool:
         """Whether the core serves the group (at the version, when one is named)."""
-        if group not in self._groups or (version and (group, version) not in self._local | self._aggregated):
+        if group not in self._groups or (version and (group, version) not in self._versions):
             await self.refresh()
-        return group in self._groups if not version else (group, version) in self._local | self._aggregated
+        return group in self._groups if not version else (group, version) in self._versions
 
     def apiservices(self) -> list[tuple[str, bool]]:
         """(APIService name, Available) of every aggregated group version in the cached answer."""

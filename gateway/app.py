@@ -63,8 +63,10 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         if isinstance(info, requestinfo.DiscoveryInfo):
             return await _discovery(gateway, info, http)
         http[metrics.INFO_KEY] = info
-        found = await _resource(gateway, info)
-        if found is None:
+        try:
+            found = await gateway.resource(info.group, info.version, info.resource)
+        except CoreError:
+            await _unserved(gateway, info.group)
             return respond.go_not_found()
         refusal = _routed(found, info, http)
         if refusal is not None:
@@ -82,16 +84,12 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         return respond.status(None, failure(err.code, err.reason, err.message))
 
 
-async def _resource(gateway: Gateway, info: requestinfo.RequestInfo) -> core_pb2.Resource | None:
-    """The resource the request names; None where kube-apiserver has no handler for the path at all (a group
-    only custom resources or nobody serves: Go's text 404), go-restful's 404 under a built-in group's web
-    service."""
-    try:
-        return await gateway.resource(info.group, info.version, info.resource)
-    except CoreError:
-        if not await gateway.restful(info.group):
-            return None
-        raise CoreError(restful.not_found()) from None
+async def _unserved(gateway: Gateway, group: str) -> None:
+    """For a resource the group does not serve: go-restful's 404 (raised) under a built-in group's web service;
+    elsewhere kube-apiserver has no handler for the path at all (a group only custom resources or nobody serves),
+    and the caller answers Go's text 404."""
+    if await gateway.restful(group):
+        raise CoreError(restful.not_found())
 
 
 def _routed(resource: core_pb2.Resource, info: requestinfo.RequestInfo, http: web.Request) -> web.Response | None:
@@ -114,10 +112,7 @@ def _routed(resource: core_pb2.Resource, info: requestinfo.RequestInfo, http: we
     elif http.method == "HEAD" and info.subresource != "proxy":
         refusal = restful.method_not_allowed()
     else:
-        headers = http.headers
-        refusal = restful.route_refusal(http.method, headers.get("Content-Type"), headers.get("Content-Length"),
-                                        headers.get("Accept"), restful.produces(info),
-                                        restful.consumes(http.method, info))
+        refusal = restful.resource_refusal(http.method, info, http.headers)
     return None if refusal is None else respond.status(_status_form(http, resource), refusal)
 
 
@@ -151,10 +146,12 @@ async def _unrouted(gateway: Gateway, http: web.Request) -> web.StreamResponse:
     if not isinstance(named, requestinfo.RequestInfo) or http.method in restful.ROUTED_METHODS:
         return respond.status(None, restful.not_found()) if restful_path else respond.go_not_found()
     try:
-        found = await _resource(gateway, named)
-    except CoreError as err:
-        return respond.status(None, err.status)
-    if found is None:
+        found = await gateway.resource(named.group, named.version, named.resource)
+    except CoreError:
+        try:
+            await _unserved(gateway, named.group)
+        except CoreError as err:
+            return respond.status(None, err.status)
         return respond.go_not_found()
     if not restful_path:
         return respond.status(None, errors.method_not_supported(found.resource, found.group, "").status)

@@ -22,6 +22,9 @@ an empty Accept is `*/*`. kube's own negotiation (gateway/negotiation.py) then r
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+
 from capstan.api.meta.v1 import meta_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from gateway import negotiation
@@ -66,41 +69,65 @@ def method_not_allowed() -> meta_pb2.Status:
     return generic(405, "MethodNotAllowed", METHOD_NOT_ALLOWED)
 
 
-def produces(info: RequestInfo) -> tuple[str, ...]:
-    """The media types the request's route produces."""
-    if info.subresource in _CONNECTERS:
-        return ("*/*",)
-    first = _PRODUCED_FIRST.get(info.subresource, ())
-    if info.verb in ("list", "watch"):
-        return (*first, *MEDIA_TYPES, *STREAM_TYPES)
-    return (*first, *MEDIA_TYPES)
+def resource_refusal(method: str, info: RequestInfo, headers: Mapping[str, str]) -> meta_pb2.Status | None:
+    """route_refusal for a request to a built-in resource's route, by its method, verb and subresource. A request
+    whose Accept the route takes reads no other header, unless it is a PATCH (its route consumes only the patch
+    types)."""
+    accept = headers.get("Accept")
+    if method != "PATCH" and _accepted(accept, info.verb in ("list", "watch"), info.subresource):
+        return None
+    content_length = headers.get("Content-Length")
+    has_body = None if content_length is None else _length(content_length) > 0
+    return _resource_refusal(method, info.verb, info.subresource, headers.get("Content-Type"), has_body, accept)
 
 
-def consumes(method: str, info: RequestInfo) -> tuple[str, ...]:
-    """What the request's route consumes: a PATCH route the patch types, any other route (and a connecter's)
-    anything."""
-    return PATCH_TYPES if method == "PATCH" and info.subresource not in _CONNECTERS else ()
+@functools.lru_cache(maxsize=512)
+def _accepted(accept: str | None, listing: bool, subresource: str) -> bool:
+    """Whether the Accept header takes a type the route produces (kept as _resource_refusal is)."""
+    return _resource_refusal("GET", "list" if listing else "get", subresource, None, None, accept) is None
+
+
+@functools.lru_cache(maxsize=512)
+def _resource_refusal(method: str, verb: str, subresource: str, content_type: str | None, has_body: bool | None,
+                      accept: str | None) -> meta_pb2.Status | None:
+    """A pure function of a few headers clients repeat request after request: kept (bounded: the headers are
+    the client's to choose), so a request pays a lookup. The Status it answers is shared: only read."""
+    consumed = PATCH_TYPES if method == "PATCH" and subresource not in _CONNECTERS else ()
+    if subresource in _CONNECTERS:
+        produced: tuple[str, ...] = ("*/*",)
+    else:
+        first = _PRODUCED_FIRST.get(subresource, ())
+        produced = (*first, *MEDIA_TYPES, *STREAM_TYPES) if verb in ("list", "watch") else (*first, *MEDIA_TYPES)
+    return _refusal(method, content_type, has_body, accept, produced, consumed)
 
 
 def route_refusal(method: str, content_type: str | None, content_length: str | None, accept: str | None,
-                  produced: tuple[str, ...], consumed: tuple[str, ...] = ()) -> meta_pb2.Status | None:
-    """go-restful's refusal of a request on a path and method its routes serve, or None when a route takes it.
-    `consumed`: what the route consumes (empty: anything); `content_length`: the header as sent (None: absent)."""
+                  produced: tuple[str, ...]) -> meta_pb2.Status | None:
+    """go-restful's refusal of a request on a path and method its routes serve, or None when a route takes it;
+    `content_length`: the header as sent (None: absent). For a route that consumes anything."""
+    has_body = None if content_length is None else _length(content_length) > 0
+    return _refusal(method, content_type, has_body, accept, produced, ())
+
+
+def _refusal(method: str, content_type: str | None, has_body: bool | None, accept: str | None,
+             produced: tuple[str, ...], consumed: tuple[str, ...]) -> meta_pb2.Status | None:
+    """`consumed`: what the route consumes (empty: anything); `has_body`: a Content-Length above 0 (None: no
+    such header)."""
     if consumed:
         sent = content_type or ("" if method in ("GET", "HEAD", "OPTIONS", "DELETE", "TRACE") else
                                 "application/octet-stream")
         if sent and not _any_of(sent, consumed):
-            if _length(content_length) > 0:
+            if has_body:
                 return generic(415, "UnsupportedMediaType", "415: Unsupported Media Type")
-            return _none_acceptable(method, content_length, ())  # no route left for the Accept to pick from
+            return _none_acceptable(method, has_body, ())  # no route left for the Accept to pick from
     if "*/*" in produced or _accepts(accept or "*/*", produced):
         return None
-    return _none_acceptable(method, content_length, produced)
+    return _none_acceptable(method, has_body, produced)
 
 
-def _none_acceptable(method: str, content_length: str | None, produced: tuple[str, ...]) -> meta_pb2.Status:
+def _none_acceptable(method: str, has_body: bool | None, produced: tuple[str, ...]) -> meta_pb2.Status:
     available = "Available representations: " + ", ".join(produced)
-    if method in ("POST", "PUT", "PATCH") and content_length is None:
+    if method in ("POST", "PUT", "PATCH") and has_body is None:
         return generic(415, "UnsupportedMediaType", "415: Unsupported Media Type\n\n" + available)
     return generic(406, "NotAcceptable", "406: Not Acceptable\n\n" + available)
 

@@ -68,11 +68,17 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         except CoreError:
             await _unserved(gateway, info.group)
             return respond.go_not_found()
-        refusal = _routed(found, info, http)
-        if refusal is not None:
-            return refusal
+        # Most requests name a built-in kind's object or collection in its own scope, with an Accept its route
+        # takes: one cached lookup; anything else goes through go-restful's whole route selection.
+        accept = http.headers.get("Accept")
+        if (info.subresource or bool(info.namespace) != found.namespaced or not found.proto_message
+                or found.json_schema or http.method in ("HEAD", "PATCH")
+                or not restful.accepted(accept, info.verb, "")):
+            refusal = _routed(found, info, http)
+            if refusal is not None:
+                return refusal
         resource = served_as(found, info.subresource)
-        out = output(http, resource, stream=info.verb == "watch")
+        out = output(http, resource, accept, stream=info.verb == "watch")
         call = Call(info, resource, query_of(http), out)
         injecting = http.app[FAULTS_KEY]
         if injecting.active and (rule := injecting.take(info)) is not None:
@@ -97,23 +103,31 @@ def _routed(resource: core_pb2.Resource, info: requestinfo.RequestInfo, http: we
     route selection: no route for the path (an object outside its scope, an unknown subresource: 404), HEAD
     (405), a Content-Type or Accept no route takes. For a custom resource, its handler's: Go's text 404 for an
     object outside its scope, the object's 404 for a subresource the CRD does not enable."""
-    known = _serves_subresource(resource, info.subresource)
-    out_of_scope = bool(info.namespace) != resource.namespaced and (bool(info.namespace) or bool(info.name))
+    namespaced = resource.namespaced
+    if ((info.namespace and not namespaced) or (namespaced and info.name and not info.namespace)
+            or (info.subresource and not _serves_subresource(resource, info.subresource))):
+        return _no_route(resource, info, http)
     if not restful.builtin(resource):
-        if out_of_scope:
-            return respond.go_not_found()
-        if known:
-            return None
-        return respond.status(_status_form(http, resource),
-                              errors.not_found(resource.resource, resource.group, info.name).status)
+        return None
     refusal: meta_pb2.Status | None
-    if out_of_scope or not known:
-        refusal = restful.not_found()
-    elif http.method == "HEAD" and info.subresource != "proxy":
+    if http.method == "HEAD" and info.subresource != "proxy":
         refusal = restful.method_not_allowed()
     else:
         refusal = restful.resource_refusal(http.method, info, http.headers)
     return None if refusal is None else respond.status(_status_form(http, resource), refusal)
+
+
+def _no_route(resource: core_pb2.Resource, info: requestinfo.RequestInfo, http: web.Request) -> web.Response:
+    """A path the resource has no route for: an object outside its scope (go-restful's 404, Go's text 404 for a
+    custom resource) or a subresource it does not have (go-restful's 404, the object's 404 for a custom
+    resource)."""
+    out_of_scope = bool(info.namespace) != resource.namespaced
+    if restful.builtin(resource):
+        return respond.status(_status_form(http, resource), restful.not_found())
+    if out_of_scope:
+        return respond.go_not_found()
+    return respond.status(_status_form(http, resource),
+                          errors.not_found(resource.resource, resource.group, info.name).status)
 
 
 def _status_form(http: web.Request, resource: core_pb2.Resource | None) -> negotiation.Output | None:
@@ -139,6 +153,8 @@ async def _unrouted(gateway: Gateway, http: web.Request) -> web.StreamResponse:
     MethodNotSupported, of the verb "" kube's RequestInfo gives such a method, for a custom resource), else
     go-restful's 404."""
     path = http.path
+    if path in _INDEX:
+        return await _index(http)
     if path.split("/")[1] not in _GO_RESTFUL:
         return respond.go_not_found()
     restful_path = not path.startswith("/apis/") or await gateway.restful(path.split("/")[2])
@@ -190,7 +206,8 @@ async def _injected(rule: Rule, call: Call, http: web.Request) -> web.StreamResp
 async def _index(http: web.Request) -> web.Response:
     """kube-apiserver's index at / (and /index.html): every path it lists, sorted, as indented JSON. Here: the
     discovery paths of every served group and version, each health endpoint and check, and the other fixed
-    paths routed on this app; as kube's mux, any method."""
+    paths routed on this app; as kube's mux, any method. A path no resource request takes, so parsed.info_of
+    names nothing and _unrouted answers it."""
     gateway = http.app[GATEWAY_KEY]
     discovered = await gateway.discovered()
     paths = {"/api", "/api/v1", "/apis", "/apis/"}
@@ -206,14 +223,15 @@ async def _index(http: web.Request) -> web.Response:
         paths.update(f"/{endpoint}/{result.name}" for result in health_checks.assemble(endpoint, core))
     for route in http.app.router.resources():
         path = route.get_info().get("path")
-        if isinstance(path, str) and not path.endswith("/") and path not in _UNLISTED:
+        if isinstance(path, str) and not path.endswith("/"):
             paths.add(path)
     body = json_codec.encode(orjson.dumps({"paths": sorted(paths)}), pretty=True).rstrip(b"\n")
     return web.Response(body=body, headers={"Content-Type": negotiation.JSON})
 
 
-# The index's own paths, which kube registers unlisted.
-_UNLISTED = frozenset({"/", "/index.html"})
+# The index's own paths, which kube registers unlisted; the dispatcher answers them (a route of their own would be
+# tried before the catch-all by every request).
+_INDEX = frozenset({"/", "/index.html"})
 
 
 def _deprecated(resource: core_pb2.Resource | None, response: web.StreamResponse) -> web.StreamResponse:
@@ -325,8 +343,6 @@ def build_app(client: CoreClient, *, server_address: str = "127.0.0.1:8080", lim
     faults_api.add_routes(app, faults or Faults())
     console.add_routes(app, access.CREDENTIALS_KEY, peers=peers)
     app.router.add_get("/metrics", metrics.with_core(counters, client) if core_metrics else counters.handle)
-    for path in _UNLISTED:
-        app.router.add_route("*", path, _index)
     app.router.add_route("*", "/{tail:.*}", _dispatch)
     return app
 

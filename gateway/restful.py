@@ -74,7 +74,7 @@ def resource_refusal(method: str, info: RequestInfo, headers: Mapping[str, str])
     whose Accept the route takes reads no other header, unless it is a PATCH (its route consumes only the patch
     types)."""
     accept = headers.get("Accept")
-    if method != "PATCH" and _accepted(accept, info.verb in ("list", "watch"), info.subresource):
+    if method != "PATCH" and accepted(accept, info.verb, info.subresource):
         return None
     content_length = headers.get("Content-Length")
     has_body = None if content_length is None else _length(content_length) > 0
@@ -82,9 +82,9 @@ def resource_refusal(method: str, info: RequestInfo, headers: Mapping[str, str])
 
 
 @functools.lru_cache(maxsize=512)
-def _accepted(accept: str | None, listing: bool, subresource: str) -> bool:
+def accepted(accept: str | None, verb: str, subresource: str) -> bool:
     """Whether the Accept header takes a type the route produces (kept as _resource_refusal is)."""
-    return _resource_refusal("GET", "list" if listing else "get", subresource, None, None, accept) is None
+    return _resource_refusal("GET", verb, subresource, None, None, accept) is None
 
 
 @functools.lru_cache(maxsize=512)

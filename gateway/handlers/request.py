@@ -125,9 +125,10 @@ def query_of(request: web.Request) -> dict[str, list[str]]:
     return out
 
 
-def output(request: web.Request, resource: core_pb2.Resource, *, stream: bool = False) -> Output:
-    out = negotiation.negotiate_output(request.headers.get("Accept"), protobuf=bool(resource.proto_message),
-                                       stream=stream, table=not resource.no_table)
+def output(request: web.Request, resource: core_pb2.Resource, accept: str | None, *, stream: bool = False) -> Output:
+    """The answer's form, negotiated from the request's Accept header (`accept`, read once by the caller)."""
+    out = negotiation.negotiate_output(accept, protobuf=bool(resource.proto_message), stream=stream,
+                                       table=not resource.no_table)
     # NegotiateOutputMediaType: the Accept clause's pretty=1 or isPrettyPrint (?pretty, curl, browsers).
     pretty = out.pretty or negotiation.wants_pretty(request.query.get("pretty"), request.headers.get("User-Agent"))
     if pretty != out.pretty:

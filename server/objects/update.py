@@ -234,12 +234,14 @@ def _precondition(version: object) -> str:
     """An updated object's resourceVersion as a precondition: none where it reads as 0 ("" or "0"), as kube's
     versioner parses it into the 0 that means an unconditional update. One that is no unsigned integer is the
     versioner's strconv.ParseUint error, as a 400 (kube-apiserver answers it as a 500)."""
-    text = version if isinstance(version, str) else ""
-    if text and not (text.isascii() and text.isdigit()):
-        raise errors.bad_request(f"strconv.ParseUint: parsing {names.go_quote(text)}: invalid syntax")
-    if text and int(text) >= 1 << 64:
-        raise errors.bad_request(f"strconv.ParseUint: parsing {names.go_quote(text)}: value out of range")
-    return "" if text and int(text) == 0 else text
+    if not version or not isinstance(version, str):
+        return ""
+    if not (version.isascii() and version.isdigit()):
+        raise errors.bad_request(f"strconv.ParseUint: parsing {names.go_quote(version)}: invalid syntax")
+    number = int(version)
+    if number >= 1 << 64:
+        raise errors.bad_request(f"strconv.ParseUint: parsing {names.go_quote(version)}: value out of range")
+    return version if number else ""
 
 
 def _as_seen(resource: Resource, obj: Obj, revision: int) -> Obj:

@@ -71,9 +71,8 @@ async def _dispatch(http: web.Request) -> web.StreamResponse:
         # Most requests name a built-in kind's object or collection in its own scope, with an Accept its route
         # takes: one cached lookup; anything else goes through go-restful's whole route selection.
         accept = http.headers.get("Accept")
-        if (info.subresource or bool(info.namespace) != found.namespaced or not found.proto_message
-                or found.json_schema or http.method in ("HEAD", "PATCH")
-                or not restful.accepted(accept, info.verb, "")):
+        if (info.subresource or bool(info.namespace) != found.namespaced or not restful.builtin(found)
+                or http.method in ("HEAD", "PATCH") or not restful.accepted(accept, info.verb, "")):
             refusal = _routed(found, info, http)
             if refusal is not None:
                 return refusal

@@ -104,6 +104,11 @@ def watch_query(query: Mapping[str, str]) -> bool:
     return value is not None and value != "0" and value.lower() != "false"
 
 
+def named_verb(method: str) -> str | None:
+    """The verb of `method` on one object's path outside the /watch/ form: what parse gives such a path."""
+    return _verb(method, True, watch_prefix=False, watch_query=False)
+
+
 def _verb(method: str, named: bool, *, watch_prefix: bool, watch_query: bool) -> str | None:
     """kube-apiserver's RequestInfoFactory: ?watch makes a watch of a collection GET only; a GET of one
     object stays a get whatever the query says, and only the /watch/ path watches one object."""

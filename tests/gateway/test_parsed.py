@@ -39,3 +39,40 @@ def test_the_answers_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert len(parsed._answers) <= 3
     parsed.info_of(make_mocked_request("GET", LONG))
     assert all(len(path) <= parsed._LONGEST for _, path, _ in parsed._answers)
+
+
+# Paths built from the segments requestinfo.parse decides on, after each API root: every object path among them
+# (derived from its collection's answer) and every other (parsed) must get parse's own answer.
+ROOTS = ["", "/api", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/x"]
+SEGMENTS = ["namespaces", "ns", "status", "watch", "proxy", "x", ""]
+METHODS = ["GET", "POST", "DELETE", "OPTIONS"]
+
+
+def _tails(depth: int) -> list[str]:
+    tails = [""]
+    for _ in range(depth):
+        tails += [tail + "/" + segment for tail in tails if tail.count("/") == _ for segment in SEGMENTS]
+    return tails
+
+
+@pytest.mark.parametrize("root", ROOTS)
+@pytest.mark.parametrize("query", [{}, {"watch": "1"}])
+def test_every_path_gets_parses_answer_cold_and_warm(root: str, query: dict[str, str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parsed, "_answers", {})
+    monkeypatch.setattr(parsed, "_collections", {})
+    paths = [root + tail for tail in _tails(4)] + ["*", "/", "//", "x"]
+    for warm in (False, True):
+        for path in paths:
+            for method in METHODS:
+                assert parsed._parse(method, path, query) == requestinfo.parse(method, path, query), (
+                    method, path, query, warm)
+
+
+def test_the_collections_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parsed, "_REMEMBERED", 3)
+    monkeypatch.setattr(parsed, "_collections", {})
+    for i in range(10):
+        path = f"/api/v1/namespaces/ns-{i}/configmaps/web"
+        assert parsed._parse("GET", path, {}) == requestinfo.parse("GET", path, {})
+        assert len(parsed._collections) <= 3

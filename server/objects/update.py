@@ -58,7 +58,7 @@ async def update(ctx: Context, req: core_pb2.UpdateRequest) -> core_pb2.UpdateRe
         return again, warnings
 
     return await guaranteed_update(ctx, resource, req.path, produce, dry_run=dry_run, accept=req.accept,
-                                   manager=manager,
+                                   manager=manager, uid_precondition=True,
                                    request_options=create.write_options("UpdateOptions", dry_run, manager))
 
 
@@ -77,6 +77,7 @@ async def guaranteed_update(
     accept: render.Encoding,
     manager: str | None,
     direct: bool = False,
+    uid_precondition: bool = False,
     request_options: Obj | None = None,
 ) -> core_pb2.UpdateResponse:
     """Read, produce the new object, write if unchanged since the read; retried as GuaranteedUpdate is.
@@ -88,7 +89,10 @@ async def guaranteed_update(
     direct: the produced object is stored as produced, as a subresource whose REST writes the storage's
     GuaranteedUpdate itself (pods/binding): no defaults, strategy, validation or admission run; the writers'
     turns, the no-op rule, the size limit and the rendering rules still do. request_options: the options
-    admission sees (kube's PatchOptions from dry_run and manager when None).
+    admission sees (kube's PatchOptions from dry_run and manager when None). uid_precondition: the produced
+    object's uid, when it has one, is a precondition (409) checked before anything else, as a PUT body's is
+    (rest.defaultUpdatedObjectInfo.Preconditions); a patch has none, so a uid it changes is refused by
+    validation (422, field is immutable).
     """
     if request_options is None:
         request_options = create.write_options("PatchOptions", dry_run, manager)
@@ -96,7 +100,8 @@ async def guaranteed_update(
     held = False if dry_run else await ctx.writers.enter(key)  # this core's writers of the key take turns
     try:
         return await _until_written(ctx, resource, path, produce, key, dry_run=dry_run, accept=accept,
-                                    manager=manager, direct=direct, request_options=request_options)
+                                    manager=manager, direct=direct, uid_precondition=uid_precondition,
+                                    request_options=request_options)
     finally:
         if held:
             ctx.writers.leave(key)
@@ -113,6 +118,7 @@ async def _until_written(
     accept: render.Encoding,
     manager: str | None,
     direct: bool,
+    uid_precondition: bool,
     request_options: Obj,
 ) -> core_pb2.UpdateResponse:
     # The store's recent memory of the key (etcd: its watch's window) stands in for the first read, as
@@ -127,7 +133,8 @@ async def _until_written(
         if kv is None:
             raise errors.not_found(resource.resource, resource.group, path.name)
         outcome = await _attempt(ctx, resource, path, produce, kv, dry_run=dry_run, accept=accept,
-                                 manager=manager, fresh=fresh, direct=direct, request_options=request_options)
+                                 manager=manager, fresh=fresh, direct=direct, uid_precondition=uid_precondition,
+                                 request_options=request_options)
         if isinstance(outcome, core_pb2.UpdateResponse):
             return outcome
         if outcome is None:  # decided from a stale object: read it
@@ -148,6 +155,7 @@ async def _attempt(
     manager: str | None,
     fresh: bool,
     direct: bool,
+    uid_precondition: bool,
     request_options: Obj,
 ) -> core_pb2.UpdateResponse | WriteResult | None:
     """One round of guaranteed_update over `kv`: the answer, the write that lost a race (its current key), or
@@ -156,13 +164,14 @@ async def _attempt(
         old = render.load_as(resource, await conversion.value(resource, kv.value))
         obj, produced = produce(_as_seen(resource, old, kv.mod_revision))
         warnings = list(produced)  # this round's: admission adds its own to them
+        if uid_precondition:
+            _check_uid(resource, path, obj, old)
         precondition = _precondition(meta.meta(obj).get("resourceVersion"))
         if not precondition and not resource.strategy.unconditional_update:
             raise errors.invalid(resource.resource, resource.group, path.name, UNVERSIONED.field + ": "
                                  + UNVERSIONED.message, [UNVERSIONED])
         if precondition and precondition != str(kv.mod_revision):
             raise errors.conflict(resource.resource, resource.group, path.name)
-        _check_uid(resource, path, obj, old)
         if direct:
             new = obj
         else:

@@ -74,6 +74,26 @@ async def test_a_resource_version_in_a_patch_is_a_precondition(client: Client, k
         "please apply your changes to the latest version and try again")
 
 
+OTHER_UID = "00000000-0000-4000-8000-000000000000"
+
+
+@pytest.mark.parametrize(("kind", "document"), [
+    pytest.param(MERGE, {"metadata": {"uid": OTHER_UID}}, id="merge"),
+    pytest.param(STRATEGIC, {"metadata": {"uid": OTHER_UID}}, id="strategic"),
+    pytest.param(JSON, [{"op": "replace", "path": "/metadata/uid", "value": OTHER_UID}], id="json patch"),
+])
+async def test_a_patch_changing_the_uid_is_invalid(client: Client, kind: core_pb2.PatchType, document: Any) -> None:
+    # A patch has no uid precondition (its UpdatedObjectInfo holds no object): the patched object's uid is refused
+    # by ObjectMeta's update validation, as kube-apiserver 1.28 answers it (a PUT body's uid is a precondition:
+    # 409, test_update.py).
+    await create_a(client)
+    before = client.revision()
+    failed = await refused(patch(client, kind, document))
+    assert failed.status == kube.invalid("ConfigMap", "a", [
+        kube.cause("FieldValueInvalid", f'Invalid value: "{OTHER_UID}": field is immutable', "metadata.uid")])
+    assert client.revision() == before
+
+
 @pytest.mark.parametrize(("kind", "document", "code", "reason"), [
     pytest.param(JSON, [{"op": "test", "path": "/data/k", "value": "no"}], 422, "Invalid", id="failed test op"),
     pytest.param(JSON, [{"op": "replace", "path": "/data/missing/deep", "value": "v"}], 422, "Invalid",

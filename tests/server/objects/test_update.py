@@ -180,6 +180,20 @@ async def test_a_different_uid_fails_the_uid_precondition(client: Client) -> Non
     assert client.revision() == before
 
 
+@pytest.mark.parametrize("stale", [False, True])
+async def test_the_uid_precondition_is_checked_before_the_resource_version(client: Client, stale: bool) -> None:
+    # etcd3's GuaranteedUpdate checks the preconditions before tryUpdate compares the resourceVersion (kube-apiserver
+    # 1.28.7 answers a PUT with both a stale resourceVersion and another uid with the uid's 409).
+    created = await create_a(client)
+    if stale:
+        await client.update(A, with_changes(created, data={"k": "moved"}))
+    body = with_changes(created, data={"k": "v"})
+    body["metadata"]["uid"] = "00000000-0000-4000-8000-000000000000"
+    failed = await refused(client.update(A, body))
+    assert failed.status["code"] == 409
+    assert "Precondition failed: UID in precondition: 00000000-0000-4000-8000-000000000000" in failed.status["message"]
+
+
 async def test_an_omitted_uid_keeps_the_stored_one(client: Client) -> None:
     created = await create_a(client)
     updated, _ = await client.update(A, {"metadata": {"name": "a"}, "data": {"k": "v"}})

@@ -65,16 +65,17 @@ def _data_keys(obj: Obj, fields: tuple[str, ...], binary: frozenset[str], size_f
     elif not present:
         return []
     errs: list[FieldError] = []
-    seen: dict[str, str] = {}
     total = 0
-    for field in fields:
+    for at, field in enumerate(fields):
+        later = [(other, obj.get(other) or {}) for other in fields[at + 1:]]
         for key, value in (obj.get(field) or {}).items():
             problems = _config_key_problems(key)
             if problems:
                 errs.extend(FieldError.invalid(f"{field}[{key}]", key, problem) for problem in problems)
-            if key in seen:
-                errs.append(FieldError.invalid(f"{field}[{key}]", key, f"duplicate of key present in {seen[key]}"))
-            seen.setdefault(key, field)
+            # reported on the earlier field's key, naming the later field (data[k]: "... present in binaryData")
+            repeated = next((other for other, keys in later if key in keys), None)
+            if repeated is not None:
+                errs.append(FieldError.invalid(f"{field}[{key}]", key, f"duplicate of key present in {repeated}"))
             total += len(key.encode()) + _payload_bytes(value, field in binary)
     if total > MAX_DATA_BYTES:
         errs.append(FieldError.too_long(size_field, MAX_DATA_BYTES))

@@ -238,9 +238,9 @@ async def read_page(ctx: Context, resource: Resource, namespace: str, opts: meta
     rv, match = opts.resourceVersion, opts.resourceVersionMatch
     start_after: bytes | None = None
     if token:
+        cont = continuation.decode(token)  # a token that does not decode is refused first, as etcd3's GetList does
         if rv not in ("", "0"):
             raise errors.bad_request("specifying resource version is not allowed when using continue")
-        cont = continuation.decode(token)
         revision: int | None = cont.revision
         start_after = prefix + cont.start.removesuffix("\x00").encode()
         try:

@@ -502,7 +502,7 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
     ("config key of 254 characters", "configmaps", {"metadata": {"name": "c"}, "data": {"k" * 254: "v"}},
      "ConfigMap", [invalid(f"data[{'k' * 254}]", f'"{"k" * 254}"', "must be no more than 253 characters")]),
     ("config key in data and binaryData", "configmaps", {"metadata": {"name": "c"}, "data": {"a": "v"},
-     "binaryData": {"a": "dg=="}}, "ConfigMap", [invalid("binaryData[a]", '"a"', "duplicate of key present in data")]),
+     "binaryData": {"a": "dg=="}}, "ConfigMap", [invalid("data[a]", '"a"', "duplicate of key present in binaryData")]),
     ("config map over 1 MiB in UTF-8", "configmaps", {"metadata": {"name": "c"}, "data": {"a": "\u00e9" * 600_000}},
      "ConfigMap", [kube.cause("FieldValueTooLong", "Too long: must have at most 1048576 bytes", "[]")]),
     ("config map binaryData over 1 MiB decoded", "configmaps", {"metadata": {"name": "c"}, "binaryData": {

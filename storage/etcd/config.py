@@ -21,8 +21,9 @@ class EtcdConfig:
     # The longest one etcd call may take before it fails as a BackendFailure: a request never hangs
     # on an unreachable cluster (kube-apiserver bounds its etcd calls by the request's deadline).
     call_timeout: float = 5.0
-    # How often the watch asks etcd how far it has got, so bookmarks and current_revision() follow
-    # writes made by other processes outside this prefix.
+    # How often the watch asks etcd how far it has got, so current_revision() follows writes made by
+    # other processes outside this prefix, and bookmarks do too on etcd 3.4.25, 3.5.8 and later (an
+    # older etcd's answer may overtake events: storage/etcd/feed.py).
     progress_interval: float = 1.0
     # Events the in-process watch window holds (see storage/etcd/feed.py).
     window_events: int = 100_000

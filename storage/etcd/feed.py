@@ -14,9 +14,17 @@ not kept), which is EtcdStore.recent()'s memory; the store also records its own 
 acknowledged, since its watch event may come a moment later.
 
 `clock` is how far the feed has delivered: every change up to clock.revision has been
-published. It rises with each batch of events and with etcd's progress responses, which etcd
-sends only once the watch has caught up with the store; that is what store watches report as
-their progress (BOOKMARKs). If the etcd watch breaks (the cluster is unreachable), the feed
+published. It rises with each batch of events and with etcd's progress responses that come only
+once the watch has caught up with the store; that is what store watches report as their progress
+(BOOKMARKs) and where a new store watch's replay hands over to live events. etcd's timed progress
+notifications (this watch's id) always come so; a requested one (watch id -1, asked for every
+`progress_interval`) does only from etcd 3.4.25 and 3.5.8 on (etcd-io/etcd#15220): before, etcd
+answers it at once with its current revision, ahead of events still queued for the stream, and a
+clock moved by it would let a replay skip those events and a reconnect resume after them. So a
+requested progress moves the clock only when the member said it is such a version
+(`ordered_progress`, from Maintenance.Status); otherwise it only tells the store's current
+revision, and the clock follows events and timed notifications, as kube-apiserver's watch cache
+does on such an etcd. If the etcd watch breaks (the cluster is unreachable), the feed
 reconnects from the next revision it has not delivered, so no event is lost or repeated; if
 that revision has been compacted meanwhile, every store watch fails with Compacted and the
 window restarts at the compacted revision.
@@ -27,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import re
 from collections import deque
 from collections.abc import Callable
 
@@ -47,6 +56,7 @@ from storage.watch import HistoryPage
 log = logging.getLogger(__name__)
 
 RETRY = 0.2  # seconds between attempts to re-open the etcd watch
+REQUESTED = -1  # the watch id of a progress response that answers a WatchProgressRequest (clientv3.InvalidWatchID)
 
 
 def to_kv(root: bytes, kv: kv_pb2.KeyValue) -> KeyValue:
@@ -86,6 +96,9 @@ class Feed:
         self._task: asyncio.Task[None] | None = None
         self._subscribers: set[Subscriber] = set()  # the live ones, to fail when etcd compacts past the feed
         self.connected = False
+        # Whether a requested progress response comes after every event before its revision (etcd >= 3.4.25,
+        # 3.5.8): the store sets it from the member's version; until then it is not trusted.
+        self.ordered_progress = False
 
     def subscribe(self, prefix: bytes) -> Subscriber:
         self._subscribers = {s for s in self._subscribers if not s.closed}
@@ -192,8 +205,10 @@ class Feed:
             self.clock.advance(batch[-1].revision)
             self._observe(batch[-1].revision)
         elif not response.created and not response.canceled:
-            # A progress response: etcd sends one only when the watch has caught up with the store.
-            self.clock.advance(response.header.revision)
+            # A progress response: the store's revision; how far the watch has delivered when it is timed, or
+            # requested of an etcd that orders it after the stream's events.
+            if response.watch_id != REQUESTED or self.ordered_progress:
+                self.clock.advance(response.header.revision)
             self._observe(response.header.revision)
 
     def remember(self, kv: KeyValue | None, key: bytes, revision: int) -> None:
@@ -223,3 +238,16 @@ class Feed:
         self.latest.clear()
         self.floor = resumed
         self.clock.advance(resumed)
+
+
+def progress_in_order(version: str) -> bool:
+    """Whether etcd `version` answers a WatchProgressRequest only once the stream has delivered every event up to
+    the revision it reports (etcd-io/etcd#15237: 3.4.25, 3.5.8 and later)."""
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    if len(numbers) < 3:
+        return False
+    if numbers >= (3, 6, 0):
+        return True
+    if numbers[:2] == (3, 5):
+        return numbers >= (3, 5, 8)
+    return numbers[:2] == (3, 4) and numbers >= (3, 4, 25)

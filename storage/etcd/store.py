@@ -38,7 +38,7 @@ from storage.errors import (
 from storage.etcd.client import COMPACTED, FUTURE, NO_SPACE, Stubs, failure, open_channel
 from storage.etcd.compactor import EtcdCompactor
 from storage.etcd.config import EtcdConfig
-from storage.etcd.feed import Feed, to_kv
+from storage.etcd.feed import Feed, progress_in_order, to_kv
 from storage.etcd.keys import range_end
 from storage.etcd.pb.etcdserverpb import rpc_pb2
 from storage.options import StoreOptions
@@ -363,6 +363,7 @@ class EtcdStore:
     async def _refresh_size(self) -> None:
         status = await self._call(self._stubs.maintenance.Status, rpc_pb2.StatusRequest())
         self._size = status.dbSizeInUse or status.dbSize
+        self._feed.ordered_progress = progress_in_order(status.version)
 
     @property
     def config(self) -> EtcdConfig:

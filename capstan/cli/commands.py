@@ -316,7 +316,8 @@ def _core_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--feature-gates", action="append", default=[], metavar="KEY=BOOL[,KEY=BOOL...]",
         help="kube-apiserver 1.28's feature gates (ValidatingAdmissionPolicy=true serves and runs "
-        "ValidatingAdmissionPolicies with --runtime-config); an unknown gate is an error, as kube's",
+        "ValidatingAdmissionPolicies with --runtime-config; WatchList=true lets a watch ask for sendInitialEvents); "
+        "an unknown gate is an error, as kube's",
     )
     parser.add_argument(
         "--runtime-config", action="append", default=[], metavar="GROUP/VERSION[=BOOL][,...]",

@@ -52,6 +52,9 @@ class Context:
     writers: KeyGate = field(default_factory=KeyGate)  # turns of the writers of one object (keygate.py)
     caches: WatchCaches | None = None  # the watch cache of the reads kube serves from memory (watchcache.py)
     admission: AdmissionSlot = field(default_factory=AdmissionSlot)  # the admission chain (admitting.py)
+    # kube's WatchList feature gate (alpha in 1.28, off by default): whether a watch may ask for its initial
+    # events (sendInitialEvents); off, such a watch is refused as 1.28's ValidateListOptions refuses it.
+    watch_list: bool = False
 
     def namespace_key(self, name: str) -> bytes:
         return NAMESPACES_KEY_PREFIX + name.encode()

@@ -30,8 +30,9 @@ Answer = TypeVar("Answer", core_pb2.CreateResponse, core_pb2.UpdateResponse, cor
 
 
 class Core:
-    def __init__(self, store: Store, registry: Registry, *, watch_cache: CacheConfig = DISABLED) -> None:
-        self.context = Context(store, registry, caches=WatchCaches(store, watch_cache))
+    def __init__(self, store: Store, registry: Registry, *, watch_cache: CacheConfig = DISABLED,
+                 watch_list: bool = False) -> None:
+        self.context = Context(store, registry, caches=WatchCaches(store, watch_cache), watch_list=watch_list)
         self.descriptors = Descriptors(store)  # protobuf messages of custom resources (server/objects/descriptors.py)
         # What /healthz, /livez and /readyz report (server/objects/health.py); start_core adds what it starts.
         self.health = health.HealthChecks()

@@ -53,9 +53,11 @@ def delete_options(options: meta_pb2.DeleteOptions) -> tuple[bool, str]:
     return bool(options.dryRun), policy
 
 
-def list_options(options: meta_pb2.ListOptions, *, watch: bool) -> None:
-    """apimachinery's ValidateListOptions (the WatchList feature on, as in Kubernetes 1.32)."""
-    errs = _watch_option_errors(options) if watch else _list_option_errors(options)
+def list_options(options: meta_pb2.ListOptions, *, watch: bool, watch_list: bool = False) -> None:
+    """apimachinery's ValidateListOptions; `watch_list`: kube's WatchList feature gate, without which a watch may
+    not ask for its initial events. With it on, the rules are 1.32's, where the feature is beta: a watch with
+    sendInitialEvents needs no allowWatchBookmarks."""
+    errs = _watch_option_errors(options, watch_list) if watch else _list_option_errors(options)
     if errs:
         raise invalid_options("ListOptions", errs)
 
@@ -80,12 +82,17 @@ def _list_option_errors(options: meta_pb2.ListOptions) -> list[FieldError]:
     return errs
 
 
-def _watch_option_errors(options: meta_pb2.ListOptions) -> list[FieldError]:
+def _watch_option_errors(options: meta_pb2.ListOptions, watch_list: bool) -> list[FieldError]:
     errs: list[FieldError] = []
     match = options.resourceVersionMatch
-    if options.HasField("sendInitialEvents") and match != "NotOlderThan":
-        errs.append(FieldError.forbidden(
-            "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+    if options.HasField("sendInitialEvents"):
+        if match != "NotOlderThan":
+            errs.append(FieldError.forbidden(
+                "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if not watch_list:
+            errs.append(FieldError.forbidden(
+                "sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is "
+                "enabled"))
     if match:
         if not options.HasField("sendInitialEvents"):
             errs.append(FieldError.forbidden(

@@ -57,7 +57,7 @@ async def watch(
     """
     resource = resolve(ctx.registry, req.path, "watch")
     opts = req.options
-    options.list_options(opts, watch=True)
+    options.list_options(opts, watch=True, watch_list=ctx.watch_list)
     chosen = selection(resource, opts.labelSelector, opts.fieldSelector)
     converted = views.EventViews(resource, req.view) if req.view.view != core_pb2.VIEW_UNSPECIFIED else None
     encoding = render.encoding_for(resource, req.accept if converted is None else core_pb2.ENCODING_JSON)

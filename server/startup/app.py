@@ -193,7 +193,8 @@ async def start_core(store: Store, *, listen: str, grpc_port: int, security: Sec
     bound = bind_grpc(listen, grpc_port, tls=tls, limits=grpc_limits)  # a port that cannot be bound ends it here
     cache = watch_cache_for(store) if watch_cache is None else watch_cache
     # A tracing core's store calls are spans (server/objects/tracedstore.py); an untraced one calls it directly.
-    core = Core(TracedStore(store) if tracing.enabled() else store, registry, watch_cache=cache)
+    core = Core(TracedStore(store) if tracing.enabled() else store, registry, watch_cache=cache,
+                watch_list=api.gate("WatchList"))
     for name, check in (store_checks or {}).items():
         core.health.add(name, check)
     informers = SharedInformers(core)  # one informer per resource for every controller of this core

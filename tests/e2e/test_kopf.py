@@ -6,7 +6,8 @@ object's status (patched through /status, as kopf does for a kind that has it) a
 its own finalizer and progress annotations on the object. A create, an update and a delete of a custom
 object must each reach their handler, and every write kopf makes must persist. It runs twice: with kopf's
 default watching (list, then watch from the list's resourceVersion) and with initial streaming
-(`settings.watching.initial_streaming`: a watch with sendInitialEvents, which relies on bookmarks).
+(`settings.watching.initial_streaming`: a watch with sendInitialEvents, which relies on bookmarks) against a
+server started with `--feature-gates=WatchList=true`, as kube-apiserver 1.28 serves such watches only then.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import Capstan, Kubectl, Obj, _Lines
+from tests.e2e.conftest import Capstan, Kubectl, Obj, _Lines, serving_with
 
 WAIT = 20.0  # seconds for the operator to react to a change
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
@@ -100,9 +101,26 @@ class Operator:
         return self.log.rest()
 
 
+@pytest.fixture(scope="module")
+def watch_list(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Capstan]:
+    yield from serving_with(tmp_path_factory, "capstan-watchlist", "--feature-gates=WatchList=true")
+
+
 @pytest.fixture(params=["defaults", "bookmarks"])
-def operator(request: pytest.FixtureRequest, capstan: Capstan, kubectl: Kubectl, namespace: str,
-             tmp_path: Path) -> Iterator[tuple[str, Path, Operator]]:
+def cluster(request: pytest.FixtureRequest, capstan: Capstan, kubectl: Kubectl, namespace: str,
+            tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Capstan, Kubectl, str]:
+    """(how kopf watches, the server, its kubectl, a fresh namespace): the session's server for kopf's default
+    watching, one with kube's WatchList feature gate on for its initial streaming."""
+    if request.param == "defaults":
+        return request.param, capstan, kubectl, namespace
+    gated: Capstan = request.getfixturevalue("watch_list")
+    gated.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+    return request.param, gated, Kubectl(gated.kubeconfig, tmp_path_factory.mktemp("kube-cache")), namespace
+
+
+@pytest.fixture
+def operator(cluster: tuple[str, Capstan, Kubectl, str], tmp_path: Path) -> Iterator[tuple[str, Path, Operator]]:
+    watching, capstan, kubectl, namespace = cluster
     group = f"g{uuid.uuid4().hex[:8]}.example.com"
     ran = kubectl("apply", "-f", "-", input=crd_yaml(group))
     assert ran.code == 0, ran.err
@@ -112,7 +130,7 @@ def operator(request: pytest.FixtureRequest, capstan: Capstan, kubectl: Kubectl,
     script.write_text(OPERATOR)
     marks = tmp_path / "marks.txt"
     env = {**os.environ, "KUBECONFIG": str(capstan.kubeconfig), "CAPSTAN_TEST_GROUP": group,
-           "CAPSTAN_TEST_MARKS": str(marks), "CAPSTAN_TEST_BOOKMARKS": "1" if request.param == "bookmarks" else "0"}
+           "CAPSTAN_TEST_MARKS": str(marks), "CAPSTAN_TEST_BOOKMARKS": "1" if watching == "bookmarks" else "0"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "kopf", "run", "--standalone", f"--namespace={namespace}", "--verbose", str(script)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -135,9 +153,10 @@ def eventually(check: Callable[[], Any], what: str, operator: Operator, timeout:
         time.sleep(0.1)
 
 
-def test_kopf_operator_handles_create_update_delete(operator: tuple[str, Path, Operator], kubectl: Kubectl,
-                                                    capstan: Capstan, namespace: str) -> None:
+def test_kopf_operator_handles_create_update_delete(operator: tuple[str, Path, Operator],
+                                                    cluster: tuple[str, Capstan, Kubectl, str]) -> None:
     group, marks, running = operator
+    _, capstan, kubectl, namespace = cluster
     body = yaml.safe_dump({"apiVersion": f"{group}/v1", "kind": "Gizmo", "metadata": {"name": "g1"},
                            "spec": {"size": 1}})
     assert kubectl("apply", "-n", namespace, "-f", "-", input=body).code == 0

@@ -28,6 +28,8 @@ from server.auth.config import INSECURE
 from server.callouts import metrics as webhook_metrics
 from server.machinery import apimetrics
 from server.objects.storageobjects import StorageObjectsCounter
+from server.startup import apienablement
+from server.startup.apienablement import ApiEnablement
 from server.startup.app import RunningCore
 from storage import StoreOptions
 from tests import bootstrapped
@@ -164,13 +166,21 @@ def quick_disconnects(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gateway.handlers.watch, "DISCONNECT_POLL", 0.05)
 
 
+@pytest.fixture
+def enablement() -> ApiEnablement:
+    """The feature gates and group versions `server`'s core starts with: kube 1.28's defaults. A test parametrizes
+    this fixture for others."""
+    return apienablement.DEFAULT
+
+
 @pytest.fixture(params=["inprocess", "grpc"])
-async def server(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Server]:
+async def server(request: pytest.FixtureRequest, tmp_path: Path,
+                 enablement: ApiEnablement) -> AsyncIterator[Server]:
     # No default ServiceAccount per namespace (kube-controller-manager's part, as envtest leaves it out): these
     # tests count the store's revisions.
     store, core = await bootstrapped.started(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0,
                                                                              future_wait=0.5),
-                                             security=INSECURE, namespace_controllers=False)
+                                             security=INSECURE, namespace_controllers=False, api=enablement)
     client: CoreClient = (
         InProcessClient(core.guard) if request.param == "inprocess" else GrpcClient(f"127.0.0.1:{core.grpc_port}")
     )

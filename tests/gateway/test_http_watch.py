@@ -16,8 +16,13 @@ import gateway.handlers.watch
 from capstan.api.core.v1 import core_pb2 as core_v1
 from capstan.api.meta.v1 import meta_pb2
 from gateway.codecs import protobuf as protobuf_codec
+from server.startup import apienablement
 from tests.gateway import kube
 from tests.gateway.conftest import TIMEOUT, Server
+
+# kube's WatchList feature gate on (off by default in 1.28): what a watch with initial events needs.
+WATCH_LIST = apienablement.runtime_config([], apienablement.feature_gates(["WatchList=true"]))
+GATED = "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
 
 Obj = dict[str, Any]
 CM = "/api/v1/namespaces/default/configmaps"
@@ -191,6 +196,7 @@ async def test_watch_from_a_compacted_revision_is_an_error_event(server: Server)
         "ERROR", "v1", "Status", "Failure", "Expired", 410)
 
 
+@pytest.mark.parametrize("enablement", [WATCH_LIST], ids=["WatchList"])
 async def test_bookmarks(server: Server) -> None:
     """allowWatchBookmarks with sendInitialEvents: the current state, then a BOOKMARK at its revision
     annotated k8s.io/initial-events-end (a BOOKMARK's object is the kind with only a resourceVersion)."""
@@ -257,12 +263,18 @@ async def test_client_disconnect_frees_the_core_watch(server: Server) -> None:
              "message": 'Unsupported value: "Exact": supported values: "NotOlderThan"'}]})),
     ("labelSelector=a%3D%3D%3D", 400, kube.bad_request("unable to parse requirement: found '=', expected: identifier")),
     ("timeoutSeconds=soon", 400, kube.bad_request('strconv.ParseInt: parsing "soon": invalid syntax')),
+    # kube 1.28's default gates: WatchList is off
+    ("sendInitialEvents=true&resourceVersionMatch=NotOlderThan", 422, kube.status(
+        422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: {GATED}',
+        {"group": "meta.k8s.io", "kind": "ListOptions",
+         "causes": [{"reason": "FieldValueForbidden", "field": "sendInitialEvents", "message": GATED}]})),
 ])
 async def test_refused_watches_answer_a_plain_status(server: Server, query: str, code: int, expected: Obj) -> None:
     resp = await server.request("GET", f"{CM}?watch=1&{query}")
     assert (resp.status, resp.content_type, resp.json()) == (code, JSON, expected)
 
 
+@pytest.mark.parametrize("enablement", [WATCH_LIST], ids=["WatchList"])
 async def test_watch_from_a_future_revision_waits_for_the_changes_after_it(server: Server) -> None:
     """kube-apiserver 1.28's watch cache starts a watch from a revision it has not reached at once, with no error,
     and sends the changes after that revision (beside it: an empty stream until timeoutSeconds)."""

@@ -15,7 +15,8 @@ from server.auth.config import INSECURE
 from server.kinds import BUILTIN
 from server.objects.core import Core
 from server.registry.resources import Registry
-from server.startup import bootstrap
+from server.startup import apienablement, bootstrap
+from server.startup.apienablement import ApiEnablement
 from server.startup.app import RunningCore
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
@@ -36,12 +37,19 @@ async def core(tmp_path: Path) -> AsyncIterator[Core]:
 
 
 @pytest.fixture
-async def running(tmp_path: Path) -> AsyncIterator[RunningCore]:
+def enablement() -> ApiEnablement:
+    """The feature gates and group versions `running` starts with: kube 1.28's defaults. A module overrides this
+    fixture, or a test parametrizes it, for others."""
+    return apienablement.DEFAULT
+
+
+@pytest.fixture
+async def running(tmp_path: Path, enablement: ApiEnablement) -> AsyncIterator[RunningCore]:
     # No default ServiceAccount per namespace (kube-controller-manager's part, as envtest leaves it out): these
     # tests count the store's revisions.
     store, core = await bootstrapped.started(tmp_path / "lmdb", StoreOptions(sync=False, compact_interval=0,
                                                                              future_wait=0.5),
-                                             security=INSECURE, namespace_controllers=False)
+                                             security=INSECURE, namespace_controllers=False, api=enablement)
     try:
         yield core
     finally:

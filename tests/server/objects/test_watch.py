@@ -31,12 +31,22 @@ from capstan.core.v1 import core_service_pb2_grpc as core_pb2_grpc
 from server.auth.config import INSECURE
 from server.machinery import errors
 from server.objects import watch as core_watch
+from server.startup import apienablement
+from server.startup.apienablement import ApiEnablement
 from server.startup.app import RunningCore, start_core
 from storage import StoreOptions
 from storage.lmdb import LmdbStore
 from tests.server.client import Client, Failed, path
 
 Obj = dict[str, Any]
+
+# kube's WatchList feature gate on (off by default in 1.28): most tables here watch with initial events.
+WATCH_LIST = apienablement.runtime_config([], apienablement.feature_gates(["WatchList=true"]))
+
+
+@pytest.fixture
+def enablement() -> ApiEnablement:
+    return WATCH_LIST
 
 TIMEOUT = 5.0  # the longest any single await may take before the test fails instead of hanging
 QUIET = 0.3  # how long "no event arrives" is watched for
@@ -642,6 +652,26 @@ NEEDS_NOT_OLDER_THAN = ("resourceVersionMatch: Forbidden: sendInitialEvents requ
                         "to NotOlderThan")
 MATCH_NEEDS_INITIAL = ("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless "
                        "sendInitialEvents is provided")
+GATED = ("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate "
+         "is enabled")
+
+
+@pytest.mark.parametrize("enablement", [apienablement.DEFAULT], ids=["1.28 default gates"])
+@pytest.mark.parametrize(("options", "message", "fields"), [
+    pytest.param(STREAMING, GATED, ["sendInitialEvents"], id="initial events"),
+    pytest.param({**STREAMING, "sendInitialEvents": False}, GATED, ["sendInitialEvents"], id="no initial events"),
+    pytest.param({"sendInitialEvents": True}, f"[{NEEDS_NOT_OLDER_THAN}, {GATED}]",
+                 ["resourceVersionMatch", "sendInitialEvents"], id="without match"),
+])
+async def test_sendinitialevents_needs_the_watchlist_gate(
+    client: Client, options: Obj, message: str, fields: list[str]
+) -> None:
+    # kube-apiserver 1.28's ValidateListOptions with WatchList off (its default), as it answers beside Capstan
+    async with watch(client, CM, **options) as events:
+        failed = await events.failure()
+    assert (failed.status["code"], failed.status["reason"]) == (422, "Invalid")
+    assert failed.status["message"] == INVALID + message
+    assert [cause["field"] for cause in failed.status["details"]["causes"]] == fields
 
 
 @pytest.mark.parametrize(

@@ -209,8 +209,9 @@ def validate_csr(obj: Obj, old: Obj | None) -> list[FieldError]:
     errs: list[FieldError] = []
     request = _bytes(spec.get("request"))
     problem = _request_error(request)
-    if problem:
-        errs.append(FieldError.invalid("spec.request", names.go_bytes(request), problem))
+    if problem:  # an absent request is Go's nil slice, an empty one []byte{}
+        shown = names.go_bytes(request) if spec.get("request") is not None else names.GoValue("[]byte(nil)")
+        errs.append(FieldError.invalid("spec.request", shown, problem))
     usages = _list(spec.get("usages"))
     old_usages = set(_list(_dict(old.get("spec")).get("usages"))) if old is not None else set()
     if not usages:

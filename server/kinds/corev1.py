@@ -234,10 +234,12 @@ def validate_pv(obj: Obj, old: Obj | None) -> list[FieldError]:
     if not modes:
         errs.append(FieldError.required("spec.accessModes"))
     errs.extend(_access_mode_errors(modes))
-    capacity = spec.get("capacity") or {}
+    given = spec.get("capacity")
+    capacity = given or {}
     if not capacity:
         errs.append(FieldError.required("spec.capacity"))
-    errs.extend(FieldError.not_supported("spec.capacity", k, ("storage",)) for k in capacity if k != "storage")
+    if "storage" not in capacity or len(capacity) > 1:  # one error, naming the whole list as Go prints it
+        errs.append(FieldError.not_supported("spec.capacity", _go_resource_list(given), ("storage",)))
     for name, value in capacity.items():
         errs.extend(_positive_quantity(value, f"spec.capacity[{name}]", basic=True))
     sources = [s for s in PV_SOURCES if s in spec]
@@ -520,14 +522,42 @@ def default_limit_range(obj: Obj) -> None:
 
 def validate_limit_range(obj: Obj, old: Obj | None) -> list[FieldError]:
     errs: list[FieldError] = []
+    seen: set[str] = set()
     for index, item in enumerate(_spec(obj).get("limits") or []):
         kind = item.get("type", "")
-        if kind not in LIMIT_TYPES:
-            errs.append(FieldError.not_supported(f"spec.limits[{index}].type", kind, LIMIT_TYPES))
+        errs.extend(_limit_type_errors(kind, f"spec.limits[{index}].type"))
+        if kind in seen:
+            errs.append(FieldError.duplicate(f"spec.limits[{index}].type", kind))
+        seen.add(kind)
         for field in ("max", "min", "default", "defaultRequest"):
             errs.extend(_non_negative(item.get(field) or {}, f"spec.limits[{index}].{field}"))
         errs.extend(_limit_bounds(item, f"spec.limits[{index}]"))
     return errs
+
+
+def _go_resource_list(resources: object) -> GoValue:
+    """%#v of a core.ResourceList: nil when absent, else its quantities by name (a map prints sorted)."""
+    if not isinstance(resources, dict):
+        return GoValue("core.ResourceList(nil)")
+    entries = []
+    for name in sorted(resources):
+        value = resources[name]
+        try:
+            printed = _go_quantity(str(value)).text
+        except QuantityError:
+            printed = "resource.Quantity{}"
+        entries.append(f"{names.go_quote(name)}:{printed}")
+    return GoValue("core.ResourceList{" + ", ".join(entries) + "}")
+
+
+def _limit_type_errors(kind: str, field: str) -> list[FieldError]:
+    """validateLimitRangeTypeName: a qualified name, one of the standard types unless it has a domain prefix."""
+    problems = names.is_qualified_name(kind)
+    if problems:
+        return [FieldError.invalid(field, kind, problem) for problem in problems]
+    if "/" not in kind and kind not in LIMIT_TYPES:
+        return [FieldError.invalid(field, kind, "must be a standard limit type or fully qualified")]
+    return []
 
 
 def _go_quantity(text: str) -> GoValue:

@@ -81,6 +81,8 @@ async def test_create_records_the_caller_and_starts_with_no_status(client: Clien
     pytest.param({"request": base64.b64encode(b"not pem").decode()}, [
         invalid("spec.request", "[]byte{0x6e, 0x6f, 0x74, 0x20, 0x70, 0x65, 0x6d}",  # %#v of the []byte
                 "PEM block type must be CERTIFICATE REQUEST")], id="request"),
+    pytest.param({"request": None}, [
+        invalid("spec.request", "[]byte(nil)", "PEM block type must be CERTIFICATE REQUEST")], id="no request"),
     pytest.param({"usages": None}, [kube.cause("FieldValueRequired", "Required value", "spec.usages")],
                  id="no usages"),
     pytest.param({"usages": ["client auth", "flying", "client auth"]}, [

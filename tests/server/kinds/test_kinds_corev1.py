@@ -459,6 +459,23 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
     ("pvc of no storage", "persistentvolumeclaims", {"metadata": {"name": "c"}, "spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "0"}}}}, "PersistentVolumeClaim",
      [invalid("spec.resources[storage]", '"0"', "must be greater than zero")]),
+    ("pv without capacity", "persistentvolumes", {"metadata": {"name": "p"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}}, "PersistentVolume",
+     [required("spec.capacity"), kube.cause(
+         "FieldValueNotSupported", 'Unsupported value: core.ResourceList(nil): supported values: "storage"',
+         "spec.capacity")]),
+    ("pv capacity beside storage", "persistentvolumes", {"metadata": {"name": "p"}, "spec": {
+        "capacity": {"storage": "1Gi", "cpu": "1"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}},
+     "PersistentVolume", [kube.cause("FieldValueNotSupported", (
+         'Unsupported value: core.ResourceList{"cpu":resource.Quantity{i:resource.int64Amount{value:1, scale:0}, '
+         'd:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"1", Format:"DecimalSI"}, '
+         '"storage":resource.Quantity{i:resource.int64Amount{value:1073741824, scale:0}, '
+         'd:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"1Gi", Format:"BinarySI"}}: supported values: "storage"'),
+         "spec.capacity")]),
+    ("limit range type neither standard nor qualified", "limitranges", {"metadata": {"name": "l"}, "spec": {
+        "limits": [{"type": "Foo"}, {"type": "Pod"}, {"type": "Pod"}]}}, "LimitRange",
+     [invalid("spec.limits[0].type", '"Foo"', "must be a standard limit type or fully qualified"),
+      kube.cause("FieldValueDuplicate", 'Duplicate value: "Pod"', "spec.limits[2].type")]),
     # ObjectMeta as apimachinery's ValidateObjectMetaAccessor and core's ValidateObjectMeta check it (kube 1.28.7
     # answered these side by side)
     ("negative generation", "configmaps", {"metadata": {"name": "c", "generation": -1}}, "ConfigMap",

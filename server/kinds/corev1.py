@@ -90,20 +90,77 @@ def default_node(obj: Obj) -> None:
             status[field] = podspec.round_up_resource_list(status[field])
 
 
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
 def validate_node(obj: Obj, old: Obj | None) -> list[FieldError]:
-    errs: list[FieldError] = []
-    for index, taint in enumerate(_spec(obj).get("taints") or []):
-        effect = taint.get("effect", "")
-        if effect not in ("NoExecute", "NoSchedule", "PreferNoSchedule"):
-            errs.append(FieldError.not_supported(f"spec.taints[{index}].effect", effect,
-                                                 ("NoSchedule", "PreferNoSchedule", "NoExecute")))
-        errs.extend(names.validate_label_name(taint.get("key", ""), f"spec.taints[{index}].key"))
+    errs = _node_taint_errors(_spec(obj).get("taints") or [])
+    errs.extend(_pod_cidr_errors(_spec(obj).get("podCIDRs") or []))
     if old is not None:
         cidrs = _spec(old).get("podCIDRs") or []
         if cidrs and _spec(obj).get("podCIDRs") != cidrs:
             errs.append(FieldError.forbidden(
                 "spec.podCIDRs", "node updates may not change podCIDR except from \"\" to valid"))
     return errs
+
+
+def _node_taint_errors(taints: list[Obj]) -> list[FieldError]:
+    """validateNodeTaints, which ValidateNode calls with the path metadata.taints (kube's, though the taints are
+    the spec's)."""
+    errs: list[FieldError] = []
+    unique: set[tuple[str, str]] = set()
+    for index, taint in enumerate(taints):
+        path = f"metadata.taints[{index}]"
+        key, value, effect = taint.get("key", ""), taint.get("value", ""), taint.get("effect", "")
+        errs.extend(names.validate_label_name(key, f"{path}.key"))
+        problems = names.is_label_value(value)
+        if problems:
+            errs.append(FieldError.invalid(f"{path}.value", value, ";".join(problems)))
+        if not effect:
+            errs.append(FieldError.required(f"{path}.effect"))
+        elif effect not in TAINT_EFFECTS:
+            errs.append(FieldError.not_supported(f"{path}.effect", effect, TAINT_EFFECTS))
+        if (effect, key) in unique:
+            shown = GoValue(f"core.Taint{{Key:{names.go_quote(key)}, Value:{names.go_quote(value)}, "
+                            f"Effect:{names.go_quote(effect)}, TimeAdded:<nil>}}")
+            duplicate = FieldError.duplicate(path, shown)
+            errs.append(replace(duplicate, detail="taints must be unique by key and effect pair"))
+            continue
+        unique.add((effect, key))
+    return errs
+
+
+def _pod_cidr_errors(cidrs: list[str]) -> list[FieldError]:
+    """ValidateNode's podCIDRs (podCIDR is podCIDRs[0] by then): each a CIDR, at most one of each family, none
+    repeated."""
+    errs: list[FieldError] = []
+    families: list[int] = []
+    for index, cidr in enumerate(cidrs):
+        family = _cidr_family(cidr)
+        if family is None:
+            errs.append(FieldError.invalid(f"spec.podCIDRs[{index}]", names.go_string_slice(cidrs),
+                                           "must be valid CIDR"))
+        else:
+            families.append(family)
+    if len(cidrs) > 1:
+        if len(cidrs) > 2 or len(families) != 2 or families[0] == families[1]:
+            errs.append(FieldError.invalid("spec.podCIDRs", names.go_string_slice(cidrs),
+                                           "may specify no more than one CIDR for each IP family"))
+        seen: set[str] = set()
+        for index, cidr in enumerate(cidrs):
+            if cidr in seen:
+                errs.append(FieldError.duplicate(f"spec.podCIDRs[{index}]", cidr))
+            seen.add(cidr)
+    return errs
+
+
+def _cidr_family(cidr: str) -> int | None:
+    """netutils.ParseCIDRSloppy's answer: the network's IP version, None when it is no CIDR."""
+    address, slash, bits = cidr.partition("/")
+    if not slash or not (bits.isascii() and bits.isdigit()) or not podspec.is_ip_sloppy(address):
+        return None
+    version = 6 if ":" in address else 4
+    return version if int(bits) <= (128 if version == 6 else 32) else None
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

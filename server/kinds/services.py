@@ -234,13 +234,20 @@ IP_FAMILIES = ("IPv4", "IPv6")
 
 
 def _external_ip_errors(ip: str, path: str) -> list[FieldError]:
-    """IsValidIP, then ValidateNonSpecialIP."""
+    """IsValidIP, else ValidateNonSpecialIP."""
+    if not podspec.is_ip_sloppy(ip):
+        return [FieldError.invalid(path, ip, IP_EXAMPLE)]
+    return _non_special_ip_errors(ip, path)
+
+
+def _non_special_ip_errors(ip: str, path: str) -> list[FieldError]:
+    """ValidateNonSpecialIP: an address, and none a node-local or unspecified one."""
     try:
         address = ipaddress.ip_address(ip)
     except ValueError:
         if podspec.is_ip_sloppy(ip):
             return []
-        return [FieldError.invalid(path, ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")]
+        return [FieldError.invalid(path, ip, "must be a valid IP address")]
     errs: list[FieldError] = []
     if address.is_unspecified:
         errs.append(FieldError.invalid(path, ip, f"may not be unspecified ({ip})"))
@@ -578,9 +585,7 @@ def validate_endpoints(obj: Obj, old: Obj | None) -> list[FieldError]:
     for s, subset in enumerate(obj.get("subsets") or []):
         for field_name in ("addresses", "notReadyAddresses"):
             for a, address in enumerate(subset.get(field_name) or []):
-                ip = address.get("ip", "")
-                if not _is_ip(ip):
-                    errs.append(FieldError.invalid(f"subsets[{s}].{field_name}[{a}].ip", ip, IP_EXAMPLE))
+                errs.extend(_endpoint_address_errors(address, f"subsets[{s}].{field_name}[{a}]"))
         ports = subset.get("ports") or []
         for p, port in enumerate(ports):
             here = f"subsets[{s}].ports[{p}]"
@@ -588,6 +593,22 @@ def validate_endpoints(obj: Obj, old: Obj | None) -> list[FieldError]:
                 errs.append(FieldError.required(f"{here}.name"))
             errs.extend(_port_and_protocol(port, here))
     return errs
+
+
+def _endpoint_address_errors(address: Obj, path: str) -> list[FieldError]:
+    """validateEndpointAddress: IsValidIP, the hostname a DNS label, the node name a node's, then
+    ValidateNonSpecialIP (so an address that is no IP is told twice, as kube tells it)."""
+    ip = str(address.get("ip", ""))
+    errs = [] if podspec.is_ip_sloppy(ip) else [FieldError.invalid(f"{path}.ip", ip, IP_EXAMPLE)]
+    hostname = address.get("hostname")
+    if hostname:
+        errs.extend(FieldError.invalid(f"{path}.hostname", hostname, problem)
+                    for problem in names.is_dns1123_label(str(hostname)))
+    node = address.get("nodeName")
+    if node is not None:
+        errs.extend(FieldError.invalid(f"{path}.nodeName", node, problem)
+                    for problem in names.name_is_dns_subdomain(str(node), False))
+    return errs + _non_special_ip_errors(ip, f"{path}.ip")
 
 
 TOPOLOGY_HINTS, TOPOLOGY_MODE = "service.kubernetes.io/topology-aware-hints", "service.kubernetes.io/topology-mode"

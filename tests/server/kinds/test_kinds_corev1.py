@@ -472,6 +472,28 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
          '"storage":resource.Quantity{i:resource.int64Amount{value:1073741824, scale:0}, '
          'd:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"1Gi", Format:"BinarySI"}}: supported values: "storage"'),
          "spec.capacity")]),
+    ("node taints, at kube's metadata.taints path", "nodes", {"metadata": {"name": "n"}, "spec": {"taints": [
+        {"key": "a", "effect": "Bogus"}, {"key": "b", "effect": "NoSchedule"}, {"key": "b", "value": "x",
+                                                                                "effect": "NoSchedule"}]}}, "Node",
+     [kube.cause("FieldValueNotSupported",
+                 'Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+                 "metadata.taints[0].effect"),
+      kube.cause("FieldValueDuplicate", 'Duplicate value: core.Taint{Key:"b", Value:"x", Effect:"NoSchedule", '
+                 "TimeAdded:<nil>}: taints must be unique by key and effect pair", "metadata.taints[2]")]),
+    ("node podCIDR no CIDR", "nodes", {"metadata": {"name": "n"}, "spec": {"podCIDR": "x"}}, "Node",
+     [invalid("spec.podCIDRs[0]", '[]string{"x"}', "must be valid CIDR")]),
+    ("node podCIDRs of one family, repeated", "nodes", {"metadata": {"name": "n"}, "spec": {
+        "podCIDRs": ["10.0.0.0/24", "10.0.0.0/24"]}}, "Node",
+     [invalid("spec.podCIDRs", '[]string{"10.0.0.0/24", "10.0.0.0/24"}',
+              "may specify no more than one CIDR for each IP family"),
+      kube.cause("FieldValueDuplicate", 'Duplicate value: "10.0.0.0/24"', "spec.podCIDRs[1]")]),
+    ("endpoint address no IP, told twice", "endpoints", {"metadata": {"name": "e"}, "subsets": [
+        {"addresses": [{"ip": "x"}]}]}, "Endpoints",
+     [invalid("subsets[0].addresses[0].ip", '"x"', "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"),
+      invalid("subsets[0].addresses[0].ip", '"x"', "must be a valid IP address")]),
+    ("endpoint address loopback", "endpoints", {"metadata": {"name": "e"}, "subsets": [
+        {"addresses": [{"ip": "127.0.0.1"}]}]}, "Endpoints",
+     [invalid("subsets[0].addresses[0].ip", '"127.0.0.1"', "may not be in the loopback range (127.0.0.0/8, ::1/128)")]),
     ("limit range type neither standard nor qualified", "limitranges", {"metadata": {"name": "l"}, "spec": {
         "limits": [{"type": "Foo"}, {"type": "Pod"}, {"type": "Pod"}]}}, "LimitRange",
      [invalid("spec.limits[0].type", '"Foo"', "must be a standard limit type or fully qualified"),

@@ -224,7 +224,7 @@ EPHEMERAL_FORBIDDEN_DETAIL = "cannot be set for an Ephemeral Container"
 
 
 def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool = False) -> list[FieldError]:
-    """ValidatePodSpec's rules, in its order: volumes, containers (init, regular, ephemeral), host network ports,
+    """ValidatePodSpec's rules, in its order: volumes, containers (regular, init, ephemeral), host network ports,
     restart and DNS policies, node selector, security context, affinity, DNS config, readiness and scheduling
     gates, topology spread, service account, active deadline, host and subdomain names, tolerations, host aliases.
     `is_pod`: a Pod's own spec (a template's unset host port is left for the Pod's defaulting)."""
@@ -233,11 +233,16 @@ def validate_pod_spec(spec: Obj, path: str, *, is_pod: bool = False) -> list[Fie
     seen: set[str] = set()
     if not spec.get("containers"):
         errs.append(FieldError.required(f"{path}.containers"))
-    for field in CONTAINER_LISTS:
-        for index, container in enumerate(spec.get(field) or []):
+    for field in ("containers", "initContainers", "ephemeralContainers"):  # ValidatePodSpec's order
+        containers = spec.get(field) or []
+        for index, container in enumerate(containers):
             _validate_container(container, f"{path}.{field}[{index}]", volumes, seen, errs)
+            if field == "initContainers":  # they run one at a time: each alone (kube's path names it [0])
+                errs.extend(_host_port_conflicts([container], f"{path}.initContainers"))
             if field == "ephemeralContainers":
                 _validate_ephemeral(container, f"{path}.{field}[{index}]", spec, errs)
+        if field == "containers":
+            errs.extend(_host_port_conflicts(containers, f"{path}.containers"))
     if spec.get("hostNetwork") is True:  # validatePodHostNetworkDeps, over the containers only
         for index, container in enumerate(spec.get("containers") or []):
             for at, port in enumerate(container.get("ports") or []):
@@ -595,6 +600,22 @@ def unique_label(name: str, path: str, seen: set[str]) -> list[FieldError]:
     if name in seen:
         errs.append(FieldError.duplicate(path, name))
     seen.add(name)
+    return errs
+
+
+def _host_port_conflicts(containers: list[Obj], path: str) -> list[FieldError]:
+    """checkHostPortConflicts: no two ports of `containers` on one protocol, host IP and host port."""
+    errs: list[FieldError] = []
+    taken: set[str] = set()
+    for index, container in enumerate(containers):
+        for at, port in enumerate(container.get("ports") or []):
+            host = port.get("hostPort", 0)
+            if not host:
+                continue
+            key = f"{port.get('protocol', 'TCP')}/{port.get('hostIP', '')}/{host}"
+            if key in taken:
+                errs.append(FieldError.duplicate(f"{path}[{index}].ports[{at}].hostPort", key))
+            taken.add(key)
     return errs
 
 

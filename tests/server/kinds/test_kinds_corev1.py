@@ -309,6 +309,18 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
               "RunAsNonRoot:(*bool)(nil), ReadOnlyRootFilesystem:(*bool)(nil), AllowPrivilegeEscalation:(*bool)"
               "(0xc000000000), ProcMount:(*core.ProcMountType)(nil), SeccompProfile:(*core.SeccompProfile)(nil)}",
               "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN")]),
+    # checkHostPortConflicts, as kube-apiserver 1.28.7 answered beside it: across the regular containers, and each
+    # init container alone (under kube's path, initContainers[0], whichever it is)
+    ("host ports taken twice", "pods", pod(initContainers=[
+        {"name": "i0", "image": "i", "ports": [{"containerPort": 1, "hostPort": 81}]},
+        {"name": "i1", "image": "i", "ports": [{"containerPort": 1, "hostPort": 82}, {"containerPort": 2,
+                                                                                     "hostPort": 82}]}],
+        containers=[{"name": "a", "image": "i", "ports": [{"containerPort": 80, "hostPort": 80}]},
+                    {"name": "b", "image": "i", "ports": [{"containerPort": 81, "hostPort": 80},
+                                                          {"containerPort": 82, "hostPort": 80, "protocol": "UDP"}]}]),
+     "Pod", [
+         kube.cause("FieldValueDuplicate", 'Duplicate value: "TCP//80"', "spec.containers[1].ports[0].hostPort"),
+         kube.cause("FieldValueDuplicate", 'Duplicate value: "TCP//82"', "spec.initContainers[0].ports[1].hostPort")]),
     ("host network with another host port", "pods", pod(hostNetwork=True, containers=[{
         "name": "app", "image": "nginx", "ports": [{"containerPort": 80, "hostPort": 81}]}]), "Pod",
      [invalid("spec.containers[0].ports[0].hostPort", "81", "must match `containerPort` when `hostNetwork` is true")]),

@@ -18,7 +18,7 @@ from server.kinds.templates import dict_at, get, immutable, nonnegative, selecto
 from server.machinery import meta
 from server.machinery.schema import ProtoSchema
 from server.machinery.validation import names
-from server.machinery.validation.names import FieldError
+from server.machinery.validation.names import FieldError, GoValue
 from server.machinery.values import Obj
 from server.objects import scale
 from server.registry.resources import Resource, ScaleRule, Subresource
@@ -345,7 +345,10 @@ def _daemon_set_strategy_errors(strategy: Obj) -> list[FieldError]:
         elif not has_unavailable and not has_surge:
             errs.append(FieldError.required(f"{at}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
         return errs
-    shown = {"Type": kind, "RollingUpdate": rolling}  # the internal struct, as Go's JSON prints it
+    # the internal struct as %#v prints it (a set rollingUpdate is a pointer, its address shown as a placeholder)
+    pointer = "(0xc000000000)" if rolling is not None else "(nil)"
+    shown = GoValue(f"apps.DaemonSetUpdateStrategy{{Type:{names.go_quote(str(kind))}, "
+                    f"RollingUpdate:(*apps.RollingUpdateDaemonSet){pointer}}}")
     return [FieldError.not_supported(at, shown, [ROLLING_UPDATE, ON_DELETE])]
 
 

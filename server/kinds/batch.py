@@ -436,7 +436,9 @@ def _new_status(obj: Obj, old: Obj | None) -> None:
         obj["status"] = {}
 
 
-def _schedule_errors(spec: Obj, old_spec: Obj | None) -> list[FieldError]:
+def _schedule_errors(spec: Obj) -> list[FieldError]:
+    """validateScheduleFormat as 1.28 has it: a TZ or CRON_TZ in the schedule is admitted (with a warning) unless
+    timeZone is set too (1.29 refuses it on create)."""
     schedule = spec.get("schedule") or ""
     if not schedule:
         return [FieldError.required("spec.schedule")]
@@ -444,13 +446,9 @@ def _schedule_errors(spec: Obj, old_spec: Obj | None) -> list[FieldError]:
     problem = cron.parse_standard(schedule)
     if problem:
         errs.append(FieldError.invalid("spec.schedule", schedule, problem))
-    allow_tz = old_spec is not None and "TZ" in (old_spec.get("schedule") or "")
-    if allow_tz and "TZ" in schedule and "timeZone" in spec:
+    if "TZ" in schedule and spec.get("timeZone") is not None:
         errs.append(FieldError.invalid("spec.schedule", schedule,
                                        "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
-    elif not allow_tz and "TZ" in schedule:
-        errs.append(FieldError.invalid("spec.schedule", schedule,
-                                       "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
     return errs
 
 
@@ -492,7 +490,7 @@ def validate_cron_job(obj: Obj, old: Obj | None) -> list[FieldError]:
     """ValidateCronJobCreate / ValidateCronJobUpdate (the 52-character name limit on create only)."""
     spec = obj.get("spec") or {}
     old_spec = (old.get("spec") or {}) if old is not None else None
-    errs = _schedule_errors(spec, old_spec)
+    errs = _schedule_errors(spec)
     errs += nonnegative(spec.get("startingDeadlineSeconds"), "spec.startingDeadlineSeconds")
     if old_spec is None or spec.get("timeZone") != old_spec.get("timeZone"):
         errs += _time_zone_errors(spec.get("timeZone"))
@@ -528,8 +526,7 @@ CRON_TZ_WARNING = ("CRON_TZ or TZ used in spec.spec.schedule is not officially s
 
 def cron_job_warnings(obj: Obj, old: Obj | None) -> list[str]:
     """cronJobStrategy.WarningsOnCreate/OnUpdate: as a Job's for its job template's spec (on update only when the
-    generation rose), then, on every write, a TZ or CRON_TZ in the schedule (which validation admits only on an
-    update of a CronJob whose schedule already had one)."""
+    generation rose), then, on every write, a TZ or CRON_TZ in the schedule."""
     spec = get(obj, "spec", "jobTemplate", "spec")
     at = "spec.jobTemplate.spec"
     if old is None:

@@ -517,16 +517,15 @@ def _hugepages(name: str) -> bool:
 
 
 def _quota_name_errors(name: str, path: str) -> list[FieldError]:
-    """ValidateResourceQuotaResourceName: a qualified name; without a prefix, a resource kube knows and tracks."""
+    """ValidateResourceQuotaResourceName: a qualified name; without a prefix, a resource kube knows, and (told
+    besides whatever came before) one it tracks."""
     errs = [FieldError.invalid(path, name, m) for m in names.is_qualified_name(name)]
-    if errs:
-        return errs
     if "/" not in name:
-        if name not in _STANDARD_RESOURCES and not _hugepages(name):
-            return [FieldError.invalid(path, name, "must be a standard resource type or fully qualified")]
+        if not errs and name not in _STANDARD_RESOURCES and not _hugepages(name):
+            errs.append(FieldError.invalid(path, name, "must be a standard resource type or fully qualified"))
         if name not in _STANDARD_QUOTA and not _hugepages(name):
-            return [FieldError.invalid(path, name, "must be a standard resource for quota")]
-    return []
+            errs.append(FieldError.invalid(path, name, "must be a standard resource for quota"))
+    return errs
 
 
 def _scopes_errors(spec: Obj) -> list[FieldError]:

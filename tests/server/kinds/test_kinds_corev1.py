@@ -583,6 +583,7 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
       invalid("spec.hard[pods]", '"-1"', "must be greater than or equal to 0"),
       invalid("spec.hard[storage]", '"storage"', "must be a standard resource for quota"),
       invalid("spec.hard[widgets]", '"widgets"', "must be a standard resource type or fully qualified"),
+      invalid("spec.hard[widgets]", '"widgets"', "must be a standard resource for quota"),
       invalid("spec.scopes", '[]core.ResourceQuotaScope{"Nope"}', "unsupported scope")]),
     ("limit range min above max", "limitranges", {"metadata": {"name": "l"}, "spec": {"limits": [
         {"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}},

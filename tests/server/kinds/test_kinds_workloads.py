@@ -20,7 +20,7 @@ from capstan.api.autoscaling.v1 import autoscaling_pb2
 from capstan.core.v1 import core_service_pb2 as core_pb2
 from server.machinery.validation import names
 from tests.server import kube
-from tests.server.client import PROTOBUF, Client, Obj, path, refused
+from tests.server.client import PROTOBUF, Client, Obj, path, raw, refused
 
 NS = "default"
 APPS, BATCH, COORDINATION, EVENTS, RBAC = (
@@ -286,6 +286,17 @@ async def test_cron_job_template_gets_pod_defaults_but_not_job_defaults(client: 
     assert job_spec["template"]["spec"]["terminationGracePeriodSeconds"] == 30
 
 
+async def test_a_cron_job_schedule_may_name_its_time_zone_with_a_warning(client: Client) -> None:
+    # kube-apiserver 1.28's validateScheduleFormat admits TZ= in the schedule unless timeZone is set (1.29 refuses
+    # it on create), and cronJobStrategy warns of it
+    schedule = {"schedule": "TZ=UTC 0 * * * *"}
+    response = await client.create_response(at("cronjobs"), raw(body("cronjobs", spec=schedule)))
+    assert orjson.loads(response.object.data)["spec"]["schedule"] == "TZ=UTC 0 * * * *"
+    assert list(response.warnings) == [
+        "CRON_TZ or TZ used in spec.spec.schedule is not officially supported, see "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details"]
+
+
 async def test_binding_defaults_name_the_rbac_group(client: Client) -> None:
     created = await create(client, "rolebindings", roleRef={"kind": "ClusterRole", "name": "view"}, subjects=[
         {"kind": "User", "name": "alice"}, {"kind": "Group", "name": "devs"},
@@ -419,6 +430,10 @@ EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
         invalid("metadata.name", '"web.v1"', "must not contain dots")], id="statefulset name is a dns label"),
     pytest.param("statefulsets", {"spec": {"selector": {"matchLabels": {"app": "api"}}}}, [
         invalid("spec.template.metadata.labels", WEB_LABELS, MISMATCH)], id="statefulset selector mismatch"),
+    pytest.param("daemonsets", {"spec": {"updateStrategy": {"type": "Foo"}}}, [kube.cause(
+        "FieldValueNotSupported", 'Unsupported value: apps.DaemonSetUpdateStrategy{Type:"Foo", RollingUpdate:'
+        '(*apps.RollingUpdateDaemonSet)(nil)}: supported values: "RollingUpdate", "OnDelete"', "spec.updateStrategy")],
+        id="daemonset update strategy"),
     pytest.param("daemonsets", {"spec": {"selector": None}}, [
         invalid("spec.template.metadata.labels", WEB_LABELS, MISMATCH)], id="daemonset without selector"),
     pytest.param("daemonsets", {"spec": {"updateStrategy": {"rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}}}, [
@@ -469,9 +484,10 @@ EXISTS_SELECTOR = ('v1.LabelSelector{MatchLabels:map[string]string(nil), '
     pytest.param("cronjobs", {"spec": {"schedule": "* * *"}}, [
         invalid("spec.schedule", '"* * *"', "expected exactly 5 fields, found 3: [* * *]")], id="cronjob fields"),
     pytest.param("cronjobs", {"spec": {"schedule": ""}}, [required("spec.schedule")], id="cronjob no schedule"),
-    pytest.param("cronjobs", {"spec": {"schedule": "TZ=UTC 0 * * * *"}}, [
+    pytest.param("cronjobs", {"spec": {"schedule": "TZ=UTC 0 * * * *", "timeZone": "UTC"}}, [
         invalid("spec.schedule", '"TZ=UTC 0 * * * *"',
-                "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")], id="cronjob tz in schedule"),
+                "cannot use both timeZone field and TZ or CRON_TZ in schedule")],
+        id="cronjob tz in schedule and field"),
     pytest.param("cronjobs", {"spec": {"timeZone": "Mars/Olympus"}}, [
         invalid("spec.timeZone", '"Mars/Olympus"', "unknown time zone Mars/Olympus")], id="cronjob time zone"),
     pytest.param("cronjobs", {"spec": {"concurrencyPolicy": "Sometimes"}}, [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import re
 from dataclasses import dataclass
@@ -19,12 +18,6 @@ from server.machinery.values import Obj
 from server.registry.resources import Resource, Subresource
 from server.registry.strategy import Declared
 
-# Matched whole (fullmatch): Go's `$` is the end of the text, where Python's also matches before a final newline.
-CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
-CONFIG_KEY_ERROR = names.regex_error(
-    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
-    "[-._a-zA-Z0-9]+", "key.name", "KEY_NAME", "key-name",
-)
 # Every key of a map, each followed by "/", when all are valid config keys: at most 253 of the key characters
 # ("/" is not one) and none "." or starting with "..".
 _VALID_KEYS = re.compile(r"(?:(?!\.(?:/|\.))[-._a-zA-Z0-9]{1,253}/)*")
@@ -32,21 +25,6 @@ MAX_DATA_BYTES = 1024 * 1024  # ConfigMap and Secret payloads (corev1.MaxSecretS
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 NAMESPACE_FINALIZER = "kubernetes"
 IMMUTABLE_DETAIL = "field is immutable when `immutable` is set"
-
-
-@functools.lru_cache(maxsize=8192)
-def _config_key_problems(key: str) -> tuple[str, ...]:
-    """IsConfigMapKey, in its order; keys repeat across objects, so verdicts are remembered."""
-    problems = ["must be no more than 253 characters"] if len(key) > 253 else []
-    if not CONFIG_KEY.fullmatch(key):
-        problems.append(CONFIG_KEY_ERROR)
-    if key == ".":
-        problems.append("must not be '.'")
-    elif key == "..":
-        problems.append("must not be '..'")
-    elif key.startswith(".."):
-        problems.append("must not start with '..'")
-    return tuple(problems)
 
 
 def _data_keys(obj: Obj, fields: tuple[str, ...], binary: frozenset[str], size_field: str) -> list[FieldError]:
@@ -69,7 +47,7 @@ def _data_keys(obj: Obj, fields: tuple[str, ...], binary: frozenset[str], size_f
     for at, field in enumerate(fields):
         later = [(other, obj.get(other) or {}) for other in fields[at + 1:]]
         for key, value in (obj.get(field) or {}).items():
-            problems = _config_key_problems(key)
+            problems = names.is_config_map_key(key)
             if problems:
                 errs.extend(FieldError.invalid(f"{field}[{key}]", key, problem) for problem in problems)
             # reported on the earlier field's key, naming the later field (data[k]: "... present in binaryData")

@@ -732,12 +732,103 @@ def port_name_problems(name: str) -> list[str]:
 
 
 def _validate_env(env: list[Obj], path: str, errs: list[FieldError]) -> None:
+    """ValidateEnv: each variable's name, then where its value comes from."""
     for index, var in enumerate(env):
         name = var.get("name") or ""
         if not name:
             errs.append(FieldError.required(f"{path}[{index}].name"))
         elif not ENV_VAR_NAME.fullmatch(name):
             errs.append(FieldError.invalid(f"{path}[{index}].name", name, ENV_VAR_NAME_ERROR))
+        source = var.get("valueFrom")
+        if isinstance(source, dict):
+            errs.extend(_env_source_errors(source, bool(var.get("value")), f"{path}[{index}].valueFrom"))
+
+
+# validEnvDownwardAPIFieldPathExpressions and validContainerResourceFieldPathExpressions, sorted as sets list them.
+ENV_FIELD_PATHS = ("metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+                   "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs")
+RESOURCE_FIELD_PATHS = ("limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu",
+                        "requests.ephemeral-storage", "requests.memory")
+# podshelper.ConvertDownwardAPIFieldLabel's labels (spec.host is spec.nodeName for old clients).
+_DOWNWARD_LABELS = ("metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
+                    "spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName", "spec.schedulerName",
+                    "status.phase", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs", "spec.host")
+_SUBSCRIPTED = re.compile(r"([^\[]+)\['(.*)'\]")
+
+
+def _env_source_errors(source: Obj, has_value: bool, path: str) -> list[FieldError]:
+    """validateEnvVarValueFrom: one source, each valid, and no value beside it."""
+    errs: list[FieldError] = []
+    sources = 0
+    field_ref = source.get("fieldRef")
+    if isinstance(field_ref, dict):
+        sources += 1
+        errs.extend(_object_field_selector_errors(field_ref, ENV_FIELD_PATHS, f"{path}.fieldRef"))
+        if field_ref.get("fieldPath") == "status.hostIPs":  # the PodHostIPs gate, alpha in 1.28
+            errs.append(FieldError.forbidden(f"{path}.fieldRef",
+                                             "may not be set when feature gate 'PodHostIPs' is not enabled"))
+    resource_ref = source.get("resourceFieldRef")
+    if isinstance(resource_ref, dict):
+        sources += 1
+        resource = str(resource_ref.get("resource") or "")
+        if not resource:
+            errs.append(FieldError.required(f"{path}.resourceFieldRef.resource"))
+        elif resource not in RESOURCE_FIELD_PATHS and not resource.startswith(("requests.hugepages-",
+                                                                               "limits.hugepages-")):
+            errs.append(FieldError.not_supported(f"{path}.resourceFieldRef.resource", resource, RESOURCE_FIELD_PATHS))
+    for kind in ("configMapKeyRef", "secretKeyRef"):
+        selector = source.get(kind)
+        if isinstance(selector, dict):
+            sources += 1
+            errs.extend(_key_selector_errors(selector, f"{path}.{kind}"))
+    if not sources:
+        errs.append(FieldError.invalid(
+            path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+    elif has_value:
+        errs.append(FieldError.invalid(path, "", "may not be specified when `value` is not empty"))
+    elif sources > 1:
+        errs.append(FieldError.invalid(path, "", "may not have more than one field specified at a time"))
+    return errs
+
+
+def _object_field_selector_errors(selector: Obj, expressions: tuple[str, ...], path: str) -> list[FieldError]:
+    """validateObjectFieldSelector: a v1 field label the downward API converts, subscripted only for labels and
+    annotations, else one of `expressions`."""
+    version, field_path = str(selector.get("apiVersion") or ""), str(selector.get("fieldPath") or "")
+    if not version:
+        return [FieldError.required(f"{path}.apiVersion")]
+    if not field_path:
+        return [FieldError.required(f"{path}.fieldPath")]
+    subscripted = _SUBSCRIPTED.fullmatch(field_path)
+    problem = ""
+    if version != "v1":
+        problem = f"unsupported pod version: {version}"
+    elif subscripted is not None and subscripted.group(1) not in ("metadata.annotations", "metadata.labels"):
+        problem = f"field label does not support subscript: {field_path}"
+    elif subscripted is None and field_path not in _DOWNWARD_LABELS:
+        problem = f"field label not supported: {field_path}"
+    if problem:
+        return [FieldError.invalid(f"{path}.fieldPath", field_path, f"error converting fieldPath: {problem}")]
+    if subscripted is not None:
+        key = subscripted.group(2)
+        if subscripted.group(1) == "metadata.annotations":
+            key = key.lower()
+        return [FieldError.invalid(path, key, problem) for problem in names.is_qualified_name(key)]
+    internal = "spec.nodeName" if field_path == "spec.host" else field_path
+    if internal not in expressions:
+        return [FieldError.not_supported(f"{path}.fieldPath", internal, expressions)]
+    return []
+
+
+def _key_selector_errors(selector: Obj, path: str) -> list[FieldError]:
+    """validateConfigMapKeySelector / validateSecretKeySelector: the object's name, and its key a config key."""
+    name, key = str(selector.get("name") or ""), str(selector.get("key") or "")
+    errs = [FieldError.invalid(f"{path}.name", name, problem) for problem in names.name_is_dns_subdomain(name, False)]
+    if not key:
+        errs.append(FieldError.required(f"{path}.key"))
+    else:
+        errs.extend(FieldError.invalid(f"{path}.key", key, problem) for problem in names.is_config_map_key(key))
+    return errs
 
 
 def _validate_resources(resources: Obj, path: str, errs: list[FieldError]) -> None:

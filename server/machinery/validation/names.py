@@ -309,6 +309,30 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
     shown = " or ".join(f"'{e}', " for e in examples)
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
+# Matched whole (fullmatch): Go's `$` is the end of the text, where Python's also matches before a final newline.
+CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+CONFIG_KEY_ERROR = regex_error(
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+    "[-._a-zA-Z0-9]+", "key.name", "KEY_NAME", "key-name",
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def is_config_map_key(key: str) -> tuple[str, ...]:
+    """IsConfigMapKey, in its order (a ConfigMap's or Secret's keys, a key selector's key); keys repeat across
+    objects, so verdicts are remembered."""
+    problems = ["must be no more than 253 characters"] if len(key) > 253 else []
+    if not CONFIG_KEY.fullmatch(key):
+        problems.append(CONFIG_KEY_ERROR)
+    if key == ".":
+        problems.append("must not be '.'")
+    elif key == "..":
+        problems.append("must not be '..'")
+    elif key.startswith(".."):
+        problems.append("must not start with '..'")
+    return tuple(problems)
+
+
 
 def _max_len_characters(length: int) -> str:  # util/validation.MaxLenError
     return f"must be no more than {length} characters"

@@ -309,6 +309,32 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
               "RunAsNonRoot:(*bool)(nil), ReadOnlyRootFilesystem:(*bool)(nil), AllowPrivilegeEscalation:(*bool)"
               "(0xc000000000), ProcMount:(*core.ProcMountType)(nil), SeccompProfile:(*core.SeccompProfile)(nil)}",
               "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN")]),
+    # validateEnvVarValueFrom, as kube-apiserver 1.28.7 answered these beside it
+    ("env value sources", "pods", pod(containers=[{"name": "app", "image": "i", "env": [
+        {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "x"}}},
+        {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name['x']"}}},
+        {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "status.phase"}}},
+        {"name": "D", "valueFrom": {}},
+        {"name": "E", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "F", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "a b"}, "secretKeyRef": {"key": "k"}}},
+        {"name": "G", "valueFrom": {"resourceFieldRef": {"resource": "limits.foo"}}}]}]), "Pod",
+     [invalid("spec.containers[0].env[0].valueFrom.fieldRef.fieldPath", '"x"',
+              "error converting fieldPath: field label not supported: x"),
+      invalid("spec.containers[0].env[1].valueFrom.fieldRef.fieldPath", """\"metadata.name['x']\"""",
+              "error converting fieldPath: field label does not support subscript: metadata.name['x']"),
+      kube.cause("FieldValueNotSupported", 'Unsupported value: "status.phase": supported values: "metadata.name", '
+                 '"metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName", "status.hostIP", '
+                 '"status.hostIPs", "status.podIP", "status.podIPs"',
+                 "spec.containers[0].env[2].valueFrom.fieldRef.fieldPath"),
+      invalid("spec.containers[0].env[3].valueFrom", '""',
+              "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"),
+      invalid("spec.containers[0].env[4].valueFrom", '""', "may not be specified when `value` is not empty"),
+      invalid("spec.containers[0].env[5].valueFrom.configMapKeyRef.key", '"a b"', CONFIG_KEY_MSG),
+      invalid("spec.containers[0].env[5].valueFrom.secretKeyRef.name", '""', kube.DNS1123_SUBDOMAIN),
+      invalid("spec.containers[0].env[5].valueFrom", '""', "may not have more than one field specified at a time"),
+      kube.cause("FieldValueNotSupported", 'Unsupported value: "limits.foo": supported values: "limits.cpu", '
+                 '"limits.ephemeral-storage", "limits.memory", "requests.cpu", "requests.ephemeral-storage", '
+                 '"requests.memory"', "spec.containers[0].env[6].valueFrom.resourceFieldRef.resource")]),
     # checkHostPortConflicts, as kube-apiserver 1.28.7 answered beside it: across the regular containers, and each
     # init container alone (under kube's path, initContainers[0], whichever it is)
     ("host ports taken twice", "pods", pod(initContainers=[

@@ -147,6 +147,12 @@ def default_volume(volume: Obj) -> None:
     for source in ("secret", "configMap", "downwardAPI", "projected"):
         if isinstance(volume.get(source), dict):
             volume[source].setdefault("defaultMode", DEFAULT_MODE)
+    downward: list[Any] = [volume.get("downwardAPI")] + [
+        p.get("downwardAPI") for p in (volume.get("projected") or {}).get("sources") or []]
+    for files in downward:
+        for item in (files or {}).get("items") or []:
+            if isinstance(item.get("fieldRef"), dict):
+                item["fieldRef"].setdefault("apiVersion", "v1")  # SetDefaults_ObjectFieldSelector
     for projection in (volume.get("projected") or {}).get("sources") or []:
         token = projection.get("serviceAccountToken")
         if isinstance(token, dict):
@@ -588,9 +594,177 @@ def _validate_volumes(volumes: list[Obj], path: str, errs: list[FieldError]) -> 
         else:
             errs.extend(unique_label(name, f"{here}.name", found))
         sources = [source for source in VOLUME_SOURCES if source in volume]
+        if sources and isinstance(volume.get(sources[0]), dict):
+            check = _VOLUME_SOURCE_CHECKS.get(sources[0])
+            if check is not None:
+                errs.extend(check(volume[sources[0]], f"{here}.{sources[0]}"))
         if len(sources) > 1:
             errs.append(FieldError.forbidden(f"{here}.{sources[1]}", "may not specify more than 1 volume type"))
     return found
+
+
+FILE_MODE_ERROR = "must be a number between 0 and 0777 (octal), both inclusive"
+HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket")
+# validVolumeDownwardAPIFieldPathExpressions, sorted as sets list them.
+VOLUME_FIELD_PATHS = ("metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid")
+
+
+def _mode_errors(source: Obj, field: str, path: str) -> list[FieldError]:
+    mode = source.get(field)
+    if isinstance(mode, int) and not 0 <= mode <= 0o777:
+        return [FieldError.invalid(f"{path}.{field}", mode, FILE_MODE_ERROR)]
+    return []
+
+
+def _no_backsteps(target: str, path: str) -> list[FieldError]:
+    """validatePathNoBacksteps: no ".." element."""
+    return [FieldError.invalid(path, target, "must not contain '..'")] if ".." in target.split("/") else []
+
+
+def _local_non_reserved_path(target: str, path: str) -> list[FieldError]:
+    """validateLocalNonReservedPath: relative, no ".." element, not starting with "..". """
+    errs = [FieldError.invalid(path, target, "must be a relative path")] if target.startswith("/") else []
+    errs += _no_backsteps(target, path)
+    if target.startswith("..") and not target.startswith("../"):
+        errs.append(FieldError.invalid(path, target, "must not start with '..'"))
+    return errs
+
+
+def _key_to_path(item: Obj, path: str) -> list[FieldError]:
+    """validateKeyToPath."""
+    errs: list[FieldError] = []
+    if not item.get("key"):
+        errs.append(FieldError.required(f"{path}.key"))
+    target = str(item.get("path") or "")
+    if not target:
+        errs.append(FieldError.required(f"{path}.path"))
+    return errs + _local_non_reserved_path(target, f"{path}.path") + _mode_errors(item, "mode", path)
+
+
+def _items_errors(source: Obj, path: str) -> list[FieldError]:
+    return [e for i, item in enumerate(source.get("items") or []) for e in _key_to_path(item, f"{path}.items[{i}]")]
+
+
+def _empty_dir_errors(source: Obj, path: str) -> list[FieldError]:
+    limit = source.get("sizeLimit")
+    if limit is not None:
+        try:
+            negative = parse_quantity(str(limit)).sign() < 0
+        except QuantityError:
+            negative = False
+        if negative:
+            return [FieldError.forbidden(f"{path}.sizeLimit", "SizeLimit field must be a valid resource quantity")]
+    return []
+
+
+def _host_path_errors(source: Obj, path: str) -> list[FieldError]:
+    target = str(source.get("path") or "")
+    if not target:
+        return [FieldError.required(f"{path}.path")]
+    errs = _no_backsteps(target, f"{path}.path")
+    kind = source.get("type")
+    if kind is not None and kind not in HOST_PATH_TYPES:
+        errs.append(FieldError.not_supported(f"{path}.type", kind, HOST_PATH_TYPES))
+    return errs
+
+
+def _secret_volume_errors(source: Obj, path: str) -> list[FieldError]:
+    errs = [] if source.get("secretName") else [FieldError.required(f"{path}.secretName")]
+    return errs + _mode_errors(source, "defaultMode", path) + _items_errors(source, path)
+
+
+def _config_map_volume_errors(source: Obj, path: str) -> list[FieldError]:
+    errs = [] if source.get("name") else [FieldError.required(f"{path}.name")]
+    return errs + _mode_errors(source, "defaultMode", path) + _items_errors(source, path)
+
+
+def _claim_volume_errors(source: Obj, path: str) -> list[FieldError]:
+    return [] if source.get("claimName") else [FieldError.required(f"{path}.claimName")]
+
+
+def _downward_file_errors(item: Obj, path: str) -> list[FieldError]:
+    """validateDownwardAPIVolumeFile (its errors at the volume's path, as kube reports them)."""
+    target = str(item.get("path") or "")
+    errs = [] if target else [FieldError.required(f"{path}.path")]
+    errs += _local_non_reserved_path(target, f"{path}.path")
+    field_ref, resource_ref = item.get("fieldRef"), item.get("resourceFieldRef")
+    if isinstance(field_ref, dict):
+        errs += _object_field_selector_errors(field_ref, VOLUME_FIELD_PATHS, f"{path}.fieldRef")
+        if resource_ref is not None:
+            errs.append(FieldError.invalid(path, "resource",
+                                           "fieldRef and resourceFieldRef can not be specified simultaneously"))
+    elif isinstance(resource_ref, dict):
+        if not resource_ref.get("containerName"):
+            errs.append(FieldError.required(f"{path}.resourceFieldRef.containerName"))
+        else:
+            resource = str(resource_ref.get("resource") or "")
+            if not resource:
+                errs.append(FieldError.required(f"{path}.resourceFieldRef.resource"))
+            elif resource not in RESOURCE_FIELD_PATHS and not resource.startswith(("requests.hugepages-",
+                                                                                   "limits.hugepages-")):
+                errs.append(FieldError.not_supported(f"{path}.resourceFieldRef.resource", resource,
+                                                     RESOURCE_FIELD_PATHS))
+    else:
+        errs.append(FieldError.required(path, "one of fieldRef and resourceFieldRef is required"))
+    return errs + _mode_errors(item, "mode", path)
+
+
+def _downward_volume_errors(source: Obj, path: str) -> list[FieldError]:
+    errs = _mode_errors(source, "defaultMode", path)
+    return errs + [e for item in source.get("items") or [] for e in _downward_file_errors(item, path)]
+
+
+def _projected_volume_errors(source: Obj, path: str) -> list[FieldError]:
+    """validateProjectedVolumeSource: each source's own rules, no path written twice, one kind per source."""
+    errs = _mode_errors(source, "defaultMode", path)
+    paths: set[str] = set()
+    for index, projection in enumerate(source.get("sources") or []):
+        here, kinds = f"{path}.sources[{index}]", 0
+        for kind in ("secret", "configMap"):
+            selected = projection.get(kind)
+            if not isinstance(selected, dict):
+                continue
+            kinds += 1
+            if not selected.get("name"):
+                errs.append(FieldError.required(f"{here}.{kind}.name"))
+            for at, item in enumerate(selected.get("items") or []):
+                errs += _key_to_path(item, f"{here}.{kind}.items[{at}]")
+                target = str(item.get("path") or "")
+                if target and target in paths:
+                    errs.append(FieldError.invalid(path, str(selected.get("name") or ""),
+                                                   "conflicting duplicate paths"))
+                paths.add(target)
+        downward = projection.get("downwardAPI")
+        if isinstance(downward, dict):
+            kinds += 1
+            for item in downward.get("items") or []:
+                errs += _downward_file_errors(item, f"{here}.downwardAPI")
+                target = str(item.get("path") or "")
+                if target and target in paths:
+                    errs.append(FieldError.invalid(path, target, "conflicting duplicate paths"))
+                paths.add(target)
+        token = projection.get("serviceAccountToken")
+        if isinstance(token, dict):
+            kinds += 1
+            seconds = token.get("expirationSeconds", 0)
+            if isinstance(seconds, int) and seconds < 600:
+                errs.append(FieldError.invalid(f"{here}.serviceAccountToken.expirationSeconds", seconds,
+                                               "may not specify a duration less than 10 minutes"))
+            if isinstance(seconds, int) and seconds > 1 << 32:
+                errs.append(FieldError.invalid(f"{here}.serviceAccountToken.expirationSeconds", seconds,
+                                               "may not specify a duration larger than 2^32 seconds"))
+            if not token.get("path"):
+                errs.append(FieldError.required(f"{path}.path"))
+        if kinds > 1:
+            errs.append(FieldError.forbidden(here, "may not specify more than 1 volume type"))
+    return errs
+
+
+_VOLUME_SOURCE_CHECKS = {
+    "emptyDir": _empty_dir_errors, "hostPath": _host_path_errors, "secret": _secret_volume_errors,
+    "persistentVolumeClaim": _claim_volume_errors, "downwardAPI": _downward_volume_errors,
+    "configMap": _config_map_volume_errors, "projected": _projected_volume_errors,
+}
 
 
 def unique_label(name: str, path: str, seen: set[str]) -> list[FieldError]:

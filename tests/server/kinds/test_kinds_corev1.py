@@ -309,6 +309,35 @@ VALIDATION: list[tuple[str, str, Obj, str, list[Obj]]] = [
               "RunAsNonRoot:(*bool)(nil), ReadOnlyRootFilesystem:(*bool)(nil), AllowPrivilegeEscalation:(*bool)"
               "(0xc000000000), ProcMount:(*core.ProcMountType)(nil), SeccompProfile:(*core.SeccompProfile)(nil)}",
               "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN")]),
+    # validateVolumeSource's checks of the common sources, as kube-apiserver 1.28.7 answered these beside it
+    ("volume sources", "pods", pod(volumes=[
+        {"name": "a", "configMap": {"name": "", "defaultMode": 1000, "items": [{"key": "", "path": "../x"}]}},
+        {"name": "b", "secret": {"items": [{"key": "k", "path": "/abs", "mode": -1}]}},
+        {"name": "c", "persistentVolumeClaim": {}},
+        {"name": "d", "hostPath": {"path": "/a/../b", "type": "Foo"}},
+        {"name": "e", "emptyDir": {"sizeLimit": "-1"}},
+        {"name": "f", "projected": {"sources": [
+            {"configMap": {"name": "x", "items": [{"key": "k", "path": "p"}]}},
+            {"secret": {"name": "y", "items": [{"key": "k", "path": "p"}]}},
+            {"serviceAccountToken": {"path": "t", "expirationSeconds": 10}}]}}]), "Pod",
+     [required("spec.volumes[0].configMap.name"),
+      invalid("spec.volumes[0].configMap.defaultMode", "1000",
+              "must be a number between 0 and 0777 (octal), both inclusive"),
+      required("spec.volumes[0].configMap.items[0].key"),
+      invalid("spec.volumes[0].configMap.items[0].path", '"../x"', "must not contain '..'"),
+      required("spec.volumes[1].secret.secretName"),
+      invalid("spec.volumes[1].secret.items[0].path", '"/abs"', "must be a relative path"),
+      invalid("spec.volumes[1].secret.items[0].mode", "-1",
+              "must be a number between 0 and 0777 (octal), both inclusive"),
+      required("spec.volumes[2].persistentVolumeClaim.claimName"),
+      invalid("spec.volumes[3].hostPath.path", '"/a/../b"', "must not contain '..'"),
+      kube.cause("FieldValueNotSupported", 'Unsupported value: "Foo": supported values: "", "BlockDevice", '
+                 '"CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"',
+                 "spec.volumes[3].hostPath.type"),
+      kube.field_forbidden("spec.volumes[4].emptyDir.sizeLimit", "SizeLimit field must be a valid resource quantity"),
+      invalid("spec.volumes[5].projected", '"y"', "conflicting duplicate paths"),
+      invalid("spec.volumes[5].projected.sources[2].serviceAccountToken.expirationSeconds", "10",
+              "may not specify a duration less than 10 minutes")]),
     # validateEnvVarValueFrom, as kube-apiserver 1.28.7 answered these beside it
     ("env value sources", "pods", pod(containers=[{"name": "app", "image": "i", "env": [
         {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "x"}}},

@@ -131,8 +131,13 @@ class Method:
         else:
             name = ""
         verb = (request.connect_verb or self.verb) if self.connect else self.verb
+        namespace = path.namespace
+        if name and path.resource == "namespaces" and not path.group and path.name:
+            # kube's RequestInfoFactory: /namespaces/{name}[/{subresource}] is in the namespace it names, so a
+            # RoleBinding there may grant access to its own Namespace
+            namespace = path.name
         return Authorization(verb, api_group=path.group, api_version=path.version, resource=path.resource,
-                             subresource=path.subresource, namespace=path.namespace, name=name)
+                             subresource=path.subresource, namespace=namespace, name=name)
 
 
 def selected_name(field_selector: str) -> str:

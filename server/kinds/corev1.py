@@ -90,9 +90,6 @@ def default_node(obj: Obj) -> None:
             status[field] = podspec.round_up_resource_list(status[field])
 
 
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-
 def validate_node(obj: Obj, old: Obj | None) -> list[FieldError]:
     errs = _node_taint_errors(_spec(obj).get("taints") or [])
     errs.extend(_pod_cidr_errors(_spec(obj).get("podCIDRs") or []))
@@ -118,8 +115,8 @@ def _node_taint_errors(taints: list[Obj]) -> list[FieldError]:
             errs.append(FieldError.invalid(f"{path}.value", value, ";".join(problems)))
         if not effect:
             errs.append(FieldError.required(f"{path}.effect"))
-        elif effect not in TAINT_EFFECTS:
-            errs.append(FieldError.not_supported(f"{path}.effect", effect, TAINT_EFFECTS))
+        elif effect not in podspec.TAINT_EFFECTS:
+            errs.append(FieldError.not_supported(f"{path}.effect", effect, podspec.TAINT_EFFECTS))
         if (effect, key) in unique:
             shown = GoValue(f"core.Taint{{Key:{names.go_quote(key)}, Value:{names.go_quote(value)}, "
                             f"Effect:{names.go_quote(effect)}, TimeAdded:<nil>}}")

@@ -694,16 +694,7 @@ def _downward_file_errors(item: Obj, path: str) -> list[FieldError]:
             errs.append(FieldError.invalid(path, "resource",
                                            "fieldRef and resourceFieldRef can not be specified simultaneously"))
     elif isinstance(resource_ref, dict):
-        if not resource_ref.get("containerName"):
-            errs.append(FieldError.required(f"{path}.resourceFieldRef.containerName"))
-        else:
-            resource = str(resource_ref.get("resource") or "")
-            if not resource:
-                errs.append(FieldError.required(f"{path}.resourceFieldRef.resource"))
-            elif resource not in RESOURCE_FIELD_PATHS and not resource.startswith(("requests.hugepages-",
-                                                                                   "limits.hugepages-")):
-                errs.append(FieldError.not_supported(f"{path}.resourceFieldRef.resource", resource,
-                                                     RESOURCE_FIELD_PATHS))
+        errs += _resource_field_selector_errors(resource_ref, f"{path}.resourceFieldRef", volume=True)
     else:
         errs.append(FieldError.required(path, "one of fieldRef and resourceFieldRef is required"))
     return errs + _mode_errors(item, "mode", path)
@@ -718,6 +709,13 @@ def _projected_volume_errors(source: Obj, path: str) -> list[FieldError]:
     """validateProjectedVolumeSource: each source's own rules, no path written twice, one kind per source."""
     errs = _mode_errors(source, "defaultMode", path)
     paths: set[str] = set()
+
+    def claim(target: str, shown: str) -> None:
+        """A file's path, which no earlier file of the volume may have written (`shown`: kube's bad value)."""
+        if target and target in paths:
+            errs.append(FieldError.invalid(path, shown, "conflicting duplicate paths"))
+        paths.add(target)
+
     for index, projection in enumerate(source.get("sources") or []):
         here, kinds = f"{path}.sources[{index}]", 0
         for kind in ("secret", "configMap"):
@@ -729,20 +727,14 @@ def _projected_volume_errors(source: Obj, path: str) -> list[FieldError]:
                 errs.append(FieldError.required(f"{here}.{kind}.name"))
             for at, item in enumerate(selected.get("items") or []):
                 errs += _key_to_path(item, f"{here}.{kind}.items[{at}]")
-                target = str(item.get("path") or "")
-                if target and target in paths:
-                    errs.append(FieldError.invalid(path, str(selected.get("name") or ""),
-                                                   "conflicting duplicate paths"))
-                paths.add(target)
+                claim(str(item.get("path") or ""), str(selected.get("name") or ""))
         downward = projection.get("downwardAPI")
         if isinstance(downward, dict):
             kinds += 1
             for item in downward.get("items") or []:
                 errs += _downward_file_errors(item, f"{here}.downwardAPI")
                 target = str(item.get("path") or "")
-                if target and target in paths:
-                    errs.append(FieldError.invalid(path, target, "conflicting duplicate paths"))
-                paths.add(target)
+                claim(target, target)
         token = projection.get("serviceAccountToken")
         if isinstance(token, dict):
             kinds += 1
@@ -944,12 +936,7 @@ def _env_source_errors(source: Obj, has_value: bool, path: str) -> list[FieldErr
     resource_ref = source.get("resourceFieldRef")
     if isinstance(resource_ref, dict):
         sources += 1
-        resource = str(resource_ref.get("resource") or "")
-        if not resource:
-            errs.append(FieldError.required(f"{path}.resourceFieldRef.resource"))
-        elif resource not in RESOURCE_FIELD_PATHS and not resource.startswith(("requests.hugepages-",
-                                                                               "limits.hugepages-")):
-            errs.append(FieldError.not_supported(f"{path}.resourceFieldRef.resource", resource, RESOURCE_FIELD_PATHS))
+        errs.extend(_resource_field_selector_errors(resource_ref, f"{path}.resourceFieldRef", volume=False))
     for kind in ("configMapKeyRef", "secretKeyRef"):
         selector = source.get(kind)
         if isinstance(selector, dict):
@@ -991,6 +978,19 @@ def _object_field_selector_errors(selector: Obj, expressions: tuple[str, ...], p
     internal = "spec.nodeName" if field_path == "spec.host" else field_path
     if internal not in expressions:
         return [FieldError.not_supported(f"{path}.fieldPath", internal, expressions)]
+    return []
+
+
+def _resource_field_selector_errors(selector: Obj, path: str, *, volume: bool) -> list[FieldError]:
+    """validateContainerResourceFieldSelector (its divisor unchecked): a volume file's names its container, and the
+    resource is one of RESOURCE_FIELD_PATHS or a huge page size."""
+    if volume and not selector.get("containerName"):
+        return [FieldError.required(f"{path}.containerName")]
+    resource = str(selector.get("resource") or "")
+    if not resource:
+        return [FieldError.required(f"{path}.resource")]
+    if resource not in RESOURCE_FIELD_PATHS and not resource.startswith(("requests.hugepages-", "limits.hugepages-")):
+        return [FieldError.not_supported(f"{path}.resource", resource, RESOURCE_FIELD_PATHS)]
     return []
 
 

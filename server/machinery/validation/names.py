@@ -309,6 +309,7 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
     shown = " or ".join(f"'{e}', " for e in examples)
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
+
 # Matched whole (fullmatch): Go's `$` is the end of the text, where Python's also matches before a final newline.
 CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 CONFIG_KEY_ERROR = regex_error(
@@ -331,7 +332,6 @@ def is_config_map_key(key: str) -> tuple[str, ...]:
     elif key.startswith(".."):
         problems.append("must not start with '..'")
     return tuple(problems)
-
 
 
 def _max_len_characters(length: int) -> str:  # util/validation.MaxLenError
